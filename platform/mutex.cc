@@ -1,0 +1,51 @@
+#include "platform/mutex.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace strata {
+
+Mutex::~Mutex() {
+  if (owner_.load(std::memory_order_relaxed) != 0) Fatal("destroyed while locked");
+}
+
+void Mutex::Lock() {
+  const ThreadId::NumberType self = CurrentThreadId().ToNumber();
+  if (owner_.load(std::memory_order_relaxed) == self) Fatal("locked recursively");
+  mutex_.lock();
+  owner_.store(self, std::memory_order_relaxed);
+}
+
+bool Mutex::TryLock() {
+  const ThreadId::NumberType self = CurrentThreadId().ToNumber();
+  if (owner_.load(std::memory_order_relaxed) == self) Fatal("try-locked recursively");
+  if (!mutex_.try_lock()) return false;
+  owner_.store(self, std::memory_order_relaxed);
+  return true;
+}
+
+void Mutex::Unlock() {
+  if (!IsLockedOnCurrentThread()) Fatal("unlocked by a thread that does not hold it");
+  owner_.store(0, std::memory_order_relaxed);
+  mutex_.unlock();
+}
+
+void Mutex::AssertCurrentThreadOwns() const {
+  if (!IsLockedOnCurrentThread()) Fatal("not held by the current thread");
+}
+
+void Mutex::Fatal(const char* what) const {
+  // write(2) only: this may run in a broken state, and must not allocate.
+  const char prefix[] = "strata: fatal: mutex '";
+  const char middle[] = "' ";
+  (void)!write(STDERR_FILENO, prefix, sizeof(prefix) - 1);
+  (void)!write(STDERR_FILENO, name_, strlen(name_));
+  (void)!write(STDERR_FILENO, middle, sizeof(middle) - 1);
+  (void)!write(STDERR_FILENO, what, strlen(what));
+  (void)!write(STDERR_FILENO, "\n", 1);
+  abort();
+}
+
+}  // namespace strata
