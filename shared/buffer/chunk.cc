@@ -1,0 +1,107 @@
+#include "shared/buffer/chunk.h"
+
+#include <atomic>
+#include <new>
+
+#include "platform/check.h"
+
+namespace strata {
+namespace {
+std::atomic<size_t> g_live_buffer_bytes{0};
+// The storage follows the object; keep it 8-byte aligned.
+constexpr size_t StorageOffset() { return sizeof(BufferChunk); }
+static_assert(sizeof(BufferChunk) % 8 == 0, "storage must stay 8-byte aligned");
+}  // namespace
+
+std::unique_ptr<BufferChunk> BufferChunk::Create(Length min_buffer_bytes) {
+  STRATA_CHECK(min_buffer_bytes > 0, "a chunk needs some storage");
+  // Round the storage up so the allocation is a multiple of 8 bytes.
+  const size_t buffer_bytes = (static_cast<size_t>(min_buffer_bytes) + 7) & ~size_t{7};
+  if (buffer_bytes > UINT32_MAX) return nullptr;
+  void* memory = ::operator new(StorageOffset() + buffer_bytes, std::nothrow);
+  if (memory == nullptr) return nullptr;
+  return std::unique_ptr<BufferChunk>(new (memory) BufferChunk(static_cast<Length>(buffer_bytes)));
+}
+
+BufferChunk::BufferChunk(Length buffer_bytes) {
+  header_.buffer_bytes = buffer_bytes;
+  g_live_buffer_bytes.fetch_add(buffer_bytes, std::memory_order_relaxed);
+}
+
+BufferChunk::~BufferChunk() {
+  g_live_buffer_bytes.fetch_sub(header_.buffer_bytes, std::memory_order_relaxed);
+  // Destroy a long chain iteratively, not by recursion through next_.
+  std::unique_ptr<BufferChunk> next = std::move(next_);
+  while (next) next = std::move(next->next_);
+}
+
+size_t BufferChunk::AllocationBytes() const { return StorageOffset() + header_.buffer_bytes; }
+
+void BufferChunk::SetRangeStart(BufferIndex range_start) {
+  STRATA_DCHECK(state_ == State::kCreated || state_ == State::kRecycled,
+                "SetRangeStart on a chunk already in use");
+  STRATA_DCHECK(range_start >= kFirstBufferIndex, "global index 0 is reserved");
+  header_.range_start = range_start;
+  header_.start_time_stamp = TimeStamp::Now();
+  header_.process_id = CurrentProcessId();
+  state_ = State::kInUse;
+}
+
+BufferChunk::Byte* BufferChunk::ReserveInitialBlockAsTail(Length tail_bytes) {
+  STRATA_DCHECK(state_ == State::kInUse, "chunk not in use");
+  STRATA_DCHECK(header_.offset_past_last_block == 0, "tail must come first");
+  STRATA_DCHECK(tail_bytes <= header_.buffer_bytes, "tail longer than the chunk");
+  header_.offset_first_block = tail_bytes;
+  header_.offset_past_last_block = tail_bytes;
+  return Data();
+}
+
+BufferChunk::Reservation BufferChunk::ReserveBlock(Length block_bytes) {
+  STRATA_DCHECK(state_ == State::kInUse, "chunk not in use");
+  STRATA_DCHECK(RemainingBytes() > 0, "chunk is full");
+  const Length offset = header_.offset_past_last_block;
+  const Length remaining = header_.buffer_bytes - offset;
+  Reservation r;
+  r.start = Data() + offset;
+  r.bytes_in_this_chunk = block_bytes < remaining ? block_bytes : remaining;
+  r.block_index = BlockIndex::FromTrustedBufferIndex(header_.range_start + offset);
+  header_.offset_past_last_block = offset + block_bytes;
+  ++header_.block_count;
+  return r;
+}
+
+void BufferChunk::MarkDone(TimeStamp done) {
+  STRATA_DCHECK(state_ == State::kInUse, "only a chunk in use can be done");
+  header_.done_time_stamp = done;
+  state_ = State::kDone;
+}
+
+void BufferChunk::MarkRecycled() {
+  STRATA_DCHECK(state_ == State::kDone, "only a done chunk can be recycled");
+  const Length buffer_bytes = header_.buffer_bytes;
+  header_ = Header{};
+  header_.buffer_bytes = buffer_bytes;
+  state_ = State::kRecycled;
+}
+
+void BufferChunk::AppendToChain(std::unique_ptr<BufferChunk> chain) {
+  Last()->next_ = std::move(chain);
+}
+
+BufferChunk* BufferChunk::Last() {
+  BufferChunk* chunk = this;
+  while (chunk->next_) chunk = chunk->next_.get();
+  return chunk;
+}
+
+size_t BufferChunk::ChainLength() const {
+  size_t n = 0;
+  for (const BufferChunk* c = this; c; c = c->Next()) ++n;
+  return n;
+}
+
+size_t BufferChunk::LiveBufferBytes() {
+  return g_live_buffer_bytes.load(std::memory_order_relaxed);
+}
+
+}  // namespace strata

@@ -1,0 +1,203 @@
+// ChunkedBuffer: the profile buffer both tiers write into (Firefox: ProfileChunkedBuffer).
+//
+// Entries of any size (up to one chunk) are stored as blocks, [ULEB128 entry size][entry],
+// one after the other in chunks obtained from a ChunkManager; a block that does not fit at
+// the end of a chunk continues in the next one. Full chunks are released to the manager,
+// which may destroy the oldest to respect its memory limit: the buffer then always holds the
+// most recent data. Every block has a global BlockIndex that stays valid as long as the
+// block exists, and readers can start at any block.
+//
+// Writing is ReserveAndPut(size_callback, write_callback): the size is asked first (out of
+// session it is not asked at all), a block is reserved, and the writer fills it with exactly
+// that many bytes. A write that cannot be stored (no manager, entry larger
+// than a chunk, no memory) calls the write callback with nullptr and is counted in
+// State::failed_put_*; it is never undefined behaviour.
+//
+// In session / out of session: the buffer is in session while it has a chunk manager; out
+// of session every write fails cheaply and reads see nothing.
+//
+// Thread safety: with ThreadSafety::kThreadSafe, every member is thread-safe (a Mutex;
+// chunk managers have their own; lock order: buffer, then manager). Callbacks run with the
+// buffer's lock held: they must not call this buffer. kSingleThreaded skips the lock.
+// Async-signal safety: none. Never call from a signal handler or while another thread is
+// suspended (it locks, and may allocate when no prepared chunk is ready).
+#ifndef STRATA_SHARED_BUFFER_CHUNKED_BUFFER_H_
+#define STRATA_SHARED_BUFFER_CHUNKED_BUFFER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "platform/maybe_mutex.h"
+#include "platform/time_stamp.h"
+#include "shared/buffer/block_index.h"
+#include "shared/buffer/chunk.h"
+#include "shared/buffer/chunk_manager.h"
+#include "shared/buffer/entry_serialization.h"
+
+namespace strata {
+
+class ChunkedBuffer {
+ public:
+  // Out of session until SetChunkManager().
+  ChunkedBuffer(ThreadSafety safety);
+  // In session with a manager the caller keeps alive longer than the session.
+  ChunkedBuffer(ThreadSafety safety, ChunkManager& manager);
+  // In session with a manager the buffer owns.
+  ChunkedBuffer(ThreadSafety safety, std::unique_ptr<ChunkManager> manager);
+  ~ChunkedBuffer();
+  ChunkedBuffer(const ChunkedBuffer&) = delete;
+  ChunkedBuffer& operator=(const ChunkedBuffer&) = delete;
+
+  // Starts a session with `manager` (ending any current one).
+  void SetChunkManager(ChunkManager& manager);
+  void SetChunkManager(std::unique_ptr<ChunkManager> manager);
+  // Ends the session: the chunk being written is dropped; released chunks stay with the
+  // manager (whose owner may still read them).
+  void ResetChunkManager();
+  bool IsInSession() const;
+
+  // Drops all data (released chunks are destroyed), keeps the session.
+  void Clear();
+
+  // The global index range of what can be read: [range_start, range_end).
+  struct State {
+    BufferIndex range_start = kFirstBufferIndex;
+    BufferIndex range_end = kFirstBufferIndex;
+    uint64_t pushed_block_count = 0;   // Blocks ever stored.
+    uint64_t cleared_block_count = 0;  // Blocks destroyed since (with their chunks).
+    uint64_t failed_put_count = 0;     // Writes refused.
+    uint64_t failed_put_bytes = 0;
+    uint64_t chunks_taken = 0;  // Chunks taken from the manager.
+  };
+  State GetState() const;
+
+  // Reserves a block of `size_callback()` bytes and calls `write_callback(EntryWriter*)`
+  // with a writer for exactly that many bytes (the writer must fill them all), or with
+  // nullptr when nothing can be stored. Returns what `write_callback` returns.
+  template <typename SizeCallback, typename WriteCallback>
+  decltype(auto) ReserveAndPut(SizeCallback&& size_callback, WriteCallback&& write_callback) {
+    MaybeAutoLock lock(mutex_);
+    std::optional<EntryWriter> writer;
+    if (manager_) {
+      writer = ReserveBlockLocked(size_callback());
+    } else {
+      FailPutLocked(0);  // Out of session: the size is not even asked.
+    }
+    struct ReleaseAfterWrite {
+      ChunkedBuffer* buffer;
+      ~ReleaseAfterWrite() { buffer->ReleaseFilledChunkLocked(); }
+    } release_after_write{this};
+    return std::forward<WriteCallback>(write_callback)(writer ? &*writer : nullptr);
+  }
+
+  // Stores `values` as one entry (see entry_serialization.h). Returns the block's index,
+  // or a null BlockIndex when the write failed.
+  template <typename... Ts>
+  BlockIndex PutObjects(const Ts&... values) {
+    return ReserveAndPut([&]() { return SumBytes(values...); },
+                         [&](EntryWriter* writer) {
+                           if (!writer) return BlockIndex();
+                           writer->WriteObjects(values...);
+                           return writer->CurrentBlockIndex();
+                         });
+  }
+  template <typename T>
+  BlockIndex PutObject(const T& value) {
+    return PutObjects(value);
+  }
+  // Stores raw bytes as one entry.
+  BlockIndex PutFrom(const void* source, size_t bytes);
+
+  // Prepares the next chunk ahead of need (the manager's FulfillChunkRequests), so that
+  // writers do not allocate. Call from a thread where allocation is fine (the sampler loop).
+  void PrepareNextChunk();
+
+  // Calls `f(EntryReader&)` for every block, oldest first. The reader also knows the
+  // block's index (CurrentBlockIndex) and the next one's (NextBlockIndex).
+  template <typename F>
+  void ReadEach(F&& f) const {
+    ReadEachFrom(BlockIndex(), std::forward<F>(f));
+  }
+  // Same, starting at `start` (or at the oldest block if `start` is null or was destroyed).
+  template <typename F>
+  void ReadEachFrom(BlockIndex start, F&& f) const {
+    BlockVisitor visitor(std::forward<F>(f));
+    VisitBlocks(start, /*only_first=*/false, visitor);
+  }
+  // Calls `f(EntryReader*)` with a reader of the block at `index`, or with nullptr when that
+  // block no longer exists (or never did). Returns what `f` returns.
+  template <typename F>
+  decltype(auto) ReadAt(BlockIndex index, F&& f) const {
+    std::optional<EntryReader> found;
+    auto capture = [&](EntryReader& reader) { found.emplace(reader); };
+    BlockVisitor<decltype(capture)&> visitor(capture);
+    // The reader points into chunks that stay alive only while the buffer is locked.
+    MaybeAutoLock lock(mutex_);
+    VisitBlocksLocked(index, /*only_first=*/true, visitor);
+    if (found && found->CurrentBlockIndex() != index) found.reset();
+    return std::forward<F>(f)(found ? &*found : nullptr);
+  }
+
+ private:
+  // Type-erased per-block callback, so that the walk over chunks is compiled once.
+  class BlockVisitorBase {
+   public:
+    virtual void Visit(EntryReader& reader) = 0;
+
+   protected:
+    ~BlockVisitorBase() = default;
+  };
+  template <typename F>
+  class BlockVisitor final : public BlockVisitorBase {
+   public:
+    explicit BlockVisitor(F f) : f_(std::forward<F>(f)) {}
+    void Visit(EntryReader& reader) override { f_(reader); }
+
+   private:
+    F f_;
+  };
+
+  void VisitBlocks(BlockIndex start, bool only_first, BlockVisitorBase& visitor) const;
+  void VisitBlocksLocked(BlockIndex start, bool only_first, BlockVisitorBase& visitor) const;
+  void VisitFromChunk(const BufferChunk* chunk, size_t offset, bool only_first,
+                      BlockVisitorBase& visitor) const;
+  const BufferChunk* NextChunkForReading(const BufferChunk* chunk) const;
+
+  // All below: mutex_ held.
+  std::optional<EntryWriter> ReserveBlockLocked(size_t entry_bytes);
+  std::unique_ptr<BufferChunk> TakeNewChunkLocked();
+  void ReleaseFilledChunkLocked();
+  TimeStamp NextDoneTimeStampLocked();
+  void AttachManagerLocked(ChunkManager& manager);
+  void DetachManagerLocked();
+  void FailPutLocked(size_t bytes) {
+    ++failed_put_count_;
+    failed_put_bytes_ += bytes;
+  }
+
+  mutable MaybeMutex mutex_;
+  ChunkManager* manager_ = nullptr;
+  std::unique_ptr<ChunkManager> owned_manager_;
+  std::unique_ptr<BufferChunk> current_chunk_;
+  // A chunk just filled by the write in progress; released once that write is done so that
+  // nobody can destroy it while the writer still writes its end.
+  std::unique_ptr<BufferChunk> filled_chunk_;
+  BufferIndex next_range_start_ = kFirstBufferIndex;
+  TimeStamp last_done_time_stamp_;
+  uint64_t pushed_block_count_ = 0;
+  uint64_t failed_put_count_ = 0;
+  uint64_t failed_put_bytes_ = 0;
+  uint64_t chunks_taken_ = 0;
+  // Updated from the manager's chunk-destroyed callback (manager lock held, buffer lock
+  // possibly not): atomics.
+  std::atomic<BufferIndex> range_start_{kFirstBufferIndex};
+  std::atomic<uint64_t> cleared_block_count_{0};
+};
+
+}  // namespace strata
+
+#endif  // STRATA_SHARED_BUFFER_CHUNKED_BUFFER_H_

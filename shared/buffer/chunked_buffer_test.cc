@@ -1,0 +1,268 @@
+#include "shared/buffer/chunked_buffer.h"
+
+#include <atomic>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "shared/buffer/local_limit_chunk_manager.h"
+#include "shared/buffer/single_chunk_manager.h"
+
+namespace strata {
+namespace {
+
+// A random entry: a sequence number and a payload whose bytes derive from it, so any
+// corruption, loss or reordering is detected on read.
+struct TestEntry {
+  uint64_t sequence;
+  std::string payload;
+};
+
+std::string PayloadFor(uint64_t sequence, size_t length) {
+  std::string s(length, '\0');
+  for (size_t i = 0; i < length; ++i) s[i] = static_cast<char>((sequence * 31 + i * 7) & 0xFF);
+  return s;
+}
+
+std::vector<TestEntry> ReadAll(const ChunkedBuffer& buffer, std::vector<BlockIndex>* indexes) {
+  std::vector<TestEntry> entries;
+  buffer.ReadEach([&](EntryReader& reader) {
+    TestEntry e;
+    reader.ReadIntoObjects(e.sequence, e.payload);
+    REQUIRE_FALSE(reader.Failed());
+    REQUIRE(reader.RemainingBytes() == 0);
+    if (indexes) indexes->push_back(reader.CurrentBlockIndex());
+    entries.push_back(std::move(e));
+  });
+  return entries;
+}
+
+TEST_CASE("Out of session, writes fail cheaply and are counted") {
+  ChunkedBuffer buffer(ThreadSafety::kThreadSafe);
+  CHECK_FALSE(buffer.IsInSession());
+  bool size_asked = false;
+  bool got_null = buffer.ReserveAndPut(
+      [&]() {
+        size_asked = true;
+        return size_t{8};
+      },
+      [](EntryWriter* writer) { return writer == nullptr; });
+  CHECK(got_null);
+  CHECK_FALSE(size_asked);
+  CHECK(buffer.PutObject(uint32_t{1}).IsNull());
+  CHECK(buffer.GetState().failed_put_count == 2);
+  int blocks = 0;
+  buffer.ReadEach([&](EntryReader&) { ++blocks; });
+  CHECK(blocks == 0);
+}
+
+TEST_CASE("Round trip of random entries across thousands of chunk boundaries") {
+  // Small chunks so that nearly every entry straddles or fills one, including the size
+  // header itself; a limit large enough to keep everything.
+  const BufferChunk::Length chunk_bytes = GENERATE(24u, 40u, 128u, 1000u);
+  LocalLimitChunkManager manager(/*max_total_bytes=*/64 * 1024 * 1024, chunk_bytes);
+  ChunkedBuffer buffer(ThreadSafety::kThreadSafe, manager);
+  std::mt19937_64 rng(chunk_bytes);
+  std::vector<TestEntry> written;
+  std::vector<BlockIndex> written_indexes;
+  for (uint64_t seq = 0; seq < 20000; ++seq) {
+    // Sizes from 0 to a bit less than a chunk (the header + sequence take some room).
+    const size_t max_payload = chunk_bytes - 8 - 3;
+    const size_t length = rng() % (max_payload + 1);
+    TestEntry e{seq, PayloadFor(seq, length)};
+    const BlockIndex index = buffer.PutObjects(e.sequence, e.payload);
+    REQUIRE_FALSE(index.IsNull());
+    written.push_back(std::move(e));
+    written_indexes.push_back(index);
+    if (seq % 7 == 0) buffer.PrepareNextChunk();
+  }
+  const ChunkedBuffer::State state = buffer.GetState();
+  CHECK(state.pushed_block_count == 20000);
+  CHECK(state.failed_put_count == 0);
+  CHECK(state.cleared_block_count == 0);
+  CHECK(state.chunks_taken > 1000 / (chunk_bytes / 24));  // Many boundaries crossed.
+
+  std::vector<BlockIndex> read_indexes;
+  const std::vector<TestEntry> read = ReadAll(buffer, &read_indexes);
+  REQUIRE(read.size() == written.size());
+  for (size_t i = 0; i < read.size(); ++i) {
+    REQUIRE(read[i].sequence == written[i].sequence);
+    REQUIRE(read[i].payload == written[i].payload);
+    REQUIRE(read_indexes[i] == written_indexes[i]);
+  }
+
+  // Any block can be read directly by index, and iteration can start at any block.
+  for (size_t i = 0; i < written.size(); i += 997) {
+    const bool ok = buffer.ReadAt(written_indexes[i], [&](EntryReader* reader) {
+      if (!reader) return false;
+      return reader->ReadObject<uint64_t>() == written[i].sequence;
+    });
+    REQUIRE(ok);
+    uint64_t expected = i;
+    buffer.ReadEachFrom(written_indexes[i], [&](EntryReader& reader) {
+      REQUIRE(reader.ReadObject<uint64_t>() == expected);
+      ++expected;
+    });
+    REQUIRE(expected == written.size());
+  }
+}
+
+TEST_CASE("Under a small limit the buffer keeps the most recent entries, in order") {
+  LocalLimitChunkManager manager(/*max_total_bytes=*/4096, /*chunk_min_buffer_bytes=*/256);
+  ChunkedBuffer buffer(ThreadSafety::kThreadSafe, manager);
+  std::vector<BlockIndex> indexes;
+  for (uint64_t seq = 0; seq < 5000; ++seq) {
+    indexes.push_back(buffer.PutObjects(seq, PayloadFor(seq, seq % 50)));
+    REQUIRE(BufferChunk::LiveBufferBytes() <= 4096 + 2 * 256);
+  }
+  const std::vector<TestEntry> read = ReadAll(buffer, nullptr);
+  REQUIRE_FALSE(read.empty());
+  REQUIRE(read.size() < 5000);
+  // A contiguous suffix of what was written, ending with the last entry.
+  for (size_t i = 0; i < read.size(); ++i) {
+    REQUIRE(read[i].sequence == 5000 - read.size() + i);
+    REQUIRE(read[i].payload == PayloadFor(read[i].sequence, read[i].sequence % 50));
+  }
+  const ChunkedBuffer::State state = buffer.GetState();
+  CHECK(state.pushed_block_count - state.cleared_block_count >= read.size());
+  // Destroyed blocks cannot be read by index any more; surviving ones can.
+  CHECK(buffer.ReadAt(indexes.front(), [](EntryReader* r) { return r == nullptr; }));
+  CHECK(buffer.ReadAt(indexes.back(), [](EntryReader* r) { return r != nullptr; }));
+  CHECK(state.range_start > indexes.front().ToBufferIndex());
+  CHECK(state.range_start <= indexes[5000 - read.size()].ToBufferIndex());
+}
+
+TEST_CASE("An entry larger than a chunk is refused and counted") {
+  LocalLimitChunkManager manager(1 << 20, 64);
+  ChunkedBuffer buffer(ThreadSafety::kSingleThreaded, manager);
+  CHECK_FALSE(buffer.PutObject(uint64_t{1}).IsNull());
+  const std::string huge(500, 'x');
+  CHECK(buffer.PutObject(huge).IsNull());
+  CHECK(buffer.GetState().failed_put_count == 1);
+  CHECK(buffer.GetState().failed_put_bytes == SumBytes(huge));
+  CHECK_FALSE(buffer.PutObject(uint64_t{2}).IsNull());  // The buffer still works.
+  std::vector<uint64_t> values;
+  buffer.ReadEach([&](EntryReader& r) { values.push_back(r.ReadObject<uint64_t>()); });
+  CHECK(values == std::vector<uint64_t>{1, 2});
+}
+
+TEST_CASE("A single-chunk buffer stores until full, then refuses") {
+  SingleChunkManager manager(100);
+  ChunkedBuffer buffer(ThreadSafety::kSingleThreaded, manager);
+  int stored = 0;
+  while (!buffer.PutObject(uint64_t{42}).IsNull()) ++stored;
+  CHECK(stored == 104 / 9);  // 1-byte size header + 8 bytes each.
+  CHECK(buffer.GetState().failed_put_count == 1);
+}
+
+TEST_CASE("Clear drops everything; indexes keep growing; reset ends the session") {
+  LocalLimitChunkManager manager(1 << 20, 128);
+  ChunkedBuffer buffer(ThreadSafety::kThreadSafe, manager);
+  BlockIndex first;
+  for (int i = 0; i < 100; ++i) {
+    BlockIndex b = buffer.PutObject(i);
+    if (i == 0) first = b;
+  }
+  buffer.Clear();
+  CHECK(ReadAll(buffer, nullptr).empty());
+  CHECK(buffer.GetState().cleared_block_count == 100);
+  const BlockIndex after = buffer.PutObject(7);
+  CHECK(after > first);
+  CHECK(buffer.ReadAt(first, [](EntryReader* r) { return r == nullptr; }));
+  int count = 0;
+  buffer.ReadEach([&](EntryReader& r) {
+    CHECK(r.ReadObject<int>() == 7);
+    ++count;
+  });
+  CHECK(count == 1);
+
+  buffer.ResetChunkManager();
+  CHECK_FALSE(buffer.IsInSession());
+  CHECK(buffer.PutObject(1).IsNull());
+}
+
+TEST_CASE("Several writer threads: nothing lost or torn, the limit holds") {
+  constexpr int kThreads = 4;
+  constexpr uint64_t kPerThread = 20000;
+  SECTION("limit large enough for everything") {
+    LocalLimitChunkManager manager(64 << 20, 512);
+    ChunkedBuffer buffer(ThreadSafety::kThreadSafe, manager);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&buffer, t]() {
+        for (uint64_t i = 0; i < kPerThread; ++i) {
+          const uint64_t seq = (uint64_t(t) << 32) | i;
+          REQUIRE_FALSE(buffer.PutObjects(seq, PayloadFor(seq, i % 40)).IsNull());
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    std::vector<uint64_t> next(kThreads, 0);
+    size_t total = 0;
+    buffer.ReadEach([&](EntryReader& reader) {
+      const uint64_t seq = reader.ReadObject<uint64_t>();
+      const std::string payload = reader.ReadObject<std::string>();
+      const size_t t = seq >> 32;
+      const uint64_t i = seq & 0xFFFFFFFF;
+      REQUIRE(t < kThreads);
+      REQUIRE(i == next[t]);  // Per-thread order is kept.
+      REQUIRE(payload == PayloadFor(seq, i % 40));
+      ++next[t];
+      ++total;
+    });
+    CHECK(total == kThreads * kPerThread);
+  }
+  SECTION("small limit: live chunk memory never passes the limit by more than one chunk") {
+    constexpr size_t kLimit = 16 * 1024;
+    constexpr BufferChunk::Length kChunk = 1024;
+    LocalLimitChunkManager manager(kLimit, kChunk);
+    ChunkedBuffer buffer(ThreadSafety::kThreadSafe, manager);
+    const size_t live_before = BufferChunk::LiveBufferBytes();
+    std::atomic<bool> done{false};
+    std::atomic<size_t> worst{0};
+    std::thread watcher([&]() {
+      while (!done.load()) {
+        const size_t live = BufferChunk::LiveBufferBytes() - live_before;
+        size_t w = worst.load();
+        while (live > w && !worst.compare_exchange_weak(w, live)) {
+        }
+      }
+    });
+    std::thread preparer([&]() {
+      while (!done.load()) {
+        buffer.PrepareNextChunk();
+        std::this_thread::yield();
+      }
+    });
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&buffer, t]() {
+        for (uint64_t i = 0; i < kPerThread; ++i) {
+          const uint64_t seq = (uint64_t(t) << 32) | i;
+          buffer.PutObjects(seq, PayloadFor(seq, i % 100));
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    done = true;
+    watcher.join();
+    preparer.join();
+    INFO("worst live bytes " << worst.load());
+    CHECK(worst.load() <= kLimit + kChunk);
+    CHECK(worst.load() >= kLimit - 2 * kChunk);  // The limit was really reached.
+    CHECK(manager.GetStats().chunks_recycled > 100);
+    // What survives reads back intact.
+    size_t total = 0;
+    buffer.ReadEach([&](EntryReader& reader) {
+      const uint64_t seq = reader.ReadObject<uint64_t>();
+      REQUIRE(reader.ReadObject<std::string>() == PayloadFor(seq, (seq & 0xFFFFFFFF) % 100));
+      ++total;
+    });
+    CHECK(total > 0);
+  }
+}
+
+}  // namespace
+}  // namespace strata
