@@ -52,6 +52,8 @@ enum class EntryKind : uint8_t {
   kCompactStack = 65,
   kSameSample = 66,
   kRunningTimes = 67,
+  kSample = 68,         // A stack sample (base/internal/sample_entries.h).
+  kCounterSample = 69,  // A counter's value (base/internal/sample_entries.h).
   kModernLimit,
 };
 

@@ -1,0 +1,645 @@
+// Session life, thread registry and sampler of the base tier. See core.h and
+// docs/session.md.
+#include "base/internal/core.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "base/counters.h"
+#include "base/internal/env_settings.h"
+#include "base/internal/log.h"
+#include "base/internal/sample_entries.h"
+#include "base/internal/sample_ring.h"
+#include "base/labels.h"
+#include "platform/check.h"
+#include "platform/cpu_time.h"
+#include "platform/mutex.h"
+#include "platform/sampling/frame_pointer_walker.h"
+#include "platform/sampling/libunwind_walker.h"
+#include "platform/sampling/sampling_signal.h"
+#include "platform/sampling/stack_bounds.h"
+#include "platform/sampling/thread_sampling_timer.h"
+#include "shared/buffer/local_limit_chunk_manager.h"
+
+// The calling thread's profiling stack (labels.h).
+__thread strata::ProfilingStack* strata_t_profiling_stack = nullptr;
+
+namespace strata {
+namespace base_internal {
+
+std::atomic<uint32_t> g_profiler_state{0};
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Registered threads.
+
+struct RegisteredThread {
+  ThreadId tid;
+  pthread_t pthread;
+  ThreadCpuClock cpu_clock;
+  StackBounds bounds;
+  bool is_main = false;
+  size_t info_index = 0;  // Into Registry::infos.
+
+  ProfilingStack profiling_stack;
+  SampleRing ring;
+  ThreadSamplingTimer timer;
+  // Read by the thread's own signal handler: sample or not.
+  std::atomic<bool> sampling{false};
+  std::atomic<uint64_t> dropped_samples{0};
+
+  // Sampler-thread state, under the registry mutex.
+  int64_t last_sample_cpu_ns = -1;
+  bool has_sample = false;
+  std::optional<TimeDuration> last_seen_cpu;
+};
+
+struct Registry {
+  Mutex mutex{"strata thread registry"};
+  std::vector<RegisteredThread*> live;
+  std::vector<ThreadInfo> infos;
+  // The running session's sampling configuration (copied at start).
+  bool sampling = false;
+  ProfilerSettings settings;
+  uint64_t dropped_samples = 0;  // From threads that ended.
+};
+
+// Leaked singletons: threads may still run (and unregister) during exit, after static
+// destructors.
+Registry& GetRegistry() {
+  static Registry* registry = new Registry;
+  return *registry;
+}
+
+struct Session {
+  Mutex mutex{"strata session"};
+  ChunkedBuffer buffer{ThreadSafety::kThreadSafe};
+  TimeStamp start_time;
+  std::string shutdown_path;
+  pthread_t sampler_thread{};
+  bool sampler_running = false;
+};
+
+Session& GetSession() {
+  static Session* session = new Session;
+  return *session;
+}
+
+__thread RegisteredThread* t_registered_thread __attribute__((tls_model("initial-exec"))) =
+    nullptr;
+
+std::atomic<bool> g_forked_child{false};
+std::atomic<bool> g_sampler_stop{false};
+// The running session's features, for the signal handler.
+std::atomic<uint32_t> g_sampling_features{0};
+
+// Sampled thread key: its destructor unregisters a thread that ends while registered.
+pthread_key_t g_thread_exit_key;
+pthread_once_t g_thread_exit_key_once = PTHREAD_ONCE_INIT;
+
+void OnRegisteredThreadExit(void*);
+void CreateThreadExitKey() { pthread_key_create(&g_thread_exit_key, &OnRegisteredThreadExit); }
+
+std::string CurrentThreadName() {
+  char name[64] = {};
+  if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0) return std::string();
+  return name;
+}
+
+std::string ThreadNameFromProc(ThreadId tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid.ToNumber());
+  FILE* f = fopen(path, "re");
+  if (!f) return std::string();
+  char name[64] = {};
+  const size_t n = fread(name, 1, sizeof(name) - 1, f);
+  fclose(f);
+  std::string s(name, n);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+bool NameMatchesFilters(const std::string& name, bool is_main,
+                        const std::vector<std::string>& filters) {
+  if (filters.empty()) return true;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string lname = lower(name);
+  for (const std::string& filter : filters) {
+    const std::string lf = lower(filter);
+    if (lname.find(lf) != std::string::npos) return true;
+    if (is_main && std::string("main").find(lf) != std::string::npos) return true;
+    if (lf == "*") return true;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------
+// Signal context. Everything between here and the end of OnSamplingSignal runs in a signal
+// handler on the sampled thread: no lock, no allocation, no errno left changed (the
+// dispatcher in platform/sampling saves it).
+
+void CopyBounded(char* destination, const char* source, size_t capacity) {
+  size_t i = 0;
+  for (; i + 1 < capacity && source[i] != '\0'; ++i) destination[i] = source[i];
+  destination[i] = '\0';
+}
+
+void OnSamplingSignal(void* context, ucontext_t* signal_context, int overruns) {
+  RegisteredThread* thread = static_cast<RegisteredThread*>(context);
+  if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return;
+  SampleSlot* slot = thread->ring.TryBeginWrite();
+  if (!slot) {
+    thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
+  slot->time_ns = TimeStamp::Now().ToNanoseconds();
+  slot->cpu_ns = (features & kFeatureCpu) ? CurrentThreadCpuTime().ToNanoseconds() : -1;
+  slot->overruns = overruns;
+  if (features & kFeatureStackWalk) {
+    slot->native_count = static_cast<uint32_t>(
+        (features & kFeatureFramePointers)
+            ? WalkFramePointers(*signal_context, thread->bounds, slot->natives,
+                                SampleSlot::kMaxNativeFrames)
+            : WalkStackWithLibunwind(signal_context, thread->bounds, slot->natives,
+                                     SampleSlot::kMaxNativeFrames));
+  } else {
+    const FrameRegisters registers = FrameRegistersFromSignalContext(*signal_context);
+    slot->natives[0] = {registers.pc, registers.sp};
+    slot->native_count = 1;
+  }
+  // Labels: the stack belongs to this very thread, which we interrupted; the fence pairs
+  // with the one in ProfilingStack::Push.
+  const ProfilingStack& stack = thread->profiling_stack;
+  uint32_t depth = stack.Depth();
+  std::atomic_signal_fence(std::memory_order_acquire);
+  depth = std::min({depth, ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
+  for (uint32_t i = 0; i < depth; ++i) {
+    const LabelFrame& frame = stack.frame(i);
+    SampleSlot::Label& label = slot->labels[i];
+    label.label = frame.label;
+    label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
+    label.category = frame.category;
+    label.has_dynamic = frame.dynamic_string != nullptr;
+    if (label.has_dynamic) CopyBounded(label.dynamic, frame.dynamic_string, sizeof(label.dynamic));
+  }
+  slot->label_count = depth;
+  thread->ring.CommitWrite();
+}
+// End of signal context.
+
+// ---------------------------------------------------------------------------------------
+// Sampling of one thread: start, stop, drain. Registry mutex held.
+
+void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
+  if (thread->sampling.load(std::memory_order_relaxed)) return;
+  const ProfilerSettings& settings = registry.settings;
+  ThreadInfo& info = registry.infos[thread->info_index];
+  if (!NameMatchesFilters(info.name, thread->is_main, settings.thread_filters)) return;
+  const bool precise = (settings.features & kFeaturePrecise) != 0;
+  int error;
+  if (pthread_equal(thread->pthread, pthread_self())) {
+    error = thread->timer.CreateForCurrentThread(
+        kDefaultSamplingSignal, precise ? TimerClock::kMonotonic : TimerClock::kThreadCpuTime);
+  } else {
+    error = thread->timer.CreateForThread(thread->tid,
+                                          precise ? CLOCK_MONOTONIC : thread->cpu_clock.id(),
+                                          kDefaultSamplingSignal);
+  }
+  if (error == 0) error = thread->timer.Arm(TimeDuration::FromMilliseconds(settings.interval_ms));
+  if (error != 0) {
+    LogError("cannot sample thread %d (%s): %s", thread->tid.ToNumber(), info.name.c_str(),
+             strerror(error));
+    thread->timer.Destroy();
+    return;
+  }
+  info.profiled = true;
+  thread->has_sample = false;
+  thread->last_sample_cpu_ns = -1;
+  thread->last_seen_cpu.reset();
+  thread->sampling.store(true, std::memory_order_relaxed);
+}
+
+void StopSamplingLocked(RegisteredThread* thread) {
+  thread->sampling.store(false, std::memory_order_relaxed);
+  thread->timer.Destroy();  // No signal is generated after this returns.
+}
+
+void DrainLocked(RegisteredThread* thread, TimeStamp now) {
+  ChunkedBuffer& buffer = GetSession().buffer;
+  bool drained = false;
+  while (const SampleSlot* slot = thread->ring.TryBeginRead()) {
+    int64_t cpu_delta = -1;
+    if (slot->cpu_ns >= 0) {
+      if (thread->last_sample_cpu_ns >= 0) cpu_delta = slot->cpu_ns - thread->last_sample_cpu_ns;
+      thread->last_sample_cpu_ns = slot->cpu_ns;
+    }
+    buffer.PutObjects(EntryKind::kSample, thread->tid, TimeStamp::FromNanoseconds(slot->time_ns),
+                      cpu_delta, slot->overruns, MergedStack{slot});
+    thread->ring.EndRead();
+    drained = true;
+  }
+  if (drained) {
+    thread->has_sample = true;
+    thread->last_seen_cpu = thread->cpu_clock.Read();
+    return;
+  }
+  if (!thread->has_sample || ProfilerIsPaused()) return;
+  // No signal since the last loop: if the thread has not run at all, record a copy of its
+  // previous sample without disturbing it.
+  const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+  if (cpu && thread->last_seen_cpu && *cpu == *thread->last_seen_cpu) {
+    buffer.PutObjects(EntryKind::kSameSample, thread->tid, now);
+  }
+  thread->last_seen_cpu = cpu;
+}
+
+// ---------------------------------------------------------------------------------------
+// Counters.
+
+struct CounterRegistry {
+  Mutex mutex{"strata counters"};
+  std::vector<ProfilerCounter*> counters;  // Index = counter id; null once destroyed.
+  std::vector<std::pair<int64_t, uint64_t>> last;  // Last sampled (value, operations).
+};
+CounterRegistry& GetCounters() {
+  static CounterRegistry* counters = new CounterRegistry;
+  return *counters;
+}
+
+void SampleCounters(TimeStamp now) {
+  CounterRegistry& counters = GetCounters();
+  AutoLock lock(counters.mutex);
+  for (size_t i = 0; i < counters.counters.size(); ++i) {
+    ProfilerCounter* counter = counters.counters[i];
+    if (!counter) continue;
+    const std::pair<int64_t, uint64_t> current(counter->value(), counter->operations());
+    if (current == counters.last[i]) continue;
+    counters.last[i] = current;
+    GetSession().buffer.PutObjects(EntryKind::kCounterSample, static_cast<uint32_t>(i), now,
+                                   current.first, current.second);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The sampler thread.
+
+void SamplingLoopIteration() {
+  const TimeStamp now = TimeStamp::Now();
+  Registry& registry = GetRegistry();
+  {
+    AutoLock lock(registry.mutex);
+    for (RegisteredThread* thread : registry.live) {
+      if (thread->sampling.load(std::memory_order_relaxed)) DrainLocked(thread, now);
+    }
+  }
+  SampleCounters(now);
+  GetSession().buffer.PrepareNextChunk();
+}
+
+void* SamplerThreadMain(void* arg) {
+  pthread_setname_np(pthread_self(), "StrataSampler");
+  // The sampler never takes samples of itself, and must not receive the sampling signal.
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, kDefaultSamplingSignal);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  const TimeDuration interval =
+      TimeDuration::FromNanoseconds(static_cast<int64_t>(*static_cast<double*>(arg) * 1e6));
+  delete static_cast<double*>(arg);
+  TimeStamp next = TimeStamp::Now();
+  while (!g_sampler_stop.load(std::memory_order_acquire)) {
+    next = next + interval;
+    const TimeStamp now = TimeStamp::Now();
+    if (next < now) next = now;  // Late (the machine is busy): do not try to catch up.
+    const int64_t ns = next.ToNanoseconds();
+    timespec deadline{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
+    }
+    if (g_sampler_stop.load(std::memory_order_acquire)) break;
+    SamplingLoopIteration();
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------
+// Registration.
+
+RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
+  if (t_registered_thread) return t_registered_thread;
+  auto thread = std::make_unique<RegisteredThread>();
+  thread->tid = CurrentThreadId();
+  thread->pthread = pthread_self();
+  thread->cpu_clock = ThreadCpuClock::ForCurrentThread();
+  thread->bounds = StackBounds::OfCurrentThread();  // Allocates: never in signal context.
+  thread->is_main = thread->tid == MainThreadId();
+  if (!thread->ring.ok()) {
+    LogError("cannot allocate the sample ring of thread %d", thread->tid.ToNumber());
+  }
+  WarmUpLibunwind();  // libunwind's first use allocates: do it here, not in the handler.
+
+  RegisteredThread* raw = thread.release();
+  strata_t_profiling_stack = &raw->profiling_stack;
+  t_registered_thread = raw;
+  SetSamplingThreadContext(raw);
+  pthread_once(&g_thread_exit_key_once, &CreateThreadExitKey);
+  pthread_setspecific(g_thread_exit_key, raw);
+
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  ThreadInfo info;
+  info.tid = raw->tid;
+  info.name = name ? name : CurrentThreadName();
+  info.register_time = TimeStamp::Now();
+  info.is_main = raw->is_main;
+  raw->info_index = registry.infos.size();
+  registry.infos.push_back(std::move(info));
+  registry.live.push_back(raw);
+  if (registry.sampling) StartSamplingLocked(registry, raw);
+  LogInfo("registered thread %d '%s'", raw->tid.ToNumber(),
+          registry.infos[raw->info_index].name.c_str());
+  return raw;
+}
+
+void UnregisterThread(RegisteredThread* thread) {
+  Registry& registry = GetRegistry();
+  {
+    AutoLock lock(registry.mutex);
+    StopSamplingLocked(thread);
+    DrainLocked(thread, TimeStamp::Now());  // Keep what it took before ending.
+    ThreadInfo& info = registry.infos[thread->info_index];
+    const std::string name = CurrentThreadName();
+    if (!name.empty()) info.name = name;
+    info.unregister_time = TimeStamp::Now();
+    registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+    registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
+                        registry.live.end());
+  }
+  SetSamplingThreadContext(nullptr);
+  strata_t_profiling_stack = nullptr;
+  t_registered_thread = nullptr;
+  delete thread;
+}
+
+void OnRegisteredThreadExit(void* value) {
+  RegisteredThread* thread = static_cast<RegisteredThread*>(value);
+  if (thread && thread == t_registered_thread && !g_forked_child.load()) UnregisterThread(thread);
+}
+
+void OnForkChild() {
+  // Only the forking thread exists here, and locks may be held by threads that do not.
+  g_forked_child.store(true);
+  g_profiler_state.store(0, std::memory_order_relaxed);
+  g_sampling_features.store(0, std::memory_order_relaxed);
+  if (t_registered_thread) t_registered_thread->sampling.store(false, std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------------------------------
+// Session start and stop. Session mutex held.
+
+size_t ChunkBytesFor(size_t limit) {
+  return std::clamp<size_t>(limit / 64, 64 * 1024, 1024 * 1024);
+}
+
+void StartLocked(Session& session, const ProfilerSettings& settings) {
+  const size_t limit = static_cast<size_t>(settings.buffer_megabytes) << 20;
+  session.buffer.SetChunkManager(std::make_unique<LocalLimitChunkManager>(
+      limit, static_cast<BufferChunk::Length>(ChunkBytesFor(limit))));
+  session.start_time = TimeStamp::Now();
+  g_sampling_features.store(settings.features, std::memory_order_relaxed);
+
+  const int error = InstallSamplingSignalHandler(kDefaultSamplingSignal, &OnSamplingSignal);
+  if (error != 0 && error != EBUSY) {
+    LogError("cannot install the sampling signal handler: %s; markers only", strerror(error));
+  }
+  Registry& registry = GetRegistry();
+  {
+    AutoLock lock(registry.mutex);
+    registry.settings = settings;
+    registry.sampling = true;
+    registry.dropped_samples = 0;
+    // Threads that ended before this session are of no interest to it.
+    std::vector<ThreadInfo> live_infos;
+    for (RegisteredThread* thread : registry.live) {
+      live_infos.push_back(registry.infos[thread->info_index]);
+      live_infos.back().register_time = session.start_time;
+      live_infos.back().profiled = false;
+      thread->info_index = live_infos.size() - 1;
+    }
+    registry.infos = std::move(live_infos);
+    for (RegisteredThread* thread : registry.live) StartSamplingLocked(registry, thread);
+  }
+  g_profiler_state.store(kStateActive, std::memory_order_relaxed);
+
+  g_sampler_stop.store(false, std::memory_order_release);
+  double* interval = new double(settings.interval_ms);
+  const int rc = RealPthreadCreate()(&session.sampler_thread, nullptr, &SamplerThreadMain, interval);
+  session.sampler_running = rc == 0;
+  if (rc != 0) {
+    delete interval;
+    LogError("cannot start the sampler thread: %s", strerror(rc));
+  }
+  LogInfo("profiler started: interval %.3f ms, buffer %u MiB, features %s", settings.interval_ms,
+          settings.buffer_megabytes, FeatureNames(settings.features).c_str());
+}
+
+void StopLocked(Session& session) {
+  if (!ProfilerIsActive()) return;
+  g_profiler_state.store(0, std::memory_order_relaxed);
+  if (session.sampler_running) {
+    g_sampler_stop.store(true, std::memory_order_release);
+    pthread_join(session.sampler_thread, nullptr);
+    session.sampler_running = false;
+  }
+  Registry& registry = GetRegistry();
+  {
+    AutoLock lock(registry.mutex);
+    registry.sampling = false;
+    for (RegisteredThread* thread : registry.live) {
+      StopSamplingLocked(thread);
+      while (thread->ring.TryBeginRead()) thread->ring.EndRead();  // Discard.
+    }
+  }
+  g_sampling_features.store(0, std::memory_order_relaxed);
+  (void)UninstallSamplingSignalHandler();
+  session.buffer.ResetChunkManager();
+  LogInfo("profiler stopped");
+}
+
+}  // namespace
+
+ChunkedBuffer& SessionBuffer() { return GetSession().buffer; }
+
+SessionLock::SessionLock() { GetSession().mutex.Lock(); }
+SessionLock::~SessionLock() { GetSession().mutex.Unlock(); }
+
+SessionSnapshot TakeSessionSnapshot() {
+  SessionSnapshot snapshot;
+  Session& session = GetSession();
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  snapshot.active = ProfilerIsActive();
+  snapshot.settings = registry.settings;
+  snapshot.start_time = session.start_time;
+  snapshot.dropped_samples = registry.dropped_samples;
+  for (RegisteredThread* thread : registry.live) {
+    ThreadInfo& info = registry.infos[thread->info_index];
+    const std::string name = ThreadNameFromProc(thread->tid);
+    if (!name.empty()) info.name = name;
+    snapshot.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+  }
+  snapshot.threads = registry.infos;
+  return snapshot;
+}
+
+PthreadCreateFunction RealPthreadCreate() {
+  static PthreadCreateFunction real = []() {
+    void* symbol = dlsym(RTLD_NEXT, "pthread_create");
+    return symbol ? reinterpret_cast<PthreadCreateFunction>(symbol) : &pthread_create;
+  }();
+  return real;
+}
+
+bool IsForkedChild() { return g_forked_child.load(std::memory_order_relaxed); }
+
+void SetShutdownPath(std::string path) {
+  AutoLock lock(GetSession().mutex);
+  GetSession().shutdown_path = std::move(path);
+}
+
+std::string ShutdownPath() {
+  AutoLock lock(GetSession().mutex);
+  return GetSession().shutdown_path;
+}
+
+void OnThreadRenamed(pthread_t pthread, const char* name) {
+  if (IsForkedChild()) return;
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (RegisteredThread* thread : registry.live) {
+    if (!pthread_equal(thread->pthread, pthread)) continue;
+    ThreadInfo& info = registry.infos[thread->info_index];
+    info.name = name;
+    if (!registry.sampling) return;
+    if (NameMatchesFilters(info.name, thread->is_main, registry.settings.thread_filters)) {
+      StartSamplingLocked(registry, thread);
+    } else if (thread->sampling.load(std::memory_order_relaxed)) {
+      StopSamplingLocked(thread);
+    }
+    return;
+  }
+}
+
+namespace {
+int RegisterCounter(ProfilerCounter* counter) {
+  CounterRegistry& counters = GetCounters();
+  AutoLock lock(counters.mutex);
+  counters.counters.push_back(counter);
+  counters.last.emplace_back(0, 0);
+  return static_cast<int>(counters.counters.size() - 1);
+}
+
+void UnregisterCounter(ProfilerCounter* counter) {
+  CounterRegistry& counters = GetCounters();
+  AutoLock lock(counters.mutex);
+  for (ProfilerCounter*& c : counters.counters) {
+    if (c == counter) c = nullptr;
+  }
+}
+
+}  // namespace
+
+std::vector<CounterDescription> CounterDescriptions() {
+  CounterRegistry& counters = GetCounters();
+  AutoLock lock(counters.mutex);
+  std::vector<CounterDescription> out;
+  for (ProfilerCounter* c : counters.counters) {
+    out.push_back(c ? CounterDescription{c->name(), c->category(), c->description()}
+                    : CounterDescription{nullptr, nullptr, nullptr});
+  }
+  return out;
+}
+
+}  // namespace base_internal
+
+// ---------------------------------------------------------------------------------------
+// Public API (profiler.h, counters.h).
+
+using namespace base_internal;
+
+ProfilerCounter::ProfilerCounter(const char* name, const char* category, const char* description)
+    : name_(name), category_(category), description_(description) {
+  RegisterCounter(this);
+}
+ProfilerCounter::~ProfilerCounter() { UnregisterCounter(this); }
+
+void ProfilerInit() {
+  static std::once_flag once;
+  std::call_once(once, []() {
+    InitMainThreadId();
+    pthread_atfork(nullptr, nullptr, &OnForkChild);
+    RegisterCurrentThreadImpl(nullptr);
+  });
+}
+
+void ProfilerStart(const ProfilerSettings& settings) {
+  if (IsForkedChild()) return;
+  ProfilerInit();
+  Session& session = GetSession();
+  AutoLock lock(session.mutex);
+  StopLocked(session);
+  StartLocked(session, settings);
+}
+
+void ProfilerStop() {
+  if (IsForkedChild()) return;
+  Session& session = GetSession();
+  AutoLock lock(session.mutex);
+  StopLocked(session);
+}
+
+void ProfilerPause() {
+  if (ProfilerIsActive()) g_profiler_state.fetch_or(kStatePaused, std::memory_order_relaxed);
+}
+
+void ProfilerResume() { g_profiler_state.fetch_and(~kStatePaused, std::memory_order_relaxed); }
+
+ProfilerSettings ProfilerCurrentSettings() {
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  return registry.settings;
+}
+
+void ProfilerRegisterThread(const char* name) {
+  if (IsForkedChild()) return;
+  ProfilerInit();
+  RegisterCurrentThreadImpl(name);
+}
+
+void ProfilerUnregisterThread() {
+  if (IsForkedChild()) return;
+  RegisteredThread* thread = t_registered_thread;
+  if (!thread) return;
+  pthread_setspecific(g_thread_exit_key, nullptr);
+  UnregisterThread(thread);
+}
+
+bool ProfilerIsThreadRegistered() { return t_registered_thread != nullptr; }
+
+}  // namespace strata

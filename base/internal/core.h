@@ -1,0 +1,86 @@
+// The base tier's core state: the session (settings, start time, the one profile buffer),
+// the thread registry, and the sampler (signal handler + sampler thread).
+//
+// Locks, always taken in this order: session mutex -> registry mutex -> buffer -> chunk
+// manager. The signal handler takes none of them.
+//
+// Thread safety: every function is thread-safe. Async-signal safety: none, except what
+// profiler.h says of ProfilerIsActive().
+#ifndef STRATA_BASE_INTERNAL_CORE_H_
+#define STRATA_BASE_INTERNAL_CORE_H_
+
+#include <pthread.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/profiler.h"
+#include "platform/process_thread_ids.h"
+#include "platform/time_stamp.h"
+#include "shared/buffer/chunked_buffer.h"
+
+namespace strata {
+namespace base_internal {
+
+// What capture needs to know about a thread that was registered during the session.
+struct ThreadInfo {
+  ThreadId tid;
+  std::string name;  // Last known name.
+  TimeStamp register_time;
+  std::optional<TimeStamp> unregister_time;
+  bool is_main = false;
+  bool profiled = false;  // Passed the filters: its samples are in the buffer.
+};
+
+struct SessionSnapshot {
+  bool active = false;
+  ProfilerSettings settings;
+  TimeStamp start_time;
+  std::vector<ThreadInfo> threads;  // Live threads with their current names, then ended ones.
+  uint64_t dropped_samples = 0;     // Samples lost to a full per-thread ring.
+};
+
+// The profile buffer, for the whole life of the process (in session while a session runs).
+ChunkedBuffer& SessionBuffer();
+
+// Session state for capture. Takes the registry lock briefly.
+SessionSnapshot TakeSessionSnapshot();
+
+// The session lock: holding it keeps a session from starting or stopping (capture holds it).
+class SessionLock {
+ public:
+  SessionLock();
+  ~SessionLock();
+  SessionLock(const SessionLock&) = delete;
+  SessionLock& operator=(const SessionLock&) = delete;
+};
+
+// pthread_create as libc has it (not our interposer), for threads of the profiler itself.
+using PthreadCreateFunction = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+PthreadCreateFunction RealPthreadCreate();
+
+// After fork() in the child: the profiler stays off for good in this process (the child has
+// no sampler thread, and locks may have been held by threads that do not exist there).
+bool IsForkedChild();
+
+// The STRATA_SHUTDOWN path (unexpanded), set from the environment at load.
+void SetShutdownPath(std::string path);
+std::string ShutdownPath();
+
+// The registered counters, indexed by the counter id in kCounterSample entries (null names
+// for counters destroyed since).
+struct CounterDescription {
+  const char* name;
+  const char* category;
+  const char* description;
+};
+std::vector<CounterDescription> CounterDescriptions();
+
+// Records a registered thread's new name and re-applies the thread filters to it.
+void OnThreadRenamed(pthread_t thread, const char* name);
+
+}  // namespace base_internal
+}  // namespace strata
+
+#endif  // STRATA_BASE_INTERNAL_CORE_H_

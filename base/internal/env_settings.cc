@@ -1,0 +1,229 @@
+#include "base/internal/env_settings.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace strata {
+namespace base_internal {
+namespace {
+
+struct FeatureName {
+  const char* name;
+  uint32_t bit;
+  const char* meaning;
+};
+
+constexpr FeatureName kFeatureNames[] = {
+    {"stackwalk", kFeatureStackWalk, "native stacks in samples (default on)"},
+    {"threads", kFeatureThreads, "register threads made with pthread_create (default on)"},
+    {"cpu", kFeatureCpu, "thread CPU time with each sample (default on)"},
+    {"precise", kFeaturePrecise,
+     "wall-clock timers: the real rate, but sleeps of sampled threads may return early (EINTR)"},
+    {"framepointers", kFeatureFramePointers,
+     "walk frame pointers instead of libunwind (cheaper; loses callers of frameless leaves)"},
+    {"rawaddresses", kFeatureRawAddresses,
+     "write raw addresses and libs instead of function names (symbolicate offline)"},
+};
+
+constexpr double kMinIntervalMs = 0.05;
+constexpr double kMaxIntervalMs = 1000.0;
+constexpr unsigned long kMinBufferMb = 1;
+constexpr unsigned long kMaxBufferMb = 4096;
+
+struct VariableHelp {
+  const char* name;
+  const char* meaning;
+};
+
+constexpr VariableHelp kVariables[] = {
+    {"STRATA_HELP", "=1: print this help and exit."},
+    {"STRATA_STARTUP", "=1: start profiling when the library loads. Default: off."},
+    {"STRATA_STARTUP_INTERVAL",
+     "=<ms>: sampling interval in milliseconds, a number from 0.05 to 1000. Default: 1. CPU-time "
+     "sampling is limited by the kernel tick (4 ms here); see 'precise'."},
+    {"STRATA_STARTUP_BUFFER_MB",
+     "=<MiB>: memory limit of the profile buffer, an integer from 1 to 4096. Default: 64. The "
+     "oldest data is dropped when it is full."},
+    {"STRATA_STARTUP_FEATURES",
+     "=<list>: comma-separated features added to the defaults; '-name' removes one. Default: "
+     "stackwalk,threads,cpu."},
+    {"STRATA_STARTUP_FILTERS",
+     "=<list>: comma-separated thread-name substrings (case-insensitive); only matching threads "
+     "are profiled. Default: every thread."},
+    {"STRATA_SHUTDOWN",
+     "=<path>: save the profile (Gecko JSON) there at exit; '%p' becomes the process id. "
+     "Default: not saved."},
+    {"STRATA_LOGGING", "=1: log what the profiler does on stderr. Default: off."},
+};
+
+std::string Trim(std::string s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t')) --e;
+  return s.substr(b, e - b);
+}
+
+std::vector<std::string> SplitList(const std::string& value) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string::npos) comma = value.size();
+    std::string item = Trim(value.substr(start, comma - start));
+    if (!item.empty()) items.push_back(item);
+    start = comma + 1;
+  }
+  return items;
+}
+
+// "1"/"0" (and the usual spellings) only.
+bool ParseBool(const char* text, bool* out) {
+  const std::string v = Trim(text);
+  if (v == "1" || v == "true" || v == "yes" || v == "on") {
+    *out = true;
+    return true;
+  }
+  if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+EnvironmentSettings ReadEnvironment(
+    const std::function<const char*(const char*)>& getenv_function,
+    const std::function<void(const std::string&)>& report) {
+  EnvironmentSettings env;
+  auto bad = [&](const char* name, const char* value, const std::string& accepted,
+                 const std::string& default_text) {
+    ++env.errors;
+    report(std::string(name) + "='" + value + "' is not valid: expected " + accepted +
+           "; using the default (" + default_text + ").");
+  };
+
+  auto read_bool = [&](const char* name, bool* out) {
+    const char* value = getenv_function(name);
+    if (!value) return;
+    if (!ParseBool(value, out)) bad(name, value, "1 or 0", *out ? "1" : "0");
+  };
+  read_bool("STRATA_HELP", &env.help);
+  read_bool("STRATA_STARTUP", &env.startup);
+  read_bool("STRATA_LOGGING", &env.logging);
+
+  if (const char* value = getenv_function("STRATA_STARTUP_INTERVAL")) {
+    char* end = nullptr;
+    errno = 0;
+    const double ms = std::strtod(value, &end);
+    const bool parsed = end != value && *end == '\0' && errno == 0 && std::isfinite(ms);
+    if (!parsed || ms < kMinIntervalMs || ms > kMaxIntervalMs) {
+      bad("STRATA_STARTUP_INTERVAL", value, "a number of milliseconds from 0.05 to 1000", "1");
+    } else {
+      env.settings.interval_ms = ms;
+    }
+  }
+
+  if (const char* value = getenv_function("STRATA_STARTUP_BUFFER_MB")) {
+    char* end = nullptr;
+    errno = 0;
+    const long long mb = std::strtoll(value, &end, 10);
+    const bool parsed = end != value && *end == '\0' && errno == 0;
+    if (!parsed || mb < static_cast<long long>(kMinBufferMb) ||
+        mb > static_cast<long long>(kMaxBufferMb)) {
+      bad("STRATA_STARTUP_BUFFER_MB", value, "an integer number of MiB from 1 to 4096", "64");
+    } else {
+      env.settings.buffer_megabytes = static_cast<uint32_t>(mb);
+    }
+  }
+
+  if (const char* value = getenv_function("STRATA_STARTUP_FEATURES")) {
+    uint32_t features = kDefaultFeatures;
+    std::string unknown;
+    for (const std::string& item : SplitList(value)) {
+      const bool remove = item[0] == '-';
+      const std::string name = remove ? item.substr(1) : item;
+      bool found = false;
+      for (const FeatureName& f : kFeatureNames) {
+        if (name == f.name) {
+          features = remove ? (features & ~f.bit) : (features | f.bit);
+          found = true;
+        }
+      }
+      if (!found) unknown += (unknown.empty() ? "" : ", ") + name;
+    }
+    if (!unknown.empty()) {
+      std::string accepted = "a comma-separated list of";
+      for (const FeatureName& f : kFeatureNames) accepted += std::string(" ") + f.name;
+      accepted += " (each optionally prefixed with '-'); unknown: " + unknown;
+      bad("STRATA_STARTUP_FEATURES", value, accepted, "stackwalk,threads,cpu");
+    } else {
+      env.settings.features = features;
+    }
+  }
+
+  if (const char* value = getenv_function("STRATA_STARTUP_FILTERS")) {
+    env.settings.thread_filters = SplitList(value);
+  }
+
+  if (const char* value = getenv_function("STRATA_SHUTDOWN")) {
+    if (value[0] == '\0') {
+      bad("STRATA_SHUTDOWN", value, "a file path", "no profile saved");
+    } else {
+      env.shutdown_path = value;
+    }
+  }
+  return env;
+}
+
+std::string EnvironmentHelpText() {
+  std::string text =
+      "Strata base profiler (libstrata_base.so): environment variables\n"
+      "\n";
+  for (const VariableHelp& v : kVariables) {
+    text += "  ";
+    text += v.name;
+    text += v.meaning;
+    text += "\n";
+  }
+  text += "\nFeatures (STRATA_STARTUP_FEATURES):\n";
+  for (const FeatureName& f : kFeatureNames) {
+    text += "  ";
+    text += f.name;
+    text += ": ";
+    text += f.meaning;
+    text += "\n";
+  }
+  text +=
+      "\nExample:\n"
+      "  LD_PRELOAD=libstrata_base.so STRATA_STARTUP=1 STRATA_SHUTDOWN=/tmp/profile-%p.json "
+      "./program\n"
+      "then open the file at https://profiler.firefox.com (Load a profile from file).\n";
+  return text;
+}
+
+std::string ExpandShutdownPath(const std::string& path, int pid) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'p') {
+      out += std::to_string(pid);
+      ++i;
+    } else {
+      out += path[i];
+    }
+  }
+  return out;
+}
+
+std::string FeatureNames(uint32_t features) {
+  std::string out;
+  for (const FeatureName& f : kFeatureNames) {
+    if (features & f.bit) out += (out.empty() ? "" : ",") + std::string(f.name);
+  }
+  return out;
+}
+
+}  // namespace base_internal
+}  // namespace strata

@@ -1,0 +1,48 @@
+// The STRATA_* environment variables: parsing, validation and STRATA_HELP.
+//
+// Every variable is described once (kEnvironmentVariables in env_settings.cc), and that table
+// drives both the help text and the error messages. A bad value is reported on stderr with
+// the variable's name and accepted range, and the default is kept: the program runs as it
+// would have, only with default settings.
+//
+// Thread safety: ReadEnvironment() reads the environment (getenv): call it at load time,
+// before the program starts threads that call setenv. Async-signal safety: no.
+#ifndef STRATA_BASE_INTERNAL_ENV_SETTINGS_H_
+#define STRATA_BASE_INTERNAL_ENV_SETTINGS_H_
+
+#include <functional>
+#include <string>
+
+#include "base/profiler.h"
+
+namespace strata {
+namespace base_internal {
+
+struct EnvironmentSettings {
+  bool help = false;       // STRATA_HELP
+  bool startup = false;    // STRATA_STARTUP
+  bool logging = false;    // STRATA_LOGGING
+  std::string shutdown_path;  // STRATA_SHUTDOWN, with %p not yet replaced
+  ProfilerSettings settings;  // STRATA_STARTUP_INTERVAL, _BUFFER_MB, _FEATURES, _FILTERS
+  int errors = 0;             // Bad values reported (defaults used instead).
+};
+
+// Reads the variables through `getenv_function` (getenv in production; tests pass a map).
+// Bad values are reported through `report` (LogError in production).
+EnvironmentSettings ReadEnvironment(
+    const std::function<const char*(const char*)>& getenv_function,
+    const std::function<void(const std::string&)>& report);
+
+// The STRATA_HELP text: every variable with its meaning, accepted values and default.
+std::string EnvironmentHelpText();
+
+// `path` with every "%p" replaced by `pid`.
+std::string ExpandShutdownPath(const std::string& path, int pid);
+
+// Feature names as STRATA_STARTUP_FEATURES takes them, for help and for the profile.
+std::string FeatureNames(uint32_t features);
+
+}  // namespace base_internal
+}  // namespace strata
+
+#endif  // STRATA_BASE_INTERNAL_ENV_SETTINGS_H_

@@ -1,0 +1,23 @@
+// Diagnostics of the base tier on stderr: "strata[<pid>]: message".
+//
+// LogError always prints (bad environment values, unwritable profile paths); LogInfo only
+// with STRATA_LOGGING=1.
+//
+// Thread safety: thread-safe (one write(2) per message). Async-signal safety: no (vsnprintf);
+// never log from a signal handler.
+#ifndef STRATA_BASE_INTERNAL_LOG_H_
+#define STRATA_BASE_INTERNAL_LOG_H_
+
+namespace strata {
+namespace base_internal {
+
+void SetLoggingEnabled(bool enabled);
+bool LoggingEnabled();
+
+void LogError(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void LogInfo(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace base_internal
+}  // namespace strata
+
+#endif  // STRATA_BASE_INTERNAL_LOG_H_

@@ -1,0 +1,130 @@
+// Start-up and exit of libstrata_base.so, and the libc functions it wraps.
+//
+// At load (ELF constructor), the library reads the STRATA_* environment, registers the main
+// thread and, with STRATA_STARTUP=1, starts a session; at exit (an atexit handler registered
+// then, so it runs after the program's own exit handlers and static destructors registered
+// later), it saves the profile to STRATA_SHUTDOWN and stops.
+//
+// pthread_create is wrapped so that new threads register themselves (feature 'threads'):
+// the thread starts in a trampoline that registers it and runs the program's start routine;
+// it is unregistered when it ends (a thread-specific-data destructor, which also covers
+// pthread_exit and cancellation). pthread_setname_np is wrapped to re-apply the thread
+// filters to the new name (whichever thread renames it). Both wrappers call the real functions found with
+// dlsym(RTLD_NEXT), so they work whether the library is preloaded or linked.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "base/internal/capture.h"
+#include "base/internal/core.h"
+#include "base/internal/env_settings.h"
+#include "base/internal/log.h"
+#include "base/profiler.h"
+
+namespace strata {
+namespace base_internal {
+namespace {
+
+std::atomic<bool> g_auto_register_threads{false};
+
+struct ThreadStart {
+  void* (*routine)(void*);
+  void* argument;
+};
+
+void* ThreadTrampoline(void* raw) {
+  const ThreadStart start = *static_cast<ThreadStart*>(raw);
+  delete static_cast<ThreadStart*>(raw);
+  ProfilerRegisterThread(nullptr);  // Unregistered by the thread-exit key's destructor.
+  return start.routine(start.argument);
+}
+
+void OnExit() {
+  if (IsForkedChild()) return;  // A forked child does not save its parent's session.
+  ProfilerShutdown();
+}
+
+void Initialize() {
+  const EnvironmentSettings env = ReadEnvironment(
+      [](const char* name) { return getenv(name); },
+      [](const std::string& message) { LogError("%s", message.c_str()); });
+  SetLoggingEnabled(env.logging);
+  if (env.help) {
+    const std::string help = EnvironmentHelpText();
+    (void)!write(STDOUT_FILENO, help.data(), help.size());
+    _exit(0);
+  }
+  ProfilerInit();
+  SetShutdownPath(env.shutdown_path);
+  g_auto_register_threads.store((env.settings.features & kFeatureThreads) != 0);
+  atexit(&OnExit);
+  if (env.startup) ProfilerStart(env.settings);
+}
+
+__attribute__((constructor)) void StrataBaseConstructor() { Initialize(); }
+
+}  // namespace
+}  // namespace base_internal
+
+void ProfilerShutdown() {
+  using namespace base_internal;
+  if (IsForkedChild()) return;
+  const std::string path = ShutdownPath();
+  if (!path.empty() && ProfilerIsActive()) {
+    const std::string expanded = ExpandShutdownPath(path, getpid());
+    std::string error;
+    if (SaveSessionProfile(expanded, &error)) {
+      LogInfo("profile saved to %s", expanded.c_str());
+    } else {
+      LogError("could not save the profile to STRATA_SHUTDOWN=%s: %s", expanded.c_str(),
+               error.c_str());
+    }
+  }
+  ProfilerStop();
+}
+
+bool ProfilerSaveProfile(const std::string& path, std::string* error) {
+  return base_internal::SaveSessionProfile(path, error);
+}
+
+std::string ProfilerGetProfile() {
+  ChunkedJsonWriter writer;
+  std::string error;
+  if (!base_internal::WriteSessionProfile(writer, &error)) return std::string();
+  return writer.TakeString();
+}
+
+}  // namespace strata
+
+// The wrapped libc functions. Exported with C linkage and default visibility so that they
+// interpose on libc's.
+extern "C" {
+
+int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
+                   void* (*routine)(void*), void* argument) {
+  using namespace strata::base_internal;
+  const PthreadCreateFunction real = RealPthreadCreate();
+  if (!g_auto_register_threads.load(std::memory_order_relaxed) || IsForkedChild()) {
+    return real(thread, attributes, routine, argument);
+  }
+  ThreadStart* start = new (std::nothrow) ThreadStart{routine, argument};
+  if (!start) return real(thread, attributes, routine, argument);
+  const int rc = real(thread, attributes, &ThreadTrampoline, start);
+  if (rc != 0) delete start;
+  return rc;
+}
+
+int pthread_setname_np(pthread_t thread, const char* name) {
+  using Function = int (*)(pthread_t, const char*);
+  static Function real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "pthread_setname_np"));
+  if (!real) return ENOSYS;
+  const int rc = real(thread, name);
+  if (rc == 0) strata::base_internal::OnThreadRenamed(thread, name);
+  return rc;
+}
+
+}  // extern "C"

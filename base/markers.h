@@ -1,0 +1,257 @@
+// Markers: named events on a thread's timeline, instant or spanning an interval, with an
+// optional payload and stack.
+//
+//   STRATA_MARKER_UNTYPED("Frame start", kGraphics);
+//   STRATA_MARKER_UNTYPED("Load", kIo, strata::MarkerOptions::Interval(t0, t1));
+//   STRATA_MARKER_TEXT("Log", kOther, {}, "cache miss for key 42");
+//   STRATA_MARKER("Request", kNetwork, strata::MarkerOptions::IntervalStart(),
+//                 RequestMarker, url, 200);
+//
+// A typed marker is a struct whose StreamJSONMarkerData's parameters define what is stored:
+//
+//   struct RequestMarker {
+//     static constexpr const char* MarkerTypeName() { return "Request"; }
+//     static void StreamJSONMarkerData(strata::JsonWriter& w, const std::string& url,
+//                                      int64_t status) {
+//       w.StringProperty("url", url);
+//       w.IntProperty("status", status);
+//     }
+//     // Optional: a meta.markerSchema entry (Gecko flavour, "data" not "fields").
+//     static std::string MarkerTypeSchemaJson() { return R"({"name":"Request",...})"; }
+//   };
+//
+// The arguments are serialized into the buffer by their parameter types' Serializer (code
+// generated at compile time from the signature; no JSON work while recording), and at capture
+// the same parameters are deserialized and StreamJSONMarkerData is called. Parameter types
+// must be deserializable: integers, floats, bool, enums, std::string, ProfilerString (use
+// ProfilerString::Literal for static strings: only the pointer is stored), TimeStamp,
+// vectors, optionals... not std::string_view.
+//
+// Cost: inactive, one relaxed atomic load; arguments are not evaluated.
+// Thread safety: thread-safe. Async-signal safety: no (markers lock the buffer).
+#ifndef STRATA_BASE_MARKERS_H_
+#define STRATA_BASE_MARKERS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "base/categories.h"
+#include "base/profiler.h"
+#include "platform/process_thread_ids.h"
+#include "platform/time_stamp.h"
+#include "shared/buffer/chunked_buffer.h"
+#include "shared/buffer/entry_kinds.h"
+#include "shared/buffer/entry_serialization.h"
+#include "shared/json/gecko_profile_writer.h"
+#include "shared/json/json_writer.h"
+
+namespace strata {
+
+class MarkerOptions {
+ public:
+  // Instant, now, on the calling thread, no stack.
+  MarkerOptions() = default;
+
+  static MarkerOptions Instant(TimeStamp at = TimeStamp()) {
+    return MarkerOptions(MarkerTiming::Instant(at));
+  }
+  static MarkerOptions Interval(TimeStamp start, TimeStamp end) {
+    return MarkerOptions(MarkerTiming::Interval(start, end));
+  }
+  // An interval whose end comes later as an IntervalEnd marker of the same name.
+  static MarkerOptions IntervalStart(TimeStamp start = TimeStamp()) {
+    return MarkerOptions(MarkerTiming::IntervalStart(start));
+  }
+  static MarkerOptions IntervalEnd(TimeStamp end = TimeStamp()) {
+    return MarkerOptions(MarkerTiming::IntervalEnd(end));
+  }
+
+  // Records the calling thread's native stack with the marker.
+  MarkerOptions& WithStack() {
+    capture_stack_ = true;
+    return *this;
+  }
+  // Puts the marker on another thread's track (default: the calling thread).
+  MarkerOptions& OnThread(ThreadId thread) {
+    thread_ = thread;
+    return *this;
+  }
+
+  const MarkerTiming& timing() const { return timing_; }
+  bool capture_stack() const { return capture_stack_; }
+  ThreadId thread() const { return thread_; }
+
+ private:
+  explicit MarkerOptions(MarkerTiming timing) : timing_(timing) {}
+  MarkerTiming timing_ = MarkerTiming::Instant(TimeStamp());
+  bool capture_stack_ = false;
+  ThreadId thread_;
+};
+
+namespace base_internal {
+
+// What every marker entry starts with (after the kMarker kind byte); see markers.cc.
+struct MarkerHeader {
+  ThreadId thread;
+  MarkerPhase phase = MarkerPhase::kInstant;
+  TimeStamp start;
+  TimeStamp end;
+  ProfilerString name;
+  uint8_t category = 0;
+  uint8_t payload_tag = 0;  // kUntypedMarkerTag, kTextMarkerTag, or a registered type.
+  std::vector<uint64_t> stack;  // Native return addresses, leaf first; empty = none.
+};
+
+inline constexpr uint8_t kUntypedMarkerTag = 0;
+inline constexpr uint8_t kTextMarkerTag = 1;
+
+// Fills thread, times (now where unset) and the stack if asked.
+MarkerHeader MakeMarkerHeader(const ProfilerString& name, Category category,
+                              const MarkerOptions& options, uint8_t payload_tag);
+
+// The session buffer (out of session: writes fail cheaply).
+ChunkedBuffer& SessionBuffer();
+
+// Capture-time hooks of one marker type.
+using MarkerStreamFunction = void (*)(EntryReader& payload, JsonWriter& writer);
+using MarkerSchemaFunction = std::string (*)();
+struct MarkerTypeFunctions {
+  const char* type_name;
+  MarkerStreamFunction stream;
+  MarkerSchemaFunction schema;  // May be null.
+};
+// Assigns a tag (2..255) to a marker type, once per type per process.
+uint8_t RegisterMarkerType(const MarkerTypeFunctions& functions);
+// The functions of `tag`, or null for an unknown tag.
+const MarkerTypeFunctions* MarkerTypeForTag(uint8_t tag);
+// All registered types (for meta.markerSchema).
+std::vector<MarkerTypeFunctions> RegisteredMarkerTypes();
+
+template <typename F>
+struct StreamFunctionTraits;
+template <typename... Args>
+struct StreamFunctionTraits<void (*)(JsonWriter&, Args...)> {
+  using Payload = std::tuple<std::decay_t<Args>...>;
+};
+
+template <typename T, typename = void>
+struct HasSchema : std::false_type {};
+template <typename T>
+struct HasSchema<T, std::void_t<decltype(T::MarkerTypeSchemaJson())>> : std::true_type {};
+
+template <typename MarkerType>
+struct TypedMarker {
+  using Payload =
+      typename StreamFunctionTraits<decltype(&MarkerType::StreamJSONMarkerData)>::Payload;
+
+  static void Stream(EntryReader& reader, JsonWriter& writer) {
+    Payload payload;
+    reader.ReadIntoObject(payload);
+    if (reader.Failed()) return;
+    std::apply([&](const auto&... fields) { MarkerType::StreamJSONMarkerData(writer, fields...); },
+               payload);
+  }
+  static std::string Schema() {
+    if constexpr (HasSchema<MarkerType>::value) {
+      return MarkerType::MarkerTypeSchemaJson();
+    } else {
+      return std::string();
+    }
+  }
+  static uint8_t Tag() {
+    static const uint8_t tag = RegisterMarkerType(
+        {MarkerType::MarkerTypeName(), &Stream, HasSchema<MarkerType>::value ? &Schema : nullptr});
+    return tag;
+  }
+};
+
+template <typename... Payload>
+void RecordMarker(const ProfilerString& name, Category category, const MarkerOptions& options,
+                  uint8_t payload_tag, const Payload&... payload) {
+  const MarkerHeader header = MakeMarkerHeader(name, category, options, payload_tag);
+  SessionBuffer().PutObjects(EntryKind::kMarker, header, payload...);
+}
+
+}  // namespace base_internal
+
+template <>
+struct Serializer<base_internal::MarkerHeader> {
+  static size_t Bytes(const base_internal::MarkerHeader& h) {
+    return SumBytes(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag,
+                    h.stack);
+  }
+  static void Write(EntryWriter& w, const base_internal::MarkerHeader& h) {
+    w.WriteObjects(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag, h.stack);
+  }
+};
+template <>
+struct Deserializer<base_internal::MarkerHeader> : DeserializerBase<base_internal::MarkerHeader> {
+  static void ReadInto(EntryReader& r, base_internal::MarkerHeader& h) {
+    r.ReadIntoObjects(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag,
+                      h.stack);
+  }
+};
+
+// A marker without payload.
+inline void AddMarker(const ProfilerString& name, Category category,
+                      const MarkerOptions& options = MarkerOptions()) {
+  if (!ProfilerIsActive()) return;
+  base_internal::RecordMarker(name, category, options, base_internal::kUntypedMarkerTag);
+}
+
+// A marker with a text payload ("Text" type: shown in the marker table and tooltip).
+inline void AddTextMarker(const ProfilerString& name, Category category,
+                          const MarkerOptions& options, std::string_view text) {
+  if (!ProfilerIsActive()) return;
+  base_internal::RecordMarker(name, category, options, base_internal::kTextMarkerTag, text);
+}
+
+// A typed marker (see the top of this file).
+template <typename MarkerType, typename... Args>
+void AddMarker(const ProfilerString& name, Category category, const MarkerOptions& options,
+               MarkerType, const Args&... args) {
+  if (!ProfilerIsActive()) return;
+  using Typed = base_internal::TypedMarker<MarkerType>;
+  const typename Typed::Payload payload(args...);
+  base_internal::RecordMarker(name, category, options, Typed::Tag(), payload);
+}
+
+}  // namespace strata
+
+#if defined(STRATA_PROFILER_DISABLED)
+#define STRATA_MARKER_UNTYPED(name, category, ...)
+#define STRATA_MARKER_TEXT(name, category, options, text)
+#define STRATA_MARKER(name, category, options, MarkerType, ...)
+#else
+// `name` must be a string literal; `category` a strata::Category enumerator name. Nothing
+// after the name is evaluated when no session is active.
+#define STRATA_MARKER_UNTYPED(name, category, ...)                                    \
+  do {                                                                                \
+    if (::strata::ProfilerIsActive()) {                                               \
+      ::strata::AddMarker(::strata::ProfilerString::Literal(name),                    \
+                          ::strata::Category::category, ##__VA_ARGS__);               \
+    }                                                                                 \
+  } while (0)
+#define STRATA_MARKER_TEXT(name, category, options, text)                             \
+  do {                                                                                \
+    if (::strata::ProfilerIsActive()) {                                               \
+      ::strata::AddTextMarker(::strata::ProfilerString::Literal(name),                \
+                              ::strata::Category::category, options, text);           \
+    }                                                                                 \
+  } while (0)
+#define STRATA_MARKER(name, category, options, MarkerType, ...)                       \
+  do {                                                                                \
+    if (::strata::ProfilerIsActive()) {                                               \
+      ::strata::AddMarker(::strata::ProfilerString::Literal(name),                    \
+                          ::strata::Category::category, options, MarkerType{},        \
+                          ##__VA_ARGS__);                                             \
+    }                                                                                 \
+  } while (0)
+#endif
+
+#endif  // STRATA_BASE_MARKERS_H_

@@ -1,0 +1,109 @@
+// The base tier's life-cycle and thread API (libstrata_base.so).
+//
+//   init      ProfilerInit(): main thread id, core state, main thread registered. Runs by
+//             itself when the library loads (it reads the STRATA_* environment there:
+//             docs/env-vars.md); calling it again is harmless.
+//   start     ProfilerStart(settings): a session: buffer, sampling of registered threads.
+//   pause     ProfilerPause()/ProfilerResume(): no samples, markers still recorded.
+//   stop      ProfilerStop(): the session ends and its data is dropped (save it first).
+//   shutdown  ProfilerShutdown(): stop, and with STRATA_SHUTDOWN the profile is saved; runs
+//             by itself at exit.
+//
+// Everything may be called at any time from any thread; calls that need a session do
+// nothing without one. ProfilerIsActive() is one relaxed atomic load.
+//
+// Thread safety: thread-safe. Async-signal safety: only ProfilerIsActive() and
+// ProfilerIsPaused().
+#ifndef STRATA_BASE_PROFILER_H_
+#define STRATA_BASE_PROFILER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+// Features of a session (STRATA_STARTUP_FEATURES names in brackets).
+enum ProfilerFeature : uint32_t {
+  kFeatureStackWalk = 1u << 0,      // [stackwalk] native stacks in samples.
+  kFeatureThreads = 1u << 1,        // [threads] register threads made with pthread_create.
+  kFeatureCpu = 1u << 2,            // [cpu] per-sample thread CPU time.
+  kFeaturePrecise = 1u << 3,        // [precise] wall-clock timers: a real rate, but sleeps of
+                                    // sampled threads may be cut short (EINTR).
+  kFeatureFramePointers = 1u << 4,  // [framepointers] walk frame pointers, not libunwind.
+  kFeatureRawAddresses = 1u << 5,   // [rawaddresses] no symbolication at capture.
+};
+inline constexpr uint32_t kDefaultFeatures = kFeatureStackWalk | kFeatureThreads | kFeatureCpu;
+
+struct ProfilerSettings {
+  double interval_ms = 1.0;        // Requested sampling interval.
+  uint32_t buffer_megabytes = 64;  // Memory limit of the session's buffer.
+  uint32_t features = kDefaultFeatures;
+  // Thread-name substrings (case-insensitive); empty = every thread.
+  std::vector<std::string> thread_filters;
+};
+
+namespace base_internal {
+// Bit 0: a session is active. Bit 1: paused. Read by the inline fast paths.
+inline constexpr uint32_t kStateActive = 1u << 0;
+inline constexpr uint32_t kStatePaused = 1u << 1;
+extern std::atomic<uint32_t> g_profiler_state;
+}  // namespace base_internal
+
+inline bool ProfilerIsActive() {
+  return (base_internal::g_profiler_state.load(std::memory_order_relaxed) &
+          base_internal::kStateActive) != 0;
+}
+inline bool ProfilerIsPaused() {
+  return (base_internal::g_profiler_state.load(std::memory_order_relaxed) &
+          base_internal::kStatePaused) != 0;
+}
+
+void ProfilerInit();
+// Starts a session (stopping a running one first).
+void ProfilerStart(const ProfilerSettings& settings);
+void ProfilerStop();
+void ProfilerPause();
+void ProfilerResume();
+// Saves (with STRATA_SHUTDOWN) and stops. Idempotent.
+void ProfilerShutdown();
+
+// The settings of the running session (defaults when none).
+ProfilerSettings ProfilerCurrentSettings();
+
+// Writes the current session's profile (Gecko JSON) to `path` through a temporary file and a
+// rename. Returns false and sets `*error` (if given) when there is no session or on I/O error.
+bool ProfilerSaveProfile(const std::string& path, std::string* error = nullptr);
+// The current session's profile as a string ("" without a session).
+std::string ProfilerGetProfile();
+
+// Registers the calling thread (idempotent); `name` may be null to use its current name.
+// Threads registered while a session runs are sampled at once if they pass the filters.
+void ProfilerRegisterThread(const char* name);
+// Unregisters the calling thread; call before it exits (registered threads made with
+// pthread_create are unregistered automatically when they end).
+void ProfilerUnregisterThread();
+bool ProfilerIsThreadRegistered();
+
+// RAII: registers the thread for the scope.
+class AutoProfilerRegisterThread {
+ public:
+  explicit AutoProfilerRegisterThread(const char* name) { ProfilerRegisterThread(name); }
+  ~AutoProfilerRegisterThread() { ProfilerUnregisterThread(); }
+  AutoProfilerRegisterThread(const AutoProfilerRegisterThread&) = delete;
+  AutoProfilerRegisterThread& operator=(const AutoProfilerRegisterThread&) = delete;
+};
+
+// RAII: a session for the scope.
+class AutoProfilerSession {
+ public:
+  explicit AutoProfilerSession(const ProfilerSettings& settings) { ProfilerStart(settings); }
+  ~AutoProfilerSession() { ProfilerStop(); }
+  AutoProfilerSession(const AutoProfilerSession&) = delete;
+  AutoProfilerSession& operator=(const AutoProfilerSession&) = delete;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_BASE_PROFILER_H_
