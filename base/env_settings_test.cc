@@ -1,0 +1,109 @@
+#include "base/internal/env_settings.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+
+namespace strata {
+namespace base_internal {
+namespace {
+
+struct Env {
+  std::map<std::string, std::string> values;
+  std::vector<std::string> reports;
+  EnvironmentSettings Read() {
+    return ReadEnvironment(
+        [this](const char* name) -> const char* {
+          auto it = values.find(name);
+          return it == values.end() ? nullptr : it->second.c_str();
+        },
+        [this](const std::string& message) { reports.push_back(message); });
+  }
+};
+
+TEST_CASE("No variables: defaults, no reports") {
+  Env env;
+  const EnvironmentSettings s = env.Read();
+  CHECK_FALSE(s.startup);
+  CHECK_FALSE(s.help);
+  CHECK(s.settings.interval_ms == 1.0);
+  CHECK(s.settings.buffer_megabytes == 64);
+  CHECK(s.settings.features == kDefaultFeatures);
+  CHECK(s.shutdown_path.empty());
+  CHECK(env.reports.empty());
+}
+
+TEST_CASE("Good values are taken") {
+  Env env;
+  env.values = {{"STRATA_STARTUP", "1"},
+                {"STRATA_STARTUP_INTERVAL", "0.5"},
+                {"STRATA_STARTUP_BUFFER_MB", "8"},
+                {"STRATA_STARTUP_FEATURES", "precise, -cpu,rawaddresses"},
+                {"STRATA_STARTUP_FILTERS", "worker, IO ,"},
+                {"STRATA_SHUTDOWN", "/tmp/p-%p.json"},
+                {"STRATA_LOGGING", "1"}};
+  const EnvironmentSettings s = env.Read();
+  CHECK(env.reports.empty());
+  CHECK(s.startup);
+  CHECK(s.logging);
+  CHECK(s.settings.interval_ms == 0.5);
+  CHECK(s.settings.buffer_megabytes == 8);
+  CHECK(s.settings.features ==
+        ((kDefaultFeatures | kFeaturePrecise | kFeatureRawAddresses) & ~kFeatureCpu));
+  CHECK(s.settings.thread_filters == std::vector<std::string>{"worker", "IO"});
+  CHECK(ExpandShutdownPath(s.shutdown_path, 42) == "/tmp/p-42.json");
+}
+
+TEST_CASE("Bad values name the variable and range, and keep the default") {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* range_words;
+  };
+  const Case cases[] = {
+      {"STRATA_STARTUP_INTERVAL", "abc", "0.05 to 1000"},
+      {"STRATA_STARTUP_INTERVAL", "-5", "0.05 to 1000"},
+      {"STRATA_STARTUP_INTERVAL", "1e9", "0.05 to 1000"},
+      {"STRATA_STARTUP_INTERVAL", "", "0.05 to 1000"},
+      {"STRATA_STARTUP_INTERVAL", "nan", "0.05 to 1000"},
+      {"STRATA_STARTUP_INTERVAL", "2ms", "0.05 to 1000"},
+      {"STRATA_STARTUP_BUFFER_MB", "0", "1 to 4096"},
+      {"STRATA_STARTUP_BUFFER_MB", "99999999999999999999", "1 to 4096"},
+      {"STRATA_STARTUP_BUFFER_MB", "1.5", "1 to 4096"},
+      {"STRATA_STARTUP_FEATURES", "stackwalk,turbo", "unknown: turbo"},
+      {"STRATA_STARTUP", "maybe", "1 or 0"},
+      {"STRATA_SHUTDOWN", "", "a file path"},
+  };
+  for (const Case& c : cases) {
+    Env env;
+    env.values[c.name] = c.value;
+    const EnvironmentSettings s = env.Read();
+    INFO(c.name << "='" << c.value << "'");
+    REQUIRE(env.reports.size() == 1);
+    CHECK(env.reports[0].find(c.name) != std::string::npos);
+    CHECK(env.reports[0].find(c.range_words) != std::string::npos);
+    CHECK(env.reports[0].find("default") != std::string::npos);
+    CHECK(s.errors == 1);
+    CHECK(s.settings.interval_ms == 1.0);
+    CHECK(s.settings.buffer_megabytes == 64);
+    CHECK(s.settings.features == kDefaultFeatures);
+  }
+}
+
+TEST_CASE("Help lists every variable and feature") {
+  const std::string help = EnvironmentHelpText();
+  for (const char* name :
+       {"STRATA_HELP", "STRATA_STARTUP", "STRATA_STARTUP_INTERVAL", "STRATA_STARTUP_BUFFER_MB",
+        "STRATA_STARTUP_FEATURES", "STRATA_STARTUP_FILTERS", "STRATA_SHUTDOWN", "STRATA_LOGGING",
+        "stackwalk", "threads", "cpu", "precise", "framepointers", "rawaddresses"}) {
+    INFO(name);
+    CHECK(help.find(name) != std::string::npos);
+  }
+  CHECK(FeatureNames(kDefaultFeatures) == "stackwalk,threads,cpu");
+}
+
+}  // namespace
+}  // namespace base_internal
+}  // namespace strata

@@ -1,0 +1,221 @@
+// The base tier in process (linked statically): a session, labels, markers, counters, and
+// the profile read back with RapidJSON.
+#include <pthread.h>
+
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/counters.h"
+#include "base/labels.h"
+#include "base/markers.h"
+#include "base/profiler.h"
+#include "catch2/catch.hpp"
+#include "rapidjson/document.h"
+
+namespace {
+
+// A typed marker: its fields are stored by StreamJSONMarkerData's parameter types.
+struct RequestMarker {
+  static constexpr const char* MarkerTypeName() { return "Request"; }
+  static void StreamJSONMarkerData(strata::JsonWriter& w, const std::string& url,
+                                   int64_t status, double seconds,
+                                   const strata::ProfilerString& method) {
+    w.StringProperty("url", url);
+    w.IntProperty("status", status);
+    w.DoubleProperty("seconds", seconds);
+    w.StringProperty("method", method.View());
+  }
+  static std::string MarkerTypeSchemaJson() {
+    return R"({"name":"Request","display":["marker-chart","marker-table"],"data":[)"
+           R"({"key":"url","label":"URL","format":"url"},)"
+           R"({"key":"status","label":"Status","format":"integer"}]})";
+  }
+};
+
+strata::ProfilerCounter g_items("Items", "Memory", "Items in the test cache");
+
+std::atomic<bool> g_keep_spinning{true};
+
+__attribute__((noinline)) uint64_t SpinInsideLabel(uint64_t x) {
+  STRATA_LABEL("label inside spin", kLayout);
+  STRATA_LABEL_DYNAMIC("dynamic label", kIo, "file.txt");
+  while (g_keep_spinning.load(std::memory_order_relaxed)) x = x * 6364136223846793005ull + 1;
+  return x;
+}
+
+struct Frame {
+  std::string location;
+  int category;
+};
+
+// The frames (root first) of every sample of `thread`.
+std::vector<std::vector<Frame>> SampleStacks(const rapidjson::Value& thread) {
+  const rapidjson::Value& strings = thread["stringTable"];
+  const rapidjson::Value& frames = thread["frameTable"];
+  const rapidjson::Value& stacks = thread["stackTable"];
+  const int location = frames["schema"]["location"].GetInt();
+  const int category = frames["schema"]["category"].GetInt();
+  const int prefix = stacks["schema"]["prefix"].GetInt();
+  const int frame = stacks["schema"]["frame"].GetInt();
+  const int stack_column = thread["samples"]["schema"]["stack"].GetInt();
+  std::vector<std::vector<Frame>> out;
+  for (const auto& sample : thread["samples"]["data"].GetArray()) {
+    std::vector<Frame> stack;
+    if (!sample[stack_column].IsNull()) {
+      int s = sample[stack_column].GetInt();
+      while (true) {
+        const auto& row = stacks["data"][s];
+        const auto& f = frames["data"][row[frame].GetInt()];
+        stack.insert(stack.begin(),
+                     Frame{strings[f[location].GetInt()].GetString(),
+                           f[category].IsNull() ? -1 : f[category].GetInt()});
+        if (row[prefix].IsNull()) break;
+        s = row[prefix].GetInt();
+      }
+    }
+    out.push_back(std::move(stack));
+  }
+  return out;
+}
+
+const rapidjson::Value* ThreadNamed(const rapidjson::Document& profile, const char* name) {
+  for (const auto& t : profile["threads"].GetArray()) {
+    if (std::string(t["name"].GetString()) == name) return &t;
+  }
+  return nullptr;
+}
+
+TEST_CASE("Inactive: every call is a harmless no-op") {
+  REQUIRE_FALSE(strata::ProfilerIsActive());
+  STRATA_LABEL("nothing", kOther);
+  STRATA_MARKER_UNTYPED("nothing", kOther);
+  STRATA_MARKER_TEXT("nothing", kOther, {}, "text");
+  STRATA_MARKER("nothing", kOther, {}, RequestMarker, std::string("u"), 1, 0.5,
+                strata::ProfilerString::Literal("GET"));
+  CHECK(strata::ProfilerGetProfile().empty());
+  std::string error;
+  CHECK_FALSE(strata::ProfilerSaveProfile("/tmp/strata-never.json", &error));
+  CHECK(error.find("no profiling session") != std::string::npos);
+}
+
+TEST_CASE("A session records labels inside sampled stacks, markers and counters") {
+  strata::ProfilerSettings settings;
+  settings.interval_ms = 1;
+  strata::ProfilerStart(settings);
+  REQUIRE(strata::ProfilerIsActive());
+
+  const strata::TimeStamp t0 = strata::TimeStamp::Now();
+  std::thread worker([] {
+    pthread_setname_np(pthread_self(), "label-worker");  // Auto-registered (wrapper).
+    SpinInsideLabel(1);
+  });
+  STRATA_MARKER_UNTYPED("instant", kOther);
+  STRATA_MARKER_UNTYPED("interval", kGraphics,
+                        strata::MarkerOptions::Interval(t0, t0 + strata::TimeDuration::FromMilliseconds(5)));
+  STRATA_MARKER_UNTYPED("phase", kNetwork, strata::MarkerOptions::IntervalStart());
+  STRATA_MARKER_UNTYPED("phase", kNetwork, strata::MarkerOptions::IntervalEnd());
+  STRATA_MARKER_TEXT("log", kOther, strata::MarkerOptions().WithStack(), "cache miss 42");
+  STRATA_MARKER("request", kNetwork, {}, RequestMarker, std::string("https://example.org/a"),
+                int64_t{404}, 1.25, strata::ProfilerString::Literal("GET"));
+  g_items.Add(10);
+
+  // Let the worker accumulate CPU time (CPU-clock sampling ticks at 4 ms).
+  const strata::TimeStamp until = strata::TimeStamp::Now() + strata::TimeDuration::FromMilliseconds(600);
+  while (strata::TimeStamp::Now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  g_items.Add(5);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string json = strata::ProfilerGetProfile();
+  g_keep_spinning = false;
+  worker.join();
+  strata::ProfilerStop();
+  REQUIRE_FALSE(strata::ProfilerIsActive());
+
+  rapidjson::Document profile;
+  profile.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(profile.HasParseError());
+  CHECK(profile["meta"]["version"].GetInt() == 36);
+
+  // Labels: inside the function that pushed them, in push order, with their categories.
+  const rapidjson::Value* worker_thread = ThreadNamed(profile, "label-worker");
+  REQUIRE(worker_thread != nullptr);
+  const auto stacks = SampleStacks(*worker_thread);
+  REQUIRE(stacks.size() >= 20);
+  size_t with_labels = 0;
+  for (const auto& stack : stacks) {
+    size_t spin = stack.size(), outer = stack.size(), inner = stack.size();
+    for (size_t i = 0; i < stack.size(); ++i) {
+      if (stack[i].location.find("SpinInsideLabel") != std::string::npos) spin = i;
+      if (stack[i].location == "label inside spin") outer = i;
+      if (stack[i].location == "dynamic label file.txt") inner = i;
+    }
+    if (spin == stack.size()) continue;
+    REQUIRE(outer == spin + 1);  // Right under the function that pushed it...
+    REQUIRE(inner == spin + 2);  // ...then the second label.
+    CHECK(stack[outer].category == static_cast<int>(strata::Category::kLayout));
+    CHECK(stack[inner].category == static_cast<int>(strata::Category::kIo));
+    ++with_labels;
+  }
+  CHECK(with_labels >= stacks.size() * 8 / 10);
+
+  // Markers of every phase, text with a stack, typed with its fields.
+  const rapidjson::Value* main_thread = ThreadNamed(profile, "GeckoMain");
+  REQUIRE(main_thread != nullptr);
+  const rapidjson::Value& markers = (*main_thread)["markers"];
+  const rapidjson::Value& strings = (*main_thread)["stringTable"];
+  const int name_col = markers["schema"]["name"].GetInt();
+  const int phase_col = markers["schema"]["phase"].GetInt();
+  const int start_col = markers["schema"]["startTime"].GetInt();
+  const int end_col = markers["schema"]["endTime"].GetInt();
+  const int data_col = markers["schema"]["data"].GetInt();
+  std::map<std::string, std::vector<const rapidjson::Value*>> by_name;
+  for (const auto& m : markers["data"].GetArray()) {
+    by_name[strings[m[name_col].GetInt()].GetString()].push_back(&m);
+  }
+  REQUIRE(by_name["instant"].size() == 1);
+  CHECK((*by_name["instant"][0])[phase_col].GetInt() == 0);
+  CHECK((*by_name["instant"][0])[end_col].IsNull());
+  REQUIRE(by_name["interval"].size() == 1);
+  const auto& interval = *by_name["interval"][0];
+  CHECK(interval[phase_col].GetInt() == 1);
+  CHECK(std::abs(interval[end_col].GetDouble() - interval[start_col].GetDouble() - 5.0) < 1e-6);
+  REQUIRE(by_name["phase"].size() == 2);
+  CHECK((*by_name["phase"][0])[phase_col].GetInt() == 2);
+  CHECK((*by_name["phase"][1])[phase_col].GetInt() == 3);
+  REQUIRE(by_name["log"].size() == 1);
+  const auto& text = (*by_name["log"][0])[data_col];
+  CHECK(std::string(text["type"].GetString()) == "Text");
+  CHECK(std::string(text["name"].GetString()) == "cache miss 42");
+  CHECK(text.HasMember("stack"));
+  REQUIRE(by_name["request"].size() == 1);
+  const auto& request = (*by_name["request"][0])[data_col];
+  CHECK(std::string(request["type"].GetString()) == "Request");
+  CHECK(std::string(request["url"].GetString()) == "https://example.org/a");
+  CHECK(request["status"].GetInt() == 404);
+  CHECK(request["seconds"].GetDouble() == 1.25);
+  CHECK(std::string(request["method"].GetString()) == "GET");
+
+  // The typed marker's schema is in meta.markerSchema.
+  bool has_schema = false;
+  for (const auto& s : profile["meta"]["markerSchema"].GetArray()) {
+    if (std::string(s["name"].GetString()) == "Request") has_schema = true;
+  }
+  CHECK(has_schema);
+
+  // The counter: its changes add up to its value.
+  bool found_counter = false;
+  for (const auto& c : profile["counters"].GetArray()) {
+    if (std::string(c["name"].GetString()) != "Items") continue;
+    found_counter = true;
+    const int count_col = c["samples"]["schema"]["count"].GetInt();
+    int64_t total = 0;
+    for (const auto& s : c["samples"]["data"].GetArray()) total += s[count_col].GetInt64();
+    CHECK(total == 15);
+  }
+  CHECK(found_counter);
+}
+
+}  // namespace
