@@ -19,8 +19,9 @@ namespace strata {
 
 class Mutex {
  public:
-  // `name` must outlive the mutex (a string literal).
-  explicit Mutex(const char* name) : name_(name) {}
+  // `name` must outlive the mutex (a string literal). constexpr: a namespace-scope Mutex is
+  // constant-initialized, usable before main and from other static initializers.
+  constexpr explicit Mutex(const char* name) : name_(name) {}
   ~Mutex();
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;

@@ -20,14 +20,17 @@ class TimeDuration {
  public:
   constexpr TimeDuration() = default;
   static constexpr TimeDuration FromNanoseconds(int64_t ns) { return TimeDuration(ns); }
+  // The floating-point factories round to the nearest nanosecond (1.001 ms is 1001000 ns,
+  // not the 1000999 that truncating 1.001 * 1e6 gives) and saturate at the int64 range
+  // (NaN gives 0), so no input is undefined behaviour.
   static constexpr TimeDuration FromMicroseconds(double us) {
-    return TimeDuration(static_cast<int64_t>(us * 1e3));
+    return TimeDuration(RoundToNanoseconds(us * 1e3));
   }
   static constexpr TimeDuration FromMilliseconds(double ms) {
-    return TimeDuration(static_cast<int64_t>(ms * 1e6));
+    return TimeDuration(RoundToNanoseconds(ms * 1e6));
   }
   static constexpr TimeDuration FromSeconds(double s) {
-    return TimeDuration(static_cast<int64_t>(s * 1e9));
+    return TimeDuration(RoundToNanoseconds(s * 1e9));
   }
 
   constexpr int64_t ToNanoseconds() const { return ns_; }
@@ -48,6 +51,18 @@ class TimeDuration {
 
  private:
   constexpr explicit TimeDuration(int64_t ns) : ns_(ns) {}
+  static constexpr int64_t RoundToNanoseconds(double ns) {
+    // 9223372036854775807 is not a double; 2^63 is, and is the first value out of range.
+    constexpr double kTwoTo63 = 9223372036854775808.0;
+    if (!(ns == ns)) return 0;  // NaN
+    if (ns >= kTwoTo63) return INT64_MAX;
+    if (ns <= -kTwoTo63) return INT64_MIN;
+    const int64_t truncated = static_cast<int64_t>(ns);
+    const double rest = ns - static_cast<double>(truncated);
+    if (rest >= 0.5) return truncated + 1;
+    if (rest <= -0.5) return truncated - 1;
+    return truncated;
+  }
   int64_t ns_ = 0;
 };
 
