@@ -1,0 +1,138 @@
+// Costs of the base tier's hot paths (docs/benchmarks.md). Run:
+//   bazel run -c opt //base:base_benchmark
+#include <pthread.h>
+
+#include <string>
+
+#include "base/labels.h"
+#include "base/markers.h"
+#include "base/profiler.h"
+#include "benchmark/benchmark.h"
+#include "base/internal/core.h"
+#include "shared/buffer/chunked_buffer.h"
+#include "shared/buffer/entry_kinds.h"
+
+namespace {
+
+struct ThreeFieldMarker {
+  static constexpr const char* MarkerTypeName() { return "ThreeField"; }
+  static void StreamJSONMarkerData(strata::JsonWriter& w, int64_t a, double b,
+                                   const strata::ProfilerString& c) {
+    w.IntProperty("a", a);
+    w.DoubleProperty("b", b);
+    w.StringProperty("c", c.View());
+  }
+};
+
+void EnsureStopped() {
+  if (strata::ProfilerIsActive()) strata::ProfilerStop();
+}
+void EnsureStarted() {
+  if (!strata::ProfilerIsActive()) {
+    strata::ProfilerSettings settings;
+    settings.buffer_megabytes = 64;
+    strata::ProfilerStart(settings);
+  }
+}
+
+// The floor: an empty loop body.
+void BM_EmptyLoop(benchmark::State& state) {
+  for (auto _ : state) benchmark::ClobberMemory();
+}
+BENCHMARK(BM_EmptyLoop);
+
+void BM_LabelInactive(benchmark::State& state) {
+  EnsureStopped();
+  for (auto _ : state) {
+    STRATA_LABEL("label", kOther);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_LabelInactive);
+
+void BM_MarkerInactive(benchmark::State& state) {
+  EnsureStopped();
+  for (auto _ : state) {
+    STRATA_MARKER_UNTYPED("marker", kOther);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_MarkerInactive);
+
+void BM_LabelActivePushPop(benchmark::State& state) {
+  EnsureStarted();
+  for (auto _ : state) {
+    STRATA_LABEL("label", kOther);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_LabelActivePushPop);
+
+void BM_MarkerUntypedInstant(benchmark::State& state) {
+  EnsureStarted();
+  for (auto _ : state) STRATA_MARKER_UNTYPED("marker", kOther);
+  strata::base_internal::SessionBuffer().Clear();
+}
+BENCHMARK(BM_MarkerUntypedInstant);
+
+void BM_MarkerUntypedInterval(benchmark::State& state) {
+  EnsureStarted();
+  const strata::TimeStamp start = strata::TimeStamp::Now();
+  for (auto _ : state) {
+    STRATA_MARKER_UNTYPED("marker", kOther,
+                          strata::MarkerOptions::Interval(start, strata::TimeStamp::Now()));
+  }
+  strata::base_internal::SessionBuffer().Clear();
+}
+BENCHMARK(BM_MarkerUntypedInterval);
+
+void BM_MarkerTypedThreeFields(benchmark::State& state) {
+  EnsureStarted();
+  int64_t i = 0;
+  for (auto _ : state) {
+    STRATA_MARKER("typed", kOther, {}, ThreeFieldMarker, ++i, 2.5,
+                  strata::ProfilerString::Literal("text"));
+  }
+  strata::base_internal::SessionBuffer().Clear();
+}
+BENCHMARK(BM_MarkerTypedThreeFields);
+
+// The cost of sampling a busy thread: the same work with and without a session; the
+// difference divided by the samples taken is the cost of one sample (signal delivery, stack
+// walk with libunwind, label copy), all on the sampled thread.
+__attribute__((noinline)) uint64_t BusyWork(uint64_t x) {
+  for (int i = 0; i < 1000000; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  return x;
+}
+
+size_t SamplesOfCurrentThread() {
+  const strata::ThreadId self = strata::CurrentThreadId();
+  size_t samples = 0;
+  strata::base_internal::SessionBuffer().ReadEach([&](strata::EntryReader& reader) {
+    if (reader.ReadObject<strata::EntryKind>() != strata::EntryKind::kSample) return;
+    if (reader.ReadObject<strata::ThreadId>() == self) ++samples;
+  });
+  return samples;
+}
+
+void BM_BusyWorkUnsampled(benchmark::State& state) {
+  EnsureStopped();
+  uint64_t x = 1;
+  for (auto _ : state) benchmark::DoNotOptimize(x = BusyWork(x));
+}
+BENCHMARK(BM_BusyWorkUnsampled)->MinTime(2.0);
+
+void BM_BusyWorkSampled(benchmark::State& state) {
+  EnsureStopped();
+  EnsureStarted();
+  uint64_t x = 1;
+  for (auto _ : state) benchmark::DoNotOptimize(x = BusyWork(x));
+  state.counters["samples_per_s"] = benchmark::Counter(
+      static_cast<double>(SamplesOfCurrentThread()), benchmark::Counter::kIsRate);
+  EnsureStopped();
+}
+BENCHMARK(BM_BusyWorkSampled)->MinTime(2.0);
+
+}  // namespace
+
+BENCHMARK_MAIN();
