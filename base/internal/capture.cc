@@ -76,7 +76,7 @@ struct ThreadState {
 class ProfileBuilder {
  public:
   ProfileBuilder(const SessionSnapshot& snapshot, bool symbolicate)
-      : snapshot_(snapshot), symbolicate_(symbolicate), pid_(getpid()),
+      : snapshot_(snapshot), symbolicate_(symbolicate), pid_(CurrentProcessId()),
         process_name_(ProgramName()) {
     for (const ThreadInfo& info : snapshot.threads) {
       if (!info.profiled && !info.is_main) continue;
@@ -84,7 +84,7 @@ class ProfileBuilder {
       d.name = info.is_main ? "GeckoMain" : (info.name.empty() ? "Thread" : info.name);
       d.process_name = process_name_;
       d.pid = pid_;
-      d.tid = info.tid.ToNumber();
+      d.tid = info.tid;
       d.register_time = info.register_time;
       d.unregister_time = info.unregister_time;
       AddThread(info.tid, std::move(d), info.is_main);
@@ -184,7 +184,7 @@ class ProfileBuilder {
       d.name = "Thread " + std::to_string(tid.ToNumber());
       d.process_name = process_name_;
       d.pid = pid_;
-      d.tid = tid.ToNumber();
+      d.tid = tid;
       d.register_time = snapshot_.start_time;
       AddThread(tid, std::move(d), false);
       it = thread_keys_.find(tid.ToNumber());
@@ -312,7 +312,7 @@ class ProfileBuilder {
 
   const SessionSnapshot& snapshot_;
   const bool symbolicate_;
-  const int pid_;
+  const ProcessId pid_;
   const std::string process_name_;
   std::vector<SharedLibrary> libs_;
   std::unique_ptr<ElfSymbolizer> symbolizer_;
@@ -371,7 +371,7 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
   });
   builder.Finish(profile);
   const ChunkedBuffer::State state = buffer.GetState();
-  profile.WriteProfilingLog(getpid(), [&](JsonWriter& w) {
+  profile.WriteProfilingLog(CurrentProcessId(), [&](JsonWriter& w) {
     w.StringProperty("profiler", "strata base");
     w.StringProperty("features", FeatureNames(snapshot.settings.features));
     w.UintProperty("droppedSamples", snapshot.dropped_samples);
