@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs every Debian package Strata's build, demo and tests need. Idempotent: when all
-# packages are present it only checks and returns. Needs root (apt-get) when something is
-# missing. Bazel then builds fully offline (see tools/bazel/README.md).
+# Installs every Debian package Strata's build, demo and tests need, then the npm packages of
+# the front-end import test. Idempotent: when everything is present it only checks and
+# returns. Needs root (apt-get) when something is missing. Bazel then builds fully offline
+# (see tools/bazel/README.md).
 set -euo pipefail
 
 PACKAGES=(
@@ -24,15 +25,35 @@ for pkg in "${PACKAGES[@]}"; do
   fi
 done
 
-if ((${#missing[@]} == 0)); then
-  exit 0
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing missing Debian packages: ${missing[*]}" >&2
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
+    $SUDO apt-get update >&2
+    $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >&2
+  fi
 fi
 
-echo "setup: installing missing Debian packages: ${missing[*]}" >&2
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
-  $SUDO apt-get update >&2
-  $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >&2
+# npm packages of the front-end import test (tests/frontend): the Firefox Profiler's own
+# profile importer, @firefox-devtools/profiler-cli, pinned by tests/frontend/package-lock.json.
+# Idempotent: nothing happens when node_modules was installed from this very lock file (a
+# stamp holds the lock file's hash); otherwise `npm ci`. A missing npm or a failed install
+# (no network) only warns: everything else builds, and that one test says what is missing.
+frontend_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/frontend"
+if [[ -f "$frontend_dir/package-lock.json" ]]; then
+  lock_hash=$(sha256sum "$frontend_dir/package-lock.json" | cut -d' ' -f1)
+  stamp="$frontend_dir/node_modules/.strata-package-lock.sha256"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$lock_hash" &&
+        -f "$frontend_dir/node_modules/@firefox-devtools/profiler-cli/dist/profiler-cli.js" ]]; then
+    :  # Installed and matching.
+  elif ! command -v npm >/dev/null; then
+    echo "setup: warning: npm not found; //tests/frontend:frontend_import_test will fail" >&2
+  elif (cd "$frontend_dir" && npm ci --no-audit --no-fund --loglevel=error >&2); then
+    echo "$lock_hash" >"$stamp"
+  else
+    echo "setup: warning: npm ci failed in $frontend_dir;" \
+      "//tests/frontend:frontend_import_test will fail" >&2
+  fi
 fi

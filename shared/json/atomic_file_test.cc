@@ -1,0 +1,129 @@
+#include "shared/json/atomic_file.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+
+namespace strata {
+namespace {
+
+std::string MakeTempDir() {
+  const char* base = getenv("TEST_TMPDIR");
+  std::string pattern = std::string(base ? base : "/tmp") + "/atomic_file_test.XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  REQUIRE(mkdtemp(buffer.data()) != nullptr);
+  return buffer.data();
+}
+
+std::vector<std::string> List(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  REQUIRE(d != nullptr);
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(d);
+  return names;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST_CASE("commit renames a complete document into place") {
+  std::string dir = MakeTempDir();
+  std::string path = dir + "/profile.json";
+  {
+    AtomicJsonFile file(path);
+    REQUIRE(file.ok());
+    CHECK(file.temporary_path().rfind(dir + "/.profile.json.tmp-", 0) == 0);
+    file.writer().StartObject();
+    file.writer().IntProperty("version", 36);
+    // Not there yet while writing.
+    CHECK(access(path.c_str(), F_OK) != 0);
+    file.writer().EndObject();
+    REQUIRE(file.Commit());
+  }
+  CHECK(Read(path) == R"({"version":36})");
+  CHECK(List(dir) == std::vector<std::string>{"profile.json"});
+
+  struct stat st;
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  mode_t mask = umask(0);
+  umask(mask);
+  CHECK((st.st_mode & 0777) == (0666 & ~mask));
+}
+
+TEST_CASE("an incomplete document or an abandoned file never replaces the old one") {
+  std::string dir = MakeTempDir();
+  std::string path = dir + "/profile.json";
+  {
+    AtomicJsonFile file(path);
+    file.writer().Splice(R"({"old":true})");
+    REQUIRE(file.Commit());
+  }
+  {
+    AtomicJsonFile file(path);
+    file.writer().StartObject();
+    file.writer().IntProperty("version", 36);
+    CHECK_FALSE(file.Commit());
+    CHECK(file.error().find("incomplete JSON document") != std::string::npos);
+  }
+  {
+    AtomicJsonFile file(path);
+    file.writer().StartObject();
+    file.writer().EndObject();
+    // Destroyed without Commit().
+  }
+  {
+    AtomicJsonFile file(path);
+    file.writer().StartArray();
+    file.writer().EndObject();  // Misuse.
+    CHECK_FALSE(file.Commit());
+    CHECK(file.error().find("misuse") != std::string::npos);
+  }
+  CHECK(Read(path) == R"({"old":true})");
+  CHECK(List(dir) == std::vector<std::string>{"profile.json"});
+}
+
+TEST_CASE("errors name the step and the file") {
+  std::string dir = MakeTempDir();
+  std::string path = dir + "/no/such/dir/profile.json";
+  AtomicJsonFile file(path);
+  CHECK_FALSE(file.ok());
+  CHECK(file.error().rfind("cannot create temporary file " + dir + "/no/such/dir/.profile.json",
+                           0) == 0);
+  CHECK(file.error().find("No such file or directory") != std::string::npos);
+  file.writer().StartObject();  // Harmless.
+  file.writer().EndObject();
+  CHECK_FALSE(file.Commit());
+
+  // Renaming over a directory fails: the temporary file is removed.
+  std::string blocked = dir + "/blocked";
+  REQUIRE(mkdir(blocked.c_str(), 0755) == 0);
+  REQUIRE(mkdir((blocked + "/x").c_str(), 0755) == 0);
+  {
+    AtomicJsonFile over(blocked);
+    over.writer().Splice("[]");
+    CHECK_FALSE(over.Commit());
+    CHECK(over.error().rfind("rename " + dir + "/.blocked.tmp-", 0) == 0);
+  }
+  std::vector<std::string> names = List(dir);
+  CHECK(names == std::vector<std::string>{"blocked"});
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,450 @@
+#include "shared/json/gecko_profile_writer.h"
+
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace strata {
+
+// ---- Helpers ------------------------------------------------------------------------------
+
+int64_t EpochNanoseconds(TimeStamp t) {
+  timespec realtime;
+  clock_gettime(CLOCK_REALTIME, &realtime);
+  TimeStamp now = TimeStamp::Now();
+  int64_t epoch_now = static_cast<int64_t>(realtime.tv_sec) * 1000000000 + realtime.tv_nsec;
+  return epoch_now - (now - t).ToNanoseconds();
+}
+
+void FillSystemInfo(ProfileMeta& meta) {
+  utsname u;
+  if (uname(&u) == 0) {
+    meta.platform = u.sysname;  // "Linux"
+    meta.oscpu = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  }
+  meta.abi = CurrentArchName();
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus > 0) meta.logical_cpus = static_cast<uint32_t>(cpus);
+  if (FILE* f = fopen("/proc/cpuinfo", "re")) {
+    char line[512];
+    while (fgets(line, sizeof(line), f) != nullptr) {
+      if (strncmp(line, "model name", 10) != 0) continue;
+      const char* colon = strchr(line, ':');
+      if (colon == nullptr) break;
+      std::string name(colon + 1);
+      size_t first = name.find_first_not_of(" \t");
+      size_t last = name.find_last_not_of(" \t\r\n");
+      if (first != std::string::npos) meta.cpu_name = name.substr(first, last - first + 1);
+      break;
+    }
+    fclose(f);
+  }
+}
+
+namespace {
+
+void WriteNullableTime(JsonWriter& w, bool present, int64_t relative_ns) {
+  if (present) {
+    w.TimeMs(relative_ns);
+  } else {
+    w.Null();
+  }
+}
+
+constexpr std::string_view kSamplesSchema =
+    R"({"stack":0,"time":1,"eventDelay":2,"threadCPUDelta":3})";
+constexpr std::string_view kMarkersSchema =
+    R"({"name":0,"startTime":1,"endTime":2,"phase":3,"category":4,"data":5})";
+
+}  // namespace
+
+// ---- GeckoThreadWriter --------------------------------------------------------------------
+
+GeckoThreadWriter::GeckoThreadWriter(ThreadDescription description, TimeStamp process_start)
+    : description_(std::move(description)),
+      process_start_(process_start),
+      stacks_(strings_) {
+  samples_.StartArray();
+  markers_.StartArray();
+}
+
+void GeckoThreadWriter::AddSample(std::optional<uint32_t> stack, TimeStamp time,
+                                  std::optional<int64_t> cpu_delta_ns,
+                                  std::optional<double> event_delay_ms) {
+  int64_t t = Relative(time);
+  if (t < last_sample_ns_) {
+    t = last_sample_ns_;
+    ++clamped_samples_;
+  }
+  last_sample_ns_ = t;
+  samples_.StartArray();
+  if (stack) {
+    samples_.Uint(*stack);
+  } else {
+    samples_.Null();
+  }
+  samples_.TimeMs(t);
+  if (event_delay_ms) {
+    samples_.Double(*event_delay_ms);
+  } else {
+    samples_.Null();
+  }
+  if (cpu_delta_ns) {
+    samples_.Int(*cpu_delta_ns);
+  } else {
+    samples_.Null();
+  }
+  samples_.EndArray();
+  ++sample_count_;
+}
+
+void GeckoThreadWriter::BeginMarker(std::string_view name, const MarkerTiming& timing,
+                                    uint32_t category) {
+  markers_.StartArray();
+  markers_.Uint(strings_.Index(name));
+  const bool has_start = timing.phase != MarkerPhase::kIntervalEnd;
+  const bool has_end =
+      timing.phase == MarkerPhase::kInterval || timing.phase == MarkerPhase::kIntervalEnd;
+  WriteNullableTime(markers_, has_start, Relative(timing.start));
+  WriteNullableTime(markers_, has_end, Relative(timing.end));
+  markers_.Uint(static_cast<uint8_t>(timing.phase));
+  markers_.Uint(category);
+}
+
+void GeckoThreadWriter::EndMarker() {
+  markers_.EndArray();
+  ++marker_count_;
+}
+
+void GeckoThreadWriter::AddMarker(std::string_view name, const MarkerTiming& timing,
+                                  uint32_t category) {
+  BeginMarker(name, timing, category);
+  markers_.Null();
+  EndMarker();
+}
+
+void GeckoThreadWriter::WriteMarkerStack(JsonWriter& w, uint32_t stack, TimeStamp time) {
+  // A miniature thread whose single sample points into the owning thread's stack table.
+  w.StartObjectProperty("stack");
+  w.StringProperty("name", "SyncProfile");
+  w.NullProperty("registerTime");
+  w.NullProperty("unregisterTime");
+  w.StringProperty("processType", description_.process_type);
+  w.IntProperty("tid", description_.tid.ToNumber());
+  w.IntProperty("pid", description_.pid.ToNumber());
+  w.StartObjectProperty("markers");
+  w.SpliceProperty("schema", kMarkersSchema);
+  w.SpliceProperty("data", "[]");
+  w.EndObject();
+  w.StartObjectProperty("samples");
+  w.SpliceProperty("schema", R"({"stack":0,"time":1,"eventDelay":2})");
+  w.StartArrayProperty("data");
+  w.StartArray();
+  w.Uint(stack);
+  w.TimeMs(Relative(time));
+  w.Int(0);
+  w.EndArray();
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+}
+
+ChunkedJsonOutput GeckoThreadWriter::TakeThreadJson() {
+  ChunkedJsonWriter w;
+  if (taken_) return w.TakeOutput();
+  taken_ = true;
+  samples_.EndArray();
+  markers_.EndArray();
+
+  const ThreadDescription& d = description_;
+  w.StartObject();
+  w.StringProperty("name", d.name);
+  w.StringProperty("processType", d.process_type);
+  if (!d.process_name.empty()) w.StringProperty("processName", d.process_name);
+  w.IntProperty("pid", d.pid.ToNumber());
+  w.IntProperty("tid", d.tid.ToNumber());
+  w.TimeMsProperty("registerTime", d.register_time.IsNull() ? 0 : Relative(d.register_time));
+  w.Key("unregisterTime");  // Must be present, null or a number.
+  WriteNullableTime(w, d.unregister_time.has_value(),
+                    d.unregister_time ? Relative(*d.unregister_time) : 0);
+
+  w.StartObjectProperty("samples");
+  w.SpliceProperty("schema", kSamplesSchema);
+  w.Key("data");
+  w.Splice(samples_.TakeOutput());
+  w.EndObject();
+
+  w.StartObjectProperty("markers");
+  w.SpliceProperty("schema", kMarkersSchema);
+  w.Key("data");
+  w.Splice(markers_.TakeOutput());
+  w.EndObject();
+
+  w.Key("stackTable");
+  stacks_.WriteStackTable(w);
+  w.Key("frameTable");
+  stacks_.WriteFrameTable(w);
+  // Last: markers and frames above may have added strings.
+  w.Key("stringTable");
+  strings_.WriteArray(w);
+  w.EndObject();
+  return w.TakeOutput();
+}
+
+// ---- GeckoCounterWriter -------------------------------------------------------------------
+
+GeckoCounterWriter::GeckoCounterWriter(std::string name, std::string category,
+                                       std::string description, TimeStamp process_start)
+    : name_(std::move(name)),
+      category_(std::move(category)),
+      description_(std::move(description)),
+      process_start_(process_start) {
+  samples_.StartArray();
+}
+
+void GeckoCounterWriter::AddSample(TimeStamp time, int64_t count,
+                                   std::optional<uint64_t> number) {
+  samples_.StartArray();
+  samples_.TimeMs(time - process_start_);
+  samples_.Int(count);
+  if (number) samples_.Uint(*number);
+  samples_.EndArray();
+  ++sample_count_;
+}
+
+ChunkedJsonOutput GeckoCounterWriter::TakeCounterJson() {
+  ChunkedJsonWriter w;
+  if (taken_) return w.TakeOutput();
+  taken_ = true;
+  samples_.EndArray();
+  w.StartObject();
+  w.StringProperty("name", name_);
+  w.StringProperty("category", category_);
+  w.StringProperty("description", description_);
+  w.StartObjectProperty("samples");
+  w.SpliceProperty("schema", R"({"time":0,"count":1,"number":2})");
+  w.Key("data");
+  w.Splice(samples_.TakeOutput());
+  w.EndObject();
+  w.EndObject();
+  return w.TakeOutput();
+}
+
+// ---- GeckoProfileWriter -------------------------------------------------------------------
+
+GeckoProfileWriter::GeckoProfileWriter(JsonWriter& out, const ProfileMeta& meta, Kind kind)
+    : out_(out), kind_(kind), start_time_(meta.start_time) {
+  out_.StartObject();
+  WriteMeta(meta);
+}
+
+const std::string& GeckoProfileWriter::error() const {
+  return misuse_.empty() ? out_.error() : misuse_;
+}
+
+void GeckoProfileWriter::WriteMeta(const ProfileMeta& meta) {
+  JsonWriter& w = out_;
+  const auto relative = [&](TimeStamp t) { return (t - meta.start_time).ToNanoseconds(); };
+  w.StartObjectProperty("meta");
+  w.IntProperty("version", kGeckoProfileVersion);
+  w.TimeMsProperty("startTime", meta.start_time_epoch_ns);
+  w.Key("shutdownTime");
+  WriteNullableTime(w, meta.shutdown_time.has_value(),
+                    meta.shutdown_time ? relative(*meta.shutdown_time) : 0);
+
+  // Categories (read from the top-level meta only, but written in every process).
+  w.StartArrayProperty("categories");
+  bool has_grey = false;
+  for (const ProfileCategory& c : meta.categories) {
+    w.StartObject();
+    w.StringProperty("name", c.name);
+    w.StringProperty("color", c.color);
+    w.StartArrayProperty("subcategories");
+    if (c.subcategories.empty()) {
+      w.String("Other");
+    } else {
+      for (const std::string& s : c.subcategories) w.String(s);
+    }
+    w.EndArray();
+    w.EndObject();
+    has_grey = has_grey || c.color == "grey";
+  }
+  if (!has_grey) w.Splice(R"({"name":"Other","color":"grey","subcategories":["Other"]})");
+  w.EndArray();
+
+  w.StartArrayProperty("markerSchema");
+  for (const std::string& schema : meta.marker_schemas) w.Splice(schema);
+  w.EndArray();
+
+  if (kind_ == Kind::kSubProcess) {
+    w.EndObject();
+    return;
+  }
+
+  w.DoubleProperty("interval", meta.interval_ms);
+  w.IntProperty("processType", meta.process_type);
+  if (meta.pid.IsSpecified()) w.IntProperty("pid", meta.pid.ToNumber());
+  w.StringProperty("product", meta.product);
+  w.IntProperty("stackwalk", meta.stackwalk ? 1 : 0);
+  w.IntProperty("debug", 0);
+  w.BoolProperty("presymbolicated", meta.presymbolicated);
+  // Per-sample CPU deltas are integer nanoseconds ("ns" is one of the three units the
+  // front-end accepts; "us" would be rejected, it must be "µs").
+  w.StartObjectProperty("sampleUnits");
+  w.StringProperty("time", "ms");
+  w.StringProperty("eventDelay", "ms");
+  w.StringProperty("threadCPUDelta", "ns");
+  w.EndObject();
+  if (meta.profiling_start_time && meta.profiling_end_time &&
+      *meta.profiling_end_time > *meta.profiling_start_time) {
+    w.TimeMsProperty("profilingStartTime", relative(*meta.profiling_start_time));
+    w.TimeMsProperty("profilingEndTime", relative(*meta.profiling_end_time));
+  }
+  if (!meta.platform.empty()) w.StringProperty("platform", meta.platform);
+  if (!meta.oscpu.empty()) w.StringProperty("oscpu", meta.oscpu);
+  if (!meta.abi.empty()) w.StringProperty("abi", meta.abi);
+  if (!meta.cpu_name.empty()) w.StringProperty("CPUName", meta.cpu_name);
+  if (meta.logical_cpus != 0) w.UintProperty("logicalCPUs", meta.logical_cpus);
+  w.EndObject();
+}
+
+bool GeckoProfileWriter::EnterSection(Section next) {
+  const bool repeatable =
+      next == Section::kThreads || next == Section::kCounters || next == Section::kProcesses;
+  if (section_ == Section::kDone || next < section_ ||
+      (next == section_ && !repeatable)) {
+    if (misuse_.empty()) misuse_ = "GeckoProfileWriter: profile section written out of order";
+    return false;
+  }
+  if (next == section_) return true;
+  if (array_open_) {
+    out_.EndArray();
+    array_open_ = false;
+  }
+  // Mandatory sections that are being skipped.
+  if (next > Section::kLibs && !wrote_libs_) {
+    out_.StartArrayProperty("libs");
+    out_.EndArray();
+    wrote_libs_ = true;
+  }
+  if (next > Section::kThreads && !wrote_threads_) {
+    out_.StartArrayProperty("threads");
+    out_.EndArray();
+    wrote_threads_ = true;
+  }
+  if (next > Section::kProcesses && !wrote_processes_ && kind_ == Kind::kParent) {
+    out_.StartArrayProperty("processes");
+    out_.EndArray();
+    wrote_processes_ = true;
+  }
+  section_ = next;
+  return true;
+}
+
+void GeckoProfileWriter::WriteLibs(const std::vector<SharedLibrary>& libs) {
+  if (!EnterSection(Section::kLibs)) return;
+  JsonWriter& w = out_;
+  w.StartArrayProperty("libs");
+  for (const SharedLibrary& lib : libs) {
+    w.StartObject();
+    w.UintProperty("start", lib.start);
+    w.UintProperty("end", lib.end);
+    w.UintProperty("offset", lib.offset);
+    w.StringProperty("name", lib.name);
+    w.StringProperty("path", lib.path);
+    w.StringProperty("debugName", lib.debug_name);
+    w.StringProperty("debugPath", lib.debug_path);
+    w.StringProperty("breakpadId", lib.breakpad_id);
+    if (!lib.code_id.empty()) w.StringProperty("codeId", lib.code_id);
+    w.StringProperty("arch", lib.arch);
+    w.EndObject();
+  }
+  w.EndArray();
+  wrote_libs_ = true;
+}
+
+void GeckoProfileWriter::AddThread(GeckoThreadWriter& thread) {
+  AddThreadJson(thread.TakeThreadJson());
+}
+
+void GeckoProfileWriter::AddThreadJson(ChunkedJsonOutput&& thread_object) {
+  if (thread_object.empty()) {
+    if (misuse_.empty()) misuse_ = "GeckoProfileWriter: empty thread (writer already taken?)";
+    return;
+  }
+  if (!EnterSection(Section::kThreads)) return;
+  if (!array_open_) {
+    out_.StartArrayProperty("threads");
+    array_open_ = true;
+    wrote_threads_ = true;
+  }
+  out_.Splice(std::move(thread_object));
+  ++thread_count_;
+}
+
+void GeckoProfileWriter::AddCounter(GeckoCounterWriter& counter) {
+  ChunkedJsonOutput json = counter.TakeCounterJson();
+  if (json.empty()) {
+    if (misuse_.empty()) misuse_ = "GeckoProfileWriter: empty counter (writer already taken?)";
+    return;
+  }
+  if (!EnterSection(Section::kCounters)) return;
+  if (!array_open_) {
+    out_.StartArrayProperty("counters");
+    array_open_ = true;
+  }
+  out_.Splice(std::move(json));
+}
+
+void GeckoProfileWriter::WritePausedRanges(const std::vector<PausedRange>& ranges) {
+  if (!EnterSection(Section::kPausedRanges)) return;
+  JsonWriter& w = out_;
+  w.StartArrayProperty("pausedRanges");
+  for (const PausedRange& r : ranges) {
+    w.StartObject();
+    w.Key("startTime");
+    WriteNullableTime(w, r.start.has_value(),
+                      r.start ? (*r.start - start_time_).ToNanoseconds() : 0);
+    w.Key("endTime");
+    WriteNullableTime(w, r.end.has_value(), r.end ? (*r.end - start_time_).ToNanoseconds() : 0);
+    w.StringProperty("reason", r.reason);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void GeckoProfileWriter::AddSubProcessJson(ChunkedJsonOutput&& profile) {
+  if (profile.empty()) {
+    if (misuse_.empty()) misuse_ = "GeckoProfileWriter: empty sub-process profile";
+    return;
+  }
+  if (kind_ != Kind::kParent) {
+    if (misuse_.empty()) misuse_ = "GeckoProfileWriter: sub-process profiles nest one level";
+    return;
+  }
+  if (!EnterSection(Section::kProcesses)) return;
+  if (!array_open_) {
+    out_.StartArrayProperty("processes");
+    array_open_ = true;
+    wrote_processes_ = true;
+  }
+  out_.Splice(std::move(profile));
+}
+
+void GeckoProfileWriter::AddSubProcessJson(std::string_view profile) {
+  ChunkedJsonOutput fragment;
+  std::string copy(profile);
+  fragment.Consume(&copy);
+  AddSubProcessJson(std::move(fragment));
+}
+
+void GeckoProfileWriter::Finish() {
+  if (!EnterSection(Section::kDone)) return;
+  out_.EndObject();
+  out_.Flush();
+}
+
+}  // namespace strata

@@ -1,0 +1,129 @@
+// UniqueStacks: a thread's frameTable and stackTable, de-duplicated.
+//
+// A frame is identified by all of its columns (location string, category, subcategory, line,
+// column, relevantForJS, innerWindowID, implementation); a stack by (prefix, frame). Stacks
+// are built root first, so a prefix always has a smaller index than the stack that uses it,
+// which the front-end needs (a forward prefix freezes it).
+//
+//   UniqueStrings strings;
+//   UniqueStacks stacks(strings);
+//   std::optional<uint32_t> stack;                          // null = empty stack
+//   stack = stacks.Stack(stack, stacks.LabelFrame("main", kOtherCategory));
+//   stack = stacks.Stack(stack, stacks.AddressFrame(0x55d0c0de1234));
+//   ... sample refers to *stack ...
+//
+// Frame location strings decide how the front-end classifies a frame (location.h):
+// AddressFrame writes "0x...", NativeSymbolFrame "name (in lib)", LabelFrame a string that is
+// guaranteed to stay a label, Frame() takes the location verbatim.
+//
+// Thread safety: none (one per thread writer). Not async-signal-safe.
+#ifndef STRATA_SHARED_JSON_UNIQUE_STACKS_H_
+#define STRATA_SHARED_JSON_UNIQUE_STACKS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "shared/json/index_table.h"
+#include "shared/json/json_writer.h"
+#include "shared/json/unique_strings.h"
+
+namespace strata {
+
+// One frameTable row, as given by the caller.
+struct FrameInfo {
+  std::string_view location;            // Used verbatim.
+  std::optional<uint32_t> category;     // Index into meta.categories; null = inherit.
+  std::optional<uint32_t> subcategory;  // Index into that category's subcategories.
+  std::optional<uint32_t> line;         // Position inside the function.
+  std::optional<uint32_t> column;
+  bool relevant_for_js = false;         // Label frames only: keep in the JS-only view.
+  uint64_t inner_window_id = 0;         // Browser page id; 0 = none.
+  std::string_view implementation;      // Old JIT tier label; "" = null (ignored by importer).
+};
+
+class UniqueStacks {
+ public:
+  // `strings` is the same thread's string table; it must outlive this object.
+  explicit UniqueStacks(UniqueStrings& strings) : strings_(strings) {}
+  UniqueStacks(const UniqueStacks&) = delete;
+  UniqueStacks& operator=(const UniqueStacks&) = delete;
+
+  // The frame's index, added if new.
+  uint32_t Frame(const FrameInfo& frame);
+  // An unsymbolicated native frame "0x<hex>" (a raw return address: the front-end itself
+  // subtracts 1 from caller addresses). Category null by default: it then inherits the
+  // category of the nearest labelled frame towards the root. Fast path: no string formatting
+  // once the address is known.
+  uint32_t AddressFrame(uint64_t address, std::optional<uint32_t> category = std::nullopt,
+                        std::optional<uint32_t> subcategory = std::nullopt);
+  // A symbolicated native function "name (in library)" (library = file base name); line,
+  // if known, goes to the line column (never into the name: "f (x.cc:12)" reads as JS).
+  uint32_t NativeSymbolFrame(std::string_view name, std::string_view library,
+                             std::optional<uint32_t> category = std::nullopt,
+                             std::optional<uint32_t> subcategory = std::nullopt,
+                             std::optional<uint32_t> line = std::nullopt);
+  // A label frame (profiling-stack label, thread root, ...): the string is adjusted if the
+  // front-end would otherwise read it as an address, a native or a JS function.
+  uint32_t LabelFrame(std::string_view label, uint32_t category, uint32_t subcategory = 0,
+                      bool relevant_for_js = false, std::optional<uint32_t> line = std::nullopt);
+
+  // The stack (prefix, frame), added if new. `prefix` must be a stack returned earlier (or
+  // null for a root) and `frame` a frame returned earlier.
+  uint32_t Stack(std::optional<uint32_t> prefix, uint32_t frame);
+  // Stack() over frames given root first; null for an empty list.
+  std::optional<uint32_t> StackFromFrames(const uint32_t* frames_root_first, size_t count);
+
+  size_t frame_count() const { return frames_.size(); }
+  size_t stack_count() const { return stacks_.size(); }
+
+  // {"schema":{"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,
+  //  "column":5,"category":6,"subcategory":7},"data":[...]}
+  void WriteFrameTable(JsonWriter& writer) const;
+  // {"schema":{"prefix":0,"frame":1},"data":[[prefix|null,frame],...]}
+  void WriteStackTable(JsonWriter& writer) const;
+
+ private:
+  static constexpr uint32_t kNull = UINT32_MAX;
+  struct FrameKey {
+    uint32_t location;
+    uint32_t implementation;
+    uint32_t line;
+    uint32_t column;
+    uint32_t category;
+    uint32_t subcategory;
+    uint64_t inner_window_id;
+    bool relevant_for_js;
+    bool operator==(const FrameKey& o) const {
+      return location == o.location && implementation == o.implementation && line == o.line &&
+             column == o.column && category == o.category && subcategory == o.subcategory &&
+             inner_window_id == o.inner_window_id && relevant_for_js == o.relevant_for_js;
+    }
+  };
+  static uint64_t Hash(const FrameKey& k);
+  struct AddressEntry {
+    uint64_t address;
+    uint32_t category;
+    uint32_t subcategory;
+    uint32_t frame;
+  };
+  struct StackEntry {
+    uint32_t prefix;  // kNull for a root.
+    uint32_t frame;
+  };
+
+  uint32_t FrameForKey(const FrameKey& key);
+
+  UniqueStrings& strings_;
+  std::vector<FrameKey> frames_;
+  json_internal::IndexTable frame_index_;    // Into frames_.
+  std::vector<AddressEntry> addresses_;      // AddressFrame() cache.
+  json_internal::IndexTable address_index_;  // Into addresses_.
+  std::vector<StackEntry> stacks_;
+  json_internal::IndexTable stack_index_;    // Into stacks_.
+};
+
+}  // namespace strata
+
+#endif  // STRATA_SHARED_JSON_UNIQUE_STACKS_H_
