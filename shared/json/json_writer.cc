@@ -238,11 +238,19 @@ void JsonWriter::String(std::string_view value) {
 
 void JsonWriter::Splice(std::string_view json_value) {
   if (!BeforeValue()) return;
+  if (json_value.empty()) {
+    Misuse("splice of an empty fragment (null written instead)");
+    json_value = "null";
+  }
   Put(json_value);
   MaybeFlush();
 }
 
 void JsonWriter::Splice(ChunkedJsonOutput&& json_value) {
+  if (json_value.empty()) {
+    Splice(std::string_view());
+    return;
+  }
   if (!BeforeValue()) return;
   // Small fragments are copied (keeps chunks reasonably big); big ones are moved.
   if (json_value.size() < chunk_size_ / 4) {

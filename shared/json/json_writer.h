@@ -147,7 +147,8 @@ class JsonWriter {
   void TimeMs(TimeDuration duration) { TimeMs(duration.ToNanoseconds()); }
   // `count` nulls (array elements).
   void NullElements(size_t count);
-  // One complete, valid JSON value written elsewhere, inserted verbatim. Not checked.
+  // One complete, valid JSON value written elsewhere, inserted verbatim. Not checked,
+  // except that an empty fragment is misuse (null is written, the document stays valid).
   void Splice(std::string_view json_value);
   // The same, taking the chunks of another output (no copy when this writer's output is a
   // ChunkedJsonOutput). The fragment must hold exactly one complete JSON value.

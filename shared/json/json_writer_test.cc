@@ -148,6 +148,14 @@ TEST_CASE("misuse is latched, not crashing") {
   w3.StartArray();
   w3.Key("k");
   CHECK_FALSE(w3.ok());
+
+  ChunkedJsonWriter w4;
+  w4.StartObject();
+  w4.Key("k");
+  w4.Splice(ChunkedJsonOutput());
+  w4.EndObject();
+  CHECK(w4.error().find("empty fragment") != std::string::npos);
+  CHECK(w4.TakeString() == R"({"k":null})");
 }
 
 TEST_CASE("splicing chunked fragments, big and small, with tiny chunks") {
