@@ -47,8 +47,8 @@
 #include "shared/buffer/chunked_buffer.h"
 #include "shared/buffer/entry_kinds.h"
 #include "shared/buffer/entry_serialization.h"
-#include "shared/json/gecko_profile_writer.h"
 #include "shared/json/json_writer.h"
+#include "shared/json/marker_timing.h"
 
 namespace strata {
 

@@ -41,6 +41,7 @@
 #include "platform/process_thread_ids.h"
 #include "platform/time_stamp.h"
 #include "shared/json/json_writer.h"
+#include "shared/json/marker_timing.h"
 #include "shared/json/shared_libraries.h"
 #include "shared/json/unique_stacks.h"
 #include "shared/json/unique_strings.h"
@@ -95,27 +96,6 @@ int64_t EpochNanoseconds(TimeStamp t);
 // Fills platform, oscpu, abi, cpu_name, logical_cpus from uname(2), sysconf and
 // /proc/cpuinfo.
 void FillSystemInfo(ProfileMeta& meta);
-
-enum class MarkerPhase : uint8_t {
-  kInstant = 0,        // startTime = time, endTime = null.
-  kInterval = 1,       // startTime, endTime.
-  kIntervalStart = 2,  // startTime, endTime = null; closed by the next End of the same name.
-  kIntervalEnd = 3,    // startTime = null, endTime.
-};
-
-struct MarkerTiming {
-  MarkerPhase phase = MarkerPhase::kInstant;
-  TimeStamp start;
-  TimeStamp end;
-  static MarkerTiming Instant(TimeStamp t) { return {MarkerPhase::kInstant, t, TimeStamp()}; }
-  static MarkerTiming Interval(TimeStamp s, TimeStamp e) { return {MarkerPhase::kInterval, s, e}; }
-  static MarkerTiming IntervalStart(TimeStamp s) {
-    return {MarkerPhase::kIntervalStart, s, TimeStamp()};
-  }
-  static MarkerTiming IntervalEnd(TimeStamp e) {
-    return {MarkerPhase::kIntervalEnd, TimeStamp(), e};
-  }
-};
 
 struct ThreadDescription {
   // "GeckoMain" marks the process's main thread for the front-end: counters attach only to
