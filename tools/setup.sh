@@ -16,6 +16,8 @@ PACKAGES=(
   libbenchmark-dev     # Google Benchmark 1.7.1
   libdw-dev            # elfutils libdw (symbolication)
   libelf-dev
+  nodejs               # Node.js for the front-end import test (npm comes with it here)
+  libgoogle-perftools-dev  # gperftools 2.10: CPU-profiler baseline in tests/ scenarios
 )
 
 missing=()
