@@ -1,0 +1,57 @@
+#include "platform/sampling/frame_pointer_walker.h"
+
+#include <cstdint>
+
+namespace strata {
+namespace {
+
+// A frame record on x86-64: what `push %rbp; mov %rsp, %rbp` leaves at %rbp.
+struct FrameRecord {
+  uintptr_t caller_fp;
+  uintptr_t return_address;
+};
+
+// Return addresses below the first page are never code; 0 ends glibc's chains.
+constexpr uintptr_t kMinCodeAddress = 4096;
+
+}  // namespace
+
+// The walk reads other frames' memory, which AddressSanitizer would report as redzone
+// accesses: the reads are bounds-checked by hand instead.
+__attribute__((no_sanitize("address")))
+size_t WalkFramePointers(const FrameRegisters& registers, const StackBounds& bounds,
+                         NativeFrame* frames, size_t capacity) {
+  if (capacity == 0) return 0;
+  frames[0].pc = registers.pc;
+  frames[0].sp = registers.sp;
+  size_t count = 1;
+  if (!bounds.Contains(registers.sp)) return count;
+
+  uintptr_t fp = registers.fp;
+  uintptr_t lowest_allowed = registers.sp;  // Nothing below the live stack pointer is read.
+  while (count < capacity) {
+    if ((fp & (alignof(FrameRecord) - 1)) != 0 || fp < lowest_allowed ||
+        !bounds.ContainsRange(fp, sizeof(FrameRecord))) {
+      break;
+    }
+    const FrameRecord* record = reinterpret_cast<const FrameRecord*>(fp);
+    const uintptr_t caller_fp = record->caller_fp;
+    const uintptr_t return_address = record->return_address;
+    if (return_address < kMinCodeAddress) break;
+    // The caller's stack pointer right after the call returns: just above the record.
+    frames[count].pc = return_address;
+    frames[count].sp = fp + sizeof(FrameRecord);
+    ++count;
+    if (caller_fp <= fp) break;  // Records must strictly increase: no loops.
+    lowest_allowed = fp + sizeof(FrameRecord);
+    fp = caller_fp;
+  }
+  return count;
+}
+
+size_t WalkFramePointers(const ucontext_t& context, const StackBounds& bounds,
+                         NativeFrame* frames, size_t capacity) {
+  return WalkFramePointers(FrameRegistersFromSignalContext(context), bounds, frames, capacity);
+}
+
+}  // namespace strata

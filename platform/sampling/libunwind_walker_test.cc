@@ -1,0 +1,217 @@
+#include "platform/sampling/libunwind_walker.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "platform/sampling/sampled_thread_for_testing.h"
+
+namespace strata {
+namespace {
+
+using sampling_testing::ChainRun;
+using sampling_testing::RecordedSample;
+
+int Find(const std::vector<std::string>& names, const char* name, size_t from = 0) {
+  for (size_t i = from; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool IsOurFunction(const std::string& name) { return name.rfind("strata_test_", 0) == 0; }
+
+void CheckWellFormed(const NativeFrame* frames, size_t count, const StackBounds& bounds) {
+  for (size_t i = 1; i < count; ++i) {
+    CHECK(bounds.Contains(frames[i].sp));
+    CHECK(frames[i].sp > frames[i - 1].sp);
+  }
+}
+
+TEST_CASE(
+    "WalkStackWithLibunwind: samples of a busy thread show the whole call chain, "
+    "including the caller of a frameless leaf",
+    "[platform][sampling]") {
+  const ChainRun run = sampling_testing::RunChainOnSampledThread(
+      sampling_testing::kLibunwindWalk | sampling_testing::kFramePointerWalk,
+      TimeDuration::FromMilliseconds(1), TimeDuration::FromMilliseconds(600));
+  REQUIRE(run.install_error == 0);
+  REQUIRE(run.timer_error == 0);
+  REQUIRE(run.samples.size() >= 30);
+
+  size_t in_leaf = 0, leaf_complete = 0, in_chain_function = 0, chain_complete = 0;
+  size_t fp_frames_checked = 0, fp_frames_matched = 0;
+  std::vector<int64_t> walk_ns;
+  size_t depth_sum = 0;
+  for (const RecordedSample& sample : run.samples) {
+    CheckWellFormed(sample.unwind_frames, sample.unwind_count, run.bounds);
+    walk_ns.push_back(sample.unwind_walk_ns);
+    depth_sum += sample.unwind_count;
+    const std::vector<std::string> names =
+        sampling_testing::SymbolNames(sample.unwind_frames, sample.unwind_count);
+    REQUIRE(!names.empty());
+    // The walk continues past the thread's start routine into the threading library.
+    const int main = Find(names, "strata_test_sampled_thread_main");
+    if (names[0] == "strata_test_frameless_leaf") {
+      ++in_leaf;
+      if (names.size() > 4 && names[1] == "strata_test_chain_inner" &&
+          names[2] == "strata_test_chain_middle" && names[3] == "strata_test_chain_outer" &&
+          main == 4 && sample.unwind_count > 5) {
+        ++leaf_complete;
+      }
+    } else if (names[0] == "strata_test_chain_inner") {
+      ++in_chain_function;
+      if (names.size() > 3 && names[1] == "strata_test_chain_middle" &&
+          names[2] == "strata_test_chain_outer" && main == 3) {
+        ++chain_complete;
+      }
+    }
+    // Where frame pointers exist, both walkers report the same frame: same pc, same sp.
+    const std::vector<std::string> fp_names =
+        sampling_testing::SymbolNames(sample.fp_frames, sample.fp_count);
+    for (size_t i = 0; i < sample.fp_count; ++i) {
+      if (!IsOurFunction(fp_names[i])) continue;
+      ++fp_frames_checked;
+      for (size_t j = 0; j < sample.unwind_count; ++j) {
+        if (sample.unwind_frames[j].pc == sample.fp_frames[i].pc &&
+            sample.unwind_frames[j].sp == sample.fp_frames[i].sp) {
+          ++fp_frames_matched;
+          break;
+        }
+      }
+    }
+  }
+  std::printf(
+      "libunwind: %zu samples in %.3f s of thread CPU (%.0f/s, %.2f overruns per signal); "
+      "%zu in the frameless leaf, %zu of them with leaf<-inner<-middle<-outer<-main; %zu in "
+      "inner, %zu complete; mean depth %.1f; walk p50 %lld ns, p90 %lld ns, p99 %lld ns; "
+      "frame-pointer frames found with equal pc and sp: %zu of %zu\n",
+      run.samples.size(), run.cpu_time.ToSeconds(), run.samples.size() / run.cpu_time.ToSeconds(),
+      static_cast<double>(run.overruns) / static_cast<double>(run.signals), in_leaf, leaf_complete,
+      in_chain_function, chain_complete,
+      static_cast<double>(depth_sum) / static_cast<double>(run.samples.size()),
+      static_cast<long long>(sampling_testing::Percentile(walk_ns, 50)),
+      static_cast<long long>(sampling_testing::Percentile(walk_ns, 90)),
+      static_cast<long long>(sampling_testing::Percentile(walk_ns, 99)), fp_frames_matched,
+      fp_frames_checked);
+
+  REQUIRE(in_leaf + in_chain_function >= run.samples.size() * 8 / 10);
+  CHECK(leaf_complete == in_leaf);
+  CHECK(chain_complete == in_chain_function);
+  CHECK(fp_frames_checked > 0);
+  CHECK(fp_frames_matched == fp_frames_checked);
+}
+
+TEST_CASE("WalkStackWithLibunwind: a stack pointer outside the bounds gives the pc only",
+          "[platform][sampling]") {
+  WarmUpLibunwind();
+  ucontext_t context;
+  REQUIRE(getcontext(&context) == 0);
+  const StackBounds bounds = StackBounds::OfCurrentThread();
+  NativeFrame frames[8];
+  context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(bounds.high + 4096);
+  CHECK(WalkStackWithLibunwind(&context, bounds, frames, 8) == 1);
+  CHECK(frames[0].pc == static_cast<uintptr_t>(context.uc_mcontext.gregs[REG_RIP]));
+  CHECK(WalkStackWithLibunwind(&context, bounds, frames, 0) == 0);
+}
+
+// --- Sampling a thread inside the dynamic loader, malloc and exception unwinding ---------
+
+std::string g_target_path;
+
+std::string FindTargetLibrary() {
+  const char* name = "libdlopen_target_for_testing.so";
+  std::vector<std::string> candidates;
+  const char* srcdir = getenv("TEST_SRCDIR");
+  const char* workspace = getenv("TEST_WORKSPACE");
+  if (srcdir != nullptr && workspace != nullptr) {
+    candidates.push_back(std::string(srcdir) + "/" + workspace + "/platform/sampling/" + name);
+  }
+  char exe[PATH_MAX];
+  const ssize_t length = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (length > 0) {
+    exe[length] = '\0';
+    std::string directory(exe);
+    directory.resize(directory.rfind('/') + 1);
+    candidates.push_back(directory + name);
+  }
+  for (const std::string& candidate : candidates) {
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return std::string();
+}
+
+uint64_t g_sink = 0;
+
+// Runs on the sampled thread between chain calls: mostly dlopen/dlclose, malloc/free and
+// C++ exceptions, so that many samples land inside the loader, the allocator and the unwinder.
+void LoaderMallocAndExceptionWork() {
+  for (int i = 0; i < 8; ++i) {
+    void* handle = dlopen(g_target_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) continue;
+    auto function =
+        reinterpret_cast<uint64_t (*)(uint64_t)>(dlsym(handle, "strata_test_dlopen_target"));
+    if (function != nullptr) g_sink += function(i);
+    dlclose(handle);
+    FlushLibunwindCaches();
+  }
+  for (int i = 0; i < 64; ++i) {
+    std::vector<char> buffer(1000 + i * 100);
+    g_sink += static_cast<uint64_t>(buffer.size());
+  }
+  try {
+    throw std::runtime_error("sampled");
+  } catch (const std::exception& e) {
+    g_sink += e.what()[0];
+  }
+}
+
+TEST_CASE(
+    "WalkStackWithLibunwind: sampling inside dlopen/dlclose, malloc and exception "
+    "unwinding neither deadlocks nor crashes",
+    "[platform][sampling]") {
+  g_target_path = FindTargetLibrary();
+  REQUIRE(!g_target_path.empty());
+
+  const ChainRun run = sampling_testing::RunChainOnSampledThread(
+      sampling_testing::kLibunwindWalk, TimeDuration::FromMilliseconds(1),
+      TimeDuration::FromMilliseconds(1000), &LoaderMallocAndExceptionWork);
+  REQUIRE(run.install_error == 0);
+  REQUIRE(run.timer_error == 0);
+  REQUIRE(run.samples.size() >= 30);
+
+  size_t in_loader = 0, in_libc = 0, reached_main = 0;
+  for (const RecordedSample& sample : run.samples) {
+    CheckWellFormed(sample.unwind_frames, sample.unwind_count, run.bounds);
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(sample.unwind_frames[0].pc), &info) != 0 &&
+        info.dli_fname != nullptr) {
+      const std::string object = info.dli_fname;
+      if (object.find("ld-linux") != std::string::npos) ++in_loader;
+      if (object.find("libc.so") != std::string::npos) ++in_libc;
+    }
+    const std::vector<std::string> names =
+        sampling_testing::SymbolNames(sample.unwind_frames, sample.unwind_count);
+    if (Find(names, "strata_test_sampled_thread_main") >= 0) ++reached_main;
+  }
+  std::printf(
+      "libunwind under dlopen/malloc/throw: %zu samples, %zu with the pc in the dynamic loader, "
+      "%zu in libc; %zu walks reached the thread's start routine\n",
+      run.samples.size(), in_loader, in_libc, reached_main);
+  CHECK(in_loader + in_libc > 0);
+  // Through glibc, the loader and the unwinder, DWARF information gets the walk home.
+  CHECK(reached_main >= run.samples.size() * 9 / 10);
+}
+
+}  // namespace
+}  // namespace strata

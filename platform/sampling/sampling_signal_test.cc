@@ -1,0 +1,278 @@
+#include "platform/sampling/sampling_signal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include "catch2/catch.hpp"
+#include "platform/process_thread_ids.h"
+#include "platform/sampling/thread_sampling_timer.h"
+#include "platform/time_stamp.h"
+
+namespace strata {
+namespace {
+
+TimeDuration ThreadCpuTimeNow() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return TimeDuration::FromNanoseconds(static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec);
+}
+
+volatile uint64_t g_burn_sink = 0;
+
+// Spins until `done()` or until the thread has used `limit` more CPU time.
+template <typename Done>
+void BurnCpuUntil(Done done, TimeDuration limit) {
+  const TimeDuration start = ThreadCpuTimeNow();
+  uint64_t x = 1;
+  while (!done() && ThreadCpuTimeNow() - start < limit) {
+    for (int i = 0; i < 10000; ++i) x = x * 6364136223846793005ULL + 1;
+  }
+  g_burn_sink = x;
+}
+
+struct sigaction CurrentAction(int signal_number) {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  sigaction(signal_number, nullptr, &action);
+  return action;
+}
+
+void SetAction(int signal_number, void (*handler)(int, siginfo_t*, void*), int flags) {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_sigaction = handler;
+  action.sa_flags = SA_SIGINFO | flags;
+  sigemptyset(&action.sa_mask);
+  sigaddset(&action.sa_mask, SIGUSR2);
+  REQUIRE(sigaction(signal_number, &action, nullptr) == 0);
+}
+
+void SetPlainAction(int signal_number, void (*handler)(int)) {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  REQUIRE(sigaction(signal_number, &action, nullptr) == 0);
+}
+
+// The program's own handler, as the sampling handler finds it at installation.
+std::atomic<int> g_program_handler_calls{0};
+std::atomic<int> g_program_handler_last_code{0};
+void ProgramHandler(int, siginfo_t* info, void*) {
+  g_program_handler_calls.fetch_add(1);
+  g_program_handler_last_code.store(info->si_code);
+}
+
+// A sampling callback that counts and clobbers errno.
+std::atomic<int> g_callback_calls{0};
+std::atomic<void*> g_callback_last_context{nullptr};
+void CountingCallback(void* thread_context, ucontext_t* context, int) {
+  g_callback_calls.fetch_add(1);
+  g_callback_last_context.store(thread_context);
+  if (context == nullptr) g_callback_last_context.store(nullptr);
+  errno = EIO;
+}
+
+TEST_CASE("InstallSamplingSignalHandler: argument and state errors", "[platform][sampling]") {
+  CHECK(InstallSamplingSignalHandler(SIGPROF, nullptr) == EINVAL);
+  CHECK(InstallSamplingSignalHandler(SIGSEGV, &CountingCallback) == EINVAL);
+  CHECK(InstallSamplingSignalHandler(SIGKILL, &CountingCallback) == EINVAL);
+  CHECK(InstallSamplingSignalHandler(0, &CountingCallback) == EINVAL);
+  CHECK(InstalledSamplingSignal() == 0);
+  REQUIRE(InstallSamplingSignalHandler(SIGPROF, &CountingCallback) == 0);
+  CHECK(InstalledSamplingSignal() == SIGPROF);
+  CHECK(InstallSamplingSignalHandler(SIGPROF, &CountingCallback) == EBUSY);
+  CHECK(InstallSamplingSignalHandler(SIGRTMIN + 3, &CountingCallback) == EBUSY);
+  CHECK(UninstallSamplingSignalHandler() == 0);
+  CHECK(InstalledSamplingSignal() == 0);
+  CHECK(UninstallSamplingSignalHandler() == 0);  // Idempotent.
+}
+
+TEST_CASE("UninstallSamplingSignalHandler: restores the previous disposition",
+          "[platform][sampling]") {
+  SECTION("a program handler, with its flags and mask") {
+    SetAction(SIGPROF, &ProgramHandler, SA_RESTART | SA_ONSTACK);
+    REQUIRE(InstallSamplingSignalHandler(SIGPROF, &CountingCallback) == 0);
+    const struct sigaction ours = CurrentAction(SIGPROF);
+    CHECK(ours.sa_sigaction != &ProgramHandler);
+    CHECK((ours.sa_flags & (SA_SIGINFO | SA_RESTART)) == (SA_SIGINFO | SA_RESTART));
+    REQUIRE(UninstallSamplingSignalHandler() == 0);
+    const struct sigaction restored = CurrentAction(SIGPROF);
+    CHECK(restored.sa_sigaction == &ProgramHandler);
+    CHECK((restored.sa_flags & (SA_SIGINFO | SA_RESTART | SA_ONSTACK)) ==
+          (SA_SIGINFO | SA_RESTART | SA_ONSTACK));
+    CHECK(sigismember(&restored.sa_mask, SIGUSR2) == 1);
+  }
+  SECTION("SIG_IGN") {
+    SetPlainAction(SIGPROF, SIG_IGN);
+    REQUIRE(InstallSamplingSignalHandler(SIGPROF, &CountingCallback) == 0);
+    REQUIRE(UninstallSamplingSignalHandler() == 0);
+    CHECK(CurrentAction(SIGPROF).sa_handler == SIG_IGN);
+  }
+  SECTION("SIG_DFL, on a real-time signal") {
+    const int signal_number = SIGRTMIN + 3;
+    SetPlainAction(signal_number, SIG_DFL);
+    REQUIRE(InstallSamplingSignalHandler(signal_number, &CountingCallback) == 0);
+    CHECK(CurrentAction(signal_number).sa_handler != SIG_DFL);
+    REQUIRE(UninstallSamplingSignalHandler() == 0);
+    CHECK(CurrentAction(signal_number).sa_handler == SIG_DFL);
+  }
+  SECTION("a handler installed over ours is left alone") {
+    SetPlainAction(SIGPROF, SIG_DFL);
+    REQUIRE(InstallSamplingSignalHandler(SIGPROF, &CountingCallback) == 0);
+    SetAction(SIGPROF, &ProgramHandler, 0);
+    REQUIRE(UninstallSamplingSignalHandler() == 0);
+    CHECK(CurrentAction(SIGPROF).sa_sigaction == &ProgramHandler);
+  }
+  SetPlainAction(SIGPROF, SIG_DFL);
+}
+
+TEST_CASE("Sampling signal handler: the program's own signals go to the program's handler",
+          "[platform][sampling]") {
+  SetAction(SIGPROF, &ProgramHandler, SA_RESTART);
+  g_program_handler_calls.store(0);
+  g_callback_calls.store(0);
+  REQUIRE(InstallSamplingSignalHandler(SIGPROF, &CountingCallback) == 0);
+  int context_object = 0;
+  SetSamplingThreadContext(&context_object);
+
+  // A plain raise() (si_code SI_TKILL).
+  raise(SIGPROF);
+  CHECK(g_program_handler_calls.load() == 1);
+  CHECK(g_program_handler_last_code.load() == SI_TKILL);
+
+  // A POSIX timer of the program's own on the same signal (SI_TIMER, another si_value).
+  struct sigevent event;
+  std::memset(&event, 0, sizeof(event));
+  event.sigev_notify = SIGEV_THREAD_ID;
+  event.sigev_signo = SIGPROF;
+  event.sigev_value.sival_int = 7;
+  event._sigev_un._tid = CurrentThreadId().ToNumber();
+  timer_t program_timer;
+  REQUIRE(timer_create(CLOCK_MONOTONIC, &event, &program_timer) == 0);
+  struct itimerspec once = {{0, 0}, {0, 1000 * 1000}};
+  REQUIRE(timer_settime(program_timer, 0, &once, nullptr) == 0);
+  const TimeStamp deadline = TimeStamp::Now() + TimeDuration::FromSeconds(2);
+  while (g_program_handler_calls.load() < 2 && TimeStamp::Now() < deadline) usleep(1000);
+  timer_delete(program_timer);
+  CHECK(g_program_handler_calls.load() == 2);
+  CHECK(g_program_handler_last_code.load() == SI_TIMER);
+
+  // A sampling timer's signal goes to the callback only.
+  ThreadSamplingTimer timer;
+  REQUIRE(timer.CreateForCurrentThread(SIGPROF) == 0);
+  REQUIRE(timer.Arm(TimeDuration::FromMilliseconds(1)) == 0);
+  BurnCpuUntil([] { return g_callback_calls.load() >= 3; }, TimeDuration::FromSeconds(2));
+  timer.Destroy();
+  CHECK(g_callback_calls.load() >= 3);
+  CHECK(g_callback_last_context.load() == &context_object);
+  CHECK(g_program_handler_calls.load() == 2);
+
+  SetSamplingThreadContext(nullptr);
+  REQUIRE(UninstallSamplingSignalHandler() == 0);
+  SetPlainAction(SIGPROF, SIG_DFL);
+}
+
+TEST_CASE(
+    "Sampling signal handler: a foreign signal is ignored under SIG_IGN and kills under "
+    "SIG_DFL, as without the handler",
+    "[platform][sampling]") {
+  SetPlainAction(SIGPROF, SIG_IGN);
+  REQUIRE(InstallSamplingSignalHandler(SIGPROF, &CountingCallback) == 0);
+  raise(SIGPROF);  // Survives.
+  REQUIRE(UninstallSamplingSignalHandler() == 0);
+
+  SetPlainAction(SIGPROF, SIG_DFL);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (InstallSamplingSignalHandler(SIGPROF, &CountingCallback) != 0) _exit(2);
+    raise(SIGPROF);
+    _exit(0);  // Not reached when the default action was taken.
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGPROF);
+}
+
+TEST_CASE(
+    "Sampling signal handler: errno survives a sample, and threads without a context "
+    "take none",
+    "[platform][sampling]") {
+  g_callback_calls.store(0);
+  REQUIRE(InstallSamplingSignalHandler(SIGPROF, &CountingCallback) == 0);
+  ThreadSamplingTimer timer;
+  REQUIRE(timer.CreateForCurrentThread(SIGPROF) == 0);
+
+  // No context: signals arrive and are dropped.
+  REQUIRE(timer.Arm(TimeDuration::FromMilliseconds(1)) == 0);
+  BurnCpuUntil([] { return false; }, TimeDuration::FromMilliseconds(100));
+  CHECK(g_callback_calls.load() == 0);
+
+  int context_object = 0;
+  SetSamplingThreadContext(&context_object);
+  CHECK(GetSamplingThreadContext() == &context_object);
+  errno = 42;
+  BurnCpuUntil([] { return g_callback_calls.load() >= 5; }, TimeDuration::FromSeconds(2));
+  const int saved = errno;  // The callback set errno = EIO each time.
+  timer.Destroy();
+  CHECK(g_callback_calls.load() >= 5);
+  CHECK(saved == 42);
+  SetSamplingThreadContext(nullptr);
+  REQUIRE(UninstallSamplingSignalHandler() == 0);
+}
+
+// Uninstall waits for a callback that is running on another thread.
+std::atomic<bool> g_slow_started{false};
+std::atomic<bool> g_slow_finished{false};
+void SlowCallback(void*, ucontext_t*, int) {
+  if (g_slow_started.exchange(true)) return;
+  const TimeStamp until = TimeStamp::Now() + TimeDuration::FromMilliseconds(100);
+  while (TimeStamp::Now() < until) {
+  }
+  g_slow_finished.store(true);
+}
+
+void* SampledUntilStarted(void*) {
+  int context_object = 0;
+  SetSamplingThreadContext(&context_object);
+  ThreadSamplingTimer timer;
+  if (timer.CreateForCurrentThread(SIGRTMIN + 3) == 0 &&
+      timer.Arm(TimeDuration::FromMilliseconds(1)) == 0) {
+    BurnCpuUntil([] { return g_slow_finished.load(); }, TimeDuration::FromSeconds(5));
+  }
+  timer.Destroy();
+  SetSamplingThreadContext(nullptr);
+  return nullptr;
+}
+
+TEST_CASE(
+    "UninstallSamplingSignalHandler: waits for callbacks running on other threads; "
+    "real-time signals work",
+    "[platform][sampling]") {
+  // The sampled thread's timer outlives the installation here, which real callers must not
+  // allow (see UninstallSamplingSignalHandler): under the restored SIG_IGN its late signals
+  // are harmless, where SIG_DFL would end the process.
+  SetPlainAction(SIGRTMIN + 3, SIG_IGN);
+  REQUIRE(InstallSamplingSignalHandler(SIGRTMIN + 3, &SlowCallback) == 0);
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, nullptr, &SampledUntilStarted, nullptr) == 0);
+  const TimeStamp deadline = TimeStamp::Now() + TimeDuration::FromSeconds(5);
+  while (!g_slow_started.load() && TimeStamp::Now() < deadline) usleep(1000);
+  REQUIRE(g_slow_started.load());
+  REQUIRE(UninstallSamplingSignalHandler() == 0);
+  CHECK(g_slow_finished.load());  // Uninstall returned only after the callback did.
+  pthread_join(thread, nullptr);
+  SetPlainAction(SIGRTMIN + 3, SIG_DFL);
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,21 @@
+#include "platform/sampling/stack_bounds.h"
+
+#include <pthread.h>
+
+namespace strata {
+
+StackBounds StackBounds::OfCurrentThread() {
+  pthread_attr_t attributes;
+  if (pthread_getattr_np(pthread_self(), &attributes) != 0) return StackBounds();
+  void* address = nullptr;
+  size_t size = 0;
+  const int error = pthread_attr_getstack(&attributes, &address, &size);
+  pthread_attr_destroy(&attributes);
+  if (error != 0 || address == nullptr || size == 0) return StackBounds();
+  StackBounds bounds;
+  bounds.low = reinterpret_cast<uintptr_t>(address);
+  bounds.high = bounds.low + size;
+  return bounds;
+}
+
+}  // namespace strata
