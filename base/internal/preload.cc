@@ -9,7 +9,8 @@
 // the thread starts in a trampoline that registers it and runs the program's start routine;
 // it is unregistered when it ends (a thread-specific-data destructor, which also covers
 // pthread_exit and cancellation). pthread_setname_np is wrapped to re-apply the thread
-// filters to the new name (whichever thread renames it). Both wrappers call the real functions found with
+// filters to the new name (whichever thread renames it). dlclose is wrapped to flush
+// libunwind's caches once an object is gone. The wrappers call the real functions found with
 // dlsym(RTLD_NEXT), so they work whether the library is preloaded or linked.
 #include <dlfcn.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@
 #include "base/internal/env_settings.h"
 #include "base/internal/log.h"
 #include "base/profiler.h"
+#include "platform/sampling/libunwind_walker.h"
 
 namespace strata {
 namespace base_internal {
@@ -124,6 +126,17 @@ int pthread_setname_np(pthread_t thread, const char* name) {
   if (!real) return ENOSYS;
   const int rc = real(thread, name);
   if (rc == 0) strata::base_internal::OnThreadRenamed(thread, name);
+  return rc;
+}
+
+// After an object is unloaded, libunwind's caches may describe code that is gone (and the
+// address range may be reused): flush them.
+int dlclose(void* handle) {
+  using Function = int (*)(void*);
+  static Function real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "dlclose"));
+  if (!real) return -1;
+  const int rc = real(handle);
+  if (rc == 0) strata::FlushLibunwindCaches();
   return rc;
 }
 
