@@ -1,5 +1,6 @@
 #include "base/internal/capture.h"
 
+#include <errno.h>
 #include <unistd.h>
 
 #include <map>
@@ -27,18 +28,10 @@ constexpr const char kTextMarkerSchema[] =
     R"("chartLabel":"{marker.data.name}","tableLabel":"{marker.name} - {marker.data.name}",)"
     R"("data":[{"key":"name","label":"Details","format":"string","searchable":true}]})";
 
+// The program's name: argv[0]'s base name (the kernel's comm is cut at 15 characters).
 std::string ProgramName() {
-  char name[64] = {};
-  FILE* f = fopen("/proc/self/comm", "re");
-  if (f) {
-    const size_t n = fread(name, 1, sizeof(name) - 1, f);
-    fclose(f);
-    name[n] = '\0';
-    for (size_t i = 0; i < n; ++i) {
-      if (name[i] == '\n') name[i] = '\0';
-    }
-  }
-  return name[0] ? name : "program";
+  const char* name = program_invocation_short_name;
+  return name && name[0] ? name : "program";
 }
 
 // Native addresses of the session resolved in one batch. Leaf addresses are looked up as
