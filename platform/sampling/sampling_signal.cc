@@ -140,6 +140,15 @@ int UninstallSamplingSignalHandler() {
   return result;
 }
 
+SamplingCallback ReplaceSamplingCallback(SamplingCallback callback) {
+  if (callback == nullptr || g_installed_signal.load() == 0) return nullptr;
+  const SamplingCallback previous = g_callback.exchange(callback, std::memory_order_seq_cst);
+  // Handlers that loaded the previous callback before the exchange may still be running it;
+  // once they are done, it is never called again.
+  while (g_callbacks_running.load(std::memory_order_seq_cst) != 0) sched_yield();
+  return previous;
+}
+
 int InstalledSamplingSignal() { return g_installed_signal.load(std::memory_order_relaxed); }
 
 void SetSamplingThreadContext(void* thread_context) {

@@ -64,6 +64,12 @@ using SamplingCallback = void (*)(void* thread_context, ucontext_t* context, int
 // disposition, by default terminating the process).
 [[nodiscard]] int UninstallSamplingSignalHandler();
 
+// Replaces the callback of the installed handler without a moment uninstalled (the signal
+// keeps being handled; no sample is lost). Returns the previous callback once no handler is
+// running it any more, so its code may then go away; returns null (and changes nothing) when
+// no handler is installed or `callback` is null. Not async-signal-safe (it waits).
+SamplingCallback ReplaceSamplingCallback(SamplingCallback callback);
+
 // The installed signal, or 0.
 int InstalledSamplingSignal();
 

@@ -275,4 +275,32 @@ TEST_CASE(
 }
 
 }  // namespace
+// A second callback for the replacement test.
+std::atomic<int> g_replacement_calls{0};
+void ReplacementCallback(void*, ucontext_t*, int) { g_replacement_calls.fetch_add(1); }
+
+TEST_CASE("ReplaceSamplingCallback: switches callbacks with the timer running, losing nothing",
+          "[platform][sampling]") {
+  CHECK(ReplaceSamplingCallback(&ReplacementCallback) == nullptr);  // Nothing installed.
+  g_callback_calls.store(0);
+  g_replacement_calls.store(0);
+  REQUIRE(InstallSamplingSignalHandler(SIGPROF, &CountingCallback) == 0);
+  int context_object = 0;
+  SetSamplingThreadContext(&context_object);
+  ThreadSamplingTimer timer;
+  REQUIRE(timer.CreateForCurrentThread(SIGPROF) == 0);
+  REQUIRE(timer.Arm(TimeDuration::FromMilliseconds(1)) == 0);
+  BurnCpuUntil([] { return g_callback_calls.load() >= 3; }, TimeDuration::FromSeconds(2));
+  REQUIRE(g_callback_calls.load() >= 3);
+
+  CHECK(ReplaceSamplingCallback(&ReplacementCallback) == &CountingCallback);
+  const int old_calls = g_callback_calls.load();
+  BurnCpuUntil([] { return g_replacement_calls.load() >= 3; }, TimeDuration::FromSeconds(2));
+  timer.Destroy();
+  CHECK(g_replacement_calls.load() >= 3);
+  CHECK(g_callback_calls.load() == old_calls);  // The old callback is never called again.
+  SetSamplingThreadContext(nullptr);
+  REQUIRE(UninstallSamplingSignalHandler() == 0);
+}
+
 }  // namespace strata
