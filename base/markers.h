@@ -49,6 +49,7 @@
 #include "shared/buffer/entry_serialization.h"
 #include "shared/json/json_writer.h"
 #include "shared/json/marker_timing.h"
+#include "shared/profile/marker_entry.h"
 
 namespace strata {
 
@@ -95,20 +96,12 @@ class MarkerOptions {
 
 namespace base_internal {
 
-// What every marker entry starts with (after the kMarker kind byte); see markers.cc.
-struct MarkerHeader {
-  ThreadId thread;
-  MarkerPhase phase = MarkerPhase::kInstant;
-  TimeStamp start;
-  TimeStamp end;
-  ProfilerString name;
-  uint8_t category = 0;
-  uint8_t payload_tag = 0;  // kUntypedMarkerTag, kTextMarkerTag, or a registered type.
-  std::vector<uint64_t> stack;  // Native return addresses, leaf first; empty = none.
-};
-
-inline constexpr uint8_t kUntypedMarkerTag = 0;
-inline constexpr uint8_t kTextMarkerTag = 1;
+using profile::kTextMarkerTag;
+using profile::kUntypedMarkerTag;
+using profile::MarkerHeader;
+using profile::MarkerSchemaFunction;
+using profile::MarkerStreamFunction;
+using profile::MarkerTypeFunctions;
 
 // Fills thread, times (now where unset) and the stack if asked.
 MarkerHeader MakeMarkerHeader(const ProfilerString& name, Category category,
@@ -117,14 +110,6 @@ MarkerHeader MakeMarkerHeader(const ProfilerString& name, Category category,
 // The session buffer (out of session: writes fail cheaply).
 ChunkedBuffer& SessionBuffer();
 
-// Capture-time hooks of one marker type.
-using MarkerStreamFunction = void (*)(EntryReader& payload, JsonWriter& writer);
-using MarkerSchemaFunction = std::string (*)();
-struct MarkerTypeFunctions {
-  const char* type_name;
-  MarkerStreamFunction stream;
-  MarkerSchemaFunction schema;  // May be null.
-};
 // Assigns a tag (2..255) to a marker type, once per type per process.
 uint8_t RegisterMarkerType(const MarkerTypeFunctions& functions);
 // The functions of `tag`, or null for an unknown tag.
@@ -178,24 +163,6 @@ void RecordMarker(const ProfilerString& name, Category category, const MarkerOpt
 }
 
 }  // namespace base_internal
-
-template <>
-struct Serializer<base_internal::MarkerHeader> {
-  static size_t Bytes(const base_internal::MarkerHeader& h) {
-    return SumBytes(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag,
-                    h.stack);
-  }
-  static void Write(EntryWriter& w, const base_internal::MarkerHeader& h) {
-    w.WriteObjects(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag, h.stack);
-  }
-};
-template <>
-struct Deserializer<base_internal::MarkerHeader> : DeserializerBase<base_internal::MarkerHeader> {
-  static void ReadInto(EntryReader& r, base_internal::MarkerHeader& h) {
-    r.ReadIntoObjects(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag,
-                      h.stack);
-  }
-};
 
 // A marker without payload.
 inline void AddMarker(const ProfilerString& name, Category category,

@@ -22,6 +22,7 @@
 #include "base/internal/log.h"
 #include "base/internal/sample_entries.h"
 #include "base/internal/sample_ring.h"
+#include "base/internal/tier_extension.h"
 #include "base/labels.h"
 #include "platform/check.h"
 #include "platform/cpu_time.h"
@@ -103,6 +104,8 @@ __thread RegisteredThread* t_registered_thread __attribute__((tls_model("initial
     nullptr;
 
 std::atomic<bool> g_forked_child{false};
+// The attached tier extension (tier_extension.h); changed only with the sampler thread stopped.
+std::atomic<const TierExtension*> g_extension{nullptr};
 std::atomic<bool> g_sampler_stop{false};
 // The running session's features, for the signal handler.
 std::atomic<uint32_t> g_sampling_features{0};
@@ -161,13 +164,13 @@ void CopyBounded(char* destination, const char* source, size_t capacity) {
   destination[i] = '\0';
 }
 
-void OnSamplingSignal(void* context, ucontext_t* signal_context, int overruns) {
+SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overruns) {
   RegisteredThread* thread = static_cast<RegisteredThread*>(context);
-  if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return;
+  if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return nullptr;
   SampleSlot* slot = thread->ring.TryBeginWrite();
   if (!slot) {
     thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return nullptr;
   }
   const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
   // rdtsc once calibrated (the sampler thread calibrates at start): ~10 ns, where the first
@@ -205,7 +208,16 @@ void OnSamplingSignal(void* context, ucontext_t* signal_context, int overruns) {
     if (label.has_dynamic) CopyBounded(label.dynamic, frame.dynamic_string, sizeof(label.dynamic));
   }
   slot->label_count = depth;
-  thread->ring.CommitWrite();
+  return slot;
+}
+
+void CommitSampleImpl(void* context) {
+  static_cast<RegisteredThread*>(context)->ring.CommitWrite();
+}
+
+// Base's own sampling callback (retired while a tier extension provides one).
+void OnSamplingSignal(void* context, ucontext_t* signal_context, int overruns) {
+  if (BeginSampleImpl(context, signal_context, overruns)) CommitSampleImpl(context);
 }
 // End of signal context.
 
@@ -306,16 +318,28 @@ void SampleCounters(TimeStamp now) {
 // The sampler thread.
 
 void SamplingLoopIteration() {
-  const TimeStamp now = TimeStamp::Now();
+  const TimeStamp start = TimeStamp::Now();
+  const TierExtension* extension = g_extension.load(std::memory_order_acquire);
   Registry& registry = GetRegistry();
+  TimeStamp locked;
   {
     AutoLock lock(registry.mutex);
+    locked = TimeStamp::Now();
     for (RegisteredThread* thread : registry.live) {
-      if (thread->sampling.load(std::memory_order_relaxed)) DrainLocked(thread, now);
+      if (thread->sampling.load(std::memory_order_relaxed)) DrainLocked(thread, locked);
     }
   }
-  SampleCounters(now);
-  GetSession().buffer.PrepareNextChunk();
+  const TimeStamp threads_done = TimeStamp::Now();
+  SampleCounters(threads_done);
+  const TimeStamp counters_done = TimeStamp::Now();
+  if (extension && extension->on_sampling_loop) extension->on_sampling_loop(start);
+  const TimeStamp extension_done = TimeStamp::Now();
+  ChunkedBuffer& buffer = GetSession().buffer;
+  buffer.PrepareNextChunk();
+  if (extension && extension->record_overhead) {
+    buffer.PutObjects(EntryKind::kProfilerOverhead, start, locked - start, threads_done - locked,
+                      counters_done - threads_done, extension_done - counters_done);
+  }
 }
 
 void* SamplerThreadMain(void* arg) {
@@ -421,6 +445,24 @@ void OnForkChild() {
 // ---------------------------------------------------------------------------------------
 // Session start and stop. Session mutex held.
 
+void StartSamplerThreadLocked(Session& session, double interval_ms) {
+  g_sampler_stop.store(false, std::memory_order_release);
+  double* interval = new double(interval_ms);
+  const int rc = RealPthreadCreate()(&session.sampler_thread, nullptr, &SamplerThreadMain, interval);
+  session.sampler_running = rc == 0;
+  if (rc != 0) {
+    delete interval;
+    LogError("cannot start the sampler thread: %s", strerror(rc));
+  }
+}
+
+void StopSamplerThreadLocked(Session& session) {
+  if (!session.sampler_running) return;
+  g_sampler_stop.store(true, std::memory_order_release);
+  pthread_join(session.sampler_thread, nullptr);
+  session.sampler_running = false;
+}
+
 size_t ChunkBytesFor(size_t limit) {
   return std::clamp<size_t>(limit / 64, 64 * 1024, 1024 * 1024);
 }
@@ -432,7 +474,10 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   session.start_time = TimeStamp::Now();
   g_sampling_features.store(settings.features, std::memory_order_relaxed);
 
-  const int error = InstallSamplingSignalHandler(kDefaultSamplingSignal, &OnSamplingSignal);
+  const TierExtension* extension = g_extension.load(std::memory_order_acquire);
+  const int error = InstallSamplingSignalHandler(
+      kDefaultSamplingSignal, extension && extension->signal_callback ? extension->signal_callback
+                                                                      : &OnSamplingSignal);
   if (error != 0 && error != EBUSY) {
     LogError("cannot install the sampling signal handler: %s; markers only", strerror(error));
   }
@@ -455,14 +500,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   }
   g_profiler_state.store(kStateActive, std::memory_order_relaxed);
 
-  g_sampler_stop.store(false, std::memory_order_release);
-  double* interval = new double(settings.interval_ms);
-  const int rc = RealPthreadCreate()(&session.sampler_thread, nullptr, &SamplerThreadMain, interval);
-  session.sampler_running = rc == 0;
-  if (rc != 0) {
-    delete interval;
-    LogError("cannot start the sampler thread: %s", strerror(rc));
-  }
+  StartSamplerThreadLocked(session, settings.interval_ms);
   LogInfo("profiler started: interval %.3f ms, buffer %u MiB, features %s", settings.interval_ms,
           settings.buffer_megabytes, FeatureNames(settings.features).c_str());
 }
@@ -470,11 +508,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
 void StopLocked(Session& session) {
   if (!ProfilerIsActive()) return;
   g_profiler_state.store(0, std::memory_order_relaxed);
-  if (session.sampler_running) {
-    g_sampler_stop.store(true, std::memory_order_release);
-    pthread_join(session.sampler_thread, nullptr);
-    session.sampler_running = false;
-  }
+  StopSamplerThreadLocked(session);
   Registry& registry = GetRegistry();
   {
     AutoLock lock(registry.mutex);
@@ -493,6 +527,52 @@ void StopLocked(Session& session) {
 }  // namespace
 
 ChunkedBuffer& SessionBuffer() { return GetSession().buffer; }
+
+SampleSlot* BeginSample(void* thread_context, ucontext_t* context, int overruns) {
+  return BeginSampleImpl(thread_context, context, overruns);
+}
+void CommitSample(void* thread_context) { CommitSampleImpl(thread_context); }
+
+TakeoverReport AttachTierExtension(const TierExtension* extension) {
+  TakeoverReport report;
+  if (IsForkedChild() || !extension) return report;
+  Session& session = GetSession();
+  AutoLock lock(session.mutex);
+  report.buffer_blocks_before = session.buffer.GetState().pushed_block_count;
+  if (!ProfilerIsActive()) {
+    g_extension.store(extension, std::memory_order_release);
+    return report;
+  }
+  // Take over the running session in place: retire base's sampler thread and signal
+  // callback, start the extended ones. Timers keep firing: samples wait in the rings.
+  const TimeStamp handover_start = TimeStamp::Now();
+  StopSamplerThreadLocked(session);
+  g_extension.store(extension, std::memory_order_release);
+  if (extension->signal_callback) (void)ReplaceSamplingCallback(extension->signal_callback);
+  StartSamplerThreadLocked(session, ProfilerCurrentSettings().interval_ms);
+  report.session_was_running = true;
+  report.sampler_handover = TimeStamp::Now() - handover_start;
+  LogInfo("tier '%s' took over the running session in %.3f ms", extension->name,
+          report.sampler_handover.ToMilliseconds());
+  return report;
+}
+
+void DetachTierExtension(const TierExtension* extension) {
+  if (IsForkedChild()) return;
+  Session& session = GetSession();
+  AutoLock lock(session.mutex);
+  if (g_extension.load(std::memory_order_acquire) != extension) return;
+  if (!ProfilerIsActive()) {
+    g_extension.store(nullptr, std::memory_order_release);
+    return;
+  }
+  StopSamplerThreadLocked(session);
+  g_extension.store(nullptr, std::memory_order_release);
+  (void)ReplaceSamplingCallback(&OnSamplingSignal);  // Waits until the old one is not running.
+  StartSamplerThreadLocked(session, ProfilerCurrentSettings().interval_ms);
+}
+
+const TierExtension* AttachedTierExtension() { return g_extension.load(std::memory_order_acquire); }
 
 SessionLock::SessionLock() { GetSession().mutex.Lock(); }
 SessionLock::~SessionLock() { GetSession().mutex.Unlock(); }

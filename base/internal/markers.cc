@@ -1,11 +1,10 @@
-#include <libunwind.h>
-
 #include <atomic>
 #include <mutex>
 
 #include "base/internal/core.h"
 #include "base/markers.h"
 #include "platform/mutex.h"
+#include "platform/sampling/libunwind_walker.h"
 
 namespace strata {
 namespace base_internal {
@@ -52,11 +51,11 @@ MarkerHeader MakeMarkerHeader(const ProfilerString& name, Category category,
   header.category = static_cast<uint8_t>(category);
   header.payload_tag = payload_tag;
   if (options.capture_stack()) {
-    // The calling thread's own stack, outside signal context: unw_backtrace is fine here.
-    void* frames[kMaxMarkerStackFrames];
-    const int n = unw_backtrace(frames, static_cast<int>(kMaxMarkerStackFrames));
+    // The calling thread's own stack, outside signal context (libunwind, loaded privately).
+    uintptr_t frames[kMaxMarkerStackFrames];
+    const size_t n = CaptureCurrentStack(frames, kMaxMarkerStackFrames);
     // Skip this function and the inline recording helpers: frame 0 is MakeMarkerHeader.
-    for (int i = 1; i < n; ++i) header.stack.push_back(reinterpret_cast<uintptr_t>(frames[i]));
+    for (size_t i = 1; i < n; ++i) header.stack.push_back(frames[i]);
   }
   return header;
 }

@@ -5,7 +5,7 @@
 namespace strata {
 
 using base_internal::MergedStack;
-using base_internal::SampleFrame;
+using profile::SampleFrame;
 using base_internal::SampleSlot;
 
 size_t Serializer<MergedStack>::Bytes(const MergedStack& m) {
@@ -36,27 +36,6 @@ void Serializer<MergedStack>::Write(EntryWriter& writer, const MergedStack& m) {
     writer.WriteObjects(static_cast<uint8_t>(l.category), l.has_dynamic);
     if (l.has_dynamic) StringEncoding::WriteDynamic(writer, l.dynamic);
   });
-}
-
-void Deserializer<SampleFrame>::ReadInto(EntryReader& reader, SampleFrame& frame) {
-  const uint8_t kind = reader.ReadObject<uint8_t>();
-  if (kind == static_cast<uint8_t>(SampleFrame::Kind::kNative)) {
-    frame.kind = SampleFrame::Kind::kNative;
-    frame.address = reader.ReadObject<uint64_t>();
-    return;
-  }
-  if (kind != static_cast<uint8_t>(SampleFrame::Kind::kLabel)) {
-    reader.SetFailed();
-    return;
-  }
-  frame.kind = SampleFrame::Kind::kLabel;
-  reader.ReadIntoObjects(frame.label, frame.category);
-  if (reader.ReadObject<bool>()) {
-    frame.dynamic.emplace();
-    reader.ReadIntoObject(*frame.dynamic);
-  } else {
-    frame.dynamic.reset();
-  }
 }
 
 }  // namespace strata

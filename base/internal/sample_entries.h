@@ -1,13 +1,5 @@
-// The buffer entries of samples and counters, and how a sample's native frames and labels
-// are merged into one stack. Both tiers read and write these (one buffer, handed over).
-//
-//   kSample        [kind][ThreadId][TimeStamp][int64 cpu_delta_ns, -1 unknown][int32 overruns]
-//                  [ULEB128 frame count][frames, root first]
-//      frame:      [uint8 0][uint64 address]                          native
-//                  [uint8 1][ProfilerString label][uint8 category][bool][string dynamic?] label
-//   kSameSample    [kind][ThreadId][TimeStamp]  the thread has not run since its previous
-//                  sample: same stack, CPU delta 0 (written without signalling the thread)
-//   kCounterSample [kind][uint32 counter index][TimeStamp][int64 value][uint64 operations]
+// How the sampler writes a kSample entry (layout: shared/profile/sample_entry.h) from a
+// signal handler's sample slot.
 //
 // Merging (MergedStack): native frames come innermost first with their stack pointers; a
 // label lives in the frame of the function that pushed it, so a label whose address A
@@ -29,32 +21,17 @@
 #include "platform/time_stamp.h"
 #include "shared/buffer/entry_kinds.h"
 #include "shared/buffer/entry_serialization.h"
+#include "shared/profile/sample_entry.h"
 
 namespace strata {
 namespace base_internal {
 
+using profile::SampleFrame;
+using profile::SampleRecord;
+
 // A sample slot seen as a root-first merged stack, for serialization without copying.
 struct MergedStack {
   const SampleSlot* slot;
-};
-
-// One frame read back.
-struct SampleFrame {
-  enum class Kind : uint8_t { kNative = 0, kLabel = 1 };
-  Kind kind = Kind::kNative;
-  uint64_t address = 0;       // kNative
-  ProfilerString label;       // kLabel
-  uint8_t category = 0;       // kLabel
-  std::optional<std::string> dynamic;  // kLabel
-};
-
-// A sample read back.
-struct SampleRecord {
-  ThreadId thread;
-  TimeStamp time;
-  int64_t cpu_delta_ns = -1;
-  int32_t overruns = 0;
-  std::vector<SampleFrame> frames;  // Root first.
 };
 
 // Calls `f(bool is_native, uint32_t index)` for the slot's frames in merged root-first order
@@ -78,11 +55,6 @@ template <>
 struct Serializer<base_internal::MergedStack> {
   static size_t Bytes(const base_internal::MergedStack& m);
   static void Write(EntryWriter& writer, const base_internal::MergedStack& m);
-};
-
-template <>
-struct Deserializer<base_internal::SampleFrame> : DeserializerBase<base_internal::SampleFrame> {
-  static void ReadInto(EntryReader& reader, base_internal::SampleFrame& frame);
 };
 
 }  // namespace strata

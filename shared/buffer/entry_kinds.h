@@ -54,6 +54,7 @@ enum class EntryKind : uint8_t {
   kRunningTimes = 67,
   kSample = 68,         // A stack sample (base/internal/sample_entries.h).
   kCounterSample = 69,  // A counter's value (base/internal/sample_entries.h).
+  kProfilerOverhead = 70,  // One sampler loop's own cost (base/internal/sample_entries.h).
   kModernLimit,
 };
 

@@ -399,6 +399,68 @@ void GeckoProfileWriter::AddCounter(GeckoCounterWriter& counter) {
   out_.Splice(std::move(json));
 }
 
+void GeckoProfileWriter::WriteProfilerOverhead(const std::vector<OverheadSample>& samples) {
+  if (samples.empty() || !EnterSection(Section::kProfilerOverhead)) return;
+  JsonWriter& w = out_;
+  auto us = [](TimeDuration d) { return static_cast<double>(d.ToNanoseconds()) / 1e3; };
+  w.StartObjectProperty("profilerOverhead");
+  w.StartObjectProperty("samples");
+  w.SpliceProperty("schema",
+                   R"({"time":0,"locking":1,"expiredMarkerCleaning":2,"counters":3,"threads":4})");
+  w.StartArrayProperty("data");
+  TimeDuration total, max_locking, max_cleaning, max_counters, max_threads, max_overhead,
+      sum_locking, sum_cleaning, sum_counters, sum_threads, max_interval;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const OverheadSample& s = samples[i];
+    w.StartArray();
+    w.Double(us(s.time - start_time_));
+    w.Double(us(s.locking));
+    w.Double(us(s.marker_cleaning));
+    w.Double(us(s.counters));
+    w.Double(us(s.threads));
+    w.EndArray();
+    const TimeDuration overhead = s.locking + s.marker_cleaning + s.counters + s.threads;
+    total += overhead;
+    sum_locking += s.locking;
+    sum_cleaning += s.marker_cleaning;
+    sum_counters += s.counters;
+    sum_threads += s.threads;
+    max_locking = std::max(max_locking, s.locking);
+    max_cleaning = std::max(max_cleaning, s.marker_cleaning);
+    max_counters = std::max(max_counters, s.counters);
+    max_threads = std::max(max_threads, s.threads);
+    max_overhead = std::max(max_overhead, overhead);
+    if (i > 0) max_interval = std::max(max_interval, s.time - samples[i - 1].time);
+  }
+  w.EndArray();
+  w.EndObject();
+  const double n = static_cast<double>(samples.size());
+  const TimeDuration profiled = samples.back().time - samples.front().time;
+  auto ms = [](TimeDuration d) { return d.ToMilliseconds(); };
+  w.StartObjectProperty("statistics");
+  w.DoubleProperty("profiledDuration", ms(profiled));
+  w.UintProperty("samplingCount", samples.size());
+  w.DoubleProperty("overheadDurations", ms(total));
+  w.DoubleProperty("overheadPercentage",
+                   profiled.ToNanoseconds() > 0
+                       ? static_cast<double>(total.ToNanoseconds()) / profiled.ToNanoseconds()
+                       : 0.0);
+  w.DoubleProperty("maxInterval", ms(max_interval));
+  w.DoubleProperty("maxLockings", ms(max_locking));
+  w.DoubleProperty("maxCleaning", ms(max_cleaning));
+  w.DoubleProperty("maxCounter", ms(max_counters));
+  w.DoubleProperty("maxThread", ms(max_threads));
+  w.DoubleProperty("maxOverhead", ms(max_overhead));
+  w.DoubleProperty("meanLockings", ms(sum_locking) / n);
+  w.DoubleProperty("meanCleaning", ms(sum_cleaning) / n);
+  w.DoubleProperty("meanCounter", ms(sum_counters) / n);
+  w.DoubleProperty("meanThread", ms(sum_threads) / n);
+  w.DoubleProperty("meanOverhead", ms(total) / n);
+  w.DoubleProperty("meanInterval", samples.size() > 1 ? ms(profiled) / (n - 1) : 0.0);
+  w.EndObject();
+  w.EndObject();
+}
+
 void GeckoProfileWriter::WritePausedRanges(const std::vector<PausedRange>& ranges) {
   if (!EnterSection(Section::kPausedRanges)) return;
   JsonWriter& w = out_;

@@ -198,6 +198,15 @@ class GeckoCounterWriter {
   bool taken_ = false;
 };
 
+// One sampler loop's own cost (the front-end's "profiler overhead" track).
+struct OverheadSample {
+  TimeStamp time;                  // Loop start.
+  TimeDuration locking;            // Waiting for the registry lock.
+  TimeDuration marker_cleaning;    // Expired-data cleaning (0 here: the buffer does it).
+  TimeDuration counters;           // Sampling counters.
+  TimeDuration threads;            // Collecting the threads' samples.
+};
+
 struct PausedRange {
   std::optional<TimeStamp> start;  // null = before the start of the buffer.
   std::optional<TimeStamp> end;    // null = still paused.
@@ -206,7 +215,8 @@ struct PausedRange {
 
 // The process profile document. Sections must be written in this order, each optional
 // (Finish() writes the mandatory ones that are missing as empty arrays):
-//   meta (constructor), libs, threads, counters, pausedRanges, processes, profilingLog.
+//   meta (constructor), libs, threads, counters, profilerOverhead, pausedRanges, processes,
+//   profilingLog.
 // Out-of-order calls are ignored and latched as an error (error()).
 class GeckoProfileWriter {
  public:
@@ -224,6 +234,9 @@ class GeckoProfileWriter {
   void AddThread(GeckoThreadWriter& thread);
   void AddThreadJson(ChunkedJsonOutput&& thread_object);
   void AddCounter(GeckoCounterWriter& counter);
+  // "profilerOverhead": the samples table (times and durations in microseconds, as the
+  // front-end expects) and summary statistics (milliseconds).
+  void WriteProfilerOverhead(const std::vector<OverheadSample>& samples);
   void WritePausedRanges(const std::vector<PausedRange>& ranges);
   // A complete sub-process profile (written by a Kind::kSubProcess writer, possibly in
   // another process and sent over; times relative to its own meta.startTime).
@@ -255,6 +268,7 @@ class GeckoProfileWriter {
     kLibs,
     kThreads,
     kCounters,
+    kProfilerOverhead,
     kPausedRanges,
     kProcesses,
     kProfilingLog,

@@ -1,0 +1,64 @@
+// How a later tier (full) extends the base tier's session in place: same buffer, same thread
+// registry, same sampler code, same timers. See docs/takeover.md.
+//
+// The base tier owns the session machinery. A tier extension brings:
+//   - a sampling-signal callback that replaces base's (base's is retired). It runs base's
+//     own capture (BeginSample / CommitSample below) and may add to the slot in between;
+//   - work for the sampler thread's loop (counters, spying on unregistered threads);
+//   - whether the loop's own cost (overhead) is recorded.
+// AttachTierExtension() swaps these in. When a session is running, base's sampler thread is
+// stopped and joined, the signal callback replaced with no instant unhandled, and the sampler
+// thread restarted with the extension, within one interval; the per-thread timers keep
+// running, so samples taken meanwhile wait in the threads' rings and none is lost.
+//
+// Thread safety: Attach/Detach are thread-safe (session lock). BeginSample/CommitSample are
+// for the sampling-signal callback only (async-signal-safe, on the sampled thread).
+#ifndef STRATA_BASE_INTERNAL_TIER_EXTENSION_H_
+#define STRATA_BASE_INTERNAL_TIER_EXTENSION_H_
+
+#include <cstdint>
+
+#include "base/internal/sample_ring.h"
+#include "platform/sampling/sampling_signal.h"
+#include "platform/time_stamp.h"
+
+namespace strata {
+namespace base_internal {
+
+struct TierExtension {
+  const char* name = "";
+  // Replaces base's sampling callback while attached (null: keep base's).
+  SamplingCallback signal_callback = nullptr;
+  // Called by the sampler thread once per loop, after threads and counters (may be null).
+  void (*on_sampling_loop)(TimeStamp loop_start) = nullptr;
+  // Record the sampler loop's own cost (kProfilerOverhead entries).
+  bool record_overhead = false;
+};
+
+struct TakeoverReport {
+  bool session_was_running = false;  // A running session was taken over in place.
+  // The sampler thread's hand-over: from the old thread's stop request to the new thread's
+  // start (samples keep being taken by the timers meanwhile).
+  TimeDuration sampler_handover;
+  uint64_t buffer_blocks_before = 0;  // Blocks pushed into the buffer before the takeover.
+};
+
+// Makes `extension` (which must outlive its attachment) part of the session machinery.
+TakeoverReport AttachTierExtension(const TierExtension* extension);
+// Removes it (if attached); a running session goes back to base's own sampler and callback.
+// After return, none of the extension's functions runs or will run.
+void DetachTierExtension(const TierExtension* extension);
+// The attached extension, or null.
+const TierExtension* AttachedTierExtension();
+
+// Base's capture of one sample on the current thread, for a tier's signal callback: fills
+// a ring slot with time, CPU time, native frames and labels, and returns it (not yet
+// visible to the sampler), or null when this thread takes no sample now. The callback may
+// add to the slot, then must call CommitSample(). Async-signal-safe.
+SampleSlot* BeginSample(void* thread_context, ucontext_t* context, int overruns);
+void CommitSample(void* thread_context);
+
+}  // namespace base_internal
+}  // namespace strata
+
+#endif  // STRATA_BASE_INTERNAL_TIER_EXTENSION_H_

@@ -1,0 +1,69 @@
+// The buffer entry of a marker, and the capture-time functions of a typed marker's payload.
+// Both tiers write markers into the one buffer; the profile capture reads them back.
+//
+//   kMarker [kind][MarkerHeader][payload: nothing | std::string text | the typed marker's
+//           fields, serialized by its StreamJSONMarkerData parameter types]
+//
+// Thread safety: value types. Async-signal safety: no (the stack vector allocates).
+#ifndef STRATA_SHARED_PROFILE_MARKER_ENTRY_H_
+#define STRATA_SHARED_PROFILE_MARKER_ENTRY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "platform/process_thread_ids.h"
+#include "platform/time_stamp.h"
+#include "shared/buffer/entry_serialization.h"
+#include "shared/json/json_writer.h"
+#include "shared/json/marker_timing.h"
+
+namespace strata {
+namespace profile {
+
+// What every marker entry starts with, after the kMarker kind byte.
+struct MarkerHeader {
+  ThreadId thread;
+  MarkerPhase phase = MarkerPhase::kInstant;
+  TimeStamp start;
+  TimeStamp end;
+  ProfilerString name;
+  uint8_t category = 0;
+  uint8_t payload_tag = 0;  // kUntypedMarkerTag, kTextMarkerTag, or a registered type.
+  std::vector<uint64_t> stack;  // Native return addresses, leaf first; empty = none.
+};
+
+inline constexpr uint8_t kUntypedMarkerTag = 0;
+inline constexpr uint8_t kTextMarkerTag = 1;
+
+// Capture-time hooks of one marker type.
+using MarkerStreamFunction = void (*)(EntryReader& payload, JsonWriter& writer);
+using MarkerSchemaFunction = std::string (*)();
+struct MarkerTypeFunctions {
+  const char* type_name;
+  MarkerStreamFunction stream;
+  MarkerSchemaFunction schema;  // May be null.
+};
+}  // namespace profile
+
+template <>
+struct Serializer<profile::MarkerHeader> {
+  static size_t Bytes(const profile::MarkerHeader& h) {
+    return SumBytes(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag,
+                    h.stack);
+  }
+  static void Write(EntryWriter& w, const profile::MarkerHeader& h) {
+    w.WriteObjects(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag, h.stack);
+  }
+};
+template <>
+struct Deserializer<profile::MarkerHeader> : DeserializerBase<profile::MarkerHeader> {
+  static void ReadInto(EntryReader& r, profile::MarkerHeader& h) {
+    r.ReadIntoObjects(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag,
+                      h.stack);
+  }
+};
+
+}  // namespace strata
+
+#endif  // STRATA_SHARED_PROFILE_MARKER_ENTRY_H_

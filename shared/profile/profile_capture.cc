@@ -1,0 +1,347 @@
+#include "shared/profile/profile_capture.h"
+
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "shared/buffer/entry_kinds.h"
+#include "shared/json/shared_libraries.h"
+#include "shared/profile/sample_entry.h"
+#include "shared/symbols/elf_symbolizer.h"
+
+namespace strata {
+namespace profile {
+namespace {
+
+// Native addresses of the session resolved in one batch. Leaf addresses are looked up as
+// they are, return addresses one byte earlier (inside the call instruction).
+class AddressNames {
+ public:
+  void Note(uint64_t address, bool is_leaf) {
+    const uint64_t key = is_leaf ? address : CallerAddress(address);
+    if (index_.emplace(key, static_cast<uint32_t>(keys_.size())).second) keys_.push_back(key);
+  }
+  void Resolve(Symbolizer& symbolizer) { symbolizer.Symbolize(keys_, &result_); }
+  // Writes the frame for `address` into `stacks`.
+  uint32_t Frame(UniqueStacks& stacks, uint64_t address, bool is_leaf) const {
+    const uint64_t key = is_leaf ? address : CallerAddress(address);
+    auto it = index_.find(key);
+    if (it == index_.end() || it->second >= result_.addresses.size()) {
+      return stacks.AddressFrame(address);
+    }
+    const SymbolizedAddress& a = result_.addresses[it->second];
+    if (a.module.empty()) return stacks.AddressFrame(address);
+    return stacks.NativeSymbolFrame(result_.NameOf(it->second), a.module);
+  }
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> index_;
+  std::vector<uint64_t> keys_;
+  SymbolizeResult result_;
+};
+
+struct ThreadState {
+  std::unique_ptr<GeckoThreadWriter> writer;
+  std::optional<uint32_t> last_stack;
+};
+
+class ProfileBuilder {
+ public:
+  explicit ProfileBuilder(const CaptureInputs& inputs)
+      : inputs_(inputs), symbolicate_(inputs.symbolicate), pid_(CurrentProcessId()),
+        process_name_(inputs.process_name) {
+    for (const CaptureThread& info : inputs.threads) {
+      ThreadDescription d;
+      d.name = info.name;
+      d.process_name = process_name_;
+      d.pid = pid_;
+      d.tid = info.tid;
+      d.register_time = info.register_time;
+      d.unregister_time = info.unregister_time;
+      AddThread(info.tid, std::move(d), info.is_main);
+    }
+  }
+
+  // Pass 1: addresses to symbolicate.
+  void NoteAddresses(EntryReader& reader) {
+    if (!symbolicate_) return;
+    const EntryKind kind = reader.ReadObject<EntryKind>();
+    if (kind == EntryKind::kSample) {
+      SampleRecord record;
+      if (!ReadSample(reader, record)) return;
+      NoteFrames(record.frames);
+    } else if (kind == EntryKind::kMarker) {
+      const MarkerHeader header = reader.ReadObject<MarkerHeader>();
+      if (reader.Failed()) return;
+      for (size_t i = 0; i < header.stack.size(); ++i) names_.Note(header.stack[i], i == 0);
+    }
+  }
+
+  void ResolveAddresses() {
+    if (!symbolicate_) return;
+    // The names stay owned by the symbolizer: it lives as long as the builder.
+    symbolizer_ = std::make_unique<ElfSymbolizer>(libs_);
+    names_.Resolve(*symbolizer_);
+  }
+
+  // Pass 2: every entry into its writer.
+  void AddEntry(EntryReader& reader) {
+    const EntryKind kind = reader.ReadObject<EntryKind>();
+    switch (kind) {
+      case EntryKind::kSample: {
+        SampleRecord record;
+        if (!ReadSample(reader, record)) return;
+        ThreadState& thread = ThreadFor(record.thread);
+        const std::optional<uint32_t> stack = StackOf(*thread.writer, record.frames);
+        thread.writer->AddSample(stack, record.time,
+                                 record.cpu_delta_ns >= 0 ? std::optional<int64_t>(record.cpu_delta_ns)
+                                                          : std::nullopt);
+        thread.last_stack = stack;
+        return;
+      }
+      case EntryKind::kSameSample: {
+        ThreadId tid;
+        TimeStamp time;
+        reader.ReadIntoObjects(tid, time);
+        if (reader.Failed()) return;
+        ThreadState& thread = ThreadFor(tid);
+        if (!thread.last_stack) return;
+        thread.writer->AddSample(thread.last_stack, time, int64_t{0});
+        return;
+      }
+      case EntryKind::kMarker:
+        AddMarker(reader);
+        return;
+      case EntryKind::kCounterSample:
+        AddCounterSample(reader);
+        return;
+      case EntryKind::kProfilerOverhead: {
+        OverheadSample s;
+        reader.ReadIntoObjects(s.time, s.locking, s.threads, s.counters, s.marker_cleaning);
+        if (!reader.Failed()) overhead_.push_back(s);
+        return;
+      }
+      default:
+        return;  // Entries of other tiers or kinds we do not write.
+    }
+  }
+
+  void Finish(GeckoProfileWriter& profile) {
+    for (const auto& [tid, state] : threads_) {
+      (void)tid;
+      if (state.writer) profile.AddThread(*state.writer);
+    }
+    for (auto& counter : counters_) {
+      if (counter.writer && counter.writer->sample_count() > 0) profile.AddCounter(*counter.writer);
+    }
+    profile.WriteProfilerOverhead(overhead_);
+  }
+
+  std::vector<SharedLibrary>& libs() { return libs_; }
+  size_t sample_count() const { return samples_; }
+
+ private:
+  struct CounterState {
+    std::unique_ptr<GeckoCounterWriter> writer;
+    int64_t last_value = 0;
+    uint64_t last_operations = 0;
+  };
+
+  void AddThread(ThreadId tid, ThreadDescription description, bool is_main) {
+    ThreadState state;
+    state.writer = std::make_unique<GeckoThreadWriter>(std::move(description), inputs_.start_time);
+    // The main thread first: std::map orders by key, so main gets key 0.
+    threads_.emplace(is_main ? 0 : tid.ToNumber(), std::move(state));
+    thread_keys_[tid.ToNumber()] = is_main ? 0 : tid.ToNumber();
+  }
+
+  ThreadState& ThreadFor(ThreadId tid) {
+    auto it = thread_keys_.find(tid.ToNumber());
+    if (it == thread_keys_.end()) {
+      ThreadDescription d;
+      d.name = "Thread " + std::to_string(tid.ToNumber());
+      d.process_name = process_name_;
+      d.pid = pid_;
+      d.tid = tid;
+      d.register_time = inputs_.start_time;
+      AddThread(tid, std::move(d), false);
+      it = thread_keys_.find(tid.ToNumber());
+    }
+    return threads_[it->second];
+  }
+
+  static bool ReadSample(EntryReader& reader, SampleRecord& record) {
+    reader.ReadIntoObjects(record.thread, record.time, record.cpu_delta_ns, record.overruns,
+                           record.frames);
+    return !reader.Failed();
+  }
+
+  void NoteFrames(const std::vector<SampleFrame>& frames) {
+    // Root first: the last native frame is the leaf (interrupted pc).
+    size_t leaf = frames.size();
+    for (size_t i = frames.size(); i-- > 0;) {
+      if (frames[i].kind == SampleFrame::Kind::kNative) {
+        leaf = i;
+        break;
+      }
+    }
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (frames[i].kind == SampleFrame::Kind::kNative) names_.Note(frames[i].address, i == leaf);
+    }
+  }
+
+  std::optional<uint32_t> StackOf(GeckoThreadWriter& writer,
+                                  const std::vector<SampleFrame>& frames) {
+    size_t leaf = frames.size();
+    for (size_t i = frames.size(); i-- > 0;) {
+      if (frames[i].kind == SampleFrame::Kind::kNative) {
+        leaf = i;
+        break;
+      }
+    }
+    frame_indexes_.clear();
+    UniqueStacks& stacks = writer.stacks();
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const SampleFrame& f = frames[i];
+      if (f.kind == SampleFrame::Kind::kNative) {
+        frame_indexes_.push_back(symbolicate_ ? names_.Frame(stacks, f.address, i == leaf)
+                                              : stacks.AddressFrame(f.address));
+      } else {
+        std::string text(f.label.View());
+        if (f.dynamic) {
+          text += ' ';
+          text += *f.dynamic;
+        }
+        frame_indexes_.push_back(stacks.LabelFrame(text, f.category));
+      }
+    }
+    ++samples_;
+    return stacks.StackFromFrames(frame_indexes_.data(), frame_indexes_.size());
+  }
+
+  std::optional<uint32_t> MarkerStack(GeckoThreadWriter& writer,
+                                      const std::vector<uint64_t>& leaf_first) {
+    std::vector<SampleFrame> frames(leaf_first.size());
+    for (size_t i = 0; i < leaf_first.size(); ++i) {
+      frames[leaf_first.size() - 1 - i].address = leaf_first[i];
+    }
+    return StackOf(writer, frames);
+  }
+
+  void AddMarker(EntryReader& reader) {
+    const MarkerHeader header = reader.ReadObject<MarkerHeader>();
+    if (reader.Failed()) return;
+    ThreadState& thread = ThreadFor(header.thread);
+    GeckoThreadWriter& writer = *thread.writer;
+    const MarkerTiming timing{header.phase, header.start, header.end};
+    const std::string name(header.name.View());
+    std::optional<uint32_t> stack;
+    if (!header.stack.empty()) {
+      stack = MarkerStack(writer, header.stack);
+      --samples_;  // MarkerStack counted it as a sample.
+    }
+    auto write_stack = [&](JsonWriter& w) {
+      if (stack) writer.WriteMarkerStack(w, *stack, header.start.IsNull() ? header.end : header.start);
+    };
+    if (header.payload_tag == kUntypedMarkerTag) {
+      if (!stack) {
+        writer.AddMarker(name, timing, header.category);
+      } else {
+        writer.AddMarker(name, timing, header.category, "Stack", write_stack);
+      }
+    } else if (header.payload_tag == kTextMarkerTag) {
+      const std::string text = reader.ReadObject<std::string>();
+      writer.AddMarker(name, timing, header.category, "Text", [&](JsonWriter& w) {
+        w.StringProperty("name", text);
+        write_stack(w);
+      });
+    } else if (const MarkerTypeFunctions* type =
+                   inputs_.marker_type ? inputs_.marker_type(header.payload_tag) : nullptr) {
+      writer.AddMarker(name, timing, header.category, type->type_name, [&](JsonWriter& w) {
+        type->stream(reader, w);
+        write_stack(w);
+      });
+    }
+  }
+
+  void AddCounterSample(EntryReader& reader) {
+    uint32_t id = 0;
+    TimeStamp time;
+    int64_t value = 0;
+    uint64_t operations = 0;
+    reader.ReadIntoObjects(id, time, value, operations);
+    if (reader.Failed()) return;
+    if (counters_.size() <= id) {
+      counters_.resize(id + 1);
+    }
+    CounterState& counter = counters_[id];
+    if (!counter.writer) {
+      if (id >= inputs_.counters.size() || !inputs_.counters[id].name) {
+        return;  // A counter destroyed since: its name is gone.
+      }
+      const CaptureCounter& d = inputs_.counters[id];
+      counter.writer = std::make_unique<GeckoCounterWriter>(d.name, d.category ? d.category : "Other",
+                                                            d.description ? d.description : "",
+                                                            inputs_.start_time);
+    }
+    counter.writer->AddSample(time, value - counter.last_value, operations - counter.last_operations);
+    counter.last_value = value;
+    counter.last_operations = operations;
+  }
+
+  const CaptureInputs& inputs_;
+  const bool symbolicate_;
+  const ProcessId pid_;
+  const std::string process_name_;
+  std::vector<SharedLibrary> libs_;
+  std::unique_ptr<ElfSymbolizer> symbolizer_;
+  AddressNames names_;
+  std::map<int64_t, ThreadState> threads_;
+  std::unordered_map<int64_t, int64_t> thread_keys_;
+  std::vector<CounterState> counters_;
+  std::vector<OverheadSample> overhead_;
+  std::vector<uint32_t> frame_indexes_;
+  size_t samples_ = 0;
+};
+
+}  // namespace
+
+bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, JsonWriter& out,
+                  std::string* error) {
+  ProfileBuilder builder(inputs);
+  builder.libs() = CollectSharedLibraries();
+  // Writing goes on during capture: the second pass stops where the first one did, so every
+  // sample written has had its addresses resolved (and the capture's own samples are left
+  // out).
+  BlockIndex last_block;
+  buffer.ReadEach([&](EntryReader& reader) {
+    last_block = reader.CurrentBlockIndex();
+    builder.NoteAddresses(reader);
+  });
+  builder.ResolveAddresses();
+
+  GeckoProfileWriter profile(out, inputs.meta);
+  profile.WriteLibs(builder.libs());
+  buffer.ReadEach([&](EntryReader& reader) {
+    if (reader.CurrentBlockIndex() <= last_block) builder.AddEntry(reader);
+  });
+  builder.Finish(profile);
+  const ChunkedBuffer::State state = buffer.GetState();
+  profile.WriteProfilingLog(CurrentProcessId(), [&](JsonWriter& w) {
+    if (inputs.profiling_log) inputs.profiling_log(w);
+    w.UintProperty("bufferBlocksPushed", state.pushed_block_count);
+    w.UintProperty("bufferBlocksCleared", state.cleared_block_count);
+    w.UintProperty("bufferFailedWrites", state.failed_put_count);
+    w.UintProperty("bufferChunksTaken", state.chunks_taken);
+  });
+  profile.Finish();
+  if (!profile.ok()) {
+    if (error) *error = profile.error();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace profile
+}  // namespace strata

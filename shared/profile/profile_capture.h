@@ -1,0 +1,64 @@
+// Profile capture from the session buffer, shared by both tiers: the buffer is read once to
+// collect native addresses, which are symbolicated in one batch from ELF symbol tables, then
+// read again, up to the same block, to stream every sample, marker, counter value and
+// sampler-overhead record into per-thread Gecko writers spliced into the document.
+//
+// The tiers say what they know through CaptureInputs (threads, counters, marker types,
+// schemas, log fields); nothing here knows which tier runs.
+//
+// Thread safety: one capture per call; the buffer may be written meanwhile (its own lock).
+// Async-signal safety: no.
+#ifndef STRATA_SHARED_PROFILE_PROFILE_CAPTURE_H_
+#define STRATA_SHARED_PROFILE_PROFILE_CAPTURE_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "platform/process_thread_ids.h"
+#include "platform/time_stamp.h"
+#include "shared/buffer/chunked_buffer.h"
+#include "shared/json/gecko_profile_writer.h"
+#include "shared/json/json_writer.h"
+#include "shared/profile/marker_entry.h"
+
+namespace strata {
+namespace profile {
+
+struct CaptureThread {
+  ThreadId tid;
+  std::string name;  // "GeckoMain" for the process's main thread.
+  TimeStamp register_time;
+  std::optional<TimeStamp> unregister_time;
+  bool is_main = false;
+};
+
+struct CaptureCounter {
+  const char* name = nullptr;  // null: the counter is gone, its samples are skipped.
+  const char* category = nullptr;
+  const char* description = nullptr;
+};
+
+struct CaptureInputs {
+  ProfileMeta meta;             // start_time, interval, product, categories, schemas, ...
+  TimeStamp start_time;         // Session start (same as meta.start_time).
+  std::string process_name;
+  bool symbolicate = true;      // false: raw addresses (rawaddresses).
+  std::vector<CaptureThread> threads;    // Threads to write (others found in the buffer are
+                                         // written as "Thread <tid>").
+  std::vector<CaptureCounter> counters;  // Index = counter id of kCounterSample entries.
+  // The functions of a typed marker's tag (null for unknown tags).
+  std::function<const MarkerTypeFunctions*(uint8_t tag)> marker_type;
+  // Extra properties of this process's profilingLog entry.
+  std::function<void(JsonWriter&)> profiling_log;
+};
+
+// Writes the whole profile document. False with *error set on a writer error.
+bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, JsonWriter& out,
+                  std::string* error);
+
+}  // namespace profile
+}  // namespace strata
+
+#endif  // STRATA_SHARED_PROFILE_PROFILE_CAPTURE_H_
