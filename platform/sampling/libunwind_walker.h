@@ -41,15 +41,23 @@
 // handler. Never from another thread while the walked thread is suspended (the Firefox
 // handshake design): the suspended thread may hold libunwind's lock or the loader lock.
 //
+// libunwind is not linked: libunwind_loader.h opens it privately (RTLD_LOCAL) so that its
+// copy of the C++ exception ABI never enters the program's global symbol scope, and these
+// functions call it through the loader's table. WarmUpLibunwind() loads it. Without
+// libunwind in the process (not installed, or not loaded yet) the walks report the
+// interrupted pc only and CaptureCurrentStack() reports nothing; nothing is logged.
+//
 // Thread safety: thread-safe. Async-signal safety: WalkStackWithLibunwind() is
 // async-signal-safe under the rule above, once WarmUpLibunwind() has run in the process.
-// WarmUpLibunwind() and FlushLibunwindCaches() are NOT async-signal-safe.
+// WarmUpLibunwind(), FlushLibunwindCaches() and CaptureCurrentStack() are NOT
+// async-signal-safe.
 #ifndef STRATA_PLATFORM_SAMPLING_LIBUNWIND_WALKER_H_
 #define STRATA_PLATFORM_SAMPLING_LIBUNWIND_WALKER_H_
 
 #include <ucontext.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "platform/sampling/native_frame.h"
 #include "platform/sampling/stack_bounds.h"
@@ -66,15 +74,41 @@ namespace strata {
 size_t WalkStackWithLibunwind(ucontext_t* context, const StackBounds& bounds, NativeFrame* frames,
                               size_t capacity);
 
-// Initialises libunwind's process-wide state (its one-time set-up takes locks and opens
-// files) by walking the calling thread's stack once. Call it from each thread when it
-// registers for sampling, before its timer is armed; later calls are cheap.
-void WarmUpLibunwind();
+// Loads libunwind (libunwind_loader.h) on the first call in the process, then initialises
+// libunwind's process-wide state (its one-time set-up takes locks and opens files) by walking
+// the calling thread's stack once. Call it from each thread when it registers for sampling,
+// before its timer is armed; later calls are cheap. Returns false when libunwind is
+// unavailable: WalkStackWithLibunwind() then reports the pc only, so the caller should walk
+// frame pointers instead.
+bool WarmUpLibunwind();
 
 // Drops libunwind's cached unwind information. Call after dlclose(): otherwise a library
-// later mapped at the same addresses could be unwound with the unloaded one's rules.
+// later mapped at the same addresses could be unwound with the unloaded one's rules. Does
+// nothing if libunwind is not loaded (nothing is cached then); never loads it.
 void FlushLibunwindCaches();
 
+// The most frames CaptureCurrentStack() reports.
+inline constexpr size_t kMaxCapturedFrames = 256;
+
+// The calling thread's own stack, outside signal context (marker stacks): writes at most
+// min(capacity, kMaxCapturedFrames) return addresses, innermost first, and returns how many.
+// Entry 0 is CaptureCurrentStack()'s own return address, i.e. an address inside its caller;
+// entry i is the return address of the caller's i-th caller. They are return addresses:
+// symbolize each at address - 1. Uses libunwind's unw_backtrace (its cached fast path, no
+// system call per frame), loading libunwind if needed. Returns 0 when libunwind is
+// unavailable or capacity is 0. Not for signal handlers (use WalkStackWithLibunwind()).
+size_t CaptureCurrentStack(uintptr_t* return_addresses, size_t capacity);
+
+struct LibunwindFunctions;  // libunwind_loader.h
+
+namespace libunwind_walker_internal {
+
+// WalkStackWithLibunwind() with an explicit libunwind table; nullptr stands for "libunwind
+// unavailable". For tests.
+size_t WalkStackWith(const LibunwindFunctions* functions, ucontext_t* context,
+                     const StackBounds& bounds, NativeFrame* frames, size_t capacity);
+
+}  // namespace libunwind_walker_internal
 }  // namespace strata
 
 #endif  // STRATA_PLATFORM_SAMPLING_LIBUNWIND_WALKER_H_

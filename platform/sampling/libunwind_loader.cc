@@ -1,0 +1,77 @@
+#include "platform/sampling/libunwind_loader.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+namespace strata {
+namespace {
+
+// Published once, with release order, after the table is complete.
+std::atomic<const LibunwindFunctions*> g_loaded{nullptr};
+static_assert(std::atomic<const LibunwindFunctions*>::is_always_lock_free,
+              "LoadedLibunwind() must be a plain load to be async-signal-safe");
+
+// Looks `name` up in `handle`; on failure consumes the dlerror() message.
+void* Resolve(void* handle, const char* name) {
+  void* symbol = dlsym(handle, name);
+  if (symbol == nullptr) (void)dlerror();
+  return symbol;
+}
+
+template <typename Function>
+bool ResolveFunction(void* handle, const char* name, Function* function) {
+  void* symbol = Resolve(handle, name);
+  *function = reinterpret_cast<Function>(symbol);
+  return symbol != nullptr;
+}
+
+const LibunwindFunctions* LoadOnce() {
+  static LibunwindFunctions table;  // Written here only, before publication.
+  if (!libunwind_loader_internal::OpenPrivately(kLibunwindSoname, &table)) return nullptr;
+  g_loaded.store(&table, std::memory_order_release);
+  return &table;
+}
+
+}  // namespace
+
+const LibunwindFunctions* LoadLibunwind() {
+  // A function-local static: one thread loads, concurrent callers wait for it, and a failed
+  // attempt is not repeated.
+  static const LibunwindFunctions* const loaded = LoadOnce();
+  return loaded;
+}
+
+const LibunwindFunctions* LoadedLibunwind() { return g_loaded.load(std::memory_order_acquire); }
+
+namespace libunwind_loader_internal {
+
+bool OpenPrivately(const char* soname, LibunwindFunctions* table) {
+  void* handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    (void)dlerror();
+    return false;
+  }
+  LibunwindFunctions resolved;
+  bool ok = ResolveFunction(handle, "_ULx86_64_init_local", &resolved.init_local);
+  ok = ResolveFunction(handle, "_ULx86_64_init_local2", &resolved.init_local2) && ok;
+  ok = ResolveFunction(handle, "_ULx86_64_step", &resolved.step) && ok;
+  ok = ResolveFunction(handle, "_ULx86_64_get_reg", &resolved.get_reg) && ok;
+  ok = ResolveFunction(handle, "_Ux86_64_getcontext", &resolved.getcontext) && ok;
+  ok = ResolveFunction(handle, "_Ux86_64_flush_cache", &resolved.flush_cache) && ok;
+  ok = ResolveFunction(handle, "unw_backtrace", &resolved.backtrace) && ok;
+  resolved.local_addr_space =
+      static_cast<unw_addr_space_t*>(Resolve(handle, "_ULx86_64_local_addr_space"));
+  ok = resolved.local_addr_space != nullptr && ok;
+  if (!ok) {
+    dlclose(handle);
+    (void)dlerror();
+    return false;
+  }
+  // The handle stays open for the life of the process: the table points into the library.
+  *table = resolved;
+  return true;
+}
+
+}  // namespace libunwind_loader_internal
+}  // namespace strata
