@@ -8,7 +8,7 @@
 #   - when both workers were on a CPU >= 90 % of their lives: the effective interval,
 #     (last - first real sample time) / (real samples - 1), must be within 25 %;
 #   - otherwise (the machine is busy with other work; up to 3 runs are tried to get a quiet
-#     one): the median time between consecutive real samples must be within 25 %; when even
+#     one, and the quietest is used): the median time between consecutive real samples must be within 25 %; when even
 #     that fails while the workers had less than half a CPU, the result is reported as
 #     inconclusive, not as a failure.
 # Also: meta.interval is the requested one, each worker's samples hold its own functions, and
@@ -20,6 +20,7 @@ program="$(binary tests/two_workers_fp)"
 for interval in 1 2; do
   lo=$(awk -v i="$interval" 'BEGIN { print i * 0.75 }')
   hi=$(awk -v i="$interval" 'BEGIN { print i * 1.25 }')
+  best_name="" best_share=-1
   for attempt in 1 2 3; do
     name="precise_${interval}ms_$attempt"
     STRATA_STARTUP_FEATURES=precise STRATA_STARTUP_INTERVAL=$interval \
@@ -31,8 +32,13 @@ for interval in 1 2; do
     shares="$(worker_share "$name" worker-alpha) $(worker_share "$name" worker-beta)"
     echo "--- $name: CPU share of the workers: $shares"
     # shellcheck disable=SC2086
-    if ge "$(min $shares)" 0.9; then break; fi
+    share=$(min $shares)
+    if ge "$share" "$best_share" && ! ge "$best_share" "$share"; then
+      best_name=$name best_share=$share best_attempt=$attempt
+    fi
+    if ge "$share" 0.9; then break; fi
   done
+  name=$best_name attempt=$best_attempt
   sed 's/^/    /' "$WORK/$name.stats" | grep -v '^    lib '
   check_format "$name"
   meta_interval=$(field "$name" profile "" interval)
