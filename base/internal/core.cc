@@ -61,6 +61,9 @@ struct RegisteredThread {
   ThreadSamplingTimer timer;
   // Read by the thread's own signal handler: sample or not.
   std::atomic<bool> sampling{false};
+  // True while the thread's signal handler is filling a slot (the walk may wait for the
+  // loader's lock): the sampler then must not take the thread for idle.
+  std::atomic<bool> capturing{false};
   std::atomic<uint64_t> dropped_samples{0};
 
   // Sampler-thread state, under the registry mutex.
@@ -107,6 +110,8 @@ std::atomic<bool> g_forked_child{false};
 // The attached tier extension (tier_extension.h); changed only with the sampler thread stopped.
 std::atomic<const TierExtension*> g_extension{nullptr};
 std::atomic<bool> g_sampler_stop{false};
+// libunwind could not be loaded: walk frame pointers instead.
+std::atomic<bool> g_libunwind_missing{false};
 // The running session's features, for the signal handler.
 std::atomic<uint32_t> g_sampling_features{0};
 
@@ -172,6 +177,7 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
     thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  thread->capturing.store(true, std::memory_order_relaxed);
   const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
   // rdtsc once calibrated (the sampler thread calibrates at start): ~10 ns, where the first
   // clock_gettime after a kernel exit was measured at ~2 us here.
@@ -182,7 +188,7 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   slot->overruns = overruns;
   if (features & kFeatureStackWalk) {
     slot->native_count = static_cast<uint32_t>(
-        (features & kFeatureFramePointers)
+        ((features & kFeatureFramePointers) || g_libunwind_missing.load(std::memory_order_relaxed))
             ? WalkFramePointers(*signal_context, thread->bounds, slot->natives,
                                 SampleSlot::kMaxNativeFrames)
             : WalkStackWithLibunwind(signal_context, thread->bounds, slot->natives,
@@ -212,7 +218,9 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
 }
 
 void CommitSampleImpl(void* context) {
-  static_cast<RegisteredThread*>(context)->ring.CommitWrite();
+  RegisteredThread* thread = static_cast<RegisteredThread*>(context);
+  thread->ring.CommitWrite();
+  thread->capturing.store(false, std::memory_order_release);
 }
 
 // Base's own sampling callback (retired while a tier extension provides one).
@@ -278,6 +286,9 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now) {
     return;
   }
   if (!thread->has_sample || ProfilerIsPaused()) return;
+  // A sample being taken right now (its walk may be waiting for a lock, using no CPU): the
+  // thread is not idle, and its sample will come.
+  if (thread->capturing.load(std::memory_order_acquire)) return;
   // No signal since the last loop: if the thread has not run at all, record a copy of its
   // previous sample without disturbing it.
   const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
@@ -384,7 +395,11 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   if (!thread->ring.ok()) {
     LogError("cannot allocate the sample ring of thread %d", thread->tid.ToNumber());
   }
-  WarmUpLibunwind();  // libunwind's first use allocates: do it here, not in the handler.
+  // libunwind is loaded (privately) and warmed here: its first use allocates, never in the
+  // handler. Without it, samples walk frame pointers.
+  if (!WarmUpLibunwind() && !g_libunwind_missing.exchange(true)) {
+    LogError("libunwind.so.8 could not be loaded: native stacks use frame pointers only");
+  }
 
   RegisteredThread* raw = thread.release();
   strata_t_profiling_stack = &raw->profiling_stack;

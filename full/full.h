@@ -1,0 +1,52 @@
+// The full tier (libstrata_full.so): loaded later by the main application, linked or with
+// dlopen. When it starts it takes over the base tier's running session in place — the same
+// buffer, thread registry and timers, no copy, no gap — and adds what base leaves out: the
+// memory counter fed by allocation hooks, the sampler's overhead in the profile, CPU use of
+// threads that never registered. Without a base session it starts one of its own. All the
+// base API (labels, markers, counters, ProfilerSaveProfile...) keeps working and records into
+// the same buffer. See docs/takeover.md.
+//
+// Thread safety: every function is thread-safe. Async-signal safety: none.
+#ifndef STRATA_FULL_FULL_H_
+#define STRATA_FULL_FULL_H_
+
+#include "base/profiler.h"
+
+namespace strata {
+namespace full {
+
+struct FullSettings {
+  bool memory_counter = true;        // Bytes allocated minus freed, from allocation hooks.
+  bool unregistered_threads = true;  // CPU use of unregistered threads, as markers.
+  double unregistered_threads_interval_ms = 100;  // How often they are looked at.
+};
+
+struct StartReport {
+  bool took_over_base_session = false;  // A base session was running and is now full's.
+  double sampler_handover_ms = 0;       // Sampler thread hand-over (samples continue meanwhile).
+  uint64_t buffer_blocks_before = 0;    // Blocks already in the buffer at takeover.
+};
+
+// Starts the full tier: takes over a running base session, or starts a new session with
+// `session` settings when none runs.
+StartReport StartFull(const ProfilerSettings& session = ProfilerSettings(),
+                      const FullSettings& settings = FullSettings());
+// Stops the session (data dropped; save it first). The full tier stays in charge: the next
+// ProfilerStart or StartFull starts a full session.
+void StopFull();
+// Hands the session back to the base tier (it keeps running with base's sampler) and
+// releases everything of the full tier, so that libstrata_full.so may be unloaded.
+void ShutdownFull();
+bool FullIsInCharge();
+
+}  // namespace full
+}  // namespace strata
+
+// For programs that dlopen libstrata_full.so: start with default settings (0 = a base session
+// was taken over, 1 = a new session was started), and shut down.
+extern "C" int strata_full_start(void);
+extern "C" void strata_full_shutdown(void);
+// A text marker on the calling thread (name and text are copied), for dlopen users.
+extern "C" void strata_full_add_text_marker(const char* name, const char* text);
+
+#endif  // STRATA_FULL_FULL_H_

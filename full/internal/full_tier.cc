@@ -1,0 +1,111 @@
+// The full tier's attachment to the base tier's session machinery (tier_extension.h).
+#include <ucontext.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "base/internal/core.h"
+#include "base/internal/log.h"
+#include "base/internal/tier_extension.h"
+#include "base/markers.h"
+#include "full/full.h"
+#include "full/internal/memory_counter.h"
+#include "full/internal/unregistered_threads.h"
+#include "platform/mutex.h"
+
+namespace strata {
+namespace full {
+namespace {
+
+using base_internal::TierExtension;
+
+// Signal context: on the sampled thread, no lock, no allocation. Base's capture of native
+// frames and labels; script stacks join here in a later step.
+void FullOnSamplingSignal(void* thread_context, ucontext_t* context, int overruns) {
+  base_internal::SampleSlot* slot = base_internal::BeginSample(thread_context, context, overruns);
+  if (!slot) return;
+  base_internal::CommitSample(thread_context);
+}
+// End of signal context.
+
+std::atomic<bool> g_spy_unregistered{false};
+std::atomic<int64_t> g_spy_interval_ns{100'000'000};
+TimeStamp g_last_spy;  // Sampler thread only.
+
+void FullOnSamplingLoop(TimeStamp loop_start) {
+  SampleMemoryFallback();
+  if (!g_spy_unregistered.load(std::memory_order_relaxed)) return;
+  if (!g_last_spy.IsNull() &&
+      (loop_start - g_last_spy).ToNanoseconds() < g_spy_interval_ns.load(std::memory_order_relaxed)) {
+    return;
+  }
+  g_last_spy = loop_start;
+  SpyOnUnregisteredThreads(loop_start);
+}
+
+const TierExtension kFullExtension = [] {
+  TierExtension e;
+  e.name = "full";
+  e.signal_callback = &FullOnSamplingSignal;
+  e.on_sampling_loop = &FullOnSamplingLoop;
+  e.record_overhead = true;
+  return e;
+}();
+
+Mutex g_full_mutex("strata full tier");
+bool g_in_charge = false;
+
+}  // namespace
+
+StartReport StartFull(const ProfilerSettings& session, const FullSettings& settings) {
+  AutoLock lock(g_full_mutex);
+  StartReport report;
+  EnableMemoryCounter(settings.memory_counter);
+  g_spy_unregistered.store(settings.unregistered_threads, std::memory_order_relaxed);
+  g_spy_interval_ns.store(static_cast<int64_t>(settings.unregistered_threads_interval_ms * 1e6),
+                          std::memory_order_relaxed);
+  const base_internal::TakeoverReport takeover = base_internal::AttachTierExtension(&kFullExtension);
+  g_in_charge = true;
+  if (takeover.session_was_running) {
+    report.took_over_base_session = true;
+    report.sampler_handover_ms = takeover.sampler_handover.ToMilliseconds();
+    report.buffer_blocks_before = takeover.buffer_blocks_before;
+    return report;
+  }
+  if (!ProfilerIsActive()) ProfilerStart(session);
+  return report;
+}
+
+void StopFull() {
+  AutoLock lock(g_full_mutex);
+  ProfilerStop();
+}
+
+void ShutdownFull() {
+  AutoLock lock(g_full_mutex);
+  if (!g_in_charge) return;
+  base_internal::DetachTierExtension(&kFullExtension);
+  EnableMemoryCounter(false);
+  g_spy_unregistered.store(false, std::memory_order_relaxed);
+  g_in_charge = false;
+}
+
+bool FullIsInCharge() {
+  AutoLock lock(g_full_mutex);
+  return g_in_charge;
+}
+
+}  // namespace full
+}  // namespace strata
+
+extern "C" int strata_full_start(void) {
+  return strata::full::StartFull().took_over_base_session ? 0 : 1;
+}
+
+extern "C" void strata_full_shutdown(void) { strata::full::ShutdownFull(); }
+
+extern "C" void strata_full_add_text_marker(const char* name, const char* text) {
+  if (!strata::ProfilerIsActive() || !name) return;
+  strata::AddTextMarker(strata::ProfilerString::Dynamic(name), strata::Category::kOther,
+                        strata::MarkerOptions(), text ? text : "");
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Base -> full takeover scenarios (tests/README.md). Usage: takeover_test.sh dlopen|linked|full-buffer
+source "$(dirname "$0")/../scenario_lib.sh"
+
+mode="${1:?mode}"
+FULL_LIB_DIR="$_runfiles/full"
+CHECK="$(binary tests/takeover/takeover_check)"
+MARKERS="base-before-1,base-before-2,takeover,base-after-1,full-after-1,base-after-2,full-after-2"
+
+run_program() {  # $1 program, $2 profile taken over, $3 profile at exit, extra env after
+  local program="$1" taken="$2" at_exit="$3"
+  shift 3
+  env "$@" LD_PRELOAD="$STRATA_LIB" LD_LIBRARY_PATH="$FULL_LIB_DIR" STRATA_STARTUP=1 \
+    STRATA_SHUTDOWN="$at_exit" TAKEOVER_PROFILE="$taken" "$program" > "$WORK/program.log" 2>&1
+  local rc=$?
+  cat "$WORK/program.log"
+  return $rc
+}
+
+case "$mode" in
+  dlopen)
+    program="$(binary tests/takeover/takeover_dlopen)"
+    run_program "$program" "$OUT/taken.json" "$OUT/exit.json" || fail "program failed"
+    ;;
+  linked)
+    program="$(binary tests/takeover/takeover_linked)"
+    run_program "$program" "$OUT/taken.json" "$OUT/exit.json" || fail "program failed"
+    ;;
+  full-buffer)
+    # A 1 MiB buffer filled with markers before the takeover: the base session is already
+    # recycling its oldest chunks when the full tier adopts it.
+    program="$(binary tests/takeover/takeover_dlopen)"
+    run_program "$program" "$OUT/taken.json" "$OUT/exit.json" STRATA_STARTUP_BUFFER_MB=1 \
+      TAKEOVER_FILLER=20000 || fail "program failed"
+    grep -q "before takeover:.* cleared [1-9]" "$WORK/program.log" \
+      && pass "the buffer was recycling before the takeover" \
+      || fail "the buffer was not recycling before the takeover"
+    MARKERS="base-before-2,takeover,base-after-1,full-after-1,base-after-2,full-after-2"
+    ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
+
+grep -q "takeover_program: ok" "$WORK/program.log" && pass "in-process checks (buffer adopted in place)" \
+  || fail "in-process checks"
+"$CHECK" "$OUT/taken.json" --thread busy-worker --markers "$MARKERS" --expect-full \
+  || fail "takeover checks on the taken-over session"
+"$GECKO_CHECK" --quiet "$OUT/taken.json" && pass "format checker" || fail "format checker"
+if [[ "$mode" == "linked" ]]; then
+  # The session after StopFull + StartFull, saved at exit.
+  "$PROFILE_STATS" "$OUT/exit.json" > "$WORK/exit.stats" || fail "profile after restart unreadable"
+  grep -q "name=busy-worker" "$WORK/exit.stats" && pass "restarted session sampled the worker" \
+    || fail "restarted session has no busy-worker samples"
+  "$GECKO_CHECK" --quiet "$OUT/exit.json" && pass "format checker (restarted)" \
+    || fail "format checker (restarted)"
+fi
+finish
