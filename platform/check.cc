@@ -6,10 +6,13 @@
 #include <cstring>
 
 namespace strata {
-namespace check_internal {
 namespace {
+
 void WriteString(const char* s) { (void)!write(STDERR_FILENO, s, strlen(s)); }
+
 }  // namespace
+
+namespace check_internal {
 
 void CheckFailed(const char* file, int line, const char* condition, const char* message) {
   char digits[16];
@@ -35,4 +38,16 @@ void CheckFailed(const char* file, int line, const char* condition, const char* 
 }
 
 }  // namespace check_internal
+
+void FatalMisuse(const char* kind, const char* name, const char* what) {
+  WriteString("strata: fatal: ");
+  WriteString(kind);
+  WriteString(" '");
+  WriteString(name);
+  WriteString("' ");
+  WriteString(what);
+  WriteString("\n");
+  abort();
+}
+
 }  // namespace strata

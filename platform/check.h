@@ -12,6 +12,10 @@ namespace check_internal {
 [[noreturn]] void CheckFailed(const char* file, int line, const char* condition,
                               const char* message);
 }  // namespace check_internal
+
+// Writes "strata: fatal: <kind> '<name>' <what>" to stderr with write(2) and aborts: for
+// misuse of named objects (locks). Async-signal-safe.
+[[noreturn]] void FatalMisuse(const char* kind, const char* name, const char* what);
 }  // namespace strata
 
 #define STRATA_CHECK(condition, message)                                               \

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "platform/check.h"
+
 namespace strata {
 
 Mutex::~Mutex() {
@@ -36,16 +38,6 @@ void Mutex::AssertCurrentThreadOwns() const {
   if (!IsLockedOnCurrentThread()) Fatal("not held by the current thread");
 }
 
-void Mutex::Fatal(const char* what) const {
-  // write(2) only: this may run in a broken state, and must not allocate.
-  const char prefix[] = "strata: fatal: mutex '";
-  const char middle[] = "' ";
-  (void)!write(STDERR_FILENO, prefix, sizeof(prefix) - 1);
-  (void)!write(STDERR_FILENO, name_, strlen(name_));
-  (void)!write(STDERR_FILENO, middle, sizeof(middle) - 1);
-  (void)!write(STDERR_FILENO, what, strlen(what));
-  (void)!write(STDERR_FILENO, "\n", 1);
-  abort();
-}
+void Mutex::Fatal(const char* what) const { FatalMisuse("mutex", name_, what); }
 
 }  // namespace strata

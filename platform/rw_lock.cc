@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "platform/check.h"
+
 namespace strata {
 
 RWLock::~RWLock() {
@@ -62,16 +64,6 @@ void RWLock::AssertCurrentThreadOwnsExclusive() const {
   if (!IsLockedExclusiveOnCurrentThread()) Fatal("not held exclusive by the current thread");
 }
 
-void RWLock::Fatal(const char* what) const {
-  // write(2) only: this may run in a broken state, and must not allocate.
-  const char prefix[] = "strata: fatal: rw-lock '";
-  const char middle[] = "' ";
-  (void)!write(STDERR_FILENO, prefix, sizeof(prefix) - 1);
-  (void)!write(STDERR_FILENO, name_, strlen(name_));
-  (void)!write(STDERR_FILENO, middle, sizeof(middle) - 1);
-  (void)!write(STDERR_FILENO, what, strlen(what));
-  (void)!write(STDERR_FILENO, "\n", 1);
-  abort();
-}
+void RWLock::Fatal(const char* what) const { FatalMisuse("rw-lock", name_, what); }
 
 }  // namespace strata
