@@ -16,8 +16,16 @@
 //       w.StringProperty("url", url);
 //       w.IntProperty("status", status);
 //     }
-//     // Optional: a meta.markerSchema entry (Gecko flavour, "data" not "fields").
-//     static std::string MarkerTypeSchemaJson() { return R"({"name":"Request",...})"; }
+//     // Optional: how the front-end shows it (shared/json/marker_schema.h; link
+//     // //shared/json:marker_schema, or :marker_schema_for_shared_library with
+//     // //base:strata_base), the meta.markerSchema entry named MarkerTypeName().
+//     static strata::MarkerSchema MarkerTypeDisplay() {
+//       strata::MarkerSchema schema{strata::MarkerSchema::Location::kMarkerTable};
+//       schema.AddKeyLabelFormat("url", "URL", strata::MarkerSchema::Format::kUrl);
+//       return schema;
+//     }
+//     // Or, when there is no MarkerTypeDisplay(), the raw entry (Gecko flavour, "data" not
+//     // "fields"): static std::string MarkerTypeSchemaJson() { return R"({...})"; }
 //   };
 //
 // The arguments are serialized into the buffer by their parameter types' Serializer (code
@@ -52,6 +60,8 @@
 #include "shared/profile/marker_entry.h"
 
 namespace strata {
+
+class MarkerSchema;  // shared/json/marker_schema.h
 
 class MarkerOptions {
  public:
@@ -124,10 +134,21 @@ struct StreamFunctionTraits<void (*)(JsonWriter&, Args...)> {
   using Payload = std::tuple<std::decay_t<Args>...>;
 };
 
+// A schema from `static strata::MarkerSchema MarkerTypeDisplay()` (preferred) or from
+// `static std::string MarkerTypeSchemaJson()`. MarkerSchema is only named here: the marker
+// type's own file includes shared/json/marker_schema.h, and the call below is compiled where
+// the marker type is used.
 template <typename T, typename = void>
-struct HasSchema : std::false_type {};
+struct HasSchemaDisplay : std::false_type {};
 template <typename T>
-struct HasSchema<T, std::void_t<decltype(T::MarkerTypeSchemaJson())>> : std::true_type {};
+struct HasSchemaDisplay<T, std::void_t<decltype(T::MarkerTypeDisplay())>>
+    : std::is_same<decltype(T::MarkerTypeDisplay()), MarkerSchema> {};
+template <typename T, typename = void>
+struct HasSchemaJson : std::false_type {};
+template <typename T>
+struct HasSchemaJson<T, std::void_t<decltype(T::MarkerTypeSchemaJson())>> : std::true_type {};
+template <typename T>
+struct HasSchema : std::bool_constant<HasSchemaDisplay<T>::value || HasSchemaJson<T>::value> {};
 
 template <typename MarkerType>
 struct TypedMarker {
@@ -142,7 +163,9 @@ struct TypedMarker {
                payload);
   }
   static std::string Schema() {
-    if constexpr (HasSchema<MarkerType>::value) {
+    if constexpr (HasSchemaDisplay<MarkerType>::value) {
+      return MarkerType::MarkerTypeDisplay().ToJson(MarkerType::MarkerTypeName());
+    } else if constexpr (HasSchemaJson<MarkerType>::value) {
       return MarkerType::MarkerTypeSchemaJson();
     } else {
       return std::string();

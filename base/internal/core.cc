@@ -65,6 +65,8 @@ struct RegisteredThread {
   // loader's lock): the sampler then must not take the thread for idle.
   std::atomic<bool> capturing{false};
   std::atomic<uint64_t> dropped_samples{0};
+  // A later tier's per-thread data (tier_extension.h), e.g. a script engine's context.
+  std::atomic<void*> tier_data{nullptr};
 
   // Sampler-thread state, under the registry mutex.
   int64_t last_sample_cpu_ns = -1;
@@ -585,6 +587,17 @@ void DetachTierExtension(const TierExtension* extension) {
   g_extension.store(nullptr, std::memory_order_release);
   (void)ReplaceSamplingCallback(&OnSamplingSignal);  // Waits until the old one is not running.
   StartSamplerThreadLocked(session, ProfilerCurrentSettings().interval_ms);
+}
+
+bool SetCurrentThreadTierData(void* data) {
+  RegisteredThread* thread = t_registered_thread;
+  if (!thread) return false;
+  thread->tier_data.store(data, std::memory_order_release);
+  return true;
+}
+
+void* TierDataOf(void* thread_context) {
+  return static_cast<RegisteredThread*>(thread_context)->tier_data.load(std::memory_order_acquire);
 }
 
 const TierExtension* AttachedTierExtension() { return g_extension.load(std::memory_order_acquire); }

@@ -18,17 +18,22 @@
 
 #include <cstdint>
 
+#include <ucontext.h>
+
 #include "base/internal/sample_ring.h"
-#include "platform/sampling/sampling_signal.h"
 #include "platform/time_stamp.h"
 
 namespace strata {
 namespace base_internal {
 
+// The sampling signal's callback type (platform/sampling/sampling_signal.h's
+// SamplingCallback, repeated here so that a tier needs no platform/sampling header).
+using TierSignalCallback = void (*)(void* thread_context, ucontext_t* context, int overruns);
+
 struct TierExtension {
   const char* name = "";
   // Replaces base's sampling callback while attached (null: keep base's).
-  SamplingCallback signal_callback = nullptr;
+  TierSignalCallback signal_callback = nullptr;
   // Called by the sampler thread once per loop, after threads and counters (may be null).
   void (*on_sampling_loop)(TimeStamp loop_start) = nullptr;
   // Record the sampler loop's own cost (kProfilerOverhead entries).
@@ -50,6 +55,14 @@ TakeoverReport AttachTierExtension(const TierExtension* extension);
 void DetachTierExtension(const TierExtension* extension);
 // The attached extension, or null.
 const TierExtension* AttachedTierExtension();
+
+// A tier's own data for the calling thread (for example its script-engine context), kept with
+// the thread's registration; false when the thread is not registered. The tier owns `data`
+// and must reset it (nullptr) before freeing it.
+bool SetCurrentThreadTierData(void* data);
+// That data for the thread of a sampling-signal callback's `thread_context`.
+// Async-signal-safe.
+void* TierDataOf(void* thread_context);
 
 // Base's capture of one sample on the current thread, for a tier's signal callback: fills
 // a ring slot with time, CPU time, native frames and labels, and returns it (not yet
