@@ -16,14 +16,14 @@ Mutex::~Mutex() {
 void Mutex::Lock() {
   const ThreadId::NumberType self = CurrentThreadId().ToNumber();
   if (owner_.load(std::memory_order_relaxed) == self) Fatal("locked recursively");
-  mutex_.lock();
+  pthread_mutex_lock(&mutex_);
   owner_.store(self, std::memory_order_relaxed);
 }
 
 bool Mutex::TryLock() {
   const ThreadId::NumberType self = CurrentThreadId().ToNumber();
   if (owner_.load(std::memory_order_relaxed) == self) Fatal("try-locked recursively");
-  if (!mutex_.try_lock()) return false;
+  if (pthread_mutex_trylock(&mutex_) != 0) return false;
   owner_.store(self, std::memory_order_relaxed);
   return true;
 }
@@ -31,7 +31,7 @@ bool Mutex::TryLock() {
 void Mutex::Unlock() {
   if (!IsLockedOnCurrentThread()) Fatal("unlocked by a thread that does not hold it");
   owner_.store(0, std::memory_order_relaxed);
-  mutex_.unlock();
+  pthread_mutex_unlock(&mutex_);
 }
 
 void Mutex::AssertCurrentThreadOwns() const {
