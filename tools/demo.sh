@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Strata's main job (README): set-up, build everything offline, then run the demo program with
+# Strata's main job (README): set-up, build the libraries and tools offline (optimised), then run the demo program with
 # the base tier preloaded, write its profile and print a summary of it.
 #   tools/demo.sh [OUTPUT.json]     (default: strata-demo-profile.json in the current directory)
 set -euo pipefail
@@ -9,7 +9,8 @@ cd "$repo"
 tools/setup.sh
 flags=(-c opt)
 if [[ "${CI:-}" == "true" ]]; then flags+=(--config=ci); fi
-bazel build "${flags[@]}" //... //base:libstrata_base.so //tools/demo:strata_demo //tools/strata:strata
+bazel build "${flags[@]}" //base:libstrata_base.so //full:libstrata_full.so //tools/demo:strata_demo \
+  //tools/strata:strata
 bin="$(bazel info "${flags[@]}" bazel-bin 2>/dev/null)"
 
 echo "== running the demo with libstrata_base.so preloaded =="
