@@ -8,6 +8,7 @@
 #include "shared/buffer/entry_kinds.h"
 #include "shared/json/shared_libraries.h"
 #include "shared/profile/sample_entry.h"
+#include "shared/progress/proportion_value.h"
 #include "shared/symbols/elf_symbolizer.h"
 
 namespace strata {
@@ -127,10 +128,16 @@ class ProfileBuilder {
     }
   }
 
-  void Finish(GeckoProfileWriter& profile) {
+  // Splices the threads and counters in; stops early when `failure` fails.
+  void Finish(GeckoProfileWriter& profile, ProgressLogger& progress, FailureLatch& failure) {
+    const uint64_t steps = threads_.size() + 1;  // The last step: counters and overhead.
+    uint64_t done = 0;
     for (const auto& [tid, state] : threads_) {
       (void)tid;
+      if (failure.Failed()) return;
       if (state.writer) profile.AddThread(*state.writer);
+      if (!profile.ok()) failure.SetFailure(profile.error());
+      progress.SetLocalProgress(++done, steps);
     }
     for (auto& counter : counters_) {
       if (counter.writer && counter.writer->sample_count() > 0) profile.AddCounter(*counter.writer);
@@ -305,39 +312,120 @@ class ProfileBuilder {
   size_t samples_ = 0;
 };
 
+// One pass over the buffer: reports its progress by block position in [start, end) and
+// watches the failure latch, every 1/kSteps of the range; in between, one comparison per
+// entry.
+class PassProgress {
+ public:
+  static constexpr uint64_t kSteps = 256;
+
+  PassProgress(ProgressLogger& logger, FailureLatch& failure, BufferIndex start, BufferIndex end)
+      : logger_(logger), failure_(failure), start_(start),
+        total_(end > start ? end - start : 1), step_(total_ / kSteps > 0 ? total_ / kSteps : 1),
+        stopped_(failure.Failed()) {}
+
+  // False once the capture has failed: the entry is to be skipped.
+  bool At(BlockIndex block) {
+    const BufferIndex index = block.ToBufferIndex();
+    if (index >= next_) Check(index);
+    return !stopped_;
+  }
+
+ private:
+  void Check(BufferIndex index) {
+    stopped_ = failure_.Failed();
+    const uint64_t done = index > start_ ? index - start_ : 0;
+    logger_.SetLocalProgress(done, total_);  // Clamped to 1 past `end`.
+    next_ = index + step_;
+  }
+
+  ProgressLogger& logger_;
+  FailureLatch& failure_;
+  const BufferIndex start_;
+  const uint64_t total_;
+  const uint64_t step_;
+  BufferIndex next_ = 0;
+  bool stopped_;
+};
+
+// The phases' ranges in the capture's progress (profile_capture.h).
+constexpr ProportionValue kAddressesEnd = ProportionValue::FromRatio(25, 100);
+constexpr ProportionValue kSymbolsEnd = ProportionValue::FromRatio(40, 100);
+constexpr ProportionValue kThreadsEnd = ProportionValue::FromRatio(90, 100);
+constexpr ProportionValue kSpliceEnd = ProportionValue::FromRatio(97, 100);
+
 }  // namespace
 
 bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, JsonWriter& out,
                   std::string* error) {
+  FailureLatch own_failure;
+  FailureLatch& failure = inputs.failure ? *inputs.failure : own_failure;
+  ProgressLogger no_progress;
+  ProgressLogger& progress = inputs.progress ? *inputs.progress : no_progress;
+  auto latch_writer_error = [&](const GeckoProfileWriter& profile) {
+    if (!profile.ok()) failure.SetFailure(profile.error());
+  };
+
   ProfileBuilder builder(inputs);
-  builder.libs() = CollectSharedLibraries();
   // Writing goes on during capture: the second pass stops where the first one did, so every
   // sample written has had its addresses resolved (and the capture's own samples are left
   // out).
   BlockIndex last_block;
-  buffer.ReadEach([&](EntryReader& reader) {
-    last_block = reader.CurrentBlockIndex();
-    builder.NoteAddresses(reader);
-  });
-  builder.ResolveAddresses();
+  {
+    ProgressLogger phase = progress.CreateSubLogger(ProportionValue::Zero(), kAddressesEnd,
+                                                    "capture: collecting addresses");
+    builder.libs() = CollectSharedLibraries();
+    const ChunkedBuffer::State state = buffer.GetState();
+    PassProgress pass(phase, failure, state.range_start, state.range_end);
+    buffer.ReadEach([&](EntryReader& reader) {
+      last_block = reader.CurrentBlockIndex();
+      if (pass.At(last_block)) builder.NoteAddresses(reader);
+    });
+  }
+  if (!failure.Failed()) {
+    ProgressLogger phase =
+        progress.CreateSubLogger(kAddressesEnd, kSymbolsEnd, "capture: symbolicating");
+    builder.ResolveAddresses();
+  }
 
   GeckoProfileWriter profile(out, inputs.meta);
-  profile.WriteLibs(builder.libs());
-  buffer.ReadEach([&](EntryReader& reader) {
-    if (reader.CurrentBlockIndex() <= last_block) builder.AddEntry(reader);
-  });
-  builder.Finish(profile);
-  const ChunkedBuffer::State state = buffer.GetState();
-  profile.WriteProfilingLog(CurrentProcessId(), [&](JsonWriter& w) {
-    if (inputs.profiling_log) inputs.profiling_log(w);
-    w.UintProperty("bufferBlocksPushed", state.pushed_block_count);
-    w.UintProperty("bufferBlocksCleared", state.cleared_block_count);
-    w.UintProperty("bufferFailedWrites", state.failed_put_count);
-    w.UintProperty("bufferChunksTaken", state.chunks_taken);
-  });
-  profile.Finish();
-  if (!profile.ok()) {
-    if (error) *error = profile.error();
+  if (!failure.Failed()) {
+    ProgressLogger phase =
+        progress.CreateSubLogger(kSymbolsEnd, kThreadsEnd, "capture: writing threads");
+    profile.WriteLibs(builder.libs());
+    latch_writer_error(profile);
+    const ChunkedBuffer::State state = buffer.GetState();
+    PassProgress pass(phase, failure, state.range_start, last_block.ToBufferIndex() + 1);
+    buffer.ReadEach([&](EntryReader& reader) {
+      const BlockIndex block = reader.CurrentBlockIndex();
+      if (block <= last_block && pass.At(block)) builder.AddEntry(reader);
+    });
+  }
+  if (!failure.Failed()) {
+    ProgressLogger phase =
+        progress.CreateSubLogger(kThreadsEnd, kSpliceEnd, "capture: splicing threads");
+    builder.Finish(profile, phase, failure);
+    latch_writer_error(profile);
+  }
+  {
+    ProgressLogger phase =
+        progress.CreateSubLogger(kSpliceEnd, ProportionValue::One(), "capture: finishing");
+    if (!failure.Failed()) {
+      const ChunkedBuffer::State state = buffer.GetState();
+      profile.WriteProfilingLog(CurrentProcessId(), [&](JsonWriter& w) {
+        if (inputs.profiling_log) inputs.profiling_log(w);
+        w.UintProperty("bufferBlocksPushed", state.pushed_block_count);
+        w.UintProperty("bufferBlocksCleared", state.cleared_block_count);
+        w.UintProperty("bufferFailedWrites", state.failed_put_count);
+        w.UintProperty("bufferChunksTaken", state.chunks_taken);
+      });
+    }
+    // Closes the document even after a failure: it stays well-formed where the output allows.
+    profile.Finish();
+    latch_writer_error(profile);
+  }
+  if (failure.Failed()) {
+    if (error) *error = failure.Failure();
     return false;
   }
   return true;

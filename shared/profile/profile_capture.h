@@ -6,6 +6,18 @@
 // The tiers say what they know through CaptureInputs (threads, counters, marker types,
 // schemas, log fields); nothing here knows which tier runs.
 //
+// Progress (optional): CaptureInputs::progress goes from its local 0 to 1 through the
+// phases, with these locations:
+//   0    - 0.25  "capture: collecting addresses"  pass 1, by block position in the buffer
+//   0.25 - 0.4   "capture: symbolicating"
+//   0.4  - 0.9   "capture: writing threads"       meta, libs, pass 2 by block position
+//   0.9  - 0.97  "capture: splicing threads"      thread by thread, then counters
+//   0.97 - 1     "capture: finishing"             profilingLog, closing the document
+// Failures: the first writer error is latched in CaptureInputs::failure (or a latch of the
+// call's own) and returned; a latch that fails meanwhile (another part of the caller's
+// operation, or another thread cancelling) stops the capture at its next check, every
+// 1/256 of a pass and between phases.
+//
 // Thread safety: one capture per call; the buffer may be written meanwhile (its own lock).
 // Async-signal safety: no.
 #ifndef STRATA_SHARED_PROFILE_PROFILE_CAPTURE_H_
@@ -22,6 +34,8 @@
 #include "shared/json/gecko_profile_writer.h"
 #include "shared/json/json_writer.h"
 #include "shared/profile/marker_entry.h"
+#include "shared/progress/failure_latch.h"
+#include "shared/progress/progress_logger.h"
 
 namespace strata {
 namespace profile {
@@ -52,9 +66,16 @@ struct CaptureInputs {
   std::function<const MarkerTypeFunctions*(uint8_t tag)> marker_type;
   // Extra properties of this process's profilingLog entry.
   std::function<void(JsonWriter&)> profiling_log;
+  // Reports the capture's progress (see the top of this file); null: none, at no cost. Must
+  // stay valid during the call; it is left at its local 1 (not finished).
+  ProgressLogger* progress = nullptr;
+  // Latches the capture's first failure; null: a latch of the call's own. A latch that has
+  // already failed makes the capture stop at once.
+  FailureLatch* failure = nullptr;
 };
 
-// Writes the whole profile document. False with *error set on a writer error.
+// Writes the whole profile document. False with *error set to the latched failure (the
+// first writer error, or whatever failed the caller's latch).
 bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, JsonWriter& out,
                   std::string* error);
 

@@ -1,0 +1,262 @@
+// The capture's progress and failure reporting, on a buffer filled here (the base tier's
+// in-process version is tests/frontend/capture_progress_test.cc).
+#include "shared/profile/profile_capture.h"
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "rapidjson/document.h"
+#include "shared/buffer/entry_kinds.h"
+#include "shared/buffer/local_limit_chunk_manager.h"
+
+namespace strata {
+namespace profile {
+namespace {
+
+constexpr uint8_t kCountingTag = 2;
+std::atomic<int> g_streamed{0};
+
+// When set, the 1000th payload streamed waits (up to 10 s) until this latch has failed.
+std::atomic<const FailureLatch*> g_wait_for_failure{nullptr};
+
+// A typed marker's payload: one int64 "n".
+void StreamCounting(EntryReader& reader, JsonWriter& w) {
+  if (++g_streamed == 1000) {
+    if (const FailureLatch* latch = g_wait_for_failure.load()) {
+      const TimeStamp until = TimeStamp::Now() + TimeDuration::FromMilliseconds(10000);
+      while (!latch->Failed() && TimeStamp::Now() < until) std::this_thread::yield();
+    }
+  }
+  w.IntProperty("n", reader.ReadObject<int64_t>());
+}
+const MarkerTypeFunctions kCounting = {"Counting", &StreamCounting, nullptr};
+
+__attribute__((noinline)) uint64_t OwnAddress() {
+  return reinterpret_cast<uint64_t>(__builtin_return_address(0));
+}
+
+// A buffer with `markers` markers on 4 threads, every 10th typed, every 100th with a stack.
+struct FilledBuffer {
+  explicit FilledBuffer(int markers)
+      : manager(/*max_total_bytes=*/256 << 20, /*chunk_min_buffer_bytes=*/64 << 10),
+        buffer(ThreadSafety::kThreadSafe, manager) {
+    start = TimeStamp::Now();
+    for (int i = 0; i < markers; ++i) {
+      MarkerHeader h;
+      h.thread = ThreadId::FromNumber(1000 + i % 4);
+      h.phase = MarkerPhase::kInstant;
+      h.start = start + TimeDuration::FromMicroseconds(i);
+      h.name = ProfilerString::Literal("tick");
+      if (i % 100 == 0) h.stack = {OwnAddress(), OwnAddress()};
+      if (i % 10 == 0) {
+        h.payload_tag = kCountingTag;
+        REQUIRE(buffer.PutObjects(EntryKind::kMarker, h, int64_t{i}));
+      } else {
+        REQUIRE(buffer.PutObjects(EntryKind::kMarker, h));
+      }
+    }
+  }
+
+  CaptureInputs Inputs() const {
+    CaptureInputs inputs;
+    inputs.start_time = start;
+    inputs.meta.start_time = start;
+    inputs.meta.product = "capture test";
+    inputs.process_name = "capture test";
+    inputs.marker_type = [](uint8_t tag) { return tag == kCountingTag ? &kCounting : nullptr; };
+    return inputs;
+  }
+
+  LocalLimitChunkManager manager;
+  ChunkedBuffer buffer;
+  TimeStamp start;
+};
+
+std::string Capture(const CaptureInputs& inputs, const ChunkedBuffer& buffer, bool* ok,
+                    std::string* error) {
+  ChunkedJsonWriter w;
+  *ok = WriteProfile(inputs, buffer, w, error);
+  return w.TakeString();
+}
+
+size_t MarkerCount(const std::string& json) {
+  rapidjson::Document d;
+  d.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(d.HasParseError());
+  size_t n = 0;
+  for (const auto& t : d["threads"].GetArray()) n += t["markers"]["data"].Size();
+  return n;
+}
+
+TEST_CASE("a polled capture's progress rises monotonically from 0 to 1 through the phases") {
+  const FilledBuffer filled(200000);
+  SharedProgress progress;
+  std::atomic<bool> done{false};
+  std::atomic<bool> polling{false};
+  struct Seen {
+    double progress;
+    std::string location;
+  };
+  std::vector<Seen> seen;
+  std::thread poller([&] {
+    auto look = [&] {
+      const double p = progress.Progress().ToDouble();
+      const char* l = progress.LastLocation();
+      if (seen.empty() || seen.back().progress != p || seen.back().location != (l ? l : "")) {
+        seen.push_back({p, l ? l : ""});
+      }
+    };
+    look();  // 0: nothing reported yet.
+    polling = true;
+    while (!done.load(std::memory_order_acquire)) look();
+    look();
+  });
+  while (!polling) std::this_thread::yield();
+
+  CaptureInputs inputs = filled.Inputs();
+  ProgressLogger logger(&progress);
+  inputs.progress = &logger;
+  g_streamed = 0;
+  bool ok = false;
+  std::string error;
+  const std::string json = Capture(inputs, filled.buffer, &ok, &error);
+  // Not finished by the capture: the caller's logger is at its local 1 already.
+  CHECK(logger.IsActive());
+  CHECK(progress.Progress().IsExactlyOne());
+  done = true;
+  poller.join();
+
+  REQUIRE(ok);
+  CHECK(error.empty());
+  CHECK(MarkerCount(json) == 200000);
+  CHECK(g_streamed == 20000);
+
+  REQUIRE(seen.size() >= 2);
+  CHECK(seen.front().progress == 0.0);
+  CHECK(seen.back().progress == 1.0);
+  CHECK(seen.back().location == "capture: finishing");
+  std::vector<std::string> locations;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (i > 0) REQUIRE(seen[i].progress >= seen[i - 1].progress);
+    if (!seen[i].location.empty() && (locations.empty() || locations.back() != seen[i].location)) {
+      locations.push_back(seen[i].location);
+    }
+  }
+  // Each phase's location, in order (a fast phase may be missed by the poller).
+  const std::vector<std::string> phases = {
+      "capture: collecting addresses", "capture: symbolicating", "capture: writing threads",
+      "capture: splicing threads", "capture: finishing"};
+  size_t next = 0;
+  for (const std::string& l : locations) {
+    while (next < phases.size() && phases[next] != l) ++next;
+    REQUIRE(next < phases.size());  // Known, and not out of order.
+  }
+  // The two passes report many intermediate values (1/256 steps each).
+  size_t intermediate = 0;
+  for (const Seen& s : seen) intermediate += (s.progress > 0 && s.progress < 1);
+  INFO("distinct values seen: " << seen.size());
+  CHECK(intermediate >= 10);
+}
+
+TEST_CASE("progress reporting does not change the profile") {
+  const FilledBuffer filled(5000);
+  bool ok1 = false, ok2 = false;
+  std::string error;
+  const std::string plain = Capture(filled.Inputs(), filled.buffer, &ok1, &error);
+  SharedProgress progress;
+  ProgressLogger logger(&progress);
+  FailureLatch latch;
+  CaptureInputs inputs = filled.Inputs();
+  inputs.progress = &logger;
+  inputs.failure = &latch;
+  const std::string with_progress = Capture(inputs, filled.buffer, &ok2, &error);
+  REQUIRE(ok1);
+  REQUIRE(ok2);
+  CHECK_FALSE(latch.Failed());
+  // Both captures see the same buffer, libs and meta: the documents are identical.
+  CHECK(plain == with_progress);
+}
+
+// Every write fails (a closed descriptor).
+class FailingOutput final : public JsonOutput {
+ public:
+  void Consume(std::string* chunk) override {
+    ++consumed;
+    chunk->clear();
+    SetError("write(/nowhere/p.json): Bad file descriptor");
+  }
+  int consumed = 0;
+};
+
+TEST_CASE("the first writer error is latched, returned, and stops the capture early") {
+  const FilledBuffer filled(20000);
+  FailingOutput output;
+  JsonWriter w(&output, /*chunk_size=*/64);  // The meta alone fills a chunk.
+  SharedProgress progress;
+  ProgressLogger logger(&progress);
+  FailureLatch latch;
+  CaptureInputs inputs = filled.Inputs();
+  inputs.progress = &logger;
+  inputs.failure = &latch;
+  g_streamed = 0;
+  std::string error;
+  CHECK_FALSE(WriteProfile(inputs, filled.buffer, w, &error));
+  CHECK(error == "write(/nowhere/p.json): Bad file descriptor");
+  CHECK(latch.Failure() == error);
+  CHECK(g_streamed == 0);  // Pass 2 was skipped: the output had failed before it.
+  CHECK(progress.Progress().IsExactlyOne());  // Still reaches the end.
+}
+
+TEST_CASE("a latch that failed elsewhere stops the capture, and its message is returned") {
+  const FilledBuffer filled(20000);
+  FailureLatch source;
+  FailureLatch gathering(source, "child 42: ");
+  gathering.SetFailure("stalled");
+  FailureLatch capture(source, "capture: ");
+  CaptureInputs inputs = filled.Inputs();
+  inputs.failure = &capture;
+  g_streamed = 0;
+  bool ok = true;
+  std::string error;
+  Capture(inputs, filled.buffer, &ok, &error);
+  CHECK_FALSE(ok);
+  CHECK(error == "child 42: stalled");
+  CHECK(g_streamed == 0);
+}
+
+TEST_CASE("a latch failed from another thread during the capture stops it") {
+  const FilledBuffer filled(200000);
+  FailureLatch latch;
+  SharedProgress progress;
+  ProgressLogger logger(&progress);
+  CaptureInputs inputs = filled.Inputs();
+  inputs.failure = &latch;
+  inputs.progress = &logger;
+  g_wait_for_failure = &latch;  // Pass 2 waits for the cancel at the 1000th typed marker.
+  std::thread canceller([&] {
+    // Cancel while pass 2 waits at the 1000th typed marker.
+    while (g_streamed < 1000) std::this_thread::yield();
+    latch.SetFailure("cancelled");
+  });
+  g_streamed = 0;
+  bool ok = true;
+  std::string error;
+  Capture(inputs, filled.buffer, &ok, &error);
+  canceller.join();
+  g_wait_for_failure = nullptr;
+  CHECK_FALSE(ok);
+  CHECK(error == "cancelled");
+  // Stopped within 1/256 of the pass (200000 entries: ~780, ~78 of them typed).
+  CHECK(g_streamed >= 1000);
+  CHECK(g_streamed < 1000 + 100);
+  CHECK(progress.Progress().IsExactlyOne());
+}
+
+}  // namespace
+}  // namespace profile
+}  // namespace strata
