@@ -58,8 +58,8 @@ std::atomic<size_t> g_alert_count{0};
 struct ThreadState {
   AutoStopwatch* top;               // Innermost measuring stopwatch.
   PerformanceGroup* recent_head;    // Groups that ran this iteration.
-  uint64_t outermost_cycles;        // M: outermost monitored ticks this iteration.
-  int64_t cpu_at_last_commit_ns;    // Thread CPU clock at the previous IterationDone.
+  uint64_t outermost_cycles;        // M: outermost monitored ticks in the window.
+  int64_t cpu_at_last_commit_ns;    // Thread CPU clock when the window started.
   int64_t iteration_start_ns;       // TimeStamp of the previous IterationDone.
   uint64_t iteration;               // IterationDone calls so far.
   bool baseline_valid;              // cpu_at_last_commit_ns / iteration_start_ns are set.
@@ -184,6 +184,8 @@ struct GroupAccess {
   }
   static PerformanceGroup*& NextRecent(PerformanceGroup& g) { return g.next_recent_; }
   static uint64_t& RecentCycles(PerformanceGroup& g) { return g.recent_cycles_; }
+  static uint64_t& WindowCycles(PerformanceGroup& g) { return g.window_cycles_; }
+  static int64_t& RecentNs(PerformanceGroup& g) { return g.recent_ns_; }
   static bool& Recent(PerformanceGroup& g) { return g.recent_; }
 };
 
@@ -238,7 +240,7 @@ void AutoStopwatch::Exit() {
   ThreadState& ts = t_state;
   for (uint32_t i = 0; i < count_; ++i) {
     PerformanceGroup* g = acquired_[i];
-    g->recent_cycles_ += elapsed;
+    g->window_cycles_ += elapsed;
     g->acquired_ = false;
     if (!g->recent_) {
       g->recent_ = true;
@@ -250,7 +252,6 @@ void AutoStopwatch::Exit() {
   if (prev_ == nullptr) ts.outermost_cycles += elapsed;
 }
 
-void NestedLoopEntered() { ThreadStateAccess::CancelAll(t_state); }
 
 // --- Commit and alerts ---------------------------------------------------------------------
 
@@ -301,37 +302,54 @@ void FireAlerts(const AlertList& alerts, PerformanceGroup& group, TimeDuration c
   }
 }
 
+
+// Ends the renormalisation window: converts each recent group's window cycles to CPU time
+// with the scale min(1, C / M) and adds them to its iteration cost; starts a new window.
+// One thread-CPU clock read.
+void CloseWindow(ThreadState& ts, const TscCalibration& calibration) {
+  const int64_t cpu_now = CurrentThreadCpuTime().ToNanoseconds();
+  const int64_t cpu_ns = cpu_now - ts.cpu_at_last_commit_ns;
+  ts.cpu_at_last_commit_ns = cpu_now;
+  const int64_t monitored_ns =
+      calibration.ToDuration(static_cast<int64_t>(ts.outermost_cycles)).ToNanoseconds();
+  ts.outermost_cycles = 0;
+  const double scale = (monitored_ns > cpu_ns && monitored_ns > 0)
+                           ? static_cast<double>(std::max<int64_t>(cpu_ns, 0)) /
+                                 static_cast<double>(monitored_ns)
+                           : 1.0;
+  for (PerformanceGroup* g = ts.recent_head; g != nullptr; g = GroupAccess::NextRecent(*g)) {
+    uint64_t& window = GroupAccess::WindowCycles(*g);
+    const int64_t wall_ns = calibration.ToDuration(static_cast<int64_t>(window)).ToNanoseconds();
+    GroupAccess::RecentNs(*g) += static_cast<int64_t>(static_cast<double>(wall_ns) * scale);
+    GroupAccess::RecentCycles(*g) += window;
+    window = 0;
+  }
+}
+
 }  // namespace
+
+void NestedLoopEntered() {
+  ThreadState& ts = t_state;
+  ThreadStateAccess::CancelAll(ts);
+  // The cancelled measures' CPU time must not enter the next window's scale: close the
+  // window here (what completed before keeps its renormalised cost).
+  if (ts.baseline_valid) CloseWindow(ts, ProcessTscCalibration());
+}
 
 void IterationDone() {
   ThreadState& ts = t_state;
   ThreadStateAccess::CancelAll(ts);  // The seed: release all groups.
   ++ts.iteration;
-  if (!ts.baseline_valid) {
-    TakeBaseline(ts);
-    return;
-  }
-  if (ts.recent_head == nullptr) {
+  if (!ts.baseline_valid || ts.recent_head == nullptr) {
     // Nothing ran: move the window (one CPU-clock read, as when something ran).
     TakeBaseline(ts);
+    ts.outermost_cycles = 0;
     return;
   }
-  const int64_t cpu_now = CurrentThreadCpuTime().ToNanoseconds();
+  CloseWindow(ts, ProcessTscCalibration());
   const TimeStamp end = TimeStamp::Now();
   const TimeStamp start = TimeStamp::FromNanoseconds(ts.iteration_start_ns);
-  const int64_t cpu_ns = cpu_now - ts.cpu_at_last_commit_ns;
-  ts.cpu_at_last_commit_ns = cpu_now;
   ts.iteration_start_ns = end.ToNanoseconds();
-
-  const TscCalibration& calibration = ProcessTscCalibration();
-  const int64_t monitored_ns =
-      calibration.ToDuration(static_cast<int64_t>(ts.outermost_cycles)).ToNanoseconds();
-  ts.outermost_cycles = 0;
-  // min(1, C / M): cycles split, the CPU clock bounds.
-  const double scale = (monitored_ns > cpu_ns && monitored_ns > 0)
-                           ? static_cast<double>(std::max<int64_t>(cpu_ns, 0)) /
-                                 static_cast<double>(monitored_ns)
-                           : 1.0;
 
   std::shared_ptr<const AlertList> alerts;
   if (g_alert_count.load(std::memory_order_relaxed) != 0) {
@@ -347,10 +365,9 @@ void IterationDone() {
     GroupAccess::NextRecent(*g) = nullptr;
     GroupAccess::Recent(*g) = false;
     const uint64_t cycles = GroupAccess::RecentCycles(*g);
+    const int64_t cost_ns = GroupAccess::RecentNs(*g);
     GroupAccess::RecentCycles(*g) = 0;
-    const int64_t wall_ns =
-        calibration.ToDuration(static_cast<int64_t>(cycles)).ToNanoseconds();
-    const int64_t cost_ns = static_cast<int64_t>(static_cast<double>(wall_ns) * scale);
+    GroupAccess::RecentNs(*g) = 0;
     GroupAccess::Commit(*g, cycles, cost_ns);
     if (alerts) {
       FireAlerts(*alerts, *g, TimeDuration::FromNanoseconds(cost_ns), ts, start, end);

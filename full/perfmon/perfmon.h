@@ -144,7 +144,9 @@ class PerformanceGroup {
   bool acquired_ = false;
   bool recent_ = false;  // In the thread's recent list.
   PerformanceGroup* next_recent_ = nullptr;
-  uint64_t recent_cycles_ = 0;
+  uint64_t window_cycles_ = 0;  // Since the renormalisation window started.
+  uint64_t recent_cycles_ = 0;  // Earlier windows of this iteration.
+  int64_t recent_ns_ = 0;       // Their renormalised cost.
 
   // Committed; relaxed atomics (read by snapshots on any thread).
   std::atomic<int64_t> total_cpu_ns_{0};
