@@ -20,6 +20,7 @@ namespace perfmon {
 namespace {
 
 std::atomic<bool> g_enabled{false};
+std::atomic<bool> g_per_event{false};
 std::atomic<uint64_t> g_next_group_id{1};
 
 struct Alert {
@@ -216,6 +217,22 @@ void EnableMonitoring() {
 void DisableMonitoring() { g_enabled.store(false, std::memory_order_relaxed); }
 bool IsMonitoringEnabled() { return g_enabled.load(std::memory_order_relaxed); }
 
+void SetRenormalisation(Renormalisation mode) {
+  g_per_event.store(mode == Renormalisation::kPerEvent, std::memory_order_relaxed);
+}
+
+namespace {
+void CloseWindow(ThreadState& ts, const TscCalibration& calibration);
+
+// kPerEvent: the window is the outermost stopwatch. Cycles of earlier events are already
+// folded (their windows were closed), and CPU used between events does not enter it.
+void OpenEventWindow(ThreadState& ts) {
+  ts.cpu_at_last_commit_ns = CurrentThreadCpuTime().ToNanoseconds();
+  ts.outermost_cycles = 0;
+}
+void CloseEventWindow(ThreadState& ts) { CloseWindow(ts, ProcessTscCalibration()); }
+}  // namespace
+
 // --- Stopwatch -----------------------------------------------------------------------------
 
 void AutoStopwatch::Enter(const GroupList& groups) {
@@ -232,6 +249,10 @@ void AutoStopwatch::Enter(const GroupList& groups) {
   if (__builtin_expect(!ts.baseline_valid, 0)) TakeBaseline(ts);
   prev_ = ts.top;
   ts.top = this;
+  if (prev_ == nullptr && g_per_event.load(std::memory_order_relaxed)) {
+    per_event_ = true;
+    OpenEventWindow(ts);
+  }
   start_ = ReadTscTicks();
 }
 
@@ -249,7 +270,10 @@ void AutoStopwatch::Exit() {
     }
   }
   ts.top = prev_;
-  if (prev_ == nullptr) ts.outermost_cycles += elapsed;
+  if (prev_ == nullptr) {
+    ts.outermost_cycles += elapsed;
+    if (per_event_) CloseEventWindow(ts);
+  }
 }
 
 

@@ -49,6 +49,18 @@ void BM_StopwatchGroupListThree(benchmark::State& state) {
 }
 BENCHMARK(BM_StopwatchGroupListThree);
 
+// kPerEvent renormalisation: the outermost stopwatch also reads the thread CPU clock twice.
+void BM_StopwatchPerEventOneGroup(benchmark::State& state) {
+  pm::SetRenormalisation(pm::Renormalisation::kPerEvent);
+  for (auto _ : state) {
+    pm::AutoStopwatch watch{&g_a};
+    benchmark::ClobberMemory();
+  }
+  pm::SetRenormalisation(pm::Renormalisation::kPerIteration);
+  pm::IterationDone();
+}
+BENCHMARK(BM_StopwatchPerEventOneGroup);
+
 // Only an inactive (per-item) group: nothing acquired, no rdtsc.
 void BM_StopwatchInactiveGroup(benchmark::State& state) {
   for (auto _ : state) {

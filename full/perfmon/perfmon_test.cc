@@ -182,6 +182,42 @@ TEST_CASE("Synthetic event loop: per-group CPU within 15 % of the thread CPU clo
   }
 }
 
+TEST_CASE("Per-event renormalisation: exact attribution and buckets under descheduling") {
+  Monitoring monitoring;
+  pm::SetRenormalisation(pm::Renormalisation::kPerEvent);
+  pm::IterationDone();
+  Loop loop;
+  constexpr int kIterations = 50;
+  const pm::Snapshot before = pm::TakeSnapshot();
+  for (int i = 0; i < kIterations; ++i) loop.Iteration();
+  const pm::Snapshot diff = pm::Subtract(pm::TakeSnapshot(), before);
+  pm::SetRenormalisation(pm::Renormalisation::kPerIteration);
+  const pm::GroupStats* a = diff.Find(loop.a.id());
+  const pm::GroupStats* b = diff.Find(loop.b.id());
+  const pm::GroupStats* c = diff.Find(loop.c.id());
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(c);
+  const double error_a = RelativeError(a->cpu_time, loop.truth_a);
+  const double error_b = RelativeError(b->cpu_time, loop.truth_b);
+  const double error_c = RelativeError(c->cpu_time, loop.truth_c);
+  std::printf(
+      "perfmon accuracy, per-event (wall/CPU %.2f): 0.5 ms group %.2f ms vs %.2f ms (%.1f %%), "
+      "3 ms group %.2f vs %.2f (%.1f %%), 12 ms group %.2f vs %.2f (%.1f %%)\n",
+      loop.MeanStretch(), a->cpu_time.ToMilliseconds(), loop.truth_a.ToMilliseconds(),
+      100 * error_a, b->cpu_time.ToMilliseconds(), loop.truth_b.ToMilliseconds(), 100 * error_b,
+      c->cpu_time.ToMilliseconds(), loop.truth_c.ToMilliseconds(), 100 * error_c);
+  CHECK(error_a < 0.15);
+  CHECK(error_b < 0.15);
+  CHECK(error_c < 0.15);
+  // Each event is scaled by its own CPU time: buckets exact whatever the load.
+  CHECK(a->jank[0] == 0);
+  CHECK(b->jank[1] == kIterations);
+  CHECK(b->jank[2] == 0);
+  CHECK(c->jank[3] == kIterations);
+  CHECK(c->jank[4] == 0);
+}
+
 TEST_CASE("Nested event loop cancels the outer measure; nested stopwatches do not double count") {
   Monitoring monitoring;
   pm::IterationDone();
