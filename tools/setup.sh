@@ -18,6 +18,9 @@ PACKAGES=(
   libelf-dev
   nodejs               # Node.js for the front-end import test (npm comes with it here)
   libgoogle-perftools-dev  # gperftools 2.10: CPU-profiler baseline in tests/ scenarios
+  libcli11-dev         # CLI11 2.1 (header-only): the strata command's argument parsing
+  zlib1g-dev           # zlib: .json.gz profiles and pprof output of the strata command
+  chromium             # headless browser: tests/cli loads strata's HTML report
 )
 
 missing=()

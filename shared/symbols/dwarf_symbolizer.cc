@@ -25,6 +25,13 @@
 namespace strata {
 namespace {
 
+// "memcpy@@GLIBC_2.14" -> "memcpy": symbol versions are not part of the function's name
+// (and would keep a mangled name from demangling).
+std::string WithoutVersion(const char* name) {
+  const char* at = std::strchr(name, '@');
+  return at == nullptr || at == name ? std::string(name) : std::string(name, static_cast<size_t>(at - name));
+}
+
 bool IsVdsoName(std::string_view path) {
   return path == "[vdso]" || path.rfind("linux-vdso", 0) == 0 || path.rfind("linux-gate", 0) == 0;
 }
@@ -170,12 +177,14 @@ struct DwarfModuleCache::Impl {
 
   // Appends the frames of `address` (innermost first) to `frames`.
   void Resolve(const File& file, uint64_t address) {
-    const char* symbol_name = nullptr;  // NUL-terminated in the table.
+    const char* symbol_name = nullptr;
+    std::string unversioned;
     uint64_t symbol_offset = 0;
     const size_t symbol_index = file.table.Find(address);
     if (symbol_index != ElfSymbolTable::kNotFound) {
       const ElfSymbolTable::Symbol symbol = file.table.symbol(symbol_index);
-      symbol_name = symbol.name.data();
+      unversioned = WithoutVersion(symbol.name.data());  // Names are NUL-terminated.
+      symbol_name = unversioned.c_str();
       symbol_offset = address - symbol.address;
     }
     Dwfl_Module* module = file.module;

@@ -7,7 +7,8 @@
 // (start - offset, the SharedLibrary contract). The module's file is opened once through
 // libdwfl (one Dwfl per file, reported at its own file addresses), and then:
 //   * the outermost function is the ELF symbol covering the address (.symtab, .dynsym, or
-//     the separate debug file's .symtab), demangled: the same names ElfSymbolizer gives;
+//     the separate debug file's .symtab), demangled: the same names ElfSymbolizer gives,
+//     without a symbol version ("__libc_start_main", not "__libc_start_main@@GLIBC_2.34");
 //   * DWARF scopes at the address (dwarf_getscopes) add one frame per inlined subroutine,
 //     innermost first, named by their linkage name (demangled) or DW_AT_name;
 //   * the line table gives the innermost frame's file:line; each inlined subroutine's

@@ -1,22 +1,22 @@
 #include "tools/strata/profile_summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "rapidjson/document.h"
+#include "tools/strata/function_stats.h"
 
 namespace strata {
-namespace tools {
+namespace cli {
 namespace {
 
 std::string Format(const char* format, ...) __attribute__((format(printf, 1, 2)));
 std::string Format(const char* format, ...) {
-  char buffer[512];
+  char buffer[1024];
   va_list args;
   va_start(args, format);
   vsnprintf(buffer, sizeof(buffer), format, args);
@@ -24,15 +24,12 @@ std::string Format(const char* format, ...) {
   return buffer;
 }
 
-int Column(const rapidjson::Value& table, const char* name) {
-  if (!table.HasMember("schema") || !table["schema"].HasMember(name)) return -1;
-  return table["schema"][name].GetInt();
+std::string Shorten(const std::string& s, size_t width) {
+  if (s.size() <= width) return s;
+  return s.substr(0, width - 3) + "...";
 }
 
-struct FunctionStats {
-  size_t self = 0;
-  size_t total = 0;
-};
+size_t Width(size_t wanted, size_t at_least, size_t at_most) { return std::min(at_most, std::max(at_least, wanted)); }
 
 struct MarkerStats {
   size_t count = 0;
@@ -41,128 +38,106 @@ struct MarkerStats {
   size_t with_duration = 0;
 };
 
-std::string Shorten(const std::string& s, size_t width) {
-  if (s.size() <= width) return s;
-  return s.substr(0, width - 3) + "...";
-}
-
 }  // namespace
 
-std::string SummarizeProfile(const std::string& json, size_t top_functions, std::string* error) {
-  rapidjson::Document profile;
-  profile.Parse(json.c_str(), json.size());
-  if (profile.HasParseError() || !profile.IsObject() || !profile.HasMember("threads") ||
-      !profile.HasMember("meta")) {
-    if (error) *error = "not a Gecko profile (JSON object with meta and threads expected)";
-    return std::string();
-  }
+std::string SummarizeProfile(const Profile& profile, size_t top_functions) {
+  const FunctionTimes times = ComputeFunctionTimes(profile);
+  const char* unit = times.cpu ? "CPU" : "sampled";
   std::string out;
-  const rapidjson::Value& meta = profile["meta"];
-  // threadCPUDelta's unit: "ns", "µs" or "variable CPU cycles" (meta.sampleUnits).
-  double cpu_unit_to_ms = 1e-3;
-  if (meta.HasMember("sampleUnits") && meta["sampleUnits"].HasMember("threadCPUDelta")) {
-    const std::string unit = meta["sampleUnits"]["threadCPUDelta"].GetString();
-    cpu_unit_to_ms = unit == "ns" ? 1e-6 : unit == "µs" ? 1e-3 : 0;
-  }
-  double end_ms = 0;
-  std::map<std::string, FunctionStats> functions;
-  std::map<std::string, MarkerStats> markers;
-  size_t total_samples = 0;
-  std::string thread_lines;
+  out += Format("Profile of %s: %.1f ms, %zu process(es), %zu thread(s), %zu samples, interval %.2f ms\n",
+                profile.product.empty() ? "?" : profile.product.c_str(), profile.duration(),
+                profile.processes.size(), profile.threads.size(), profile.total_samples, profile.interval_ms);
+  out += Format("Time below is %s time (%s).\n", unit,
+                times.cpu ? "per-sample CPU deltas" : "samples x interval; the profile has no CPU deltas");
 
-  for (const auto& thread : profile["threads"].GetArray()) {
-    const rapidjson::Value& strings = thread["stringTable"];
-    const rapidjson::Value& frames = thread["frameTable"];
-    const rapidjson::Value& stacks = thread["stackTable"];
-    const rapidjson::Value& samples = thread["samples"];
-    const int location = Column(frames, "location");
-    const int prefix = Column(stacks, "prefix");
-    const int frame = Column(stacks, "frame");
-    const int stack_column = Column(samples, "stack");
-    const int time_column = Column(samples, "time");
-    const int cpu_column = Column(samples, "threadCPUDelta");
-    size_t count = 0;
-    double cpu_ms = 0;
-    for (const auto& sample : samples["data"].GetArray()) {
-      ++count;
-      if (time_column >= 0 && sample[time_column].IsNumber()) {
-        end_ms = std::max(end_ms, sample[time_column].GetDouble());
-      }
-      if (cpu_column >= 0 && cpu_column < static_cast<int>(sample.Size()) &&
-          sample[cpu_column].IsNumber()) {
-        cpu_ms += sample[cpu_column].GetDouble() * cpu_unit_to_ms;
-      }
-      if (stack_column < 0 || !sample[stack_column].IsInt()) continue;
-      std::set<std::string> seen;
-      int s = sample[stack_column].GetInt();
-      bool leaf = true;
-      while (s >= 0) {
-        const auto& row = stacks["data"][s];
-        const std::string name = strings[frames["data"][row[frame].GetInt()][location].GetInt()].GetString();
-        if (leaf) functions[name].self++;
-        leaf = false;
-        if (seen.insert(name).second) functions[name].total++;
-        s = row[prefix].IsNull() ? -1 : row[prefix].GetInt();
-      }
+  // Processes.
+  size_t name_width = 7;
+  for (const Process& p : profile.processes) name_width = Width(p.name.size(), name_width, 32);
+  out += Format("\nProcesses:\n  %8s  %-*s %10s %12s %8s %9s %11s\n", "pid", static_cast<int>(name_width), "process",
+                "start ms", "duration ms", "threads", "samples", "CPU ms");
+  for (const Process& p : profile.processes) {
+    size_t samples = 0;
+    double cpu = 0;
+    for (size_t t : p.threads) {
+      samples += profile.threads[t].sample_count();
+      cpu += profile.threads[t].CpuMs();
     }
-    total_samples += count;
-    const std::string name = thread.HasMember("name") ? thread["name"].GetString() : "?";
-    const int64_t tid = thread.HasMember("tid") && thread["tid"].IsNumber() ? thread["tid"].GetInt64() : 0;
-    thread_lines += Format("  %-24s %8lld %9zu %12.1f\n", Shorten(name, 24).c_str(),
-                           static_cast<long long>(tid), count, cpu_ms);
-
-    const rapidjson::Value& marker_table = thread["markers"];
-    const int name_column = Column(marker_table, "name");
-    const int start_column = Column(marker_table, "startTime");
-    const int end_column = Column(marker_table, "endTime");
-    for (const auto& m : marker_table["data"].GetArray()) {
-      MarkerStats& stats = markers[strings[m[name_column].GetInt()].GetString()];
-      ++stats.count;
-      if (m[start_column].IsNumber() && m[end_column].IsNumber()) {
-        const double d = m[end_column].GetDouble() - m[start_column].GetDouble();
-        stats.total_ms += d;
-        stats.max_ms = std::max(stats.max_ms, d);
-        ++stats.with_duration;
-      }
-      if (m[end_column].IsNumber()) end_ms = std::max(end_ms, m[end_column].GetDouble());
-    }
+    out += Format("  %8lld  %-*s %10.1f %12.1f %8zu %9zu %11.1f\n", static_cast<long long>(p.pid),
+                  static_cast<int>(name_width), Shorten(p.name, name_width).c_str(), p.start_time,
+                  p.end_time - p.start_time, p.threads.size(), samples, cpu);
   }
 
-  const std::string product = meta.HasMember("product") ? meta["product"].GetString() : "";
-  const double interval = meta.HasMember("interval") ? meta["interval"].GetDouble() : 0;
-  const size_t processes = 1 + (profile.HasMember("processes") ? profile["processes"].Size() : 0);
-  out += Format("Profile of %s: %.0f ms, %zu process(es), %zu thread(s), %zu samples, interval %.2f ms\n\n",
-                product.c_str(), end_ms, processes, static_cast<size_t>(profile["threads"].Size()), total_samples, interval);
-  out += Format("  %-24s %8s %9s %12s\n", "thread", "tid", "samples", "CPU ms");
-  out += thread_lines;
+  // Threads.
+  size_t thread_width = 6;
+  for (const Thread& t : profile.threads) thread_width = Width(t.name.size(), thread_width, 28);
+  out += Format("\nThreads:\n  %8s %8s  %-*s %9s %11s %7s\n", "pid", "tid", static_cast<int>(thread_width), "thread",
+                "samples", "CPU ms", "CPU %");
+  for (const Thread& t : profile.threads) {
+    const double end = std::isnan(t.unregister_time) ? profile.processes[t.process].end_time : t.unregister_time;
+    const double life = end - t.register_time;
+    const double cpu = t.CpuMs();
+    out += Format("  %8lld %8lld  %-*s %9zu %11.1f %6.1f%%\n", static_cast<long long>(t.pid),
+                  static_cast<long long>(t.tid), static_cast<int>(thread_width),
+                  Shorten(t.name, thread_width).c_str(), t.sample_count(), cpu,
+                  life > 0 && t.has_cpu() ? 100.0 * cpu / life : 0.0);
+  }
 
-  std::vector<std::pair<std::string, FunctionStats>> sorted(functions.begin(), functions.end());
-  auto print_top = [&](const char* title, auto key) {
-    std::sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
-      return key(a.second) != key(b.second) ? key(a.second) > key(b.second) : a.first < b.first;
+  // Functions.
+  std::vector<size_t> order(times.functions.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto print_top = [&](const char* title, bool by_self) {
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const double ka = by_self ? times.functions[a].self : times.functions[a].total;
+      const double kb = by_self ? times.functions[b].self : times.functions[b].total;
+      return ka != kb ? ka > kb : profile.functions[a].name < profile.functions[b].name;
     });
-    out += Format("\nTop functions by %s samples:\n  %7s %7s  %s\n", title, "self", "total", "function");
-    for (size_t i = 0; i < sorted.size() && i < top_functions; ++i) {
-      if (key(sorted[i].second) == 0) break;
-      out += Format("  %6.1f%% %6.1f%%  %s\n", 100.0 * sorted[i].second.self / std::max<size_t>(1, total_samples),
-                    100.0 * sorted[i].second.total / std::max<size_t>(1, total_samples),
-                    Shorten(sorted[i].first, 100).c_str());
+    out += Format("\nTop functions by %s %s time:\n  %10s %7s %10s %7s %9s  %s\n", title, unit, "self ms", "self",
+                  "total ms", "total", "samples", "function");
+    const double all = std::max(times.total, 1e-12);
+    for (size_t i = 0; i < order.size() && i < top_functions; ++i) {
+      const FunctionTime& f = times.functions[order[i]];
+      if ((by_self ? f.self : f.total) <= 0) break;
+      const Function& function = profile.functions[order[i]];
+      std::string name = Shorten(function.name, 90);
+      if (!function.library.empty()) name += "  [" + function.library + "]";
+      out += Format("  %10.1f %6.1f%% %10.1f %6.1f%% %9zu  %s\n", f.self, 100.0 * f.self / all, f.total,
+                    100.0 * f.total / all, f.total_samples, name.c_str());
     }
   };
-  print_top("self", [](const FunctionStats& f) { return f.self; });
-  print_top("total", [](const FunctionStats& f) { return f.total; });
+  print_top("self", true);
+  print_top("total", false);
 
-  out += Format("\nMarkers:\n  %-32s %7s %12s %10s\n", "name", "count", "total ms", "max ms");
-  for (const auto& [name, stats] : markers) {
-    if (stats.with_duration > 0) {
-      out += Format("  %-32s %7zu %12.2f %10.2f\n", Shorten(name, 32).c_str(), stats.count,
-                    stats.total_ms, stats.max_ms);
+  // Markers.
+  std::map<std::string, MarkerStats> markers;
+  for (const Thread& t : profile.threads) {
+    for (const Marker& m : t.markers) {
+      MarkerStats& s = markers[m.name];
+      ++s.count;
+      if (!std::isnan(m.start) && !std::isnan(m.end)) {
+        const double d = m.end - m.start;
+        s.total_ms += d;
+        s.max_ms = std::max(s.max_ms, d);
+        ++s.with_duration;
+      }
+    }
+  }
+  size_t marker_width = 4;
+  for (const auto& [name, s] : markers) marker_width = Width(name.size(), marker_width, 40);
+  out += Format("\nMarkers:%s\n", markers.empty() ? " none" : "");
+  if (!markers.empty()) {
+    out += Format("  %-*s %8s %12s %10s\n", static_cast<int>(marker_width), "name", "count", "total ms", "max ms");
+  }
+  for (const auto& [name, s] : markers) {
+    if (s.with_duration > 0) {
+      out += Format("  %-*s %8zu %12.2f %10.2f\n", static_cast<int>(marker_width),
+                    Shorten(name, marker_width).c_str(), s.count, s.total_ms, s.max_ms);
     } else {
-      out += Format("  %-32s %7zu %12s %10s\n", Shorten(name, 32).c_str(), stats.count, "-", "-");
+      out += Format("  %-*s %8zu %12s %10s\n", static_cast<int>(marker_width), Shorten(name, marker_width).c_str(),
+                    s.count, "-", "-");
     }
   }
   return out;
 }
 
-}  // namespace tools
+}  // namespace cli
 }  // namespace strata

@@ -1,58 +1,266 @@
-// The `strata` command line. Commands grow with issue 7; for now:
-//   strata summary FILE [--top N]     a terminal summary of a profile
-#include <cerrno>
+// The `strata` command line (docs/cli.md):
+//   strata record [-o FILE] [-i MS] [--features ...] [--filters ...] [--no-children] -- CMD ARGS
+//   strata symbolicate FILE [-o OUT]
+//   strata summary FILE... [--top N]
+//   strata convert FILE --to chrome|pprof|collapsed -o OUT
+//   strata report FILE [-o report.html]
+// Arguments are parsed with CLI11 (Debian libcli11-dev, header-only).
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "CLI/CLI.hpp"
+#include "rapidjson/document.h"
+#include "shared/symbols/dwarf_symbolizer.h"
+#include "tools/strata/convert.h"
+#include "tools/strata/profile_io.h"
+#include "tools/strata/profile_merge.h"
+#include "tools/strata/profile_model.h"
 #include "tools/strata/profile_summary.h"
+#include "tools/strata/record.h"
+#include "tools/strata/report.h"
 
+namespace strata {
+namespace cli {
 namespace {
 
-int Usage() {
-  std::fprintf(stderr,
-               "usage: strata summary FILE [--top N]\n"
-               "  summary   threads, samples, CPU, top functions and markers of a profile\n");
-  return 2;
+constexpr const char* kFeatureNames[] = {"stackwalk", "threads", "cpu", "precise", "framepointers", "rawaddresses"};
+
+// CLI11 check for --features: a comma list of known names, each optionally with '-'.
+std::string CheckFeatures(const std::string& value) {
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string::npos) comma = value.size();
+    std::string item = value.substr(start, comma - start);
+    if (!item.empty() && item[0] == '-') item.erase(0, 1);
+    bool known = item.empty();
+    for (const char* name : kFeatureNames) known = known || item == name;
+    if (!known) {
+      std::string list;
+      for (const char* name : kFeatureNames) list += std::string(list.empty() ? "" : ", ") + name;
+      return "unknown feature '" + item + "' (known: " + list + "; '-name' removes one)";
+    }
+    start = comma + 1;
+  }
+  return "";
 }
 
-bool ReadFile(const char* path, std::string* contents) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *contents = s.str();
-  return true;
-}
-
-int Summary(int argc, char** argv) {
-  if (argc < 1) return Usage();
-  size_t top = 15;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--top") == 0) top = static_cast<size_t>(std::atoi(argv[i + 1]));
-  }
-  std::string json;
-  if (!ReadFile(argv[0], &json)) {
-    std::fprintf(stderr, "strata: cannot read %s: %s\n", argv[0], std::strerror(errno));
-    return 1;
-  }
+int RunSymbolicate(const std::string& input, std::string output) {
+  if (output.empty()) output = input;
+  rapidjson::Document document;
   std::string error;
-  const std::string text = strata::tools::SummarizeProfile(json, top, &error);
-  if (text.empty()) {
-    std::fprintf(stderr, "strata: %s: %s\n", argv[0], error.c_str());
+  if (!LoadProfileDocument(input, &document, &error)) {
+    std::fprintf(stderr, "strata symbolicate: %s\n", error.c_str());
     return 1;
   }
-  std::fputs(text.c_str(), stdout);
+  if (!HasRawAddresses(document)) {
+    std::fprintf(stderr, "strata symbolicate: %s has no raw addresses (already symbolicated)%s\n", input.c_str(),
+                 output == input ? "" : "; writing it unchanged");
+    if (output == input) return 0;
+  }
+  auto cache = std::make_shared<DwarfModuleCache>();
+  SymbolicateStats stats;
+  SymbolicateProfile(&document, [&](std::vector<SharedLibrary> libs) -> std::unique_ptr<Symbolizer> {
+    return std::make_unique<DwarfSymbolizer>(std::move(libs), cache);
+  }, &stats);
+  uint64_t bytes = 0;
+  if (!WriteJsonAtomically(output, document, &bytes, &error)) {
+    std::fprintf(stderr, "strata symbolicate: %s\n", error.c_str());
+    return 1;
+  }
+  const DwarfModuleCache::Stats files = cache->GetStats();
+  std::fprintf(stderr,
+               "strata symbolicate: %s: %zu of %zu addresses named (%zu with file:line, %zu inline frames) from %zu "
+               "files (%zu with DWARF)\n",
+               output.c_str(), stats.named, stats.lookups, stats.with_line, stats.inline_frames, files.files,
+               files.files_with_dwarf);
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc < 2) return Usage();
-  if (std::strcmp(argv[1], "summary") == 0) return Summary(argc - 2, argv + 2);
-  return Usage();
+bool LoadModel(const std::string& command, const std::string& path, Profile* profile) {
+  rapidjson::Document document;
+  std::string error;
+  if (!LoadProfileDocument(path, &document, &error)) {
+    std::fprintf(stderr, "strata %s: %s\n", command.c_str(), error.c_str());
+    return false;
+  }
+  if (!LoadProfileModel(document, profile, &error)) {
+    std::fprintf(stderr, "strata %s: %s: %s\n", command.c_str(), path.c_str(), error.c_str());
+    return false;
+  }
+  return true;
 }
+
+int RunSummary(const std::vector<std::string>& files, size_t top) {
+  int status = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    Profile profile;
+    if (!LoadModel("summary", files[i], &profile)) {
+      status = 1;
+      continue;
+    }
+    if (files.size() > 1) std::printf("%s== %s ==\n", i > 0 ? "\n" : "", files[i].c_str());
+    std::fputs(SummarizeProfile(profile, top).c_str(), stdout);
+  }
+  return status;
+}
+
+int RunConvert(const std::string& input, const std::string& format, const std::string& output) {
+  Profile profile;
+  if (!LoadModel("convert", input, &profile)) return 1;
+  std::string error;
+  ConvertStats stats;
+  bool ok = false;
+  if (format == "chrome") {
+    ok = WriteChromeTrace(profile, output, &stats, &error);
+  } else if (format == "pprof") {
+    ok = WritePprof(profile, output, &stats, &error);
+  } else {
+    ok = WriteCollapsed(profile, output, &stats, &error);
+  }
+  if (!ok) {
+    std::fprintf(stderr, "strata convert: %s\n", error.c_str());
+    return 1;
+  }
+  if (output != "-") {
+    std::fprintf(stderr, "strata convert: %s: %zu samples, %s\n", output.c_str(), stats.samples,
+                 HumanBytes(stats.bytes).c_str());
+  }
+  return 0;
+}
+
+int RunReport(const std::string& input, const std::string& output, const ReportOptions& options) {
+  Profile profile;
+  if (!LoadModel("report", input, &profile)) return 1;
+  std::string error;
+  uint64_t bytes = 0;
+  if (!WriteReport(profile, input, options, output, &bytes, &error)) {
+    std::fprintf(stderr, "strata report: %s\n", error.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "strata report: %s (%s)\n", output.c_str(), HumanBytes(bytes).c_str());
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"strata: record, symbolicate, summarise, report and convert profiles (Gecko profile JSON)", "strata"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every subcommand");
+
+  // record
+  RecordOptions record;
+  CLI::App* record_command = app.add_subcommand(
+      "record",
+      "Run a command with the profiler preloaded into it and every process it starts; write one "
+      "multi-process profile. The exit status is the command's.");
+  record_command->add_option("-o,--output", record.output, "Profile to write; .json.gz compresses")
+      ->capture_default_str();
+  record_command->add_option("-i,--interval", record.interval_ms, "Sampling interval in milliseconds (0.05-1000)")
+      ->check(CLI::Range(0.05, 1000.0));
+  record_command->add_option("--features", record.features,
+                             "Features added to the defaults, comma-separated, '-name' removes one: stackwalk, "
+                             "threads, cpu, precise, framepointers, rawaddresses")
+      ->check(CLI::Validator(CheckFeatures, "LIST"));
+  record_command->add_option("--filters", record.filters,
+                             "Profile only threads whose name contains one of these (comma-separated)");
+  record_command->add_option("--buffer-mb", record.buffer_mb, "Buffer limit per process in MiB (1-4096)")
+      ->check(CLI::Range(1, 4096));
+  bool no_children = false;
+  record_command->add_flag("--no-children", no_children, "Profile the command's own process only");
+  bool no_symbolicate = false;
+  record_command->add_flag("--no-symbolicate", no_symbolicate,
+                           "Keep the names the processes found themselves (ELF symbols, no inline frames or "
+                           "file:line) instead of recording raw addresses and symbolicating them with DWARF");
+  record_command->add_option("--lib", record.base_library, "libstrata_base.so to preload (default: next to strata)");
+  record_command->add_flag("-q,--quiet", record.quiet, "No messages but errors");
+  record_command->prefix_command();
+  record_command->footer("Usage: strata record [OPTIONS] -- CMD [ARGS...]");
+
+  // symbolicate
+  std::string symbolicate_input, symbolicate_output;
+  CLI::App* symbolicate_command = app.add_subcommand(
+      "symbolicate", "Replace raw native addresses (0x...) by function names, inline frames and file:line (DWARF)");
+  symbolicate_command->add_option("FILE", symbolicate_input, "Profile (.json or .json.gz)")->required();
+  symbolicate_command->add_option("-o,--output", symbolicate_output, "Where to write (default: FILE itself)");
+
+  // summary
+  std::vector<std::string> summary_files;
+  size_t top = 15;
+  CLI::App* summary_command = app.add_subcommand(
+      "summary", "Duration, processes, threads with samples and CPU, top functions, markers");
+  summary_command->add_option("FILE", summary_files, "Profiles")->required();
+  summary_command->add_option("--top", top, "How many functions to list")->capture_default_str();
+
+  // convert
+  std::string convert_input, convert_format, convert_output;
+  CLI::App* convert_command =
+      app.add_subcommand("convert", "Convert a profile to Chrome trace JSON, pprof or collapsed stacks");
+  convert_command->add_option("FILE", convert_input, "Profile")->required();
+  convert_command->add_option("--to", convert_format,
+                              "chrome: Trace Event JSON (Perfetto UI, chrome://tracing); pprof: gzipped "
+                              "profile.proto; collapsed: flamegraph.pl input")
+      ->required()
+      ->check(CLI::IsMember({"chrome", "pprof", "collapsed"}));
+  convert_command->add_option("-o,--output", convert_output, "Output file ('-' for standard output)")->required();
+
+  // report
+  std::string report_input, report_output = "report.html";
+  ReportOptions report_options;
+  CLI::App* report_command = app.add_subcommand(
+      "report", "One self-contained HTML file: flame graph and timeline per thread, top functions");
+  report_command->add_option("FILE", report_input, "Profile")->required();
+  report_command->add_option("-o,--output", report_output, "HTML file to write")->capture_default_str();
+  report_command->add_option("--max-samples", report_options.max_samples,
+                             "Samples kept per thread in the timeline (more are thinned evenly)")
+      ->capture_default_str();
+
+  // `record ... -- CMD ARGS`: everything after the first "--" is the command, untouched
+  // (CLI11 would still look at it); without "--", the command starts at the first
+  // positional argument (prefix_command).
+  std::vector<std::string> command_after_dashes;
+  if (argc >= 2 && std::string(argv[1]) == "record") {
+    for (int i = 2; i < argc; ++i) {
+      if (std::string(argv[i]) == "--") {
+        command_after_dashes.assign(argv + i + 1, argv + argc);
+        argc = i;
+        break;
+      }
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  if (*record_command) {
+    std::vector<std::string> command = record_command->remaining();
+    if (!command.empty() && command[0] == "--") command.erase(command.begin());
+    if (!command.empty() && !command_after_dashes.empty()) {
+      std::fprintf(stderr, "strata record: unexpected arguments before '--': %s\n", command[0].c_str());
+      return 2;
+    }
+    if (command.empty()) command = command_after_dashes;
+    if (command.empty()) {
+      std::fprintf(stderr, "strata record: no command given\n%s", record_command->help().c_str());
+      return 2;
+    }
+    record.command = command;
+    record.children = !no_children;
+    record.symbolicate = !no_symbolicate;
+    return Record(record);
+  }
+  if (*symbolicate_command) return RunSymbolicate(symbolicate_input, symbolicate_output);
+  if (*summary_command) return RunSummary(summary_files, top);
+  if (*convert_command) return RunConvert(convert_input, convert_format, convert_output);
+  if (*report_command) return RunReport(report_input, report_output, report_options);
+  return 2;
+}
+
+}  // namespace
+}  // namespace cli
+}  // namespace strata
+
+int main(int argc, char** argv) { return strata::cli::Main(argc, argv); }

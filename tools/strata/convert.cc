@@ -1,0 +1,446 @@
+#include "tools/strata/convert.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tools/strata/function_stats.h"
+#include "tools/strata/profile_io.h"
+#include "tools/strata/progress.h"
+
+namespace strata {
+namespace cli {
+namespace {
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  out->push_back('"');
+  for (const char c : s) {
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escape[8];
+          std::snprintf(escape, sizeof(escape), "\\u%04x", static_cast<unsigned>(c));
+          *out += escape;
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+// Milliseconds -> microseconds with ns precision, no exponent, no float tail.
+void AppendMicros(std::string* out, double ms) {
+  char text[40];
+  std::snprintf(text, sizeof(text), "%.3f", ms * 1000.0);
+  *out += text;
+}
+
+std::string ProcessLabel(const Profile& profile, const Process& p) {
+  return (p.name.empty() ? profile.product : p.name) + " (" + std::to_string(p.pid) + ")";
+}
+
+bool WriteText(const std::string& path, const std::string& text, bool gzip, ConvertStats* stats, std::string* error) {
+  OutputFile file(path, gzip);
+  Progress progress("write", text.size());
+  constexpr size_t kChunk = 1 << 20;
+  for (size_t at = 0; at < text.size() && file.ok(); at += kChunk) {
+    file.Write(std::string_view(text).substr(at, kChunk));
+    progress.Set(at);
+  }
+  progress.Done();
+  if (!file.Commit()) {
+    *error = file.error();
+    return false;
+  }
+  stats->bytes = text.size();
+  return true;
+}
+
+// --- Chrome trace ---------------------------------------------------------------------------
+
+class ChromeTraceWriter {
+ public:
+  explicit ChromeTraceWriter(const Profile& profile) : profile_(profile) {}
+
+  std::string Run() {
+    out_.reserve(1 << 20);
+    out_ += "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":\"strata convert\",\"product\":";
+    AppendJsonString(&out_, profile_.product);
+    out_ += "},\"traceEvents\":[\n";
+    for (size_t pi = 0; pi < profile_.processes.size(); ++pi) {
+      const Process& p = profile_.processes[pi];
+      Metadata(p.pid, 0, "process_name", ProcessLabel(profile_, p));
+      MetadataNumber(p.pid, 0, "process_sort_index", static_cast<double>(pi));
+      for (size_t t : p.threads) {
+        const Thread& thread = profile_.threads[t];
+        Metadata(thread.pid, thread.tid, "thread_name", thread.name);
+      }
+    }
+    Progress progress("convert", profile_.threads.size());
+    for (const Thread& thread : profile_.threads) {
+      Samples(thread);
+      Markers(thread);
+      progress.Advance(1);
+    }
+    if (out_.size() >= 2 && out_[out_.size() - 2] == ',') out_.erase(out_.size() - 2, 1);
+    out_ += "]}\n";
+    return std::move(out_);
+  }
+
+ private:
+  void Begin(char phase, int64_t pid, int64_t tid) {
+    out_ += "{\"ph\":\"";
+    out_.push_back(phase);
+    out_ += "\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid);
+  }
+  void End() { out_ += "},\n"; }
+
+  void Metadata(int64_t pid, int64_t tid, const char* what, const std::string& name) {
+    Begin('M', pid, tid);
+    out_ += ",\"name\":\"";
+    out_ += what;
+    out_ += "\",\"args\":{\"name\":";
+    AppendJsonString(&out_, name);
+    out_ += "}";
+    End();
+  }
+  void MetadataNumber(int64_t pid, int64_t tid, const char* what, double value) {
+    Begin('M', pid, tid);
+    out_ += ",\"name\":\"";
+    out_ += what;
+    out_ += "\",\"args\":{\"sort_index\":" + std::to_string(static_cast<int64_t>(value)) + "}";
+    End();
+  }
+
+  void Slice(char phase, const Thread& thread, uint32_t function, double ms) {
+    Begin(phase, thread.pid, thread.tid);
+    out_ += ",\"ts\":";
+    AppendMicros(&out_, ms);
+    if (phase == 'B') {
+      const Function& f = profile_.functions[function];
+      out_ += ",\"name\":";
+      AppendJsonString(&out_, f.name);
+      out_ += ",\"cat\":";
+      AppendJsonString(&out_, f.library.empty() ? std::string("label") : f.library);
+    }
+    End();
+  }
+
+  void Samples(const Thread& thread) {
+    const double gap = std::max(100.0, 20 * profile_.interval_ms);
+    std::vector<uint32_t> open;  // Functions of the open slices, root first.
+    std::unordered_map<int32_t, std::vector<uint32_t>> stack_cache;
+    double previous = NAN;
+    auto close_to = [&](size_t depth, double at) {
+      while (open.size() > depth) {
+        Slice('E', thread, open.back(), at);
+        open.pop_back();
+      }
+    };
+    for (size_t i = 0; i < thread.sample_count(); ++i) {
+      const double t = thread.sample_time[i];
+      if (!std::isnan(previous) && t - previous > gap) close_to(0, previous + profile_.interval_ms);
+      const int32_t stack = thread.sample_stack[i];
+      static const std::vector<uint32_t> kEmpty;
+      const std::vector<uint32_t>* functions = &kEmpty;
+      if (stack >= 0) {
+        auto it = stack_cache.find(stack);
+        if (it == stack_cache.end()) {
+          if (stack_cache.size() > 100000) stack_cache.clear();
+          it = stack_cache.emplace(stack, thread.StackFunctions(stack)).first;
+        }
+        functions = &it->second;
+      }
+      size_t common = 0;
+      while (common < open.size() && common < functions->size() && open[common] == (*functions)[common]) ++common;
+      close_to(common, t);
+      for (size_t d = common; d < functions->size(); ++d) {
+        Slice('B', thread, (*functions)[d], t);
+        open.push_back((*functions)[d]);
+      }
+      previous = t;
+    }
+    if (!std::isnan(previous)) close_to(0, previous + profile_.interval_ms);
+  }
+
+  void Async(char phase, const Thread& thread, const std::string& name, uint64_t id, double ms) {
+    Begin(phase, thread.pid, thread.tid);
+    out_ += ",\"cat\":\"marker\",\"id\":" + std::to_string(id) + ",\"ts\":";
+    AppendMicros(&out_, ms);
+    out_ += ",\"name\":";
+    AppendJsonString(&out_, name);
+    End();
+  }
+
+  void Markers(const Thread& thread) {
+    const double thread_start = thread.register_time;
+    const double thread_end = std::isnan(thread.unregister_time) ? profile_.processes[thread.process].end_time
+                                                                  : thread.unregister_time;
+    std::map<std::string, std::vector<double>> open;  // IntervalStart times by name.
+    for (const Marker& m : thread.markers) {
+      switch (m.phase) {
+        case 0:
+          if (std::isnan(m.start)) break;
+          Begin('i', thread.pid, thread.tid);
+          out_ += ",\"s\":\"t\",\"cat\":\"marker\",\"ts\":";
+          AppendMicros(&out_, m.start);
+          out_ += ",\"name\":";
+          AppendJsonString(&out_, m.name);
+          End();
+          break;
+        case 1:
+          if (std::isnan(m.start) || std::isnan(m.end)) break;
+          Interval(thread, m.name, m.start, m.end);
+          break;
+        case 2:
+          if (!std::isnan(m.start)) open[m.name].push_back(m.start);
+          break;
+        case 3: {
+          if (std::isnan(m.end)) break;
+          auto& starts = open[m.name];
+          double start = thread_start;
+          if (!starts.empty()) {
+            start = starts.back();
+            starts.pop_back();
+          }
+          Interval(thread, m.name, start, m.end);
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    for (auto& [name, starts] : open) {
+      for (double start : starts) Interval(thread, name, start, std::max(start, thread_end));
+    }
+  }
+
+  void Interval(const Thread& thread, const std::string& name, double start, double end) {
+    const uint64_t id = ++next_async_id_;
+    Async('b', thread, name, id, start);
+    Async('e', thread, name, id, std::max(start, end));
+  }
+
+  const Profile& profile_;
+  std::string out_;
+  uint64_t next_async_id_ = 0;
+};
+
+// --- pprof ----------------------------------------------------------------------------------
+
+// Protocol-buffer encoding of the few shapes profile.proto needs.
+class ProtoWriter {
+ public:
+  void Varint(uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<char>((v & 0x7F) | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<char>(v));
+  }
+  void Tag(int field, int wire_type) { Varint(static_cast<uint64_t>(field) << 3 | static_cast<uint64_t>(wire_type)); }
+  // A varint field; proto3 leaves zero values out.
+  void Int(int field, int64_t v) {
+    if (v == 0) return;
+    Tag(field, 0);
+    Varint(static_cast<uint64_t>(v));
+  }
+  void Bytes(int field, std::string_view bytes) {
+    Tag(field, 2);
+    Varint(bytes.size());
+    out_.append(bytes.data(), bytes.size());
+  }
+  void Message(int field, const ProtoWriter& message) { Bytes(field, message.out_); }
+  // A packed repeated varint field.
+  template <typename T>
+  void Packed(int field, const std::vector<T>& values) {
+    if (values.empty()) return;
+    ProtoWriter packed;
+    for (const T v : values) packed.Varint(static_cast<uint64_t>(v));
+    Message(field, packed);
+  }
+  const std::string& data() const { return out_; }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class PprofBuilder {
+ public:
+  explicit PprofBuilder(const Profile& profile) : profile_(profile) { String(""); }
+
+  std::string Run() {
+    const bool cpu = ProfileHasCpu(profile_);
+    const int64_t samples_type = String("samples"), count_unit = String("count");
+    const int64_t time_type = String(cpu ? "cpu" : "time"), ns_unit = String("nanoseconds");
+    ProtoWriter out;
+    for (const auto& [type, unit] : {std::make_pair(samples_type, count_unit), std::make_pair(time_type, ns_unit)}) {
+      ProtoWriter value_type;
+      value_type.Int(1, type);
+      value_type.Int(2, unit);
+      out.Message(1, value_type);
+    }
+
+    // Samples: one per distinct (thread, stack).
+    const int64_t key_process = String("process"), key_pid = String("pid"), key_thread = String("thread"),
+                  key_tid = String("thread_id");
+    Progress progress("convert", profile_.total_samples);
+    for (const Thread& thread : profile_.threads) {
+      std::map<int32_t, std::pair<int64_t, double>> by_stack;  // stack -> (count, ns)
+      for (size_t i = 0; i < thread.sample_count(); ++i) {
+        auto& entry = by_stack[thread.sample_stack[i]];
+        entry.first += 1;
+        entry.second += SampleWeight(thread, i, cpu, profile_.interval_ms) * 1e6;
+      }
+      progress.Advance(thread.sample_count());
+      const int64_t process_name =
+          String(ProcessLabel(profile_, profile_.processes[thread.process]));
+      const int64_t thread_name = String(thread.name);
+      for (const auto& [stack, value] : by_stack) {
+        ProtoWriter sample;
+        std::vector<uint64_t> locations;
+        for (int32_t s = stack; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
+          locations.push_back(LocationFor(thread.frames[thread.stack_frame[static_cast<size_t>(s)]]));
+        }
+        sample.Packed(1, locations);
+        sample.Packed(2, std::vector<int64_t>{value.first, std::llround(value.second)});
+        for (const auto& [key, str, num] : {std::make_tuple(key_process, process_name, int64_t{0}),
+                                            std::make_tuple(key_pid, int64_t{0}, thread.pid),
+                                            std::make_tuple(key_thread, thread_name, int64_t{0}),
+                                            std::make_tuple(key_tid, int64_t{0}, thread.tid)}) {
+          ProtoWriter label;
+          label.Int(1, key);
+          label.Int(2, str);
+          label.Int(3, num);
+          sample.Message(3, label);
+        }
+        out.Message(2, sample);
+      }
+    }
+
+    for (size_t i = 0; i < location_keys_.size(); ++i) {
+      ProtoWriter location;
+      location.Int(1, static_cast<int64_t>(i + 1));
+      ProtoWriter line;
+      line.Int(1, static_cast<int64_t>(location_keys_[i].first));
+      line.Int(2, location_keys_[i].second);
+      location.Message(4, line);
+      out.Message(4, location);
+    }
+    for (size_t i = 0; i < function_ids_.size(); ++i) {
+      const Function& f = profile_.functions[function_ids_[i]];
+      ProtoWriter function;
+      function.Int(1, static_cast<int64_t>(i + 1));
+      const int64_t name = String(f.name);
+      function.Int(2, name);
+      function.Int(3, name);
+      function.Int(4, String(f.file));
+      out.Message(5, function);
+    }
+    const int64_t comment = String("converted by strata from a Gecko profile of " + profile_.product);
+    for (const std::string& s : strings_) out.Bytes(6, s);
+    out.Int(9, static_cast<int64_t>(std::llround((profile_.start_epoch_ms + profile_.start_time) * 1e6)));
+    out.Int(10, static_cast<int64_t>(std::llround(profile_.duration() * 1e6)));
+    ProtoWriter period_type;
+    period_type.Int(1, time_type);
+    period_type.Int(2, ns_unit);
+    out.Message(11, period_type);
+    out.Int(12, static_cast<int64_t>(std::llround(profile_.interval_ms * 1e6)));
+    out.Packed(13, std::vector<int64_t>{comment});
+    out.Int(14, time_type);
+    return out.Take();
+  }
+
+ private:
+  // Strings must all be interned before the string table is written (it is written last).
+  int64_t String(const std::string& s) {
+    auto [it, inserted] = string_ids_.emplace(s, static_cast<int64_t>(strings_.size()));
+    if (inserted) strings_.push_back(s);
+    return it->second;
+  }
+
+  uint64_t LocationFor(const Frame& frame) {
+    auto f = function_index_.find(frame.function);
+    if (f == function_index_.end()) {
+      f = function_index_.emplace(frame.function, function_ids_.size() + 1).first;
+      function_ids_.push_back(frame.function);
+    }
+    const std::pair<uint64_t, int64_t> key(f->second, frame.line);
+    auto [it, inserted] = location_index_.emplace(key, location_keys_.size() + 1);
+    if (inserted) location_keys_.push_back(key);
+    return it->second;
+  }
+
+  const Profile& profile_;
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, int64_t> string_ids_;
+  std::unordered_map<uint32_t, uint64_t> function_index_;  // Profile function -> pprof id.
+  std::vector<uint32_t> function_ids_;                     // pprof id - 1 -> profile function.
+  std::map<std::pair<uint64_t, int64_t>, uint64_t> location_index_;
+  std::vector<std::pair<uint64_t, int64_t>> location_keys_;  // id - 1 -> (function id, line)
+};
+
+// --- collapsed ------------------------------------------------------------------------------
+
+std::string Sanitized(std::string s) {
+  for (char& c : s) {
+    if (c == ';') c = ':';
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string ChromeTraceJson(const Profile& profile) { return ChromeTraceWriter(profile).Run(); }
+
+std::string PprofProtobuf(const Profile& profile) { return PprofBuilder(profile).Run(); }
+
+std::string CollapsedStacks(const Profile& profile) {
+  std::map<std::string, uint64_t> lines;
+  for (const Thread& thread : profile.threads) {
+    const std::string prefix = Sanitized(ProcessLabel(profile, profile.processes[thread.process])) + ";" +
+                               Sanitized(thread.name + " (" + std::to_string(thread.tid) + ")");
+    std::map<int32_t, uint64_t> counts;
+    for (int32_t s : thread.sample_stack) counts[s]++;
+    for (const auto& [stack, count] : counts) {
+      std::string line = prefix;
+      if (stack >= 0) {
+        for (uint32_t f : thread.StackFunctions(stack)) line += ";" + Sanitized(profile.functions[f].name);
+      }
+      lines[line] += count;
+    }
+  }
+  std::string out;
+  for (const auto& [line, count] : lines) out += line + " " + std::to_string(count) + "\n";
+  return out;
+}
+
+bool WriteChromeTrace(const Profile& profile, const std::string& path, ConvertStats* stats, std::string* error) {
+  stats->samples = profile.total_samples;
+  return WriteText(path, ChromeTraceJson(profile), WantsGzip(path), stats, error);
+}
+
+bool WritePprof(const Profile& profile, const std::string& path, ConvertStats* stats, std::string* error) {
+  stats->samples = profile.total_samples;
+  return WriteText(path, PprofProtobuf(profile), true, stats, error);
+}
+
+bool WriteCollapsed(const Profile& profile, const std::string& path, ConvertStats* stats, std::string* error) {
+  stats->samples = profile.total_samples;
+  return WriteText(path, CollapsedStacks(profile), WantsGzip(path), stats, error);
+}
+
+}  // namespace cli
+}  // namespace strata

@@ -1,0 +1,571 @@
+#include "tools/strata/profile_merge.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "shared/json/location.h"
+#include "tools/strata/progress.h"
+
+namespace strata {
+namespace cli {
+namespace {
+
+using rapidjson::SizeType;
+using rapidjson::Value;
+using Allocator = rapidjson::Document::AllocatorType;
+
+int Column(const Value& table, const char* name) {
+  if (!table.IsObject() || !table.HasMember("schema") || !table["schema"].IsObject()) return -1;
+  const Value& schema = table["schema"];
+  if (!schema.HasMember(name) || !schema[name].IsInt()) return -1;
+  return schema[name].GetInt();
+}
+
+// Row cell or nullptr.
+Value* Cell(Value& row, int column) {
+  if (column < 0 || !row.IsArray() || static_cast<SizeType>(column) >= row.Size()) return nullptr;
+  return &row[static_cast<SizeType>(column)];
+}
+
+bool IsTable(const Value& thread, const char* name) {
+  return thread.HasMember(name) && thread[name].IsObject() && thread[name].HasMember("data") &&
+         thread[name]["data"].IsArray();
+}
+
+double StartTimeOf(const Value& profile) {
+  const Value& meta = profile["meta"];
+  return meta.HasMember("startTime") && meta["startTime"].IsNumber() ? meta["startTime"].GetDouble() : 0;
+}
+
+bool IsProfile(const Value& v) {
+  return v.IsObject() && v.HasMember("meta") && v["meta"].IsObject() && v.HasMember("threads") &&
+         v["threads"].IsArray();
+}
+
+// Moves `profile`'s sub-processes (recursively) out of it into `out`, after it.
+void Flatten(Value&& profile, std::vector<Value>* out) {
+  Value subprocesses(rapidjson::kArrayType);
+  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
+    subprocesses = std::move(profile["processes"]);
+    profile.RemoveMember("processes");
+  }
+  out->push_back(std::move(profile));
+  for (Value& child : subprocesses.GetArray()) {
+    if (IsProfile(child)) Flatten(std::move(child), out);
+  }
+}
+
+// Calls fn(process_profile) for the parent and each sub-process (recursively).
+template <typename Fn>
+void ForEachProcess(Value& profile, const Fn& fn) {
+  fn(profile);
+  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
+    for (Value& child : profile["processes"].GetArray()) {
+      if (IsProfile(child)) ForEachProcess(child, fn);
+    }
+  }
+}
+template <typename Fn>
+void ForEachProcess(const Value& profile, const Fn& fn) {
+  fn(profile);
+  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
+    for (const Value& child : profile["processes"].GetArray()) {
+      if (IsProfile(child)) ForEachProcess(child, fn);
+    }
+  }
+}
+
+// Rewrites category indexes of `profile`'s frames and markers through `map`.
+void RemapCategories(Value& profile, const std::vector<int>& map) {
+  auto remap = [&](Value* cell) {
+    if (cell == nullptr || !cell->IsInt()) return;
+    const int c = cell->GetInt();
+    if (c >= 0 && static_cast<size_t>(c) < map.size()) cell->SetInt(map[static_cast<size_t>(c)]);
+  };
+  for (Value& thread : profile["threads"].GetArray()) {
+    if (!thread.IsObject()) continue;
+    if (IsTable(thread, "frameTable")) {
+      const int column = Column(thread["frameTable"], "category");
+      for (Value& row : thread["frameTable"]["data"].GetArray()) remap(Cell(row, column));
+    }
+    if (IsTable(thread, "markers")) {
+      const int column = Column(thread["markers"], "category");
+      for (Value& row : thread["markers"]["data"].GetArray()) remap(Cell(row, column));
+    }
+  }
+}
+
+std::string CategoryName(const Value& category) {
+  return category.IsObject() && category.HasMember("name") && category["name"].IsString()
+             ? category["name"].GetString()
+             : std::string();
+}
+
+}  // namespace
+
+void MergeProfiles(rapidjson::Document* parent, std::vector<rapidjson::Document>* children) {
+  Allocator& allocator = parent->GetAllocator();
+  Value& parent_meta = (*parent)["meta"];
+
+  // Every sub-process, flattened: the parent's own, then each child with its own.
+  std::vector<Value> processes;
+  {
+    std::vector<Value> flat;
+    Value root_subprocesses(rapidjson::kArrayType);
+    if (parent->HasMember("processes") && (*parent)["processes"].IsArray()) {
+      root_subprocesses = std::move((*parent)["processes"]);
+    }
+    for (Value& child : root_subprocesses.GetArray()) {
+      if (IsProfile(child)) Flatten(std::move(child), &processes);
+    }
+    for (rapidjson::Document& child : *children) {
+      if (!IsProfile(child)) continue;
+      if (&child.GetAllocator() == &allocator) {
+        Flatten(std::move(static_cast<Value&>(child)), &processes);
+      } else {
+        Flatten(Value(child, allocator), &processes);
+      }
+    }
+  }
+  std::stable_sort(processes.begin(), processes.end(),
+                   [](const Value& a, const Value& b) { return StartTimeOf(a) < StartTimeOf(b); });
+
+  // Categories, unified by name into the parent's list.
+  if (!parent_meta.HasMember("categories") || !parent_meta["categories"].IsArray()) {
+    parent_meta.RemoveMember("categories");
+    parent_meta.AddMember("categories", Value(rapidjson::kArrayType), allocator);
+  }
+  Value& categories = parent_meta["categories"];
+  auto index_of = [&](const std::string& name) -> int {
+    for (SizeType i = 0; i < categories.Size(); ++i) {
+      if (CategoryName(categories[i]) == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  for (Value& process : processes) {
+    Value& meta = process["meta"];
+    if (!meta.HasMember("categories") || !meta["categories"].IsArray()) continue;
+    std::vector<int> map;
+    bool identity = true;
+    for (const Value& category : meta["categories"].GetArray()) {
+      int index = index_of(CategoryName(category));
+      if (index < 0) {
+        index = static_cast<int>(categories.Size());
+        categories.PushBack(Value(category, allocator), allocator);
+      }
+      identity = identity && index == static_cast<int>(map.size());
+      map.push_back(index);
+    }
+    if (!identity) RemapCategories(process, map);
+  }
+  for (Value& process : processes) {
+    Value& meta = process["meta"];
+    meta.RemoveMember("categories");
+    meta.AddMember("categories", Value(categories, allocator), allocator);
+  }
+
+  // Marker schemas united by name.
+  if (!parent_meta.HasMember("markerSchema") || !parent_meta["markerSchema"].IsArray()) {
+    parent_meta.RemoveMember("markerSchema");
+    parent_meta.AddMember("markerSchema", Value(rapidjson::kArrayType), allocator);
+  }
+  Value& schemas = parent_meta["markerSchema"];
+  std::set<std::string> schema_names;
+  for (const Value& schema : schemas.GetArray()) schema_names.insert(CategoryName(schema));
+  for (Value& process : processes) {
+    Value& meta = process["meta"];
+    if (!meta.HasMember("markerSchema") || !meta["markerSchema"].IsArray()) {
+      meta.RemoveMember("markerSchema");
+      meta.AddMember("markerSchema", Value(rapidjson::kArrayType), allocator);
+    }
+    for (const Value& schema : meta["markerSchema"].GetArray()) {
+      if (schema_names.insert(CategoryName(schema)).second) schemas.PushBack(Value(schema, allocator), allocator);
+    }
+  }
+
+  // The parent's profiling range covers every process.
+  const double parent_start = StartTimeOf(*parent);
+  const bool has_range = parent_meta.HasMember("profilingStartTime") && parent_meta["profilingStartTime"].IsNumber() &&
+                         parent_meta.HasMember("profilingEndTime") && parent_meta["profilingEndTime"].IsNumber();
+  if (has_range) {
+    double start = parent_meta["profilingStartTime"].GetDouble();
+    double end = parent_meta["profilingEndTime"].GetDouble();
+    for (const Value& process : processes) {
+      const Value& meta = process["meta"];
+      const double shift = StartTimeOf(process) - parent_start;
+      if (meta.HasMember("profilingStartTime") && meta["profilingStartTime"].IsNumber()) {
+        start = std::min(start, meta["profilingStartTime"].GetDouble() + shift);
+      } else {
+        start = std::min(start, shift);
+      }
+      if (meta.HasMember("profilingEndTime") && meta["profilingEndTime"].IsNumber()) {
+        end = std::max(end, meta["profilingEndTime"].GetDouble() + shift);
+      }
+    }
+    // Whole microseconds: no binary-floating-point tails from the shifts.
+    parent_meta["profilingStartTime"].SetDouble(std::floor(start * 1000) / 1000);
+    parent_meta["profilingEndTime"].SetDouble(std::ceil(end * 1000) / 1000);
+  }
+
+  // Profiling logs (keyed by pid) gathered into the parent's.
+  for (Value& process : processes) {
+    if (!process.HasMember("profilingLog") || !process["profilingLog"].IsObject()) continue;
+    if (!parent->HasMember("profilingLog") || !(*parent)["profilingLog"].IsObject()) {
+      parent->RemoveMember("profilingLog");
+      parent->AddMember("profilingLog", Value(rapidjson::kObjectType), allocator);
+    }
+    Value& log = (*parent)["profilingLog"];
+    for (auto& entry : process["profilingLog"].GetObject()) {
+      if (!log.HasMember(entry.name)) log.AddMember(Value(entry.name, allocator), Value(entry.value, allocator), allocator);
+    }
+  }
+
+  Value list(rapidjson::kArrayType);
+  list.Reserve(static_cast<SizeType>(processes.size()), allocator);
+  for (Value& process : processes) list.PushBack(std::move(process), allocator);
+  if (parent->HasMember("processes")) {
+    (*parent)["processes"] = std::move(list);
+  } else {
+    parent->AddMember("processes", std::move(list), allocator);
+  }
+}
+
+bool HasRawAddresses(const Value& profile) {
+  bool found = false;
+  ForEachProcess(profile, [&](const Value& process) {
+    for (const Value& thread : process["threads"].GetArray()) {
+      if (found || !thread.IsObject() || !thread.HasMember("stringTable") || !IsTable(thread, "frameTable")) continue;
+      const Value& strings = thread["stringTable"];
+      const int location = Column(thread["frameTable"], "location");
+      for (const Value& row : thread["frameTable"]["data"].GetArray()) {
+        if (location < 0 || !row.IsArray() || static_cast<SizeType>(location) >= row.Size()) continue;
+        const Value& l = row[static_cast<SizeType>(location)];
+        if (l.IsUint() && l.GetUint() < strings.Size() && strings[l.GetUint()].IsString() &&
+            ClassifyLocation(strings[l.GetUint()].GetString()) == LocationKind::kAddress) {
+          found = true;
+          break;
+        }
+      }
+    }
+  });
+  return found;
+}
+
+std::vector<SharedLibrary> ReadLibs(const Value& process_profile) {
+  std::vector<SharedLibrary> libs;
+  if (!process_profile.HasMember("libs") || !process_profile["libs"].IsArray()) return libs;
+  auto text = [](const Value& lib, const char* key) {
+    return lib.HasMember(key) && lib[key].IsString() ? std::string(lib[key].GetString()) : std::string();
+  };
+  for (const Value& lib : process_profile["libs"].GetArray()) {
+    if (!lib.IsObject() || !lib.HasMember("start") || !lib["start"].IsUint64() || !lib.HasMember("end") ||
+        !lib["end"].IsUint64()) {
+      continue;
+    }
+    SharedLibrary l;
+    l.start = lib["start"].GetUint64();
+    l.end = lib["end"].GetUint64();
+    l.offset = lib.HasMember("offset") && lib["offset"].IsUint64() ? lib["offset"].GetUint64() : 0;
+    l.name = text(lib, "name");
+    l.path = text(lib, "path");
+    l.debug_name = text(lib, "debugName");
+    l.debug_path = text(lib, "debugPath");
+    l.breakpad_id = text(lib, "breakpadId");
+    l.code_id = text(lib, "codeId");
+    l.arch = text(lib, "arch");
+    libs.push_back(std::move(l));
+  }
+  return libs;
+}
+
+namespace {
+
+// Symbolicates one thread of a process with `symbolizer`.
+class ThreadSymbolicator {
+ public:
+  ThreadSymbolicator(Value& thread, Allocator& allocator, Symbolizer& symbolizer, SymbolicateStats* stats)
+      : thread_(thread), allocator_(allocator), symbolizer_(symbolizer), stats_(stats) {}
+
+  void Run() {
+    if (!thread_.IsObject() || !thread_.HasMember("stringTable") || !thread_["stringTable"].IsArray() ||
+        !IsTable(thread_, "frameTable") || !IsTable(thread_, "stackTable")) {
+      return;
+    }
+    Value& strings = thread_["stringTable"];
+    Value& frame_table = thread_["frameTable"];
+    Value& frames = frame_table["data"];
+    location_ = Column(frame_table, "location");
+    if (location_ < 0) return;
+
+    // Which frames are raw addresses.
+    const SizeType frame_count = frames.Size();
+    std::vector<uint64_t> frame_address(frame_count, 0);
+    std::vector<bool> is_address(frame_count, false);
+    size_t address_frames = 0;
+    for (SizeType i = 0; i < frame_count; ++i) {
+      Value* l = Cell(frames[i], location_);
+      if (l == nullptr || !l->IsUint() || l->GetUint() >= strings.Size() || !strings[l->GetUint()].IsString()) continue;
+      const char* s = strings[l->GetUint()].GetString();
+      if (ClassifyLocation(s) != LocationKind::kAddress) continue;
+      char* end = nullptr;
+      frame_address[i] = std::strtoull(s + 2, &end, 16);
+      is_address[i] = end != s + 2;
+      address_frames += is_address[i];
+    }
+    if (address_frames == 0) return;
+    stats_->address_frames += address_frames;
+
+    Value& stack_table = thread_["stackTable"];
+    Value& stacks = stack_table["data"];
+    const int prefix_column = Column(stack_table, "prefix");
+    const int frame_column = Column(stack_table, "frame");
+    const SizeType stack_count = stacks.Size();
+    std::vector<int64_t> prefix(stack_count, -1);
+    std::vector<int64_t> frame(stack_count, -1);
+    std::vector<bool> caller(stack_count, false);
+    std::vector<bool> leaf(stack_count, false);
+    for (SizeType i = 0; i < stack_count; ++i) {
+      Value* p = Cell(stacks[i], prefix_column);
+      Value* f = Cell(stacks[i], frame_column);
+      if (p != nullptr && p->IsUint() && p->GetUint() < i) {
+        prefix[i] = p->GetUint();
+        caller[static_cast<size_t>(prefix[i])] = true;
+      }
+      if (f != nullptr && f->IsUint() && f->GetUint() < frame_count) frame[i] = f->GetUint();
+    }
+    ForEachStackReference([&](Value& cell) {
+      if (cell.IsUint() && cell.GetUint() < stack_count) leaf[cell.GetUint()] = true;
+    });
+    for (SizeType i = 0; i < stack_count; ++i) {
+      if (!caller[i]) leaf[i] = true;  // Unused or leaf-only: keep it complete.
+    }
+
+    // Look every address up once per role.
+    std::vector<uint64_t> lookups;
+    std::unordered_map<uint64_t, size_t> lookup_index;
+    auto want = [&](uint64_t address) {
+      if (lookup_index.emplace(address, lookups.size()).second) lookups.push_back(address);
+    };
+    for (SizeType i = 0; i < stack_count; ++i) {
+      if (frame[i] < 0 || !is_address[static_cast<size_t>(frame[i])]) continue;
+      const uint64_t address = frame_address[static_cast<size_t>(frame[i])];
+      if (caller[i]) want(CallerAddress(address));
+      if (leaf[i]) want(address);
+    }
+    SymbolizeResult result;
+    symbolizer_.Symbolize(lookups, &result);
+    stats_->lookups += lookups.size();
+
+    // The new frame table: every non-address frame as it was, then the symbolicated ones.
+    frame_columns_ = 0;
+    for (auto& m : frame_table["schema"].GetObject()) {
+      if (m.value.IsInt()) frame_columns_ = std::max(frame_columns_, m.value.GetInt() + 1);
+    }
+    line_column_ = Column(frame_table, "line");
+    relevant_column_ = Column(frame_table, "relevantForJS");
+    window_column_ = Column(frame_table, "innerWindowID");
+    category_column_ = Column(frame_table, "category");
+    subcategory_column_ = Column(frame_table, "subcategory");
+    Value new_frames(rapidjson::kArrayType);
+    new_frames.Reserve(frame_count, allocator_);
+    std::vector<int64_t> kept_frame(frame_count, -1);
+    for (SizeType i = 0; i < frame_count; ++i) {
+      if (is_address[i]) continue;
+      kept_frame[i] = new_frames.Size();
+      new_frames.PushBack(std::move(frames[i]), allocator_);
+    }
+    // Chains per (lookup, category of the old frame): new frame indexes, outermost first.
+    std::unordered_map<uint64_t, std::vector<uint32_t>> chains;
+    auto chain_for = [&](size_t lookup, SizeType old_frame, uint64_t original) -> const std::vector<uint32_t>& {
+      const uint64_t key = (static_cast<uint64_t>(old_frame) << 32) ^ lookup;
+      auto it = chains.find(key);
+      if (it != chains.end()) return it->second;
+      std::vector<uint32_t>& chain = chains[key];
+      const Value& old_row = frames[old_frame];  // Moved-from only for non-address frames.
+      const SymbolizedAddress& a = result.addresses[lookup];
+      const auto symbolized = result.FramesOf(lookup);
+      if (symbolized.empty()) {
+        std::string location;
+        if (a.module.empty()) {
+          location = AddressLocation(original);
+        } else {
+          char hex[32];
+          std::snprintf(hex, sizeof(hex), "+0x%llx", static_cast<unsigned long long>(a.module_offset));
+          location = NativeSymbolLocation(std::string(a.module) + hex, a.module);
+        }
+        chain.push_back(AddFrame(new_frames, strings, location, 0, old_row));
+        return chain;
+      }
+      for (size_t j = symbolized.size(); j-- > 0;) {
+        const SymbolizedFrame& f = symbolized[j];
+        std::string location = NativeSymbolLocation(f.function, a.module.empty() ? std::string_view("?") : a.module);
+        if (!f.file.empty() && f.line > 0) {
+          std::string with_file = location + " (" + std::string(f.file) + ":" + std::to_string(f.line) + ")";
+          if (ClassifyLocation(with_file) == LocationKind::kNative) location = std::move(with_file);
+        }
+        chain.push_back(AddFrame(new_frames, strings, location, f.line, old_row));
+      }
+      return chain;
+    };
+
+    // The new stack table, parents first; identical (prefix, frame) pairs shared.
+    Value new_stacks(rapidjson::kArrayType);
+    new_stacks.Reserve(stack_count, allocator_);
+    std::unordered_map<uint64_t, uint32_t> stack_ids;
+    const int stack_columns = std::max(prefix_column, frame_column) + 1;
+    auto push = [&](int64_t parent, uint32_t new_frame) -> int64_t {
+      const uint64_t key = (static_cast<uint64_t>(parent + 1) << 32) | new_frame;
+      auto [it, inserted] = stack_ids.emplace(key, new_stacks.Size());
+      if (inserted) {
+        Value row(rapidjson::kArrayType);
+        for (int c = 0; c < stack_columns; ++c) row.PushBack(Value(), allocator_);
+        if (parent >= 0) row[static_cast<SizeType>(prefix_column)].SetUint64(static_cast<uint64_t>(parent));
+        row[static_cast<SizeType>(frame_column)].SetUint(new_frame);
+        new_stacks.PushBack(std::move(row), allocator_);
+      }
+      return it->second;
+    };
+    std::vector<int64_t> as_caller(stack_count, -1);
+    std::vector<int64_t> as_leaf(stack_count, -1);
+    for (SizeType i = 0; i < stack_count; ++i) {
+      if (frame[i] < 0) continue;
+      const int64_t parent = prefix[i] >= 0 ? as_caller[static_cast<size_t>(prefix[i])] : -1;
+      const size_t f = static_cast<size_t>(frame[i]);
+      if (!is_address[f]) {
+        as_caller[i] = as_leaf[i] = push(parent, static_cast<uint32_t>(kept_frame[f]));
+        continue;
+      }
+      const uint64_t address = frame_address[f];
+      auto build = [&](uint64_t lookup_address) {
+        int64_t s = parent;
+        for (uint32_t nf : chain_for(lookup_index[lookup_address], static_cast<SizeType>(f), address)) s = push(s, nf);
+        return s;
+      };
+      if (caller[i]) as_caller[i] = build(CallerAddress(address));
+      if (leaf[i]) as_leaf[i] = build(address);
+    }
+
+    ForEachStackReference([&](Value& cell) {
+      if (cell.IsUint() && cell.GetUint() < stack_count && as_leaf[cell.GetUint()] >= 0) {
+        cell.SetUint64(static_cast<uint64_t>(as_leaf[cell.GetUint()]));
+      } else {
+        cell.SetNull();
+      }
+    });
+    frame_table["data"] = std::move(new_frames);
+    stack_table["data"] = std::move(new_stacks);
+
+    for (size_t i = 0; i < result.addresses.size(); ++i) {
+      const auto f = result.FramesOf(i);
+      if (f.empty()) continue;
+      ++stats_->named;
+      stats_->inline_frames += f.size() - 1;
+      if (f[0].line > 0) ++stats_->with_line;
+    }
+  }
+
+ private:
+  // Calls fn(cell) for every stack index in samples and marker backtraces.
+  template <typename Fn>
+  void ForEachStackReference(const Fn& fn) {
+    if (IsTable(thread_, "samples")) {
+      const int column = Column(thread_["samples"], "stack");
+      for (Value& row : thread_["samples"]["data"].GetArray()) {
+        if (Value* cell = Cell(row, column)) {
+          if (!cell->IsNull()) fn(*cell);
+        }
+      }
+    }
+    if (IsTable(thread_, "markers")) {
+      const int data = Column(thread_["markers"], "data");
+      for (Value& row : thread_["markers"]["data"].GetArray()) {
+        Value* payload = Cell(row, data);
+        if (payload == nullptr || !payload->IsObject() || !payload->HasMember("stack")) continue;
+        Value& stack = (*payload)["stack"];
+        if (!stack.IsObject() || !IsTable(stack, "samples")) continue;
+        const int column = Column(stack["samples"], "stack");
+        for (Value& sample : stack["samples"]["data"].GetArray()) {
+          if (Value* cell = Cell(sample, column)) {
+            if (!cell->IsNull()) fn(*cell);
+          }
+        }
+      }
+    }
+  }
+
+  uint32_t StringIndex(Value& strings, const std::string& s) {
+    auto [it, inserted] = string_ids_.emplace(s, strings.Size());
+    if (inserted) strings.PushBack(Value(s.c_str(), static_cast<SizeType>(s.size()), allocator_), allocator_);
+    return it->second;
+  }
+
+  uint32_t AddFrame(Value& new_frames, Value& strings, const std::string& location, uint32_t line,
+                    const Value& old_row) {
+    Value row(rapidjson::kArrayType);
+    for (int c = 0; c < frame_columns_; ++c) row.PushBack(Value(), allocator_);
+    auto set = [&](int column, Value value) {
+      if (column >= 0) row[static_cast<SizeType>(column)] = std::move(value);
+    };
+    auto copy = [&](int column) {
+      if (column >= 0 && old_row.IsArray() && static_cast<SizeType>(column) < old_row.Size()) {
+        row[static_cast<SizeType>(column)] = Value(old_row[static_cast<SizeType>(column)], allocator_);
+      }
+    };
+    set(location_, Value(StringIndex(strings, location)));
+    set(relevant_column_, Value(false));
+    set(window_column_, Value(0));
+    if (line > 0) set(line_column_, Value(line));
+    copy(category_column_);
+    copy(subcategory_column_);
+    const uint32_t index = new_frames.Size();
+    new_frames.PushBack(std::move(row), allocator_);
+    return index;
+  }
+
+  Value& thread_;
+  Allocator& allocator_;
+  Symbolizer& symbolizer_;
+  SymbolicateStats* stats_;
+  int location_ = -1;
+  int frame_columns_ = 0;
+  int line_column_ = -1;
+  int relevant_column_ = -1;
+  int window_column_ = -1;
+  int category_column_ = -1;
+  int subcategory_column_ = -1;
+  std::unordered_map<std::string, uint32_t> string_ids_;
+};
+
+}  // namespace
+
+void SymbolicateProfile(rapidjson::Document* profile, const SymbolizerFactory& make_symbolizer,
+                        SymbolicateStats* stats) {
+  Allocator& allocator = profile->GetAllocator();
+  size_t thread_total = 0;
+  ForEachProcess(static_cast<Value&>(*profile), [&](Value& process) { thread_total += process["threads"].Size(); });
+  Progress progress("symbolicate", thread_total);
+  ForEachProcess(static_cast<Value&>(*profile), [&](Value& process) {
+    std::unique_ptr<Symbolizer> symbolizer;
+    const size_t before = stats->address_frames;
+    for (Value& thread : process["threads"].GetArray()) {
+      if (!symbolizer) symbolizer = make_symbolizer(ReadLibs(process));
+      ThreadSymbolicator(thread, allocator, *symbolizer, stats).Run();
+      progress.Advance(1);
+    }
+    if (stats->address_frames > before) ++stats->processes;
+    Value& meta = process["meta"];
+    if (meta.HasMember("presymbolicated")) {
+      meta["presymbolicated"].SetBool(true);
+    } else {
+      meta.AddMember("presymbolicated", true, allocator);
+    }
+  });
+}
+
+}  // namespace cli
+}  // namespace strata

@@ -1,0 +1,71 @@
+// Merging the per-process profiles of a recorded process tree into one multi-process Gecko
+// profile, and symbolicating raw native addresses in place.
+//
+// Thread safety: none (functions that modify their documents).
+#ifndef STRATA_TOOLS_STRATA_PROFILE_MERGE_H_
+#define STRATA_TOOLS_STRATA_PROFILE_MERGE_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rapidjson/document.h"
+#include "shared/json/shared_libraries.h"
+#include "shared/symbols/symbolizer.h"
+
+namespace strata {
+namespace cli {
+
+// Puts `children` under `parent`'s "processes" (moved out of them), ordered by
+// meta.startTime; sub-processes of any input are flattened into the same list (the
+// front-end reads one level). Each process keeps its own meta.startTime (epoch ms) and its
+// times relative to it: the front-end, and our own tools (profile_model.h), shift every
+// sub-process by the difference of the start times. Also:
+//  * categories are unified by name: only the parent's list counts in the front-end, so a
+//    child whose list differs has its frame and marker category indexes remapped, and every
+//    process gets the unified list;
+//  * marker schemas of all processes are united (by name) into the parent's meta;
+//  * the parent's profilingStartTime/EndTime, when present, are widened to cover every
+//    process (otherwise the front-end would cut off children that outlive the parent).
+// The documents should share `parent`'s allocator (then moves cost nothing); otherwise the
+// children are copied.
+void MergeProfiles(rapidjson::Document* parent, std::vector<rapidjson::Document>* children);
+
+// Whether any thread of the profile (or of its sub-processes) has an unsymbolicated "0x..."
+// frame.
+bool HasRawAddresses(const rapidjson::Value& profile);
+
+struct SymbolicateStats {
+  size_t processes = 0;         // Processes with address frames.
+  size_t address_frames = 0;    // "0x..." frames before.
+  size_t lookups = 0;           // Addresses looked up (return addresses minus one, leaves as is).
+  size_t named = 0;             // ... that got a function name.
+  size_t inline_frames = 0;     // Extra frames for inlined functions.
+  size_t with_line = 0;         // Lookups whose innermost frame has file:line.
+};
+
+// Makes the symbolizer for one process from its `libs`.
+using SymbolizerFactory = std::function<std::unique_ptr<Symbolizer>(std::vector<SharedLibrary> libs)>;
+
+// The libs list of one process's profile.
+std::vector<SharedLibrary> ReadLibs(const rapidjson::Value& process_profile);
+
+// Replaces every "0x..." frame of every thread (parent and sub-processes) with the frames
+// the process's symbolizer finds: one per function, outermost first, inlined functions
+// included, each as "name (in lib) (file:line)" (or "name (in lib)" without a position)
+// with the line in the frameTable's line column, so the front-end reads them as native
+// functions of `lib`. Stacks are rebuilt (one address can become several frames); a stack
+// used as a caller is looked up at its return address minus one, one used as a leaf at the
+// address itself (both when it is both). An address in a known module without a function
+// becomes "lib+0x1a2b (in lib)"; one outside every module stays "0x...". Sample and
+// marker-backtrace stack indexes are remapped. Sets meta.presymbolicated. With a progress
+// bar on a terminal.
+void SymbolicateProfile(rapidjson::Document* profile, const SymbolizerFactory& make_symbolizer,
+                        SymbolicateStats* stats);
+
+}  // namespace cli
+}  // namespace strata
+
+#endif  // STRATA_TOOLS_STRATA_PROFILE_MERGE_H_

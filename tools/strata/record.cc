@@ -1,0 +1,528 @@
+#include "tools/strata/record.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "rapidjson/document.h"
+#include "shared/symbols/dwarf_symbolizer.h"
+#include "tools/strata/profile_io.h"
+#include "tools/strata/profile_merge.h"
+#include "tools/strata/progress.h"
+
+extern char** environ;
+
+namespace strata {
+namespace cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+std::string ExecutableDirectory() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  path[n] = '\0';
+  std::string s(path);
+  const size_t slash = s.rfind('/');
+  return slash == std::string::npos ? "." : s.substr(0, slash);
+}
+
+bool IsFile(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string Absolute(const std::string& path) {
+  char resolved[4096];
+  return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
+}
+
+std::string FindHookLibrary(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return IsFile(explicit_path) ? Absolute(explicit_path) : "";
+  if (const char* env = std::getenv("STRATA_RECORD_LIB")) return IsFile(env) ? Absolute(env) : "";
+  const std::string dir = ExecutableDirectory();
+  for (const std::string& candidate :
+       {dir + "/libstrata_record.so", dir + "/../lib/libstrata_record.so", dir + "/../lib/strata/libstrata_record.so"}) {
+    if (IsFile(candidate)) return Absolute(candidate);
+  }
+  return "";
+}
+
+// /proc/<pid>/stat: the parent pid and the command name.
+bool ReadProcStat(pid_t pid, pid_t* parent, std::string* name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const size_t open = line.find('('), close = line.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 4 > line.size()) return false;
+  *name = line.substr(open + 1, close - open - 1);
+  std::istringstream rest(line.substr(close + 2));
+  char state = 0;
+  long ppid = 0;
+  rest >> state >> ppid;
+  *parent = static_cast<pid_t>(ppid);
+  return true;
+}
+
+// Every live descendant of this process (with their names), found through /proc.
+std::map<pid_t, std::string> Descendants() {
+  std::map<pid_t, std::pair<pid_t, std::string>> all;
+  if (DIR* proc = opendir("/proc")) {
+    while (dirent* entry = readdir(proc)) {
+      char* end = nullptr;
+      const long pid = std::strtol(entry->d_name, &end, 10);
+      if (end == entry->d_name || *end != '\0') continue;
+      pid_t parent = 0;
+      std::string name;
+      if (ReadProcStat(static_cast<pid_t>(pid), &parent, &name)) all[static_cast<pid_t>(pid)] = {parent, name};
+    }
+    closedir(proc);
+  }
+  std::map<pid_t, std::string> result;
+  std::set<pid_t> frontier = {getpid()};
+  while (!frontier.empty()) {
+    std::set<pid_t> next;
+    for (const auto& [pid, info] : all) {
+      if (frontier.count(info.first) != 0 && result.emplace(pid, info.second).second) next.insert(pid);
+    }
+    frontier = std::move(next);
+  }
+  return result;
+}
+
+void SignalTree(int signal_number) {
+  for (const auto& [pid, name] : Descendants()) kill(pid, signal_number);
+}
+
+std::string SignalName(int signal_number) {
+  const char* name = sigabbrev_np(signal_number);
+  return name != nullptr ? std::string("SIG") + name : "signal " + std::to_string(signal_number);
+}
+
+std::string CommandText(const std::vector<std::string>& command) {
+  std::string text;
+  for (const std::string& word : command) {
+    if (!text.empty()) text += ' ';
+    text += word;
+  }
+  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+}
+
+// The environment of the command: ours plus the profiler's variables.
+std::vector<std::string> CommandEnvironment(const RecordOptions& options, const std::string& base,
+                                            const std::string& hook, const std::string& directory) {
+  std::map<std::string, std::string> set;
+  const char* preload = std::getenv("LD_PRELOAD");
+  const std::string original_preload = preload != nullptr ? preload : "";
+  std::string ld_preload = base;
+  if (!hook.empty()) ld_preload += ":" + hook;
+  if (!original_preload.empty()) ld_preload += ":" + original_preload;
+  set["LD_PRELOAD"] = ld_preload;
+  set["STRATA_STARTUP"] = "1";
+  set["STRATA_SHUTDOWN"] = directory + "/%p.json";
+  if (options.interval_ms > 0) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", options.interval_ms);
+    set["STRATA_STARTUP_INTERVAL"] = text;
+  }
+  std::string features = options.features;
+  if (options.symbolicate) features += std::string(features.empty() ? "" : ",") + "rawaddresses";
+  if (!features.empty()) set["STRATA_STARTUP_FEATURES"] = features;
+  if (!options.filters.empty()) set["STRATA_STARTUP_FILTERS"] = options.filters;
+  if (options.buffer_mb > 0) set["STRATA_STARTUP_BUFFER_MB"] = std::to_string(options.buffer_mb);
+  if (!hook.empty()) {
+    set["STRATA_RECORD_HOOK"] = "1";
+    set["STRATA_RECORD_PRELOAD"] = original_preload;
+    if (!options.children) set["STRATA_RECORD_ROOT_ONLY"] = "1";
+  }
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string key = entry.substr(0, entry.find('='));
+    // Our settings replace the caller's; a stray STRATA_STARTUP_* of the caller is dropped
+    // too, so that the recording has the options it was given.
+    if (set.count(key) != 0 || key.rfind("STRATA_STARTUP", 0) == 0 || key == "STRATA_RECORD_ROOT_ONLY") continue;
+    environment.push_back(entry);
+  }
+  for (const auto& [key, value] : set) environment.push_back(key + "=" + value);
+  return environment;
+}
+
+struct ProcessResult {
+  bool started = false;
+  int start_errno = 0;
+  int status = 0;  // waitpid status of the command's own process.
+  pid_t pid = 0;
+};
+
+// Runs the command and waits for its whole process tree.
+ProcessResult RunTree(const RecordOptions& options, const std::vector<std::string>& environment) {
+  ProcessResult result;
+  sigset_t waited, previous;
+  sigemptyset(&waited);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&waited, s);
+  signal(SIGCHLD, SIG_DFL);  // Not SIG_IGN: children must stay waitable.
+  sigprocmask(SIG_BLOCK, &waited, &previous);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    result.start_errno = errno;
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    return result;
+  }
+  std::vector<char*> argv, envp;
+  for (const std::string& a : options.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const std::string& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  const pid_t child = fork();
+  if (child < 0) {
+    result.start_errno = errno;
+    close(exec_pipe[0]);
+    close(exec_pipe[1]);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    return result;
+  }
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    close(exec_pipe[0]);
+    environ = envp.data();
+    execvp(argv[0], argv.data());
+    const int e = errno;
+    ssize_t ignored = write(exec_pipe[1], &e, sizeof(e));
+    (void)ignored;
+    _exit(127);
+  }
+  close(exec_pipe[1]);
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = read(exec_pipe[0], &exec_errno, sizeof(exec_errno));
+  } while (n < 0 && errno == EINTR);
+  close(exec_pipe[0]);
+  result.pid = child;
+  if (n == static_cast<ssize_t>(sizeof(exec_errno))) {
+    result.start_errno = exec_errno;
+    waitpid(child, nullptr, 0);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    return result;
+  }
+  result.started = true;
+
+  bool root_done = false;
+  bool announced_wait = false;
+  int interrupts = 0;
+  bool terminated = false;  // SIGTERM sent to the tree.
+  Clock::time_point first_interrupt;
+  for (;;) {
+    // Reap everything that ended.
+    bool none_left = false;
+    for (;;) {
+      int status = 0;
+      const pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid > 0) {
+        if (pid == child) {
+          root_done = true;
+          result.status = status;
+        }
+        continue;
+      }
+      if (pid < 0 && errno == EINTR) continue;
+      none_left = pid < 0;  // ECHILD: the whole tree is gone.
+      break;
+    }
+    if (none_left) break;
+    if (root_done && !announced_wait && !options.quiet) {
+      announced_wait = true;
+      const auto rest = Descendants();
+      std::string list;
+      for (const auto& [pid, name] : rest) {
+        if (list.size() > 200) {
+          list += ", ...";
+          break;
+        }
+        list += (list.empty() ? "" : ", ") + std::to_string(pid) + " (" + name + ")";
+      }
+      std::fprintf(stderr, "strata: %s exited; waiting for %zu process(es) it started: %s (Ctrl-C stops them)\n",
+                   CommandText(options.command).c_str(), rest.size(), list.c_str());
+    }
+    // Processes that ignore SIGINT (a shell's background jobs do) get SIGTERM, which the
+    // record hook also turns into an orderly exit, two seconds after the first interrupt.
+    if (interrupts > 0 && !terminated && Seconds(first_interrupt) > 2.0) {
+      terminated = true;
+      const auto rest = Descendants();
+      if (!rest.empty()) {
+        if (!options.quiet) {
+          std::fprintf(stderr, "strata: %zu process(es) still running after the interrupt; sending SIGTERM\n",
+                       rest.size());
+        }
+        for (const auto& [pid, name] : rest) kill(pid, SIGTERM);
+      }
+    }
+    siginfo_t info;
+    struct timespec timeout = {0, 250 * 1000 * 1000};
+    const int signal_number = sigtimedwait(&waited, &info, &timeout);
+    if (signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP) {
+      if (++interrupts == 1) first_interrupt = Clock::now();
+      if (interrupts >= 3) {
+        if (!options.quiet) std::fprintf(stderr, "strata: killing the process tree (profiles not yet saved are lost)\n");
+        SignalTree(SIGKILL);
+      } else if (interrupts == 2) {
+        if (!options.quiet) {
+          std::fprintf(stderr, "strata: %s again: sending SIGTERM to the process tree (once more kills it)\n",
+                       SignalName(signal_number).c_str());
+        }
+        terminated = true;
+        SignalTree(SIGTERM);
+      } else {
+        // From another process (kill, timeout, a supervisor): forward to the whole tree. From
+        // the terminal (si_code SI_KERNEL) the tree got it already.
+        if (info.si_code <= 0) SignalTree(signal_number);
+        if (!options.quiet) {
+          std::fprintf(stderr, "strata: %s: stopping the program; its profiles are still saved\n",
+                       SignalName(signal_number).c_str());
+        }
+      }
+    }
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  return result;
+}
+
+int ExitStatusOf(const ProcessResult& result) {
+  if (!result.started) return result.start_errno == ENOENT ? 127 : 126;
+  if (WIFEXITED(result.status)) return WEXITSTATUS(result.status);
+  if (WIFSIGNALED(result.status)) return 128 + WTERMSIG(result.status);
+  return 1;
+}
+
+void RemoveDirectory(const std::string& directory) {
+  if (DIR* dir = opendir(directory.c_str())) {
+    while (dirent* entry = readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (name != "." && name != "..") unlink((directory + "/" + name).c_str());
+    }
+    closedir(dir);
+  }
+  rmdir(directory.c_str());
+}
+
+// Profiles the processes saved: pid -> path; also counts unfinished temporary files.
+std::map<pid_t, std::string> SavedProfiles(const std::string& directory, size_t* unfinished) {
+  std::map<pid_t, std::string> profiles;
+  *unfinished = 0;
+  if (DIR* dir = opendir(directory.c_str())) {
+    while (dirent* entry = readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0 && name[0] != '.') {
+        profiles[static_cast<pid_t>(std::atol(name.c_str()))] = directory + "/" + name;
+      } else if (name.rfind(".", 0) == 0 && name.find(".tmp-") != std::string::npos) {
+        ++*unfinished;
+      }
+    }
+    closedir(dir);
+  }
+  return profiles;
+}
+
+size_t CountThreads(const rapidjson::Value& profile) {
+  size_t n = profile["threads"].Size();
+  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
+    for (const rapidjson::Value& p : profile["processes"].GetArray()) n += CountThreads(p);
+  }
+  return n;
+}
+
+size_t CountSamples(const rapidjson::Value& profile) {
+  size_t n = 0;
+  for (const rapidjson::Value& t : profile["threads"].GetArray()) {
+    if (t.HasMember("samples") && t["samples"].HasMember("data")) n += t["samples"]["data"].Size();
+  }
+  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
+    for (const rapidjson::Value& p : profile["processes"].GetArray()) n += CountSamples(p);
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string FindBaseLibrary(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return IsFile(explicit_path) ? Absolute(explicit_path) : "";
+  if (const char* env = std::getenv("STRATA_BASE_LIB")) return IsFile(env) ? Absolute(env) : "";
+  const std::string dir = ExecutableDirectory();
+  for (const std::string& candidate : {dir + "/../../base/libstrata_base.so", dir + "/libstrata_base.so",
+                                       dir + "/../lib/libstrata_base.so", dir + "/../lib/strata/libstrata_base.so"}) {
+    if (IsFile(candidate)) return Absolute(candidate);
+  }
+  return "";
+}
+
+int Record(const RecordOptions& options) {
+  const std::string base = FindBaseLibrary(options.base_library);
+  if (base.empty()) {
+    std::fprintf(stderr, "strata record: cannot find libstrata_base.so%s (give it with --lib PATH or STRATA_BASE_LIB)\n",
+                 options.base_library.empty() ? " next to the strata binary" : (" at " + options.base_library).c_str());
+    return 2;
+  }
+  const std::string hook = FindHookLibrary(options.hook_library);
+  if (hook.empty()) {
+    if (!options.children) {
+      std::fprintf(stderr, "strata record: --no-children needs libstrata_record.so (next to the strata binary)\n");
+      return 2;
+    }
+    if (!options.quiet) {
+      std::fprintf(stderr, "strata record: warning: libstrata_record.so not found next to the strata binary; "
+                           "a program stopped by Ctrl-C will not save its profile\n");
+    }
+  }
+  // The output must be writable before the program runs for minutes.
+  {
+    OutputFile probe(options.output, false);
+    if (!probe.ok()) {
+      std::fprintf(stderr, "strata record: %s\n", probe.error().c_str());
+      return 2;
+    }
+  }
+
+  const char* tmp = std::getenv("TMPDIR");
+  std::string directory = std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") + "/strata-record.XXXXXX";
+  if (mkdtemp(&directory[0]) == nullptr) {
+    std::fprintf(stderr, "strata record: cannot create a temporary directory %s: %s\n", directory.c_str(),
+                 std::strerror(errno));
+    return 2;
+  }
+
+  const auto run_start = Clock::now();
+  const ProcessResult run = RunTree(options, CommandEnvironment(options, base, hook, directory));
+  const double run_seconds = Seconds(run_start);
+  const int exit_status = ExitStatusOf(run);
+  if (!run.started) {
+    std::fprintf(stderr, "strata record: cannot run '%s': %s\n", options.command[0].c_str(),
+                 std::strerror(run.start_errno));
+    RemoveDirectory(directory);
+    return exit_status;
+  }
+  if (!options.quiet && WIFSIGNALED(run.status)) {
+    std::fprintf(stderr, "strata record: %s was killed by %s\n", CommandText(options.command).c_str(),
+                 SignalName(WTERMSIG(run.status)).c_str());
+  }
+
+  // Merge.
+  const auto merge_start = Clock::now();
+  size_t unfinished = 0;
+  const std::map<pid_t, std::string> saved = SavedProfiles(directory, &unfinished);
+  if (saved.empty()) {
+    std::fprintf(stderr, "strata record: no process saved a profile (is '%s' dynamically linked, and not setuid?)\n",
+                 options.command[0].c_str());
+    RemoveDirectory(directory);
+    return exit_status != 0 ? exit_status : 1;
+  }
+  rapidjson::MemoryPoolAllocator<> allocator;
+  std::vector<rapidjson::Document> documents;
+  std::vector<pid_t> pids;
+  for (const auto& [pid, path] : saved) {
+    rapidjson::Document document(&allocator);
+    std::string error;
+    if (!LoadProfileDocument(path, &document, &error)) {
+      std::fprintf(stderr, "strata record: skipping the profile of process %d: %s\n", pid, error.c_str());
+      continue;
+    }
+    documents.push_back(std::move(document));
+    pids.push_back(pid);
+  }
+  RemoveDirectory(directory);
+  if (documents.empty()) {
+    std::fprintf(stderr, "strata record: no readable profile\n");
+    return exit_status != 0 ? exit_status : 1;
+  }
+  size_t parent = documents.size();
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (pids[i] == run.pid) parent = i;
+  }
+  if (parent == documents.size()) {
+    parent = 0;
+    for (size_t i = 1; i < documents.size(); ++i) {
+      if (documents[i]["meta"]["startTime"].GetDouble() < documents[parent]["meta"]["startTime"].GetDouble()) parent = i;
+    }
+    if (!options.quiet) {
+      const std::string why = WIFSIGNALED(run.status)
+                                  ? "it was killed by " + SignalName(WTERMSIG(run.status))
+                                  : "it ends with _exit, as shells do, or is not dynamically linked";
+      std::fprintf(stderr,
+                   "strata record: note: the command's own process (pid %d) saved no profile (%s); the parent "
+                   "in the profile is the earliest process, pid %d\n",
+                   run.pid, why.c_str(), pids[parent]);
+    }
+  }
+  rapidjson::Document root = std::move(documents[parent]);
+  std::vector<rapidjson::Document> children;
+  for (size_t i = 0; i < documents.size(); ++i) {
+    if (i != parent) children.push_back(std::move(documents[i]));
+  }
+  MergeProfiles(&root, &children);
+  const double merge_seconds = Seconds(merge_start);
+
+  // Symbolicate.
+  double symbolicate_seconds = 0;
+  SymbolicateStats stats;
+  if (options.symbolicate && HasRawAddresses(root)) {
+    const auto start = Clock::now();
+    auto cache = std::make_shared<DwarfModuleCache>();
+    SymbolicateProfile(&root, [&](std::vector<SharedLibrary> libs) -> std::unique_ptr<Symbolizer> {
+      return std::make_unique<DwarfSymbolizer>(std::move(libs), cache);
+    }, &stats);
+    symbolicate_seconds = Seconds(start);
+  }
+
+  // Write.
+  const auto write_start = Clock::now();
+  uint64_t bytes = 0;
+  std::string error;
+  if (!WriteJsonAtomically(options.output, root, &bytes, &error)) {
+    std::fprintf(stderr, "strata record: %s\n", error.c_str());
+    return exit_status != 0 ? exit_status : 1;
+  }
+  const double write_seconds = Seconds(write_start);
+  if (!options.quiet) {
+    std::fprintf(stderr, "strata record: saved %s: %zu process(es), %zu thread(s), %zu samples, %s%s\n",
+                 options.output.c_str(), documents.size(), CountThreads(root), CountSamples(root),
+                 HumanBytes(bytes).c_str(), WantsGzip(options.output) ? " before compression" : "");
+    std::fprintf(stderr,
+                 "strata record: run %.2f s, merge %.2f s, symbolicate %.2f s (%zu addresses, %zu named, %zu inline "
+                 "frames), write %.2f s\n",
+                 run_seconds, merge_seconds, symbolicate_seconds, stats.lookups, stats.named, stats.inline_frames,
+                 write_seconds);
+    if (unfinished > 0) {
+      std::fprintf(stderr, "strata record: %zu process(es) were stopped while saving; their profiles are missing\n",
+                   unfinished);
+    }
+  }
+  return exit_status;
+}
+
+}  // namespace cli
+}  // namespace strata

@@ -1,0 +1,59 @@
+// `strata record`: runs a command with the base tier preloaded into it and every process it
+// starts, then merges the per-process profiles into one, symbolicates it and writes it.
+//
+//   1. A private temporary directory (mkdtemp, mode 0700) receives each process's profile,
+//      saved at exit by libstrata_base.so (STRATA_SHUTDOWN=<dir>/%p.json).
+//   2. The command runs with LD_PRELOAD=libstrata_base.so:libstrata_record.so (plus any
+//      LD_PRELOAD it had), STRATA_STARTUP=1 and the sampling settings. libstrata_record.so
+//      (record_hook.cc) turns SIGINT/SIGTERM/SIGHUP into an orderly exit so that the profile
+//      is still saved, and implements --no-children.
+//   3. `strata record` becomes a child subreaper (PR_SET_CHILD_SUBREAPER), so it waits for
+//      the whole process tree, daemonised grandchildren included. SIGINT, SIGTERM and SIGHUP
+//      sent to it by another process are forwarded to every process of the tree; a Ctrl-C
+//      from the terminal reaches the tree directly. Processes still running two seconds
+//      after the first interrupt (a shell's background jobs ignore SIGINT) get SIGTERM, as
+//      they do at once on a second interrupt; a third one kills the tree (SIGKILL).
+//   4. The profiles are merged (the command's own process is the parent; when it saved none,
+//      e.g. a shell that ends with _exit, the earliest one is), raw addresses are
+//      symbolicated with the DWARF symbolizer, and the file is written atomically (gzip
+//      for ".gz").
+//
+// Thread safety: Record() changes the process's signal mask and subreaper flag; call it
+// once, from main.
+#ifndef STRATA_TOOLS_STRATA_RECORD_H_
+#define STRATA_TOOLS_STRATA_RECORD_H_
+
+#include <string>
+#include <vector>
+
+namespace strata {
+namespace cli {
+
+struct RecordOptions {
+  std::string output = "strata-profile.json";
+  double interval_ms = 0;  // 0: the base tier's default.
+  std::string features;    // STRATA_STARTUP_FEATURES additions ("precise,-cpu").
+  std::string filters;     // STRATA_STARTUP_FILTERS.
+  int buffer_mb = 0;       // 0: default.
+  bool children = true;    // Preload into every process the command starts.
+  bool symbolicate = true;  // Raw addresses + offline DWARF symbolication.
+  std::string base_library;  // "" : found next to the strata binary.
+  std::string hook_library;  // "" : found next to the strata binary.
+  bool quiet = false;
+  std::vector<std::string> command;
+};
+
+// Returns the exit status for `strata`: the command's (128 + N when it was killed by signal
+// N; 127 when it could not be started), or 1 when the command succeeded but no profile
+// could be written.
+int Record(const RecordOptions& options);
+
+// Where libstrata_base.so is: `explicit_path`, else $STRATA_BASE_LIB, else next to the
+// strata binary in the Bazel output tree (../../base/) or an install tree (., ../lib).
+// "" when not found.
+std::string FindBaseLibrary(const std::string& explicit_path);
+
+}  // namespace cli
+}  // namespace strata
+
+#endif  // STRATA_TOOLS_STRATA_RECORD_H_

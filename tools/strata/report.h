@@ -1,0 +1,38 @@
+// `strata report`: one self-contained HTML file (inline CSS and JavaScript, no network, no
+// external URL) with, per thread, a zoomable flame graph, a timeline of samples (CPU use,
+// coloured by category) and markers, and a sortable top-functions table. Dragging over the
+// timeline restricts the flame graph and the table to that time range.
+//
+// The page's data is embedded as JSON: functions used by the samples, and per thread the
+// stack table (pruned to the stacks samples use), the samples (time, stack, weight) and the
+// markers. A thread with more than `max_samples` samples is thinned evenly (every k-th
+// sample kept with k times its weight), so the file stays loadable for large profiles.
+//
+// Thread safety: pure function of its input.
+#ifndef STRATA_TOOLS_STRATA_REPORT_H_
+#define STRATA_TOOLS_STRATA_REPORT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tools/strata/profile_model.h"
+
+namespace strata {
+namespace cli {
+
+struct ReportOptions {
+  size_t max_samples = 200000;  // Per thread.
+  size_t max_markers = 20000;   // Per thread (the first ones are kept).
+};
+
+// The HTML text. `source` names the profile in the page title.
+std::string ReportHtml(const Profile& profile, const std::string& source, const ReportOptions& options);
+
+bool WriteReport(const Profile& profile, const std::string& source, const ReportOptions& options,
+                 const std::string& path, uint64_t* bytes, std::string* error);
+
+}  // namespace cli
+}  // namespace strata
+
+#endif  // STRATA_TOOLS_STRATA_REPORT_H_
