@@ -51,8 +51,8 @@ bool IsProfile(const Value& v) {
 void Flatten(Value&& profile, std::vector<Value>* out) {
   Value subprocesses(rapidjson::kArrayType);
   if (profile.HasMember("processes") && profile["processes"].IsArray()) {
-    subprocesses = std::move(profile["processes"]);
-    profile.RemoveMember("processes");
+    subprocesses = std::move(profile["processes"]);  // Leaves an empty array behind.
+    profile["processes"].SetArray();
   }
   out->push_back(std::move(profile));
   for (Value& child : subprocesses.GetArray()) {

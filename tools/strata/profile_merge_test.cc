@@ -1,0 +1,231 @@
+#include "tools/strata/profile_merge.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "tests/format/gecko_profile_checker.h"
+#include "tools/strata/profile_io.h"
+#include "tools/strata/profile_model.h"
+#include "tools/strata/test_profiles.h"
+
+namespace strata {
+namespace cli {
+namespace {
+
+using testing::MakeProfileJson;
+using testing::TestProcess;
+using testing::TestThread;
+
+rapidjson::Document Parse(const std::string& json, rapidjson::Document::AllocatorType* allocator = nullptr) {
+  rapidjson::Document d(allocator);
+  d.Parse(json.c_str());
+  REQUIRE_FALSE(d.HasParseError());
+  return d;
+}
+
+void RequireValid(const rapidjson::Value& profile) {
+  const CheckReport report = CheckGeckoProfile(ToJson(profile));
+  INFO(report.ToString());
+  REQUIRE(report.ok());
+}
+
+TestThread SimpleThread(int pid, const std::string& function) {
+  TestThread t;
+  t.pid = t.tid = pid;
+  t.strings = {"main (in prog)", function + " (in prog)"};
+  t.frames = {{0, 0}, {1, -1}};
+  t.stacks = {{-1, 0}, {0, 1}};
+  t.samples = {{1, 1.0, -1}, {1, 2.0, 1000000}, {1, 3.0, 1000000}};
+  return t;
+}
+
+TEST_CASE("Children go under processes, ordered by start time, flattened, times kept") {
+  rapidjson::MemoryPoolAllocator<> allocator;
+  TestProcess parent;
+  parent.start_time = 1000;
+  parent.threads = {SimpleThread(1, "parent_work")};
+  parent.extra_meta = ",\"profilingStartTime\":0,\"profilingEndTime\":5";
+  TestProcess late;
+  late.start_time = 1030;
+  late.threads = {SimpleThread(3, "late_work")};
+  late.extra_meta = ",\"profilingStartTime\":0,\"profilingEndTime\":50";
+  TestProcess early;
+  early.start_time = 1010;
+  early.threads = {SimpleThread(2, "early_work")};
+  TestProcess grandchild;
+  grandchild.start_time = 1020;
+  grandchild.threads = {SimpleThread(4, "grandchild_work")};
+
+  rapidjson::Document root = Parse(MakeProfileJson(parent), &allocator);
+  std::vector<rapidjson::Document> children;
+  children.push_back(Parse(MakeProfileJson(late), &allocator));
+  children.push_back(Parse(MakeProfileJson(early, {MakeProfileJson(grandchild)}), &allocator));
+  MergeProfiles(&root, &children);
+  RequireValid(root);
+
+  const rapidjson::Value& processes = root["processes"];
+  REQUIRE(processes.Size() == 3);
+  CHECK(processes[0]["threads"][0]["pid"].GetInt() == 2);
+  CHECK(processes[1]["threads"][0]["pid"].GetInt() == 4);
+  CHECK(processes[2]["threads"][0]["pid"].GetInt() == 3);
+  for (const auto& p : processes.GetArray()) CHECK(p["processes"].Size() == 0);
+  // The parent's range covers the late child: 30 ms later, 50 ms long.
+  CHECK(root["meta"]["profilingEndTime"].GetDouble() == Approx(80));
+  CHECK(root["meta"]["profilingStartTime"].GetDouble() == 0);
+
+  // Times stay relative to each process's own start; the model aligns them.
+  Profile model;
+  std::string error;
+  REQUIRE(LoadProfileModel(root, &model, &error));
+  REQUIRE(model.processes.size() == 4);
+  CHECK(model.processes[1].start_offset == Approx(10));
+  CHECK(model.threads[1].sample_time[0] == Approx(11));
+  CHECK(model.threads[3].sample_time[2] == Approx(33));
+  CHECK(model.end_time == Approx(33));
+  CHECK(model.total_samples == 12);
+}
+
+TEST_CASE("Category lists are unified by name and indexes remapped") {
+  TestProcess parent;
+  parent.threads = {SimpleThread(1, "a")};
+  TestProcess child;
+  child.categories =
+      R"([{"name":"Idle","color":"transparent","subcategories":["Other"]},)"
+      R"({"name":"JIT","color":"yellow","subcategories":["Other"]},)"
+      R"({"name":"Other","color":"grey","subcategories":["Other"]}])";
+  TestThread t = SimpleThread(2, "b");
+  t.frames = {{0, 2}, {1, 1}};  // Other, JIT.
+  t.markers_data = R"([[0, 1.0, null, 0, 0, null]])";  // Idle.
+  child.threads = {t};
+  child.marker_schema = R"([{"name":"ChildMarker","display":["marker-chart"],"data":[]}])";
+
+  rapidjson::Document root = Parse(MakeProfileJson(parent));
+  std::vector<rapidjson::Document> children;
+  children.push_back(Parse(MakeProfileJson(child)));
+  MergeProfiles(&root, &children);
+  RequireValid(root);
+
+  const rapidjson::Value& categories = root["meta"]["categories"];
+  REQUIRE(categories.Size() == 3);
+  CHECK(std::string(categories[2]["name"].GetString()) == "JIT");
+  const rapidjson::Value& frames = root["processes"][0]["threads"][0]["frameTable"]["data"];
+  CHECK(frames[0][6].GetInt() == 0);  // Other
+  CHECK(frames[1][6].GetInt() == 2);  // JIT
+  CHECK(root["processes"][0]["threads"][0]["markers"]["data"][0][4].GetInt() == 1);  // Idle
+  CHECK(root["processes"][0]["meta"]["categories"].Size() == 3);
+  CHECK(root["meta"]["markerSchema"].Size() == 1);
+}
+
+// Answers from a table: module "prog" spans [0x1000, 0x2000) with load bias 0x1000.
+class FakeSymbolizer : public Symbolizer {
+ public:
+  std::map<uint64_t, std::vector<SymbolizedFrame>> table;
+  std::vector<uint64_t>* asked = nullptr;  // Every address looked up (outlives the symbolizer).
+
+  void Symbolize(absl::Span<const uint64_t> addresses, SymbolizeResult* result) override {
+    result->Clear();
+    for (uint64_t a : addresses) {
+      if (asked != nullptr) asked->push_back(a);
+      SymbolizedAddress out;
+      out.address = a;
+      out.first_frame = static_cast<uint32_t>(result->frames.size());
+      if (a >= 0x1000 && a < 0x2000) {
+        out.module = "prog";
+        out.module_offset = a - 0x1000;
+        auto it = table.find(a);
+        if (it != table.end()) {
+          for (const auto& f : it->second) result->frames.push_back(f);
+          out.frame_count = static_cast<uint32_t>(it->second.size());
+        }
+      }
+      result->addresses.push_back(out);
+    }
+  }
+};
+
+TEST_CASE("Symbolication: inline frames, caller addresses minus one, unknowns, remapped stacks") {
+  TestProcess p;
+  p.libs = R"([{"start":4096,"end":8192,"offset":0,"name":"prog","path":"/nonexistent/prog",)"
+           R"("debugName":"prog","debugPath":"/nonexistent/prog","breakpadId":"","codeId":"","arch":"x86_64"}])";
+  TestThread t;
+  t.pid = t.tid = 7;
+  t.strings = {"0x1200", "0x1100", "0x3000", "0x1500", "Startup::Label"};
+  t.frames = {{0, -1}, {1, -1}, {2, -1}, {3, -1}, {4, 0}};
+  t.stacks = {{-1, 4}, {0, 0}, {1, 1}, {2, 2}, {1, 3}};
+  t.samples = {{2, 1.0, -1}, {3, 2.0, 5}, {4, 3.0, 5}, {-1, 4.0, 5}};
+  t.markers_data =
+      R"([[4, 1.5, null, 0, 0, {"type":"Text","name":"x","stack":{"name":"SyncProfile","registerTime":null,)"
+      R"("unregisterTime":null,"processType":"default","tid":7,"pid":7,)"
+      R"("markers":{"schema":{"name":0,"startTime":1,"endTime":2,"phase":3,"category":4,"data":5},"data":[]},)"
+      R"("samples":{"schema":{"stack":0,"time":1,"eventDelay":2},"data":[[2,1.5,0]]}}}]])";
+  p.threads = {t};
+  rapidjson::Document profile = Parse(MakeProfileJson(p));
+  REQUIRE(HasRawAddresses(profile));
+
+  std::vector<uint64_t> asked;
+  auto factory = [&](std::vector<SharedLibrary> libs) -> std::unique_ptr<Symbolizer> {
+    REQUIRE(libs.size() == 1);
+    CHECK(libs[0].start == 0x1000);
+    auto s = std::make_unique<FakeSymbolizer>();
+    s->table[0x11ff] = {{"main", 0, "a.cc", 30, false}};
+    s->table[0x1100] = {{"kernel", 0, "k.h", 10, true}, {"work", 0, "a.cc", 20, false}};
+    s->table[0x10ff] = {{"work_caller_role", 0, "a.cc", 21, false}};
+    s->asked = &asked;
+    return s;
+  };
+  SymbolicateStats stats;
+  SymbolicateProfile(&profile, factory, &stats);
+  RequireValid(profile);
+  CHECK(HasRawAddresses(profile));  // 0x3000 is in no module: it stays raw.
+  CHECK(profile["meta"]["presymbolicated"].GetBool());
+  CHECK(stats.address_frames == 4);
+  CHECK(stats.inline_frames == 1);
+
+  Profile model;
+  std::string error;
+  REQUIRE(LoadProfileModel(profile, &model, &error));
+  const Thread& thread = model.threads[0];
+  auto names = [&](int32_t stack) {
+    std::vector<std::string> out;
+    for (uint32_t f : thread.StackFunctions(stack)) out.push_back(model.functions[f].name);
+    return out;
+  };
+  CHECK(names(thread.sample_stack[0]) == std::vector<std::string>{"Startup::Label", "main", "work", "kernel"});
+  CHECK(names(thread.sample_stack[1]) == std::vector<std::string>{"Startup::Label", "main", "work_caller_role", "0x3000"});
+  CHECK(names(thread.sample_stack[2]) == std::vector<std::string>{"Startup::Label", "main", "prog+0x500"});
+  CHECK(thread.sample_stack[3] == -1);
+  // file:line from the location string and the line column.
+  const int32_t leaf = thread.sample_stack[0];
+  const Frame& kernel = thread.frames[thread.stack_frame[static_cast<size_t>(leaf)]];
+  CHECK(model.functions[kernel.function].file == "k.h");
+  CHECK(model.functions[kernel.function].library == "prog");
+  CHECK(kernel.line == 10);
+  // Categories carried over: label frame keeps Other (0).
+  CHECK(thread.stack_category[static_cast<size_t>(leaf)] == 0);
+  // The marker's backtrace points at the leaf-role stack of sample 0.
+  const rapidjson::Value& marker_stack =
+      profile["threads"][0]["markers"]["data"][0][5]["stack"]["samples"]["data"][0][0];
+  CHECK(marker_stack.GetInt() == thread.sample_stack[0]);
+  // Each address looked up once per role: 0x1200 as caller, 0x1100 as both, 0x3000 and
+  // 0x1500 as leaves.
+  std::sort(asked.begin(), asked.end());
+  CHECK(asked == std::vector<uint64_t>{0x10ff, 0x1100, 0x11ff, 0x1500, 0x3000});
+}
+
+TEST_CASE("Libs are read with their build-ids") {
+  TestProcess p;
+  p.libs = R"([{"start":4096,"end":8192,"offset":16,"name":"prog","path":"/bin/prog","debugName":"prog",)"
+           R"("debugPath":"/bin/prog","breakpadId":"AB0","codeId":"ab","arch":"x86_64"},{"start":1.5}])";
+  const auto libs = ReadLibs(Parse(MakeProfileJson(p)));
+  REQUIRE(libs.size() == 1);
+  CHECK(libs[0].offset == 16);
+  CHECK(libs[0].path == "/bin/prog");
+  CHECK(libs[0].code_id == "ab");
+}
+
+}  // namespace
+}  // namespace cli
+}  // namespace strata
