@@ -200,8 +200,9 @@ TEST_CASE(
 
   REQUIRE(in_chain >= run.samples.size() * 8 / 10);
   CHECK(in_leaf >= in_chain / 2);
-  // The frame records of the chain are always found...
-  CHECK(complete_from_middle == in_chain);
+  // The frame records of the chain are found (a sample that lands in a prologue or epilogue,
+  // between `push %rbp` and `mov %rsp,%rbp` or at `ret`, legitimately misses one frame)...
+  CHECK(complete_from_middle >= in_chain - in_chain / 50 - 1);
   // ...but a frameless leaf has none: its caller is invisible to a frame-pointer walk.
   CHECK(leaf_with_inner == 0);
 }
