@@ -183,45 +183,17 @@ class ChromeTraceWriter {
   }
 
   void Markers(const Thread& thread) {
-    const double thread_start = thread.register_time;
-    const double thread_end = std::isnan(thread.unregister_time) ? profile_.processes[thread.process].end_time
-                                                                  : thread.unregister_time;
-    std::map<std::string, std::vector<double>> open;  // IntervalStart times by name.
-    for (const Marker& m : thread.markers) {
-      switch (m.phase) {
-        case 0:
-          if (std::isnan(m.start)) break;
-          Begin('i', thread.pid, thread.tid);
-          out_ += ",\"s\":\"t\",\"cat\":\"marker\",\"ts\":";
-          AppendMicros(&out_, m.start);
-          out_ += ",\"name\":";
-          AppendJsonString(&out_, m.name);
-          End();
-          break;
-        case 1:
-          if (std::isnan(m.start) || std::isnan(m.end)) break;
-          Interval(thread, m.name, m.start, m.end);
-          break;
-        case 2:
-          if (!std::isnan(m.start)) open[m.name].push_back(m.start);
-          break;
-        case 3: {
-          if (std::isnan(m.end)) break;
-          auto& starts = open[m.name];
-          double start = thread_start;
-          if (!starts.empty()) {
-            start = starts.back();
-            starts.pop_back();
-          }
-          Interval(thread, m.name, start, m.end);
-          break;
-        }
-        default:
-          break;
+    for (const MarkerSpan& m : MarkerSpans(profile_, thread)) {
+      if (m.instant) {
+        Begin('i', thread.pid, thread.tid);
+        out_ += ",\"s\":\"t\",\"cat\":\"marker\",\"ts\":";
+        AppendMicros(&out_, m.start);
+        out_ += ",\"name\":";
+        AppendJsonString(&out_, m.name);
+        End();
+      } else {
+        Interval(thread, m.name, m.start, m.end);
       }
-    }
-    for (auto& [name, starts] : open) {
-      for (double start : starts) Interval(thread, name, start, std::max(start, thread_end));
     }
   }
 

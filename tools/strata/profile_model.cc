@@ -354,6 +354,61 @@ ParsedLocation ParseLocation(std::string_view location) {
   return parsed;
 }
 
+double ThreadEnd(const Profile& profile, const Thread& thread) {
+  return std::isnan(thread.unregister_time) ? profile.processes[thread.process].end_time : thread.unregister_time;
+}
+
+std::vector<MarkerSpan> MarkerSpans(const Profile& profile, const Thread& thread) {
+  std::vector<MarkerSpan> spans;
+  std::map<std::string, std::vector<size_t>> open;  // Name -> indexes of open starts in spans.
+  const double end_of_thread = ThreadEnd(profile, thread);
+  for (const Marker& m : thread.markers) {
+    MarkerSpan span;
+    span.name = m.name;
+    span.type = m.type;
+    switch (m.phase) {
+      case 0:
+        if (std::isnan(m.start)) continue;
+        span.start = span.end = m.start;
+        span.instant = true;
+        spans.push_back(std::move(span));
+        break;
+      case 1:
+        if (std::isnan(m.start) || std::isnan(m.end)) continue;
+        span.start = m.start;
+        span.end = std::max(m.start, m.end);
+        spans.push_back(std::move(span));
+        break;
+      case 2:
+        if (std::isnan(m.start)) continue;
+        span.start = m.start;
+        span.end = std::max(m.start, end_of_thread);
+        open[m.name].push_back(spans.size());
+        spans.push_back(std::move(span));
+        break;
+      case 3: {
+        if (std::isnan(m.end)) continue;
+        auto& starts = open[m.name];
+        if (!starts.empty()) {
+          MarkerSpan& start = spans[starts.back()];
+          start.end = std::max(start.start, m.end);
+          if (start.type.empty()) start.type = m.type;
+          starts.pop_back();
+        } else {
+          span.start = std::min(thread.register_time, m.end);
+          span.end = m.end;
+          spans.push_back(std::move(span));
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  std::stable_sort(spans.begin(), spans.end(), [](const MarkerSpan& a, const MarkerSpan& b) { return a.start < b.start; });
+  return spans;
+}
+
 bool LoadProfileModel(const rapidjson::Value& document, Profile* profile, std::string* error) {
   *profile = Profile();
   if (!document.IsObject() || !document.HasMember("meta") || !document["meta"].IsObject() ||

@@ -104,6 +104,22 @@ struct Profile {
   double duration() const { return end_time - start_time; }
 };
 
+// A marker as a time span: an instant (start == end), an interval, or an IntervalStart /
+// IntervalEnd pair (matched per name: an end closes the most recent open start of the same
+// name, as the front-end does). A start without an end runs to the thread's end, an end
+// without a start begins at the thread's registration. In start order.
+struct MarkerSpan {
+  std::string name;
+  std::string type;
+  double start = 0;
+  double end = 0;
+  bool instant = false;
+};
+std::vector<MarkerSpan> MarkerSpans(const Profile& profile, const Thread& thread);
+
+// The end of a thread: its unregistration, or its process's end.
+double ThreadEnd(const Profile& profile, const Thread& thread);
+
 // Fills `profile` from a parsed Gecko profile; false with *error set (naming the thread or
 // table that is malformed) when the document does not have the shape of one.
 bool LoadProfileModel(const rapidjson::Value& document, Profile* profile, std::string* error);

@@ -110,10 +110,10 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions) {
   // Markers.
   std::map<std::string, MarkerStats> markers;
   for (const Thread& t : profile.threads) {
-    for (const Marker& m : t.markers) {
+    for (const MarkerSpan& m : MarkerSpans(profile, t)) {
       MarkerStats& s = markers[m.name];
       ++s.count;
-      if (!std::isnan(m.start) && !std::isnan(m.end)) {
+      if (!m.instant) {
         const double d = m.end - m.start;
         s.total_ms += d;
         s.max_ms = std::max(s.max_ms, d);

@@ -189,20 +189,24 @@ class ReportData {
       w.Double(weight);
     }
     w.EndArray();
-    // Markers: [name index, start, end, phase], names in "mn".
+    // Markers as spans (start/end pairs matched): [name index, start, end, instant], names
+    // in "mn".
     std::vector<std::string> names;
     std::unordered_map<std::string, int> name_ids;
+    const std::vector<MarkerSpan> spans = MarkerSpans(profile_, t);
+    w.Key("markerCount");
+    w.Uint64(spans.size());
     w.Key("m");
     w.StartArray();
-    for (size_t i = 0; i < t.markers.size() && i < options_.max_markers; ++i) {
-      const Marker& m = t.markers[i];
+    for (size_t i = 0; i < spans.size() && i < options_.max_markers; ++i) {
+      const MarkerSpan& m = spans[i];
       auto [it, inserted] = name_ids.emplace(m.name, static_cast<int>(names.size()));
       if (inserted) names.push_back(m.name);
       w.StartArray();
       w.Int(it->second);
       Number(w, m.start);
       Number(w, m.end);
-      w.Int(m.phase);
+      w.Int(m.instant ? 1 : 0);
       w.EndArray();
     }
     w.EndArray();

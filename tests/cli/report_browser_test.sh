@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# `strata report` in a real browser (tests/cli/README.md): a program with labels and markers
+# (marked_program) is recorded with `strata record`, its report loaded by headless Chromium
+# (Debian `chromium`, installed by tools/setup.sh): the page's script must finish without a
+# console message or error (the page sets #status to "ready", or to "error: ..." from
+# window.onerror), and a screenshot must show the flame graph (png_check.js: rows of the
+# flame graph's warm colours at least 600 pixels wide). Where Chromium is missing or cannot
+# start, the test says so and passes (SKIP).
+source "$(dirname "$0")/../scenario_lib.sh"
+
+STRATA="$(binary tools/strata/strata)"
+PROGRAM="$(binary tests/cli/marked_program)"
+HERE="$(dirname "$(readlink -f "$_runfiles/tests/cli/png_check.js")")"
+export STRATA_BASE_LIB="$STRATA_LIB"
+export STRATA_NO_PROGRESS=1
+
+browser=""
+for candidate in chromium chromium-browser google-chrome; do
+  if command -v "$candidate" >/dev/null; then
+    browser="$(command -v "$candidate")"
+    break
+  fi
+done
+if [[ -z "$browser" ]]; then
+  echo "SKIP: no Chromium found (tools/setup.sh installs Debian's chromium); the report was not loaded in a browser"
+  exit 0
+fi
+
+"$STRATA" record -o "$OUT/marked.json" -- "$PROGRAM" --ms 300 >"$WORK/record.out" 2>"$WORK/record.err" \
+  || { fail "strata record: $(cat "$WORK/record.err")"; finish; }
+"$STRATA" report "$OUT/marked.json" -o "$OUT/marked.html" 2>"$WORK/report.err" \
+  || { fail "strata report: $(cat "$WORK/report.err")"; finish; }
+pass "recorded and reported: $(tail -1 "$WORK/report.err")"
+
+chrome() {  # chrome ACTION_FLAGS... : headless Chromium on the report, private profile dir.
+  timeout 90 "$browser" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
+    --no-default-browser-check --disable-extensions --user-data-dir="$WORK/chrome-profile" \
+    --enable-logging=stderr --v=0 --hide-scrollbars "$@" "file://$OUT/marked.html"
+}
+
+chrome --dump-dom >"$WORK/dom.html" 2>"$WORK/chrome-dom.err"
+status=$?
+if [[ $status -ne 0 || ! -s "$WORK/dom.html" ]]; then
+  echo "SKIP: Chromium ($browser) could not run here (status $status):"
+  grep -v "dbus\|Fontconfig" "$WORK/chrome-dom.err" | tail -5 | sed 's/^/    /'
+  exit 0
+fi
+state=$(grep -o '<div id="status" data-state="[a-z]*">[^<]*</div>' "$WORK/dom.html")
+echo "    $state"
+[[ "$state" == *'data-state="ready"'* ]] && pass "the page's script ran to the end (status ready)" \
+  || fail "the page did not become ready: ${state:-no status element}"
+if grep -q ":CONSOLE" "$WORK/chrome-dom.err"; then
+  fail "console messages:"
+  grep ":CONSOLE" "$WORK/chrome-dom.err" | head -10 | sed 's/^/    /'
+else
+  pass "no console message or error"
+fi
+grep -q "renderer" "$WORK/dom.html" && pass "the DOM has the data (thread names in the table scope)" \
+  || fail "the DOM does not mention the renderer thread"
+
+chrome --window-size=1280,1000 --screenshot="$OUT/report.png" >/dev/null 2>"$WORK/chrome-shot.err"
+if [[ -s "$OUT/report.png" ]]; then
+  node "$HERE/png_check.js" "$OUT/report.png" >"$WORK/png.txt" || fail "png_check"
+  cat "$WORK/png.txt" | sed 's/^/    /'
+  rows=$(sed -n 's/.*flame_rows=\([0-9]*\).*/\1/p' "$WORK/png.txt")
+  result "report_screenshot flame_rows=${rows:-0}"
+  [[ "${rows:-0}" -ge 48 ]] && pass "the screenshot shows the flame graph ($rows wide rows of flame colours)" \
+    || fail "no flame graph in the screenshot ($OUT/report.png): ${rows:-0} rows"
+else
+  fail "no screenshot: $(grep -v dbus "$WORK/chrome-shot.err" | tail -3)"
+fi
+finish
