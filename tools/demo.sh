@@ -10,7 +10,7 @@ tools/setup.sh
 flags=(-c opt)
 if [[ "${CI:-}" == "true" ]]; then flags+=(--config=ci); fi
 bazel build "${flags[@]}" //base:libstrata_base.so //full:libstrata_full.so //tools/demo:strata_demo \
-  //tools/strata:strata
+  //tools/demo:strata_tree_demo //tools/strata:strata
 bin="$(bazel info "${flags[@]}" bazel-bin 2>/dev/null)"
 
 echo "== running the demo with libstrata_base.so preloaded =="
@@ -18,3 +18,6 @@ LD_PRELOAD="$bin/base/libstrata_base.so" STRATA_STARTUP=1 STRATA_SHUTDOWN="$out"
   "$bin/tools/demo/strata_demo" 2
 echo "== profile written to $out (open it at https://profiler.firefox.com) =="
 "$bin/tools/strata/strata" summary "$out" --top 10
+
+echo "== the multi-process demo: a parent and two child processes, one session, one profile =="
+"$bin/tools/demo/strata_tree_demo" 2 "${out%.json}-tree.json"

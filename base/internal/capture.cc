@@ -82,6 +82,7 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     w.StringProperty("features", FeatureNames(snapshot.settings.features));
     w.UintProperty("droppedSamples", snapshot.dropped_samples);
   };
+  if (extension && extension->adjust_capture) extension->adjust_capture(inputs);
   return profile::WriteProfile(inputs, SessionBuffer(), out, error);
 }
 

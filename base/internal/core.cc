@@ -98,6 +98,8 @@ struct Session {
   std::string shutdown_path;
   pthread_t sampler_thread{};
   bool sampler_running = false;
+  // The buffer's manager while a session runs (owned by the buffer), for a controller.
+  ControlledChunkManager* controlled_manager = nullptr;
 };
 
 Session& GetSession() {
@@ -486,8 +488,10 @@ size_t ChunkBytesFor(size_t limit) {
 
 void StartLocked(Session& session, const ProfilerSettings& settings) {
   const size_t limit = static_cast<size_t>(settings.buffer_megabytes) << 20;
-  session.buffer.SetChunkManager(std::make_unique<LocalLimitChunkManager>(
-      limit, static_cast<BufferChunk::Length>(ChunkBytesFor(limit))));
+  auto manager = std::make_unique<LocalLimitChunkManager>(
+      limit, static_cast<BufferChunk::Length>(ChunkBytesFor(limit)));
+  session.controlled_manager = manager.get();
+  session.buffer.SetChunkManager(std::move(manager));
   session.start_time = TimeStamp::Now();
   g_sampling_features.store(settings.features, std::memory_order_relaxed);
 
@@ -537,6 +541,7 @@ void StopLocked(Session& session) {
   }
   g_sampling_features.store(0, std::memory_order_relaxed);
   (void)UninstallSamplingSignalHandler();
+  session.controlled_manager = nullptr;
   session.buffer.ResetChunkManager();
   LogInfo("profiler stopped");
 }
@@ -587,6 +592,20 @@ void DetachTierExtension(const TierExtension* extension) {
   g_extension.store(nullptr, std::memory_order_release);
   (void)ReplaceSamplingCallback(&OnSamplingSignal);  // Waits until the old one is not running.
   StartSamplerThreadLocked(session, ProfilerCurrentSettings().interval_ms);
+}
+
+ControlledChunkManager* SessionControlledChunkManager() {
+  Session& session = GetSession();
+  STRATA_DCHECK(session.mutex.IsLockedOnCurrentThread(), "SessionLock not held");
+  return session.controlled_manager;
+}
+
+bool TryDestroySessionChunksAtOrBefore(TimeStamp done) {
+  Session& session = GetSession();
+  if (!session.mutex.TryLock()) return false;
+  if (session.controlled_manager) session.controlled_manager->DestroyChunksAtOrBefore(done);
+  session.mutex.Unlock();
+  return true;
 }
 
 bool SetCurrentThreadTierData(void* data) {

@@ -24,6 +24,10 @@
 #include "platform/time_stamp.h"
 
 namespace strata {
+class ControlledChunkManager;
+namespace profile {
+struct CaptureInputs;
+}  // namespace profile
 namespace base_internal {
 
 // The sampling signal's callback type (platform/sampling/sampling_signal.h's
@@ -38,6 +42,10 @@ struct TierExtension {
   void (*on_sampling_loop)(TimeStamp loop_start) = nullptr;
   // Record the sampler loop's own cost (kProfilerOverhead entries).
   bool record_overhead = false;
+  // Called by every capture (capture.h) with its inputs, before the profile is written, on
+  // the capturing thread with the session lock held (may be null). The multi-process
+  // capture adds the children's profiles here (docs/ipc.md).
+  void (*adjust_capture)(profile::CaptureInputs& inputs) = nullptr;
 };
 
 struct TakeoverReport {
@@ -55,6 +63,14 @@ TakeoverReport AttachTierExtension(const TierExtension* extension);
 void DetachTierExtension(const TierExtension* extension);
 // The attached extension, or null.
 const TierExtension* AttachedTierExtension();
+
+// The running session's chunk manager, as a multi-process controller sees it (updates,
+// destruction of released chunks), or null out of session. Only while holding a SessionLock
+// (core.h): the manager goes away when the session stops.
+ControlledChunkManager* SessionControlledChunkManager();
+// The same manager's DestroyChunksAtOrBefore(done), without waiting for the session lock:
+// false (nothing done) when the lock is held (a capture, a start or a stop); try later.
+bool TryDestroySessionChunksAtOrBefore(TimeStamp done);
 
 // A tier's own data for the calling thread (for example its script-engine context), kept with
 // the thread's registration; false when the thread is not registered. The tier owns `data`

@@ -9,6 +9,7 @@
 #include "base/internal/tier_extension.h"
 #include "base/markers.h"
 #include "full/full.h"
+#include "full/internal/ipc.h"
 #include "full/internal/memory_counter.h"
 #include "full/internal/unregistered_threads.h"
 #include "platform/mutex.h"
@@ -49,6 +50,7 @@ const TierExtension kFullExtension = [] {
   e.signal_callback = &FullOnSamplingSignal;
   e.on_sampling_loop = &FullOnSamplingLoop;
   e.record_overhead = true;
+  e.adjust_capture = &IpcAdjustCapture;  // [ipc] children's profiles (docs/ipc.md)
   return e;
 }();
 
@@ -66,13 +68,15 @@ StartReport StartFull(const ProfilerSettings& session, const FullSettings& setti
                           std::memory_order_relaxed);
   const base_internal::TakeoverReport takeover = base_internal::AttachTierExtension(&kFullExtension);
   g_in_charge = true;
+  // [ipc] A program spawned by a profiled parent joins and follows the parent's session.
+  const bool follows_parent = IpcOnStartFull();
   if (takeover.session_was_running) {
     report.took_over_base_session = true;
     report.sampler_handover_ms = takeover.sampler_handover.ToMilliseconds();
     report.buffer_blocks_before = takeover.buffer_blocks_before;
     return report;
   }
-  if (!ProfilerIsActive()) ProfilerStart(session);
+  if (!follows_parent && !ProfilerIsActive()) ProfilerStart(session);
   return report;
 }
 
@@ -84,6 +88,7 @@ void StopFull() {
 void ShutdownFull() {
   AutoLock lock(g_full_mutex);
   if (!g_in_charge) return;
+  IpcOnShutdownFull();  // [ipc] exit profile to the parent; stop listening
   base_internal::DetachTierExtension(&kFullExtension);
   EnableMemoryCounter(false);
   g_spy_unregistered.store(false, std::memory_order_relaxed);

@@ -138,8 +138,8 @@ void LocalLimitChunkManager::SetUpdateCallback(UpdateCallback callback) {
   update_callback_ = std::move(callback);
   if (update_callback_) {
     // The current state, with every released chunk as newly released.
-    update_callback_(Update(unreleased_bytes_, released_bytes_, released_chunks_.get(),
-                            released_chunks_.get()));
+    update_callback_(Update(unreleased_bytes_ + RecycledBytesLocked(), released_bytes_,
+                            released_chunks_.get(), released_chunks_.get()));
   }
 }
 
@@ -155,8 +155,10 @@ void LocalLimitChunkManager::DestroyChunksAtOrBefore(TimeStamp done) {
 
 void LocalLimitChunkManager::NotifyUpdateLocked(const BufferChunk* newly_released) {
   if (!update_callback_) return;
-  update_callback_(
-      Update(unreleased_bytes_, released_bytes_, released_chunks_.get(), newly_released));
+  // The recycled chunk is memory held that no controller can destroy: it counts as
+  // unreleased (it becomes the next chunk handed out or prepared).
+  update_callback_(Update(unreleased_bytes_ + RecycledBytesLocked(), released_bytes_,
+                          released_chunks_.get(), newly_released));
 }
 
 LocalLimitChunkManager::Stats LocalLimitChunkManager::GetStats() const {

@@ -16,7 +16,8 @@
 // cost of a pointer swap.
 //
 // It is also a ControlledChunkManager: updates go to the update callback on every release
-// and destruction, and DestroyChunksAtOrBefore() lets a global controller free chunks.
+// and destruction, and DestroyChunksAtOrBefore() lets a global controller free chunks. The
+// updates' unreleased bytes include the recycled chunk (held, and not destroyable).
 //
 // Thread safety: thread-safe (one internal Mutex). Callbacks run with that mutex held.
 // Async-signal safety: none; never call it from a signal handler.

@@ -216,7 +216,7 @@ struct PausedRange {
 // The process profile document. Sections must be written in this order, each optional
 // (Finish() writes the mandatory ones that are missing as empty arrays):
 //   meta (constructor), libs, threads, counters, profilerOverhead, pausedRanges, processes,
-//   profilingLog.
+//   profilingLog, profileGatheringLog.
 // Out-of-order calls are ignored and latched as an error (error()).
 class GeckoProfileWriter {
  public:
@@ -253,6 +253,16 @@ class GeckoProfileWriter {
     out_.EndObject();
     out_.EndObject();
   }
+  // "profileGatheringLog" (parent only, after profilingLog): what happened to each
+  // sub-process while its profile was gathered; free-form, after Firefox's.
+  // `write_fields(JsonWriter&)` writes the object's properties.
+  template <typename WriteFields>
+  void WriteProfileGatheringLog(WriteFields&& write_fields) {
+    if (kind_ != Kind::kParent || !EnterSection(Section::kProfileGatheringLog)) return;
+    out_.StartObjectProperty("profileGatheringLog");
+    std::forward<WriteFields>(write_fields)(out_);
+    out_.EndObject();
+  }
 
   // Writes the missing mandatory sections and the closing "}". Flushes the JsonWriter.
   void Finish();
@@ -272,6 +282,7 @@ class GeckoProfileWriter {
     kPausedRanges,
     kProcesses,
     kProfilingLog,
+    kProfileGatheringLog,
     kDone,
   };
   // Closes the open array section, writes skipped mandatory ones; false if out of order.

@@ -388,7 +388,7 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
     builder.ResolveAddresses();
   }
 
-  GeckoProfileWriter profile(out, inputs.meta);
+  GeckoProfileWriter profile(out, inputs.meta, inputs.kind);
   if (!failure.Failed()) {
     ProgressLogger phase =
         progress.CreateSubLogger(kSymbolsEnd, kThreadsEnd, "capture: writing threads");
@@ -410,6 +410,10 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
   {
     ProgressLogger phase =
         progress.CreateSubLogger(kSpliceEnd, ProportionValue::One(), "capture: finishing");
+    if (!failure.Failed() && inputs.sub_processes) {
+      inputs.sub_processes(profile);
+      latch_writer_error(profile);
+    }
     if (!failure.Failed()) {
       const ChunkedBuffer::State state = buffer.GetState();
       profile.WriteProfilingLog(CurrentProcessId(), [&](JsonWriter& w) {
@@ -419,6 +423,9 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
         w.UintProperty("bufferFailedWrites", state.failed_put_count);
         w.UintProperty("bufferChunksTaken", state.chunks_taken);
       });
+      if (inputs.profile_gathering_log) {
+        profile.WriteProfileGatheringLog(inputs.profile_gathering_log);
+      }
     }
     // Closes the document even after a failure: it stays well-formed where the output allows.
     profile.Finish();

@@ -66,6 +66,15 @@ struct CaptureInputs {
   std::function<const MarkerTypeFunctions*(uint8_t tag)> marker_type;
   // Extra properties of this process's profilingLog entry.
   std::function<void(JsonWriter&)> profiling_log;
+  // kParent: the top-level document. kSubProcess: one entry of a parent's "processes",
+  // written by a child process for its parent (docs/ipc.md).
+  GeckoProfileWriter::Kind kind = GeckoProfileWriter::Kind::kParent;
+  // Parent only: adds the sub-process profiles ("processes") after this process's own data,
+  // before profilingLog. Called once, on the capturing thread (it may wait for children).
+  std::function<void(GeckoProfileWriter&)> sub_processes;
+  // Parent only: the properties of the top-level "profileGatheringLog" object (what became
+  // of each sub-process during gathering), written last. Null: no such object.
+  std::function<void(JsonWriter&)> profile_gathering_log;
   // Reports the capture's progress (see the top of this file); null: none, at no cost. Must
   // stay valid during the call; it is left at its local 1 (not finished).
   ProgressLogger* progress = nullptr;

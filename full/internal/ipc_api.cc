@@ -1,0 +1,94 @@
+// The multi-process API (full/multiprocess.h) and the full tier's hooks (ipc.h).
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "base/internal/core.h"
+#include "base/internal/log.h"
+#include "full/internal/ipc.h"
+#include "full/multiprocess.h"
+#include "shared/profile/profile_capture.h"
+
+extern char** environ;
+
+namespace strata {
+namespace full {
+
+// --- Hooks
+
+bool IpcOnStartFull() {
+  if (base_internal::IsForkedChild()) return false;
+  const char* path = getenv(kIpcParentVariable);
+  if (!path || !path[0]) return false;
+  if (RunningIpcParent()) return false;  // A parent itself: it does not follow another.
+  return StartIpcChild(path);
+}
+
+void IpcOnShutdownFull() {
+  ShutdownIpcChild();
+  ShutdownIpcParent();
+}
+
+void IpcAdjustCapture(profile::CaptureInputs& inputs) {
+  if (AdjustChildCapture(inputs)) return;  // This thread captures for its parent.
+  AdjustParentCapture(inputs);
+}
+
+// --- API
+
+bool StartIpcParent(const IpcSettings& settings, std::string* error) {
+  if (base_internal::IsForkedChild()) {
+    if (error) *error = "a fork()ed process does not profile";
+    return false;
+  }
+  return StartIpcParentImpl(settings, error);
+}
+
+std::string IpcChildEnvironmentEntry() {
+  std::string path = ParentSocketPath();
+  if (path.empty()) path = ChildParentSocketPath();
+  if (path.empty()) return std::string();
+  return std::string(kIpcParentVariable) + "=" + path;
+}
+
+std::vector<std::string> IpcChildEnvironment(char* const envp[]) {
+  std::vector<std::string> out;
+  const std::string prefix = std::string(kIpcParentVariable) + "=";
+  for (char* const* e = envp ? envp : environ; e && *e; ++e) {
+    if (strncmp(*e, prefix.c_str(), prefix.size()) != 0) out.emplace_back(*e);
+  }
+  const std::string entry = IpcChildEnvironmentEntry();
+  if (!entry.empty()) out.push_back(entry);
+  return out;
+}
+
+int SpawnProfiledChild(pid_t* pid, const char* path, char* const argv[], char* const envp[]) {
+  if (!RunningIpcParent() && !RunningIpcChild()) {
+    std::string error;
+    if (!StartIpcParent(IpcSettings(), &error)) {
+      base_internal::LogError("ipc: %s; the child is spawned without profiling", error.c_str());
+    }
+  }
+  std::vector<std::string> environment = IpcChildEnvironment(envp);
+  std::vector<char*> pointers;
+  for (std::string& e : environment) pointers.push_back(e.data());
+  pointers.push_back(nullptr);
+  return posix_spawn(pid, path, nullptr, nullptr, argv, pointers.data());
+}
+
+bool IpcChildFollowsParent() { return ChildFollowsParent(); }
+
+IpcStatus GetIpcStatus() {
+  IpcStatus status;
+  FillParentStatus(&status);
+  FillChildStatus(&status);
+  return status;
+}
+
+}  // namespace full
+}  // namespace strata

@@ -1,0 +1,1018 @@
+// The parent end of multi-process profiling (docs/ipc.md): listens for children, tells them
+// the session, runs the global memory controller, gathers their profiles at capture and
+// keeps the exit profiles of those that ended.
+//
+// Threads:
+//   IPC thread     poll() over the listening socket, every child's connection and a waker;
+//                  owns the connections, the GlobalController and the gathering in
+//                  progress. It never takes the session lock, the registry lock or the
+//                  buffer's lock (a capture may hold those for long): it cannot be stalled by
+//                  the session.
+//   worker thread  everything that needs the session: hooking the parent's own chunk
+//                  manager (LocalManagerLink), destroying its chunks for the controller,
+//                  reading the session's settings, expiring exit profiles.
+//   capture thread (whoever saves the profile) asks for a gathering and waits for it.
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "base/internal/core.h"
+#include "base/internal/log.h"
+#include "base/internal/tier_extension.h"
+#include "base/profiler.h"
+#include "full/internal/ipc.h"
+#include "full/internal/ipc_link.h"
+#include "full/ipc/global_controller.h"
+#include "full/ipc/messages.h"
+#include "full/ipc/transport.h"
+#include "rapidjson/reader.h"
+#include "shared/json/gecko_profile_writer.h"
+#include "shared/profile/profile_capture.h"
+
+namespace strata {
+namespace full {
+namespace {
+
+using base_internal::LogError;
+using base_internal::LogInfo;
+
+constexpr size_t kMaxConnections = 1024;
+// A child that does not read what we send (stopped, stuck) is dropped beyond this.
+constexpr size_t kMaxQueuedBytes = 4u << 20;
+constexpr size_t kMaxEvents = 256;
+using ipc::GlobalController;
+constexpr GlobalController::ProcessKey kLocalKey = 0;
+
+struct ExitRecord {
+  ProcessId pid;
+  std::string name;
+  TimeStamp end_time;
+  TimeStamp received_at;
+  std::shared_ptr<const std::string> profile;
+  // The parent buffer's end when it arrived (0: not stamped yet). Once the parent's buffer
+  // no longer holds anything that old, the exit profile is older than all data kept: gone.
+  BufferIndex parent_index = 0;
+};
+
+enum class Outcome { kPending, kGathered, kFailed, kStalled, kDisconnected };
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kPending: return "pending";
+    case Outcome::kGathered: return "gathered";
+    case Outcome::kFailed: return "capture-failed";
+    case Outcome::kStalled: return "stalled";
+    case Outcome::kDisconnected: return "disconnected";
+  }
+  return "?";
+}
+
+struct GatherChild {
+  uint64_t connection = 0;
+  ProcessId pid;
+  std::string name;
+  Outcome outcome = Outcome::kPending;
+  uint32_t progress = 0;
+  std::string location;
+  std::string profile;  // Gathered JSON.
+  std::string error;
+  TimeDuration capture_time;
+  TimeDuration reply_after;  // From the gathering's start.
+  size_t bytes = 0;
+};
+
+// Valid JSON (encoding included) whose top level is an object: safe to splice.
+bool IsJsonObject(const std::string& json, std::string* why) {
+  const size_t first = json.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || json[first] != '{') {
+    *why = "not a JSON object";
+    return false;
+  }
+  if (json.find('\0') != std::string::npos) {
+    *why = "NUL byte in the JSON";
+    return false;
+  }
+  rapidjson::Reader reader;
+  rapidjson::BaseReaderHandler<> handler;
+  rapidjson::StringStream stream(json.c_str());
+  if (!reader.Parse<rapidjson::kParseValidateEncodingFlag>(stream, handler)) {
+    *why = "invalid JSON at byte " + std::to_string(reader.GetErrorOffset());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// One gathering: filled by the IPC thread, read by the capture thread once done.
+class Gather {
+ public:
+  explicit Gather(uint64_t id) : id(id) {}
+  const uint64_t id;
+  TimeStamp started;
+  TimeStamp finished;
+  double poll_interval_ms = 0;
+  int polls = 0;
+  bool ended_by_stall = false;
+  std::vector<GatherChild> children;
+  std::vector<ExitRecord> exit_profiles;
+  std::vector<std::string> events;
+
+  void MarkDone() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [this] { return done_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+class IpcParent {
+ public:
+  explicit IpcParent(const IpcSettings& settings)
+      : settings_(settings),
+        epoch_offset_ns_(ReadEpochOffsetNs()),
+        link_([this] { waker_.Wake(); }),
+        controller_(settings.global_limit_bytes ? settings.global_limit_bytes : 64u << 20,
+                    [this](GlobalController::ProcessKey key, TimeStamp done) {
+                      OnDestroyDecision(key, done);
+                    }) {
+    limits_.profile_bytes = static_cast<uint32_t>(
+        std::min<size_t>(settings.max_profile_bytes, UINT32_MAX));
+  }
+
+  bool Start(std::string* error);
+  void Shutdown();
+  std::shared_ptr<Gather> BeginGather();
+  int64_t epoch_offset_ns() const { return epoch_offset_ns_; }
+  const std::string& socket_path() const { return socket_path_; }
+  void FillStatus(IpcStatus* status);
+
+ private:
+  struct Child {
+    uint64_t id = 0;
+    std::unique_ptr<ipc::Connection> connection;
+    ipc::PeerCredentials peer;
+    TimeStamp connected_at;
+    bool ready = false;  // Said Hello.
+    ProcessId pid;
+    std::string name;
+    bool update_requested = false;
+    bool sent_exit_profile = false;
+    bool sent_final = false;
+  };
+
+  // IPC thread.
+  void IpcThreadMain();
+  void AcceptAll();
+  void ReadFrom(Child& child);
+  void HandleMessage(Child& child, ipc::Message&& message);
+  void Send(Child& child, const ipc::Message& message);
+  void CloseChild(Child& child, const std::string& why, bool is_error);
+  std::string Describe(const Child& child) const;
+  ipc::SessionState CurrentSessionState();
+  void BroadcastSessionState();
+  void HandleLocalUpdates();
+  void OnDestroyDecision(GlobalController::ProcessKey key, TimeStamp done);
+  void NoteDestroyDone(GlobalController::ProcessKey key,
+                       const ControlledChunkManager::Update& update);
+  void StartRequestedGather();
+  void GatherTick();
+  void CheckGatherDone();
+  void CompleteGather();
+  void SyncStats();
+  // Worker thread.
+  void WorkerMain();
+  void ExpireExitProfiles();
+  // Any thread.
+  void Event(bool error, const std::string& text);
+
+  const IpcSettings settings_;
+  const int64_t epoch_offset_ns_;
+  ipc::FrameLimits limits_;
+  ipc::Waker waker_;
+  LocalManagerLink link_;
+  ipc::PrivateDirectory directory_;
+  std::string socket_path_;
+  int listen_fd_ = -1;
+  pthread_t ipc_thread_{};
+  pthread_t worker_thread_{};
+  std::atomic<bool> stop_{false};
+  const TimeStamp start_time_ = TimeStamp::Now();
+
+  // IPC thread only.
+  GlobalController controller_;
+  std::map<uint64_t, Child> children_;
+  uint64_t next_child_id_ = 1;
+  uint64_t last_generation_ = 0;
+  std::optional<std::tuple<bool, bool, uint64_t>> last_broadcast_;
+  std::shared_ptr<Gather> gather_;
+  TimeStamp next_gather_poll_;
+  bool gather_first_tick_ = false;
+  bool gather_progressed_ = false;
+  int gather_stalls_ = 0;
+  // Counted here, published by SyncStats() once per loop (no lock per message).
+  struct {
+    uint64_t messages_sent = 0;
+    uint64_t messages_received = 0;
+    uint64_t refused_connections = 0;
+    uint64_t closed_connections = 0;
+  } counters_;
+  // Destroy latency: from the decision to the owner's update without the chunk.
+  std::map<GlobalController::ProcessKey, std::pair<TimeStamp, TimeStamp>> pending_destroys_;
+  uint64_t destroy_latency_count_ = 0;
+  double destroy_latency_sum_ms_ = 0;
+  double destroy_latency_max_ms_ = 0;
+  uint64_t closed_bytes_sent_ = 0;
+  uint64_t closed_bytes_received_ = 0;
+
+  // Session facts published by the worker, read by the IPC thread.
+  std::mutex session_mutex_;
+  uint64_t generation_ = 0;  // Sessions hooked so far.
+  ProfilerSettings session_settings_;
+
+  // Worker requests.
+  std::mutex worker_mutex_;
+  std::condition_variable worker_cv_;
+  TimeStamp local_destroy_;  // Destroy own chunks at or before (null: nothing to do).
+
+  // Gatherings asked by capture threads.
+  std::mutex gather_mutex_;
+  std::deque<std::shared_ptr<Gather>> requested_gathers_;
+  uint64_t next_gather_id_ = 1;
+
+  // Exit profiles (IPC thread adds, worker expires, gatherings copy).
+  std::mutex exits_mutex_;
+  std::vector<ExitRecord> exits_;
+
+  // Status (read by GetIpcStatus()).
+  std::mutex status_mutex_;
+  IpcStatus stats_;
+  std::deque<std::string> events_;
+};
+
+// --- Start and stop
+
+bool IpcParent::Start(std::string* error) {
+  if (!waker_.ok()) {
+    if (error) *error = "eventfd failed";
+    return false;
+  }
+  if (!directory_.Create(ipc::DefaultDirectoryBases(), error)) return false;
+  socket_path_ = directory_.SocketPath();
+  listen_fd_ = ipc::Listen(socket_path_, error);
+  if (listen_fd_ < 0) return false;
+  RegisterInheritedFd(listen_fd_);
+  RegisterInheritedFd(waker_.fd());
+  if (!StartInternalThread(&worker_thread_, "StrataIpcWork", [this] { WorkerMain(); }) ||
+      !StartInternalThread(&ipc_thread_, "StrataIpcParent", [this] { IpcThreadMain(); })) {
+    if (error) *error = "cannot start the IPC threads";
+    stop_ = true;
+    return false;
+  }
+  Event(false, "listening on " + socket_path_);
+  return true;
+}
+
+void IpcParent::Shutdown() {
+  if (stop_.exchange(true)) return;
+  waker_.Wake();
+  {
+    std::lock_guard<std::mutex> lock(worker_mutex_);
+    worker_cv_.notify_all();
+  }
+  pthread_join(ipc_thread_, nullptr);
+  pthread_join(worker_thread_, nullptr);
+  link_.Unhook();
+  if (listen_fd_ >= 0) {
+    UnregisterInheritedFd(listen_fd_);
+    close(listen_fd_);
+  }
+  listen_fd_ = -1;
+  directory_.Remove();
+}
+
+void IpcParent::Event(bool error, const std::string& text) {
+  if (error) {
+    LogError("ipc: %s", text.c_str());
+  } else {
+    LogInfo("ipc: %s", text.c_str());
+  }
+  char stamp[32];
+  snprintf(stamp, sizeof(stamp), "%.3f ms: ", (TimeStamp::Now() - start_time_).ToMilliseconds());
+  std::lock_guard<std::mutex> lock(status_mutex_);
+  events_.push_back(stamp + text);
+  if (events_.size() > kMaxEvents) events_.pop_front();
+}
+
+std::string IpcParent::Describe(const Child& child) const {
+  if (!child.ready) return "peer pid " + std::to_string(child.peer.pid);
+  return "child " + std::to_string(child.pid.ToNumber()) + " (" + child.name + ")";
+}
+
+// --- IPC thread
+
+void IpcParent::IpcThreadMain() {
+  std::vector<pollfd> fds;
+  std::vector<uint64_t> ids;
+  while (!stop_.load(std::memory_order_acquire)) {
+    fds.clear();
+    ids.clear();
+    fds.push_back({listen_fd_, POLLIN, 0});
+    fds.push_back({waker_.fd(), POLLIN, 0});
+    for (auto& [id, child] : children_) {
+      if (child.connection->closed()) continue;
+      fds.push_back({child.connection->fd(),
+                     static_cast<short>(POLLIN | (child.connection->WantsWrite() ? POLLOUT : 0)),
+                     0});
+      ids.push_back(id);
+    }
+    int timeout_ms = 20;
+    if (gather_) {
+      const int64_t until = (next_gather_poll_ - TimeStamp::Now()).ToNanoseconds() / 1000000;
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(until, 0, timeout_ms));
+    }
+    poll(fds.data(), fds.size(), timeout_ms);
+    if (fds[1].revents & POLLIN) waker_.Drain();
+    if (fds[0].revents & POLLIN) AcceptAll();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto it = children_.find(ids[i]);
+      if (it == children_.end() || it->second.connection->closed()) continue;
+      Child& child = it->second;
+      const short revents = fds[i + 2].revents;
+      if (revents & (POLLIN | POLLHUP | POLLERR)) ReadFrom(child);
+      if (!child.connection->closed() && (revents & POLLOUT)) {
+        std::string error;
+        if (!child.connection->Flush(&error)) CloseChild(child, error, false);
+      }
+    }
+    HandleLocalUpdates();
+    controller_.Tick();  // Destroy requests that take too long are made up for elsewhere.
+    BroadcastSessionState();
+    StartRequestedGather();
+    GatherTick();
+    // Hello timeouts, and the closed connections' removal.
+    const TimeStamp now = TimeStamp::Now();
+    for (auto it = children_.begin(); it != children_.end();) {
+      Child& child = it->second;
+      if (!child.ready && !child.connection->closed() &&
+          (now - child.connected_at).ToMilliseconds() > settings_.hello_timeout_ms) {
+        CloseChild(child, "no Hello within the time limit", true);
+        ++counters_.refused_connections;
+      }
+      it = child.connection->closed() ? children_.erase(it) : std::next(it);
+    }
+    SyncStats();
+  }
+  // Shutting down: children see the connection close and carry on alone.
+  for (auto& [id, child] : children_) {
+    (void)id;
+    if (!child.connection->closed()) CloseChild(child, "the parent stops listening", false);
+  }
+  children_.clear();
+  if (gather_) CompleteGather();
+  std::lock_guard<std::mutex> lock(gather_mutex_);
+  for (auto& g : requested_gathers_) g->MarkDone();
+  requested_gathers_.clear();
+}
+
+void IpcParent::AcceptAll() {
+  for (;;) {
+    ipc::PeerCredentials peer;
+    std::string error;
+    const int fd = ipc::Accept(listen_fd_, &peer, &error);
+    if (fd < 0) {
+      if (error.empty()) return;  // Nobody else waiting.
+      Event(true, "refused a connection: " + error);
+      ++counters_.refused_connections;
+      continue;
+    }
+    if (children_.size() >= kMaxConnections) {
+      close(fd);
+      Event(true, "refused peer pid " + std::to_string(peer.pid) + ": too many connections");
+      ++counters_.refused_connections;
+      continue;
+    }
+    Child& child = children_[next_child_id_];
+    child.id = next_child_id_++;
+    child.connection = std::make_unique<ipc::Connection>(fd, limits_);
+    RegisterInheritedFd(fd);
+    child.peer = peer;
+    child.connected_at = TimeStamp::Now();
+    LogInfo("ipc: connection from pid %d", peer.pid);
+  }
+}
+
+void IpcParent::ReadFrom(Child& child) {
+  std::string error;
+  const bool open = child.connection->ReadAvailable(&error);
+  for (;;) {
+    ipc::Message message;
+    ipc::MessageType type;
+    size_t bytes = 0;
+    const ipc::FrameReader::Status status = child.connection->Next(&message, &type, &bytes);
+    if (status == ipc::FrameReader::Status::kNeedMore) break;
+    if (status == ipc::FrameReader::Status::kMalformed) {
+      CloseChild(child, "malformed message: " + child.connection->read_error(), true);
+      ++counters_.closed_connections;
+      return;
+    }
+    ++counters_.messages_received;
+    HandleMessage(child, std::move(message));
+    if (child.connection->closed()) return;
+  }
+  if (!open) {
+    std::string why = error;
+    if (child.ready && !child.sent_exit_profile) {
+      why += child.sent_final ? " (it left without a session: no exit profile)"
+                              : " without an exit profile (killed, or exited without running "
+                                "its exit handlers)";
+    }
+    CloseChild(child, why, false);
+  }
+}
+
+void IpcParent::Send(Child& child, const ipc::Message& message) {
+  if (child.connection->closed()) return;
+  std::string error;
+  if (!child.connection->Send(message, &error)) {
+    CloseChild(child, error, false);
+    return;
+  }
+  ++counters_.messages_sent;
+  if (child.connection->queued_bytes() > kMaxQueuedBytes) {
+    CloseChild(child,
+               "it does not read its messages (" +
+                   std::to_string(child.connection->queued_bytes()) + " bytes queued)",
+               true);
+  }
+}
+
+void IpcParent::CloseChild(Child& child, const std::string& why, bool is_error) {
+  if (child.connection->closed()) return;
+  closed_bytes_sent_ += child.connection->bytes_sent();
+  closed_bytes_received_ += child.connection->bytes_received();
+  UnregisterInheritedFd(child.connection->fd());
+  child.connection->Close();
+  controller_.RemoveProcess(child.id);
+  pending_destroys_.erase(child.id);
+  if (gather_) {
+    for (GatherChild& g : gather_->children) {
+      if (g.connection == child.id && g.outcome == Outcome::kPending) {
+        g.outcome = Outcome::kDisconnected;
+        g.error = why;
+        gather_progressed_ = true;
+      }
+    }
+    CheckGatherDone();
+  }
+  Event(is_error, (is_error ? "closed the connection of " : "connection closed: ") +
+                      Describe(child) + ": " + why);
+}
+
+void IpcParent::HandleMessage(Child& child, ipc::Message&& message) {
+  const ipc::MessageType type = ipc::TypeOf(message);
+  auto violation = [&](const std::string& what) {
+    CloseChild(child, what, true);
+    ++counters_.closed_connections;
+  };
+  if (!child.ready) {
+    if (type != ipc::MessageType::kHello) {
+      violation(std::string("expected Hello, got ") + ipc::MessageTypeName(type));
+      return;
+    }
+    ipc::Hello& hello = std::get<ipc::Hello>(message);
+    child.ready = true;
+    // The kernel's word for the pid; a child in another pid namespace says another number.
+    child.pid = ProcessId::FromNumber(child.peer.pid);
+    child.name = hello.name;
+    Event(false, Describe(child) + " connected" +
+                     (hello.pid.ToNumber() != child.peer.pid
+                          ? " (calls itself pid " + std::to_string(hello.pid.ToNumber()) + ")"
+                          : std::string()));
+    Send(child, CurrentSessionState());
+    Send(child, ipc::AwaitNextChunkManagerUpdate{});
+    child.update_requested = true;
+    return;
+  }
+  switch (type) {
+    case ipc::MessageType::kChunkManagerUpdate: {
+      ControlledChunkManager::Update& update = std::get<ipc::ChunkManagerUpdate>(message).update;
+      if (update.IsFinal()) {
+        controller_.RemoveProcess(child.id);
+        child.sent_final = true;
+        child.update_requested = false;
+        return;
+      }
+      if (!child.update_requested) {
+        violation("an update nobody asked for");
+        return;
+      }
+      NoteDestroyDone(child.id, update);
+      std::string error;
+      if (!controller_.HandleUpdate(child.id, std::move(update), &error)) {
+        violation("inconsistent update: " + error);
+        return;
+      }
+      // Ask for the next one at once: the child answers as soon as it has something.
+      Send(child, ipc::AwaitNextChunkManagerUpdate{});
+      return;
+    }
+    case ipc::MessageType::kGatherProfileReply: {
+      ipc::GatherProfileReply& reply = std::get<ipc::GatherProfileReply>(message);
+      if (!gather_ || reply.request_id != gather_->id) return;  // Late: that gathering ended.
+      for (GatherChild& g : gather_->children) {
+        if (g.connection != child.id || g.outcome != Outcome::kPending) continue;
+        g.outcome = reply.ok ? Outcome::kGathered : Outcome::kFailed;
+        g.capture_time = reply.capture_time;
+        g.reply_after = TimeStamp::Now() - gather_->started;
+        g.bytes = reply.profile.size();
+        g.progress = ipc::kProgressOne;
+        if (reply.ok) {
+          g.profile = std::move(reply.profile);
+        } else {
+          g.error = std::move(reply.profile);
+        }
+        gather_progressed_ = true;
+      }
+      CheckGatherDone();
+      return;
+    }
+    case ipc::MessageType::kGatherProfileProgress: {
+      const ipc::GatherProfileProgress& p = std::get<ipc::GatherProfileProgress>(message);
+      if (!gather_ || p.request_id != gather_->id) return;
+      for (GatherChild& g : gather_->children) {
+        if (g.connection != child.id || g.outcome != Outcome::kPending) continue;
+        if (p.progress > g.progress) gather_progressed_ = true;
+        g.progress = std::max(g.progress, p.progress);
+        g.location = p.location;
+      }
+      return;
+    }
+    case ipc::MessageType::kExitProfile: {
+      ipc::ExitProfile& exit = std::get<ipc::ExitProfile>(message);
+      ExitRecord record;
+      record.pid = child.pid;
+      record.name = child.name;
+      record.end_time = exit.end_time;
+      record.received_at = TimeStamp::Now();
+      const size_t bytes = exit.profile.size();
+      record.profile = std::make_shared<const std::string>(std::move(exit.profile));
+      {
+        std::lock_guard<std::mutex> lock(exits_mutex_);
+        exits_.push_back(std::move(record));
+      }
+      child.sent_exit_profile = true;
+      Event(false, "exit profile of " + Describe(child) + ", " + std::to_string(bytes) + " bytes");
+      return;
+    }
+    default:
+      violation(std::string("unexpected ") + ipc::MessageTypeName(type) + " from a child");
+      return;
+  }
+}
+
+ipc::SessionState IpcParent::CurrentSessionState() {
+  ipc::SessionState state;
+  ProfilerSettings settings;
+  {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    state.generation = generation_;
+    settings = session_settings_;
+  }
+  // Atomics only: never a lock the session may hold.
+  state.active = ProfilerIsActive() && state.generation > 0;
+  state.paused = state.active && ProfilerIsPaused();
+  state.interval_ms = settings.interval_ms;
+  state.buffer_megabytes = settings.buffer_megabytes;
+  state.features = settings.features;
+  state.thread_filters = settings.thread_filters;
+  state.epoch_offset_ns = epoch_offset_ns_;
+  return state;
+}
+
+void IpcParent::BroadcastSessionState() {
+  const ipc::SessionState state = CurrentSessionState();
+  if (state.generation != last_generation_) {
+    last_generation_ = state.generation;
+    if (settings_.global_limit_bytes == 0) {
+      controller_.SetLimitBytes(size_t{state.buffer_megabytes} << 20);
+    }
+  }
+  const std::tuple<bool, bool, uint64_t> key(state.active, state.paused, state.generation);
+  if (last_broadcast_ && *last_broadcast_ == key) return;
+  last_broadcast_ = key;
+  for (auto& [id, child] : children_) {
+    (void)id;
+    if (child.ready && !child.connection->closed()) Send(child, state);
+  }
+}
+
+void IpcParent::HandleLocalUpdates() {
+  if (!link_.HasPending()) return;
+  ControlledChunkManager::Update update = link_.TakePending();
+  NoteDestroyDone(kLocalKey, update);
+  controller_.HandleUpdate(kLocalKey, std::move(update));
+}
+
+void IpcParent::NoteDestroyDone(GlobalController::ProcessKey key,
+                                const ControlledChunkManager::Update& update) {
+  auto it = pending_destroys_.find(key);
+  if (it == pending_destroys_.end() || update.IsNotUpdate() || update.IsFinal()) return;
+  const TimeStamp oldest = update.OldestDoneTimeStamp();
+  if (!oldest.IsNull() && oldest <= it->second.first) return;  // Not yet.
+  const double ms = (TimeStamp::Now() - it->second.second).ToMilliseconds();
+  pending_destroys_.erase(it);
+  ++destroy_latency_count_;
+  destroy_latency_sum_ms_ += ms;
+  destroy_latency_max_ms_ = std::max(destroy_latency_max_ms_, ms);
+}
+
+void IpcParent::OnDestroyDecision(GlobalController::ProcessKey key, TimeStamp done) {
+  // The time until the owner's update shows the chunk gone (first request only).
+  pending_destroys_.emplace(key, std::make_pair(done, TimeStamp::Now()));
+  if (key == kLocalKey) {
+    // At once when the session is free; else the worker waits for it (a capture).
+    if (link_.hooked() && base_internal::TryDestroySessionChunksAtOrBefore(done)) return;
+    std::lock_guard<std::mutex> lock(worker_mutex_);
+    if (local_destroy_ < done) local_destroy_ = done;
+    worker_cv_.notify_all();
+    return;
+  }
+  auto it = children_.find(key);
+  if (it != children_.end()) Send(it->second, ipc::DestroyReleasedChunksAtOrBefore{done});
+}
+
+void IpcParent::SyncStats() {
+  const GlobalController::Stats& c = controller_.stats();
+  size_t ready = 0;
+  uint64_t sent = closed_bytes_sent_, received = closed_bytes_received_;
+  for (const auto& [id, child] : children_) {
+    (void)id;
+    if (child.ready && !child.connection->closed()) ++ready;
+    sent += child.connection->bytes_sent();
+    received += child.connection->bytes_received();
+  }
+  std::lock_guard<std::mutex> lock(status_mutex_);
+  stats_.children = ready;
+  stats_.bytes_sent = sent;
+  stats_.bytes_received = received;
+  stats_.messages_sent = counters_.messages_sent;
+  stats_.messages_received = counters_.messages_received;
+  stats_.refused_connections = counters_.refused_connections;
+  stats_.closed_connections = counters_.closed_connections;
+  stats_.destroy_latency_max_ms = destroy_latency_max_ms_;
+  stats_.destroy_latency_mean_ms =
+      destroy_latency_count_ ? destroy_latency_sum_ms_ / destroy_latency_count_ : 0;
+  stats_.global_limit_bytes = controller_.limit_bytes();
+  stats_.tracked_bytes = controller_.TotalBytes();
+  stats_.max_tracked_bytes = c.max_total_bytes;
+  stats_.updates = c.updates;
+  stats_.destroy_requests = c.destroy_requests;
+  stats_.chunks_destroyed = c.chunks_doomed;
+}
+
+// --- Gathering (IPC thread)
+
+std::shared_ptr<Gather> IpcParent::BeginGather() {
+  std::shared_ptr<Gather> gather;
+  {
+    std::lock_guard<std::mutex> lock(gather_mutex_);
+    gather = std::make_shared<Gather>(next_gather_id_++);
+    gather->poll_interval_ms = settings_.gather_poll_interval_ms;
+    if (stop_.load()) {
+      gather->MarkDone();
+      return gather;
+    }
+    requested_gathers_.push_back(gather);
+  }
+  waker_.Wake();
+  return gather;
+}
+
+void IpcParent::StartRequestedGather() {
+  if (gather_) return;
+  std::shared_ptr<Gather> gather;
+  {
+    std::lock_guard<std::mutex> lock(gather_mutex_);
+    if (requested_gathers_.empty()) return;
+    gather = requested_gathers_.front();
+    requested_gathers_.pop_front();
+  }
+  gather_ = gather;
+  gather->started = TimeStamp::Now();
+  std::vector<uint64_t> asked;
+  for (auto& [id, child] : children_) {
+    if (!child.ready || child.connection->closed()) continue;
+    GatherChild g;
+    g.connection = id;
+    g.pid = child.pid;
+    g.name = child.name;
+    gather->children.push_back(std::move(g));
+    asked.push_back(id);
+  }
+  next_gather_poll_ =
+      gather->started + TimeDuration::FromMilliseconds(settings_.gather_poll_interval_ms);
+  gather_first_tick_ = true;
+  gather_progressed_ = false;
+  gather_stalls_ = 0;
+  // Sending may close a connection, and that may end the gathering.
+  for (uint64_t id : asked) {
+    auto it = children_.find(id);
+    if (it != children_.end()) Send(it->second, ipc::GatherProfile{gather->id});
+  }
+  if (gather_ == gather) CheckGatherDone();
+}
+
+void IpcParent::GatherTick() {
+  if (!gather_ || TimeStamp::Now() < next_gather_poll_) return;
+  next_gather_poll_ = TimeStamp::Now() + TimeDuration::FromMilliseconds(settings_.gather_poll_interval_ms);
+  ++gather_->polls;
+  const bool timed_out =
+      (TimeStamp::Now() - gather_->started).ToMilliseconds() > settings_.gather_timeout_ms;
+  if (!gather_first_tick_ || timed_out) {
+    // Firefox's rule: two polls in a row without progress anywhere (no answer, or the same
+    // progress) and the children still pending are taken as frozen.
+    gather_stalls_ = gather_progressed_ ? 0 : gather_stalls_ + 1;
+    if (gather_stalls_ >= 2 || timed_out) {
+      for (GatherChild& g : gather_->children) {
+        if (g.outcome != Outcome::kPending) continue;
+        g.outcome = Outcome::kStalled;
+        Event(true, "gathering: child " + std::to_string(g.pid.ToNumber()) + " (" + g.name +
+                        (timed_out ? ") did not finish within the gathering time limit"
+                                   : ") made no progress in two polls") +
+                        "; its profile is left out");
+      }
+      gather_->ended_by_stall = true;
+      CompleteGather();
+      return;
+    }
+  }
+  gather_first_tick_ = false;
+  gather_progressed_ = false;
+  std::vector<uint64_t> pending;
+  for (const GatherChild& g : gather_->children) {
+    if (g.outcome == Outcome::kPending) pending.push_back(g.connection);
+  }
+  const uint64_t id = gather_->id;
+  for (uint64_t connection : pending) {  // Sending may close a connection (and end this).
+    auto it = children_.find(connection);
+    if (it != children_.end()) Send(it->second, ipc::GetGatherProfileProgress{id});
+  }
+}
+
+void IpcParent::CheckGatherDone() {
+  if (!gather_) return;
+  for (const GatherChild& g : gather_->children) {
+    if (g.outcome == Outcome::kPending) return;
+  }
+  CompleteGather();
+}
+
+void IpcParent::CompleteGather() {
+  std::shared_ptr<Gather> gather = std::move(gather_);
+  gather_.reset();
+  gather->finished = TimeStamp::Now();
+  {
+    std::lock_guard<std::mutex> lock(exits_mutex_);
+    for (const ExitRecord& e : exits_) {
+      // A child that answered this very gathering is already in it.
+      bool gathered = false;
+      for (const GatherChild& g : gather->children) {
+        gathered = gathered || (g.pid == e.pid && g.outcome == Outcome::kGathered);
+      }
+      if (!gathered) gather->exit_profiles.push_back(e);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    gather->events.assign(events_.begin(), events_.end());
+  }
+  gather->MarkDone();
+}
+
+// --- Worker thread
+
+void IpcParent::WorkerMain() {
+  TimeStamp next_expiry;
+  while (!stop_.load(std::memory_order_acquire)) {
+    TimeStamp destroy;
+    {
+      std::unique_lock<std::mutex> lock(worker_mutex_);
+      worker_cv_.wait_for(lock, std::chrono::milliseconds(20), [this] {
+        return stop_.load() || !local_destroy_.IsNull();
+      });
+      std::swap(destroy, local_destroy_);
+    }
+    if (stop_.load()) break;
+    if (link_.Sync()) {
+      // A new session of the parent: its settings, for the children and the limit.
+      const ProfilerSettings settings = ProfilerCurrentSettings();
+      {
+        std::lock_guard<std::mutex> lock(session_mutex_);
+        session_settings_ = settings;
+        ++generation_;
+      }
+      {
+        // Exit profiles belong to the session they were recorded in.
+        std::lock_guard<std::mutex> lock(exits_mutex_);
+        exits_.clear();
+      }
+      waker_.Wake();
+    }
+    if (!destroy.IsNull()) link_.DestroyAtOrBefore(destroy);
+    const TimeStamp now = TimeStamp::Now();
+    if (now >= next_expiry) {
+      next_expiry = now + TimeDuration::FromMilliseconds(100);
+      ExpireExitProfiles();
+    }
+  }
+}
+
+void IpcParent::ExpireExitProfiles() {
+  {
+    std::lock_guard<std::mutex> lock(exits_mutex_);
+    if (exits_.empty()) return;
+  }
+  // May wait for the buffer (a capture reading it): this is the worker thread.
+  const ChunkedBuffer::State state = base_internal::SessionBuffer().GetState();
+  std::vector<std::string> expired;
+  {
+    std::lock_guard<std::mutex> lock(exits_mutex_);
+    for (auto it = exits_.begin(); it != exits_.end();) {
+      if (it->parent_index == 0) it->parent_index = state.range_end;
+      if (it->parent_index < state.range_start) {
+        expired.push_back("exit profile of child " + std::to_string(it->pid.ToNumber()) + " (" +
+                          it->name + ") expired: older than the oldest data still held");
+        it = exits_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const std::string& e : expired) Event(false, e);
+}
+
+void IpcParent::FillStatus(IpcStatus* status) {
+  {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    const IpcStatus& s = stats_;
+    status->children = s.children;
+    status->global_limit_bytes = s.global_limit_bytes;
+    status->tracked_bytes = s.tracked_bytes;
+    status->max_tracked_bytes = s.max_tracked_bytes;
+    status->updates = s.updates;
+    status->destroy_requests = s.destroy_requests;
+    status->chunks_destroyed = s.chunks_destroyed;
+    status->refused_connections = s.refused_connections;
+    status->closed_connections = s.closed_connections;
+    status->messages_sent = s.messages_sent;
+    status->messages_received = s.messages_received;
+    status->bytes_sent = s.bytes_sent;
+    status->bytes_received = s.bytes_received;
+    status->destroy_latency_max_ms = s.destroy_latency_max_ms;
+    status->destroy_latency_mean_ms = s.destroy_latency_mean_ms;
+    status->events.assign(events_.begin(), events_.end());
+  }
+  status->parent = true;
+  status->socket_path = socket_path_;
+  std::lock_guard<std::mutex> lock(exits_mutex_);
+  status->exit_profiles = exits_.size();
+}
+
+// --- Entry points
+
+namespace {
+std::mutex g_parent_mutex;
+IpcParent* g_parent = nullptr;  // Leaked: threads may run during exit.
+}  // namespace
+
+IpcParent* RunningIpcParent() {
+  std::lock_guard<std::mutex> lock(g_parent_mutex);
+  return g_parent;
+}
+
+bool StartIpcParentImpl(const IpcSettings& settings, std::string* error) {
+  std::lock_guard<std::mutex> lock(g_parent_mutex);
+  if (g_parent) return true;
+  auto* parent = new IpcParent(settings);
+  if (!parent->Start(error)) {
+    parent->Shutdown();
+    delete parent;
+    return false;
+  }
+  g_parent = parent;
+  return true;
+}
+
+void ShutdownIpcParent() {
+  IpcParent* parent;
+  {
+    std::lock_guard<std::mutex> lock(g_parent_mutex);
+    parent = g_parent;
+    g_parent = nullptr;
+  }
+  // Not deleted: a capture thread may still hold its gathering.
+  if (parent) parent->Shutdown();
+}
+
+void FillParentStatus(IpcStatus* status) {
+  if (IpcParent* parent = RunningIpcParent()) parent->FillStatus(status);
+}
+
+std::string ParentSocketPath() {
+  IpcParent* parent = RunningIpcParent();
+  return parent ? parent->socket_path() : std::string();
+}
+
+void AdjustParentCapture(profile::CaptureInputs& inputs) {
+  IpcParent* parent = RunningIpcParent();
+  if (!parent) return;
+  // The children start capturing now, while this process captures its own.
+  std::shared_ptr<Gather> gather = parent->BeginGather();
+  // One monotonic -> epoch mapping for the whole tree: sub-process times align exactly.
+  inputs.meta.start_time_epoch_ns = inputs.start_time.ToNanoseconds() + parent->epoch_offset_ns();
+  inputs.sub_processes = [gather](GeckoProfileWriter& writer) {
+    gather->Wait();
+    auto splice = [&writer](std::string& json, GatherChild* child, const char* what, int pid) {
+      std::string why;
+      if (!IsJsonObject(json, &why)) {
+        LogError("ipc: %s of child %d left out: %s", what, pid, why.c_str());
+        if (child) {
+          child->outcome = Outcome::kFailed;
+          child->error = why;
+        }
+        return;
+      }
+      ChunkedJsonOutput fragment;
+      fragment.Consume(&json);
+      writer.AddSubProcessJson(std::move(fragment));
+    };
+    for (GatherChild& child : gather->children) {
+      if (child.outcome == Outcome::kGathered) {
+        splice(child.profile, &child, "the profile", child.pid.ToNumber());
+      }
+    }
+    for (ExitRecord& exit : gather->exit_profiles) {
+      std::string copy = *exit.profile;
+      splice(copy, nullptr, "the exit profile", exit.pid.ToNumber());
+    }
+  };
+  const TimeStamp start = inputs.start_time;
+  inputs.profile_gathering_log = [gather, start](JsonWriter& w) {
+    w.DoubleProperty("gatherMs", (gather->finished - gather->started).ToMilliseconds());
+    w.DoubleProperty("pollIntervalMs", gather->poll_interval_ms);
+    w.UintProperty("polls", static_cast<uint64_t>(gather->polls));
+    w.BoolProperty("endedByStall", gather->ended_by_stall);
+    w.StartArrayProperty("children");
+    for (const GatherChild& child : gather->children) {
+      w.StartObject();
+      w.IntProperty("pid", child.pid.ToNumber());
+      w.StringProperty("name", child.name);
+      w.StringProperty("outcome", OutcomeName(child.outcome));
+      w.DoubleProperty("progress", static_cast<double>(child.progress) / ipc::kProgressOne);
+      if (!child.location.empty()) w.StringProperty("location", child.location);
+      if (child.outcome == Outcome::kGathered) {
+        w.UintProperty("bytes", child.bytes);
+        w.DoubleProperty("captureMs", child.capture_time.ToMilliseconds());
+        w.DoubleProperty("replyMs", child.reply_after.ToMilliseconds());
+      }
+      if (!child.error.empty()) w.StringProperty("error", child.error);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.StartArrayProperty("exitProfiles");
+    for (const ExitRecord& exit : gather->exit_profiles) {
+      w.StartObject();
+      w.IntProperty("pid", exit.pid.ToNumber());
+      w.StringProperty("name", exit.name);
+      w.TimeMsProperty("endTime", exit.end_time - start);
+      w.UintProperty("bytes", exit.profile->size());
+      w.EndObject();
+    }
+    w.EndArray();
+    w.StartArrayProperty("events");
+    for (const std::string& e : gather->events) w.String(e);
+    w.EndArray();
+  };
+}
+
+}  // namespace full
+}  // namespace strata

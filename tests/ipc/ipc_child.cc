@@ -1,0 +1,164 @@
+// A child program of the multi-process scenarios (ipc_test.sh): it links the full tier, is
+// spawned by ipc_parent through SpawnProfiledChild (STRATA_IPC_PARENT set), and therefore
+// follows the parent's session from StartFull() on.
+//
+//   ipc_child worker <cmd-fd> <ack-fd>
+//       A busy thread ("child-worker") burns CPU for 300 ms, then naps. The main thread
+//       answers one-byte commands from <cmd-fd>: 'm' adds the next "sync-<n>" marker and
+//       acks 'a'; 's' answers the session as the child has it (32 bytes: "active paused
+//       interval_ms buffer_megabytes"); 'x' adds an "early-exit" marker and exits (normally:
+//       the exit profile goes to the parent); 'q' exits. 'r' is acked once the parent's
+//       session is followed.
+//   ipc_child writer <cmd-fd> <ack-fd> <slots-file> <slot> <duration-ms> <bytes-per-ms>
+//       Writes text markers ("w <seq>") at the given rate for the given time, storing the
+//       process's live buffer bytes in its slot of the shared file after every marker, then
+//       acks 'd' and waits for 'q'.
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "base/markers.h"
+#include "base/profiler.h"
+#include "full/full.h"
+#include "full/multiprocess.h"
+#include "shared/buffer/chunk.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+__attribute__((noinline)) uint64_t ChildBusyLeaf(uint64_t x) {
+  return x * 6364136223846793005ull + 1442695040888963407ull;
+}
+
+__attribute__((noinline)) void ChildBusyLoop() {
+  // Registered at creation (pthread_create is interposed); the profile reads the name.
+  pthread_setname_np(pthread_self(), "child-worker");
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  uint64_t x = 1;
+  while (!g_stop.load() && std::chrono::steady_clock::now() < end) {
+    for (int i = 0; i < 1000; ++i) x = ChildBusyLeaf(x) ^ (x >> 7);
+  }
+  while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (x == 42) std::puts("");
+}
+
+void Ack(int fd, char c) {
+  if (write(fd, &c, 1) != 1) std::exit(5);
+}
+
+char Command(int fd) {
+  char c = 0;
+  const ssize_t n = read(fd, &c, 1);
+  return n == 1 ? c : 'q';  // The parent went away: leave.
+}
+
+void WaitUntilFollowing() {
+  for (int i = 0; i < 2000 && !strata::full::IpcChildFollowsParent(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!strata::full::IpcChildFollowsParent()) {
+    std::fprintf(stderr, "ipc_child: not following a parent\n");
+    std::exit(4);
+  }
+}
+
+int Worker(int cmd, int ack) {
+  strata::full::StartFull();
+  WaitUntilFollowing();
+  std::thread busy(&ChildBusyLoop);
+  Ack(ack, 'r');
+  int sync = 0;
+  for (;;) {
+    const char c = Command(cmd);
+    if (c == 'm') {
+      const std::string name = "sync-" + std::to_string(++sync);
+      strata::AddMarker(strata::ProfilerString::Dynamic(name), strata::Category::kOther);
+      Ack(ack, 'a');
+    } else if (c == 's') {
+      // The session as this child has it: "active paused interval_ms buffer_megabytes".
+      const strata::ProfilerSettings settings = strata::ProfilerCurrentSettings();
+      char line[32] = {};
+      std::snprintf(line, sizeof(line), "%d %d %.3f %u", strata::ProfilerIsActive() ? 1 : 0,
+                    strata::ProfilerIsPaused() ? 1 : 0, settings.interval_ms,
+                    settings.buffer_megabytes);
+      if (write(ack, line, sizeof(line)) != static_cast<ssize_t>(sizeof(line))) std::exit(5);
+    } else if (c == 'x') {
+      strata::AddMarker(strata::ProfilerString::Literal("early-exit"), strata::Category::kOther);
+      break;
+    } else if (c == 'q') {
+      break;
+    }
+  }
+  g_stop = true;
+  busy.join();
+  return 0;  // exit(): the exit profile goes to the parent.
+}
+
+int Writer(int cmd, int ack, const char* slots_path, int slot, int duration_ms,
+           int bytes_per_ms) {
+  const int fd = open(slots_path, O_RDWR);
+  if (fd < 0) return 6;
+  auto* slots = static_cast<std::atomic<uint64_t>*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  close(fd);
+  if (slots == MAP_FAILED) return 7;
+  strata::full::StartFull();
+  WaitUntilFollowing();
+  // The slot is also refreshed between markers: chunks are prepared by the sampler thread
+  // and destroyed by the IPC worker, not only when the writer writes.
+  std::atomic<bool> refreshing{true};
+  std::thread refresher([&] {
+    pthread_setname_np(pthread_self(), "slot-refresher");
+    while (refreshing.load()) {
+      slots[slot].store(strata::BufferChunk::LiveBufferBytes(), std::memory_order_relaxed);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  });
+  Ack(ack, 'r');
+  const std::string padding(200, 'p');
+  // Each marker: ~200 bytes of text plus the header (~40 bytes).
+  const int per_ms = std::max(1, bytes_per_ms / 240);
+  const auto start = std::chrono::steady_clock::now();
+  auto next = start;
+  uint64_t seq = 0;
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(duration_ms)) {
+    for (int i = 0; i < per_ms; ++i) {
+      strata::AddTextMarker(strata::ProfilerString::Literal("w"), strata::Category::kOther,
+                            strata::MarkerOptions(), std::to_string(++seq) + padding);
+      slots[slot].store(strata::BufferChunk::LiveBufferBytes(), std::memory_order_relaxed);
+    }
+    next += std::chrono::milliseconds(1);
+    std::this_thread::sleep_until(next);
+  }
+  refreshing = false;
+  refresher.join();
+  slots[slot].store(strata::BufferChunk::LiveBufferBytes(), std::memory_order_relaxed);
+  Ack(ack, 'd');
+  while (Command(cmd) != 'q') {
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 4 && !std::strcmp(argv[1], "worker")) {
+    return Worker(std::atoi(argv[2]), std::atoi(argv[3]));
+  }
+  if (argc >= 8 && !std::strcmp(argv[1], "writer")) {
+    return Writer(std::atoi(argv[2]), std::atoi(argv[3]), argv[4], std::atoi(argv[5]),
+                  std::atoi(argv[6]), std::atoi(argv[7]));
+  }
+  std::fprintf(stderr, "usage: ipc_child worker|writer ...\n");
+  return 2;
+}

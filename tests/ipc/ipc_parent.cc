@@ -1,0 +1,768 @@
+// The parent program of the multi-process scenarios (ipc_test.sh, docs/ipc.md). It links
+// the full tier, listens for children, spawns ipc_child processes with SpawnProfiledChild,
+// and checks what the issue asks, with real processes and real sockets:
+//
+//   ipc_parent <ipc_child> tree <out.json>      parent + 3 children sampling and adding
+//       markers; one profile with four processes, every child's threads and markers there,
+//       "sync-<n>" markers added at the same moment (through pipes) within 1 ms.
+//   ipc_parent <ipc_child> limit <out.json>     3 children writing fast, the parent slowly,
+//       one 1 MiB limit for the tree: the summed live buffer memory, polled all along, never
+//       passes the limit by more than one chunk per process; the parent's old data goes
+//       although its own limit never forced it (the oldest chunk of the tree goes first).
+//   ipc_parent <ipc_child> stall <out.json>     a child stopped with SIGSTOP during capture:
+//       the profile comes within the stall timeout, without it; the gathering log names it.
+//   ipc_parent <ipc_child> exits <out.json>     a child that exits early: its exit profile is
+//       in the capture; a child killed with SIGKILL: the log says it left without one.
+//   ipc_parent <ipc_child> hostile <out.json>   garbage, truncated, oversized messages, a
+//       silent peer, peers of another uid: refused and logged; the real child carries on.
+//   ipc_parent <ipc_child> follow <out.json>    children follow the parent's pause, resume,
+//       stop, and a new session with other settings.
+//
+// Prints "RESULT key=value" lines, "FAIL: ..." for failed checks, "ipc_parent: ok" at the end
+// when all passed (exit status 0).
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/markers.h"
+#include "base/profiler.h"
+#include "full/full.h"
+#include "full/ipc/messages.h"
+#include "full/multiprocess.h"
+#include "rapidjson/document.h"
+#include "shared/buffer/chunk.h"
+
+namespace {
+
+using strata::full::GetIpcStatus;
+using strata::full::IpcStatus;
+
+int g_failures = 0;
+const char* g_child_path = nullptr;
+
+void Check(bool ok, const std::string& what) {
+  if (ok) {
+    std::printf("ok: %s\n", what.c_str());
+  } else {
+    std::printf("FAIL: %s\n", what.c_str());
+    ++g_failures;
+  }
+  std::fflush(stdout);
+}
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// --- Children
+
+struct Kid {
+  pid_t pid = 0;
+  int cmd = -1;  // Our end: commands to the child.
+  int ack = -1;  // Our end: the child's answers.
+};
+
+Kid Spawn(std::vector<std::string> args) {
+  int cmd[2], ack[2];
+  if (pipe(cmd) != 0 || pipe(ack) != 0) std::abort();
+  // Our ends stay ours; the child's ends are inherited through exec.
+  fcntl(cmd[1], F_SETFD, FD_CLOEXEC);
+  fcntl(ack[0], F_SETFD, FD_CLOEXEC);
+  std::vector<std::string> all = {g_child_path, args[0], std::to_string(cmd[0]),
+                                  std::to_string(ack[1])};
+  all.insert(all.end(), args.begin() + 1, args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  Kid kid;
+  const int rc = strata::full::SpawnProfiledChild(&kid.pid, g_child_path, argv.data());
+  if (rc != 0) {
+    std::printf("FAIL: spawn: %s\n", strerror(rc));
+    std::exit(1);
+  }
+  close(cmd[0]);
+  close(ack[1]);
+  kid.cmd = cmd[1];
+  kid.ack = ack[0];
+  return kid;
+}
+
+void Tell(const Kid& kid, char c) {
+  if (write(kid.cmd, &c, 1) != 1) std::printf("FAIL: cannot write to child %d\n", kid.pid);
+}
+
+// The child's next answer, or 0 after `timeout_ms`.
+char Answer(const Kid& kid, int timeout_ms = 10000) {
+  pollfd p{kid.ack, POLLIN, 0};
+  if (poll(&p, 1, timeout_ms) != 1) return 0;
+  char c = 0;
+  return read(kid.ack, &c, 1) == 1 ? c : 0;
+}
+
+bool Reap(const Kid& kid, int timeout_ms = 10000) {
+  for (int i = 0; i < timeout_ms; ++i) {
+    int status;
+    if (waitpid(kid.pid, &status, WNOHANG) == kid.pid) return true;
+    SleepMs(1);
+  }
+  kill(kid.pid, SIGKILL);
+  waitpid(kid.pid, nullptr, 0);
+  return false;
+}
+
+// --- Profile reading
+
+struct ThreadView {
+  std::string name;
+  int pid = 0;
+  size_t samples = 0;
+  std::vector<std::pair<std::string, double>> markers;  // name, start (own process times)
+};
+struct ProcessView {
+  double start_time = 0;  // meta.startTime (epoch ms)
+  int pid = 0;
+  std::vector<ThreadView> threads;
+  const ThreadView* Thread(const std::string& name) const {
+    for (const ThreadView& t : threads) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  }
+  // The first marker named `name` (any thread), in the parent's time: own time + offset.
+  std::optional<double> Marker(const std::string& name, double offset) const {
+    for (const ThreadView& t : threads) {
+      for (const auto& m : t.markers) {
+        if (m.first == name) return m.second + offset;
+      }
+    }
+    return std::nullopt;
+  }
+};
+
+ProcessView ReadProcess(const rapidjson::Value& p) {
+  ProcessView view;
+  view.start_time = p["meta"]["startTime"].GetDouble();
+  for (const auto& t : p["threads"].GetArray()) {
+    ThreadView thread;
+    thread.name = t["name"].GetString();
+    thread.pid = t["pid"].IsInt() ? t["pid"].GetInt() : std::atoi(t["pid"].GetString());
+    view.pid = thread.pid;
+    thread.samples = t["samples"]["data"].Size();
+    const auto& strings = t["stringTable"];
+    const auto& table = t["markers"];
+    const int name_col = table["schema"]["name"].GetInt();
+    const int start_col = table["schema"]["startTime"].GetInt();
+    for (const auto& m : table["data"].GetArray()) {
+      if (!m[start_col].IsNumber()) continue;
+      thread.markers.emplace_back(strings[m[name_col].GetInt()].GetString(),
+                                  m[start_col].GetDouble());
+    }
+    view.threads.push_back(std::move(thread));
+  }
+  return view;
+}
+
+struct ProfileView {
+  rapidjson::Document doc;
+  ProcessView parent;
+  std::vector<ProcessView> children;
+  const ProcessView* Child(int pid) const {
+    for (const ProcessView& c : children) {
+      if (c.pid == pid) return &c;
+    }
+    return nullptr;
+  }
+  // The gathering log's entry for `pid`, or null.
+  const rapidjson::Value* GatherEntry(int pid) const {
+    if (!doc.HasMember("profileGatheringLog")) return nullptr;
+    for (const auto& c : doc["profileGatheringLog"]["children"].GetArray()) {
+      if (c["pid"].GetInt() == pid) return &c;
+    }
+    return nullptr;
+  }
+  bool EventMentions(const std::string& text) const {
+    if (!doc.HasMember("profileGatheringLog")) return false;
+    for (const auto& e : doc["profileGatheringLog"]["events"].GetArray()) {
+      if (std::string(e.GetString()).find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+bool ReadProfile(const std::string& path, ProfileView* view) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string json = text.str();
+  view->doc.Parse(json.c_str(), json.size());
+  if (view->doc.HasParseError() || !view->doc.IsObject() || !view->doc.HasMember("processes")) {
+    std::printf("FAIL: %s is not a profile with processes\n", path.c_str());
+    ++g_failures;
+    return false;
+  }
+  view->parent = ReadProcess(view->doc);
+  for (const auto& p : view->doc["processes"].GetArray()) view->children.push_back(ReadProcess(p));
+  return true;
+}
+
+double Capture(const std::string& path) {
+  const double t0 = NowMs();
+  std::string error;
+  const bool ok = strata::ProfilerSaveProfile(path, &error);
+  const double took = NowMs() - t0;
+  Check(ok, "profile saved (" + (ok ? path : error) + ")");
+  return took;
+}
+
+void PrintStatus() {
+  const IpcStatus s = GetIpcStatus();
+  std::printf(
+      "RESULT ipc_children=%zu updates=%llu destroy_requests=%llu chunks_destroyed=%llu "
+      "max_tracked_bytes=%zu limit=%zu messages_sent=%llu messages_received=%llu "
+      "bytes_sent=%llu bytes_received=%llu refused=%llu closed=%llu exit_profiles=%zu\n",
+      s.children, (unsigned long long)s.updates, (unsigned long long)s.destroy_requests,
+      (unsigned long long)s.chunks_destroyed, s.max_tracked_bytes, s.global_limit_bytes,
+      (unsigned long long)s.messages_sent, (unsigned long long)s.messages_received,
+      (unsigned long long)s.bytes_sent, (unsigned long long)s.bytes_received,
+      (unsigned long long)s.refused_connections, (unsigned long long)s.closed_connections,
+      s.exit_profiles);
+  std::printf("RESULT destroy_latency_mean_ms=%.3f destroy_latency_max_ms=%.3f\n",
+              s.destroy_latency_mean_ms, s.destroy_latency_max_ms);
+  for (const std::string& e : s.events) std::printf("event: %s\n", e.c_str());
+}
+
+void StartParent(uint32_t buffer_megabytes, strata::full::IpcSettings ipc) {
+  strata::ProfilerSettings session;
+  session.interval_ms = 1;
+  session.buffer_megabytes = buffer_megabytes;
+  strata::full::StartFull(session);
+  std::string error;
+  if (!strata::full::StartIpcParent(ipc, &error)) {
+    std::printf("FAIL: StartIpcParent: %s\n", error.c_str());
+    std::exit(1);
+  }
+}
+
+std::atomic<bool> g_parent_busy_stop{false};
+__attribute__((noinline)) void ParentBusyLoop() {
+  // Registered at creation (pthread_create is interposed); the profile reads the name.
+  pthread_setname_np(pthread_self(), "parent-worker");
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  uint64_t x = 1;
+  while (std::chrono::steady_clock::now() < end) {
+    for (int i = 0; i < 1000; ++i) x = x * 6364136223846793005ull + (x >> 9);
+  }
+  while (!g_parent_busy_stop.load()) SleepMs(5);
+  if (x == 42) std::puts("");
+}
+
+// --- Scenarios
+
+int Tree(const std::string& out) {
+  strata::full::IpcSettings ipc;
+  ipc.gather_poll_interval_ms = 500;
+  StartParent(16, ipc);
+  std::thread busy(&ParentBusyLoop);
+  std::vector<Kid> kids;
+  for (int i = 0; i < 3; ++i) kids.push_back(Spawn({"worker"}));
+  for (const Kid& k : kids) Check(Answer(k) == 'r', "child " + std::to_string(k.pid) + " follows");
+  SleepMs(400);  // Everybody's busy thread runs (and is sampled).
+  for (int n = 1; n <= 3; ++n) {
+    for (const Kid& k : kids) Tell(k, 'm');
+    const std::string name = "sync-" + std::to_string(n);
+    strata::AddMarker(strata::ProfilerString::Dynamic(name), strata::Category::kOther);
+    for (const Kid& k : kids) Check(Answer(k) == 'a', "child " + std::to_string(k.pid) + " marked " + name);
+    SleepMs(50);
+  }
+  const double gather_ms = Capture(out);
+  std::printf("RESULT gather_ms=%.1f\n", gather_ms);
+  PrintStatus();
+  for (const Kid& k : kids) Tell(k, 'q');
+  for (const Kid& k : kids) Check(Reap(k), "child " + std::to_string(k.pid) + " ended");
+  g_parent_busy_stop = true;
+  busy.join();
+
+  ProfileView view;
+  if (!ReadProfile(out, &view)) return 1;
+  Check(view.children.size() == 3,
+        "three processes under \"processes\" (got " + std::to_string(view.children.size()) + ")");
+  Check(view.parent.Thread("GeckoMain") && view.parent.Thread("parent-worker") &&
+            view.parent.Thread("parent-worker")->samples > 0,
+        "the parent's threads are sampled");
+  double worst_skew = 0;
+  for (const Kid& k : kids) {
+    const ProcessView* child = view.Child(k.pid);
+    Check(child != nullptr, "child " + std::to_string(k.pid) + " is in the profile");
+    if (!child) continue;
+    const ThreadView* main = child->Thread("GeckoMain");
+    const ThreadView* worker = child->Thread("child-worker");
+    Check(main != nullptr, "child " + std::to_string(k.pid) + " has its main thread");
+    Check(worker && worker->samples > 20,
+          "child " + std::to_string(k.pid) + "'s worker thread is sampled (" +
+              std::to_string(worker ? worker->samples : 0) + " samples)");
+    const double offset = child->start_time - view.parent.start_time;
+    for (int n = 1; n <= 3; ++n) {
+      const std::string name = "sync-" + std::to_string(n);
+      const std::optional<double> theirs = child->Marker(name, offset);
+      const std::optional<double> ours = view.parent.Marker(name, 0);
+      Check(theirs && ours, "child " + std::to_string(k.pid) + " and parent have " + name);
+      if (theirs && ours) worst_skew = std::max(worst_skew, std::fabs(*theirs - *ours));
+    }
+    const rapidjson::Value* entry = view.GatherEntry(k.pid);
+    Check(entry && std::string((*entry)["outcome"].GetString()) == "gathered",
+          "gathering log: child " + std::to_string(k.pid) + " gathered");
+  }
+  std::printf("RESULT sync_marker_max_skew_ms=%.3f\n", worst_skew);
+  size_t thread_count = view.parent.threads.size();
+  for (const ProcessView& c : view.children) thread_count += c.threads.size();
+  const ThreadView* parent_worker = view.parent.Thread("parent-worker");
+  // For ipc_test.sh's front-end import check: every thread of the four processes.
+  std::printf("FRONTEND %zu parent-worker=%zu\n", thread_count,
+              parent_worker ? parent_worker->samples : 0);
+  Check(worst_skew < 1.0, "markers added at the same moment align within 1 ms");
+  return 0;
+}
+
+int Limit(const std::string& out, const std::string& slots_path) {
+  constexpr size_t kLimit = 1u << 20;       // buffer_megabytes = 1: the tree's limit.
+  constexpr size_t kChunk = 64u << 10;      // Chunks of limit/64, at least 64 KiB.
+  constexpr int kKids = 3;
+  constexpr int kDurationMs = 3000;
+  strata::full::IpcSettings ipc;
+  ipc.gather_poll_interval_ms = 500;
+  StartParent(1, ipc);
+  {
+    const int fd = open(slots_path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, 4096) != 0) return 1;
+    close(fd);
+  }
+  const int fd = open(slots_path.c_str(), O_RDWR);
+  auto* slots = static_cast<std::atomic<uint64_t>*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  close(fd);
+  std::vector<Kid> kids;
+  for (int i = 0; i < kKids; ++i) {
+    kids.push_back(Spawn({"writer", slots_path, std::to_string(i), std::to_string(kDurationMs),
+                          "4000"}));
+  }
+  for (const Kid& k : kids) Check(Answer(k) == 'r', "writer " + std::to_string(k.pid) + " follows");
+  // Poll the tree's live buffer memory while everybody writes; the parent writes slowly
+  // (200 bytes/ms: a chunk every ~330 ms, its own 1 MiB limit would keep ~5 s of it).
+  std::atomic<bool> polling{true};
+  size_t max_sum = 0, polls = 0, over = 0;
+  std::string max_parts;
+  std::thread poller([&] {
+    while (polling.load()) {
+      size_t parts[kKids + 1];
+      parts[kKids] = strata::BufferChunk::LiveBufferBytes();
+      size_t sum = parts[kKids];
+      for (int i = 0; i < kKids; ++i) sum += parts[i] = slots[i].load(std::memory_order_relaxed);
+      if (sum > max_sum) {
+        max_sum = sum;
+        max_parts.clear();
+        for (size_t p : parts) max_parts += std::to_string(p / kChunk) + " ";
+
+      }
+      ++polls;
+      if (sum > kLimit + (kKids + 1) * kChunk) ++over;
+      std::this_thread::sleep_for(std::chrono::microseconds(250));
+    }
+  });
+  const double start = NowMs();
+  const std::string padding(160, 'q');
+  uint64_t seq = 0;
+  while (NowMs() - start < kDurationMs) {
+    strata::AddTextMarker(strata::ProfilerString::Literal("p"), strata::Category::kOther,
+                          strata::MarkerOptions(), std::to_string(++seq) + padding);
+    SleepMs(1);
+  }
+  for (const Kid& k : kids) Check(Answer(k) == 'd', "writer " + std::to_string(k.pid) + " done");
+  polling = false;
+  poller.join();
+  std::printf("RESULT memory_polls=%zu max_tree_live_bytes=%zu limit=%zu bound=%zu over=%zu\n",
+              polls, max_sum, kLimit, kLimit + (kKids + 1) * kChunk, over);
+  std::printf("at the maximum, chunks per process (children, parent): %s\n", max_parts.c_str());
+  Check(polls > 1000, "memory polled throughout");
+  Check(max_sum <= kLimit + (kKids + 1) * kChunk,
+        "the tree's live buffer memory stays within the limit plus one chunk per process");
+  const IpcStatus status = GetIpcStatus();
+  PrintStatus();
+  Check(status.chunks_destroyed > 10, "the controller destroyed chunks across the tree");
+  const double gather_ms = Capture(out);
+  std::printf("RESULT gather_ms=%.1f\n", gather_ms);
+  for (const Kid& k : kids) Tell(k, 'q');
+  for (const Kid& k : kids) Check(Reap(k), "writer " + std::to_string(k.pid) + " ended");
+
+  ProfileView view;
+  if (!ReadProfile(out, &view)) return 1;
+  Check(view.children.size() == kKids, "every writer is in the profile");
+  // The oldest data of the tree went first: the parent, which writes slowly and never
+  // reached its own limit, lost its old chunks to make room for the writers' newer data.
+  double parent_first = 1e300;
+  for (const ThreadView& t : view.parent.threads) {
+    for (const auto& m : t.markers) {
+      if (m.first == "p") parent_first = std::min(parent_first, m.second);
+    }
+  }
+  double newest_child_first = 0, oldest_child_first = 1e300;
+  for (const ProcessView& c : view.children) {
+    double first = 1e300;
+    for (const ThreadView& t : c.threads) {
+      for (const auto& m : t.markers) {
+        if (m.first == "w") first = std::min(first, m.second + c.start_time - view.parent.start_time);
+      }
+    }
+    newest_child_first = std::max(newest_child_first, first);
+    oldest_child_first = std::min(oldest_child_first, first);
+  }
+  // Times relative to the parent's start.
+  const double profile_end = view.doc["meta"].HasMember("profilingEndTime")
+                                 ? view.doc["meta"]["profilingEndTime"].GetDouble()
+                                 : 0;
+  std::printf("RESULT parent_oldest_kept_ms=%.1f children_oldest_kept_ms=%.1f..%.1f "
+              "profile_end_ms=%.1f\n",
+              parent_first, oldest_child_first, newest_child_first, profile_end);
+  // The parent's chunk takes ~330 ms to fill; children's ~15 ms. Kept data of the whole tree
+  // is the last ~0.1 s of the writers plus the parent's chunks done after that.
+  Check(parent_first < 1e300 && parent_first > profile_end - 1500,
+        "the parent's oldest data was destroyed for newer data of the children (oldest kept " +
+            std::to_string(profile_end - parent_first) + " ms before the end)");
+  Check(newest_child_first - oldest_child_first < 100,
+        "the writers keep the same recent window (oldest kept data within 100 ms)");
+  return 0;
+}
+
+int Stall(const std::string& out) {
+  strata::full::IpcSettings ipc;
+  ipc.gather_poll_interval_ms = 200;
+  StartParent(16, ipc);
+  Kid a = Spawn({"worker"});
+  Kid b = Spawn({"worker"});
+  Check(Answer(a) == 'r' && Answer(b) == 'r', "children follow");
+  SleepMs(200);
+  kill(b.pid, SIGSTOP);
+  SleepMs(50);
+  const double took = Capture(out);
+  std::printf("RESULT stalled_gather_ms=%.1f poll_interval_ms=200\n", took);
+  Check(took < 2000, "the profile is written within the stall timeout");
+  kill(b.pid, SIGCONT);
+  PrintStatus();
+  Tell(a, 'q');
+  Tell(b, 'q');
+  Check(Reap(a) && Reap(b), "children ended");
+  ProfileView view;
+  if (!ReadProfile(out, &view)) return 1;
+  Check(view.Child(a.pid) != nullptr, "the running child is in the profile");
+  Check(view.Child(b.pid) == nullptr, "the stopped child is not");
+  const rapidjson::Value* entry = view.GatherEntry(b.pid);
+  Check(entry && std::string((*entry)["outcome"].GetString()) == "stalled",
+        "the gathering log names the stopped child as stalled");
+  return 0;
+}
+
+int Exits(const std::string& out) {
+  strata::full::IpcSettings ipc;
+  ipc.gather_poll_interval_ms = 200;
+  StartParent(16, ipc);
+  Kid early = Spawn({"worker"});
+  Kid killed = Spawn({"worker"});
+  Kid stays = Spawn({"worker"});
+  Check(Answer(early) == 'r' && Answer(killed) == 'r' && Answer(stays) == 'r', "children follow");
+  SleepMs(200);
+  Tell(early, 'x');
+  Check(Reap(early), "the early child exited");
+  kill(killed.pid, SIGKILL);
+  Check(Reap(killed), "the killed child is gone");
+  SleepMs(200);
+  const double took = Capture(out);
+  std::printf("RESULT gather_ms=%.1f\n", took);
+  PrintStatus();
+  Tell(stays, 'q');
+  Check(Reap(stays), "the last child ended");
+  ProfileView view;
+  if (!ReadProfile(out, &view)) return 1;
+  const ProcessView* exited = view.Child(early.pid);
+  Check(exited != nullptr, "the early child's exit profile is in the profile");
+  Check(exited && exited->Marker("early-exit", 0).has_value(),
+        "its last marker arrived with it");
+  Check(view.Child(stays.pid) != nullptr, "the running child is gathered");
+  Check(view.Child(killed.pid) == nullptr, "the killed child has no profile");
+  Check(view.EventMentions(std::to_string(killed.pid)) &&
+            view.EventMentions("without an exit profile"),
+        "the log says the killed child left without an exit profile");
+  const auto& exits = view.doc["profileGatheringLog"]["exitProfiles"];
+  Check(exits.Size() == 1 && exits[0]["pid"].GetInt() == early.pid,
+        "the gathering log lists the exit profile");
+  return 0;
+}
+
+// The child's session as it reports it ('s'), e.g. "1 0 1.000 16".
+std::string ChildSession(const Kid& kid) {
+  Tell(kid, 's');
+  char line[32] = {};
+  size_t got = 0;
+  while (got < sizeof(line)) {
+    pollfd p{kid.ack, POLLIN, 0};
+    if (poll(&p, 1, 5000) != 1) break;
+    const ssize_t n = read(kid.ack, line + got, sizeof(line) - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  line[sizeof(line) - 1] = '\0';
+  return line;
+}
+
+// Waits (2 s at most) until every child reports `expected`.
+bool AllChildrenReach(const std::vector<Kid>& kids, const std::string& expected) {
+  for (int i = 0; i < 200; ++i) {
+    bool all = true;
+    for (const Kid& k : kids) all = all && ChildSession(k) == expected;
+    if (all) return true;
+    SleepMs(10);
+  }
+  for (const Kid& k : kids) std::printf("child %d reports '%s'\n", k.pid, ChildSession(k).c_str());
+  return false;
+}
+
+int Follow(const std::string& out) {
+  strata::full::IpcSettings ipc;
+  ipc.gather_poll_interval_ms = 200;
+  StartParent(16, ipc);
+  std::vector<Kid> kids = {Spawn({"worker"}), Spawn({"worker"})};
+  for (const Kid& k : kids) Check(Answer(k) == 'r', "child follows");
+  Check(AllChildrenReach(kids, "1 0 1.000 16"), "children run the parent's session (1 ms, 16 MiB)");
+  strata::ProfilerPause();
+  Check(AllChildrenReach(kids, "1 1 1.000 16"), "children pause with the parent");
+  strata::ProfilerResume();
+  Check(AllChildrenReach(kids, "1 0 1.000 16"), "children resume with the parent");
+  strata::full::StopFull();
+  Check(AllChildrenReach(kids, "0 0 1.000 16"), "children stop with the parent");
+  strata::ProfilerSettings settings;
+  settings.interval_ms = 2;
+  settings.buffer_megabytes = 4;
+  strata::full::StartFull(settings);
+  Check(AllChildrenReach(kids, "1 0 2.000 4"),
+        "children start the parent's new session with its settings (2 ms, 4 MiB)");
+  // The new session is one tree again.
+  for (const Kid& k : kids) Tell(k, 'm');
+  for (const Kid& k : kids) Check(Answer(k) == 'a', "child marks in the new session");
+  Capture(out);
+  PrintStatus();
+  for (const Kid& k : kids) Tell(k, 'q');
+  for (const Kid& k : kids) Check(Reap(k), "child ended");
+  ProfileView view;
+  if (!ReadProfile(out, &view)) return 1;
+  Check(view.children.size() == 2, "both children in the new session's profile");
+  for (const Kid& k : kids) {
+    const ProcessView* c = view.Child(k.pid);
+    Check(c && c->Marker("sync-1", 0).has_value(), "the new session has the child's marker");
+  }
+  return 0;
+}
+
+// --- Hostile peers
+
+int RawConnect(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    const int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+// True when the parent closes the connection within `timeout_ms` (we read EOF).
+bool ClosedByParent(int fd, int timeout_ms) {
+  const double end = NowMs() + timeout_ms;
+  while (NowMs() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) == 1) {
+      char buffer[4096];
+      const ssize_t n = read(fd, buffer, sizeof(buffer));
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+    }
+  }
+  return false;
+}
+
+bool SendAll(int fd, const void* data, size_t bytes) {
+  return send(fd, data, bytes, MSG_NOSIGNAL) == static_cast<ssize_t>(bytes);
+}
+
+// In a fork()ed copy: become `nobody`, optionally keeping the power to pass the private
+// directory's 0700 (CAP_DAC_OVERRIDE), connect, say Hello, and report through the exit
+// status: 0 = refused as expected, 1 = unexpected, 2 = connect failed with EACCES.
+[[noreturn]] void OtherUidPeer(const std::string& path, bool keep_dac_override,
+                               const std::vector<uint8_t>& hello) {
+  prctl(PR_SET_KEEPCAPS, 1);
+  if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(3);
+  if (keep_dac_override) {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    const uint32_t caps = (1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH);
+    data[0].effective = data[0].permitted = caps;
+    if (syscall(SYS_capset, &header, data) != 0) _exit(4);
+  }
+  const int fd = RawConnect(path);
+  if (fd < 0) _exit(errno == EACCES ? 2 : 5);
+  if (!SendAll(fd, hello.data(), hello.size())) _exit(0);  // Already closed: refused.
+  _exit(ClosedByParent(fd, 3000) ? 0 : 1);
+}
+
+int RunOtherUidPeer(const std::string& path, bool keep_dac_override,
+                    const std::vector<uint8_t>& hello) {
+  const pid_t pid = fork();
+  if (pid == 0) OtherUidPeer(path, keep_dac_override, hello);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+}
+
+int Hostile(const std::string& out) {
+  strata::full::IpcSettings ipc;
+  ipc.gather_poll_interval_ms = 200;
+  ipc.hello_timeout_ms = 500;
+  StartParent(16, ipc);
+  Kid kid = Spawn({"worker"});
+  Check(Answer(kid) == 'r', "the real child follows");
+  const std::string path = GetIpcStatus().socket_path;
+  namespace ipcm = strata::ipc;
+  ipcm::Hello hello;
+  hello.pid = strata::ProcessId::FromNumber(getpid());
+  hello.name = "fake";
+  const std::vector<uint8_t> hello_frame = ipcm::EncodeFrame(hello);
+
+  // 1. Garbage.
+  int fd = RawConnect(path);
+  const char garbage[] = "GET / HTTP/1.1\r\nHost: strata\r\n\r\n\x01\x02\x03\x04\x05\x06\x07";
+  SendAll(fd, garbage, sizeof(garbage));
+  Check(ClosedByParent(fd, 2000), "garbage: connection closed");
+  close(fd);
+  // 2. A truncated frame, then the peer closes: nothing to do but forget it.
+  fd = RawConnect(path);
+  SendAll(fd, hello_frame.data(), hello_frame.size() / 2);
+  close(fd);
+  // 3. A truncated frame from a peer that stays silent: closed after the Hello timeout.
+  fd = RawConnect(path);
+  SendAll(fd, hello_frame.data(), 7);
+  Check(ClosedByParent(fd, 3000), "silent peer: closed after the Hello timeout");
+  close(fd);
+  // 4. An oversized message, refused on its header (nothing allocated for it).
+  fd = RawConnect(path);
+  uint8_t header[12];
+  const uint32_t magic = ipcm::kFrameMagic, huge = 0x7fffffff;
+  const uint16_t version = ipcm::kProtocolVersion,
+                 type = static_cast<uint16_t>(ipcm::MessageType::kExitProfile);
+  memcpy(header, &magic, 4);
+  memcpy(header + 4, &version, 2);
+  memcpy(header + 6, &type, 2);
+  memcpy(header + 8, &huge, 4);
+  SendAll(fd, header, sizeof(header));
+  Check(ClosedByParent(fd, 2000), "oversized message: connection closed");
+  close(fd);
+  // 5. A proper Hello, then a malformed update.
+  fd = RawConnect(path);
+  SendAll(fd, hello_frame.data(), hello_frame.size());
+  std::vector<uint8_t> update = ipcm::EncodeFrame(ipcm::ChunkManagerUpdate{
+      strata::ControlledChunkManager::Update(1, 65536, strata::TimeStamp::FromNanoseconds(5),
+                                             {{strata::TimeStamp::FromNanoseconds(5), 65536}})});
+  update[12] = 9;  // Unknown update kind.
+  SendAll(fd, update.data(), update.size());
+  Check(ClosedByParent(fd, 2000), "malformed update after Hello: connection closed");
+  close(fd);
+  // 6. Another uid that can pass the directory (CAP_DAC_OVERRIDE): refused by SO_PEERCRED.
+  if (geteuid() == 0) {
+    const int rc = RunOtherUidPeer(path, true, hello_frame);
+    Check(rc == 0, "a peer of another uid is refused (SO_PEERCRED), status " + std::to_string(rc));
+    // 7. Another uid without that power: the 0700 directory stops it at connect().
+    const int rc2 = RunOtherUidPeer(path, false, hello_frame);
+    Check(rc2 == 2, "a peer of another uid cannot even reach the socket (0700 directory), status " +
+                        std::to_string(rc2));
+  } else {
+    std::printf("RESULT other_uid=skipped (not root)\n");
+  }
+  SleepMs(100);
+  const IpcStatus status = GetIpcStatus();
+  PrintStatus();
+  Check(status.children == 1, "the real child is still connected");
+  Check(status.closed_connections >= 3,
+        "malformed peers were closed (" + std::to_string(status.closed_connections) + ")");
+  Check(status.refused_connections >= (geteuid() == 0 ? 2u : 1u),
+        "refusals counted (" + std::to_string(status.refused_connections) + ")");
+  bool logged_uid = geteuid() != 0;
+  for (const std::string& e : status.events) {
+    if (e.find("runs as uid 65534") != std::string::npos) logged_uid = true;
+  }
+  Check(logged_uid, "the other uid's refusal is logged");
+  // The session goes on: the real child is gathered.
+  Tell(kid, 'm');
+  Check(Answer(kid) == 'a', "the real child still works");
+  Capture(out);
+  Tell(kid, 'q');
+  Check(Reap(kid), "the child ended");
+  ProfileView view;
+  if (!ReadProfile(out, &view)) return 1;
+  Check(view.Child(kid.pid) != nullptr, "the real child is in the profile");
+  Check(view.EventMentions("malformed") && view.EventMentions("exceeds the cap"),
+        "the gathering log's events tell about the malformed peers");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: ipc_parent <ipc_child> tree|limit|stall|exits|hostile|follow <out>\n");
+    return 2;
+  }
+  g_child_path = argv[1];
+  const std::string mode = argv[2];
+  const std::string out = argv[3];
+  int rc = 2;
+  if (mode == "tree") rc = Tree(out);
+  if (mode == "limit") rc = Limit(out, out + ".slots");
+  if (mode == "stall") rc = Stall(out);
+  if (mode == "exits") rc = Exits(out);
+  if (mode == "hostile") rc = Hostile(out);
+  if (mode == "follow") rc = Follow(out);
+  if (rc == 0 && g_failures == 0) {
+    std::printf("ipc_parent: ok\n");
+    return 0;
+  }
+  std::printf("ipc_parent: %d check(s) failed\n", g_failures);
+  return 1;
+}
