@@ -21,6 +21,7 @@ PACKAGES=(
   libcli11-dev         # CLI11 2.1 (header-only): the strata command's argument parsing
   zlib1g-dev           # zlib: .json.gz profiles and pprof output of the strata command
   chromium             # headless browser: tests/cli loads strata's HTML report
+  libmozjs-102-dev     # SpiderMonkey 102: JS stacks (full/script/spidermonkey, strata js)
 )
 
 missing=()

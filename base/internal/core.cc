@@ -28,6 +28,7 @@
 #include "platform/cpu_time.h"
 #include "platform/mutex.h"
 #include "platform/sampling/frame_pointer_walker.h"
+#include "platform/sampling/libunwind_loader.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "platform/sampling/sampling_signal.h"
 #include "platform/sampling/stack_bounds.h"
@@ -173,7 +174,9 @@ void CopyBounded(char* destination, const char* source, size_t capacity) {
   destination[i] = '\0';
 }
 
-SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overruns) {
+// `plan` non-null: no native walk, the plan is filled instead (BeginSampleWithoutNativeWalk).
+SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overruns,
+                            NativeWalkPlan* plan = nullptr) {
   RegisteredThread* thread = static_cast<RegisteredThread*>(context);
   if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return nullptr;
   SampleSlot* slot = thread->ring.TryBeginWrite();
@@ -190,9 +193,19 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   slot->time_ns = now.ToNanoseconds();
   slot->cpu_ns = (features & kFeatureCpu) ? CurrentThreadCpuTime().ToNanoseconds() : -1;
   slot->overruns = overruns;
-  if (features & kFeatureStackWalk) {
+  slot->script_frame_count = 0;
+  slot->script_text_bytes = 0;
+  const bool frame_pointers =
+      (features & kFeatureFramePointers) || g_libunwind_missing.load(std::memory_order_relaxed);
+  if (plan) {
+    plan->walk = (features & kFeatureStackWalk) != 0;
+    plan->frame_pointers = frame_pointers;
+    plan->stack_low = thread->bounds.low;
+    plan->stack_high = thread->bounds.high;
+  }
+  if ((features & kFeatureStackWalk) && !plan) {
     slot->native_count = static_cast<uint32_t>(
-        ((features & kFeatureFramePointers) || g_libunwind_missing.load(std::memory_order_relaxed))
+        frame_pointers
             ? WalkFramePointers(*signal_context, thread->bounds, slot->natives,
                                 SampleSlot::kMaxNativeFrames)
             : WalkStackWithLibunwind(signal_context, thread->bounds, slot->natives,
@@ -219,6 +232,86 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   }
   slot->label_count = depth;
   return slot;
+}
+
+// True when `pc` lies in a loaded ELF object (not in JIT code or other anonymous memory).
+// _dl_find_object is glibc's lock-free lookup for unwinders (glibc >= 2.35): no lock, no
+// allocation once the dynamic loader is initialised.
+bool InLoadedObject(uintptr_t pc) {
+  dl_find_object found;
+  return _dl_find_object(reinterpret_cast<void*>(pc), &found) == 0;
+}
+
+size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_context,
+                             const FrameRegisters* start, NativeFrame* frames, size_t capacity,
+                             FrameRegisters* stopped) {
+  *stopped = FrameRegisters();
+  if (capacity == 0) return 0;
+  const FrameRegisters registers =
+      start ? *start : FrameRegistersFromSignalContext(*signal_context);
+  if (!InLoadedObject(registers.pc)) {
+    *stopped = registers;
+    return 0;
+  }
+  const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
+  const LibunwindFunctions* unwind = LoadedLibunwind();
+  const bool frame_pointers = (features & kFeatureFramePointers) ||
+                              g_libunwind_missing.load(std::memory_order_relaxed) || !unwind;
+  if (!(features & kFeatureStackWalk)) {
+    frames[0] = {registers.pc, registers.sp};
+    return 1;
+  }
+  if (frame_pointers) {
+    const size_t count = WalkFramePointers(registers, thread->bounds, frames, capacity);
+    for (size_t i = 1; i < count; ++i) {
+      if (!InLoadedObject(frames[i].pc - 1)) {
+        stopped->pc = frames[i].pc;
+        stopped->sp = frames[i].sp;
+        return i;
+      }
+    }
+    return count;
+  }
+  frames[0] = {registers.pc, registers.sp};
+  if (!thread->bounds.Contains(registers.sp)) return 1;
+  // libunwind reads the registers from a ucontext: the signal context, or a copy of it with
+  // pc/sp/fp replaced (the other callee-saved registers only matter to unusual CFA rules).
+  ucontext_t resumed;
+  ucontext_t* walk_context = signal_context;
+  if (start) {
+    resumed = *signal_context;
+    resumed.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(registers.pc);
+    resumed.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(registers.sp);
+    resumed.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(registers.fp);
+    walk_context = &resumed;
+  }
+  unw_cursor_t cursor;
+  if (unwind->init_local2(&cursor, walk_context, UNW_INIT_SIGNAL_FRAME) != 0) return 1;
+  size_t count = 1;
+  uintptr_t previous_sp = registers.sp;
+  while (count < capacity) {
+    if (unwind->step(&cursor) <= 0) break;
+    unw_word_t pc = 0;
+    unw_word_t sp = 0;
+    if (unwind->get_reg(&cursor, UNW_REG_IP, &pc) != 0 ||
+        unwind->get_reg(&cursor, UNW_REG_SP, &sp) != 0) {
+      break;
+    }
+    if (pc == 0 || sp <= previous_sp || sp >= thread->bounds.high) break;
+    if (!InLoadedObject(pc - 1)) {
+      unw_word_t fp = 0;
+      if (unwind->get_reg(&cursor, UNW_X86_64_RBP, &fp) != 0) fp = 0;
+      stopped->pc = static_cast<uintptr_t>(pc);
+      stopped->sp = static_cast<uintptr_t>(sp);
+      stopped->fp = static_cast<uintptr_t>(fp);
+      break;
+    }
+    frames[count].pc = static_cast<uintptr_t>(pc);
+    frames[count].sp = static_cast<uintptr_t>(sp);
+    ++count;
+    previous_sp = sp;
+  }
+  return count;
 }
 
 void CommitSampleImpl(void* context) {
@@ -554,6 +647,16 @@ SampleSlot* BeginSample(void* thread_context, ucontext_t* context, int overruns)
   return BeginSampleImpl(thread_context, context, overruns);
 }
 void CommitSample(void* thread_context) { CommitSampleImpl(thread_context); }
+size_t WalkNativeSegment(void* thread_context, ucontext_t* context, const FrameRegisters* start,
+                         NativeFrame* frames, size_t capacity, FrameRegisters* stopped) {
+  return WalkNativeSegmentImpl(static_cast<RegisteredThread*>(thread_context), context, start,
+                               frames, capacity, stopped);
+}
+SampleSlot* BeginSampleWithoutNativeWalk(void* thread_context, ucontext_t* context,
+                                         int overruns, NativeWalkPlan* plan) {
+  NativeWalkPlan ignored;
+  return BeginSampleImpl(thread_context, context, overruns, plan ? plan : &ignored);
+}
 
 TakeoverReport AttachTierExtension(const TierExtension* extension) {
   TakeoverReport report;

@@ -25,10 +25,18 @@ namespace strata {
 namespace base_internal {
 
 // One sample as the signal handler captured it.
+//
+// Script frames (a later tier's script engine, e.g. SpiderMonkey's JS frames) are copied here
+// by that tier's signal callback between BeginSample and CommitSample: fixed-size records and
+// a bounded text pool, no pointer into the engine (its strings may be freed before the
+// sampler thread serializes the slot). Only what a sample uses is touched: a thread without
+// a script engine writes the two counts and nothing else of this part.
 struct SampleSlot {
   static constexpr uint32_t kMaxNativeFrames = 128;
   static constexpr uint32_t kMaxLabels = 32;
   static constexpr uint32_t kMaxDynamicChars = 63;
+  static constexpr uint32_t kMaxScriptFrames = 64;
+  static constexpr uint32_t kScriptTextBytes = 3072;
 
   struct Label {
     const char* label;
@@ -38,14 +46,37 @@ struct SampleSlot {
     char dynamic[kMaxDynamicChars + 1];  // NUL-terminated copy.
   };
 
+  // One script frame. `kind` is a profile::ScriptFrameKind (shared/profile/sample_entry.h),
+  // `flags` a set of profile::kScriptFrame* bits, `category` a strata::Category.
+  struct ScriptFrame {
+    uintptr_t stack_address;  // Native stack address the frame is merged by (higher = older).
+    uint32_t line;            // Current position in the function (kScriptFrameHasPosition).
+    uint32_t column;
+    uint16_t text_offset;     // Into script_text: the frame's text (not NUL-terminated).
+    uint16_t text_length;
+    uint8_t kind;
+    uint8_t category;
+    uint8_t flags;
+    uint8_t reserved;
+  };
+
   int64_t time_ns;  // TimeStamp nanoseconds.
   int64_t cpu_ns;   // Thread CPU time then; -1 when not measured.
   int32_t overruns;
   uint32_t native_count;
   uint32_t label_count;
-  NativeFrame natives[kMaxNativeFrames];  // Innermost first.
-  Label labels[kMaxLabels];               // Root first.
+  uint32_t script_frame_count;
+  uint32_t script_text_bytes;  // Used bytes of script_text.
+  // Innermost first. A frame with pc 0 is not a frame but a boundary: the native walk skipped
+  // code it cannot unwind (JIT code, reported as script frames) and resumed older; its sp is
+  // where the skipped part begins, so that frames merged by address land in the gap.
+  NativeFrame natives[kMaxNativeFrames];
+  Label labels[kMaxLabels];                       // Root first.
+  ScriptFrame script_frames[kMaxScriptFrames];    // Root first.
+  char script_text[kScriptTextBytes];
 };
+
+static_assert(SampleSlot::kScriptTextBytes <= UINT16_MAX, "script text offsets are 16-bit");
 
 class SampleRing {
  public:

@@ -11,8 +11,9 @@
 // thread restarted with the extension, within one interval; the per-thread timers keep
 // running, so samples taken meanwhile wait in the threads' rings and none is lost.
 //
-// Thread safety: Attach/Detach are thread-safe (session lock). BeginSample/CommitSample are
-// for the sampling-signal callback only (async-signal-safe, on the sampled thread).
+// Thread safety: Attach/Detach are thread-safe (session lock). BeginSample,
+// BeginSampleWithoutNativeWalk and CommitSample are for the sampling-signal callback only
+// (async-signal-safe, on the sampled thread).
 #ifndef STRATA_BASE_INTERNAL_TIER_EXTENSION_H_
 #define STRATA_BASE_INTERNAL_TIER_EXTENSION_H_
 
@@ -21,6 +22,7 @@
 #include <ucontext.h>
 
 #include "base/internal/sample_ring.h"
+#include "platform/sampling/native_frame.h"
 #include "platform/time_stamp.h"
 
 namespace strata {
@@ -86,6 +88,34 @@ void* TierDataOf(void* thread_context);
 // add to the slot, then must call CommitSample(). Async-signal-safe.
 SampleSlot* BeginSample(void* thread_context, ucontext_t* context, int overruns);
 void CommitSample(void* thread_context);
+
+// How base walks a thread's native stack in the running session, for a tier that walks it
+// itself.
+struct NativeWalkPlan {
+  bool walk = false;            // Feature stackwalk: walk at all (else the pc only).
+  bool frame_pointers = false;  // Feature framepointers, or libunwind is unavailable.
+  uintptr_t stack_low = 0;      // The thread's stack, [low, high).
+  uintptr_t stack_high = 0;
+};
+
+// BeginSample without the native walk, for a tier that knows code base's walkers cannot
+// unwind (a script engine's JIT code): the slot's natives hold only the interrupted pc and
+// sp (native_count 1) and *plan says how base would have walked. The callback then writes the
+// natives itself (SampleSlot: innermost first, pc 0 = boundary) and calls CommitSample().
+// Async-signal-safe.
+SampleSlot* BeginSampleWithoutNativeWalk(void* thread_context, ucontext_t* context,
+                                         int overruns, NativeWalkPlan* plan);
+
+// One segment of such a walk: the calling thread's native stack, walked as base walks it
+// (libunwind, or frame pointers per the plan) from `start` (null: the interrupted registers
+// of `context`; otherwise registers a tier knows, such as those of the native frame that
+// entered JIT code), innermost first into `frames`. The walk stops before the first frame
+// whose pc lies in no loaded ELF object (JIT code, which base cannot unwind): then *stopped
+// holds that frame's pc, stack pointer and frame pointer (fp 0 when unknown), else it is
+// zeroed. Returns the frames written (0 when `start` itself is such code).
+// Async-signal-safe (libunwind: own thread, own handler).
+size_t WalkNativeSegment(void* thread_context, ucontext_t* context, const FrameRegisters* start,
+                         NativeFrame* frames, size_t capacity, FrameRegisters* stopped);
 
 }  // namespace base_internal
 }  // namespace strata

@@ -10,6 +10,7 @@
 #include "base/markers.h"
 #include "full/full.h"
 #include "full/internal/ipc.h"
+#include "full/script/script_stack.h"
 #include "full/internal/memory_counter.h"
 #include "full/internal/unregistered_threads.h"
 #include "platform/mutex.h"
@@ -20,12 +21,12 @@ namespace {
 
 using base_internal::TierExtension;
 
-// Signal context: on the sampled thread, no lock, no allocation. Base's capture of native
-// frames and labels; script stacks join here in a later step.
+// Signal context: on the sampled thread, no lock, no allocation. A thread with a script
+// engine attached takes its sample through full/script (script frames, native walk around
+// JIT code); any other, base's capture of native frames and labels.
 void FullOnSamplingSignal(void* thread_context, ucontext_t* context, int overruns) {
-  base_internal::SampleSlot* slot = base_internal::BeginSample(thread_context, context, overruns);
-  if (!slot) return;
-  base_internal::CommitSample(thread_context);
+  if (script::internal::TakeScriptSample(thread_context, context, overruns)) return;
+  script::internal::TakeOrdinarySample(thread_context, context, overruns);
 }
 // End of signal context.
 
@@ -35,6 +36,7 @@ TimeStamp g_last_spy;  // Sampler thread only.
 
 void FullOnSamplingLoop(TimeStamp loop_start) {
   SampleMemoryFallback();
+  script::internal::PollScriptEngines();
   if (!g_spy_unregistered.load(std::memory_order_relaxed)) return;
   if (!g_last_spy.IsNull() &&
       (loop_start - g_last_spy).ToNanoseconds() < g_spy_interval_ns.load(std::memory_order_relaxed)) {
@@ -55,7 +57,8 @@ const TierExtension kFullExtension = [] {
 }();
 
 Mutex g_full_mutex("strata full tier");
-bool g_in_charge = false;
+// Written under g_full_mutex; read without it by ScriptProfilingWanted().
+std::atomic<bool> g_in_charge{false};
 
 }  // namespace
 
@@ -63,6 +66,7 @@ StartReport StartFull(const ProfilerSettings& session, const FullSettings& setti
   AutoLock lock(g_full_mutex);
   StartReport report;
   EnableMemoryCounter(settings.memory_counter);
+  script::internal::NoteSessionStart();
   g_spy_unregistered.store(settings.unregistered_threads, std::memory_order_relaxed);
   g_spy_interval_ns.store(static_cast<int64_t>(settings.unregistered_threads_interval_ms * 1e6),
                           std::memory_order_relaxed);
@@ -83,6 +87,7 @@ StartReport StartFull(const ProfilerSettings& session, const FullSettings& setti
 void StopFull() {
   AutoLock lock(g_full_mutex);
   ProfilerStop();
+  script::internal::NotifySessionEnd();
 }
 
 void ShutdownFull() {
@@ -93,6 +98,7 @@ void ShutdownFull() {
   EnableMemoryCounter(false);
   g_spy_unregistered.store(false, std::memory_order_relaxed);
   g_in_charge = false;
+  script::internal::NotifySessionEnd();
 }
 
 bool FullIsInCharge() {
@@ -100,6 +106,13 @@ bool FullIsInCharge() {
   return g_in_charge;
 }
 
+namespace script {
+
+bool ScriptProfilingWanted() {
+  return g_in_charge.load(std::memory_order_relaxed) && ProfilerIsActive();
+}
+
+}  // namespace script
 }  // namespace full
 }  // namespace strata
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "shared/buffer/entry_kinds.h"
+#include "shared/json/location.h"
 #include "shared/json/shared_libraries.h"
 #include "shared/profile/sample_entry.h"
 #include "shared/progress/proportion_value.h"
@@ -214,6 +215,8 @@ class ProfileBuilder {
       if (f.kind == SampleFrame::Kind::kNative) {
         frame_indexes_.push_back(symbolicate_ ? names_.Frame(stacks, f.address, i == leaf)
                                               : stacks.AddressFrame(f.address));
+      } else if (f.kind == SampleFrame::Kind::kScript) {
+        frame_indexes_.push_back(ScriptFrame(stacks, f));
       } else {
         std::string text(f.label.View());
         if (f.dynamic) {
@@ -225,6 +228,34 @@ class ProfileBuilder {
     }
     ++samples_;
     return stacks.StackFromFrames(frame_indexes_.data(), frame_indexes_.size());
+  }
+
+  // A script engine's frame: a function as a JS frame (the front-end classifies it by its
+  // "name (file:line:col)" location; line/column give the position inside it, the JIT tier
+  // goes to `implementation`), an engine label as a label.
+  static uint32_t ScriptFrame(UniqueStacks& stacks, const SampleFrame& f) {
+    const bool relevant_for_js = (f.script_flags & kScriptFrameRelevantForJs) != 0;
+    if (!IsScriptFunction(f.script_kind)) {
+      return stacks.LabelFrame(f.text, f.category, 0, relevant_for_js);
+    }
+    FrameInfo info;
+    std::string location;
+    if (ClassifyLocation(f.text) == LocationKind::kJs) {
+      info.location = f.text;
+    } else {
+      // A script without a function: the engine names it by its file only ("life.js"); the
+      // front-end shows "(root scope) life.js".
+      location = JsLocation("", f.text, 1, 0);
+      info.location = location;
+    }
+    info.category = f.category;
+    info.subcategory = 0;
+    if (f.script_flags & kScriptFrameHasPosition) {
+      info.line = f.line;
+      info.column = f.column;
+    }
+    info.implementation = ScriptFrameImplementation(f.script_kind);
+    return stacks.Frame(info);
   }
 
   std::optional<uint32_t> MarkerStack(GeckoThreadWriter& writer,

@@ -4,11 +4,44 @@ namespace strata {
 
 using profile::SampleFrame;
 
+namespace profile {
+
+const char* ScriptFrameImplementation(ScriptFrameKind kind) {
+  switch (kind) {
+    case ScriptFrameKind::kBaselineInterpreter:
+      return "blinterp";
+    case ScriptFrameKind::kBaseline:
+      return "baseline";
+    case ScriptFrameKind::kIon:
+      return "ion";
+    case ScriptFrameKind::kWasm:
+      return "wasm";
+    default:
+      return "";
+  }
+}
+
+}  // namespace profile
+
 void Deserializer<SampleFrame>::ReadInto(EntryReader& reader, SampleFrame& frame) {
   const uint8_t kind = reader.ReadObject<uint8_t>();
   if (kind == static_cast<uint8_t>(SampleFrame::Kind::kNative)) {
     frame.kind = SampleFrame::Kind::kNative;
     frame.address = reader.ReadObject<uint64_t>();
+    return;
+  }
+  if (kind == static_cast<uint8_t>(SampleFrame::Kind::kScript)) {
+    frame.kind = SampleFrame::Kind::kScript;
+    uint8_t script_kind = 0;
+    reader.ReadIntoObjects(script_kind, frame.category, frame.script_flags);
+    if (script_kind >= static_cast<uint8_t>(profile::ScriptFrameKind::kCount)) {
+      reader.SetFailed();
+      return;
+    }
+    frame.script_kind = static_cast<profile::ScriptFrameKind>(script_kind);
+    frame.line = reader.ReadULEB128<uint32_t>();
+    frame.column = reader.ReadULEB128<uint32_t>();
+    reader.ReadIntoObject(frame.text);
     return;
   }
   if (kind != static_cast<uint8_t>(SampleFrame::Kind::kLabel)) {

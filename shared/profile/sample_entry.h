@@ -5,6 +5,11 @@
 //                  [ULEB128 frame count][frames, root first]
 //      frame:      [uint8 0][uint64 address]                                      native
 //                  [uint8 1][ProfilerString label][uint8 category][bool][string dynamic?] label
+//                  [uint8 2][uint8 ScriptFrameKind][uint8 category][uint8 flags]
+//                  [ULEB128 line][ULEB128 column][string text]                    script
+//      A script frame comes from a script engine (full tier): a function ("name (file:line:
+//      col)" as the engine labels it) with its JIT tier, or one of the engine's own labels.
+//      line/column: the current position in the function, valid with kScriptFrameHasPosition.
 //   kSameSample    [kind][ThreadId][TimeStamp]  the thread has not run since its previous
 //                  sample: same stack, CPU delta 0 (written without signalling the thread)
 //   kCounterSample [kind][uint32 counter index][TimeStamp][int64 value][uint64 operations]
@@ -27,14 +32,39 @@
 namespace strata {
 namespace profile {
 
+// What a script frame is. The values are part of the buffer format: append only.
+enum class ScriptFrameKind : uint8_t {
+  kLabel = 0,                // An engine label (e.g. "js::RunScript", a GC phase), not a function.
+  kInterpreter = 1,          // A function run by the engine's bytecode interpreter.
+  kBaselineInterpreter = 2,  // ... by SpiderMonkey's Baseline Interpreter.
+  kBaseline = 3,             // ... in Baseline JIT code.
+  kIon = 4,                  // ... in optimising JIT code (Ion/Warp).
+  kWasm = 5,                 // A WebAssembly function.
+  kFunction = 6,             // A function, tier unknown.
+  kCount
+};
+inline constexpr uint8_t kScriptFrameRelevantForJs = 1u << 0;  // A label kept in JS-only views.
+inline constexpr uint8_t kScriptFrameHasPosition = 1u << 1;    // line and column are known.
+
+// True for the kinds that are script functions (everything but kLabel).
+inline bool IsScriptFunction(ScriptFrameKind kind) { return kind != ScriptFrameKind::kLabel; }
+// The Gecko frameTable "implementation" string of a tier ("blinterp", "baseline", "ion",
+// "wasm"), or "" where Gecko writes null (interpreter, unknown, labels).
+const char* ScriptFrameImplementation(ScriptFrameKind kind);
+
 // One frame read back.
 struct SampleFrame {
-  enum class Kind : uint8_t { kNative = 0, kLabel = 1 };
+  enum class Kind : uint8_t { kNative = 0, kLabel = 1, kScript = 2 };
   Kind kind = Kind::kNative;
   uint64_t address = 0;       // kNative
   ProfilerString label;       // kLabel
-  uint8_t category = 0;       // kLabel
+  uint8_t category = 0;       // kLabel, kScript
   std::optional<std::string> dynamic;  // kLabel
+  ScriptFrameKind script_kind = ScriptFrameKind::kLabel;  // kScript
+  uint8_t script_flags = 0;                                // kScript
+  uint32_t line = 0;                                       // kScript
+  uint32_t column = 0;                                     // kScript
+  std::string text;                                        // kScript
 };
 
 // A sample read back.

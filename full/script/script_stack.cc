@@ -1,0 +1,385 @@
+#include "full/script/script_stack.h"
+
+#include <dlfcn.h>
+#include <time.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "base/internal/log.h"
+#include "base/internal/tier_extension.h"
+#include "base/profiler.h"
+#include "platform/mutex.h"
+
+namespace strata {
+namespace full {
+namespace script {
+
+namespace {
+
+// Resume points kept per sample: one per JIT activation on the stack (JS -> C++ -> JS
+// nesting); deeper nesting loses the native frames between the older activations.
+constexpr size_t kMaxResumePoints = 16;
+
+struct EngineRegistry {
+  Mutex mutex{"strata script engines"};
+  std::vector<const ScriptEngine*> engines;
+};
+
+EngineRegistry& Engines() {
+  static EngineRegistry* registry = new EngineRegistry;  // Leaked: used during exit.
+  return *registry;
+}
+
+uint64_t ReadTicks() { return __builtin_ia32_rdtsc(); }
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Ticks and time at the first attach, to convert the handler's tick counts later.
+std::atomic<uint64_t> g_anchor_ticks{0};
+std::atomic<uint64_t> g_anchor_ns{0};
+
+// Ordinary samples (TakeOrdinarySample): count and ticks, from every thread's handler, and
+// the last ones' ticks (racy slots: statistics only).
+std::atomic<uint64_t> g_ordinary_samples{0};
+std::atomic<uint64_t> g_ordinary_ticks{0};
+constexpr uint32_t kRecentOrdinary = 1024;
+std::atomic<uint32_t> g_recent_ordinary[kRecentOrdinary];
+
+uint32_t ClampTicks(uint64_t ticks) { return ticks > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(ticks); }
+
+// Median and 90th percentile of `count` tick values, in microseconds.
+void Percentiles(std::vector<uint32_t> ticks, double ns_per_tick, double* median, double* p90) {
+  if (ticks.empty() || ns_per_tick <= 0) return;
+  std::sort(ticks.begin(), ticks.end());
+  *median = ticks[ticks.size() / 2] * ns_per_tick / 1000.0;
+  *p90 = ticks[ticks.size() * 9 / 10] * ns_per_tick / 1000.0;
+}
+
+void SetAnchor() {
+  if (g_anchor_ticks.load(std::memory_order_acquire) != 0) return;
+  g_anchor_ns.store(MonotonicNs(), std::memory_order_relaxed);
+  g_anchor_ticks.store(ReadTicks(), std::memory_order_release);
+}
+
+// Nanoseconds per tick since the anchor; 0 when unknown or too early to tell.
+double NanosecondsPerTick() {
+  const uint64_t anchor_ticks = g_anchor_ticks.load(std::memory_order_acquire);
+  const uint64_t anchor_ns = g_anchor_ns.load(std::memory_order_acquire);
+  if (anchor_ticks == 0) return 0;
+  const uint64_t ticks = ReadTicks() - anchor_ticks;
+  const uint64_t ns = MonotonicNs() - anchor_ns;
+  if (ticks == 0 || ns < 1000000) return 0;  // < 1 ms: too short.
+  return static_cast<double>(ns) / static_cast<double>(ticks);
+}
+
+// Signal context (the two functions below).
+bool InLoadedObject(uintptr_t pc) {
+  dl_find_object found;
+  return _dl_find_object(reinterpret_cast<void*>(pc), &found) == 0;
+}
+
+// Crosses JIT code by its frame pointers (SpiderMonkey's JIT frames keep them) up to the
+// first return address inside a loaded object, and makes that the resume point: the
+// fallback when the engine named no entry point (its frame iterator yields nothing while
+// the GC suppresses sampling). Every record read lies in the thread's stack, above the last.
+bool HopJitFrames(const FrameRegisters& stopped, uintptr_t stack_low, uintptr_t stack_high,
+                  NativeResumePoint* resume) {
+  uintptr_t fp = stopped.fp;
+  uintptr_t floor = std::max(stopped.sp, stack_low);
+  for (int hops = 0; hops < 256; ++hops) {
+    if (fp < floor || fp % sizeof(uintptr_t) != 0 || fp + 2 * sizeof(uintptr_t) > stack_high) {
+      return false;
+    }
+    const uintptr_t* record = reinterpret_cast<const uintptr_t*>(fp);
+    const uintptr_t saved_fp = record[0];
+    const uintptr_t return_address = record[1];
+    if (return_address != 0 && InLoadedObject(return_address - 1)) {
+      *resume = NativeResumePoint{return_address, fp + 2 * sizeof(uintptr_t), saved_fp};
+      return true;
+    }
+    floor = fp + 2 * sizeof(uintptr_t);
+    fp = saved_fp;
+  }
+  return false;
+}
+
+}  // namespace
+
+// The last outermost native segment of a thread: from a resume point to the end of the
+// stack. Frames older than a live frame cannot change, so when a later sample resumes at the
+// same pc and sp and every cached return address is still in its slot on the stack (a
+// return address sits just below its frame's sp: at the CFA of the frame it called), the
+// segment is the same. Owned by the full tier, used only by the owning thread's handler.
+struct WalkCache {
+  uintptr_t pc = 0;
+  uintptr_t sp = 0;
+  uint32_t count = 0;
+  NativeFrame frames[SampleSlot::kMaxNativeFrames];
+};
+
+namespace {
+
+bool CacheMatches(const WalkCache& cache, const NativeResumePoint& from, uintptr_t stack_low,
+                  uintptr_t stack_high) {
+  if (cache.count == 0 || cache.pc != from.pc || cache.sp != from.sp) return false;
+  for (uint32_t i = 1; i < cache.count; ++i) {
+    const uintptr_t slot = cache.frames[i].sp - sizeof(uintptr_t);
+    if (slot < stack_low || slot + sizeof(uintptr_t) > stack_high) return false;
+    if (*reinterpret_cast<const uintptr_t*>(slot) != cache.frames[i].pc) return false;
+  }
+  return true;
+}
+
+void UpdateMax(std::atomic<uint64_t>& max, uint64_t value) {
+  if (value > max.load(std::memory_order_relaxed)) max.store(value, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Signal context: ScriptFrameWriter and TakeScriptSample. No lock, no allocation.
+
+void ScriptFrameWriter::CopyText(const char* text) {
+  uint32_t used = slot_.script_text_bytes;
+  for (const char* c = text; *c != '\0' && used < SampleSlot::kScriptTextBytes; ++c) {
+    slot_.script_text[used++] = *c;
+  }
+  slot_.script_text_bytes = used;
+}
+
+bool ScriptFrameWriter::AppendPieces(ScriptFrameKind kind, Category category, uint8_t flags,
+                                     uintptr_t stack_address, const char* const* pieces,
+                                     size_t count, uint32_t line, uint32_t column) {
+  if (slot_.script_frame_count >= SampleSlot::kMaxScriptFrames) {
+    ++dropped_;
+    return false;
+  }
+  SampleSlot::ScriptFrame& frame = slot_.script_frames[slot_.script_frame_count++];
+  frame.stack_address = stack_address;
+  frame.kind = static_cast<uint8_t>(kind);
+  frame.category = static_cast<uint8_t>(category);
+  frame.flags = flags;
+  frame.reserved = 0;
+  frame.line = (flags & profile::kScriptFrameHasPosition) ? line : 0;
+  frame.column = (flags & profile::kScriptFrameHasPosition) ? column : 0;
+  const uint32_t start = slot_.script_text_bytes;
+  for (size_t i = 0; i < count; ++i) {
+    if (pieces[i]) CopyText(pieces[i]);
+  }
+  frame.text_offset = static_cast<uint16_t>(start);
+  frame.text_length = static_cast<uint16_t>(slot_.script_text_bytes - start);
+  return true;
+}
+
+bool ScriptFrameWriter::Append(ScriptFrameKind kind, Category category, uint8_t flags,
+                               uintptr_t stack_address, const char* text, const char* text2,
+                               uint32_t line, uint32_t column) {
+  const bool two = text2 && *text2 != '\0';
+  const char* pieces[3] = {text, two ? " " : nullptr, two ? text2 : nullptr};
+  return AppendPieces(kind, category, flags, stack_address, pieces, 3, line, column);
+}
+
+namespace internal {
+
+bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
+  ScriptThread* thread = static_cast<ScriptThread*>(base_internal::TierDataOf(thread_context));
+  if (!thread || !thread->capture) return false;
+  const uint64_t start_ticks = ReadTicks();
+  base_internal::NativeWalkPlan plan;
+  SampleSlot* slot =
+      base_internal::BeginSampleWithoutNativeWalk(thread_context, context, overruns, &plan);
+  if (!slot) return true;
+
+  ScriptFrameWriter writer(*slot);
+  NativeResumePoint resume[kMaxResumePoints];
+  const size_t resume_count =
+      std::min(thread->capture(thread, *context, writer, resume, kMaxResumePoints),
+               kMaxResumePoints);
+
+  // The native stack, segment by segment around the JIT code: each segment stops at the
+  // first pc in JIT code, leaves a boundary, and the next starts at the entry point the engine
+  // gave for the JIT activation there (or, without one, past the JIT frames' frame pointers).
+  uint32_t count = 0;
+  const NativeResumePoint* from = nullptr;  // First segment: the interrupted registers.
+  NativeResumePoint hop;
+  size_t next_resume = 0;
+  uint32_t cached_walks = 0;
+  WalkCache* cache = plan.frame_pointers ? nullptr : thread->walk_cache;
+  while (count < SampleSlot::kMaxNativeFrames) {
+    FrameRegisters stopped;
+    const uint32_t room = SampleSlot::kMaxNativeFrames - count;
+    if (from && cache && cache->count <= room &&
+        CacheMatches(*cache, *from, plan.stack_low, plan.stack_high)) {
+      std::copy(cache->frames, cache->frames + cache->count, slot->natives + count);
+      count += cache->count;
+      ++cached_walks;
+      break;  // A cached segment reaches the end of the stack.
+    }
+    const uint32_t walked = static_cast<uint32_t>(base_internal::WalkNativeSegment(
+        thread_context, context, from, slot->natives + count, room, &stopped));
+    if (from && cache && stopped.sp == 0 && walked > 1 && walked < room) {
+      cache->pc = from->pc;
+      cache->sp = from->sp;
+      cache->count = walked;
+      std::copy(slot->natives + count, slot->natives + count + walked, cache->frames);
+    }
+    count += walked;
+    if (stopped.sp == 0 || count >= SampleSlot::kMaxNativeFrames) break;
+    slot->natives[count++] = NativeFrame{0, stopped.sp};  // Boundary: JIT code from here.
+    if (!plan.walk) break;
+    while (next_resume < resume_count && resume[next_resume].sp <= stopped.sp) ++next_resume;
+    if (next_resume < resume_count) {
+      from = &resume[next_resume++];
+    } else if (HopJitFrames(stopped, plan.stack_low, plan.stack_high, &hop)) {
+      from = &hop;
+    } else {
+      break;
+    }
+  }
+  slot->native_count = count;
+  const uint32_t frames = writer.count();
+  const uint32_t dropped = writer.dropped();
+  base_internal::CommitSample(thread_context);
+
+  const uint64_t ticks = ReadTicks() - start_ticks;
+  const uint64_t sample_number = thread->samples.load(std::memory_order_relaxed);
+  thread->recent_ticks[sample_number % ScriptThread::kRecentSamples] = ClampTicks(ticks);
+  thread->samples.store(sample_number + 1, std::memory_order_relaxed);
+  thread->sample_ticks.store(thread->sample_ticks.load(std::memory_order_relaxed) + ticks,
+                             std::memory_order_relaxed);
+  UpdateMax(thread->max_sample_ticks, ticks);
+  thread->script_frames.store(thread->script_frames.load(std::memory_order_relaxed) + frames,
+                              std::memory_order_relaxed);
+  if (dropped) {
+    thread->dropped_frames.store(thread->dropped_frames.load(std::memory_order_relaxed) + dropped,
+                                 std::memory_order_relaxed);
+  }
+  if (cached_walks) {
+    thread->cached_walks.store(thread->cached_walks.load(std::memory_order_relaxed) + cached_walks,
+                               std::memory_order_relaxed);
+  }
+  if (frames) {
+    thread->samples_with_script.store(
+        thread->samples_with_script.load(std::memory_order_relaxed) + 1,
+        std::memory_order_relaxed);
+  }
+  return true;
+}
+void TakeOrdinarySample(void* thread_context, ucontext_t* context, int overruns) {
+  const uint64_t start_ticks = ReadTicks();
+  if (!base_internal::BeginSample(thread_context, context, overruns)) return;
+  base_internal::CommitSample(thread_context);
+  const uint64_t ticks = ReadTicks() - start_ticks;
+  g_ordinary_ticks.fetch_add(ticks, std::memory_order_relaxed);
+  const uint64_t n = g_ordinary_samples.fetch_add(1, std::memory_order_relaxed);
+  g_recent_ordinary[n % kRecentOrdinary].store(ClampTicks(ticks), std::memory_order_relaxed);
+}
+// End of signal context.
+
+void PollScriptEngines() {
+  EngineRegistry& registry = Engines();
+  AutoLock lock(registry.mutex);
+  for (const ScriptEngine* engine : registry.engines) {
+    if (engine->on_sampling_loop) engine->on_sampling_loop();
+  }
+}
+
+void NoteSessionStart() { SetAnchor(); }
+
+void NotifySessionEnd() {
+  EngineRegistry& registry = Engines();
+  AutoLock lock(registry.mutex);
+  for (const ScriptEngine* engine : registry.engines) {
+    if (engine->on_session_end) engine->on_session_end();
+  }
+}
+
+}  // namespace internal
+
+ScriptThreadStats ReadScriptThreadStats(const ScriptThread& thread) {
+  ScriptThreadStats stats;
+  stats.samples = thread.samples.load(std::memory_order_relaxed);
+  stats.samples_with_script = thread.samples_with_script.load(std::memory_order_relaxed);
+  stats.script_frames = thread.script_frames.load(std::memory_order_relaxed);
+  stats.dropped_frames = thread.dropped_frames.load(std::memory_order_relaxed);
+  stats.cached_walks = thread.cached_walks.load(std::memory_order_relaxed);
+  const double ns_per_tick = NanosecondsPerTick();
+  if (stats.samples > 0) {
+    stats.mean_sample_us = static_cast<double>(thread.sample_ticks.load(std::memory_order_relaxed)) *
+                           ns_per_tick / 1000.0 / static_cast<double>(stats.samples);
+  }
+  stats.max_sample_us =
+      static_cast<double>(thread.max_sample_ticks.load(std::memory_order_relaxed)) * ns_per_tick /
+      1000.0;
+  const uint64_t recent = std::min<uint64_t>(stats.samples, ScriptThread::kRecentSamples);
+  Percentiles(std::vector<uint32_t>(thread.recent_ticks, thread.recent_ticks + recent),
+              ns_per_tick, &stats.median_sample_us, &stats.p90_sample_us);
+  return stats;
+}
+
+OrdinarySampleStats ReadOrdinarySampleStats() {
+  OrdinarySampleStats stats;
+  stats.samples = g_ordinary_samples.load(std::memory_order_relaxed);
+  if (stats.samples > 0) {
+    stats.mean_sample_us = static_cast<double>(g_ordinary_ticks.load(std::memory_order_relaxed)) *
+                           NanosecondsPerTick() / 1000.0 / static_cast<double>(stats.samples);
+  }
+  std::vector<uint32_t> recent;
+  for (uint64_t i = 0; i < std::min<uint64_t>(stats.samples, kRecentOrdinary); ++i) {
+    recent.push_back(g_recent_ordinary[i].load(std::memory_order_relaxed));
+  }
+  Percentiles(std::move(recent), NanosecondsPerTick(), &stats.median_sample_us,
+              &stats.p90_sample_us);
+  return stats;
+}
+
+bool AttachScriptThread(ScriptThread* thread) {
+  if (!thread) return false;
+  SetAnchor();
+  if (!ProfilerIsThreadRegistered()) ProfilerRegisterThread(nullptr);
+  if (!thread->walk_cache) thread->walk_cache = new WalkCache;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (!base_internal::SetCurrentThreadTierData(thread)) {
+    base_internal::LogError("cannot attach a script engine: this thread is not registered");
+    delete thread->walk_cache;
+    thread->walk_cache = nullptr;
+    return false;
+  }
+  return true;
+}
+
+void DetachScriptThread(ScriptThread* thread) {
+  // The handler reads the pointer on this very thread: once the store is done, no handler
+  // that starts later sees it, and one that interrupted us before has already returned.
+  base_internal::SetCurrentThreadTierData(nullptr);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (thread) {
+    delete thread->walk_cache;
+    thread->walk_cache = nullptr;
+  }
+}
+
+void RegisterScriptEngine(const ScriptEngine* engine) {
+  EngineRegistry& registry = Engines();
+  AutoLock lock(registry.mutex);
+  if (std::find(registry.engines.begin(), registry.engines.end(), engine) ==
+      registry.engines.end()) {
+    registry.engines.push_back(engine);
+  }
+}
+
+void UnregisterScriptEngine(const ScriptEngine* engine) {
+  EngineRegistry& registry = Engines();
+  AutoLock lock(registry.mutex);
+  registry.engines.erase(std::remove(registry.engines.begin(), registry.engines.end(), engine),
+                         registry.engines.end());
+}
+
+}  // namespace script
+}  // namespace full
+}  // namespace strata

@@ -1,0 +1,42 @@
+#include "tools/js/exec_strata_js.h"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace strata {
+namespace tools {
+
+int ExecStrataJs(int argc, char** argv) {
+  std::vector<char*> args;
+  args.push_back(const_cast<char*>("strata_js"));
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    std::string dir(self);
+    dir.erase(dir.rfind('/'));
+    for (const std::string& candidate : {dir + "/strata_js", dir + "/../js/strata_js"}) {
+      if (access(candidate.c_str(), X_OK) == 0) {
+        execv(candidate.c_str(), args.data());
+        std::fprintf(stderr, "strata js: cannot run %s: %s\n", candidate.c_str(), std::strerror(errno));
+        return 127;
+      }
+    }
+  }
+  execvp("strata_js", args.data());
+  std::fprintf(stderr, "strata js: strata_js is neither next to strata nor on PATH: %s\n",
+               std::strerror(errno));
+  return 127;
+}
+
+}  // namespace tools
+}  // namespace strata
