@@ -6,12 +6,11 @@
 namespace strata {
 namespace ipc {
 
-GlobalController::GlobalController(size_t limit_bytes, DestroyCallback destroy,
-                                   TimeDuration late_after, Clock clock)
-    : limit_bytes_(limit_bytes),
-      destroy_(std::move(destroy)),
-      late_after_(late_after),
-      clock_(std::move(clock)) {}
+GlobalController::GlobalController(size_t limit_bytes, DestroyCallback destroy)
+    : GlobalController(limit_bytes, std::move(destroy), Options()) {}
+
+GlobalController::GlobalController(size_t limit_bytes, DestroyCallback destroy, Options options)
+    : limit_bytes_(limit_bytes), destroy_(std::move(destroy)), options_(std::move(options)) {}
 
 void GlobalController::SetLimitBytes(size_t limit_bytes) {
   limit_bytes_ = limit_bytes;
@@ -69,6 +68,7 @@ bool GlobalController::HandleUpdate(ProcessKey key, ControlledChunkManager::Upda
     p.chunks.push_back({m.done_time_stamp, m.buffer_bytes, TimeStamp(), false});
     candidates_.insert({m.done_time_stamp, key});
     p.chunk_bytes = m.buffer_bytes;
+    largest_chunk_bytes_ = std::max<size_t>(largest_chunk_bytes_, m.buffer_bytes);
   }
   p.unreleased = update.UnreleasedBytes();
   p.released = update.ReleasedBytes();
@@ -87,13 +87,13 @@ void GlobalController::RemoveProcess(ProcessKey key) {
 void GlobalController::Tick() { EnforceLimit(); }
 
 void GlobalController::MarkLateChunks() {
-  if (late_after_ <= TimeDuration()) return;
-  const TimeStamp now = clock_();
+  if (options_.late_after <= TimeDuration()) return;
+  const TimeStamp now = options_.clock();
   for (auto& [key, p] : processes_) {
     (void)key;
     for (Chunk& c : p.chunks) {
       if (c.doomed_at.IsNull()) break;  // The doomed ones come first.
-      if (c.late || now - c.doomed_at < late_after_) continue;
+      if (c.late || now - c.doomed_at < options_.late_after) continue;
       c.late = true;
       p.doomed_bytes -= std::min(p.doomed_bytes, c.bytes);
       ++stats_.late_chunks;
@@ -104,11 +104,13 @@ void GlobalController::MarkLateChunks() {
 void GlobalController::EnforceLimit() {
   MarkLateChunks();
   size_t total = TotalBytes();
-  if (total <= limit_bytes_) return;
+  const size_t headroom = options_.headroom_chunks * largest_chunk_bytes_;
+  const size_t target = limit_bytes_ > headroom ? limit_bytes_ - headroom : 0;
+  if (total <= target) return;
   // One request per process, for its newest doomed chunk (destruction is oldest first).
   std::map<ProcessKey, TimeStamp> requests;
-  const TimeStamp now = clock_();
-  while (total > limit_bytes_ && !candidates_.empty()) {
+  const TimeStamp now = options_.clock();
+  while (total > target && !candidates_.empty()) {
     const auto [done, key] = *candidates_.begin();
     candidates_.erase(candidates_.begin());
     Process& p = processes_[key];
@@ -126,7 +128,7 @@ void GlobalController::EnforceLimit() {
     ++stats_.chunks_doomed;
     stats_.bytes_doomed += bytes;
   }
-  if (total > limit_bytes_) ++stats_.over_limit_unreleased;
+  if (total > target) ++stats_.over_limit_unreleased;
   // Sent oldest first, like the decisions.
   std::vector<std::pair<TimeStamp, ProcessKey>> ordered;
   for (const auto& [key, done] : requests) ordered.emplace_back(done, key);

@@ -5,9 +5,11 @@
 // the parent's own manager and each child's, as they arrive over IPC. From them it knows
 // each process's unreleased bytes (chunks being written, and the spare), its released bytes
 // and the list of its released chunks (done time stamp, size). When the total passes the
-// limit, it picks the oldest released chunk of the whole tree (smallest done time stamp; all
-// processes stamp with the same CLOCK_MONOTONIC) and asks its owner to destroy released
-// chunks at or before that time stamp, until the total is back under the limit.
+// limit less one chunk of headroom (Options), it picks the oldest released chunk of the whole
+// tree (smallest done time stamp; all processes stamp with the same CLOCK_MONOTONIC) and asks
+// its owner to destroy released chunks at or before that time stamp, until the total is back
+// under it. The headroom is for the next release: its spare is allocated before its update
+// arrives.
 //
 // A chunk asked for destruction is "doomed": it no longer counts, and no longer competes for
 // destruction, although its owner may report it a while longer (its update may have left
@@ -21,8 +23,9 @@
 // comes after it, unreported until the next update). So a process that has released chunks
 // is counted with at least two chunks unreleased.
 //
-// A manager's recycled chunk (kept after a destruction, it becomes the next spare) is in
-// its updates' unreleased bytes: held, and not destroyable. What is not counted is memory a
+// A manager's recycled chunk (kept after a local-limit destruction, it becomes the next
+// spare) is in its updates' unreleased bytes: held, and not destroyable; chunks destroyed
+// on the controller's request are freed, never recycled. What is not counted is memory a
 // process allocates between an update and the destruction that update causes (messages
 // take microseconds, a chunk takes milliseconds to fill): the real memory of the tree may
 // pass the limit by about one chunk per process, which tests/ipc measures.
@@ -54,12 +57,19 @@ class GlobalController {
   // Ask `process` to destroy its released chunks at or before `done`.
   using DestroyCallback = std::function<void(ProcessKey process, TimeStamp done)>;
 
-  using Clock = std::function<TimeStamp()>;
+  struct Options {
+    // When a doomed chunk still listed counts again (see above); zero: never.
+    TimeDuration late_after = TimeDuration::FromMilliseconds(5);
+    // Chunks (of the largest size seen) kept free under the limit: the next release of a
+    // writing process allocates its spare before its update arrives, so destroying only once
+    // over the limit would pass it by a chunk for every release in flight.
+    size_t headroom_chunks = 1;
+    // Now (tests replace it).
+    std::function<TimeStamp()> clock = &TimeStamp::Now;
+  };
 
-  // `late_after`: when a doomed chunk counts again (see above); `clock`: now (tests).
-  GlobalController(size_t limit_bytes, DestroyCallback destroy,
-                   TimeDuration late_after = TimeDuration::FromMilliseconds(5),
-                   Clock clock = &TimeStamp::Now);
+  GlobalController(size_t limit_bytes, DestroyCallback destroy);  // Default options.
+  GlobalController(size_t limit_bytes, DestroyCallback destroy, Options options);
 
   // Applies an update of `process` (a new process is tracked from its first update; a final
   // update forgets it). Returns false, changing nothing, when the update contradicts what
@@ -112,8 +122,8 @@ class GlobalController {
 
   size_t limit_bytes_;
   DestroyCallback destroy_;
-  TimeDuration late_after_;
-  Clock clock_;
+  Options options_;
+  size_t largest_chunk_bytes_ = 0;
   std::map<ProcessKey, Process> processes_;
   // Candidates for destruction: released, not doomed; (done, process), oldest first.
   std::set<std::pair<TimeStamp, ProcessKey>> candidates_;

@@ -14,7 +14,14 @@ namespace {
 
 using Update = ControlledChunkManager::Update;
 constexpr size_t kChunk = 1000;
-const TimeDuration kNever;  // Doomed chunks never count again.
+// Exact accounting for the tests: doomed chunks never count again, no headroom.
+GlobalController::Options Exact() {
+  GlobalController::Options o;
+  o.late_after = TimeDuration();
+  o.headroom_chunks = 0;
+  return o;
+}
+const GlobalController::Options kExact = Exact();
 
 TimeStamp T(int64_t ns) { return TimeStamp::FromNanoseconds(ns); }
 
@@ -25,7 +32,7 @@ struct Request {
 
 TEST_CASE("the oldest released chunk of the tree is destroyed first") {
   std::vector<Request> requests;
-  GlobalController controller(7 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, kNever);
+  GlobalController controller(7 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, kExact);
   // Process 1: chunks done at 10, 30; process 2: at 20, 40. Two chunks unreleased each (the
   // one being written and the spare).
   REQUIRE(controller.HandleUpdate(1, Update(2 * kChunk, 2 * kChunk, T(10), {{T(10), kChunk}, {T(30), kChunk}})));
@@ -59,9 +66,11 @@ TEST_CASE("the oldest released chunk of the tree is destroyed first") {
 TEST_CASE("a doomed chunk its owner keeps too long counts again: destroyed elsewhere") {
   std::vector<Request> requests;
   TimeStamp now = T(1000000);
+  GlobalController::Options options = kExact;
+  options.late_after = TimeDuration::FromMilliseconds(5);
+  options.clock = [&] { return now; };
   GlobalController controller(
-      6 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); },
-      TimeDuration::FromMilliseconds(5), [&] { return now; });
+      6 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, options);
   REQUIRE(controller.HandleUpdate(1, Update(2 * kChunk, 2 * kChunk, T(10), {{T(10), kChunk}, {T(30), kChunk}})));
   REQUIRE(controller.HandleUpdate(2, Update(2 * kChunk, 1 * kChunk, T(20), {{T(20), kChunk}})));
   // 7 > 6: process 1's chunk at 10 is doomed.
@@ -85,8 +94,19 @@ TEST_CASE("a doomed chunk its owner keeps too long counts again: destroyed elsew
   CHECK(controller.TotalBytes() == 5 * kChunk);
 }
 
+TEST_CASE("one chunk of headroom is kept under the limit") {
+  std::vector<Request> requests;
+  GlobalController controller(5 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); },
+                              GlobalController::Options());  // Production options.
+  REQUIRE(controller.HandleUpdate(1, Update(2 * kChunk, 3 * kChunk, T(10), {{T(10), kChunk}, {T(20), kChunk}, {T(30), kChunk}})));
+  // 5 chunks: at the limit (5) but over limit - one chunk: the oldest goes.
+  CHECK(controller.TotalBytes() == 4 * kChunk);
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].done == T(10));
+}
+
 TEST_CASE("a writing process is counted with its spare chunk") {
-  GlobalController controller(100 * kChunk, nullptr, kNever);
+  GlobalController controller(100 * kChunk, nullptr, kExact);
   // Right after a release the update reports one chunk unreleased; the spare prepared just
   // after it is counted too.
   REQUIRE(controller.HandleUpdate(1, Update(kChunk, kChunk, T(10), {{T(10), kChunk}})));
@@ -103,13 +123,13 @@ TEST_CASE("a writing process is counted with its spare chunk") {
 
 TEST_CASE("a big destruction asks each process once, for its newest doomed chunk") {
   std::vector<Request> requests;
-  GlobalController controller(10 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, kNever);
+  GlobalController controller(10 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, kExact);
   std::vector<ControlledChunkManager::ChunkMetadata> a, b;
   for (int i = 0; i < 6; ++i) a.push_back({T(100 + 2 * i), kChunk});
   for (int i = 0; i < 6; ++i) b.push_back({T(101 + 2 * i), kChunk});
   REQUIRE(controller.HandleUpdate(1, Update(0, 6 * kChunk, T(100), a)));
   CHECK(requests.empty());
-  controller = GlobalController(7 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, kNever);
+  controller = GlobalController(7 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, kExact);
   REQUIRE(controller.HandleUpdate(1, Update(0, 6 * kChunk, T(100), a)));
   REQUIRE(controller.HandleUpdate(2, Update(0, 6 * kChunk, T(101), b)));
   // 12 chunks, limit 7: the 5 oldest (100, 101, 102, 103, 104) go.
@@ -122,7 +142,7 @@ TEST_CASE("a big destruction asks each process once, for its newest doomed chunk
 
 TEST_CASE("a final update or a removal forgets the process; contradictions are refused") {
   std::vector<Request> requests;
-  GlobalController controller(3 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, kNever);
+  GlobalController controller(3 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, kExact);
   REQUIRE(controller.HandleUpdate(1, Update(kChunk, kChunk, T(10), {{T(10), kChunk}})));
   REQUIRE(controller.HandleUpdate(2, Update(kChunk, 0, TimeStamp(), {})));
   CHECK(controller.ProcessCount() == 2);
@@ -162,7 +182,7 @@ void SimulateTree(bool late) {
   GlobalController controller(kLimit, [&](auto p, TimeStamp d) {
     requests.push_back({p, d});
     procs[p].destroys.push_back(d);
-  }, kNever);
+  }, kExact);
   for (int i = 0; i < kProcesses; ++i) {
     // Each local limit is the global one, as in a real tree.
     procs[i].manager = std::make_unique<LocalLimitChunkManager>(kLimit, kChunkBytes);

@@ -67,19 +67,19 @@ void LocalLimitChunkManager::MakeRoomForOneChunkLocked() {
     const size_t incoming = recycled_chunk_ ? 0 : chunk_min_buffer_bytes_;
     const size_t total = unreleased_bytes_ + released_bytes_ + RecycledBytesLocked() + incoming;
     if (!released_chunks_ || total <= max_total_bytes_) break;
-    DropOldestReleasedLocked();
+    DropOldestReleasedLocked(/*may_recycle=*/true);
     dropped_any = true;
   }
   if (dropped_any) NotifyUpdateLocked(nullptr);
 }
 
-void LocalLimitChunkManager::DropOldestReleasedLocked() {
+void LocalLimitChunkManager::DropOldestReleasedLocked(bool may_recycle) {
   std::unique_ptr<BufferChunk> oldest = std::move(released_chunks_);
   released_chunks_ = oldest->TakeNext();
   released_bytes_ -= oldest->BufferBytes();
   ++stats_.chunks_destroyed;
   if (chunk_destroyed_callback_) chunk_destroyed_callback_(*oldest);
-  if (!recycled_chunk_ && oldest->BufferBytes() >= chunk_min_buffer_bytes_) {
+  if (may_recycle && !recycled_chunk_ && oldest->BufferBytes() >= chunk_min_buffer_bytes_) {
     oldest->MarkRecycled();
     recycled_chunk_ = std::move(oldest);
   }
@@ -147,7 +147,8 @@ void LocalLimitChunkManager::DestroyChunksAtOrBefore(TimeStamp done) {
   AutoLock lock(mutex_);
   bool dropped_any = false;
   while (released_chunks_ && released_chunks_->header().done_time_stamp <= done) {
-    DropOldestReleasedLocked();
+    // Freed, not recycled: the controller counts on this memory going.
+    DropOldestReleasedLocked(/*may_recycle=*/false);
     dropped_any = true;
   }
   if (dropped_any) NotifyUpdateLocked(nullptr);

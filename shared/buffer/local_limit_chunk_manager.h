@@ -16,8 +16,9 @@
 // cost of a pointer swap.
 //
 // It is also a ControlledChunkManager: updates go to the update callback on every release
-// and destruction, and DestroyChunksAtOrBefore() lets a global controller free chunks. The
-// updates' unreleased bytes include the recycled chunk (held, and not destroyable).
+// and destruction, and DestroyChunksAtOrBefore() lets a global controller free chunks (freed,
+// never recycled: the controller counts on the memory going). The updates' unreleased bytes
+// include the recycled chunk (held, and not destroyable).
 //
 // Thread safety: thread-safe (one internal Mutex). Callbacks run with that mutex held.
 // Async-signal safety: none; never call it from a signal handler.
@@ -80,8 +81,9 @@ class LocalLimitChunkManager final : public ChunkManager, public ControlledChunk
   std::unique_ptr<BufferChunk> TakeOrMakeChunkLocked();
   // Drops released chunks, oldest first, until one more chunk fits under the limit.
   void MakeRoomForOneChunkLocked();
-  // Drops the oldest released chunk: tells the user, then recycles or frees it.
-  void DropOldestReleasedLocked();
+  // Drops the oldest released chunk: tells the user, then recycles it (when allowed and
+  // none is kept yet) or frees it.
+  void DropOldestReleasedLocked(bool may_recycle);
   size_t RecycledBytesLocked() const;
   void NotifyUpdateLocked(const BufferChunk* newly_released);
 

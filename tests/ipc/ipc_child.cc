@@ -5,7 +5,8 @@
 //   ipc_child worker <cmd-fd> <ack-fd>
 //       A busy thread ("child-worker") burns CPU for 300 ms, then naps. The main thread
 //       answers one-byte commands from <cmd-fd>: 'm' adds the next "sync-<n>" marker and
-//       acks 'a'; 's' answers the session as the child has it (32 bytes: "active paused
+//       acks 'a'; 'M' + 8 bytes of the parent's TimeStamp adds "sync-<n>" at that instant and
+//       "sync-<n>-woken" at its own wake-up, and acks 'a'; 's' answers the session as the child has it (32 bytes: "active paused
 //       interval_ms buffer_megabytes"); 'x' adds an "early-exit" marker and exits (normally:
 //       the exit profile goes to the parent); 'q' exits. 'r' is acked once the parent's
 //       session is followed.
@@ -80,7 +81,19 @@ int Worker(int cmd, int ack) {
   int sync = 0;
   for (;;) {
     const char c = Command(cmd);
-    if (c == 'm') {
+    if (c == 'M') {
+      // The parent's instant (8 bytes of monotonic nanoseconds) follows: "sync-<n>" at that
+      // very instant (the profile's alignment is what is measured), "sync-<n>-woken" now
+      // (the pipe's wake-up latency adds to it).
+      int64_t ns = 0;
+      if (read(cmd, &ns, sizeof(ns)) != sizeof(ns)) break;
+      const std::string name = "sync-" + std::to_string(++sync);
+      strata::AddMarker(strata::ProfilerString::Dynamic(name), strata::Category::kOther,
+                        strata::MarkerOptions::Instant(strata::TimeStamp::FromNanoseconds(ns)));
+      strata::AddMarker(strata::ProfilerString::Dynamic(name + "-woken"),
+                        strata::Category::kOther);
+      Ack(ack, 'a');
+    } else if (c == 'm') {
       const std::string name = "sync-" + std::to_string(++sync);
       strata::AddMarker(strata::ProfilerString::Dynamic(name), strata::Category::kOther);
       Ack(ack, 'a');

@@ -145,6 +145,7 @@ struct ThreadView {
   std::string name;
   int pid = 0;
   size_t samples = 0;
+  std::vector<double> sample_times;
   std::vector<std::pair<std::string, double>> markers;  // name, start (own process times)
 };
 struct ProcessView {
@@ -177,6 +178,10 @@ ProcessView ReadProcess(const rapidjson::Value& p) {
     thread.pid = t["pid"].IsInt() ? t["pid"].GetInt() : std::atoi(t["pid"].GetString());
     view.pid = thread.pid;
     thread.samples = t["samples"]["data"].Size();
+    const int time_col = t["samples"]["schema"]["time"].GetInt();
+    for (const auto& row : t["samples"]["data"].GetArray()) {
+      thread.sample_times.push_back(row[time_col].GetDouble());
+    }
     const auto& strings = t["stringTable"];
     const auto& table = t["markers"];
     const int name_col = table["schema"]["name"].GetInt();
@@ -297,9 +302,17 @@ int Tree(const std::string& out) {
   for (const Kid& k : kids) Check(Answer(k) == 'r', "child " + std::to_string(k.pid) + " follows");
   SleepMs(400);  // Everybody's busy thread runs (and is sampled).
   for (int n = 1; n <= 3; ++n) {
-    for (const Kid& k : kids) Tell(k, 'm');
+    // The same instant in every process, sent through the pipes with the command.
+    const strata::TimeStamp now = strata::TimeStamp::Now();
+    const int64_t ns = now.ToNanoseconds();
+    for (const Kid& k : kids) {
+      char command[9] = {'M'};
+      memcpy(command + 1, &ns, sizeof(ns));
+      if (write(k.cmd, command, sizeof(command)) != sizeof(command)) std::printf("FAIL: write\n");
+    }
     const std::string name = "sync-" + std::to_string(n);
-    strata::AddMarker(strata::ProfilerString::Dynamic(name), strata::Category::kOther);
+    strata::AddMarker(strata::ProfilerString::Dynamic(name), strata::Category::kOther,
+                      strata::MarkerOptions::Instant(now));
     for (const Kid& k : kids) Check(Answer(k) == 'a', "child " + std::to_string(k.pid) + " marked " + name);
     SleepMs(50);
   }
@@ -318,7 +331,7 @@ int Tree(const std::string& out) {
   Check(view.parent.Thread("GeckoMain") && view.parent.Thread("parent-worker") &&
             view.parent.Thread("parent-worker")->samples > 0,
         "the parent's threads are sampled");
-  double worst_skew = 0;
+  double worst_skew = 0, worst_woken = 0;
   for (const Kid& k : kids) {
     const ProcessView* child = view.Child(k.pid);
     Check(child != nullptr, "child " + std::to_string(k.pid) + " is in the profile");
@@ -336,19 +349,32 @@ int Tree(const std::string& out) {
       const std::optional<double> ours = view.parent.Marker(name, 0);
       Check(theirs && ours, "child " + std::to_string(k.pid) + " and parent have " + name);
       if (theirs && ours) worst_skew = std::max(worst_skew, std::fabs(*theirs - *ours));
+      const std::optional<double> woken = child->Marker(name + "-woken", offset);
+      if (woken && ours) worst_woken = std::max(worst_woken, std::fabs(*woken - *ours));
     }
     const rapidjson::Value* entry = view.GatherEntry(k.pid);
     Check(entry && std::string((*entry)["outcome"].GetString()) == "gathered",
           "gathering log: child " + std::to_string(k.pid) + " gathered");
   }
-  std::printf("RESULT sync_marker_max_skew_ms=%.3f\n", worst_skew);
+  // The same instant, recorded in four processes, written relative to four start times and
+  // aligned as the front-end aligns them: exact up to the epoch mapping (one for the tree).
+  std::printf("RESULT sync_marker_max_skew_ms=%.6f\n", worst_skew);
+  // Markers a child adds when the pipe wakes it: the alignment plus the wake-up latency,
+  // which is the scheduler's (tens of ms on a machine loaded far beyond its cores).
+  std::printf("RESULT sync_marker_woken_max_skew_ms=%.3f\n", worst_woken);
   size_t thread_count = view.parent.threads.size();
   for (const ProcessView& c : view.children) thread_count += c.threads.size();
   const ThreadView* parent_worker = view.parent.Thread("parent-worker");
-  // For ipc_test.sh's front-end import check: every thread of the four processes.
-  std::printf("FRONTEND %zu parent-worker=%zu\n", thread_count,
-              parent_worker ? parent_worker->samples : 0);
-  Check(worst_skew < 1.0, "markers added at the same moment align within 1 ms");
+  // For ipc_test.sh's front-end import check: every thread of the four processes, and the
+  // parent worker's samples the front-end keeps: those up to meta.profilingEndTime (the
+  // sampler goes on while the buffer is read, so a sample may come after it).
+  const double end = view.doc["meta"]["profilingEndTime"].GetDouble();
+  size_t kept = 0;
+  if (parent_worker) {
+    for (double t : parent_worker->sample_times) kept += t <= end ? 1 : 0;
+  }
+  std::printf("FRONTEND %zu parent-worker=%zu\n", thread_count, kept);
+  Check(worst_skew < 1.0, "markers of the same instant align within 1 ms across processes");
   return 0;
 }
 
@@ -390,6 +416,10 @@ int Limit(const std::string& out, const std::string& slots_path) {
         max_sum = sum;
         max_parts.clear();
         for (size_t p : parts) max_parts += std::to_string(p / kChunk) + " ";
+        // The controller's view at that moment (debugging: IPC_DEBUG_TRACKED=1).
+        if (getenv("IPC_DEBUG_TRACKED")) {
+          max_parts += "tracked " + std::to_string(GetIpcStatus().tracked_bytes / kChunk);
+        }
 
       }
       ++polls;
@@ -433,16 +463,21 @@ int Limit(const std::string& out, const std::string& slots_path) {
       if (m.first == "p") parent_first = std::min(parent_first, m.second);
     }
   }
-  double newest_child_first = 0, oldest_child_first = 1e300;
+  // Each writer's oldest kept marker, and how long its oldest kept chunk took to fill (the
+  // span of its first chunk's worth of markers, ~64 KiB / ~245 bytes).
+  double newest_child_first = 0, oldest_child_first = 1e300, longest_fill = 0;
   for (const ProcessView& c : view.children) {
-    double first = 1e300;
+    std::vector<double> times;
     for (const ThreadView& t : c.threads) {
       for (const auto& m : t.markers) {
-        if (m.first == "w") first = std::min(first, m.second + c.start_time - view.parent.start_time);
+        if (m.first == "w") times.push_back(m.second + c.start_time - view.parent.start_time);
       }
     }
-    newest_child_first = std::max(newest_child_first, first);
-    oldest_child_first = std::min(oldest_child_first, first);
+    if (times.empty()) continue;
+    std::sort(times.begin(), times.end());
+    newest_child_first = std::max(newest_child_first, times.front());
+    oldest_child_first = std::min(oldest_child_first, times.front());
+    longest_fill = std::max(longest_fill, times[std::min<size_t>(266, times.size() - 1)] - times.front());
   }
   // Times relative to the parent's start.
   const double profile_end = view.doc["meta"].HasMember("profilingEndTime")
@@ -456,8 +491,13 @@ int Limit(const std::string& out, const std::string& slots_path) {
   Check(parent_first < 1e300 && parent_first > profile_end - 1500,
         "the parent's oldest data was destroyed for newer data of the children (oldest kept " +
             std::to_string(profile_end - parent_first) + " ms before the end)");
-  Check(newest_child_first - oldest_child_first < 100,
-        "the writers keep the same recent window (oldest kept data within 100 ms)");
+  // Oldest first across the tree: some time C separates destroyed chunks (done before) from
+  // kept ones (done after), so each writer's oldest kept data starts within one chunk's fill
+  // time before C.
+  std::printf("RESULT writers_oldest_kept_spread_ms=%.1f longest_chunk_fill_ms=%.1f\n",
+              newest_child_first - oldest_child_first, longest_fill);
+  Check(newest_child_first - oldest_child_first <= longest_fill + 30,
+        "the writers keep the same recent window (oldest kept data within a chunk's fill time)");
   return 0;
 }
 
