@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -163,6 +164,8 @@ class IpcParent {
   std::shared_ptr<Gather> BeginGather();
   int64_t epoch_offset_ns() const { return epoch_offset_ns_; }
   const std::string& socket_path() const { return socket_path_; }
+  // Unlinks the socket and removes the private directory; connections stay up.
+  void RemoveSocketPath() { directory_.Remove(); }
   void FillStatus(IpcStatus* status);
 
  private:
@@ -904,6 +907,16 @@ std::mutex g_parent_mutex;
 IpcParent* g_parent = nullptr;  // Leaked: threads may run during exit.
 }  // namespace
 
+static ProcessId g_parent_pid;
+
+// At exit the socket file and the private directory go (the IPC thread keeps running, with
+// its connections: the exit save, after this, still gathers the children).
+static void ParentAtExit() {
+  if (base_internal::IsForkedChild() || CurrentProcessId() != g_parent_pid) return;
+  std::lock_guard<std::mutex> lock(g_parent_mutex);
+  if (g_parent) g_parent->RemoveSocketPath();
+}
+
 IpcParent* RunningIpcParent() {
   std::lock_guard<std::mutex> lock(g_parent_mutex);
   return g_parent;
@@ -919,6 +932,9 @@ bool StartIpcParentImpl(const IpcSettings& settings, std::string* error) {
     return false;
   }
   g_parent = parent;
+  g_parent_pid = CurrentProcessId();
+  static std::once_flag once;
+  std::call_once(once, [] { atexit(&ParentAtExit); });
   return true;
 }
 
