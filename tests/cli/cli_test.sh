@@ -14,7 +14,7 @@ source "$(dirname "$0")/../scenario_lib.sh"
 STRATA="$(binary tools/strata/strata)"
 TREE="$(binary tests/cli/process_tree)"
 PPROF_CHECK="$(binary tests/cli/pprof_check)"
-HERE="$(dirname "$(readlink -f "$_runfiles/tests/cli/cli_checks.js")")"
+HERE="$(dirname "$(readlink -f "$0")")"  # The source tree (runfiles link to it, or by hand).
 CHECKS="$HERE/cli_checks.js"
 TREE_SOURCE="$HERE/process_tree.cc"
 # The same base library as the scenario helpers (STRATA_BASE_LIB overrides it by hand).
@@ -103,8 +103,8 @@ merge_line=$(grep "merge" "$WORK/tree.err")
 result "tree $(echo "$merge_line" | sed 's/strata record: //; s/, /,/g; s/ s/s/g; s/ (/(/; s/ /_/g')"
 
 # The front-end's own importer takes every thread of every process.
-cli_js="$(dirname "$(readlink -f "$_runfiles/tests/scenario_lib.sh")")/frontend/node_modules/@firefox-devtools/profiler-cli/dist/profiler-cli.js"
-threads_js="$(dirname "$(readlink -f "$_runfiles/tests/scenario_lib.sh")")/frontend_threads.js"
+cli_js="$HERE/../frontend/node_modules/@firefox-devtools/profiler-cli/dist/profiler-cli.js"
+threads_js="$HERE/../frontend_threads.js"
 if command -v node >/dev/null && [[ -f "$cli_js" && -f "$threads_js" ]]; then
   session_dir=$(mktemp -d /tmp/strata-pq.XXXXXX)
   PROFILER_CLI_SESSION_DIR="$session_dir" node "$threads_js" "$cli_js" "$OUT/tree.json" "$threads" \

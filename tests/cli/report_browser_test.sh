@@ -10,7 +10,7 @@ source "$(dirname "$0")/../scenario_lib.sh"
 
 STRATA="$(binary tools/strata/strata)"
 PROGRAM="$(binary tests/cli/marked_program)"
-HERE="$(dirname "$(readlink -f "$_runfiles/tests/cli/png_check.js")")"
+HERE="$(dirname "$(readlink -f "$0")")"  # The source tree (runfiles link to it, or by hand).
 export STRATA_BASE_LIB="$STRATA_LIB"
 export STRATA_NO_PROGRESS=1
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -68,12 +69,15 @@ bool WriteText(const std::string& path, const std::string& text, bool gzip, Conv
 
 // --- Chrome trace ---------------------------------------------------------------------------
 
+// Text produced piece by piece and handed to `flush` in ~1 MiB parts.
+using Flush = std::function<void(const std::string&)>;
+
 class ChromeTraceWriter {
  public:
-  explicit ChromeTraceWriter(const Profile& profile) : profile_(profile) {}
+  ChromeTraceWriter(const Profile& profile, Flush flush) : profile_(profile), flush_(std::move(flush)) {}
 
-  std::string Run() {
-    out_.reserve(1 << 20);
+  void Run() {
+    out_.reserve(1 << 21);
     out_ += "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":\"strata convert\",\"product\":";
     AppendJsonString(&out_, profile_.product);
     out_ += "},\"traceEvents\":[\n";
@@ -92,18 +96,23 @@ class ChromeTraceWriter {
       Markers(thread);
       progress.Advance(1);
     }
-    if (out_.size() >= 2 && out_[out_.size() - 2] == ',') out_.erase(out_.size() - 2, 1);
     out_ += "]}\n";
-    return std::move(out_);
+    flush_(out_);
+    out_.clear();
   }
 
  private:
   void Begin(char phase, int64_t pid, int64_t tid) {
-    out_ += "{\"ph\":\"";
+    if (out_.size() >= (1 << 20)) {
+      flush_(out_);
+      out_.clear();
+    }
+    out_ += first_ ? "{\"ph\":\"" : ",\n{\"ph\":\"";
+    first_ = false;
     out_.push_back(phase);
     out_ += "\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid);
   }
-  void End() { out_ += "},\n"; }
+  void End() { out_ += "}"; }
 
   void Metadata(int64_t pid, int64_t tid, const char* what, const std::string& name) {
     Begin('M', pid, tid);
@@ -204,7 +213,9 @@ class ChromeTraceWriter {
   }
 
   const Profile& profile_;
+  Flush flush_;
   std::string out_;
+  bool first_ = true;
   uint64_t next_async_id_ = 0;
 };
 
@@ -269,9 +280,10 @@ class PprofBuilder {
                   key_tid = String("thread_id");
     Progress progress("convert", profile_.total_samples);
     for (const Thread& thread : profile_.threads) {
-      std::map<int32_t, std::pair<int64_t, double>> by_stack;  // stack -> (count, ns)
+      // By stack + 1 (0: no stack): (count, ns).
+      std::vector<std::pair<int64_t, double>> by_stack(thread.stack_prefix.size() + 1, {0, 0.0});
       for (size_t i = 0; i < thread.sample_count(); ++i) {
-        auto& entry = by_stack[thread.sample_stack[i]];
+        auto& entry = by_stack[static_cast<size_t>(thread.sample_stack[i] + 1)];
         entry.first += 1;
         entry.second += SampleWeight(thread, i, cpu, profile_.interval_ms) * 1e6;
       }
@@ -279,11 +291,18 @@ class PprofBuilder {
       const int64_t process_name =
           String(ProcessLabel(profile_, profile_.processes[thread.process]));
       const int64_t thread_name = String(thread.name);
-      for (const auto& [stack, value] : by_stack) {
+      std::vector<uint64_t> frame_location(thread.frames.size(), 0);  // 0: not looked up yet.
+      std::vector<uint64_t> locations;
+      for (size_t index = 0; index < by_stack.size(); ++index) {
+        const auto& value = by_stack[index];
+        if (value.first == 0) continue;
+        const int32_t stack = static_cast<int32_t>(index) - 1;
         ProtoWriter sample;
-        std::vector<uint64_t> locations;
+        locations.clear();
         for (int32_t s = stack; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
-          locations.push_back(LocationFor(thread.frames[thread.stack_frame[static_cast<size_t>(s)]]));
+          const uint32_t frame = thread.stack_frame[static_cast<size_t>(s)];
+          if (frame_location[frame] == 0) frame_location[frame] = LocationFor(thread.frames[frame]);
+          locations.push_back(frame_location[frame]);
         }
         sample.Packed(1, locations);
         sample.Packed(2, std::vector<int64_t>{value.first, std::llround(value.second)});
@@ -373,35 +392,81 @@ std::string Sanitized(std::string s) {
   return s;
 }
 
+void WriteCollapsedLines(const Profile& profile, const Flush& flush) {
+  std::string out;
+  Progress progress("convert", profile.threads.size());
+  for (const Thread& thread : profile.threads) {
+    const std::string prefix = Sanitized(ProcessLabel(profile, profile.processes[thread.process])) + ";" +
+                               Sanitized(thread.name + " (" + std::to_string(thread.tid) + ")");
+    std::vector<uint64_t> counts(thread.stack_prefix.size() + 1, 0);  // [0]: no stack.
+    for (int32_t s : thread.sample_stack) counts[static_cast<size_t>(s + 1)]++;
+    std::vector<std::string> names;  // Sanitized function names, by frame.
+    names.reserve(thread.frames.size());
+    for (const Frame& f : thread.frames) names.push_back(Sanitized(profile.functions[f.function].name));
+    std::vector<uint32_t> path;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      if (counts[i] == 0) continue;
+      out += prefix;
+      if (i > 0) {
+        path.clear();
+        for (int32_t s = static_cast<int32_t>(i) - 1; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
+          path.push_back(thread.stack_frame[static_cast<size_t>(s)]);
+        }
+        for (size_t j = path.size(); j-- > 0;) {
+          out += ';';
+          out += names[path[j]];
+        }
+      }
+      out += ' ';
+      out += std::to_string(counts[i]);
+      out += '\n';
+      if (out.size() >= (1 << 20)) {
+        flush(out);
+        out.clear();
+      }
+    }
+    progress.Advance(1);
+  }
+  flush(out);
+}
+
+// Streams into an output file; false with *error on failure.
+bool WriteStreamed(const std::string& path, bool gzip, const std::function<void(const Flush&)>& produce,
+                   ConvertStats* stats, std::string* error) {
+  OutputFile file(path, gzip);
+  if (!file.ok()) {
+    *error = file.error();
+    return false;
+  }
+  produce([&](const std::string& text) { file.Write(text); });
+  stats->bytes = file.bytes();
+  if (!file.Commit()) {
+    *error = file.error();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-std::string ChromeTraceJson(const Profile& profile) { return ChromeTraceWriter(profile).Run(); }
+std::string ChromeTraceJson(const Profile& profile) {
+  std::string all;
+  ChromeTraceWriter(profile, [&](const std::string& text) { all += text; }).Run();
+  return all;
+}
 
 std::string PprofProtobuf(const Profile& profile) { return PprofBuilder(profile).Run(); }
 
 std::string CollapsedStacks(const Profile& profile) {
-  std::map<std::string, uint64_t> lines;
-  for (const Thread& thread : profile.threads) {
-    const std::string prefix = Sanitized(ProcessLabel(profile, profile.processes[thread.process])) + ";" +
-                               Sanitized(thread.name + " (" + std::to_string(thread.tid) + ")");
-    std::map<int32_t, uint64_t> counts;
-    for (int32_t s : thread.sample_stack) counts[s]++;
-    for (const auto& [stack, count] : counts) {
-      std::string line = prefix;
-      if (stack >= 0) {
-        for (uint32_t f : thread.StackFunctions(stack)) line += ";" + Sanitized(profile.functions[f].name);
-      }
-      lines[line] += count;
-    }
-  }
-  std::string out;
-  for (const auto& [line, count] : lines) out += line + " " + std::to_string(count) + "\n";
-  return out;
+  std::string all;
+  WriteCollapsedLines(profile, [&](const std::string& text) { all += text; });
+  return all;
 }
 
 bool WriteChromeTrace(const Profile& profile, const std::string& path, ConvertStats* stats, std::string* error) {
   stats->samples = profile.total_samples;
-  return WriteText(path, ChromeTraceJson(profile), WantsGzip(path), stats, error);
+  return WriteStreamed(path, WantsGzip(path), [&](const Flush& flush) { ChromeTraceWriter(profile, flush).Run(); },
+                       stats, error);
 }
 
 bool WritePprof(const Profile& profile, const std::string& path, ConvertStats* stats, std::string* error) {
@@ -411,7 +476,8 @@ bool WritePprof(const Profile& profile, const std::string& path, ConvertStats* s
 
 bool WriteCollapsed(const Profile& profile, const std::string& path, ConvertStats* stats, std::string* error) {
   stats->samples = profile.total_samples;
-  return WriteText(path, CollapsedStacks(profile), WantsGzip(path), stats, error);
+  return WriteStreamed(path, WantsGzip(path), [&](const Flush& flush) { WriteCollapsedLines(profile, flush); }, stats,
+                       error);
 }
 
 }  // namespace cli

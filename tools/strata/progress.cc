@@ -21,7 +21,6 @@ Progress::Progress(std::string label, uint64_t total)
 }
 
 void Progress::MaybeDraw() {
-  countdown_ = 1024;
   const auto now = std::chrono::steady_clock::now();
   // Nothing for the first 300 ms (short steps stay silent), then ~10 redraws a second.
   if (now - start_ < std::chrono::milliseconds(300)) return;

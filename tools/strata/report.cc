@@ -115,8 +115,9 @@ class ReportData {
 
   void WriteThread(JsonWriter& w, const Thread& t, bool cpu) {
     const size_t n = t.sample_count();
-    const size_t step = n > options_.max_samples && options_.max_samples > 0
-                            ? (n + options_.max_samples - 1) / options_.max_samples
+    const size_t total = profile_.total_samples;
+    const size_t step = total > options_.max_samples && options_.max_samples > 0
+                            ? (total + options_.max_samples - 1) / options_.max_samples
                             : 1;
     // Stacks the kept samples use, with their ancestors, renumbered parents first.
     std::vector<int32_t> new_index(t.stack_prefix.size(), -1);

@@ -5,8 +5,9 @@
 //
 // The page's data is embedded as JSON: functions used by the samples, and per thread the
 // stack table (pruned to the stacks samples use), the samples (time, stack, weight) and the
-// markers. A thread with more than `max_samples` samples is thinned evenly (every k-th
-// sample kept with k times its weight), so the file stays loadable for large profiles.
+// markers. A profile with more than `max_samples` samples in all is thinned evenly (every
+// k-th sample of each thread kept, with the weight of the k samples it stands for), so the
+// file stays loadable for large profiles (~25 bytes per kept sample).
 //
 // Thread safety: pure function of its input.
 #ifndef STRATA_TOOLS_STRATA_REPORT_H_
@@ -22,7 +23,7 @@ namespace strata {
 namespace cli {
 
 struct ReportOptions {
-  size_t max_samples = 200000;  // Per thread.
+  size_t max_samples = 300000;  // Over all threads.
   size_t max_markers = 20000;   // Per thread (the first ones are kept).
 };
 

@@ -213,7 +213,7 @@ int Main(int argc, char** argv) {
   report_command->add_option("FILE", report_input, "Profile")->required();
   report_command->add_option("-o,--output", report_output, "HTML file to write")->capture_default_str();
   report_command->add_option("--max-samples", report_options.max_samples,
-                             "Samples kept per thread in the timeline (more are thinned evenly)")
+                             "Samples kept in the page over all threads (more are thinned evenly)")
       ->capture_default_str();
 
   // `record ... -- CMD ARGS`: everything after the first "--" is the command, untouched
