@@ -20,6 +20,7 @@
 #include "tools/strata/profile_summary.h"
 #include "tools/strata/record.h"
 #include "tools/strata/report.h"
+#include "tools/js/exec_strata_js.h"
 
 namespace strata {
 namespace cli {
@@ -263,4 +264,11 @@ int Main(int argc, char** argv) {
 }  // namespace cli
 }  // namespace strata
 
-int main(int argc, char** argv) { return strata::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // `strata js FILE.js -o profile.json`: the SpiderMonkey runner (tools/js), a separate
+  // binary because it links libmozjs.
+  if (argc >= 2 && std::string(argv[1]) == "js") {
+    return strata::tools::ExecStrataJs(argc - 1, argv + 1);
+  }
+  return strata::cli::Main(argc, argv);
+}
