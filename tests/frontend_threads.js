@@ -10,8 +10,6 @@
 // PROFILER_CLI_SESSION_DIR should name a short private directory (socket paths are limited).
 'use strict';
 
-const { spawnSync } = require('child_process');
-
 const [cli, profile, threadCount, ...expected] = process.argv.slice(2);
 if (!threadCount) {
   console.error('usage: frontend_threads.js PROFILER_CLI_JS PROFILE THREAD_COUNT NAME=SAMPLES[:FUNCTION]...');
@@ -24,35 +22,7 @@ function check(condition, message) {
   if (!condition) failures++;
 }
 
-function pq(args) {
-  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 });
-  if (r.error) throw r.error;
-  return r;
-}
-
-function pqJson(args) {
-  const r = pq([...args, '--json']);
-  if (r.status !== 0) throw new Error(`profiler-cli ${args.join(' ')}: ${r.stderr.trim()}`);
-  return JSON.parse(r.stdout);
-}
-
-const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-
-// As in tests/frontend/frontend_import_test.js: profiler-cli gives its daemon 500 ms to start,
-// which a loaded machine can miss; the daemon keeps loading, so poll its status then.
-function load(file, session) {
-  const r = pq(['load', file, '--session', session]);
-  if (r.status === 0) return { ok: true };
-  if (!/did not become ready/.test(r.stderr)) return { ok: false, error: r.stderr.trim() };
-  const deadline = Date.now() + 60000;
-  while (Date.now() < deadline) {
-    sleep(200);
-    const s = pq(['status', '--session', session]);
-    if (s.status === 0) return { ok: true };
-    if (/Profile load failed/.test(s.stderr)) return { ok: false, error: s.stderr.trim() };
-  }
-  return { ok: false, error: `timed out waiting for session ${session}` };
-}
+const { pq, pqJson, load } = require(require('path').join(__dirname, 'profiler_cli_sync.js'))(cli);
 
 const session = `s${process.pid}`;
 try {
