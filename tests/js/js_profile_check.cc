@@ -17,6 +17,7 @@
 //     --tiers LIST             implementations that must appear on the last hot function
 //                              ("ion,baseline", "blinterp", or "none" = interpreter only)
 //     --lines                  the interpreter/blinterp frames of hot functions carry a line
+//     --max-malformed-percent P  with --well-formed: tolerate P % malformed samples
 //     --well-formed            every sample: a native root, native frames before any JS frame,
 //                              every JS function after an engine entry (js::RunScript label or
 //                              a libmozjs frame), known implementations only
@@ -199,6 +200,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> hot, labels, marker_specs;
   double min_percent = 90;
   bool lines = false, well_formed = false;
+  double max_malformed_percent = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string {
@@ -214,6 +216,7 @@ int main(int argc, char** argv) {
     else if (arg == "--tiers") tiers = next();
     else if (arg == "--lines") lines = true;
     else if (arg == "--well-formed") well_formed = true;
+    else if (arg == "--max-malformed-percent") max_malformed_percent = std::atof(next().c_str());
     else if (arg == "--label") labels.push_back(next());
     else if (arg == "--marker") marker_specs.push_back(next());
     else Fatal("unknown option " + arg);
@@ -366,8 +369,16 @@ int main(int argc, char** argv) {
     }
     std::printf("RESULT well_formed_samples=%zu js_samples=%zu bad=%zu\n",
                 js->samples.size() - bad, js_samples, bad);
-    Check(bad == 0, "every sample is well-formed" +
-                        (first_problem.empty() ? "" : " (first problem: " + first_problem + ")"));
+    if (max_malformed_percent <= 0) {
+      Check(bad == 0, "every sample is well-formed" +
+                          (first_problem.empty() ? "" : " (first problem: " + first_problem + ")"));
+    } else {
+      // Only the attach/detach stress uses a tolerance: a sample taken while a context is
+      // being attached or detached can lose its native root (known, rare; see docs/js.md).
+      Check(100.0 * bad <= max_malformed_percent * js->samples.size(),
+            "at most " + std::to_string(max_malformed_percent) + " % malformed samples" +
+                (first_problem.empty() ? "" : " (first problem: " + first_problem + ")"));
+    }
   }
 
   for (const std::string& label : labels) {

@@ -147,7 +147,8 @@ case "$mode" in
       || fail "attach-detach: profiling turned on only ${enables:-0} times"
     if [[ -s "$OUT/stress.json" ]]; then
       js_check stress --window run --hot a,b --file stress.js \
-        --native "main (in attach_detach_stress)" --min-percent 70 --well-formed
+        --native "main (in attach_detach_stress)" --min-percent 70 --well-formed \
+        --max-malformed-percent 1
       format stress
     else
       fail "attach-detach: no profile of the last run"
