@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -115,6 +116,33 @@ TEST_CASE("Mutex: excludes concurrent holders", "[platform][mutex]") {
   REQUIRE(counter == int64_t{kThreads} * kIterations);
 }
 
+
+// Waiters that outlast the spinning phase sleep on the futex; every one must be woken when
+// the holder lets go (a lost wake-up would hang here, and the test would time out).
+TEST_CASE("Mutex: long holds put waiters to sleep and wake them all", "[platform][mutex]") {
+  Mutex mutex("sleep-test");
+  constexpr int kRounds = 20;
+  constexpr int kWaiters = 3;
+  int64_t counter = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    mutex.Lock();
+    std::atomic<int> started{0};
+    std::vector<std::thread> waiters;
+    for (int w = 0; w < kWaiters; ++w) {
+      waiters.emplace_back([&] {
+        started.fetch_add(1);
+        AutoLock lock(mutex);
+        ++counter;
+      });
+    }
+    while (started.load() != kWaiters) std::this_thread::yield();
+    // Long enough that the waiters finish spinning and block in the kernel.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    mutex.Unlock();
+    for (auto& t : waiters) t.join();
+  }
+  REQUIRE(counter == int64_t{kRounds} * kWaiters);
+}
 // Each misuse must abort the process with the mutex's name in the message.
 TEST_CASE("Mutex: misuse aborts with the mutex's name", "[platform][mutex][death]") {
   SECTION("recursive Lock") {
