@@ -2,6 +2,8 @@
 #include "full/perfmon/perfmon.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <mutex>
 #include <utility>
 
@@ -20,7 +22,15 @@ namespace perfmon {
 namespace {
 
 std::atomic<bool> g_enabled{false};
-std::atomic<bool> g_per_event{false};
+// Renormalisation window in counter ticks: a window closes (one thread-CPU clock read) at
+// an outermost stopwatch boundary once it is at least this long. 0: every outermost
+// stopwatch (kPerEvent); max: only IterationDone (kPerIteration).
+std::atomic<uint64_t> g_window_ticks{0};
+// An unmonitored gap this long closes the window at the next outermost entry: a fifth of the
+// window (0 in kPerEvent, max in kPerIteration).
+std::atomic<uint64_t> g_gap_ticks{0};
+std::atomic<Renormalisation> g_mode{Renormalisation::kAdaptive};
+std::atomic<int64_t> g_adaptive_window_ns{kDefaultAdaptiveWindowNs};
 std::atomic<uint64_t> g_next_group_id{1};
 
 struct Alert {
@@ -56,21 +66,34 @@ std::atomic<size_t> g_alert_count{0};
 
 // Per-thread recording state. Trivially constructible and destructible: no TLS guard, no
 // exit-time destructor, cheap to reach from the stopwatch.
+//
+// The renormalisation window runs from the last thread-CPU-clock read (window_start_*) to
+// the next one; see CloseWindow().
 struct ThreadState {
   AutoStopwatch* top;               // Innermost measuring stopwatch.
   PerformanceGroup* recent_head;    // Groups that ran this iteration.
   uint64_t outermost_cycles;        // M: outermost monitored ticks in the window.
-  int64_t cpu_at_last_commit_ns;    // Thread CPU clock when the window started.
+  uint64_t window_start_ticks;      // Counter when the window started.
+  int64_t window_start_cpu_ns;      // Thread CPU clock when the window started.
   int64_t iteration_start_ns;       // TimeStamp of the previous IterationDone.
   uint64_t iteration;               // IterationDone calls so far.
-  bool baseline_valid;              // cpu_at_last_commit_ns / iteration_start_ns are set.
+  uint64_t cycle_counter_reads;     // Diagnostics (CurrentThreadRecordingStats).
+  uint64_t cpu_clock_reads;
+  uint64_t windows;
+  bool baseline_valid;              // window_start_* / iteration_start_ns are set.
+  bool window_stale;                // Close the window at the next outermost entry.
 };
 thread_local ThreadState t_state;
 
 void TakeBaseline(ThreadState& ts) {
-  ts.cpu_at_last_commit_ns = CurrentThreadCpuTime().ToNanoseconds();
+  ts.window_start_cpu_ns = CurrentThreadCpuTime().ToNanoseconds();
+  ts.window_start_ticks = ReadTscTicks();
+  ts.outermost_cycles = 0;
+  ++ts.cpu_clock_reads;
+  ++ts.cycle_counter_reads;
   ts.iteration_start_ns = TimeStamp::Now().ToNanoseconds();
   ts.baseline_valid = true;
+  ts.window_stale = false;
 }
 
 }  // namespace
@@ -210,27 +233,104 @@ GroupList ResolveGroups(const void* context) {
   return groups;
 }
 
+namespace {
+uint64_t WindowTicksFor(Renormalisation mode, int64_t adaptive_window_ns) {
+  switch (mode) {
+    case Renormalisation::kPerEvent:
+      return 0;
+    case Renormalisation::kPerIteration:
+      return UINT64_MAX;
+    case Renormalisation::kAdaptive:
+      break;
+  }
+  return static_cast<uint64_t>(static_cast<double>(adaptive_window_ns) *
+                               ProcessTscCalibration().TicksPerNanosecond());
+}
+void UpdateWindowTicks() {
+  const uint64_t window = WindowTicksFor(g_mode.load(std::memory_order_relaxed),
+                                         g_adaptive_window_ns.load(std::memory_order_relaxed));
+  g_window_ticks.store(window, std::memory_order_relaxed);
+  g_gap_ticks.store(window == UINT64_MAX ? UINT64_MAX : window / 5, std::memory_order_relaxed);
+}
+}  // namespace
+
 void EnableMonitoring() {
   ProcessTscCalibration();  // ~20 ms the first time; never on the commit path afterwards.
+  UpdateWindowTicks();
   g_enabled.store(true, std::memory_order_relaxed);
 }
 void DisableMonitoring() { g_enabled.store(false, std::memory_order_relaxed); }
 bool IsMonitoringEnabled() { return g_enabled.load(std::memory_order_relaxed); }
 
-void SetRenormalisation(Renormalisation mode) {
-  g_per_event.store(mode == Renormalisation::kPerEvent, std::memory_order_relaxed);
+void SetRenormalisation(Renormalisation mode, TimeDuration adaptive_window) {
+  g_mode.store(mode, std::memory_order_relaxed);
+  g_adaptive_window_ns.store(std::max<int64_t>(adaptive_window.ToNanoseconds(), 0),
+                             std::memory_order_relaxed);
+  UpdateWindowTicks();
+}
+
+ThreadRecordingStats CurrentThreadRecordingStats() {
+  const ThreadState& ts = t_state;
+  ThreadRecordingStats stats;
+  stats.cycle_counter_reads = ts.cycle_counter_reads;
+  stats.cpu_clock_reads = ts.cpu_clock_reads;
+  stats.windows = ts.windows;
+  stats.iterations = ts.iteration;
+  return stats;
 }
 
 namespace {
-void CloseWindow(ThreadState& ts, const TscCalibration& calibration);
 
-// kPerEvent: the window is the outermost stopwatch. Cycles of earlier events are already
-// folded (their windows were closed), and CPU used between events does not enter it.
-void OpenEventWindow(ThreadState& ts) {
-  ts.cpu_at_last_commit_ns = CurrentThreadCpuTime().ToNanoseconds();
+// Ends the renormalisation window at counter value `end_ticks` (read just before): reads
+// the thread CPU clock, turns each recent group's window ticks into CPU time, adds it to the
+// group's iteration cost, starts a new window. Returns the counter value at which the new
+// window starts (read after the CPU clock, so that a preemption at the syscall's return
+// falls in neither window).
+//
+// With C the thread CPU time of the window, W its length and M its outermost monitored
+// time (ticks -> ns with the process calibration), U = W - M is the unmonitored part. The
+// monitored CPU time is estimated as C - U, clamped to [0, M]: exact when the unmonitored
+// part ran undisturbed, whatever descheduling hit the monitored part. The unmonitored part
+// is kept short: a window closes at the first outermost exit past the window length, and
+// at an outermost entry after an unmonitored gap of a fifth of it (see Enter), so
+// descheduling inside the gaps costs at most that much. Each group gets its ticks x
+// (estimate / M): ticks decide the split between the groups of one window, the CPU clock
+// the total.
+uint64_t CloseWindow(ThreadState& ts, uint64_t end_ticks) {
+  const TscCalibration& calibration = ProcessTscCalibration();
+  const int64_t cpu_now = CurrentThreadCpuTime().ToNanoseconds();
+  const uint64_t next_start_ticks = ReadTscTicks();
+  ++ts.cpu_clock_reads;
+  ++ts.cycle_counter_reads;
+  ++ts.windows;
+  const int64_t cpu_ns = cpu_now - ts.window_start_cpu_ns;
+  const uint64_t window_ticks = end_ticks - ts.window_start_ticks;
+  const uint64_t monitored_ticks = ts.outermost_cycles;
+  const uint64_t unmonitored_ticks =
+      window_ticks > monitored_ticks ? window_ticks - monitored_ticks : 0;
+  const int64_t monitored_ns =
+      calibration.ToDuration(static_cast<int64_t>(monitored_ticks)).ToNanoseconds();
+  const int64_t unmonitored_ns =
+      calibration.ToDuration(static_cast<int64_t>(unmonitored_ticks)).ToNanoseconds();
+  const int64_t estimate_ns = std::clamp<int64_t>(cpu_ns - unmonitored_ns, 0, monitored_ns);
+  const double scale = monitored_ns > 0 ? static_cast<double>(estimate_ns) /
+                                              static_cast<double>(monitored_ns)
+                                        : 1.0;
+  for (PerformanceGroup* g = ts.recent_head; g != nullptr; g = GroupAccess::NextRecent(*g)) {
+    uint64_t& window = GroupAccess::WindowCycles(*g);
+    if (window == 0) continue;
+    const int64_t wall_ns = calibration.ToDuration(static_cast<int64_t>(window)).ToNanoseconds();
+    GroupAccess::RecentNs(*g) += std::llround(static_cast<double>(wall_ns) * scale);
+    GroupAccess::RecentCycles(*g) += window;
+    window = 0;
+  }
+  ts.window_start_cpu_ns = cpu_now;
+  ts.window_start_ticks = next_start_ticks;
   ts.outermost_cycles = 0;
+  ts.window_stale = false;
+  return next_start_ticks;
 }
-void CloseEventWindow(ThreadState& ts) { CloseWindow(ts, ProcessTscCalibration()); }
+
 }  // namespace
 
 // --- Stopwatch -----------------------------------------------------------------------------
@@ -249,16 +349,27 @@ void AutoStopwatch::Enter(const GroupList& groups) {
   if (__builtin_expect(!ts.baseline_valid, 0)) TakeBaseline(ts);
   prev_ = ts.top;
   ts.top = this;
-  if (prev_ == nullptr && g_per_event.load(std::memory_order_relaxed)) {
-    per_event_ = true;
-    OpenEventWindow(ts);
+  uint64_t now = ReadTscTicks();
+  ++ts.cycle_counter_reads;
+  if (prev_ == nullptr) {
+    // Outermost: after an unmonitored gap of a fifth of the window length, close the
+    // window here so that the gap (its CPU time, or descheduling in it) stays out of this
+    // event's window.
+    const uint64_t unmonitored = now - ts.window_start_ticks - ts.outermost_cycles;
+    if (__builtin_expect(ts.window_stale ||
+                             unmonitored >= g_gap_ticks.load(std::memory_order_relaxed),
+                         0)) {
+      now = CloseWindow(ts, now);
+    }
   }
-  start_ = ReadTscTicks();
+  start_ = now;
 }
 
 void AutoStopwatch::Exit() {
-  const uint64_t elapsed = ReadTscTicks() - start_;
+  const uint64_t now = ReadTscTicks();
+  const uint64_t elapsed = now - start_;
   ThreadState& ts = t_state;
+  ++ts.cycle_counter_reads;
   for (uint32_t i = 0; i < count_; ++i) {
     PerformanceGroup* g = acquired_[i];
     g->window_cycles_ += elapsed;
@@ -272,10 +383,11 @@ void AutoStopwatch::Exit() {
   ts.top = prev_;
   if (prev_ == nullptr) {
     ts.outermost_cycles += elapsed;
-    if (per_event_) CloseEventWindow(ts);
+    if (now - ts.window_start_ticks >= g_window_ticks.load(std::memory_order_relaxed)) {
+      CloseWindow(ts, now);
+    }
   }
 }
-
 
 // --- Commit and alerts ---------------------------------------------------------------------
 
@@ -327,50 +439,32 @@ void FireAlerts(const AlertList& alerts, PerformanceGroup& group, TimeDuration c
 }
 
 
-// Ends the renormalisation window: converts each recent group's window cycles to CPU time
-// with the scale min(1, C / M) and adds them to its iteration cost; starts a new window.
-// One thread-CPU clock read.
-void CloseWindow(ThreadState& ts, const TscCalibration& calibration) {
-  const int64_t cpu_now = CurrentThreadCpuTime().ToNanoseconds();
-  const int64_t cpu_ns = cpu_now - ts.cpu_at_last_commit_ns;
-  ts.cpu_at_last_commit_ns = cpu_now;
-  const int64_t monitored_ns =
-      calibration.ToDuration(static_cast<int64_t>(ts.outermost_cycles)).ToNanoseconds();
-  ts.outermost_cycles = 0;
-  const double scale = (monitored_ns > cpu_ns && monitored_ns > 0)
-                           ? static_cast<double>(std::max<int64_t>(cpu_ns, 0)) /
-                                 static_cast<double>(monitored_ns)
-                           : 1.0;
-  for (PerformanceGroup* g = ts.recent_head; g != nullptr; g = GroupAccess::NextRecent(*g)) {
-    uint64_t& window = GroupAccess::WindowCycles(*g);
-    const int64_t wall_ns = calibration.ToDuration(static_cast<int64_t>(window)).ToNanoseconds();
-    GroupAccess::RecentNs(*g) += static_cast<int64_t>(static_cast<double>(wall_ns) * scale);
-    GroupAccess::RecentCycles(*g) += window;
-    window = 0;
-  }
-}
-
 }  // namespace
 
 void NestedLoopEntered() {
   ThreadState& ts = t_state;
   ThreadStateAccess::CancelAll(ts);
-  // The cancelled measures' CPU time must not enter the next window's scale: close the
-  // window here (what completed before keeps its renormalised cost).
-  if (ts.baseline_valid) CloseWindow(ts, ProcessTscCalibration());
+  // The cancelled measures' CPU time must not enter the next window: close the window here
+  // (what completed before keeps its renormalised cost; the cancelled part is unmonitored).
+  if (ts.baseline_valid) CloseWindow(ts, ReadTscTicks());
 }
 
 void IterationDone() {
   ThreadState& ts = t_state;
   ThreadStateAccess::CancelAll(ts);  // The seed: release all groups.
   ++ts.iteration;
-  if (!ts.baseline_valid || ts.recent_head == nullptr) {
-    // Nothing ran: move the window (one CPU-clock read, as when something ran).
+  if (!ts.baseline_valid) {
     TakeBaseline(ts);
-    ts.outermost_cycles = 0;
     return;
   }
-  CloseWindow(ts, ProcessTscCalibration());
+  if (ts.recent_head == nullptr) {
+    // Nothing ran (so nothing is in the window: every measured stopwatch puts its groups
+    // on the recent list): no clock read; the next outermost stopwatch starts a new window.
+    ts.window_stale = true;
+    ts.iteration_start_ns = TimeStamp::Now().ToNanoseconds();
+    return;
+  }
+  CloseWindow(ts, ReadTscTicks());
   const TimeStamp end = TimeStamp::Now();
   const TimeStamp start = TimeStamp::FromNanoseconds(ts.iteration_start_ns);
   ts.iteration_start_ns = end.ToNanoseconds();

@@ -31,11 +31,12 @@
 // seed: a 3 ms iteration counts in ">1 ms" and ">2 ms"). NestedLoopEntered() cancels every
 // measure in progress on the thread (the outer loop's cost is dropped, not double-counted).
 //
-// Renormalisation: cycles are converted to nanoseconds with the process TSC calibration,
-// then scaled by min(1, C / M), where C is the thread CPU time since the previous
-// IterationDone() and M the outermost monitored time of the iteration. Cycles give the
-// split between groups; the CPU clock bounds the total (a group blocked or descheduled
-// inside monitored code is not charged for the wall time).
+// Renormalisation (the seed: "renormalizing the result with the actual CPU clocks once per
+// event"): cycles are converted to nanoseconds with the process TSC calibration, then
+// scaled to the thread CPU time of their window, read with the thread CPU clock at window
+// boundaries (SetRenormalisation; by default every event of 250 µs or more is a window of
+// its own). Cycles give the split between the groups of a window; the CPU clock the total
+// (a group blocked or descheduled inside monitored code is not charged for the wall time).
 //
 // Alerts (AddAlert): a callback when a group's cost in one iteration reaches a threshold,
 // once per offending iteration and group. With a profiling session active, an alert also
@@ -196,13 +197,34 @@ void EnableMonitoring();
 void DisableMonitoring();
 bool IsMonitoringEnabled();
 
-// Renormalisation granularity. kPerIteration (default): one thread-CPU clock read per
-// IterationDone(). kPerEvent: also one read on entering and one on leaving every outermost
-// stopwatch (~0.6-1.3 µs each, a syscall), so each event's cycles are scaled by that
-// event's own CPU time: exact attribution under heavy descheduling, for events of a
-// millisecond or more. Any thread; affects stopwatches entered afterwards.
-enum class Renormalisation : uint8_t { kPerIteration, kPerEvent };
-void SetRenormalisation(Renormalisation mode);
+// Renormalisation granularity: how often the thread CPU clock is read (a syscall, ~1.3 µs
+// on this VM) to turn the ticks of a window into CPU time (docs/perfmon.md).
+//  - kAdaptive (default): a window closes at the first outermost-stopwatch exit at least
+//    `adaptive_window` (default 250 µs) after the window started, and at an outermost
+//    entry after an unmonitored gap of a fifth of that (50 µs). Every event of 250 µs or
+//    more is then renormalised on its own (exact attribution under descheduling); shorter
+//    back-to-back events share a window. A stopwatch that closes no window reads only the
+//    cycle counter; reads happen at most once per 250 µs of continuous monitored work
+//    (< 1 %) plus once per event that follows a 50 µs pause.
+//  - kPerEvent: every outermost stopwatch is its own window (two clock reads each).
+//  - kPerIteration: one read per IterationDone(), the cheapest: the scale is shared by the
+//    whole iteration, so descheduling that hits one group more than another moves cost
+//    between them.
+// Any thread; takes effect at the next window boundary of each thread.
+enum class Renormalisation : uint8_t { kAdaptive, kPerEvent, kPerIteration };
+inline constexpr int64_t kDefaultAdaptiveWindowNs = 250000;
+void SetRenormalisation(
+    Renormalisation mode,
+    TimeDuration adaptive_window = TimeDuration::FromNanoseconds(kDefaultAdaptiveWindowNs));
+
+// What recording cost the calling thread so far (diagnostics; tests count reads).
+struct ThreadRecordingStats {
+  uint64_t cycle_counter_reads = 0;  // rdtsc.
+  uint64_t cpu_clock_reads = 0;      // CLOCK_THREAD_CPUTIME_ID (syscall).
+  uint64_t windows = 0;              // Renormalisation windows closed.
+  uint64_t iterations = 0;           // IterationDone() calls.
+};
+ThreadRecordingStats CurrentThreadRecordingStats();
 
 // RAII: measures the scope for the given groups (see the top of this file). Cost: a few
 // dozen cycles (docs/benchmarks.md "Performance monitor"); with monitoring off or only
@@ -227,7 +249,6 @@ class AutoStopwatch {
   AutoStopwatch* prev_ = nullptr;  // Enclosing measuring stopwatch on this thread.
   uint64_t start_ = 0;
   uint32_t count_ = 0;  // Acquired groups; 0: not measuring (or cancelled).
-  bool per_event_ = false;  // Outermost in kPerEvent mode: closes its own window.
   std::array<PerformanceGroup*, kMaxGroupsPerStopwatch> acquired_;
 };
 

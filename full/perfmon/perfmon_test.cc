@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -52,55 +54,56 @@ double RelativeError(TimeDuration measured, TimeDuration truth) {
 }
 
 struct Monitoring {
-  Monitoring() { pm::EnableMonitoring(); }
-  ~Monitoring() { pm::IterationDone(); }
+  Monitoring() {
+    pm::EnableMonitoring();
+    pm::SetRenormalisation(pm::Renormalisation::kAdaptive);
+  }
+  ~Monitoring() {
+    pm::IterationDone();
+    pm::SetRenormalisation(pm::Renormalisation::kAdaptive);
+  }
 };
 
-// One synthetic event loop: three groups with 0.5, 3 and 12 ms of work per iteration.
+// The issue's synthetic event loop: three groups doing 0.5, 3 and 20 ms of CPU work per
+// iteration (busy loops on the thread CPU clock), an inactive per-item group riding along
+// with the 3 ms one. The truth is the thread CPU time measured around each busy loop, inside
+// the stopwatch. None of the three costs is near a power of two (the jank thresholds): the
+// nearest is 3 ms vs 2 and 4 ms, 25 % away, so the buckets only move with a gross error.
 struct Loop {
+  static constexpr int kGroups = 3;
+  static constexpr double kWorkMs[kGroups] = {0.5, 3, 20};
   pm::PerformanceGroup a{"loop-0.5ms"};
   pm::PerformanceGroup b{"loop-3ms"};
-  pm::PerformanceGroup c{"loop-12ms"};
+  pm::PerformanceGroup c{"loop-20ms"};
   pm::PerformanceGroup item{"loop-item", pm::PerformanceGroup::Kind::kPerItem};
-  TimeDuration truth_a, truth_b, truth_c;
-  int disturbed_iterations = 0;
+  pm::PerformanceGroup* groups[kGroups] = {&a, &b, &c};
+  TimeDuration truth[kGroups];
+  std::vector<std::array<TimeDuration, kGroups>> truth_per_iteration;
+  TimeDuration wall, cpu;
 
-  // Descheduling (or VM steal) that hits one group's work much more than the others moves
-  // the per-iteration scale away from that group's own wall/CPU ratio; such an iteration may
-  // land one jank bucket off. Counted here so the bucket checks can be exact otherwise.
   void Iteration() {
-    Burn burns[3];
-    {
-      pm::AutoStopwatch watch{&a};
-      burns[0] = BurnCpu(TimeDuration::FromMicroseconds(500));
-      truth_a = truth_a + burns[0].cpu;
-    }
-    {
-      pm::AutoStopwatch watch{&b, &item};  // The inactive per-item group rides along.
-      burns[1] = BurnCpu(TimeDuration::FromMilliseconds(3));
-      truth_b = truth_b + burns[1].cpu;
-    }
-    {
-      pm::AutoStopwatch watch{&c};
-      burns[2] = BurnCpu(TimeDuration::FromMilliseconds(12));
-      truth_c = truth_c + burns[2].cpu;
-    }
-    pm::IterationDone();
-    TimeDuration wall, cpu;
-    for (const Burn& burn : burns) {
+    std::array<TimeDuration, kGroups> this_iteration;
+    for (int k = 0; k < kGroups; ++k) {
+      Burn burn;
+      {
+        pm::AutoStopwatch watch{groups[k], &item};  // `item` is inactive: never acquired.
+        burn = BurnCpu(TimeDuration::FromMicroseconds(static_cast<int64_t>(kWorkMs[k] * 1000)));
+      }
+      this_iteration[k] = burn.cpu;
+      truth[k] = truth[k] + burn.cpu;
       wall = wall + burn.wall;
       cpu = cpu + burn.cpu;
     }
-    const double stretch = static_cast<double>(wall.ToNanoseconds()) / cpu.ToNanoseconds();
-    stretch_sum += stretch;
-    bool disturbed = false;
-    for (const Burn& burn : burns) disturbed |= std::fabs(burn.Stretch() / stretch - 1) > 0.25;
-    disturbed_iterations += disturbed ? 1 : 0;
-    ++iterations;
+    pm::IterationDone();
+    truth_per_iteration.push_back(this_iteration);
   }
-  double MeanStretch() const { return stretch_sum / iterations; }
-  double stretch_sum = 0;
-  int iterations = 0;
+  double Stretch() const { return static_cast<double>(wall.ToNanoseconds()) / cpu.ToNanoseconds(); }
+  int Index(const std::string& group_name) const {
+    for (int k = 0; k < kGroups; ++k) {
+      if (groups[k]->name() == group_name) return k;
+    }
+    return -1;
+  }
 };
 
 const rapidjson::Value* ThreadNamed(const rapidjson::Document& profile, const char* name) {
@@ -110,112 +113,168 @@ const rapidjson::Value* ThreadNamed(const rapidjson::Document& profile, const ch
   return nullptr;
 }
 
-}  // namespace
+// Records every group's cost in every iteration (an alert with a zero threshold) and the
+// alerts of a 10 ms threshold.
+struct LoopRecorder {
+  struct Cost {
+    std::string group;
+    TimeDuration cost;
+    uint64_t iteration;
+  };
+  std::vector<Cost> costs;
+  std::vector<pm::AlertInfo> alerts;
+  pm::AlertId all, janky;
+  LoopRecorder() {
+    all = pm::AddAlert(nullptr, TimeDuration(), [this](const pm::AlertInfo& info) {
+      costs.push_back(Cost{info.group_name, info.cost, info.iteration});
+    });
+    janky = pm::AddAlert(nullptr, TimeDuration::FromMilliseconds(10),
+                         [this](const pm::AlertInfo& info) { alerts.push_back(info); });
+  }
+  ~LoopRecorder() {
+    pm::RemoveAlert(all);
+    pm::RemoveAlert(janky);
+  }
+};
 
-TEST_CASE("Synthetic event loop: per-group CPU within 15 % of the thread CPU clock, buckets") {
+// The acceptance of issue 8, strictly, in one renormalisation mode: totals within 10 % of
+// the thread CPU time actually spent, every iteration's cost within 10 % too, buckets
+// exact, the 10 ms alert for the 20 ms group only and once per iteration, the inactive
+// group untouched.
+void CheckSyntheticLoop(pm::Renormalisation mode, const char* mode_name) {
   Monitoring monitoring;
-  constexpr int kIterations = 50;
-  // The estimate's error is noise from descheduling (a few preemptions of several ms hitting
-  // the 0.5 ms group dominate it on a loaded 2-core VM); up to 3 attempts, all printed.
-  for (int attempt = 1; attempt <= 3; ++attempt) {
-    pm::IterationDone();  // Start a fresh window.
-    Loop loop;
-    const pm::Snapshot before = pm::TakeSnapshot();
+  pm::SetRenormalisation(mode);
+  constexpr int kIterations = 30;
+  pm::IterationDone();  // A fresh window.
+  Loop loop;
+  const pm::Snapshot before = pm::TakeSnapshot();
+  const pm::ThreadRecordingStats reads_before = pm::CurrentThreadRecordingStats();
+  uint64_t first_iteration;
+  {
+    LoopRecorder recorder;
+    first_iteration = reads_before.iterations + 1;
     for (int i = 0; i < kIterations; ++i) loop.Iteration();
+    const pm::ThreadRecordingStats reads = pm::CurrentThreadRecordingStats();
     const pm::Snapshot diff = pm::Subtract(pm::TakeSnapshot(), before);
 
+    double worst_iteration_error[Loop::kGroups] = {0, 0, 0};
+    for (const LoopRecorder::Cost& cost : recorder.costs) {
+      const int k = loop.Index(cost.group);
+      REQUIRE(k >= 0);  // Only the loop's groups ran.
+      const uint64_t i = cost.iteration - first_iteration;
+      REQUIRE(i < loop.truth_per_iteration.size());
+      const double error = RelativeError(cost.cost, loop.truth_per_iteration[i][k]);
+      worst_iteration_error[k] = std::max(worst_iteration_error[k], error);
+    }
+    std::printf("perfmon %s (wall/CPU %.2f, %llu CPU clock reads for %d iterations):\n", mode_name,
+                loop.Stretch(),
+                (unsigned long long)(reads.cpu_clock_reads - reads_before.cpu_clock_reads),
+                kIterations);
+    for (int k = 0; k < Loop::kGroups; ++k) {
+      const pm::GroupStats* s = diff.Find(loop.groups[k]->id());
+      REQUIRE(s);
+      const double error = RelativeError(s->cpu_time, loop.truth[k]);
+      std::printf("  %-10s total %8.2f ms vs %8.2f ms CPU (%.2f %%), worst iteration %.2f %%, "
+                  "jank >1..>32: %llu %llu %llu %llu %llu %llu\n",
+                  s->name.c_str(), s->cpu_time.ToMilliseconds(), loop.truth[k].ToMilliseconds(),
+                  100 * error, 100 * worst_iteration_error[k], (unsigned long long)s->jank[0],
+                  (unsigned long long)s->jank[1], (unsigned long long)s->jank[2],
+                  (unsigned long long)s->jank[3], (unsigned long long)s->jank[4],
+                  (unsigned long long)s->jank[5]);
+      INFO(mode_name << ", group " << s->name);
+      CHECK(error < 0.10);
+      CHECK(worst_iteration_error[k] < 0.10);
+      CHECK(s->iterations == kIterations);
+      CHECK(s->cycles > 0);
+    }
+    CHECK(recorder.costs.size() == static_cast<size_t>(Loop::kGroups * kIterations));
+
+    // Buckets, exactly: 0.5 ms in none; 3 ms in >1, >2; 20 ms in >1, >2, >4, >8, >16.
     const pm::GroupStats* a = diff.Find(loop.a.id());
     const pm::GroupStats* b = diff.Find(loop.b.id());
     const pm::GroupStats* c = diff.Find(loop.c.id());
+    const std::array<uint64_t, pm::kJankBuckets> none{};
+    std::array<uint64_t, pm::kJankBuckets> three_ms{}, twenty_ms{};
+    for (size_t k = 0; k < 2; ++k) three_ms[k] = kIterations;
+    for (size_t k = 0; k < 5; ++k) twenty_ms[k] = kIterations;
+    CHECK(a->jank == none);
+    CHECK(b->jank == three_ms);
+    CHECK(c->jank == twenty_ms);
+
+    // The 10 ms alert: the 20 ms group, every iteration, nothing else.
+    CHECK(recorder.alerts.size() == static_cast<size_t>(kIterations));
+    for (const pm::AlertInfo& alert : recorder.alerts) {
+      CHECK(alert.group_name == "loop-20ms");
+      CHECK(alert.cost >= TimeDuration::FromMilliseconds(10));
+      CHECK_FALSE(alert.jank_marker_recorded);  // No session.
+    }
+
+    // The inactive per-item group was named by every stopwatch and never measured.
     const pm::GroupStats* item = diff.Find(loop.item.id());
-    REQUIRE(a);
-    REQUIRE(b);
-    REQUIRE(c);
     REQUIRE(item);
-    const double error_a = RelativeError(a->cpu_time, loop.truth_a);
-    const double error_b = RelativeError(b->cpu_time, loop.truth_b);
-    const double error_c = RelativeError(c->cpu_time, loop.truth_c);
-    std::printf(
-        "perfmon accuracy, attempt %d (%d iterations, wall/CPU %.2f, %d disturbed): "
-        "0.5 ms group %.2f ms vs %.2f ms (%.1f %%), 3 ms group %.2f vs %.2f (%.1f %%), "
-        "12 ms group %.2f vs %.2f (%.1f %%)\n",
-        attempt, kIterations, loop.MeanStretch(), loop.disturbed_iterations,
-        a->cpu_time.ToMilliseconds(), loop.truth_a.ToMilliseconds(), 100 * error_a,
-        b->cpu_time.ToMilliseconds(), loop.truth_b.ToMilliseconds(), 100 * error_b,
-        c->cpu_time.ToMilliseconds(), loop.truth_c.ToMilliseconds(), 100 * error_c);
-    const bool accurate = error_a < 0.15 && error_b < 0.15 && error_c < 0.15;
-    if (!accurate && attempt < 3) continue;
-    CHECK(error_a < 0.15);
-    CHECK(error_b < 0.15);
-    CHECK(error_c < 0.15);
-    CHECK(a->iterations == kIterations);
-    CHECK(b->iterations == kIterations);
-    CHECK(c->iterations == kIterations);
-    CHECK(a->cycles > 0);
-
-    // Buckets: cumulative ">2^k ms" counts. Exact in undisturbed iterations; an iteration
-    // where the VM descheduled one group's work much more than the others' may move one
-    // bucket (the scale is per iteration).
-    const int slack = loop.disturbed_iterations;
-    INFO("disturbed iterations: " << slack);
-    CHECK(static_cast<int>(a->jank[0]) <= slack);                // 0.5 ms: never > 1 ms.
-    CHECK(static_cast<int>(b->jank[0]) >= kIterations - slack);  // 3 ms: > 1 ms,
-    CHECK(static_cast<int>(b->jank[1]) >= kIterations - slack);  // > 2 ms,
-    CHECK(static_cast<int>(b->jank[2]) <= slack);                // not > 4 ms.
-    CHECK(static_cast<int>(c->jank[3]) >= kIterations - slack);  // 12 ms: > 8 ms,
-    CHECK(static_cast<int>(c->jank[4]) <= slack);                // not > 16 ms.
-    for (size_t k = 5; k < pm::kJankBuckets; ++k) CHECK(c->jank[k] == 0);
-    std::printf("perfmon buckets: 0.5 ms group >1ms %llu; 3 ms group >1ms %llu >2ms %llu "
-                ">4ms %llu; 12 ms group >4ms %llu >8ms %llu >16ms %llu\n",
-                (unsigned long long)a->jank[0], (unsigned long long)b->jank[0],
-                (unsigned long long)b->jank[1], (unsigned long long)b->jank[2],
-                (unsigned long long)c->jank[2], (unsigned long long)c->jank[3],
-                (unsigned long long)c->jank[4]);
-
-    // The inactive per-item group: nothing at all.
     CHECK_FALSE(item->active);
-    CHECK(item->per_item);
     CHECK(item->cycles == 0);
-    CHECK(item->cpu_time == TimeDuration());
     CHECK(item->iterations == 0);
-    break;
+    CHECK(item->cpu_time == TimeDuration());
   }
 }
 
-TEST_CASE("Per-event renormalisation: exact attribution and buckets under descheduling") {
+}  // namespace
+
+TEST_CASE("Synthetic event loop 0.5/3/20 ms, adaptive renormalisation (default)") {
+  CheckSyntheticLoop(pm::Renormalisation::kAdaptive, "adaptive");
+  // Every event here is >= 250 µs: one CPU clock read at each stopwatch exit and one per
+  // IterationDone, none at entries (the gaps are a few µs).
+}
+
+TEST_CASE("Synthetic event loop 0.5/3/20 ms, per-event renormalisation") {
+  CheckSyntheticLoop(pm::Renormalisation::kPerEvent, "per-event");
+}
+
+TEST_CASE("Adaptive mode reads the CPU clock only at window boundaries") {
   Monitoring monitoring;
-  pm::SetRenormalisation(pm::Renormalisation::kPerEvent);
+  pm::IterationDone();
+  pm::PerformanceGroup g("reads");
+  // Short events (no busy work) inside one 250 µs window: cycle counter only.
+  pm::ThreadRecordingStats before = pm::CurrentThreadRecordingStats();
+  for (int i = 0; i < 10; ++i) {
+    pm::AutoStopwatch watch{&g};
+  }
+  pm::ThreadRecordingStats after = pm::CurrentThreadRecordingStats();
+  // The first entry after IterationDone() restarts the (stale) window: one read.
+  CHECK(after.cpu_clock_reads - before.cpu_clock_reads == 1);
+  CHECK(after.cycle_counter_reads - before.cycle_counter_reads == 2 * 10 + 1);
+  // A long event closes its window at its exit: exactly one more read.
+  before = after;
+  { pm::AutoStopwatch watch{&g}; BurnCpu(TimeDuration::FromMilliseconds(1)); }
+  after = pm::CurrentThreadRecordingStats();
+  CHECK(after.cpu_clock_reads - before.cpu_clock_reads == 1);
+  pm::IterationDone();
+  CHECK(pm::CurrentThreadRecordingStats().cpu_clock_reads - after.cpu_clock_reads == 1);
+  CHECK(g.Stats().iterations == 1);
+}
+
+TEST_CASE("Per-iteration renormalisation: the iteration's total is bounded by the CPU clock") {
+  Monitoring monitoring;
+  pm::SetRenormalisation(pm::Renormalisation::kPerIteration);
   pm::IterationDone();
   Loop loop;
-  constexpr int kIterations = 50;
-  const pm::Snapshot before = pm::TakeSnapshot();
-  for (int i = 0; i < kIterations; ++i) loop.Iteration();
-  const pm::Snapshot diff = pm::Subtract(pm::TakeSnapshot(), before);
-  pm::SetRenormalisation(pm::Renormalisation::kPerIteration);
-  const pm::GroupStats* a = diff.Find(loop.a.id());
-  const pm::GroupStats* b = diff.Find(loop.b.id());
-  const pm::GroupStats* c = diff.Find(loop.c.id());
-  REQUIRE(a);
-  REQUIRE(b);
-  REQUIRE(c);
-  const double error_a = RelativeError(a->cpu_time, loop.truth_a);
-  const double error_b = RelativeError(b->cpu_time, loop.truth_b);
-  const double error_c = RelativeError(c->cpu_time, loop.truth_c);
-  std::printf(
-      "perfmon accuracy, per-event (wall/CPU %.2f): 0.5 ms group %.2f ms vs %.2f ms (%.1f %%), "
-      "3 ms group %.2f vs %.2f (%.1f %%), 12 ms group %.2f vs %.2f (%.1f %%)\n",
-      loop.MeanStretch(), a->cpu_time.ToMilliseconds(), loop.truth_a.ToMilliseconds(),
-      100 * error_a, b->cpu_time.ToMilliseconds(), loop.truth_b.ToMilliseconds(), 100 * error_b,
-      c->cpu_time.ToMilliseconds(), loop.truth_c.ToMilliseconds(), 100 * error_c);
-  CHECK(error_a < 0.15);
-  CHECK(error_b < 0.15);
-  CHECK(error_c < 0.15);
-  // Each event is scaled by its own CPU time: buckets exact whatever the load.
-  CHECK(a->jank[0] == 0);
-  CHECK(b->jank[1] == kIterations);
-  CHECK(b->jank[2] == 0);
-  CHECK(c->jank[3] == kIterations);
-  CHECK(c->jank[4] == 0);
+  constexpr int kIterations = 10;
+  loop.Iteration();  // Its first entry restarts the window left stale by IterationDone().
+  const pm::ThreadRecordingStats reads_before = pm::CurrentThreadRecordingStats();
+  for (int i = 1; i < kIterations; ++i) loop.Iteration();
+  // One CPU clock read per iteration, none in the stopwatches.
+  CHECK(pm::CurrentThreadRecordingStats().cpu_clock_reads - reads_before.cpu_clock_reads ==
+        kIterations - 1);
+  // The split between groups of one iteration follows the ticks (noisy under load); the sum
+  // is the iteration's CPU time.
+  TimeDuration measured, truth;
+  for (int k = 0; k < Loop::kGroups; ++k) {
+    measured = measured + loop.groups[k]->Stats().cpu_time;
+    truth = truth + loop.truth[k];
+  }
+  INFO("sum " << measured.ToMilliseconds() << " ms, truth " << truth.ToMilliseconds());
+  CHECK(RelativeError(measured, truth) < 0.10);
 }
 
 TEST_CASE("Nested event loop cancels the outer measure; nested stopwatches do not double count") {
@@ -285,39 +344,42 @@ TEST_CASE("Blocked time inside a stopwatch is not charged (renormalised to CPU t
 
 TEST_CASE("Inactive groups and disabled monitoring cost nothing measurable") {
   Monitoring monitoring;
-  pm::PerformanceGroup item("inactive-item", pm::PerformanceGroup::Kind::kPerItem);
-  REQUIRE_FALSE(item.IsActive());
-  constexpr int kRounds = 200000;
-  auto per_op_ns = [&] {
-    double best = 1e9;
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      // Thread CPU time, not wall: descheduling on a loaded VM is not our cost.
-      const TimeDuration t0 = CurrentThreadCpuTime();
-      for (int i = 0; i < kRounds; ++i) {
-        pm::AutoStopwatch watch{&item};
-        g_sink = i;
-      }
-      best = std::min(best,
-                      static_cast<double>((CurrentThreadCpuTime() - t0).ToNanoseconds()) / kRounds);
-    }
-    return best;
-  };
-  const double inactive_ns = per_op_ns();
   pm::IterationDone();
-  std::printf("perfmon: stopwatch over an inactive group: %.1f ns (unoptimised build)\n",
-              inactive_ns);
-  CHECK(inactive_ns < 150);  // Unoptimised build; -c opt: ~4 ns (docs/benchmarks.md).
-  const pm::GroupStats s = item.Stats();
-  CHECK(s.cycles == 0);
-  CHECK(s.iterations == 0);
+  pm::PerformanceGroup item("inactive-item", pm::PerformanceGroup::Kind::kPerItem);
+  pm::PerformanceGroup other_item("inactive-item-2", pm::PerformanceGroup::Kind::kPerItem);
+  REQUIRE_FALSE(item.IsActive());
+  // Count-based: a stopwatch over inactive groups reads no clock, changes no statistics and
+  // puts nothing on the thread's recent list (IterationDone has nothing to commit).
+  const pm::Snapshot before = pm::TakeSnapshot();
+  const pm::ThreadRecordingStats reads_before = pm::CurrentThreadRecordingStats();
+  for (int i = 0; i < 1000; ++i) {
+    pm::AutoStopwatch watch{&item, &other_item};
+    g_sink = i;
+  }
+  pm::IterationDone();
+  const pm::ThreadRecordingStats reads_after = pm::CurrentThreadRecordingStats();
+  CHECK(reads_after.cycle_counter_reads == reads_before.cycle_counter_reads);
+  CHECK(reads_after.cpu_clock_reads == reads_before.cpu_clock_reads);
+  CHECK(reads_after.windows == reads_before.windows);
+  const pm::Snapshot diff = pm::Subtract(pm::TakeSnapshot(), before);
+  for (const pm::PerformanceGroup* g : {&item, &other_item}) {
+    const pm::GroupStats* s = diff.Find(g->id());
+    REQUIRE(s);
+    CHECK(s->cycles == 0);
+    CHECK(s->iterations == 0);
+    CHECK(s->cpu_time == TimeDuration());
+  }
 
-  // Activated, it is measured; disabled monitoring measures nothing.
+  // Activated, it is measured; disabled monitoring measures nothing and reads nothing.
   item.SetActive(true);
   { pm::AutoStopwatch watch{&item}; BurnCpu(TimeDuration::FromMicroseconds(300)); }
   pm::IterationDone();
   CHECK(item.Stats().iterations == 1);
   pm::DisableMonitoring();
+  const pm::ThreadRecordingStats reads_disabled = pm::CurrentThreadRecordingStats();
   { pm::AutoStopwatch watch{&item}; BurnCpu(TimeDuration::FromMicroseconds(300)); }
+  CHECK(pm::CurrentThreadRecordingStats().cycle_counter_reads ==
+        reads_disabled.cycle_counter_reads);
   pm::IterationDone();
   CHECK(item.Stats().iterations == 1);
   pm::EnableMonitoring();
@@ -413,12 +475,11 @@ TEST_CASE("Alerts: once per offending iteration; jank marker and saved profile i
   const std::string json = strata::ProfilerGetProfile();
   strata::ProfilerStop();
 
-  INFO("disturbed iterations: " << loop.disturbed_iterations);
-  CHECK(static_cast<int>(alerts.size()) >= kIterations - loop.disturbed_iterations);
+  CHECK(alerts.size() == static_cast<size_t>(kIterations));
   CHECK(alerts.size() <= static_cast<size_t>(kIterations));
   size_t saved = 0;
   for (const pm::AlertInfo& a : alerts) {
-    CHECK(a.group_name == "loop-12ms");
+    CHECK(a.group_name == "loop-20ms");
     CHECK(a.jank_marker_recorded);
     CHECK(a.cost >= TimeDuration::FromMilliseconds(8));
     CHECK(a.iteration_end > a.iteration_start);
@@ -444,8 +505,8 @@ TEST_CASE("Alerts: once per offending iteration; jank marker and saved profile i
     }
     CHECK(janks == alerts.size());
   }
-  CHECK(json.find("\"loop-12ms >8ms\"") != std::string::npos);
-  CHECK(json.find("\"loop-12ms CPU") != std::string::npos);
+  CHECK(json.find("\"loop-20ms >8ms\"") != std::string::npos);
+  CHECK(json.find("\"loop-20ms CPU") != std::string::npos);
   CHECK(json.find("\"name\":\"Jank\"") != std::string::npos);  // meta.markerSchema
 
   // The saved capture: its last Jank marker is the first alert's, and samples of the main
@@ -473,7 +534,7 @@ TEST_CASE("Alerts: once per offending iteration; jank marker and saved profile i
   REQUIRE(last_jank);
   const rapidjson::Value& data = (*last_jank)[data_col];
   CHECK(std::string(data["type"].GetString()) == "Jank");
-  CHECK(std::string(data["group"].GetString()) == "loop-12ms");
+  CHECK(std::string(data["group"].GetString()) == "loop-20ms");
   CHECK(data["cost"].GetDouble() >= 8.0);
   const double start = (*last_jank)[start_col].GetDouble();
   const double end = (*last_jank)[end_col].GetDouble();
