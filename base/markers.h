@@ -74,6 +74,11 @@ class MarkerOptions {
   static MarkerOptions Interval(TimeStamp start, TimeStamp end) {
     return MarkerOptions(MarkerTiming::Interval(start, end));
   }
+  // An interval from `start` to the moment the marker is recorded (the recorder reads its
+  // clock, the calibrated TSC, which is cheaper than the caller's TimeStamp::Now()).
+  static MarkerOptions IntervalUntilNow(TimeStamp start) {
+    return MarkerOptions(MarkerTiming::Interval(start, TimeStamp()));
+  }
   // An interval whose end comes later as an IntervalEnd marker of the same name.
   static MarkerOptions IntervalStart(TimeStamp start = TimeStamp()) {
     return MarkerOptions(MarkerTiming::IntervalStart(start));
@@ -108,14 +113,21 @@ namespace base_internal {
 
 using profile::kTextMarkerTag;
 using profile::kUntypedMarkerTag;
-using profile::MarkerHeader;
+using profile::MarkerHeaderRef;
 using profile::MarkerSchemaFunction;
 using profile::MarkerStreamFunction;
 using profile::MarkerTypeFunctions;
 
-// Fills thread, times (now where unset) and the stack if asked.
-MarkerHeader MakeMarkerHeader(const ProfilerString& name, Category category,
-                              const MarkerOptions& options, uint8_t payload_tag);
+// Fills thread, times (now where unset), name, category and tag; not the stack.
+MarkerHeaderRef MakeMarkerHeader(const ProfilerString& name, Category category,
+                                 const MarkerOptions& options, uint8_t payload_tag);
+
+// The most frames a marker's stack keeps.
+inline constexpr size_t kMaxMarkerStackFrames = 128;
+// Captures the calling thread's native stack into `frames` (return addresses, leaf first,
+// starting at the caller of this function's caller's inlined recording helpers); returns
+// the frames written. Not inlined: its own frame is the one skipped.
+size_t CaptureMarkerStack(uint64_t (&frames)[kMaxMarkerStackFrames]);
 
 // The session buffer (out of session: writes fail cheaply).
 ChunkedBuffer& SessionBuffer();
@@ -178,10 +190,19 @@ struct TypedMarker {
   }
 };
 
+// One buffer entry: [kMarker][header][payload...]. The header references `name` (no copy)
+// and, only when a stack was asked for, frames on this function's stack. No allocation
+// unless the buffer needs a chunk it has not prepared.
 template <typename... Payload>
 void RecordMarker(const ProfilerString& name, Category category, const MarkerOptions& options,
                   uint8_t payload_tag, const Payload&... payload) {
-  const MarkerHeader header = MakeMarkerHeader(name, category, options, payload_tag);
+  MarkerHeaderRef header = MakeMarkerHeader(name, category, options, payload_tag);
+  if (__builtin_expect(options.capture_stack(), 0)) {
+    uint64_t frames[kMaxMarkerStackFrames];
+    header.stack = absl::Span<const uint64_t>(frames, CaptureMarkerStack(frames));
+    SessionBuffer().PutObjects(EntryKind::kMarker, header, payload...);
+    return;
+  }
   SessionBuffer().PutObjects(EntryKind::kMarker, header, payload...);
 }
 

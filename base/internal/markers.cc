@@ -11,8 +11,6 @@ namespace strata {
 namespace base_internal {
 namespace {
 
-constexpr size_t kMaxMarkerStackFrames = 128;
-
 struct MarkerTypeRegistry {
   Mutex mutex{"strata marker types"};
   // Index = tag; tags 0 and 1 are the untyped and text markers. Entries are never removed,
@@ -28,40 +26,47 @@ MarkerTypeRegistry& GetMarkerTypes() {
 
 }  // namespace
 
-MarkerHeader MakeMarkerHeader(const ProfilerString& name, Category category,
-                              const MarkerOptions& options, uint8_t payload_tag) {
-  MarkerHeader header;
+MarkerHeaderRef MakeMarkerHeader(const ProfilerString& name, Category category,
+                                 const MarkerOptions& options, uint8_t payload_tag) {
+  MarkerHeaderRef header;
   header.thread = options.thread().IsSpecified() ? options.thread() : CurrentThreadId();
   const MarkerTiming& timing = options.timing();
   header.phase = timing.phase;
   // The calibrated TSC (~10 ns) once the sampler has calibrated it, as samples use;
-  // clock_gettime (~25 ns) before.
-  TimeStamp now = TscTicksToTimeStamp(ReadTscTicks());
-  if (now.IsNull()) now = TimeStamp::Now();
+  // clock_gettime (~25 ns) before. Read only when a time is missing.
+  auto now = [] {
+    TimeStamp t = TscTicksToTimeStamp(ReadTscTicks());
+    return t.IsNull() ? TimeStamp::Now() : t;
+  };
   switch (timing.phase) {
     case MarkerPhase::kInstant:
     case MarkerPhase::kIntervalStart:
-      header.start = timing.start.IsNull() ? now : timing.start;
+      header.start = timing.start.IsNull() ? now() : timing.start;
       break;
     case MarkerPhase::kInterval:
-      header.start = timing.start.IsNull() ? now : timing.start;
-      header.end = timing.end.IsNull() ? now : timing.end;
+      header.start = timing.start.IsNull() ? now() : timing.start;
+      header.end = timing.end.IsNull() ? (timing.start.IsNull() ? header.start : now())
+                                       : timing.end;
       break;
     case MarkerPhase::kIntervalEnd:
-      header.end = timing.end.IsNull() ? now : timing.end;
+      header.end = timing.end.IsNull() ? now() : timing.end;
       break;
   }
-  header.name = name;
+  header.name = &name;
   header.category = static_cast<uint8_t>(category);
   header.payload_tag = payload_tag;
-  if (options.capture_stack()) {
-    // The calling thread's own stack, outside signal context (libunwind, loaded privately).
-    uintptr_t frames[kMaxMarkerStackFrames];
-    const size_t n = CaptureCurrentStack(frames, kMaxMarkerStackFrames);
-    // Skip this function and the inline recording helpers: frame 0 is MakeMarkerHeader.
-    for (size_t i = 1; i < n; ++i) header.stack.push_back(frames[i]);
-  }
   return header;
+}
+
+size_t CaptureMarkerStack(uint64_t (&frames)[kMaxMarkerStackFrames]) {
+  // The calling thread's own stack, outside signal context (libunwind, loaded privately).
+  uintptr_t pcs[kMaxMarkerStackFrames + 1];
+  const size_t n = CaptureCurrentStack(pcs, kMaxMarkerStackFrames + 1);
+  // Skip this function's own frame: the next one is the recording code's caller (the
+  // recording helpers are inline).
+  size_t kept = 0;
+  for (size_t i = 1; i < n; ++i) frames[kept++] = pcs[i];
+  return kept;
 }
 
 uint8_t RegisterMarkerType(const MarkerTypeFunctions& functions) {

@@ -56,20 +56,6 @@ BufferChunk::Byte* BufferChunk::ReserveInitialBlockAsTail(Length tail_bytes) {
   return Data();
 }
 
-BufferChunk::Reservation BufferChunk::ReserveBlock(Length block_bytes) {
-  STRATA_DCHECK(state_ == State::kInUse, "chunk not in use");
-  STRATA_DCHECK(RemainingBytes() > 0, "chunk is full");
-  const Length offset = header_.offset_past_last_block;
-  const Length remaining = header_.buffer_bytes - offset;
-  Reservation r;
-  r.start = Data() + offset;
-  r.bytes_in_this_chunk = block_bytes < remaining ? block_bytes : remaining;
-  r.block_index = BlockIndex::FromTrustedBufferIndex(header_.range_start + offset);
-  header_.offset_past_last_block = offset + block_bytes;
-  ++header_.block_count;
-  return r;
-}
-
 void BufferChunk::MarkDone(TimeStamp done) {
   STRATA_DCHECK(state_ == State::kInUse, "only a chunk in use can be done");
   header_.done_time_stamp = done;

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "platform/check.h"
 #include "platform/process_thread_ids.h"
 #include "platform/time_stamp.h"
 #include "shared/buffer/block_index.h"
@@ -96,7 +97,19 @@ class BufferChunk {
     Length bytes_in_this_chunk;
     BlockIndex block_index;
   };
-  Reservation ReserveBlock(Length block_bytes);
+  Reservation ReserveBlock(Length block_bytes) {
+    STRATA_DCHECK(state_ == State::kInUse, "chunk not in use");
+    STRATA_DCHECK(RemainingBytes() > 0, "chunk is full");
+    const Length offset = header_.offset_past_last_block;
+    const Length remaining = header_.buffer_bytes - offset;
+    Reservation r;
+    r.start = Data() + offset;
+    r.bytes_in_this_chunk = block_bytes < remaining ? block_bytes : remaining;
+    r.block_index = BlockIndex::FromTrustedBufferIndex(header_.range_start + offset);
+    header_.offset_past_last_block = offset + block_bytes;
+    ++header_.block_count;
+    return r;
+  }
 
   // No more writing; stamps the done time. `done` must be later than any earlier chunk's
   // done time in the same buffer (the buffer ensures it).

@@ -162,13 +162,7 @@ std::optional<EntryWriter> ChunkedBuffer::ReserveBlockLocked(size_t entry_bytes)
 
   BufferChunk& current = *current_chunk_;
   const size_t remaining = current.RemainingBytes();
-  if (block_bytes <= remaining) {
-    const BufferChunk::Reservation r = current.ReserveBlock(static_cast<BufferChunk::Length>(block_bytes));
-    uint8_t* p = r.start;
-    WriteULEB128(uint64_t{entry_bytes}, p);
-    ++pushed_block_count_;
-    return EntryWriter(p, entry_bytes, nullptr, 0, r.block_index);
-  }
+  if (block_bytes <= remaining) return ReserveInCurrentChunkLocked(entry_bytes, block_bytes);
 
   // The block straddles this chunk and the next. Its remainder must fit in the next chunk.
   if (block_bytes - remaining > current.BufferBytes()) {

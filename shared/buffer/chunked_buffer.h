@@ -81,17 +81,23 @@ class ChunkedBuffer {
   template <typename SizeCallback, typename WriteCallback>
   decltype(auto) ReserveAndPut(SizeCallback&& size_callback, WriteCallback&& write_callback) {
     MaybeAutoLock lock(mutex_);
-    std::optional<EntryWriter> writer;
-    if (manager_) {
-      writer = ReserveBlockLocked(size_callback());
-    } else {
-      FailPutLocked(0);  // Out of session: the size is not even asked.
+    if (__builtin_expect(current_chunk_ != nullptr, 1)) {
+      // Fast path, inline: the block fits in the current chunk (current_chunk_ implies a
+      // manager). Nothing is released by this write.
+      const size_t entry_bytes = size_callback();
+      const size_t block_bytes = ULEB128Size(uint64_t{entry_bytes}) + entry_bytes;
+      if (__builtin_expect(block_bytes <= current_chunk_->RemainingBytes(), 1)) {
+        EntryWriter writer = ReserveInCurrentChunkLocked(entry_bytes, block_bytes);
+        return std::forward<WriteCallback>(write_callback)(&writer);
+      }
+      return WriteWithReservationLocked(entry_bytes, std::forward<WriteCallback>(write_callback));
     }
-    struct ReleaseAfterWrite {
-      ChunkedBuffer* buffer;
-      ~ReleaseAfterWrite() { buffer->ReleaseFilledChunkLocked(); }
-    } release_after_write{this};
-    return std::forward<WriteCallback>(write_callback)(writer ? &*writer : nullptr);
+    if (!manager_) {
+      FailPutLocked(0);  // Out of session: the size is not even asked.
+      return std::forward<WriteCallback>(write_callback)(static_cast<EntryWriter*>(nullptr));
+    }
+    return WriteWithReservationLocked(size_callback(),
+                                      std::forward<WriteCallback>(write_callback));
   }
 
   // Stores `values` as one entry (see entry_serialization.h). Returns the block's index,
@@ -168,6 +174,26 @@ class ChunkedBuffer {
   const BufferChunk* NextChunkForReading(const BufferChunk* chunk) const;
 
   // All below: mutex_ held.
+
+  // The general path: may take a new chunk, straddle two, or fail (writer = nullptr).
+  template <typename WriteCallback>
+  decltype(auto) WriteWithReservationLocked(size_t entry_bytes, WriteCallback&& write_callback) {
+    std::optional<EntryWriter> writer = ReserveBlockLocked(entry_bytes);
+    struct ReleaseAfterWrite {
+      ChunkedBuffer* buffer;
+      ~ReleaseAfterWrite() { buffer->ReleaseFilledChunkLocked(); }
+    } release_after_write{this};
+    return std::forward<WriteCallback>(write_callback)(writer ? &*writer : nullptr);
+  }
+  // A block of `block_bytes` (size header included) that fits in current_chunk_.
+  EntryWriter ReserveInCurrentChunkLocked(size_t entry_bytes, size_t block_bytes) {
+    const BufferChunk::Reservation r =
+        current_chunk_->ReserveBlock(static_cast<BufferChunk::Length>(block_bytes));
+    uint8_t* p = r.start;
+    WriteULEB128(uint64_t{entry_bytes}, p);
+    ++pushed_block_count_;
+    return EntryWriter(p, entry_bytes, nullptr, 0, r.block_index);
+  }
   std::optional<EntryWriter> ReserveBlockLocked(size_t entry_bytes);
   std::unique_ptr<BufferChunk> TakeNewChunkLocked();
   void ReleaseFilledChunkLocked();

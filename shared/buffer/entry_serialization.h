@@ -97,7 +97,9 @@ class EntryWriter {
   void WriteBytes(const void* source, size_t bytes) {
     STRATA_DCHECK(bytes <= RemainingBytes(), "entry write past the reserved size");
     if (__builtin_expect(bytes <= static_cast<size_t>(end_ - cursor_), 1)) {
-      std::memcpy(cursor_, source, bytes);
+      // memcpy with a null pointer is undefined even for 0 bytes (empty vectors and
+      // string_views have null data()).
+      if (bytes != 0) std::memcpy(cursor_, source, bytes);
       cursor_ += bytes;
       return;
     }
@@ -106,6 +108,13 @@ class EntryWriter {
 
   template <typename T>
   void WriteULEB128(T value) {
+    // Straight into the span when the number surely fits (the usual case: small numbers,
+    // mid-entry), so that no variable-length memcpy call is made.
+    const size_t room = static_cast<size_t>(end_ - cursor_);
+    if (__builtin_expect(room >= ULEB128MaxSize<T>() || ULEB128Size(value) <= room, 1)) {
+      strata::WriteULEB128(value, cursor_);
+      return;
+    }
     Byte bytes[ULEB128MaxSize<T>()];
     Byte* end = bytes;
     strata::WriteULEB128(value, end);
@@ -185,7 +194,7 @@ class EntryReader {
   // Copies `bytes` bytes out; on overrun copies nothing, zero-fills and fails.
   void ReadBytes(void* destination, size_t bytes) {
     if (__builtin_expect(bytes <= static_cast<size_t>(end_ - cursor_), 1)) {
-      std::memcpy(destination, cursor_, bytes);
+      if (bytes != 0) std::memcpy(destination, cursor_, bytes);  // (null data(): see WriteBytes)
       cursor_ += bytes;
       return;
     }

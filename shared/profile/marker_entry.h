@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "platform/process_thread_ids.h"
 #include "platform/time_stamp.h"
 #include "shared/buffer/entry_serialization.h"
@@ -31,6 +32,20 @@ struct MarkerHeader {
   uint8_t category = 0;
   uint8_t payload_tag = 0;  // kUntypedMarkerTag, kTextMarkerTag, or a registered type.
   std::vector<uint64_t> stack;  // Native return addresses, leaf first; empty = none.
+};
+
+// The writing side of MarkerHeader: the same bytes, but it owns nothing (the name is
+// referenced, the stack is a span over the caller's frames), so recording a marker copies
+// no string and allocates nothing. Read entries back as MarkerHeader.
+struct MarkerHeaderRef {
+  ThreadId thread;
+  MarkerPhase phase = MarkerPhase::kInstant;
+  TimeStamp start;
+  TimeStamp end;
+  const ProfilerString* name = nullptr;  // Never null when serialized.
+  uint8_t category = 0;
+  uint8_t payload_tag = 0;
+  absl::Span<const uint64_t> stack;
 };
 
 inline constexpr uint8_t kUntypedMarkerTag = 0;
@@ -54,6 +69,17 @@ struct Serializer<profile::MarkerHeader> {
   }
   static void Write(EntryWriter& w, const profile::MarkerHeader& h) {
     w.WriteObjects(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag, h.stack);
+  }
+};
+template <>
+struct Serializer<profile::MarkerHeaderRef> {
+  static size_t Bytes(const profile::MarkerHeaderRef& h) {
+    return SumBytes(h.thread, h.phase, h.start, h.end, *h.name, h.category, h.payload_tag,
+                    h.stack);
+  }
+  static void Write(EntryWriter& w, const profile::MarkerHeaderRef& h) {
+    w.WriteObjects(h.thread, h.phase, h.start, h.end, *h.name, h.category, h.payload_tag,
+                   h.stack);
   }
 };
 template <>
