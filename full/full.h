@@ -4,7 +4,9 @@
 // memory counter fed by allocation hooks, the sampler's overhead in the profile, CPU use of
 // threads that never registered. Without a base session it starts one of its own. All the
 // base API (labels, markers, counters, ProfilerSaveProfile...) keeps working and records into
-// the same buffer. See docs/takeover.md.
+// the same buffer. See docs/takeover.md. The library also holds the always-on performance
+// monitor (full/perfmon/perfmon.h, C entry points in full/perfmon/perfmon_c.h;
+// docs/perfmon.md), whose headers come with it.
 //
 // Thread safety: every function is thread-safe. Async-signal safety: none.
 #ifndef STRATA_FULL_FULL_H_

@@ -26,7 +26,7 @@ std::atomic<bool> g_enabled{false};
 // an outermost stopwatch boundary once it is at least this long. 0: every outermost
 // stopwatch (kPerEvent); max: only IterationDone (kPerIteration).
 std::atomic<uint64_t> g_window_ticks{0};
-// An unmonitored gap this long closes the window at the next outermost entry: a fifth of the
+// An unmonitored gap this long closes the window at the next outermost entry: a tenth of the
 // window (0 in kPerEvent, max in kPerIteration).
 std::atomic<uint64_t> g_gap_ticks{0};
 std::atomic<Renormalisation> g_mode{Renormalisation::kAdaptive};
@@ -83,7 +83,9 @@ struct ThreadState {
   bool baseline_valid;              // window_start_* / iteration_start_ns are set.
   bool window_stale;                // Close the window at the next outermost entry.
 };
-thread_local ThreadState t_state;
+// initial-exec: no __tls_get_addr call on the hot path, also in libstrata_full.so when it is
+// dlopen'ed (as the base tier's thread-locals; glibc's static TLS reserve holds it).
+__attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
 
 void TakeBaseline(ThreadState& ts) {
   ts.window_start_cpu_ns = CurrentThreadCpuTime().ToNanoseconds();
@@ -99,17 +101,35 @@ void TakeBaseline(ThreadState& ts) {
 }  // namespace
 
 struct ThreadStateAccess {
-  // Releases the groups of every measuring stopwatch of the thread; they will add nothing.
+  // Releases the groups of every measuring stopwatch of the thread; they will add nothing
+  // (also not what earlier windows renormalised for them: it is pending in the stopwatch).
   static void CancelAll(ThreadState& ts) {
     for (AutoStopwatch* sw = ts.top; sw != nullptr;) {
       for (uint32_t i = 0; i < sw->count_; ++i) sw->acquired_[i]->acquired_ = false;
       sw->count_ = 0;
+      sw->pending_cycles_ = 0;
+      sw->pending_ns_ = 0;
       AutoStopwatch* prev = sw->prev_;
       sw->prev_ = nullptr;
       sw = prev;
     }
     ts.top = nullptr;
   }
+
+  // The outermost running stopwatch's ticks in the window ending at `end_ticks` (0 when none
+  // runs): monitored time of the window not yet in ts.outermost_cycles.
+  static uint64_t RunningOutermostTicks(const ThreadState& ts, uint64_t end_ticks) {
+    const AutoStopwatch* sw = ts.top;
+    if (sw == nullptr) return 0;
+    while (sw->prev_ != nullptr) sw = sw->prev_;
+    return end_ticks - sw->start_;
+  }
+
+  // A window closes while stopwatches run: each keeps its part of the window, renormalised
+  // with the window's scale, as pending cost (added to its groups when it exits, dropped if
+  // it is cancelled), and measures on from `next_start_ticks`.
+  static void SplitRunning(ThreadState& ts, uint64_t end_ticks, uint64_t next_start_ticks,
+                           const TscCalibration& calibration, double scale);
 };
 
 // --- Groups --------------------------------------------------------------------------------
@@ -250,7 +270,7 @@ void UpdateWindowTicks() {
   const uint64_t window = WindowTicksFor(g_mode.load(std::memory_order_relaxed),
                                          g_adaptive_window_ns.load(std::memory_order_relaxed));
   g_window_ticks.store(window, std::memory_order_relaxed);
-  g_gap_ticks.store(window == UINT64_MAX ? UINT64_MAX : window / 5, std::memory_order_relaxed);
+  g_gap_ticks.store(window == UINT64_MAX ? UINT64_MAX : window / 10, std::memory_order_relaxed);
 }
 }  // namespace
 
@@ -292,7 +312,7 @@ namespace {
 // monitored CPU time is estimated as C - U, clamped to [0, M]: exact when the unmonitored
 // part ran undisturbed, whatever descheduling hit the monitored part. The unmonitored part
 // is kept short: a window closes at the first outermost exit past the window length, and
-// at an outermost entry after an unmonitored gap of a fifth of it (see Enter), so
+// at an outermost entry after an unmonitored gap of a tenth of it (see Enter), so
 // descheduling inside the gaps costs at most that much. Each group gets its ticks x
 // (estimate / M): ticks decide the split between the groups of one window, the CPU clock
 // the total.
@@ -305,7 +325,8 @@ uint64_t CloseWindow(ThreadState& ts, uint64_t end_ticks) {
   ++ts.windows;
   const int64_t cpu_ns = cpu_now - ts.window_start_cpu_ns;
   const uint64_t window_ticks = end_ticks - ts.window_start_ticks;
-  const uint64_t monitored_ticks = ts.outermost_cycles;
+  const uint64_t monitored_ticks =
+      ts.outermost_cycles + ThreadStateAccess::RunningOutermostTicks(ts, end_ticks);
   const uint64_t unmonitored_ticks =
       window_ticks > monitored_ticks ? window_ticks - monitored_ticks : 0;
   const int64_t monitored_ns =
@@ -324,6 +345,9 @@ uint64_t CloseWindow(ThreadState& ts, uint64_t end_ticks) {
     GroupAccess::RecentCycles(*g) += window;
     window = 0;
   }
+  if (ts.top != nullptr) {
+    ThreadStateAccess::SplitRunning(ts, end_ticks, next_start_ticks, calibration, scale);
+  }
   ts.window_start_cpu_ns = cpu_now;
   ts.window_start_ticks = next_start_ticks;
   ts.outermost_cycles = 0;
@@ -332,6 +356,18 @@ uint64_t CloseWindow(ThreadState& ts, uint64_t end_ticks) {
 }
 
 }  // namespace
+
+void ThreadStateAccess::SplitRunning(ThreadState& ts, uint64_t end_ticks,
+                                     uint64_t next_start_ticks,
+                                     const TscCalibration& calibration, double scale) {
+  for (AutoStopwatch* sw = ts.top; sw != nullptr; sw = sw->prev_) {
+    const uint64_t part = end_ticks - sw->start_;
+    const int64_t wall_ns = calibration.ToDuration(static_cast<int64_t>(part)).ToNanoseconds();
+    sw->pending_cycles_ += part;
+    sw->pending_ns_ += std::llround(static_cast<double>(wall_ns) * scale);
+    sw->start_ = next_start_ticks;
+  }
+}
 
 // --- Stopwatch -----------------------------------------------------------------------------
 
@@ -347,21 +383,22 @@ void AutoStopwatch::Enter(const GroupList& groups) {
   count_ = n;
   ThreadState& ts = t_state;
   if (__builtin_expect(!ts.baseline_valid, 0)) TakeBaseline(ts);
-  prev_ = ts.top;
-  ts.top = this;
   uint64_t now = ReadTscTicks();
   ++ts.cycle_counter_reads;
-  if (prev_ == nullptr) {
-    // Outermost: after an unmonitored gap of a fifth of the window length, close the
-    // window here so that the gap (its CPU time, or descheduling in it) stays out of this
-    // event's window.
-    const uint64_t unmonitored = now - ts.window_start_ticks - ts.outermost_cycles;
-    if (__builtin_expect(ts.window_stale ||
-                             unmonitored >= g_gap_ticks.load(std::memory_order_relaxed),
-                         0)) {
-      now = CloseWindow(ts, now);
-    }
+  // A window boundary: close the window when it is long enough, or when this is an
+  // outermost entry after an unmonitored gap of a tenth of that (the gap, its CPU time or
+  // descheduling in it, stays out of this event's window). Before linking: this stopwatch
+  // starts in the new window.
+  const uint64_t age = now - ts.window_start_ticks;
+  if (__builtin_expect(
+          ts.window_stale || age >= g_window_ticks.load(std::memory_order_relaxed) ||
+              (ts.top == nullptr &&
+               age - ts.outermost_cycles >= g_gap_ticks.load(std::memory_order_relaxed)),
+          0)) {
+    now = CloseWindow(ts, now);
   }
+  prev_ = ts.top;
+  ts.top = this;
   start_ = now;
 }
 
@@ -380,12 +417,17 @@ void AutoStopwatch::Exit() {
       ts.recent_head = g;
     }
   }
-  ts.top = prev_;
-  if (prev_ == nullptr) {
-    ts.outermost_cycles += elapsed;
-    if (now - ts.window_start_ticks >= g_window_ticks.load(std::memory_order_relaxed)) {
-      CloseWindow(ts, now);
+  if (__builtin_expect(pending_cycles_ != 0, 0)) {
+    // Parts measured in earlier windows, already renormalised.
+    for (uint32_t i = 0; i < count_; ++i) {
+      acquired_[i]->recent_cycles_ += pending_cycles_;
+      acquired_[i]->recent_ns_ += pending_ns_;
     }
+  }
+  ts.top = prev_;
+  if (prev_ == nullptr) ts.outermost_cycles += elapsed;
+  if (now - ts.window_start_ticks >= g_window_ticks.load(std::memory_order_relaxed)) {
+    CloseWindow(ts, now);
   }
 }
 

@@ -199,14 +199,14 @@ bool IsMonitoringEnabled();
 
 // Renormalisation granularity: how often the thread CPU clock is read (a syscall, ~1.3 µs
 // on this VM) to turn the ticks of a window into CPU time (docs/perfmon.md).
-//  - kAdaptive (default): a window closes at the first outermost-stopwatch exit at least
-//    `adaptive_window` (default 250 µs) after the window started, and at an outermost
-//    entry after an unmonitored gap of a fifth of that (50 µs). Every event of 250 µs or
-//    more is then renormalised on its own (exact attribution under descheduling); shorter
-//    back-to-back events share a window. A stopwatch that closes no window reads only the
-//    cycle counter; reads happen at most once per 250 µs of continuous monitored work
-//    (< 1 %) plus once per event that follows a 50 µs pause.
-//  - kPerEvent: every outermost stopwatch is its own window (two clock reads each).
+//  - kAdaptive (default): a window closes at the first stopwatch entry or exit (any
+//    nesting depth) at least `adaptive_window` (default 250 µs) after the window started,
+//    and at an outermost entry after an unmonitored gap of a tenth of that (25 µs). Every
+//    stretch of 250 µs or more between two stopwatch boundaries is then renormalised on its
+//    own (exact attribution under descheduling); shorter ones share a window. A stopwatch
+//    that closes no window reads only the cycle counter; reads happen at most once per
+//    250 µs of continuous monitored work (< 1 %) plus once per event after a 25 µs pause.
+//  - kPerEvent: every stopwatch boundary closes a window (two clock reads per stopwatch).
 //  - kPerIteration: one read per IterationDone(), the cheapest: the scale is shared by the
 //    whole iteration, so descheduling that hits one group more than another moves cost
 //    between them.
@@ -247,7 +247,10 @@ class AutoStopwatch {
   void Exit();
 
   AutoStopwatch* prev_ = nullptr;  // Enclosing measuring stopwatch on this thread.
-  uint64_t start_ = 0;
+  uint64_t start_ = 0;             // Counter at entry, or at the last window boundary.
+  // Parts of earlier renormalisation windows (a window closed while this one ran).
+  uint64_t pending_cycles_ = 0;
+  int64_t pending_ns_ = 0;
   uint32_t count_ = 0;  // Acquired groups; 0: not measuring (or cancelled).
   std::array<PerformanceGroup*, kMaxGroupsPerStopwatch> acquired_;
 };

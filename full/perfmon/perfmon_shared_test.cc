@@ -1,25 +1,107 @@
-// The monitor as the full tier links it: over libstrata_base.so (//base:strata_base), which
-// also provides the TSC and CPU clocks. A smoke test: no session.
+// The monitor as programs get it: linked from libstrata_full.so (//full:strata_full), over
+// libstrata_base.so. The C++ API and the C entry points (perfmon_c.h) measure, commit and
+// snapshot; the symbols come from the shared library, not from this binary.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <string>
+
 #include "catch2/catch.hpp"
 #include "full/perfmon/perfmon.h"
+#include "full/perfmon/perfmon_c.h"
 #include "platform/cpu_time.h"
+#include "rapidjson/document.h"
 
 namespace pm = strata::perfmon;
+using strata::TimeDuration;
 
-TEST_CASE("perfmon over libstrata_base.so: measure, commit, snapshot") {
+namespace {
+void BurnCpu(TimeDuration target) {
+  const TimeDuration start = strata::CurrentThreadCpuTime();
+  while (strata::CurrentThreadCpuTime() - start < target) {
+  }
+}
+
+// The shared object that defines `symbol` in this process.
+std::string DefiningObject(void* symbol) {
+  Dl_info info{};
+  if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+}  // namespace
+
+TEST_CASE("The monitor comes from libstrata_full.so") {
+  CHECK(DefiningObject(reinterpret_cast<void*>(&pm::IterationDone)).find("libstrata_full.so") !=
+        std::string::npos);
+  CHECK(DefiningObject(reinterpret_cast<void*>(&strata_perfmon_iteration_done))
+            .find("libstrata_full.so") != std::string::npos);
+  // dlopen users find the C entry points by name.
+  void* full = dlopen("libstrata_full.so", RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(full != nullptr);
+  CHECK(dlsym(full, "strata_perfmon_stopwatch_begin") ==
+        reinterpret_cast<void*>(&strata_perfmon_stopwatch_begin));
+  dlclose(full);
+}
+
+TEST_CASE("C++ API over libstrata_full.so: measure, commit, snapshot") {
   pm::EnableMonitoring();
   pm::IterationDone();
   pm::PerformanceGroup g("shared-lib-group");
   {
     pm::AutoStopwatch watch{&g};
-    const strata::TimeDuration start = strata::CurrentThreadCpuTime();
-    while (strata::CurrentThreadCpuTime() - start < strata::TimeDuration::FromMilliseconds(3)) {
-    }
+    BurnCpu(TimeDuration::FromMilliseconds(3));
   }
   pm::IterationDone();
   const pm::GroupStats s = g.Stats();
   CHECK(s.iterations == 1);
-  CHECK(s.cpu_time > strata::TimeDuration::FromMilliseconds(2));
+  CHECK(s.cpu_time > TimeDuration::FromMilliseconds(2.7));
+  CHECK(s.cpu_time < TimeDuration::FromMilliseconds(3.6));
   CHECK(s.jank[1] == 1);
+  CHECK(s.jank[2] == 0);
   CHECK(pm::TakeSnapshot().ToJson().find("shared-lib-group") != std::string::npos);
+}
+
+TEST_CASE("C entry points: nested stopwatches, per-item group, snapshot JSON") {
+  strata_perfmon_enable();
+  strata_perfmon_iteration_done();
+  strata_perfmon_group* module = strata_perfmon_group_create("c-module", 0);
+  strata_perfmon_group* item = strata_perfmon_group_create("c-item", 1);
+  strata_perfmon_group* both[] = {module, item};
+  for (int i = 0; i < 3; ++i) {
+    strata_perfmon_stopwatch outer;
+    strata_perfmon_stopwatch_begin(&outer, &module, 1);
+    BurnCpu(TimeDuration::FromMilliseconds(1));
+    {
+      strata_perfmon_stopwatch inner;  // module already held: not counted twice.
+      strata_perfmon_stopwatch_begin(&inner, both, 2);
+      BurnCpu(TimeDuration::FromMilliseconds(2));
+      strata_perfmon_stopwatch_end(&inner);
+    }
+    strata_perfmon_stopwatch_end(&outer);
+    strata_perfmon_iteration_done();
+  }
+  const double module_ms = strata_perfmon_group_cpu_time_ns(module) / 1e6;
+  INFO("module " << module_ms << " ms");
+  CHECK(module_ms > 8.5);
+  CHECK(module_ms < 10);
+  CHECK(strata_perfmon_group_jank_count(module, 1) == 3);  // 3 ms each: > 2 ms,
+  CHECK(strata_perfmon_group_jank_count(module, 2) == 0);  // not > 4 ms.
+  CHECK(strata_perfmon_group_cpu_time_ns(item) == 0);      // Per-item: inactive.
+
+  char* json = strata_perfmon_snapshot_json();
+  REQUIRE(json != nullptr);
+  rapidjson::Document doc;
+  doc.Parse(json);
+  std::free(json);
+  REQUIRE_FALSE(doc.HasParseError());
+  bool found = false;
+  for (const auto& group : doc["groups"].GetArray()) {
+    if (std::string(group["name"].GetString()) != "c-module") continue;
+    found = true;
+    CHECK(group["iterations"].GetUint64() == 3);
+    CHECK(group["jank"][1].GetUint64() == 3);
+  }
+  CHECK(found);
+  strata_perfmon_group_destroy(item);
+  strata_perfmon_group_destroy(module);
 }

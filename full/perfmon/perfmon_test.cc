@@ -189,17 +189,47 @@ void CheckSyntheticLoop(pm::Renormalisation mode, const char* mode_name) {
     }
     CHECK(recorder.costs.size() == static_cast<size_t>(Loop::kGroups * kIterations));
 
-    // Buckets, exactly: 0.5 ms in none; 3 ms in >1, >2; 20 ms in >1, >2, >4, >8, >16.
+    // Buckets, exactly: 0.5 ms in none; 3 ms in >1, >2; 20 ms in >1, >2, >4, >8, >16 —
+    // per iteration, from the thread CPU time actually spent (the CPU clock may charge the
+    // thread for more than its busy loop asked for, e.g. interrupt work on a VM: then the
+    // iteration belongs in the buckets of what it really cost). An iteration whose truth is
+    // within 3 % of a threshold could go either way and is reported (none seen).
     const pm::GroupStats* a = diff.Find(loop.a.id());
     const pm::GroupStats* b = diff.Find(loop.b.id());
     const pm::GroupStats* c = diff.Find(loop.c.id());
-    const std::array<uint64_t, pm::kJankBuckets> none{};
-    std::array<uint64_t, pm::kJankBuckets> three_ms{}, twenty_ms{};
-    for (size_t k = 0; k < 2; ++k) three_ms[k] = kIterations;
-    for (size_t k = 0; k < 5; ++k) twenty_ms[k] = kIterations;
-    CHECK(a->jank == none);
-    CHECK(b->jank == three_ms);
-    CHECK(c->jank == twenty_ms);
+    std::array<uint64_t, pm::kJankBuckets> nominal[Loop::kGroups]{};
+    for (size_t k = 0; k < pm::kJankBuckets; ++k) {
+      nominal[0][k] = 0;
+      nominal[1][k] = k < 2 ? kIterations : 0;
+      nominal[2][k] = k < 5 ? kIterations : 0;
+    }
+    std::array<uint64_t, pm::kJankBuckets> expected[Loop::kGroups]{};
+    int ambiguous = 0;
+    for (const auto& iteration : loop.truth_per_iteration) {
+      for (int g = 0; g < Loop::kGroups; ++g) {
+        const double ms = iteration[g].ToMilliseconds();
+        for (size_t k = 0; k < pm::kJankBuckets; ++k) {
+          const double threshold = static_cast<double>(pm::JankThresholdMs(k));
+          if (ms > threshold) ++expected[g][k];
+          if (std::fabs(ms - threshold) < 0.03 * threshold) ++ambiguous;
+        }
+      }
+    }
+    for (int g = 0; g < Loop::kGroups; ++g) {
+      if (expected[g] != nominal[g]) {
+        std::printf("  (%s: the CPU clock charged some iterations past a threshold)\n",
+                    loop.groups[g]->name().c_str());
+      }
+    }
+    INFO("iterations within 3 % of a threshold: " << ambiguous);
+    if (ambiguous == 0) {
+      CHECK(a->jank == expected[0]);
+      CHECK(b->jank == expected[1]);
+      CHECK(c->jank == expected[2]);
+    }
+    // And the 20 ms group's buckets are the nominal ones whatever happened (a 20 ms busy
+    // loop is not charged 32 ms).
+    CHECK(c->jank == nominal[2]);
 
     // The 10 ms alert: the 20 ms group, every iteration, nothing else.
     CHECK(recorder.alerts.size() == static_cast<size_t>(kIterations));
@@ -241,9 +271,12 @@ TEST_CASE("Adaptive mode reads the CPU clock only at window boundaries") {
     pm::AutoStopwatch watch{&g};
   }
   pm::ThreadRecordingStats after = pm::CurrentThreadRecordingStats();
-  // The first entry after IterationDone() restarts the (stale) window: one read.
-  CHECK(after.cpu_clock_reads - before.cpu_clock_reads == 1);
-  CHECK(after.cycle_counter_reads - before.cycle_counter_reads == 2 * 10 + 1);
+  // The first entry after IterationDone() restarts the (stale) window: one read (two if the
+  // thread was descheduled for 250 µs among these few µs of work, never one per stopwatch).
+  CHECK(after.cpu_clock_reads - before.cpu_clock_reads >= 1);
+  CHECK(after.cpu_clock_reads - before.cpu_clock_reads <= 2);
+  CHECK(after.cycle_counter_reads - before.cycle_counter_reads ==
+        2 * 10 + (after.cpu_clock_reads - before.cpu_clock_reads));
   // A long event closes its window at its exit: exactly one more read.
   before = after;
   { pm::AutoStopwatch watch{&g}; BurnCpu(TimeDuration::FromMilliseconds(1)); }
@@ -301,7 +334,7 @@ TEST_CASE("Nested event loop cancels the outer measure; nested stopwatches do no
   INFO("g " << s.cpu_time.ToMilliseconds() << " ms, nested truth "
             << nested_truth.ToMilliseconds() << " ms");
   CHECK(s.iterations == 3);
-  CHECK(RelativeError(s.cpu_time, nested_truth) < 0.15);
+  CHECK(RelativeError(s.cpu_time, nested_truth) < 0.10);
 
   // Inner stopwatch naming an already-acquired group: only the new group is acquired.
   pm::PerformanceGroup outer_group("nested-outer");
@@ -322,8 +355,8 @@ TEST_CASE("Nested event loop cancels the outer measure; nested stopwatches do no
   CHECK(outer_group.Stats().iterations == 10);
   INFO("outer " << outer_group.Stats().cpu_time.ToMilliseconds() << " ms, inner "
                 << inner_only.Stats().cpu_time.ToMilliseconds() << " ms");
-  CHECK(RelativeError(outer_group.Stats().cpu_time, outer_truth) < 0.15);
-  CHECK(RelativeError(inner_only.Stats().cpu_time, inner_truth) < 0.15);
+  CHECK(RelativeError(outer_group.Stats().cpu_time, outer_truth) < 0.10);
+  CHECK(RelativeError(inner_only.Stats().cpu_time, inner_truth) < 0.10);
 }
 
 TEST_CASE("Blocked time inside a stopwatch is not charged (renormalised to CPU time)") {
@@ -461,6 +494,9 @@ TEST_CASE("Alerts: once per offending iteration; jank marker and saved profile i
   pm::IterationDone();
   Loop loop;
   loop.c.EnableProfileCounters();
+  // Warm up: the sampler's first samples on this thread load libunwind and its tables, CPU
+  // time charged to this thread, that could push one iteration's group over the threshold.
+  for (int i = 0; i < 3; ++i) loop.Iteration();
   std::vector<pm::AlertInfo> alerts;
   pm::AlertOptions options;
   options.save_profile_path = dir + "/jank-{n}.json";
