@@ -195,8 +195,10 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   slot->overruns = overruns;
   slot->script_frame_count = 0;
   slot->script_text_bytes = 0;
-  const bool frame_pointers =
-      (features & kFeatureFramePointers) || g_libunwind_missing.load(std::memory_order_relaxed);
+  // LibunwindWalkMayDeadlock: this thread may hold the loader's list lock (libunwind_walker.h).
+  const bool frame_pointers = (features & kFeatureFramePointers) ||
+                              g_libunwind_missing.load(std::memory_order_relaxed) ||
+                              LibunwindWalkMayDeadlock();
   if (plan) {
     plan->walk = (features & kFeatureStackWalk) != 0;
     plan->frame_pointers = frame_pointers;
@@ -256,7 +258,8 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
   const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
   const LibunwindFunctions* unwind = LoadedLibunwind();
   const bool frame_pointers = (features & kFeatureFramePointers) ||
-                              g_libunwind_missing.load(std::memory_order_relaxed) || !unwind;
+                              g_libunwind_missing.load(std::memory_order_relaxed) || !unwind ||
+                              LibunwindWalkMayDeadlock();
   if (!(features & kFeatureStackWalk)) {
     frames[0] = {registers.pc, registers.sp};
     return 1;
@@ -286,10 +289,16 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
     walk_context = &resumed;
   }
   unw_cursor_t cursor;
-  if (unwind->init_local2(&cursor, walk_context, UNW_INIT_SIGNAL_FRAME) != 0) return 1;
+  // Lookups during the walk must not take the loader's lock (libunwind_walker.h).
+  SetLibunwindLookupPc(registers.pc);
+  if (unwind->init_local2(&cursor, walk_context, UNW_INIT_SIGNAL_FRAME) != 0) {
+    SetLibunwindLookupPc(0);
+    return 1;
+  }
   size_t count = 1;
   uintptr_t previous_sp = registers.sp;
   while (count < capacity) {
+    SetLibunwindLookupPc(count == 1 ? registers.pc : frames[count - 1].pc - 1);
     if (unwind->step(&cursor) <= 0) break;
     unw_word_t pc = 0;
     unw_word_t sp = 0;
@@ -311,6 +320,7 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
     ++count;
     previous_sp = sp;
   }
+  SetLibunwindLookupPc(0);
   return count;
 }
 

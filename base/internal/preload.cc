@@ -10,9 +10,11 @@
 // it is unregistered when it ends (a thread-specific-data destructor, which also covers
 // pthread_exit and cancellation). pthread_setname_np is wrapped to re-apply the thread
 // filters to the new name (whichever thread renames it). dlclose is wrapped to flush
-// libunwind's caches once an object is gone. The wrappers call the real functions found with
+// libunwind's caches once an object is gone. dl_iterate_phdr is wrapped to mark the thread
+// as holding the loader's list lock (the sampler then avoids libunwind, libunwind_walker.h). The wrappers call the real functions found with
 // dlsym(RTLD_NEXT), so they work whether the library is preloaded or linked.
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -138,6 +140,20 @@ int dlclose(void* handle) {
   const int rc = real(handle);
   if (rc == 0) strata::FlushLibunwindCaches();
   return rc;
+}
+
+// libunwind's lookups during a sampling walk are served without the loader's lock, and a
+// thread inside the real dl_iterate_phdr (which holds that lock while it runs the callback)
+// is marked so that its samples walk frame pointers (libunwind_walker.h). Calls from objects
+// loaded with dlmopen into another namespace see the base namespace through this wrapper.
+int dl_iterate_phdr(int (*callback)(struct dl_phdr_info*, size_t, void*), void* data) {
+  int served_result = 0;
+  if (strata::ServeDlIteratePhdrDuringWalk(callback, data, &served_result)) return served_result;
+  using Function = int (*)(int (*)(struct dl_phdr_info*, size_t, void*), void*);
+  static Function real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "dl_iterate_phdr"));
+  if (!real) return 0;
+  strata::ScopedDlIteratePhdrCall in_loader_list;
+  return real(callback, data);
 }
 
 }  // extern "C"

@@ -54,6 +54,7 @@
 #ifndef STRATA_PLATFORM_SAMPLING_LIBUNWIND_WALKER_H_
 #define STRATA_PLATFORM_SAMPLING_LIBUNWIND_WALKER_H_
 
+#include <link.h>
 #include <ucontext.h>
 
 #include <cstddef>
@@ -73,6 +74,55 @@ namespace strata {
 // at registration); `frames` has room for `capacity` entries.
 size_t WalkStackWithLibunwind(ucontext_t* context, const StackBounds& bounds, NativeFrame* frames,
                               size_t capacity);
+
+// --- The dynamic loader's lock.
+//
+// On a cache miss libunwind calls dl_iterate_phdr, which takes the dynamic loader's list lock
+// (dl_load_write_lock), while it holds its own cache lock. In a signal handler that is a
+// deadlock waiting to happen (found by tests/signal_stress_test.sh): thread A, interrupted
+// inside dlopen/dlclose while it holds the loader's list lock, waits in its handler for
+// libunwind's lock; thread B holds libunwind's lock and waits in dl_iterate_phdr for the
+// loader's lock. Or B, interrupted inside malloc, waits for the loader's lock while A, in
+// dlclose, waits for malloc's. So a walk in a handler must never wait for the loader's lock:
+//
+// - While a thread walks with libunwind (WalkStackWithLibunwind, WarmUpLibunwind, or a caller's
+//   own step loop between SetLibunwindLookupPc(pc) and SetLibunwindLookupPc(0)), the preload
+//   tier's dl_iterate_phdr wrapper asks ServeDlIteratePhdrDuringWalk() first, which reports
+//   only the object containing the pc being unwound, found with glibc's lock-free
+//   _dl_find_object, without taking the loader's lock. That object cannot be unloaded while
+//   its code is on the walking thread's own stack.
+// - LibunwindWalkMayDeadlock() is true when the calling thread may itself hold the loader's
+//   list lock: it is inside a dl_iterate_phdr call marked with ScopedDlIteratePhdrCall, or the
+//   base namespace's link map is being changed (_r_debug.r_state != RT_CONSISTENT, set by
+//   glibc around dlclose's unmapping). Callers then walk frame pointers.
+//
+// Not covered: libunwind used outside signal handlers while it misses its cache (marker stacks
+// through CaptureCurrentStack(), or the program's own use of libunwind) still takes the
+// loader's lock with libunwind's lock held; a thread interrupted while it adds an object to the
+// list in dlopen (before glibc marks RT_ADD) could then wait for it. All async-signal-safe.
+bool LibunwindWalkMayDeadlock();
+
+// Marks the calling thread as inside dl_iterate_phdr for its lifetime (the preload tier's
+// dl_iterate_phdr wrapper uses it). Nests.
+class ScopedDlIteratePhdrCall {
+ public:
+  ScopedDlIteratePhdrCall();
+  ~ScopedDlIteratePhdrCall();
+  ScopedDlIteratePhdrCall(const ScopedDlIteratePhdrCall&) = delete;
+  ScopedDlIteratePhdrCall& operator=(const ScopedDlIteratePhdrCall&) = delete;
+};
+
+// The address whose unwind information the calling thread's libunwind walk looks up next (the
+// interrupted pc for the first step, a return address - 1 for the others); 0 when the thread
+// is not walking. For callers that drive libunwind's cursor themselves.
+void SetLibunwindLookupPc(uintptr_t pc);
+
+// For the dl_iterate_phdr wrapper: when the calling thread is walking (a lookup pc is set),
+// calls `callback` once, for the loaded object that contains the lookup pc (none when no object
+// does), stores its result (0 when not called) in *result and returns true, without taking
+// any lock. Returns false when the thread is not walking: call the real dl_iterate_phdr.
+bool ServeDlIteratePhdrDuringWalk(int (*callback)(dl_phdr_info*, size_t, void*),
+                                  void* data, int* result);
 
 // Loads libunwind (libunwind_loader.h) on the first call in the process, then initialises
 // libunwind's process-wide state (its one-time set-up takes locks and opens files) by walking
