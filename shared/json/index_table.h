@@ -47,6 +47,19 @@ class IndexTable {
     }
   }
 
+  // The index whose key equals the one described by (hash, equals), or `absent` when there
+  // is none. Inserts nothing.
+  template <typename Equals>
+  uint32_t Find(uint64_t hash, uint32_t absent, const Equals& equals) const {
+    if (slots_.empty()) return absent;
+    const uint32_t h = static_cast<uint32_t>(hash);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& slot = slots_[i];
+      if (slot.index_plus_one == 0) return absent;
+      if (slot.hash == h && equals(slot.index_plus_one - 1)) return slot.index_plus_one - 1;
+    }
+  }
+
   size_t size() const { return size_; }
 
  private:

@@ -114,10 +114,31 @@ uint32_t UniqueStacks::Stack(std::optional<uint32_t> prefix, uint32_t frame) {
   return index;
 }
 
+bool UniqueStacks::StackIs(uint32_t stack, const uint32_t* frames_root_first,
+                           size_t count) const {
+  // Leaf to root: the stack's chain must have exactly `count` links with these frames.
+  for (size_t i = count; i-- > 0;) {
+    if (stack == kNull || stack >= stacks_.size()) return false;
+    const StackEntry& entry = stacks_[stack];
+    if (entry.frame != frames_root_first[i]) return false;
+    stack = entry.prefix;
+  }
+  return stack == kNull;
+}
+
 std::optional<uint32_t> UniqueStacks::StackFromFrames(const uint32_t* frames_root_first,
                                                       size_t count) {
+  if (count == 0) return std::nullopt;
+  uint64_t hash = MixHash(count);
+  for (size_t i = 0; i < count; ++i) hash = Mix(hash, frames_root_first[i]);
+  const uint32_t next = static_cast<uint32_t>(paths_.size());
+  const uint32_t path = path_index_.FindOrInsert(hash, next, [&](uint32_t p) {
+    return paths_[p].depth == count && StackIs(paths_[p].stack, frames_root_first, count);
+  });
+  if (path != next) return paths_[path].stack;
   std::optional<uint32_t> stack;
   for (size_t i = 0; i < count; ++i) stack = Stack(stack, frames_root_first[i]);
+  paths_.push_back(PathEntry{*stack, static_cast<uint32_t>(count)});
   return stack;
 }
 

@@ -72,7 +72,9 @@ class UniqueStacks {
   // The stack (prefix, frame), added if new. `prefix` must be a stack returned earlier (or
   // null for a root) and `frame` a frame returned earlier.
   uint32_t Stack(std::optional<uint32_t> prefix, uint32_t frame);
-  // Stack() over frames given root first; null for an empty list.
+  // Stack() over frames given root first; null for an empty list. Whole frame lists seen
+  // before are found with one hash lookup (samples repeat their stacks), checked against
+  // the stack table itself, so the cache holds no copy of the frames.
   std::optional<uint32_t> StackFromFrames(const uint32_t* frames_root_first, size_t count);
 
   size_t frame_count() const { return frames_.size(); }
@@ -114,6 +116,8 @@ class UniqueStacks {
   };
 
   uint32_t FrameForKey(const FrameKey& key);
+  // True when `stack` is exactly the chain of `frames_root_first` (count >= 1).
+  bool StackIs(uint32_t stack, const uint32_t* frames_root_first, size_t count) const;
 
   UniqueStrings& strings_;
   std::vector<FrameKey> frames_;
@@ -122,6 +126,13 @@ class UniqueStacks {
   json_internal::IndexTable address_index_;  // Into addresses_.
   std::vector<StackEntry> stacks_;
   json_internal::IndexTable stack_index_;    // Into stacks_.
+  // StackFromFrames() cache: the stacks of whole frame lists, by the lists' hash.
+  struct PathEntry {
+    uint32_t stack;
+    uint32_t depth;
+  };
+  std::vector<PathEntry> paths_;
+  json_internal::IndexTable path_index_;     // Into paths_.
 };
 
 }  // namespace strata

@@ -1,11 +1,13 @@
 #include "shared/profile/profile_capture.h"
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "shared/buffer/entry_kinds.h"
+#include "shared/json/index_table.h"
 #include "shared/json/location.h"
 #include "shared/json/shared_libraries.h"
 #include "shared/profile/sample_entry.h"
@@ -17,35 +19,133 @@ namespace profile {
 namespace {
 
 // Native addresses of the session resolved in one batch. Leaf addresses are looked up as
-// they are, return addresses one byte earlier (inside the call instruction).
+// they are, return addresses one byte earlier (inside the call instruction). The keys are
+// de-duplicated in a flat table (every frame of every sample passes through Note()).
 class AddressNames {
  public:
   void Note(uint64_t address, bool is_leaf) {
     const uint64_t key = is_leaf ? address : CallerAddress(address);
-    if (index_.emplace(key, static_cast<uint32_t>(keys_.size())).second) keys_.push_back(key);
+    const uint32_t next = static_cast<uint32_t>(keys_.size());
+    if (index_.FindOrInsert(json_internal::MixHash(key), next,
+                            [&](uint32_t i) { return keys_[i] == key; }) == next) {
+      keys_.push_back(key);
+    }
   }
   void Resolve(Symbolizer& symbolizer) { symbolizer.Symbolize(keys_, &result_); }
-  // Writes the frame for `address` into `stacks`.
-  uint32_t Frame(UniqueStacks& stacks, uint64_t address, bool is_leaf) const {
+  // Writes the frame for `address` into `stacks` (the caller caches the answer per thread).
+  uint32_t Frame(UniqueStacks& stacks, uint64_t address, bool is_leaf) {
     const uint64_t key = is_leaf ? address : CallerAddress(address);
-    auto it = index_.find(key);
-    if (it == index_.end() || it->second >= result_.addresses.size()) {
-      return stacks.AddressFrame(address);
-    }
-    const SymbolizedAddress& a = result_.addresses[it->second];
+    // An address pass 1 did not see (written meanwhile) comes back as `absent`.
+    const uint32_t absent = static_cast<uint32_t>(keys_.size());
+    const uint32_t found = index_.Find(json_internal::MixHash(key), absent,
+                                       [&](uint32_t i) { return keys_[i] == key; });
+    if (found == absent || found >= result_.addresses.size()) return stacks.AddressFrame(address);
+    const SymbolizedAddress& a = result_.addresses[found];
     if (a.module.empty()) return stacks.AddressFrame(address);
-    return stacks.NativeSymbolFrame(result_.NameOf(it->second), a.module);
+    return stacks.NativeSymbolFrame(result_.NameOf(found), a.module);
   }
 
  private:
-  std::unordered_map<uint64_t, uint32_t> index_;
+  json_internal::IndexTable index_;  // Into keys_.
   std::vector<uint64_t> keys_;
   SymbolizeResult result_;
+};
+
+// A thread's native frames by (address, leaf or not): each distinct address is symbolicated
+// and turned into a frameTable row once per thread, not once per sample.
+class NativeFrameCache {
+ public:
+  template <typename MakeFrame>
+  uint32_t Frame(uint64_t address, bool is_leaf, const MakeFrame& make_frame) {
+    const uint64_t key = (address << 1) | (is_leaf ? 1 : 0);
+    const uint32_t next = static_cast<uint32_t>(entries_.size());
+    const uint32_t i = index_.FindOrInsert(json_internal::MixHash(key), next,
+                                           [&](uint32_t e) { return entries_[e].key == key; });
+    if (i != next) return entries_[i].frame;
+    entries_.push_back(Entry{key, 0});
+    const uint32_t frame = make_frame();
+    entries_[i].frame = frame;
+    return frame;
+  }
+
+ private:
+  struct Entry {
+    uint64_t key;
+    uint32_t frame;
+  };
+  std::vector<Entry> entries_;
+  json_internal::IndexTable index_;
+};
+
+// The distinct frame lists of a capture: the serialized frames that end each kSample entry,
+// byte for byte. Samples repeat their stacks, so a list seen before costs one hash lookup and
+// a memcmp per pass instead of work per frame (pass 1: noting its addresses; pass 2: turning
+// it into frames and a stack, cached per thread by list id). Equality is exact (the bytes are
+// kept); the kept bytes are capped, and past the cap new lists simply take the per-frame path.
+class FrameListTable {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  static constexpr size_t kMaxKeptBytes = size_t{32} << 20;
+
+  // The id of the list `bytes[0, size)`, or kNone.
+  uint32_t Find(const uint8_t* bytes, size_t size) const {
+    return index_.Find(Hash(bytes, size), kNone,
+                       [&](uint32_t id) { return Equals(id, bytes, size); });
+  }
+  // The id of the list, added if new while there is room (*added tells); kNone when there
+  // is no room for it.
+  uint32_t FindOrAdd(const uint8_t* bytes, size_t size, bool* added) {
+    *added = false;
+    const uint64_t hash = Hash(bytes, size);
+    const uint32_t found =
+        index_.Find(hash, kNone, [&](uint32_t id) { return Equals(id, bytes, size); });
+    if (found != kNone || arena_.size() + size > kMaxKeptBytes) return found;
+    const uint32_t id = static_cast<uint32_t>(entries_.size());
+    index_.FindOrInsert(hash, id, [](uint32_t) { return false; });
+    entries_.push_back(Entry{arena_.size(), static_cast<uint32_t>(size)});
+    arena_.insert(arena_.end(), bytes, bytes + size);
+    *added = true;
+    return id;
+  }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    size_t offset;
+    uint32_t size;
+  };
+  static uint64_t Hash(const uint8_t* bytes, size_t size) {
+    uint64_t h = size;
+    size_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+      uint64_t word;
+      std::memcpy(&word, bytes + i, 8);
+      h = (h ^ word) * 0x9e3779b97f4a7c15ULL;
+      h ^= h >> 32;
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, bytes + i, size - i);
+    return json_internal::MixHash(h ^ tail);
+  }
+  bool Equals(uint32_t id, const uint8_t* bytes, size_t size) const {
+    const Entry& e = entries_[id];
+    return e.size == size && std::memcmp(arena_.data() + e.offset, bytes, size) == 0;
+  }
+
+  std::vector<uint8_t> arena_;
+  std::vector<Entry> entries_;
+  json_internal::IndexTable index_;  // Into entries_.
 };
 
 struct ThreadState {
   std::unique_ptr<GeckoThreadWriter> writer;
   std::optional<uint32_t> last_stack;
+  NativeFrameCache native_frames;
+  // The stack of each FrameListTable id in this thread's tables: kUnknownStack until the
+  // list is first met here, kEmptyStack for a sample without frames.
+  static constexpr uint32_t kUnknownStack = UINT32_MAX;
+  static constexpr uint32_t kEmptyStack = UINT32_MAX - 1;
+  std::vector<uint32_t> stack_by_frame_list;
 };
 
 class ProfileBuilder {
@@ -70,9 +170,13 @@ class ProfileBuilder {
     if (!symbolicate_) return;
     const EntryKind kind = reader.ReadObject<EntryKind>();
     if (kind == EntryKind::kSample) {
-      SampleRecord record;
-      if (!ReadSample(reader, record)) return;
-      NoteFrames(record.frames);
+      if (!ReadSampleHeader(reader, sample_)) return;
+      bool added = false;
+      const uint32_t list = frame_lists_.FindOrAdd(frame_bytes_.data(), frame_bytes_.size(), &added);
+      if (list != FrameListTable::kNone && !added) return;  // Its addresses are noted already.
+      EntryReader frames_reader = EntryReader::OverBytes(frame_bytes_);
+      if (!ReadFrames(frames_reader, sample_, sample_frames_)) return;
+      NoteFrames(sample_.frames.data(), sample_frames_);
     } else if (kind == EntryKind::kMarker) {
       const MarkerHeader header = reader.ReadObject<MarkerHeader>();
       if (reader.Failed()) return;
@@ -92,10 +196,12 @@ class ProfileBuilder {
     const EntryKind kind = reader.ReadObject<EntryKind>();
     switch (kind) {
       case EntryKind::kSample: {
-        SampleRecord record;
-        if (!ReadSample(reader, record)) return;
+        // One record reused for every sample: its frame vector keeps its capacity.
+        SampleRecord& record = sample_;
+        if (!ReadSampleHeader(reader, record)) return;
         ThreadState& thread = ThreadFor(record.thread);
-        const std::optional<uint32_t> stack = StackOf(*thread.writer, record.frames);
+        const std::optional<uint32_t> stack = SampleStack(thread);
+        if (!stack && failed_frames_) return;
         thread.writer->AddSample(stack, record.time,
                                  record.cpu_delta_ns >= 0 ? std::optional<int64_t>(record.cpu_delta_ns)
                                                           : std::nullopt);
@@ -179,42 +285,90 @@ class ProfileBuilder {
     return threads_[it->second];
   }
 
-  static bool ReadSample(EntryReader& reader, SampleRecord& record) {
-    reader.ReadIntoObjects(record.thread, record.time, record.cpu_delta_ns, record.overruns,
-                           record.frames);
+  // Reads a kSample entry's fields into `record` up to its frames, whose serialized bytes
+  // (the rest of the entry) go to frame_bytes_.
+  bool ReadSampleHeader(EntryReader& reader, SampleRecord& record) {
+    reader.ReadIntoObjects(record.thread, record.time, record.cpu_delta_ns, record.overruns);
+    if (reader.Failed()) return false;
+    frame_bytes_.resize(reader.RemainingBytes());
+    reader.ReadBytes(frame_bytes_.data(), frame_bytes_.size());
     return !reader.Failed();
   }
 
-  void NoteFrames(const std::vector<SampleFrame>& frames) {
+  // Reads serialized frames into `record`, whose first `frame_count` frames are then the
+  // sample's. The frame vector only ever grows: frames beyond the count keep their storage
+  // for the next sample (no construction or destruction per sample).
+  static bool ReadFrames(EntryReader& reader, SampleRecord& record, size_t& frame_count) {
+    const uint64_t count = reader.ReadULEB128<uint64_t>();
+    // Every frame takes at least one byte: a larger count is garbage.
+    if (reader.Failed() || count > reader.RemainingBytes()) {
+      reader.SetFailed();
+      return false;
+    }
+    frame_count = static_cast<size_t>(count);
+    if (record.frames.size() < frame_count) record.frames.resize(frame_count);
+    for (size_t i = 0; i < frame_count; ++i) reader.ReadIntoObject(record.frames[i]);
+    return !reader.Failed();
+  }
+
+  // The stack of the sample whose frames are in frame_bytes_, in `thread`'s tables: from the
+  // thread's cache when this frame list was met before, else built frame by frame. Sets
+  // failed_frames_ (and returns null) when the frames cannot be read.
+  std::optional<uint32_t> SampleStack(ThreadState& thread) {
+    failed_frames_ = false;
+    const uint32_t list = frame_lists_.Find(frame_bytes_.data(), frame_bytes_.size());
+    std::vector<uint32_t>& cache = thread.stack_by_frame_list;
+    if (list != FrameListTable::kNone && list < cache.size() &&
+        cache[list] != ThreadState::kUnknownStack) {
+      ++samples_;
+      if (cache[list] == ThreadState::kEmptyStack) return std::nullopt;
+      return cache[list];
+    }
+    EntryReader frames_reader = EntryReader::OverBytes(frame_bytes_);
+    if (!ReadFrames(frames_reader, sample_, sample_frames_)) {
+      failed_frames_ = true;
+      return std::nullopt;
+    }
+    const std::optional<uint32_t> stack = StackOf(thread, sample_.frames.data(), sample_frames_);
+    if (list != FrameListTable::kNone) {
+      if (cache.size() <= list) cache.resize(frame_lists_.size(), ThreadState::kUnknownStack);
+      cache[list] = stack ? *stack : ThreadState::kEmptyStack;
+    }
+    return stack;
+  }
+
+  void NoteFrames(const SampleFrame* frames, size_t count) {
     // Root first: the last native frame is the leaf (interrupted pc).
-    size_t leaf = frames.size();
-    for (size_t i = frames.size(); i-- > 0;) {
+    size_t leaf = count;
+    for (size_t i = count; i-- > 0;) {
       if (frames[i].kind == SampleFrame::Kind::kNative) {
         leaf = i;
         break;
       }
     }
-    for (size_t i = 0; i < frames.size(); ++i) {
+    for (size_t i = 0; i < count; ++i) {
       if (frames[i].kind == SampleFrame::Kind::kNative) names_.Note(frames[i].address, i == leaf);
     }
   }
 
-  std::optional<uint32_t> StackOf(GeckoThreadWriter& writer,
-                                  const std::vector<SampleFrame>& frames) {
-    size_t leaf = frames.size();
-    for (size_t i = frames.size(); i-- > 0;) {
+  std::optional<uint32_t> StackOf(ThreadState& thread, const SampleFrame* frames, size_t count) {
+    size_t leaf = count;
+    for (size_t i = count; i-- > 0;) {
       if (frames[i].kind == SampleFrame::Kind::kNative) {
         leaf = i;
         break;
       }
     }
     frame_indexes_.clear();
-    UniqueStacks& stacks = writer.stacks();
-    for (size_t i = 0; i < frames.size(); ++i) {
+    UniqueStacks& stacks = thread.writer->stacks();
+    for (size_t i = 0; i < count; ++i) {
       const SampleFrame& f = frames[i];
       if (f.kind == SampleFrame::Kind::kNative) {
-        frame_indexes_.push_back(symbolicate_ ? names_.Frame(stacks, f.address, i == leaf)
-                                              : stacks.AddressFrame(f.address));
+        const bool is_leaf = i == leaf;
+        frame_indexes_.push_back(thread.native_frames.Frame(f.address, is_leaf, [&] {
+          return symbolicate_ ? names_.Frame(stacks, f.address, is_leaf)
+                              : stacks.AddressFrame(f.address);
+        }));
       } else if (f.kind == SampleFrame::Kind::kScript) {
         frame_indexes_.push_back(ScriptFrame(stacks, f));
       } else {
@@ -258,13 +412,13 @@ class ProfileBuilder {
     return stacks.Frame(info);
   }
 
-  std::optional<uint32_t> MarkerStack(GeckoThreadWriter& writer,
+  std::optional<uint32_t> MarkerStack(ThreadState& thread,
                                       const std::vector<uint64_t>& leaf_first) {
     std::vector<SampleFrame> frames(leaf_first.size());
     for (size_t i = 0; i < leaf_first.size(); ++i) {
       frames[leaf_first.size() - 1 - i].address = leaf_first[i];
     }
-    return StackOf(writer, frames);
+    return StackOf(thread, frames.data(), frames.size());
   }
 
   void AddMarker(EntryReader& reader) {
@@ -276,7 +430,7 @@ class ProfileBuilder {
     const std::string name(header.name.View());
     std::optional<uint32_t> stack;
     if (!header.stack.empty()) {
-      stack = MarkerStack(writer, header.stack);
+      stack = MarkerStack(thread, header.stack);
       --samples_;  // MarkerStack counted it as a sample.
     }
     auto write_stack = [&](JsonWriter& w) {
@@ -340,6 +494,11 @@ class ProfileBuilder {
   std::vector<CounterState> counters_;
   std::vector<OverheadSample> overhead_;
   std::vector<uint32_t> frame_indexes_;
+  SampleRecord sample_;       // Reused by every sample read (no allocation per sample);
+  size_t sample_frames_ = 0;  // the number of its frames that are the current sample's.
+  std::vector<uint8_t> frame_bytes_;  // The current sample's serialized frames.
+  bool failed_frames_ = false;
+  FrameListTable frame_lists_;
   size_t samples_ = 0;
 };
 
