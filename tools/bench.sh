@@ -1,0 +1,405 @@
+#!/usr/bin/env bash
+# Issue 9's benchmark command: every comparison in one go, printed as ONE table
+#   measure | Strata | peer or floor | ratio | target | met?
+# (docs/benchmarks.md, "Issue 9 summary table", explains each row and how to read it).
+#
+#   tools/bench.sh
+#
+# It runs tools/setup.sh, installs the measuring tools it needs (Debian: linux-perf,
+# hyperfine, valgrind, libgoogle-perftools-dev), builds with -c opt, then:
+#   1. hot-path micro-benchmarks (Google Benchmark, pinned to one CPU with taskset,
+#      BENCH_REPETITIONS repetitions, medians): labels, markers, buffer vs memcpy;
+#   2. callgrind instruction counts of the same label and marker fast paths;
+#   3. whole-program comparisons, BENCH_ROUNDS rounds, each round running every variant once in
+#      a random order, medians: tests/two_workers (2 busy threads) and tools/bench/busy_threads
+#      (16) unprofiled, under Strata (default and precise mode), gperftools and `perf record`;
+#   4. profile writing (tools/bench/profile_write_bench, 1 M samples + 1 M markers);
+#   5. preloaded-but-inactive start-up (hyperfine), library size and NEEDED entries;
+#   6. the largest sample gap across takeover (tests/takeover programs and checker).
+# Environment:
+#   BENCH_ROUNDS=5         whole-program rounds        BENCH_REPETITIONS=5  micro-benchmark reps
+#   BENCH_CPU=1            the CPU the micro-benchmarks are pinned to
+#   BENCH_TABLE_OUT=FILE   also write the table (markdown) and machine facts to FILE
+#   STRATA_BAZEL_OUTPUT_BASE=DIR   build in this Bazel output base, without convenience links
+#                                  (for a checkout shared by several builds)
+# Exit status: 0 when the table was printed (whether or not every target is met; rows whose
+# programs did not build show n/a), 1 when set-up failed.
+set -uo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$repo"
+
+ROUNDS="${BENCH_ROUNDS:-5}"
+REPS="${BENCH_REPETITIONS:-5}"
+PIN_CPU="${BENCH_CPU:-1}"
+WORK="$(mktemp -d /tmp/strata-bench.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+log() { echo "bench: $*" >&2; }
+
+# --- 0. Set-up: the project's packages, then the measuring tools.
+tools/setup.sh >&2 || { log "tools/setup.sh failed"; exit 1; }
+BENCH_PACKAGES=(linux-perf hyperfine valgrind libgoogle-perftools-dev)
+missing=()
+for pkg in "${BENCH_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]} > 0)); then
+  log "installing missing Debian packages: ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
+    $SUDO apt-get update >&2
+    $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >&2 ||
+      { log "cannot install ${missing[*]}"; exit 1; }
+  fi
+fi
+
+# --- Build.
+bazel_cmd=(bazel)
+build_flags=(-c opt)
+if [[ -n "${STRATA_BAZEL_OUTPUT_BASE:-}" ]]; then
+  bazel_cmd+=("--output_base=$STRATA_BAZEL_OUTPUT_BASE")
+  build_flags+=(--symlink_prefix=/)
+fi
+[[ "${CI:-}" == "true" ]] && build_flags+=(--config=ci)
+TARGETS=(
+  //base:base_benchmark //shared/buffer:buffer_benchmark
+  //base:libstrata_base.so //full:libstrata_full.so
+  //tests:two_workers_nofp //tests:profile_stats //tests:gperf_count
+  //tests/takeover:takeover_dlopen //tests/takeover:takeover_linked //tests/takeover:takeover_check
+  //tools/bench:profile_write_bench //tools/bench:callgrind_driver //tools/bench:busy_threads
+)
+log "building (${build_flags[*]})"
+# --keep_going: a target that does not build only empties its rows (n/a), the rest still run.
+"${bazel_cmd[@]}" build "${build_flags[@]}" --keep_going "${TARGETS[@]}" >&2 ||
+  log "WARNING: some targets did not build; their rows will show n/a"
+BIN="$("${bazel_cmd[@]}" info "${build_flags[@]}" bazel-bin 2>/dev/null)"
+STRATA_LIB="$BIN/base/libstrata_base.so"
+TWO_WORKERS="$BIN/tests/two_workers_nofp"
+BUSY_THREADS="$BIN/tools/bench/busy_threads"
+PROFILE_STATS="$BIN/tests/profile_stats"
+GPERF_COUNT="$BIN/tests/gperf_count"
+LIBPROFILER=""
+for candidate in /usr/lib/x86_64-linux-gnu/libprofiler.so.0 /usr/lib64/libprofiler.so.0 \
+    /usr/lib/libprofiler.so.0; do
+  [[ -f "$candidate" ]] && { LIBPROFILER="$candidate"; break; }
+done
+# No profiler variable of ours may leak into the runs.
+unset STRATA_STARTUP STRATA_SHUTDOWN STRATA_STARTUP_FEATURES STRATA_STARTUP_INTERVAL \
+  STRATA_STARTUP_BUFFER_MB STRATA_STARTUP_FILTERS STRATA_LOGGING CPUPROFILE LD_PRELOAD
+
+# --- Helpers.
+ROWS=()
+NOTES=()
+# row MEASURE STRATA PEER RATIO TARGET MET
+row() { ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 |"); }
+note() { NOTES+=("$*"); }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# calc FORMAT EXPRESSION: the expression's value, or "n/a" when it cannot be computed (a
+# measurement is missing, so the expression is malformed).
+calc() {
+  local v
+  v=$(awk "BEGIN { printf \"$1\", $2 }" 2>/dev/null) && [[ -n "$v" ]] && echo "$v" || echo "n/a"
+}
+# yes/no from an awk condition; "n/a" when any number is missing.
+met() {
+  local cond="$1"
+  shift
+  local v
+  for v in "$@"; do [[ -z "$v" ]] && { echo "n/a"; return; }; done
+  awk "BEGIN { exit !($cond) }" && echo "yes" || echo "**no**"
+}
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+LOAD_START="$(loadavg)"
+log "load average at start: $LOAD_START"
+
+# --- 1. Micro-benchmarks (CPU time per call, medians of $REPS repetitions).
+# gbench_json BINARY FILTER CPUS -> JSON file path
+gbench_json() {
+  local out="$WORK/gbench.$RANDOM.json"
+  taskset -c "$3" "$1" --benchmark_filter="$2" --benchmark_repetitions="$REPS" \
+    --benchmark_report_aggregates_only=true --benchmark_format=json >"$out" 2>"$out.err" ||
+    log "$(basename "$1") failed: $(tail -3 "$out.err")"
+  echo "$out"
+}
+# gbench_value JSON NAME FIELD (cpu_time, real_time, bytes_per_second): NAME's median.
+# Google Benchmark writes one "key": value per line.
+gbench_value() {
+  awk -v want="$2_median" -v key="\"$3\":" '
+    /"name":/ { n = $0; sub(/.*"name": *"/, "", n); sub(/".*/, "", n) }
+    n == want && index($0, key) { v = $0; sub(/.*: */, "", v); sub(/,$/, "", v); print v + 0; exit }' "$1"
+}
+
+log "micro-benchmarks: base (pinned to CPU $PIN_CPU)"
+base_json="$(gbench_json "$BIN/base/base_benchmark" \
+  'BM_EmptyLoop|BM_LabelInactive|BM_MarkerInactive|BM_LabelActivePushPop|BM_MarkerUntypedInstant|BM_MarkerUntypedInterval|BM_MarkerTypedThreeFields' \
+  "$PIN_CPU")"
+empty_ns=$(gbench_value "$base_json" BM_EmptyLoop cpu_time)
+for pair in "LabelInactive:inactive STRATA_LABEL" "MarkerInactive:inactive STRATA_MARKER_UNTYPED"; do
+  ns=$(gbench_value "$base_json" "BM_${pair%%:*}" cpu_time)
+  row "${pair#*:} (CPU ns)" "$(calc %.2f "$ns")" "empty loop $(calc %.2f "$empty_ns")" \
+    "$(calc %.2f "$ns / $empty_ns")×" "≤ 1.5 ns" "$(met "$ns <= 1.5" "$ns")"
+done
+ns=$(gbench_value "$base_json" BM_LabelActivePushPop cpu_time)
+row "active label push + pop (CPU ns)" "$(calc %.2f "$ns")" "empty loop $(calc %.2f "$empty_ns")" \
+  "$(calc %.1f "$ns / $empty_ns")×" "≤ 3 ns" "$(met "$ns <= 3" "$ns")"
+for spec in "MarkerUntypedInstant:instant untyped marker:107:Perfetto TRACE_EVENT_INSTANT 107 (issue anchor):30" \
+    "MarkerUntypedInterval:interval marker as one entry (end time read in the loop):196:Perfetto scoped slice 196; Tracy zone 23.2 (issue anchors):40" \
+    "MarkerTypedThreeFields:typed marker, three fields:260:Perfetto slice + 1 int arg 260 (issue anchor):50"; do
+  IFS=: read -r name label anchor peer target <<<"$spec"
+  ns=$(gbench_value "$base_json" "BM_$name" cpu_time)
+  row "$label (CPU ns)" "$(calc %.1f "$ns")" "$peer" "$(calc %.2f "$ns / $anchor")× Perfetto" \
+    "≤ $target ns" "$(met "$ns <= $target" "$ns")"
+done
+
+log "micro-benchmarks: buffer (1 writer and memcpy pinned to CPU $PIN_CPU; 2 writers on CPUs 0,1)"
+buf1_json="$(gbench_json "$BIN/shared/buffer/buffer_benchmark" \
+  'BM_MemcpyRing/64$|BM_ReserveAndPut/64/real_time/threads:1$' "$PIN_CPU")"
+buf2_json="$(gbench_json "$BIN/shared/buffer/buffer_benchmark" \
+  'BM_ReserveAndPut/64/real_time/threads:[12]$' 0,1)"
+memcpy_bps=$(gbench_value "$buf1_json" BM_MemcpyRing/64 bytes_per_second)
+put1_bps=$(gbench_value "$buf1_json" BM_ReserveAndPut/64/real_time/threads:1 bytes_per_second)
+put1_both_bps=$(gbench_value "$buf2_json" BM_ReserveAndPut/64/real_time/threads:1 bytes_per_second)
+put2_bps=$(gbench_value "$buf2_json" BM_ReserveAndPut/64/real_time/threads:2 bytes_per_second)
+row "buffer ReserveAndPut 64 B, 1 writer (GB/s)" "$(calc %.2f "$put1_bps / 1e9")" \
+  "memcpy into a 16 MiB ring $(calc %.1f "$memcpy_bps / 1e9")" \
+  "$(calc %.1f "100 * $put1_bps / $memcpy_bps") %" "≥ 10 %" \
+  "$(met "$put1_bps >= 0.1 * $memcpy_bps" "$put1_bps" "$memcpy_bps")"
+row "buffer ReserveAndPut 64 B, 2 writers' total (GB/s)" "$(calc %.2f "$put2_bps / 1e9")" \
+  "1 writer $(calc %.2f "$put1_both_bps / 1e9") (same process, CPUs 0,1)" \
+  "$(calc %.2f "$put2_bps / $put1_both_bps")×" "≥ 1×" \
+  "$(met "$put2_bps >= $put1_both_bps" "$put2_bps" "$put1_both_bps")"
+
+# --- 2. Callgrind instruction counts (loop of N, minus the empty loop).
+log "callgrind instruction counts"
+CALLGRIND_N=200000
+callgrind_ir() {  # CASE -> instructions counted between START/STOP
+  local out="$WORK/callgrind.$1.out"
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
+    "$BIN/tools/bench/callgrind_driver" "$1" "$CALLGRIND_N" >"$WORK/callgrind.$1.log" 2>&1 ||
+    { log "callgrind $1 failed: $(tail -3 "$WORK/callgrind.$1.log")"; return; }
+  awk '/^totals:/ { print $2; exit }' "$out"
+}
+empty_ir=$(callgrind_ir empty)
+CALLGRIND_TEXT=""
+for spec in "label_inactive:inactive label" "marker_inactive:inactive marker" \
+    "label_active:label push + pop" "marker_instant:instant marker" \
+    "marker_interval:interval marker (incl. TimeStamp::Now)" "marker_typed3:typed marker, 3 fields"; do
+  ir=$(callgrind_ir "${spec%%:*}")
+  per=$([[ -n "$ir" && -n "$empty_ir" ]] && calc %.1f "($ir - $empty_ir) / $CALLGRIND_N")
+  CALLGRIND_TEXT+="${spec#*:} ${per:-n/a}; "
+done
+row "callgrind instructions per call, loop subtracted" "${CALLGRIND_TEXT%; }" \
+  "empty loop $([[ -n "$empty_ir" ]] && calc %.1f "$empty_ir / $CALLGRIND_N") per iteration" \
+  "—" "recorded (no target)" "—"
+
+# --- 3. Whole-program comparisons.
+# Each run stores "<work ms>" in $WORK/runs/<variant> (one line per run) and any counts in
+# $WORK/runs/<variant>.<what>.
+mkdir -p "$WORK/runs"
+ITER_TWO=22000000    # ~1.2 s of CPU per worker
+ITER_16=2750000      # 16 threads, the same total work
+two_workers_ms() {   # the work's wall time: the later of the two workers' lifetimes
+  awk '/^two_workers: thread=/ { for (i = 1; i <= NF; ++i) if ($i ~ /^wall_ms=/) { v = substr($i, 9) + 0; if (v > m) m = v } } END { print m }' "$1"
+}
+worker_cpu_ms() {    # FILE THREAD
+  awk -v t="thread=$2" '$2 == t { for (i = 1; i <= NF; ++i) if ($i ~ /^cpu_ms=/) print substr($i, 8) }' "$1"
+}
+busy_ms() { awk '/^busy_threads:/ { for (i = 1; i <= NF; ++i) if ($i ~ /^work_wall_ms=/) print substr($i, 14) }' "$1"; }
+stat_field() {       # STATS_FILE KIND SELECTOR KEY
+  awk -v k="$2" -v s="$3" -v key="$4" '$1 == k && (s == "" || index($0, " " s " ")) {
+    for (i = 2; i <= NF; ++i) if (index($i, key "=") == 1) { print substr($i, length(key) + 2); exit } }' "$1"
+}
+record() { echo "$2" >>"$WORK/runs/$1"; }
+
+run_variant() {
+  local v="$1" out="$WORK/out.$1" prof="$WORK/profile.$1.json"
+  rm -f "$prof"
+  case "$v" in
+    plain2) "$TWO_WORKERS" --iterations "$ITER_TWO" >"$out" 2>&1 ;;
+    strata2)
+      env LD_PRELOAD="$STRATA_LIB" STRATA_STARTUP=1 STRATA_SHUTDOWN="$prof" \
+        "$TWO_WORKERS" --iterations "$ITER_TWO" >"$out" 2>&1 ;;
+    gperf2)
+      env LD_PRELOAD="$LIBPROFILER" CPUPROFILE="$WORK/gperf.prof" CPUPROFILE_FREQUENCY=1000 \
+        "$TWO_WORKERS" --iterations "$ITER_TWO" >"$out" 2>&1 ;;
+    precise1k|precise4k)
+      env LD_PRELOAD="$STRATA_LIB" STRATA_STARTUP=1 STRATA_SHUTDOWN="$prof" \
+        STRATA_STARTUP_FEATURES=precise STRATA_STARTUP_INTERVAL="$([[ $v == precise1k ]] && echo 1 || echo 0.25)" \
+        "$TWO_WORKERS" --iterations "$ITER_TWO" >"$out" 2>&1 ;;
+    perf1k|perf4k)
+      perf record -q -e cpu-clock -F "$([[ $v == perf1k ]] && echo 1000 || echo 4000)" \
+        -o "$WORK/perf.data" -- "$TWO_WORKERS" --iterations "$ITER_TWO" >"$out" 2>&1 ;;
+    plain16) "$BUSY_THREADS" --threads 16 --iterations "$ITER_16" >"$out" 2>&1 ;;
+    precise16)
+      env LD_PRELOAD="$STRATA_LIB" STRATA_STARTUP=1 STRATA_SHUTDOWN="$prof" \
+        STRATA_STARTUP_FEATURES=precise STRATA_STARTUP_INTERVAL=1 \
+        "$BUSY_THREADS" --threads 16 --iterations "$ITER_16" >"$out" 2>&1 ;;
+    perf16)
+      perf record -q -e cpu-clock -F 1000 -o "$WORK/perf.data" -- \
+        "$BUSY_THREADS" --threads 16 --iterations "$ITER_16" >"$out" 2>&1 ;;
+  esac
+  local rc=$?
+  if [[ $rc -ne 0 ]]; then
+    log "run $v failed (status $rc): $(tail -2 "$out")"
+    echo "$v: status $rc: $(tail -2 "$out" | tr '\n' ' ')" >>"$WORK/runs/failures"
+    return
+  fi
+  if [[ $v == *16 ]]; then record "$v" "$(busy_ms "$out")"; else record "$v" "$(two_workers_ms "$out")"; fi
+  local w cpu
+  case "$v" in
+    strata2)
+      "$PROFILE_STATS" "$prof" worker-alpha:alpha_work_loop worker-beta:beta_work_loop \
+        >"$WORK/stats" 2>&1 || { log "profile_stats failed on $v"; return; }
+      for w in alpha beta; do
+        cpu=$(worker_cpu_ms "$out" "worker-$w")
+        record "$v.rate" "$(calc %.1f "$(stat_field "$WORK/stats" thread "name=worker-$w" cpu_samples) / $cpu * 1000")"
+        stat_field "$WORK/stats" match "thread=worker-$w" count >>"$WORK/runs/$v.caller"
+        stat_field "$WORK/stats" match "thread=worker-$w" samples >>"$WORK/runs/$v.samples"
+      done ;;
+    gperf2)
+      "$GPERF_COUNT" "$WORK/gperf.prof" "$TWO_WORKERS" alpha=spin_alpha_leaf,alpha_work_loop \
+        beta=spin_beta_leaf,beta_work_loop >"$WORK/stats" 2>&1 || { log "gperf_count failed"; return; }
+      for w in alpha beta; do
+        cpu=$(worker_cpu_ms "$out" "worker-$w")
+        record "$v.rate" "$(calc %.1f "$(awk -v g="group=$w" '$2 == g { print substr($3, 9) }' "$WORK/stats") / $cpu * 1000")"
+      done ;;
+    precise*)
+      "$PROFILE_STATS" "$prof" >"$WORK/stats" 2>&1 || { log "profile_stats failed on $v"; return; }
+      # Samples per busy thread per second of its life (wall clock: precise mode's rate).
+      record "$v.rate" "$(awk '$1 == "thread" && ($3 ~ /^name=worker-/ || $3 ~ /^name=busy-/) {
+          for (i = 2; i <= NF; ++i) { if ($i ~ /^samples=/) s += substr($i, 9); if ($i ~ /^span_ms=/) c += substr($i, 9) } }
+          END { if (c > 0) printf "%.1f", s / c * 1000 }' "$WORK/stats")" ;;
+  esac
+}
+
+VARIANTS=(plain2 strata2 precise1k precise4k plain16 precise16)
+[[ -n "$LIBPROFILER" ]] && VARIANTS+=(gperf2) || note "gperftools' libprofiler.so not found: no gperftools rows."
+PERF_OK=0
+if perf_error="$(perf record -q -e cpu-clock -F 1000 -o "$WORK/perf.probe" -- true 2>&1)"; then
+  PERF_OK=1
+  VARIANTS+=(perf1k perf4k perf16)
+else
+  note "perf record cannot run here: $perf_error"
+fi
+log "whole-program comparisons: $ROUNDS rounds of ${#VARIANTS[@]} variants (random order each round)"
+for ((round = 1; round <= ROUNDS; ++round)); do
+  for v in $(printf '%s\n' "${VARIANTS[@]}" | shuf); do run_variant "$v"; done
+  log "  round $round done (load $(loadavg))"
+done
+med() { [[ -f "$WORK/runs/$1" ]] && median <"$WORK/runs/$1"; }
+slow() {  # VARIANT BASELINE -> slowdown in percent of the medians
+  local a b
+  a=$(med "$1")
+  b=$(med "$2")
+  [[ -n "$a" && -n "$b" ]] && calc %.1f "($a / $b - 1) * 100"
+}
+sign() { [[ -n "$1" ]] && awk -v v="$1" 'BEGIN { printf "%+.1f %%", v }'; }
+
+s_def=$(slow strata2 plain2)
+s_gp=$(slow gperf2 plain2)
+row "default mode slowdown, 2 busy threads, 1 ms requested (median work time, $ROUNDS runs)" \
+  "$(sign "$s_def")" "gperftools 1000 Hz $(sign "$s_gp")" \
+  "$([[ -n "$s_def" && -n "$s_gp" ]] && calc %+.1f "$s_def - $s_gp") pt" "≤ gperftools + 1 pt" \
+  "$(met "$s_def <= $s_gp + 1" "$s_def" "$s_gp")"
+r_def=$(med strata2.rate)
+r_gp=$(med gperf2.rate)
+row "default mode samples per busy thread per CPU-second (median over runs × workers)" \
+  "$r_def" "gperftools $r_gp" "$([[ -n "$r_def" && -n "$r_gp" ]] && calc %.2f "$r_def / $r_gp")×" \
+  "≥ gperftools" "$(met "$r_def >= $r_gp" "$r_def" "$r_gp")"
+if [[ -f "$WORK/runs/strata2.caller" ]]; then
+  complete=$(paste "$WORK/runs/strata2.caller" "$WORK/runs/strata2.samples" |
+    awk '{ c += $1; n += $2 } END { if (n > 0) printf "%.2f", 100 * c / n }')
+  row "default mode stacks with the frameless leaf's caller (all runs' worker samples)" \
+    "$complete %" "—" "—" "≥ 99 %" "$(met "$complete >= 99" "$complete")"
+fi
+for spec in "precise1k:perf1k:plain2:2 busy threads, 1 kHz" "precise4k:perf4k:plain2:2 busy threads, 4 kHz" \
+    "precise16:perf16:plain16:16 busy threads, 1 kHz"; do
+  IFS=: read -r sv pv base label <<<"$spec"
+  s=$(slow "$sv" "$base")
+  p=$(slow "$pv" "$base")
+  row "precise mode slowdown, $label (Strata samples per thread per second: $(med "$sv.rate"))" \
+    "$(sign "$s")" "$([[ $PERF_OK == 1 ]] && echo "perf record -F $([[ $pv == perf4k ]] && echo 4000 || echo 1000) $(sign "$p")" || echo "perf cannot record here")" \
+    "$([[ -n "$s" && -n "$p" ]] && calc %+.1f "$s - $p") pt" "≤ perf + 2 pt" \
+    "$(met "$s <= $p + 2" "$s" "$p")"
+done
+[[ -f "$WORK/runs/failures" ]] && note "failed runs: $(tr '\n' ';' <"$WORK/runs/failures")"
+
+# --- 4. Profile writing.
+log "profile writing (1 M samples + 1 M markers, 3 runs)"
+for i in 1 2 3; do
+  "$BIN/tools/bench/profile_write_bench" --out "$WORK/write.json" >>"$WORK/write.log" 2>&1 ||
+    log "profile_write_bench failed: $(tail -2 "$WORK/write.log")"
+done
+write_field() { awk -v k="$1" '/^profile_write / { for (i = 2; i <= NF; ++i) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$WORK/write.log" | median; }
+w_s=$(write_field write_s)
+w_mbps=$(write_field mb_per_s)
+w_mb=$(write_field bytes)
+w_peak=$(write_field write_peak_extra_mb)
+w_buf=$(write_field maxrss_before_mb)
+row "profile writing speed (MB/s of JSON, median of 3)" "$w_mbps" "—" "—" "≥ 150 MB/s" \
+  "$(met "$w_mbps >= 150" "$w_mbps")"
+row "1 M samples + 1 M markers written (s; $([[ -n "$w_mb" ]] && calc %.0f "$w_mb / 1e6") MB)" "$w_s" "—" "—" "≤ 2 s" "$(met "$w_s <= 2" "$w_s")"
+row "peak memory while writing (MiB above the filled buffer's peak RSS of ${w_buf:-?} MiB)" \
+  "${w_peak:-n/a}" "—" "—" "reported" "—"
+
+# --- 5. Start-up, size, NEEDED.
+log "start-up (hyperfine, 3 alternating sets)"
+for i in 1 2 3; do
+  hyperfine -N --warmup 20 --runs 300 --export-csv "$WORK/hf.$i.csv" \
+    "env /bin/true" "env LD_PRELOAD=$STRATA_LIB /bin/true" >"$WORK/hf.$i.log" 2>&1 ||
+    log "hyperfine failed: $(tail -2 "$WORK/hf.$i.log")"
+done
+# median column (seconds): row 2 = without, row 3 = with.
+hf_plain=$(for f in "$WORK"/hf.*.csv; do awk -F, 'NR == 2 { print $4 * 1000 }' "$f"; done | median)
+hf_pre=$(for f in "$WORK"/hf.*.csv; do awk -F, 'NR == 3 { print $4 * 1000 }' "$f"; done | median)
+row "start-up of /bin/true, preloaded but inactive (ms, hyperfine median)" \
+  "$(calc %.3f "$hf_pre") ($(calc %+.3f "$hf_pre - $hf_plain"))" "without preload $(calc %.3f "$hf_plain")" \
+  "$(calc %.2f "$hf_pre / $hf_plain")×" "≤ +0.5 ms" "$(met "$hf_pre - $hf_plain <= 0.5" "$hf_pre" "$hf_plain")"
+strip --strip-all -o "$WORK/libstrata_base.stripped.so" "$STRATA_LIB"
+size_kib=$(calc %.0f "$(stat -c %s "$WORK/libstrata_base.stripped.so") / 1024")
+row "libstrata_base.so stripped (KiB)" "$size_kib" "—" "—" "≤ 512 KiB" "$(met "$size_kib <= 512" "$size_kib")"
+needed=$(readelf -d "$STRATA_LIB" | awk -F'[][]' '/NEEDED/ { printf "%s%s", sep, $2; sep = ", " }')
+bad_needed=$(readelf -d "$STRATA_LIB" | awk -F'[][]' '/NEEDED/ { print $2 }' |
+  grep -Ev '^(libc\.so|libstdc\+\+\.so|libunwind|libm\.so|libgcc_s\.so|ld-linux)' | tr '\n' ' ')
+row "libstrata_base.so NEEDED (readelf -d; libunwind is dlopened)" "$needed" "—" "—" \
+  "libc, libstdc++, libunwind only" "$([[ -z "$bad_needed" ]] && echo yes || echo "**no** ($bad_needed)")"
+
+# --- 6. Takeover gap.
+log "takeover (dlopen and linked, 3 runs each)"
+for i in 1 2 3; do
+  for mode in dlopen linked; do
+    env LD_PRELOAD="$STRATA_LIB" LD_LIBRARY_PATH="$BIN/full" STRATA_STARTUP=1 \
+      STRATA_SHUTDOWN="$WORK/takeover.exit.json" TAKEOVER_PROFILE="$WORK/takeover.json" \
+      "$BIN/tests/takeover/takeover_$mode" >"$WORK/takeover.log" 2>&1 ||
+      log "takeover_$mode failed: $(tail -2 "$WORK/takeover.log")"
+    "$BIN/tests/takeover/takeover_check" "$WORK/takeover.json" --thread busy-worker \
+      --markers base-before-1,base-before-2,takeover,base-after-1,full-after-1,base-after-2,full-after-2 \
+      --expect-full >"$WORK/takeover.check" 2>&1
+    awk '/^RESULT / { for (i = 2; i <= NF; ++i) { split($i, kv, "="); v[kv[1]] = kv[2] }
+         if (v["effective_interval_ms"] > 0) printf "%.2f %.2f %.3f\n", v["max_cpu_gap_ms"] / v["effective_interval_ms"], v["baseline_cpu_gap_ms"] / v["effective_interval_ms"], v["effective_interval_ms"] }' \
+      "$WORK/takeover.check" >>"$WORK/takeover.gaps"
+  done
+done
+gap_max=$(awk '$1 > m { m = $1 } END { print m }' "$WORK/takeover.gaps")
+gap_med=$(cut -d' ' -f1 "$WORK/takeover.gaps" | median)
+base_med=$(cut -d' ' -f2 "$WORK/takeover.gaps" | median)
+interval_med=$(cut -d' ' -f3 "$WORK/takeover.gaps" | median)
+row "largest CPU-time sample gap across takeover (intervals of ${interval_med:-?} ms; max of $(wc -l <"$WORK/takeover.gaps") runs, median $gap_med)" \
+  "$gap_max" "same run away from takeover: median $base_med" "—" "≤ 2 intervals" \
+  "$(met "$gap_max <= 2" "$gap_max")"
+
+# --- The table.
+LOAD_END="$(loadavg)"
+{
+  echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on: $(lscpu | awk -F: '/^Model name/ { gsub(/^ +/, "", $2); print $2; exit }'), $(nproc) CPUs, kernel $(uname -r); load average at start $LOAD_START, at end $LOAD_END. $ROUNDS whole-program rounds, $REPS micro-benchmark repetitions (pinned to CPU $PIN_CPU)."
+  echo
+  echo "| measure | Strata | peer or floor | ratio | target | met? |"
+  echo "|---|---|---|---|---|---|"
+  printf '%s\n' "${ROWS[@]}"
+  for n in "${NOTES[@]}"; do echo; echo "Note: $n"; done
+} >"$WORK/table.md"
+cat "$WORK/table.md"
+[[ -n "${BENCH_TABLE_OUT:-}" ]] && cp "$WORK/table.md" "$BENCH_TABLE_OUT"
+exit 0
