@@ -271,6 +271,8 @@ class ProfileBuilder {
   }
 
   ThreadState& ThreadFor(ThreadId tid) {
+    // Entries come in runs of one thread: the last answer first (std::map nodes are stable).
+    if (last_thread_ != nullptr && tid.ToNumber() == last_tid_) return *last_thread_;
     auto it = thread_keys_.find(tid.ToNumber());
     if (it == thread_keys_.end()) {
       ThreadDescription d;
@@ -282,7 +284,9 @@ class ProfileBuilder {
       AddThread(tid, std::move(d), false);
       it = thread_keys_.find(tid.ToNumber());
     }
-    return threads_[it->second];
+    last_tid_ = tid.ToNumber();
+    last_thread_ = &threads_[it->second];
+    return *last_thread_;
   }
 
   // Reads a kSample entry's fields into `record` up to its frames, whose serialized bytes
@@ -491,6 +495,8 @@ class ProfileBuilder {
   AddressNames names_;
   std::map<int64_t, ThreadState> threads_;
   std::unordered_map<int64_t, int64_t> thread_keys_;
+  int64_t last_tid_ = 0;
+  ThreadState* last_thread_ = nullptr;  // ThreadFor()'s last answer (for last_tid_).
   std::vector<CounterState> counters_;
   std::vector<OverheadSample> overhead_;
   std::vector<uint32_t> frame_indexes_;
