@@ -8,7 +8,8 @@
 //   WriteProfile(file.writer());
 //   if (!file.Commit()) report(file.error());   // "write(/tmp/.profile.json.tmp-..): ..."
 //
-// The file gets mode 0666 minus the umask, like any file the program creates.
+// The file gets mode 0666 minus the umask, like any file the program creates. A device, pipe
+// or socket at `path` is refused (never replaced); a directory makes the rename fail.
 //
 // Thread safety: none (one object per thread). Not async-signal-safe.
 #ifndef STRATA_SHARED_JSON_ATOMIC_FILE_H_

@@ -125,5 +125,22 @@ TEST_CASE("errors name the step and the file") {
   CHECK(names == std::vector<std::string>{"blocked"});
 }
 
+TEST_CASE("a pipe (or device, or socket) at the path is never replaced") {
+  std::string dir = MakeTempDir();
+  std::string pipe_path = dir + "/profile.json";
+  REQUIRE(mkfifo(pipe_path.c_str(), 0644) == 0);
+  {
+    AtomicJsonFile file(pipe_path);
+    CHECK_FALSE(file.ok());
+    CHECK(file.error() == pipe_path + " is not a regular file (a device, pipe or socket): not replaced");
+    file.writer().Splice("[]");
+    CHECK_FALSE(file.Commit());
+  }
+  struct stat st {};
+  REQUIRE(stat(pipe_path.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(List(dir) == std::vector<std::string>{"profile.json"});  // No temporary file either.
+}
+
 }  // namespace
 }  // namespace strata
