@@ -16,6 +16,8 @@
 #include <js/SourceText.h>
 #include <jsapi.h>
 
+#include <time.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -50,8 +52,19 @@ bool Print(JSContext* cx, unsigned argc, JS::Value* vp) {
   return true;
 }
 
+// cpuTimeMs(): the calling thread's CPU time in milliseconds (CLOCK_THREAD_CPUTIME_ID), so
+// that scripts can do a known amount of CPU work.
+bool CpuTimeMs(JSContext* cx, unsigned argc, JS::Value* vp) {
+  JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  args.rval().setDouble(static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6);
+  return true;
+}
+
 const JSFunctionSpec kGlobalFunctions[] = {
     JS_FN("print", Print, 0, 0),
+    JS_FN("cpuTimeMs", CpuTimeMs, 0, 0),
     JS_FS_END,
 };
 

@@ -42,7 +42,8 @@ const char* JitModeName(JitMode mode);
 bool InitEngine(JitMode mode, std::string* error);
 void ShutdownEngine();
 
-// One JSContext with one global object, on the calling thread. The global has `print(...)`.
+// One JSContext with one global object, on the calling thread. The global has `print(...)`
+// and `cpuTimeMs()` (the thread's CPU time in ms, for scripts that burn a known amount).
 class ScriptContext {
  public:
   static std::unique_ptr<ScriptContext> Create(JitMode mode, std::string* error);
