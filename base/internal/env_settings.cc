@@ -78,6 +78,14 @@ std::vector<std::string> SplitList(const std::string& value) {
   return items;
 }
 
+// At most 64 bytes of `text` for a message: a hostile 100 kB value must not become a 100 kB
+// line on stderr. "xxxx...(100000 bytes)" when cut.
+std::string Abbreviated(const std::string& text) {
+  constexpr size_t kShown = 64;
+  if (text.size() <= kShown) return text;
+  return text.substr(0, kShown) + "...(" + std::to_string(text.size()) + " bytes)";
+}
+
 // "1"/"0" (and the usual spellings) only.
 bool ParseBool(const char* text, bool* out) {
   const std::string v = Trim(text);
@@ -101,7 +109,7 @@ EnvironmentSettings ReadEnvironment(
   auto bad = [&](const char* name, const char* value, const std::string& accepted,
                  const std::string& default_text) {
     ++env.errors;
-    report(std::string(name) + "='" + value + "' is not valid: expected " + accepted +
+    report(std::string(name) + "='" + Abbreviated(value) + "' is not valid: expected " + accepted +
            "; using the default (" + default_text + ").");
   };
 
@@ -157,7 +165,7 @@ EnvironmentSettings ReadEnvironment(
     if (!unknown.empty()) {
       std::string accepted = "a comma-separated list of";
       for (const FeatureName& f : kFeatureNames) accepted += std::string(" ") + f.name;
-      accepted += " (each optionally prefixed with '-'); unknown: " + unknown;
+      accepted += " (each optionally prefixed with '-'); unknown: " + Abbreviated(unknown);
       bad("STRATA_STARTUP_FEATURES", value, accepted, "stackwalk,threads,cpu");
     } else {
       env.settings.features = features;

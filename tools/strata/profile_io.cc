@@ -52,6 +52,35 @@ class ProgressStream {
   Progress* progress_;
 };
 
+// Gecko profiles nest a few levels deep (threads > tables > rows > cells). RapidJSON's
+// parser, our readers and its writer all recurse once per level, so a hostile file of
+// 100 000 '[' would overflow the stack: refuse anything nested deeper than this first.
+constexpr size_t kMaxNestingDepth = 1000;
+
+// The offset where `text` first nests deeper than `limit` arrays/objects (outside strings),
+// or npos.
+size_t TooDeepAt(const std::string& text, size_t limit) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string::npos;
+}
+
 }  // namespace
 
 bool ReadFileContents(const std::string& path, std::string* contents, std::string* error) {
@@ -113,6 +142,12 @@ bool ParseProfileJson(const std::string& path, const std::string& text, rapidjso
                       std::string* error) {
   if (text.empty()) {
     *error = path + ": empty file (not a profile)";
+    return false;
+  }
+  const size_t too_deep = TooDeepAt(text, kMaxNestingDepth);
+  if (too_deep != std::string::npos) {
+    *error = path + ": not a Gecko profile (nested deeper than " + std::to_string(kMaxNestingDepth) +
+             " levels at byte " + std::to_string(too_deep) + ")";
     return false;
   }
   Progress progress("parse " + BaseName(path), text.size());

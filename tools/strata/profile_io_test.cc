@@ -80,6 +80,18 @@ TEST_CASE("Errors name the file and what is wrong") {
   CHECK(nowhere.error().find("/nonexistent/dir/out.json: cannot create /nonexistent/dir/.out.json.tmp-") == 0);
 }
 
+TEST_CASE("Hostile nesting is refused before it can overflow the stack") {
+  rapidjson::Document document;
+  std::string error;
+  // 100 000 levels: the recursive parser would overflow the stack.
+  CHECK_FALSE(ParseProfileJson("deep.json", std::string(100000, '['), &document, &error));
+  CHECK(error == "deep.json: not a Gecko profile (nested deeper than 1000 levels at byte 1000)");
+  // Brackets inside strings do not count; a real profile's few levels pass.
+  const std::string brackets_in_string = "{\"meta\":{\"version\":36,\"x\":\"" +
+                                         std::string(5000, '[') + "\\\"\"},\"threads\":[[[[]]]]}";
+  CHECK(ParseProfileJson("ok.json", brackets_in_string, &document, &error));
+}
+
 TEST_CASE("An uncommitted output leaves nothing behind") {
   const std::string path = TempDir() + "/never.json";
   unlink(path.c_str());
