@@ -12,10 +12,12 @@
 //
 // A call fails when it returns an error (EINTR or any other), or returns before its duration
 // (1 ms tolerance; for sleep(1), a return of 0 before 1 s is also a failure: the caller would
-// believe it slept fully). One machine-readable line per call:
+// believe it slept fully). One machine-readable line per call, with the call's return value
+// (`result`; for waitpid the child's exit status when it returned the child, else -1), so that
+// runs with and without a profiler can be compared (tests/sleeper_test.sh):
 //
-//   sleeper: call=poll expected_ms=300 elapsed_ms=300.2 status=ok
-//   sleeper: call=nanosleep expected_ms=300 elapsed_ms=1.1 status=EINTR
+//   sleeper: call=poll expected_ms=300 elapsed_ms=300.2 result=0 status=ok
+//   sleeper: call=nanosleep expected_ms=300 elapsed_ms=1.1 result=-1 status=EINTR
 //
 // and a summary line "sleeper: result calls=N failures=F". Exit status 0 when F == 0, else 1.
 //
@@ -88,7 +90,8 @@ void BurnCpuMs(int ms) {
 
 // Records one call's outcome. `rc_ok` says whether the call's return value meant "completed
 // normally"; `err` is errno after it (when !rc_ok).
-void Report(const char* call, long expected_ms, int64_t start_ns, bool rc_ok, int err) {
+void Report(const char* call, long expected_ms, int64_t start_ns, long result, bool rc_ok,
+            int err) {
   double elapsed_ms = (NowNs() - start_ns) / 1e6;
   const char* status = "ok";
   if (!rc_ok) {
@@ -99,11 +102,12 @@ void Report(const char* call, long expected_ms, int64_t start_ns, bool rc_ok, in
   g_calls.fetch_add(1);
   if (std::strcmp(status, "ok") != 0) g_failures.fetch_add(1);
   if (std::strcmp(status, "error") == 0) {
-    std::printf("sleeper: call=%s expected_ms=%ld elapsed_ms=%.1f status=error errno=%d (%s)\n",
-                call, expected_ms, elapsed_ms, err, std::strerror(err));
+    std::printf(
+        "sleeper: call=%s expected_ms=%ld elapsed_ms=%.1f result=%ld status=error errno=%d (%s)\n",
+        call, expected_ms, elapsed_ms, result, err, std::strerror(err));
   } else {
-    std::printf("sleeper: call=%s expected_ms=%ld elapsed_ms=%.1f status=%s\n", call,
-                expected_ms, elapsed_ms, status);
+    std::printf("sleeper: call=%s expected_ms=%ld elapsed_ms=%.1f result=%ld status=%s\n", call,
+                expected_ms, elapsed_ms, result, status);
   }
 }
 
@@ -148,20 +152,20 @@ void DoNanosleep(const char* name) {
   timespec ts = ToTimespec(g_duration_ms * 1000000LL);
   int64_t t0 = NowNs();
   int rc = nanosleep(&ts, nullptr);
-  Report(name, g_duration_ms, t0, rc == 0, errno);
+  Report(name, g_duration_ms, t0, rc, rc == 0, errno);
 }
 
 void DoUsleep() {
   int64_t t0 = NowNs();
   int rc = usleep(static_cast<useconds_t>(g_duration_ms * 1000));
-  Report("usleep", g_duration_ms, t0, rc == 0, errno);
+  Report("usleep", g_duration_ms, t0, rc, rc == 0, errno);
 }
 
 void DoClockNanosleep() {
   timespec ts = ToTimespec(g_duration_ms * 1000000LL);
   int64_t t0 = NowNs();
   int rc = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);  // returns the error number
-  Report("clock_nanosleep", g_duration_ms, t0, rc == 0, rc);
+  Report("clock_nanosleep", g_duration_ms, t0, rc, rc == 0, rc);
 }
 
 void DoSleep() {
@@ -169,7 +173,7 @@ void DoSleep() {
   unsigned left = sleep(1);
   // sleep() reports an interruption only through its return value (seconds left), and after
   // a very short interruption it may even return 0: the elapsed time check catches that.
-  Report("sleep", 1000, t0, left == 0, EINTR);
+  Report("sleep", 1000, t0, static_cast<long>(left), left == 0, EINTR);
 }
 
 void DoPoll() {
@@ -178,7 +182,7 @@ void DoPoll() {
   pollfd p = {fds[0], POLLIN, 0};
   int64_t t0 = NowNs();
   int rc = poll(&p, 1, static_cast<int>(g_duration_ms));
-  Report("poll", g_duration_ms, t0, rc == 0, errno);
+  Report("poll", g_duration_ms, t0, rc, rc == 0, errno);
   close(fds[0]);
   close(fds[1]);
 }
@@ -189,7 +193,7 @@ void DoSelect() {
   tv.tv_usec = (g_duration_ms % 1000) * 1000;
   int64_t t0 = NowNs();
   int rc = select(0, nullptr, nullptr, nullptr, &tv);
-  Report("select", g_duration_ms, t0, rc == 0, errno);
+  Report("select", g_duration_ms, t0, rc, rc == 0, errno);
 }
 
 void DoEpollWait() {
@@ -202,7 +206,7 @@ void DoEpollWait() {
   epoll_event out;
   int64_t t0 = NowNs();
   int rc = epoll_wait(ep, &out, 1, static_cast<int>(g_duration_ms));
-  Report("epoll_wait", g_duration_ms, t0, rc == 0, errno);
+  Report("epoll_wait", g_duration_ms, t0, rc, rc == 0, errno);
   close(ep);
   close(fds[0]);
   close(fds[1]);
@@ -219,7 +223,7 @@ void DoReadPipe() {
   pthread_t helper = StartHelper(&h);
   char c = 0;
   ssize_t n = read(fds[0], &c, 1);
-  Report("read", g_duration_ms, t0, n == 1 && c == 'x', errno);
+  Report("read", g_duration_ms, t0, static_cast<long>(n), n == 1 && c == 'x', errno);
   pthread_join(helper, nullptr);
   close(fds[0]);
   close(fds[1]);
@@ -235,7 +239,7 @@ void DoSemWait() {
   h.sem = &sem;
   pthread_t helper = StartHelper(&h);
   int rc = sem_wait(&sem);
-  Report("sem_wait", g_duration_ms, t0, rc == 0, errno);
+  Report("sem_wait", g_duration_ms, t0, rc, rc == 0, errno);
   pthread_join(helper, nullptr);
   sem_destroy(&sem);
 }
@@ -256,7 +260,7 @@ void DoCondWait() {
   int rc = 0;
   while (!flag && rc == 0) rc = pthread_cond_wait(&cond, &mutex);
   pthread_mutex_unlock(&mutex);
-  Report("pthread_cond_wait", g_duration_ms, t0, rc == 0, rc);
+  Report("pthread_cond_wait", g_duration_ms, t0, rc, rc == 0, rc);
   pthread_join(helper, nullptr);
 }
 
@@ -278,7 +282,8 @@ void DoWaitpid() {
   int status = 0;
   pid_t rc = waitpid(child, &status, 0);
   int err = errno;
-  Report("waitpid", g_duration_ms, t0, rc == child && WIFEXITED(status), err);
+  const bool exited = rc == child && WIFEXITED(status);
+  Report("waitpid", g_duration_ms, t0, exited ? WEXITSTATUS(status) : -1, exited, err);
   if (rc != child) waitpid(child, &status, 0);  // Reap it anyway.
 }
 

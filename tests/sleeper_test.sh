@@ -10,6 +10,10 @@
 #   waitpid, and nanosleep in the main thread) completes in full, exit status 0, and the
 #   profile has all its threads, passes the format checker and imports in the front-end
 #   (profiler-cli) with every thread.
+# - Behaviour unchanged (issue 10): the same program without Strata runs before and after the
+#   default-mode run; every call's return value (`result=`) and status must be identical, and
+#   each profiled call's duration within 25 ms + 10 % of its requested time of the longer of the
+#   two unprofiled durations (no absolute timing goal: compared with the unprofiled runs).
 # - For information only (not a failure): the same under precise mode, which is documented
 #   to interrupt sleeps.
 source "$(dirname "$0")/scenario_lib.sh"
@@ -52,6 +56,56 @@ if [[ -s "$OUT/$name.json" ]]; then
   fi
 else
   fail "$name: no profile written"
+fi
+
+# Behaviour unchanged: results and timings against unprofiled runs of the same program, one
+# just before and one just after a profiled run. A second round is tried when only timings
+# differ (the machine is shared); results and statuses must match every time.
+calls_of() {
+  sed -n 's/^sleeper: call=\([^ ]*\) expected_ms=\([0-9]*\) elapsed_ms=\([0-9.]*\) result=\([-0-9]*\) status=\([A-Za-z]*\).*/\1 \2 \3 \4 \5/p' "$1" | sort
+}
+for round in 1 2; do
+  "$program" >"$WORK/plain_before$round.out" 2>&1
+  before_status=$?
+  STRATA_SHUTDOWN="$WORK/compare$round.json" run_profiled "compare$round" "$program"
+  "$program" >"$WORK/plain_after$round.out" 2>&1
+  after_status=$?
+  cp "$WORK/plain_before$round.out" "$WORK/plain_after$round.out" "$OUT/" 2>/dev/null || true
+  if [[ $before_status -ne 0 || $after_status -ne 0 ]]; then
+    echo "    round $round: unprofiled runs failed (status $before_status, $after_status)"
+    sed 's/^/    /' "$WORK/plain_before$round.out"
+    differing=unprofiled-failed
+    continue
+  fi
+  # Fields after the joins: call exp el res st (before), exp el res st (after), exp el res st
+  # (profiled).
+  comparison=$(join <(calls_of "$WORK/plain_before$round.out") <(calls_of "$WORK/plain_after$round.out") |
+    join - <(calls_of "$WORK/compare$round.out") | awk '
+      {
+        plain = $3 > $7 ? $3 : $7
+        allowed = plain + 25 + 0.10 * $2
+        delta = $11 - plain
+        if (n == 0 || delta > max_delta) max_delta = delta
+        results_differ = ($12 != $4 || $12 != $8 || $13 != $5 || $13 != $9)
+        if (results_differ) result_diffs++
+        bad = results_differ || $11 + 1.0 < $2 || $11 > allowed
+        printf "%s call=%s expected_ms=%s plain_ms=%.1f,%.1f profiled_ms=%.1f result=%s,%s/%s status=%s,%s/%s\n", bad ? "DIFF" : "same", $1, $2, $3, $7, $11, $4, $8, $12, $5, $9, $13
+        n++
+      }
+      END { printf "SUMMARY compared=%d result_diffs=%d max_delta_ms=%.1f\n", n, result_diffs, max_delta }')
+  echo "$comparison" | grep -v '^SUMMARY' | sed "s/^/    round $round: /"
+  compared=$(echo "$comparison" | sed -n 's/^SUMMARY compared=\([0-9]*\).*/\1/p')
+  result_diffs=$(echo "$comparison" | sed -n 's/^SUMMARY .*result_diffs=\([0-9]*\).*/\1/p')
+  max_delta=$(echo "$comparison" | sed -n 's/^SUMMARY .*max_delta_ms=\([-0-9.]*\).*/\1/p')
+  differing=$(echo "$comparison" | grep -c '^DIFF' || true)
+  result "scenario=sleeper mode=compare-unprofiled round=$round compared=$compared differing=$differing result_diffs=$result_diffs max_delta_ms=$max_delta"
+  # Different results or statuses are final; only timing differences get a second round.
+  if [[ "$compared" -ge 12 && "$differing" -eq 0 ]] || [[ "${result_diffs:-0}" -gt 0 ]]; then break; fi
+done
+if [[ "$compared" -ge 12 && "$differing" == 0 ]]; then
+  pass "behaviour unchanged: $compared calls with the same results and statuses as without Strata, durations within 25 ms + 10 % of the unprofiled runs (largest excess ${max_delta} ms)"
+else
+  fail "behaviour changed under Strata: $differing of ${compared:-0} calls differ (lines marked DIFF above)"
 fi
 
 # Information only.
