@@ -146,7 +146,10 @@ int dlclose(void* handle) {
 // thread inside the real dl_iterate_phdr (which holds that lock while it runs the callback)
 // is marked so that its samples walk frame pointers (libunwind_walker.h). Calls from objects
 // loaded with dlmopen into another namespace see the base namespace through this wrapper.
-int dl_iterate_phdr(int (*callback)(struct dl_phdr_info*, size_t, void*), void* data) {
+// Not instrumented: sanitizer runtimes call dl_iterate_phdr while they initialise, before
+// their shadow memory exists (a sanitizer build of this library crashed there).
+__attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_phdr(
+    int (*callback)(struct dl_phdr_info*, size_t, void*), void* data) {
   int served_result = 0;
   if (strata::ServeDlIteratePhdrDuringWalk(callback, data, &served_result)) return served_result;
   using Function = int (*)(int (*)(struct dl_phdr_info*, size_t, void*), void*);

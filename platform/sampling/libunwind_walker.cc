@@ -73,8 +73,9 @@ void SetLibunwindLookupPc(uintptr_t pc) {
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
-bool ServeDlIteratePhdrDuringWalk(int (*callback)(dl_phdr_info*, size_t, void*),
-                                  void* data, int* result) {
+// Not instrumented (called through the dl_iterate_phdr wrapper while sanitizers initialise).
+__attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlIteratePhdrDuringWalk(
+    int (*callback)(dl_phdr_info*, size_t, void*), void* data, int* result) {
   const uintptr_t pc = t_lookup_pc;
   if (pc == 0) return false;
   *result = 0;
@@ -106,11 +107,13 @@ bool LibunwindWalkMayDeadlock() {
   return __atomic_load_n(&_r_debug.r_state, __ATOMIC_RELAXED) != r_debug::RT_CONSISTENT;
 }
 
+__attribute__((no_sanitize("address", "undefined", "thread")))
 ScopedDlIteratePhdrCall::ScopedDlIteratePhdrCall() {
   ++t_dl_iterate_phdr_depth;
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
+__attribute__((no_sanitize("address", "undefined", "thread")))
 ScopedDlIteratePhdrCall::~ScopedDlIteratePhdrCall() {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   --t_dl_iterate_phdr_depth;
