@@ -1,5 +1,8 @@
 // Cost of the performance monitor's hot path (docs/benchmarks.md, "Performance monitor").
-//   bazel run -c opt //full/perfmon:perfmon_benchmark
+//   bazel run -c opt //full/perfmon:perfmon_benchmark          (static base)
+//   bazel run -c opt //full/perfmon:perfmon_benchmark_shared   (through libstrata_full.so)
+// Each benchmark reports `cpu_reads_per_op`: thread-CPU clock reads (syscalls) per
+// iteration, from the monitor's own per-thread counters.
 #include <benchmark/benchmark.h>
 
 #include "full/perfmon/perfmon.h"
@@ -18,51 +21,93 @@ pm::PerformanceGroup g_b("bench-b");
 pm::PerformanceGroup g_c("bench-c");
 pm::PerformanceGroup g_item("bench-item", pm::PerformanceGroup::Kind::kPerItem);
 
-// Enter + exit, one active group.
+// Sets the mode for one benchmark, reports clock reads per op, restores the default.
+class Mode {
+ public:
+  Mode(benchmark::State& state, pm::Renormalisation mode) : state_(state) {
+    pm::SetRenormalisation(mode);
+    pm::IterationDone();
+    reads_ = pm::CurrentThreadRecordingStats().cpu_clock_reads;
+  }
+  ~Mode() {
+    const uint64_t reads = pm::CurrentThreadRecordingStats().cpu_clock_reads - reads_;
+    state_.counters["cpu_reads_per_op"] = benchmark::Counter(
+        static_cast<double>(reads) / static_cast<double>(state_.iterations()));
+    pm::IterationDone();
+    pm::SetRenormalisation(pm::Renormalisation::kAdaptive);
+  }
+
+ private:
+  benchmark::State& state_;
+  uint64_t reads_;
+};
+
+// Enter + exit, one active group, back to back (default adaptive mode: a window closes, one
+// CPU clock read, once per 250 µs of this loop).
 void BM_StopwatchOneGroup(benchmark::State& state) {
+  Mode mode(state, pm::Renormalisation::kAdaptive);
   for (auto _ : state) {
     pm::AutoStopwatch watch{&g_a};
     benchmark::ClobberMemory();
   }
-  pm::IterationDone();
 }
 BENCHMARK(BM_StopwatchOneGroup);
 
-// Enter + exit, three active groups.
+// Enter + exit, three active groups (initializer list).
 void BM_StopwatchThreeGroups(benchmark::State& state) {
+  Mode mode(state, pm::Renormalisation::kAdaptive);
   for (auto _ : state) {
     pm::AutoStopwatch watch{&g_a, &g_b, &g_c};
     benchmark::ClobberMemory();
   }
-  pm::IterationDone();
 }
 BENCHMARK(BM_StopwatchThreeGroups);
 
 // Pre-resolved GroupList (what a provider's cached answer looks like), three groups.
 void BM_StopwatchGroupListThree(benchmark::State& state) {
+  Mode mode(state, pm::Renormalisation::kAdaptive);
   const pm::GroupList groups{&g_a, &g_b, &g_c};
   for (auto _ : state) {
     pm::AutoStopwatch watch(groups);
     benchmark::ClobberMemory();
   }
-  pm::IterationDone();
 }
 BENCHMARK(BM_StopwatchGroupListThree);
 
-// kPerEvent renormalisation: the outermost stopwatch also reads the thread CPU clock twice.
-void BM_StopwatchPerEventOneGroup(benchmark::State& state) {
-  pm::SetRenormalisation(pm::Renormalisation::kPerEvent);
+// A nested stopwatch (one new group) inside an outer one that stays open.
+void BM_StopwatchNestedOneGroup(benchmark::State& state) {
+  Mode mode(state, pm::Renormalisation::kAdaptive);
+  pm::AutoStopwatch outer{&g_a};
+  for (auto _ : state) {
+    pm::AutoStopwatch watch{&g_b};
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_StopwatchNestedOneGroup);
+
+// kPerIteration: never a clock read in a stopwatch.
+void BM_StopwatchOneGroupPerIteration(benchmark::State& state) {
+  Mode mode(state, pm::Renormalisation::kPerIteration);
   for (auto _ : state) {
     pm::AutoStopwatch watch{&g_a};
     benchmark::ClobberMemory();
   }
-  pm::SetRenormalisation(pm::Renormalisation::kPerIteration);
-  pm::IterationDone();
 }
-BENCHMARK(BM_StopwatchPerEventOneGroup);
+BENCHMARK(BM_StopwatchOneGroupPerIteration);
 
-// Only an inactive (per-item) group: nothing acquired, no rdtsc.
+// kPerEvent: two thread-CPU clock reads per outermost stopwatch.
+void BM_StopwatchOneGroupPerEvent(benchmark::State& state) {
+  Mode mode(state, pm::Renormalisation::kPerEvent);
+  for (auto _ : state) {
+    pm::AutoStopwatch watch{&g_a};
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_StopwatchOneGroupPerEvent);
+
+// Only an inactive (per-item) group: nothing acquired, no clock read.
 void BM_StopwatchInactiveGroup(benchmark::State& state) {
+  Mode mode(state, pm::Renormalisation::kAdaptive);
   for (auto _ : state) {
     pm::AutoStopwatch watch{&g_item};
     benchmark::ClobberMemory();
@@ -72,6 +117,7 @@ BENCHMARK(BM_StopwatchInactiveGroup);
 
 // Monitoring disabled.
 void BM_StopwatchDisabled(benchmark::State& state) {
+  Mode mode(state, pm::Renormalisation::kAdaptive);
   pm::DisableMonitoring();
   for (auto _ : state) {
     pm::AutoStopwatch watch{&g_a, &g_b, &g_c};
@@ -84,6 +130,7 @@ BENCHMARK(BM_StopwatchDisabled);
 // A whole iteration: a stopwatch over three groups, then IterationDone (one thread-CPU clock
 // read, conversion and commit of three groups).
 void BM_IterationThreeGroups(benchmark::State& state) {
+  Mode mode(state, pm::Renormalisation::kAdaptive);
   for (auto _ : state) {
     { pm::AutoStopwatch watch{&g_a, &g_b, &g_c}; }
     pm::IterationDone();
