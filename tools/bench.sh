@@ -68,6 +68,7 @@ TARGETS=(
   //tests:two_workers_nofp //tests:profile_stats //tests:gperf_count
   //tests/takeover:takeover_dlopen //tests/takeover:takeover_linked //tests/takeover:takeover_check
   //tools/bench:profile_write_bench //tools/bench:callgrind_driver //tools/bench:busy_threads
+  //tools/bench:trivial_cxx
 )
 log "building (${build_flags[*]})"
 # --keep_going: a target that does not build only empties its rows (n/a), the rest still run.
@@ -125,8 +126,11 @@ gbench_json() {
 }
 # gbench_value JSON NAME FIELD (cpu_time, real_time, bytes_per_second): NAME's median.
 # Google Benchmark writes one "key": value per line.
+# With a single repetition there is no median: the run itself is used.
 gbench_value() {
-  awk -v want="$2_median" -v key="\"$3\":" '
+  local want="$2_median"
+  ((REPS < 2)) && want="$2"
+  awk -v want="$want" -v key="\"$3\":" '
     /"name":/ { n = $0; sub(/.*"name": *"/, "", n); sub(/".*/, "", n) }
     n == want && index($0, key) { v = $0; sub(/.*: */, "", v); sub(/,$/, "", v); print v + 0; exit }' "$1"
 }
@@ -334,37 +338,57 @@ for i in 1 2 3; do
 done
 write_field() { awk -v k="$1" '/^profile_write / { for (i = 2; i <= NF; ++i) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$WORK/write.log" | median; }
 w_s=$(write_field write_s)
+w_cpu=$(write_field write_cpu_s)
 w_mbps=$(write_field mb_per_s)
+w_mbpcpu=$(write_field mb_per_cpu_s)
 w_mb=$(write_field bytes)
 w_peak=$(write_field write_peak_extra_mb)
 w_buf=$(write_field maxrss_before_mb)
-row "profile writing speed (MB/s of JSON, median of 3)" "$w_mbps" "—" "—" "≥ 150 MB/s" \
-  "$(met "$w_mbps >= 150" "$w_mbps")"
-row "1 M samples + 1 M markers written (s; $([[ -n "$w_mb" ]] && calc %.0f "$w_mb / 1e6") MB)" "$w_s" "—" "—" "≤ 2 s" "$(met "$w_s <= 2" "$w_s")"
-row "peak memory while writing (MiB above the filled buffer's peak RSS of ${w_buf:-?} MiB)" \
+# Wall time counts the time the writing thread waited for a CPU on a shared machine; its own
+# CPU time does not. Both are shown; "met" needs both.
+row "profile writing speed, MB/s of JSON (median of 3; wall / writing thread's CPU)" \
+  "$w_mbps / $w_mbpcpu" "—" "—" "≥ 150 MB/s" \
+  "$(met "$w_mbps >= 150 && $w_mbpcpu >= 150" "$w_mbps" "$w_mbpcpu")"
+row "1 M samples + 1 M markers written, s ($(calc %.0f "$w_mb / 1e6") MB; wall / CPU)" "$w_s / $w_cpu" "—" "—" \
+  "≤ 2 s" "$(met "$w_s <= 2 && $w_cpu <= 2" "$w_s" "$w_cpu")"
+row "peak memory while writing, MiB above the filled buffer's peak RSS of ${w_buf:-?} MiB" \
   "${w_peak:-n/a}" "—" "—" "reported" "—"
 
 # --- 5. Start-up, size, NEEDED.
 log "start-up (hyperfine, 3 alternating sets)"
+# An empty C++ library that only needs libstdc++: what loading libstdc++ alone costs a C program.
+printf '#include <string>\nstd::string strata_bench_keep = "x";\n' >"$WORK/empty_cxx.cc"
+g++ -O2 -shared -fPIC -o "$WORK/libempty_cxx.so" "$WORK/empty_cxx.cc" 2>/dev/null || log "cannot build the libstdc++-only control library"
 for i in 1 2 3; do
   hyperfine -N --warmup 20 --runs 300 --export-csv "$WORK/hf.$i.csv" \
-    "env /bin/true" "env LD_PRELOAD=$STRATA_LIB /bin/true" >"$WORK/hf.$i.log" 2>&1 ||
-    log "hyperfine failed: $(tail -2 "$WORK/hf.$i.log")"
+    "env $BIN/tools/bench/trivial_cxx" "env LD_PRELOAD=$STRATA_LIB $BIN/tools/bench/trivial_cxx" \
+    "env /bin/true" "env LD_PRELOAD=$STRATA_LIB /bin/true" "env LD_PRELOAD=$WORK/libempty_cxx.so /bin/true" \
+    >"$WORK/hf.$i.log" 2>&1 || log "hyperfine failed: $(tail -2 "$WORK/hf.$i.log")"
 done
-# median column (seconds): row 2 = without, row 3 = with.
-hf_plain=$(for f in "$WORK"/hf.*.csv; do awk -F, 'NR == 2 { print $4 * 1000 }' "$f"; done | median)
-hf_pre=$(for f in "$WORK"/hf.*.csv; do awk -F, 'NR == 3 { print $4 * 1000 }' "$f"; done | median)
-row "start-up of /bin/true, preloaded but inactive (ms, hyperfine median)" \
-  "$(calc %.3f "$hf_pre") ($(calc %+.3f "$hf_pre - $hf_plain"))" "without preload $(calc %.3f "$hf_plain")" \
-  "$(calc %.2f "$hf_pre / $hf_plain")×" "≤ +0.5 ms" "$(met "$hf_pre - $hf_plain <= 0.5" "$hf_pre" "$hf_plain")"
+# The median column (seconds) of command N (CSV row N + 1), in ms, median over the sets.
+hf_ms() { for f in "$WORK"/hf.*.csv; do awk -F, -v r="$(($1 + 1))" 'NR == r { print $4 * 1000 }' "$f"; done | median; }
+hf_cxx=$(hf_ms 1)
+hf_cxx_pre=$(hf_ms 2)
+hf_true=$(hf_ms 3)
+hf_true_pre=$(hf_ms 4)
+hf_true_stdcxx=$(hf_ms 5)
+row "start-up of a trivial C++ program, preloaded but inactive (ms, hyperfine median of 3 × 300)" \
+  "$(calc %.3f "$hf_cxx_pre") ($(calc %+.3f "$hf_cxx_pre - $hf_cxx"))" "without preload $(calc %.3f "$hf_cxx")" \
+  "$(calc %.2f "$hf_cxx_pre / $hf_cxx")×" "≤ +0.5 ms" "$(met "$hf_cxx_pre - $hf_cxx <= 0.5" "$hf_cxx_pre" "$hf_cxx")"
+row "start-up of /bin/true (C, no libstdc++), preloaded but inactive (ms)" \
+  "$(calc %.3f "$hf_true_pre") ($(calc %+.3f "$hf_true_pre - $hf_true"))" \
+  "without $(calc %.3f "$hf_true"); an empty library needing libstdc++: $(calc %+.3f "$hf_true_stdcxx - $hf_true")" \
+  "$(calc %.2f "$hf_true_pre / $hf_true")×" "≤ +0.5 ms" "$(met "$hf_true_pre - $hf_true <= 0.5" "$hf_true_pre" "$hf_true")"
 strip --strip-all -o "$WORK/libstrata_base.stripped.so" "$STRATA_LIB"
 size_kib=$(calc %.0f "$(stat -c %s "$WORK/libstrata_base.stripped.so") / 1024")
 row "libstrata_base.so stripped (KiB)" "$size_kib" "—" "—" "≤ 512 KiB" "$(met "$size_kib <= 512" "$size_kib")"
 needed=$(readelf -d "$STRATA_LIB" | awk -F'[][]' '/NEEDED/ { printf "%s%s", sep, $2; sep = ", " }')
 bad_needed=$(readelf -d "$STRATA_LIB" | awk -F'[][]' '/NEEDED/ { print $2 }' |
   grep -Ev '^(libc\.so|libstdc\+\+\.so|libunwind|libm\.so|libgcc_s\.so|ld-linux)' | tr '\n' ' ')
-row "libstrata_base.so NEEDED (readelf -d; libunwind is dlopened)" "$needed" "—" "—" \
-  "libc, libstdc++, libunwind only" "$([[ -z "$bad_needed" ]] && echo yes || echo "**no** ($bad_needed)")"
+# libm and libgcc_s are libstdc++'s own NEEDED entries (loaded with it anyway), ld-linux is
+# the loader; anything else is an extra dependency.
+row "libstrata_base.so NEEDED (readelf -d; libunwind is dlopened, so not listed)" "$needed" "—" "—" \
+  "libc, libstdc++, libunwind only" "$([[ -z "$bad_needed" ]] && echo "yes (libm, libgcc_s: libstdc++'s own)" || echo "**no** ($bad_needed)")"
 
 # --- 6. Takeover gap.
 log "takeover (dlopen and linked, 3 runs each)"

@@ -13,7 +13,7 @@
 //         marker_typed3     typed marker with three fields (int64, double, literal string)
 // The session (active cases) samples at 1 s and is paused, so the sampler neither interrupts
 // the loop nor runs beside it; markers are still recorded while paused (base/profiler.h).
-// Linked against libstrata_base.so like an application.
+// Linked with the base implementation statically, like base/base_benchmark.cc.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
