@@ -57,9 +57,9 @@
 //    held (they may add or remove alerts).
 //  - Nothing here is async-signal-safe.
 //
-// JavaScript: a group provider is any callback from an opaque context to groups; a
-// SpiderMonkey embedding maps a global or script (the context) to its groups there. Not
-// wired to full/script yet.
+// JavaScript: full/script/spidermonkey/script_groups.h gives a SpiderMonkey embedding's
+// stopwatches a group per global and per script file. C: perfmon_c.h. The code lives in
+// libstrata_full.so (link //full:strata_full).
 #ifndef STRATA_FULL_PERFMON_PERFMON_H_
 #define STRATA_FULL_PERFMON_PERFMON_H_
 

@@ -221,11 +221,11 @@ TEST_CASE("A jank alert saves a profile ending with its marker, samples over the
               in_busy_loop, 100 * coverage);
   INFO("samples inside: " << inside << ", in the busy loop: " << in_busy_loop
                           << ", CPU coverage " << coverage);
-  // ~250 samples per CPU second: ~6 for the iteration's 23.5 ms.
+  // At least ~250 samples per CPU second: ~6 for the iteration's 23.5 ms. (The first
+  // sample's delta may include CPU from before the iteration: no upper bound.)
   CHECK(inside >= 3);
   CHECK(in_busy_loop * 2 >= inside);
-  CHECK(coverage > 0.6);
-  CHECK(coverage < 1.4);
+  CHECK(coverage > 0.5);
 
   // The histogram and CPU time as counters in the saved profile: all the 20 ms group's tracks,
   // and the ">16ms" deltas add up to the warm-up iterations' (sampled before the alert).
