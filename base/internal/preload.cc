@@ -153,7 +153,14 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
   int served_result = 0;
   if (strata::ServeDlIteratePhdrDuringWalk(callback, data, &served_result)) return served_result;
   using Function = int (*)(int (*)(struct dl_phdr_info*, size_t, void*), void*);
-  static Function real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "dl_iterate_phdr"));
+  // No guarded static and no std::atomic member call (both instrumented, and TSan crashes in
+  // them before it is initialised): a plain pointer with atomic builtins.
+  static Function real_function = nullptr;
+  Function real = __atomic_load_n(&real_function, __ATOMIC_ACQUIRE);
+  if (!real) {
+    real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "dl_iterate_phdr"));
+    __atomic_store_n(&real_function, real, __ATOMIC_RELEASE);
+  }
   if (!real) return 0;
   strata::ScopedDlIteratePhdrCall in_loader_list;
   return real(callback, data);
