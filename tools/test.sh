@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Strata's test command (README, .ci/run): set-up, then `bazel test //...` offline.
-# Ends with the plain line "N passed, N failed" counted from Bazel's per-target results
-# and exits non-zero on any failure (including a build that fails before tests run).
-# Extra arguments go to `bazel test` (for example --config=asan).
+# Strata's test command (README, .ci/run): set-up, then, offline,
+#   1. `bazel test //...` (the whole suite), and
+#   2. the unit tests (every cc_test: Catch2 tests and fuzz-corpus replays) again under
+#      AddressSanitizer + UndefinedBehaviorSanitizer (--config=asan_ubsan), except those tagged
+#      "exclusive" (timing and rate checks, which a 2-5x sanitizer slowdown invalidates). The
+#      whole suite under sanitizers is run by hand (docs/reliability.md "Sanitizers").
+# Ends with the plain line "N passed, N failed": both runs' per-target results added up, and
+# exits non-zero on any failure (including a build that fails before tests run).
+# With arguments, only `bazel test //...` runs, with them (for example --config=tsan).
+# STRATA_TEST_SANITIZERS=0 skips step 2.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,14 +19,36 @@ if [[ "${CI:-}" == "true" ]]; then flags+=(--config=ci); fi
 
 log=$(mktemp /tmp/strata-test.XXXXXX)
 trap 'rm -f "$log"' EXIT
-bazel test //... "${flags[@]}" "$@" 2>&1 | tee "$log"
-bazel_rc=${PIPESTATUS[0]}
+total_passed=0
+total_failed=0
 
-passed=$(grep -cE '^//[^ ]+ +(\(cached\) +)?PASSED' "$log")
-failed=$(grep -cE '^//[^ ]+ +(\(cached\) +)?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$log")
-if [[ $bazel_rc -ne 0 && $failed -eq 0 ]]; then
-  # Bazel failed without naming a failing test (analysis or build error): count it.
-  failed=1
+# run_suite LABEL BAZEL_TEST_ARGS...: one `bazel test`, its counts added to the totals.
+run_suite() {
+  local label="$1"
+  shift
+  local start=$SECONDS
+  bazel test "$@" 2>&1 | tee "$log"
+  local bazel_rc=${PIPESTATUS[0]}
+  local passed failed
+  passed=$(grep -cE '^//[^ ]+ +(\(cached\) +)?PASSED' "$log")
+  failed=$(grep -cE '^//[^ ]+ +(\(cached\) +)?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$log")
+  if [[ $bazel_rc -ne 0 && $failed -eq 0 ]]; then
+    # Bazel failed without naming a failing test (analysis or build error): count it.
+    failed=1
+  fi
+  echo "${label}: ${passed} passed, ${failed} failed ($((SECONDS - start)) s)"
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+}
+
+if [[ $# -gt 0 ]]; then
+  run_suite "bazel test //... $*" //... "${flags[@]}" "$@"
+else
+  run_suite "whole suite" //... "${flags[@]}"
+  if [[ "${STRATA_TEST_SANITIZERS:-1}" != 0 ]]; then
+    run_suite "unit tests under ASan+UBSan" //... "${flags[@]}" --config=asan_ubsan \
+      --build_tests_only --test_lang_filters=cc --test_tag_filters=-exclusive
+  fi
 fi
-echo "${passed} passed, ${failed} failed"
-[[ $failed -eq 0 ]]
+echo "${total_passed} passed, ${total_failed} failed"
+[[ $total_failed -eq 0 ]]
