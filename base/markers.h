@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "base/categories.h"
+#include "base/internal/marker_staging.h"
 #include "base/profiler.h"
 #include "platform/process_thread_ids.h"
 #include "platform/time_stamp.h"
@@ -118,9 +119,13 @@ using profile::MarkerSchemaFunction;
 using profile::MarkerStreamFunction;
 using profile::MarkerTypeFunctions;
 
-// Fills thread, times (now where unset), name, category and tag; not the stack.
-MarkerHeaderRef MakeMarkerHeader(const ProfilerString& name, Category category,
-                                 const MarkerOptions& options, uint8_t payload_tag);
+// Fills `header`'s thread, times (now where unset), name, category and tag, not its stack.
+// Returns the calling thread's marker staging (base/internal/marker_staging.h; created at
+// its first marker) to write the entry into, or null to write it to the session buffer:
+// the thread is not registered, or the marker goes on another thread's track.
+MarkerStaging* BeginMarker(const ProfilerString& name, Category category,
+                           const MarkerOptions& options, uint8_t payload_tag,
+                           MarkerHeaderRef* header);
 
 // The most frames a marker's stack keeps.
 inline constexpr size_t kMaxMarkerStackFrames = 128;
@@ -131,6 +136,9 @@ size_t CaptureMarkerStack(uint64_t (&frames)[kMaxMarkerStackFrames]);
 
 // The session buffer (out of session: writes fail cheaply).
 ChunkedBuffer& SessionBuffer();
+// Moves everything staged in `staging` into the session buffer and rewinds it (only the
+// owning thread, when its staging is full).
+void FlushAndRewindMarkerStaging(MarkerStaging* staging);
 
 // Assigns a tag (2..255) to a marker type, once per type per process.
 uint8_t RegisterMarkerType(const MarkerTypeFunctions& functions);
@@ -190,20 +198,45 @@ struct TypedMarker {
   }
 };
 
-// One buffer entry: [kMarker][header][payload...]. The header references `name` (no copy)
-// and, only when a stack was asked for, frames on this function's stack. No allocation
-// unless the buffer needs a chunk it has not prepared.
+// Writes one marker entry, [kMarker][header][payload...], into the calling thread's
+// staging (no lock; the entry reaches the session buffer in a batch, see marker_staging.h),
+// or straight into the session buffer for threads that are not registered, markers put on
+// another thread's track, and entries too large to stage.
+template <typename... Payload>
+void WriteMarkerEntry(MarkerStaging* staging, const MarkerHeaderRef& header,
+                      const Payload&... payload) {
+  if (__builtin_expect(staging != nullptr, 1)) {
+    const size_t entry_bytes = SumBytes(EntryKind::kMarker, header, payload...);
+    std::optional<MarkerStaging::Reservation> reservation = staging->TryReserve(entry_bytes);
+    if (__builtin_expect(!reservation, 0)) {
+      // Full (or too large): the batch goes first, so this thread's order is kept.
+      FlushAndRewindMarkerStaging(staging);
+      reservation = staging->TryReserve(entry_bytes);
+    }
+    if (__builtin_expect(reservation.has_value(), 1)) {
+      reservation->writer().WriteObjects(EntryKind::kMarker, header, payload...);
+      reservation->Commit();
+      return;
+    }
+  }
+  SessionBuffer().PutObjects(EntryKind::kMarker, header, payload...);
+}
+
+// One marker. The header references `name` (no copy) and, only when a stack was asked for,
+// frames on this function's stack. No allocation unless a buffer needs memory it has not
+// prepared.
 template <typename... Payload>
 void RecordMarker(const ProfilerString& name, Category category, const MarkerOptions& options,
                   uint8_t payload_tag, const Payload&... payload) {
-  MarkerHeaderRef header = MakeMarkerHeader(name, category, options, payload_tag);
+  MarkerHeaderRef header;
+  MarkerStaging* const staging = BeginMarker(name, category, options, payload_tag, &header);
   if (__builtin_expect(options.capture_stack(), 0)) {
     uint64_t frames[kMaxMarkerStackFrames];
     header.stack = absl::Span<const uint64_t>(frames, CaptureMarkerStack(frames));
-    SessionBuffer().PutObjects(EntryKind::kMarker, header, payload...);
+    WriteMarkerEntry(staging, header, payload...);
     return;
   }
-  SessionBuffer().PutObjects(EntryKind::kMarker, header, payload...);
+  WriteMarkerEntry(staging, header, payload...);
 }
 
 }  // namespace base_internal

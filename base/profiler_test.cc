@@ -219,3 +219,80 @@ TEST_CASE("A session records labels inside sampled stacks, markers and counters"
 }
 
 }  // namespace
+
+// Registered threads stage their markers (base/internal/marker_staging.h): every marker
+// must still reach the profile, in each thread's order, with its payload, whether the
+// staging was flushed because it filled up (many times here), by the sampler, by the
+// capture itself (the last markers, recorded just before it), or when the thread ended.
+TEST_CASE("Staged markers: none lost, each thread's order kept, visible at capture") {
+  strata::ProfilerSettings settings;
+  // A slow sampler, so that the flushes that matter here are the others (full staging,
+  // thread exit, capture), not its periodic one.
+  settings.interval_ms = 500;
+  settings.buffer_megabytes = 64;
+  strata::ProfilerStart(settings);
+  REQUIRE(strata::ProfilerIsActive());
+
+  constexpr int kThreads = 3;
+  constexpr int64_t kMarkersPerThread = 20000;  // ~1 MB each: the staging fills ~60 times.
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([t] {
+      const std::string name = "stage-w-" + std::to_string(t);
+      pthread_setname_np(pthread_self(), name.c_str());
+      for (int64_t i = 0; i < kMarkersPerThread; ++i) {
+        // A typed marker carries its sequence number; every 1000th is a large text marker
+        // (larger than a quarter of the staging: written directly, after a flush).
+        if (i % 1000 == 500) {
+          STRATA_MARKER_TEXT("big", kOther, {}, std::string(5000, 'x') + std::to_string(i));
+        } else {
+          STRATA_MARKER("seq", kOther, {}, RequestMarker, std::string("u"), i, 0.5,
+                        strata::ProfilerString::Literal("M"));
+        }
+      }
+    });  // Ends (and unregisters) right away: its last markers are flushed on the way out.
+  }
+  for (auto& w : writers) w.join();
+  // The main thread's last marker, recorded right before the capture.
+  STRATA_MARKER_UNTYPED("last before capture", kOther);
+  const std::string json = strata::ProfilerGetProfile();
+  strata::ProfilerStop();
+
+  rapidjson::Document profile;
+  profile.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(profile.HasParseError());
+
+  for (int t = 0; t < kThreads; ++t) {
+    const std::string name = "stage-w-" + std::to_string(t);
+    const rapidjson::Value* thread = ThreadNamed(profile, name.c_str());
+    REQUIRE(thread != nullptr);
+    const rapidjson::Value& markers = (*thread)["markers"];
+    const rapidjson::Value& strings = (*thread)["stringTable"];
+    const int name_col = markers["schema"]["name"].GetInt();
+    const int data_col = markers["schema"]["data"].GetInt();
+    int64_t expected = 0;
+    for (const auto& m : markers["data"].GetArray()) {
+      const std::string marker_name = strings[m[name_col].GetInt()].GetString();
+      if (marker_name == "big") {
+        const std::string text = m[data_col]["name"].GetString();
+        REQUIRE(text.substr(5000) == std::to_string(expected));
+      } else {
+        REQUIRE(marker_name == "seq");
+        REQUIRE(m[data_col]["status"].GetInt64() == expected);
+      }
+      ++expected;
+    }
+    CAPTURE(name);
+    REQUIRE(expected == kMarkersPerThread);
+  }
+  const rapidjson::Value* main_thread = ThreadNamed(profile, "GeckoMain");
+  REQUIRE(main_thread != nullptr);
+  const rapidjson::Value& main_markers = (*main_thread)["markers"];
+  const rapidjson::Value& main_strings = (*main_thread)["stringTable"];
+  bool found_last = false;
+  for (const auto& m : main_markers["data"].GetArray()) {
+    found_last |= std::string(main_strings[m[main_markers["schema"]["name"].GetInt()].GetInt()]
+                                  .GetString()) == "last before capture";
+  }
+  REQUIRE(found_last);
+}

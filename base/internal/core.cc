@@ -1,6 +1,7 @@
 // Session life, thread registry and sampler of the base tier. See core.h and
 // docs/session.md.
 #include "base/internal/core.h"
+#include "base/internal/marker_staging.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@
 #include "base/internal/sample_ring.h"
 #include "base/internal/tier_extension.h"
 #include "base/labels.h"
+#include "base/markers.h"
 #include "platform/check.h"
 #include "platform/cpu_time.h"
 #include "platform/mutex.h"
@@ -68,6 +70,9 @@ struct RegisteredThread {
   std::atomic<uint64_t> dropped_samples{0};
   // A later tier's per-thread data (tier_extension.h), e.g. a script engine's context.
   std::atomic<void*> tier_data{nullptr};
+  // The thread's marker staging (marker_staging.h), created by the thread at its first
+  // marker; read by the sampler and capture under the registry mutex. Owned.
+  std::atomic<MarkerStaging*> marker_staging{nullptr};
 
   // Sampler-thread state, under the registry mutex.
   int64_t last_sample_cpu_ns = -1;
@@ -373,7 +378,8 @@ void StopSamplingLocked(RegisteredThread* thread) {
   thread->timer.Destroy();  // No signal is generated after this returns.
 }
 
-void DrainLocked(RegisteredThread* thread, TimeStamp now) {
+// Writes the samples waiting in `thread`'s ring. Returns whether there were any.
+bool DrainRingLocked(RegisteredThread* thread) {
   ChunkedBuffer& buffer = GetSession().buffer;
   bool drained = false;
   while (const SampleSlot* slot = thread->ring.TryBeginRead()) {
@@ -387,7 +393,12 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now) {
     thread->ring.EndRead();
     drained = true;
   }
-  if (drained) {
+  return drained;
+}
+
+void DrainLocked(RegisteredThread* thread, TimeStamp now) {
+  ChunkedBuffer& buffer = GetSession().buffer;
+  if (DrainRingLocked(thread)) {
     thread->has_sample = true;
     thread->last_seen_cpu = thread->cpu_clock.Read();
     return;
@@ -403,6 +414,14 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now) {
     buffer.PutObjects(EntryKind::kSameSample, thread->tid, now);
   }
   thread->last_seen_cpu = cpu;
+}
+
+// Moves `thread`'s staged markers into the session buffer. Registry mutex held (the thread
+// cannot be deleted meanwhile).
+void FlushMarkersLocked(RegisteredThread* thread) {
+  if (MarkerStaging* staging = thread->marker_staging.load(std::memory_order_acquire)) {
+    staging->FlushInto(GetSession().buffer);
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -445,6 +464,7 @@ void SamplingLoopIteration() {
     locked = TimeStamp::Now();
     for (RegisteredThread* thread : registry.live) {
       if (thread->sampling.load(std::memory_order_relaxed)) DrainLocked(thread, locked);
+      FlushMarkersLocked(thread);
     }
   }
   const TimeStamp threads_done = TimeStamp::Now();
@@ -537,6 +557,7 @@ void UnregisterThread(RegisteredThread* thread) {
     AutoLock lock(registry.mutex);
     StopSamplingLocked(thread);
     DrainLocked(thread, TimeStamp::Now());  // Keep what it took before ending.
+    FlushMarkersLocked(thread);
     ThreadInfo& info = registry.infos[thread->info_index];
     const std::string name = CurrentThreadName();
     if (!name.empty()) info.name = name;
@@ -548,6 +569,7 @@ void UnregisterThread(RegisteredThread* thread) {
   SetSamplingThreadContext(nullptr);
   strata_t_profiling_stack = nullptr;
   t_registered_thread = nullptr;
+  delete thread->marker_staging.load(std::memory_order_relaxed);
   delete thread;
 }
 
@@ -640,6 +662,9 @@ void StopLocked(Session& session) {
     for (RegisteredThread* thread : registry.live) {
       StopSamplingLocked(thread);
       while (thread->ring.TryBeginRead()) thread->ring.EndRead();  // Discard.
+      if (MarkerStaging* staging = thread->marker_staging.load(std::memory_order_acquire)) {
+        staging->Discard();
+      }
     }
   }
   g_sampling_features.store(0, std::memory_order_relaxed);
@@ -652,6 +677,57 @@ void StopLocked(Session& session) {
 }  // namespace
 
 ChunkedBuffer& SessionBuffer() { return GetSession().buffer; }
+
+MarkerStaging* BeginMarker(const ProfilerString& name, Category category,
+                           const MarkerOptions& options, uint8_t payload_tag,
+                           MarkerHeaderRef* header) {
+  // The recording thread's staging (created at its first marker), unless the marker goes
+  // on another thread's track or this thread is not registered.
+  RegisteredThread* const thread = t_registered_thread;
+  MarkerStaging* staging = nullptr;
+  if (options.thread().IsSpecified()) {
+    header->thread = options.thread();
+  } else if (thread && !g_forked_child.load(std::memory_order_relaxed)) {
+    header->thread = thread->tid;
+    staging = thread->marker_staging.load(std::memory_order_relaxed);
+    if (__builtin_expect(staging == nullptr, 0)) {
+      staging = new MarkerStaging;
+      thread->marker_staging.store(staging, std::memory_order_release);
+    }
+  } else {
+    header->thread = CurrentThreadId();
+  }
+  const MarkerTiming& timing = options.timing();
+  header->phase = timing.phase;
+  // The calibrated TSC (~10 ns) once the sampler has calibrated it, as samples use;
+  // clock_gettime (~25 ns) before. Read only when a time is missing.
+  auto now = [] {
+    TimeStamp t = TscTicksToTimeStamp(ReadTscTicks());
+    return t.IsNull() ? TimeStamp::Now() : t;
+  };
+  switch (timing.phase) {
+    case MarkerPhase::kInstant:
+    case MarkerPhase::kIntervalStart:
+      header->start = timing.start.IsNull() ? now() : timing.start;
+      break;
+    case MarkerPhase::kInterval:
+      header->start = timing.start.IsNull() ? now() : timing.start;
+      header->end = timing.end.IsNull() ? (timing.start.IsNull() ? header->start : now())
+                                        : timing.end;
+      break;
+    case MarkerPhase::kIntervalEnd:
+      header->end = timing.end.IsNull() ? now() : timing.end;
+      break;
+  }
+  header->name = &name;
+  header->category = static_cast<uint8_t>(category);
+  header->payload_tag = payload_tag;
+  return staging;
+}
+
+void FlushAndRewindMarkerStaging(MarkerStaging* staging) {
+  staging->FlushAndRewind(GetSession().buffer);
+}
 
 SampleSlot* BeginSample(void* thread_context, ucontext_t* context, int overruns) {
   return BeginSampleImpl(thread_context, context, overruns);
@@ -751,9 +827,21 @@ SessionSnapshot TakeSessionSnapshot() {
     const std::string name = ThreadNameFromProc(thread->tid);
     if (!name.empty()) info.name = name;
     snapshot.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+    // Everything recorded so far goes into the buffer.
+    if (thread->sampling.load(std::memory_order_relaxed) && DrainRingLocked(thread)) {
+      thread->has_sample = true;
+      thread->last_seen_cpu = thread->cpu_clock.Read();
+    }
+    FlushMarkersLocked(thread);
   }
   snapshot.threads = registry.infos;
   return snapshot;
+}
+
+void FlushStagedMarkers() {
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (RegisteredThread* thread : registry.live) FlushMarkersLocked(thread);
 }
 
 PthreadCreateFunction RealPthreadCreate() {

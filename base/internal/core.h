@@ -44,8 +44,14 @@ struct SessionSnapshot {
 // The profile buffer, for the whole life of the process (in session while a session runs).
 ChunkedBuffer& SessionBuffer();
 
-// Session state for capture. Takes the registry lock briefly.
+// Session state for capture. Takes the registry lock briefly. Also moves into the buffer
+// what registered threads hold back — their staged markers (marker_staging.h) and the
+// samples waiting in their rings — so that the buffer holds everything recorded so far.
 SessionSnapshot TakeSessionSnapshot();
+
+// Moves every registered thread's staged markers into the session buffer, for code that
+// reads the buffer directly (tests, tools) and must see markers just recorded.
+void FlushStagedMarkers();
 
 // The session lock: holding it keeps a session from starting or stopping (capture holds it).
 class SessionLock {

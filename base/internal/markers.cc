@@ -26,38 +26,6 @@ MarkerTypeRegistry& GetMarkerTypes() {
 
 }  // namespace
 
-MarkerHeaderRef MakeMarkerHeader(const ProfilerString& name, Category category,
-                                 const MarkerOptions& options, uint8_t payload_tag) {
-  MarkerHeaderRef header;
-  header.thread = options.thread().IsSpecified() ? options.thread() : CurrentThreadId();
-  const MarkerTiming& timing = options.timing();
-  header.phase = timing.phase;
-  // The calibrated TSC (~10 ns) once the sampler has calibrated it, as samples use;
-  // clock_gettime (~25 ns) before. Read only when a time is missing.
-  auto now = [] {
-    TimeStamp t = TscTicksToTimeStamp(ReadTscTicks());
-    return t.IsNull() ? TimeStamp::Now() : t;
-  };
-  switch (timing.phase) {
-    case MarkerPhase::kInstant:
-    case MarkerPhase::kIntervalStart:
-      header.start = timing.start.IsNull() ? now() : timing.start;
-      break;
-    case MarkerPhase::kInterval:
-      header.start = timing.start.IsNull() ? now() : timing.start;
-      header.end = timing.end.IsNull() ? (timing.start.IsNull() ? header.start : now())
-                                       : timing.end;
-      break;
-    case MarkerPhase::kIntervalEnd:
-      header.end = timing.end.IsNull() ? now() : timing.end;
-      break;
-  }
-  header.name = &name;
-  header.category = static_cast<uint8_t>(category);
-  header.payload_tag = payload_tag;
-  return header;
-}
-
 size_t CaptureMarkerStack(uint64_t (&frames)[kMaxMarkerStackFrames]) {
   // The calling thread's own stack, outside signal context (libunwind, loaded privately).
   uintptr_t pcs[kMaxMarkerStackFrames + 1];

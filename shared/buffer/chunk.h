@@ -111,6 +111,17 @@ class BufferChunk {
     return r;
   }
 
+  // Reserves `count` whole blocks totalling `bytes` (each [ULEB128 size][entry]) that fit in
+  // RemainingBytes(); returns where to copy them.
+  Byte* ReserveWholeBlocks(Length bytes, Length count) {
+    STRATA_DCHECK(state_ == State::kInUse, "chunk not in use");
+    STRATA_DCHECK(bytes <= RemainingBytes(), "blocks do not fit");
+    Byte* start = Data() + header_.offset_past_last_block;
+    header_.offset_past_last_block += bytes;
+    header_.block_count += count;
+    return start;
+  }
+
   // No more writing; stamps the done time. `done` must be later than any earlier chunk's
   // done time in the same buffer (the buffer ensures it).
   void MarkDone(TimeStamp done);

@@ -1,6 +1,7 @@
 #include "shared/buffer/chunked_buffer.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "platform/check.h"
 
@@ -115,6 +116,48 @@ BlockIndex ChunkedBuffer::PutFrom(const void* source, size_t bytes) {
                          writer->WriteBytes(source, bytes);
                          return writer->CurrentBlockIndex();
                        });
+}
+
+void ChunkedBuffer::PutBlocks(const uint8_t* blocks, size_t bytes) {
+  MaybeAutoLock lock(mutex_);
+  const uint8_t* p = blocks;
+  const uint8_t* const end = blocks + bytes;
+  while (p < end) {
+    if (current_chunk_ && current_chunk_->RemainingBytes() > 0) {
+      // The longest run of whole blocks that fits in the current chunk: one copy.
+      const size_t room = current_chunk_->RemainingBytes();
+      const uint8_t* run_end = p;
+      BufferChunk::Length count = 0;
+      while (run_end < end) {
+        const uint8_t* q = run_end;
+        const uint64_t entry_bytes = ReadULEB128<uint64_t>(q);
+        const size_t block_bytes = static_cast<size_t>(q - run_end) + entry_bytes;
+        if (static_cast<size_t>(run_end - p) + block_bytes > room) break;
+        run_end += block_bytes;
+        ++count;
+      }
+      if (count > 0) {
+        const size_t run_bytes = static_cast<size_t>(run_end - p);
+        std::memcpy(current_chunk_->ReserveWholeBlocks(
+                        static_cast<BufferChunk::Length>(run_bytes), count),
+                    p, run_bytes);
+        pushed_block_count_ += count;
+        p = run_end;
+        continue;
+      }
+    }
+    // The next block needs a new chunk or straddles two: the general path, one block.
+    const uint8_t* entry = p;
+    const uint64_t entry_bytes = ReadULEB128<uint64_t>(entry);
+    if (!manager_) {
+      FailPutLocked(entry_bytes);
+    } else {
+      std::optional<EntryWriter> writer = ReserveBlockLocked(entry_bytes);
+      if (writer) writer->WriteBytes(entry, entry_bytes);
+      ReleaseFilledChunkLocked();
+    }
+    p = entry + entry_bytes;
+  }
 }
 
 void ChunkedBuffer::PrepareNextChunk() {

@@ -81,24 +81,15 @@ class ChunkedBuffer {
   template <typename SizeCallback, typename WriteCallback>
   decltype(auto) ReserveAndPut(SizeCallback&& size_callback, WriteCallback&& write_callback) {
     MaybeAutoLock lock(mutex_);
-    if (__builtin_expect(current_chunk_ != nullptr, 1)) {
-      // Fast path, inline: the block fits in the current chunk (current_chunk_ implies a
-      // manager). Nothing is released by this write.
-      const size_t entry_bytes = size_callback();
-      const size_t block_bytes = ULEB128Size(uint64_t{entry_bytes}) + entry_bytes;
-      if (__builtin_expect(block_bytes <= current_chunk_->RemainingBytes(), 1)) {
-        EntryWriter writer = ReserveInCurrentChunkLocked(entry_bytes, block_bytes);
-        return std::forward<WriteCallback>(write_callback)(&writer);
-      }
-      return WriteWithReservationLocked(entry_bytes, std::forward<WriteCallback>(write_callback));
-    }
-    if (!manager_) {
-      FailPutLocked(0);  // Out of session: the size is not even asked.
-      return std::forward<WriteCallback>(write_callback)(static_cast<EntryWriter*>(nullptr));
-    }
-    return WriteWithReservationLocked(size_callback(),
-                                      std::forward<WriteCallback>(write_callback));
+    return ReserveAndPutLocked(std::forward<SizeCallback>(size_callback),
+                               std::forward<WriteCallback>(write_callback));
   }
+
+  // Appends `bytes` of complete blocks, each [ULEB128 entry size][entry] exactly as this
+  // buffer stores them (a writer's private staging, see base/internal/marker_staging.h).
+  // Same result as putting each entry in turn, but under one lock and with one copy per
+  // chunk. The blocks must be well-formed (written by this process).
+  void PutBlocks(const uint8_t* blocks, size_t bytes);
 
   // Stores `values` as one entry (see entry_serialization.h). Returns the block's index,
   // or a null BlockIndex when the write failed.
@@ -174,6 +165,27 @@ class ChunkedBuffer {
   const BufferChunk* NextChunkForReading(const BufferChunk* chunk) const;
 
   // All below: mutex_ held.
+
+  template <typename SizeCallback, typename WriteCallback>
+  decltype(auto) ReserveAndPutLocked(SizeCallback&& size_callback, WriteCallback&& write_callback) {
+    if (__builtin_expect(current_chunk_ != nullptr, 1)) {
+      // Fast path, inline: the block fits in the current chunk (current_chunk_ implies a
+      // manager). Nothing is released by this write.
+      const size_t entry_bytes = size_callback();
+      const size_t block_bytes = ULEB128Size(uint64_t{entry_bytes}) + entry_bytes;
+      if (__builtin_expect(block_bytes <= current_chunk_->RemainingBytes(), 1)) {
+        EntryWriter writer = ReserveInCurrentChunkLocked(entry_bytes, block_bytes);
+        return std::forward<WriteCallback>(write_callback)(&writer);
+      }
+      return WriteWithReservationLocked(entry_bytes, std::forward<WriteCallback>(write_callback));
+    }
+    if (!manager_) {
+      FailPutLocked(0);  // Out of session: the size is not even asked.
+      return std::forward<WriteCallback>(write_callback)(static_cast<EntryWriter*>(nullptr));
+    }
+    return WriteWithReservationLocked(size_callback(),
+                                      std::forward<WriteCallback>(write_callback));
+  }
 
   // The general path: may take a new chunk, straddle two, or fail (writer = nullptr).
   template <typename WriteCallback>

@@ -264,5 +264,52 @@ TEST_CASE("Several writer threads: nothing lost or torn, the limit holds") {
   }
 }
 
+
+// PutBlocks (a writer's staged blocks, moved in one go) must leave the buffer exactly as
+// putting the same entries one by one would: same entries, same order, same block indexes,
+// across chunk boundaries (runs split between chunks, blocks straddling two).
+TEST_CASE("PutBlocks of staged blocks equals putting each entry") {
+  for (const BufferChunk::Length chunk_bytes : {40u, 128u, 1000u}) {
+    CAPTURE(chunk_bytes);
+    LocalLimitChunkManager direct_manager(1 << 24, chunk_bytes);
+    LocalLimitChunkManager batched_manager(1 << 24, chunk_bytes);
+    ChunkedBuffer direct(ThreadSafety::kThreadSafe, direct_manager);
+    ChunkedBuffer batched(ThreadSafety::kThreadSafe, batched_manager);
+    std::mt19937_64 random(chunk_bytes);
+    std::vector<uint8_t> staged;
+    uint64_t sequence = 0;
+    for (int batch = 0; batch < 300; ++batch) {
+      staged.clear();
+      const int entries = static_cast<int>(random() % 20);  // Empty batches too.
+      for (int e = 0; e < entries; ++e) {
+        const std::string payload = PayloadFor(sequence, random() % (chunk_bytes / 2));
+        direct.PutObjects(sequence, payload);
+        // The staged block: [ULEB128 size][entry], as the buffer stores it.
+        const size_t entry_bytes = SumBytes(sequence, payload);
+        const size_t at = staged.size();
+        staged.resize(at + ULEB128Size(uint64_t{entry_bytes}) + entry_bytes);
+        uint8_t* p = staged.data() + at;
+        WriteULEB128(uint64_t{entry_bytes}, p);
+        EntryWriter writer(p, entry_bytes, nullptr, 0);
+        writer.WriteObjects(sequence, payload);
+        REQUIRE(writer.RemainingBytes() == 0);
+        ++sequence;
+      }
+      batched.PutBlocks(staged.data(), staged.size());
+    }
+    std::vector<BlockIndex> direct_indexes, batched_indexes;
+    const std::vector<TestEntry> want = ReadAll(direct, &direct_indexes);
+    const std::vector<TestEntry> got = ReadAll(batched, &batched_indexes);
+    REQUIRE(want.size() == sequence);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      REQUIRE(got[i].sequence == want[i].sequence);
+      REQUIRE(got[i].payload == want[i].payload);
+    }
+    REQUIRE(batched_indexes == direct_indexes);
+    REQUIRE(batched.GetState().pushed_block_count == direct.GetState().pushed_block_count);
+  }
+}
+
 }  // namespace
 }  // namespace strata

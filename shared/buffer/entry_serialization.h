@@ -126,6 +126,16 @@ class EntryWriter {
     Serializer<T>::Write(*this, value);
   }
 
+  // When the next `bytes` bytes lie in the current span: returns where they start and moves
+  // past them (the caller must then write exactly them). Otherwise null, nothing moves. For
+  // serializers of fixed-layout records that write with plain stores.
+  Byte* TakeContiguous(size_t bytes) {
+    if (__builtin_expect(bytes > static_cast<size_t>(end_ - cursor_), 0)) return nullptr;
+    Byte* start = cursor_;
+    cursor_ += bytes;
+    return start;
+  }
+
   template <typename... Ts>
   void WriteObjects(const Ts&... values) {
     (WriteObject(values), ...);

@@ -53,6 +53,7 @@ void Spin(double seconds) {
 
 // The block index of the first marker named `name` in the session buffer.
 strata::BlockIndex FindMarker(const std::string& name) {
+  strata::base_internal::FlushStagedMarkers();  // Markers just recorded are still staged.
   strata::BlockIndex found;
   strata::base_internal::SessionBuffer().ReadEach([&](strata::EntryReader& reader) {
     if (found || reader.ReadObject<strata::EntryKind>() != strata::EntryKind::kMarker) return;

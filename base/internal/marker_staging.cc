@@ -1,0 +1,33 @@
+#include "base/internal/marker_staging.h"
+
+namespace strata {
+namespace base_internal {
+
+void MarkerStaging::FlushLocked(ChunkedBuffer& buffer) {
+  const size_t tail = tail_.load(std::memory_order_relaxed);
+  const size_t head = head_.load(std::memory_order_acquire);
+  if (tail == head) return;
+  buffer.PutBlocks(bytes_.get() + tail, head - tail);
+  tail_.store(head, std::memory_order_relaxed);
+}
+
+void MarkerStaging::FlushInto(ChunkedBuffer& buffer) {
+  AutoLock lock(consumer_mutex_);
+  FlushLocked(buffer);
+}
+
+void MarkerStaging::FlushAndRewind(ChunkedBuffer& buffer) {
+  AutoLock lock(consumer_mutex_);
+  FlushLocked(buffer);
+  // Nobody reads while we hold the mutex, and only this thread writes: start over.
+  tail_.store(0, std::memory_order_relaxed);
+  head_.store(0, std::memory_order_relaxed);
+}
+
+void MarkerStaging::Discard() {
+  AutoLock lock(consumer_mutex_);
+  tail_.store(head_.load(std::memory_order_acquire), std::memory_order_relaxed);
+}
+
+}  // namespace base_internal
+}  // namespace strata
