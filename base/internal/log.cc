@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 namespace strata {
 namespace base_internal {
@@ -20,7 +21,12 @@ void VLog(const char* level, const char* format, va_list args) {
   const int m = vsnprintf(line + used, sizeof(line) - used, format, args);
   if (m > 0) used += static_cast<size_t>(m) < sizeof(line) - used ? static_cast<size_t>(m)
                                                                    : sizeof(line) - used - 1;
-  if (used < sizeof(line) - 1) line[used++] = '\n';
+  if (used < sizeof(line) - 1) {
+    line[used++] = '\n';
+  } else {  // Cut (a hostile path or value): say so, and still end the line.
+    std::memcpy(line + sizeof(line) - 5, "...\n", 4);
+    used = sizeof(line) - 1;
+  }
   (void)!write(STDERR_FILENO, line, used);
 }
 
