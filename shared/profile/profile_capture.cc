@@ -567,6 +567,9 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
   // sample written has had its addresses resolved (and the capture's own samples are left
   // out).
   BlockIndex last_block;
+  // The latest sample time up to last_block: samples keep arriving while the caller prepares
+  // the capture, and a sample after meta.profilingEndTime would be dropped by the front-end.
+  TimeStamp latest_sample;
   {
     ProgressLogger phase = progress.CreateSubLogger(ProportionValue::Zero(), kAddressesEnd,
                                                     "capture: collecting addresses");
@@ -575,8 +578,21 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
     PassProgress pass(phase, failure, state.range_start, state.range_end);
     buffer.ReadEach([&](EntryReader& reader) {
       last_block = reader.CurrentBlockIndex();
-      if (pass.At(last_block)) builder.NoteAddresses(reader);
+      if (!pass.At(last_block)) return;
+      EntryReader peek = reader;
+      const EntryKind kind = peek.ReadObject<EntryKind>();
+      if (kind == EntryKind::kSample || kind == EntryKind::kSameSample) {
+        ThreadId thread;
+        TimeStamp time;
+        peek.ReadIntoObjects(thread, time);  // Both kinds start with (thread, time).
+        if (!peek.Failed() && time > latest_sample) latest_sample = time;
+      }
+      builder.NoteAddresses(reader);
     });
+  }
+  ProfileMeta meta = inputs.meta;
+  if (meta.profiling_end_time && latest_sample > *meta.profiling_end_time) {
+    meta.profiling_end_time = latest_sample;
   }
   if (!failure.Failed()) {
     ProgressLogger phase =
@@ -584,7 +600,7 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
     builder.ResolveAddresses();
   }
 
-  GeckoProfileWriter profile(out, inputs.meta, inputs.kind);
+  GeckoProfileWriter profile(out, meta, inputs.kind);
   if (!failure.Failed()) {
     ProgressLogger phase =
         progress.CreateSubLogger(kSymbolsEnd, kThreadsEnd, "capture: writing threads");

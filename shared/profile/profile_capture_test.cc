@@ -260,3 +260,40 @@ TEST_CASE("a latch failed from another thread during the capture stops it") {
 }  // namespace
 }  // namespace profile
 }  // namespace strata
+
+namespace strata {
+namespace profile {
+namespace {
+
+// Sampling goes on while a capture is prepared: samples stamped after the caller's
+// profiling end time must move the end, or the front-end drops them.
+TEST_CASE("profilingEndTime covers the latest sample in the buffer") {
+  FilledBuffer filled(10);
+  CaptureInputs inputs = filled.Inputs();
+  inputs.meta.profiling_start_time = filled.start;
+  inputs.meta.profiling_end_time = filled.start + TimeDuration::FromMilliseconds(5);
+  const TimeStamp late = filled.start + TimeDuration::FromMilliseconds(7);
+  REQUIRE(filled.buffer.PutObjects(EntryKind::kSameSample, ThreadId::FromNumber(1000), late));
+  bool ok = false;
+  std::string error;
+  const std::string json = Capture(inputs, filled.buffer, &ok, &error);
+  REQUIRE(ok);
+  rapidjson::Document d;
+  d.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(d.HasParseError());
+  REQUIRE(d["meta"]["profilingEndTime"].GetDouble() == Approx(7.0));
+
+  // Without a later sample the caller's end time stands.
+  FilledBuffer quiet(10);
+  CaptureInputs quiet_inputs = quiet.Inputs();
+  quiet_inputs.meta.profiling_start_time = quiet.start;
+  quiet_inputs.meta.profiling_end_time = quiet.start + TimeDuration::FromMilliseconds(5);
+  const std::string quiet_json = Capture(quiet_inputs, quiet.buffer, &ok, &error);
+  REQUIRE(ok);
+  d.Parse(quiet_json.c_str(), quiet_json.size());
+  REQUIRE(d["meta"]["profilingEndTime"].GetDouble() == Approx(5.0));
+}
+
+}  // namespace
+}  // namespace profile
+}  // namespace strata
