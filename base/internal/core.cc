@@ -511,6 +511,14 @@ void* SamplerThreadMain(void* arg) {
 // ---------------------------------------------------------------------------------------
 // Registration.
 
+// libunwind is loaded (privately) and warmed outside signal context: its first use loads
+// the library and allocates, never in the handler. Without it, samples walk frame pointers.
+void WarmUpLibunwindForSampling() {
+  if (!WarmUpLibunwind() && !g_libunwind_missing.exchange(true)) {
+    LogError("libunwind.so.8 could not be loaded: native stacks use frame pointers only");
+  }
+}
+
 RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   if (t_registered_thread) return t_registered_thread;
   auto thread = std::make_unique<RegisteredThread>();
@@ -522,11 +530,10 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   if (!thread->ring.ok()) {
     LogError("cannot allocate the sample ring of thread %d", thread->tid.ToNumber());
   }
-  // libunwind is loaded (privately) and warmed here: its first use allocates, never in the
-  // handler. Without it, samples walk frame pointers.
-  if (!WarmUpLibunwind() && !g_libunwind_missing.exchange(true)) {
-    LogError("libunwind.so.8 could not be loaded: native stacks use frame pointers only");
-  }
+  // During a session, libunwind is warmed on this thread before it can be sampled; out of
+  // session that waits for the next start (StartLocked), so that a preloaded but inactive
+  // profiler does not load libunwind (and liblzma) into every program's start-up.
+  if (ProfilerIsActive()) WarmUpLibunwindForSampling();
 
   RegisteredThread* raw = thread.release();
   strata_t_profiling_stack = &raw->profiling_stack;
@@ -612,6 +619,7 @@ size_t ChunkBytesFor(size_t limit) {
 }
 
 void StartLocked(Session& session, const ProfilerSettings& settings) {
+  WarmUpLibunwindForSampling();  // Before any thread can be sampled.
   const size_t limit = static_cast<size_t>(settings.buffer_megabytes) << 20;
   auto manager = std::make_unique<LocalLimitChunkManager>(
       limit, static_cast<BufferChunk::Length>(ChunkBytesFor(limit)));
