@@ -111,6 +111,9 @@ TEST_CASE("A session records labels inside sampled stacks, markers and counters"
   const strata::TimeStamp t0 = strata::TimeStamp::Now();
   std::thread worker([] {
     pthread_setname_np(pthread_self(), "label-worker");  // Auto-registered (wrapper).
+#if defined(__SANITIZE_THREAD__)
+    strata::ProfilerRegisterThread("label-worker");  // TSan builds do not wrap thread starts.
+#endif
     SpinInsideLabel(1);
   });
   STRATA_MARKER_UNTYPED("instant", kOther);
@@ -240,6 +243,7 @@ TEST_CASE("Staged markers: none lost, each thread's order kept, visible at captu
     writers.emplace_back([t] {
       const std::string name = "stage-w-" + std::to_string(t);
       pthread_setname_np(pthread_self(), name.c_str());
+      strata::ProfilerRegisterThread(name.c_str());  // No-op when auto-registered.
       for (int64_t i = 0; i < kMarkersPerThread; ++i) {
         // A typed marker carries its sequence number; every 1000th is a large text marker
         // (larger than a quarter of the staging: written directly, after a flush).

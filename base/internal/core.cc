@@ -599,7 +599,7 @@ void OnForkChild() {
 void StartSamplerThreadLocked(Session& session, double interval_ms) {
   g_sampler_stop.store(false, std::memory_order_release);
   double* interval = new double(interval_ms);
-  const int rc = RealPthreadCreate()(&session.sampler_thread, nullptr, &SamplerThreadMain, interval);
+  const int rc = CreateProfilerThread(&session.sampler_thread, &SamplerThreadMain, interval);
   session.sampler_running = rc == 0;
   if (rc != 0) {
     delete interval;
@@ -859,6 +859,36 @@ PthreadCreateFunction RealPthreadCreate() {
   }();
   return real;
 }
+
+namespace {
+__thread bool t_creating_profiler_thread __attribute__((tls_model("initial-exec"))) = false;
+
+// The first pthread_create in the global lookup order, unless it is our own interposer.
+PthreadCreateFunction FirstForeignPthreadCreate() {
+  void* symbol = dlsym(RTLD_DEFAULT, "pthread_create");
+  if (!symbol) return nullptr;
+  Dl_info symbol_info{}, own_info{};
+  if (dladdr(symbol, &symbol_info) == 0 ||
+      dladdr(reinterpret_cast<void*>(&FirstForeignPthreadCreate), &own_info) == 0 ||
+      symbol_info.dli_fbase == own_info.dli_fbase) {
+    return nullptr;  // Ours (or unknown): use libc's.
+  }
+  return reinterpret_cast<PthreadCreateFunction>(symbol);
+}
+}  // namespace
+
+int CreateProfilerThread(pthread_t* thread, void* (*routine)(void*), void* argument) {
+  static const PthreadCreateFunction create = [] {
+    const PthreadCreateFunction foreign = FirstForeignPthreadCreate();
+    return foreign ? foreign : RealPthreadCreate();
+  }();
+  t_creating_profiler_thread = true;
+  const int rc = create(thread, nullptr, routine, argument);
+  t_creating_profiler_thread = false;
+  return rc;
+}
+
+bool IsCreatingProfilerThread() { return t_creating_profiler_thread; }
 
 bool IsForkedChild() { return g_forked_child.load(std::memory_order_relaxed); }
 

@@ -62,9 +62,19 @@ class SessionLock {
   SessionLock& operator=(const SessionLock&) = delete;
 };
 
-// pthread_create as libc has it (not our interposer), for threads of the profiler itself.
+// pthread_create as libc has it (not our interposer): what the interposer itself calls.
 using PthreadCreateFunction = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 PthreadCreateFunction RealPthreadCreate();
+
+// Creates a thread of the profiler itself (sampler, IPC workers): never registered, never
+// sampled. Goes through the first pthread_create in symbol order that is not ours — a
+// sanitizer's interceptor when the program has one (ThreadSanitizer must see every thread,
+// or it crashes on the first access from it) — else libc's. Returns pthread_create's result.
+int CreateProfilerThread(pthread_t* thread, void* (*routine)(void*), void* argument);
+
+// True on a thread inside CreateProfilerThread(): our pthread_create interposer, when a
+// sanitizer's interceptor calls it, must not register the thread being created.
+bool IsCreatingProfilerThread();
 
 // After fork() in the child: the profiler stays off for good in this process (the child has
 // no sampler thread, and locks may have been held by threads that do not exist there).

@@ -35,6 +35,17 @@ namespace {
 
 std::atomic<bool> g_auto_register_threads{false};
 
+// Under ThreadSanitizer the program's pthread_create is TSan's interceptor, which calls ours
+// with its own start routine: a trampoline of ours would run (instrumented) before TSan has
+// set the thread up, and crash. So TSan builds create threads untouched; threads register
+// explicitly (ProfilerRegisterThread) or not at all. Only our own TSan test builds are
+// concerned (docs/reliability.md).
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kCanWrapThreadStart = false;
+#else
+constexpr bool kCanWrapThreadStart = true;
+#endif
+
 struct ThreadStart {
   void* (*routine)(void*);
   void* argument;
@@ -112,7 +123,8 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
                    void* (*routine)(void*), void* argument) {
   using namespace strata::base_internal;
   const PthreadCreateFunction real = RealPthreadCreate();
-  if (!g_auto_register_threads.load(std::memory_order_relaxed) || IsForkedChild()) {
+  if (!kCanWrapThreadStart || !g_auto_register_threads.load(std::memory_order_relaxed) ||
+      IsForkedChild() || IsCreatingProfilerThread()) {
     return real(thread, attributes, routine, argument);
   }
   ThreadStart* start = new (std::nothrow) ThreadStart{routine, argument};

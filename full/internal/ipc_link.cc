@@ -104,7 +104,7 @@ bool StartInternalThread(pthread_t* thread, const char* name, std::function<void
   sigemptyset(&block);
   sigaddset(&block, SIGPROF);
   pthread_sigmask(SIG_BLOCK, &block, &old);
-  const int rc = base_internal::RealPthreadCreate()(thread, nullptr, &InternalThreadMain, start);
+  const int rc = base_internal::CreateProfilerThread(thread, &InternalThreadMain, start);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (rc != 0) {
     delete start;

@@ -23,7 +23,8 @@ TimeDuration ThreadCpuTimeNow() {
   return TimeDuration::FromNanoseconds(static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec);
 }
 
-volatile uint64_t g_burn_sink = 0;
+// Written by several threads: atomic (relaxed), so that the sink is no data race (TSan).
+std::atomic<uint64_t> g_burn_sink{0};
 
 // Spins until the calling thread has used `cpu_time` more CPU time.
 void BurnCpu(TimeDuration cpu_time) {
@@ -32,7 +33,7 @@ void BurnCpu(TimeDuration cpu_time) {
   while (ThreadCpuTimeNow() - start < cpu_time) {
     for (int i = 0; i < 10000; ++i) x = x * 6364136223846793005ULL + 1;
   }
-  g_burn_sink = x;
+  g_burn_sink.store(x, std::memory_order_relaxed);
 }
 
 // A thread's sampling context in these tests: counts what reaches it.
