@@ -1,5 +1,6 @@
 #include "shared/profile/profile_capture.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -590,9 +591,14 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
       builder.NoteAddresses(reader);
     });
   }
+  // A sample covers one interval from its time, and the front-end keeps samples strictly
+  // before the end: the end goes one interval past the latest sample.
   ProfileMeta meta = inputs.meta;
-  if (meta.profiling_end_time && latest_sample > *meta.profiling_end_time) {
-    meta.profiling_end_time = latest_sample;
+  if (meta.profiling_end_time && !latest_sample.IsNull()) {
+    const TimeStamp sample_end =
+        latest_sample + TimeDuration::FromNanoseconds(
+                            std::max<int64_t>(1, static_cast<int64_t>(meta.interval_ms * 1e6)));
+    if (sample_end > *meta.profiling_end_time) meta.profiling_end_time = sample_end;
   }
   if (!failure.Failed()) {
     ProgressLogger phase =

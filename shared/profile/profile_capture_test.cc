@@ -266,12 +266,13 @@ namespace profile {
 namespace {
 
 // Sampling goes on while a capture is prepared: samples stamped after the caller's
-// profiling end time must move the end, or the front-end drops them.
+// profiling end time must move the end past them, or the front-end drops them.
 TEST_CASE("profilingEndTime covers the latest sample in the buffer") {
   FilledBuffer filled(10);
   CaptureInputs inputs = filled.Inputs();
   inputs.meta.profiling_start_time = filled.start;
   inputs.meta.profiling_end_time = filled.start + TimeDuration::FromMilliseconds(5);
+  inputs.meta.interval_ms = 0.5;
   const TimeStamp late = filled.start + TimeDuration::FromMilliseconds(7);
   REQUIRE(filled.buffer.PutObjects(EntryKind::kSameSample, ThreadId::FromNumber(1000), late));
   bool ok = false;
@@ -281,7 +282,8 @@ TEST_CASE("profilingEndTime covers the latest sample in the buffer") {
   rapidjson::Document d;
   d.Parse(json.c_str(), json.size());
   REQUIRE_FALSE(d.HasParseError());
-  REQUIRE(d["meta"]["profilingEndTime"].GetDouble() == Approx(7.0));
+  // One interval past the late sample: the front-end keeps samples strictly before the end.
+  REQUIRE(d["meta"]["profilingEndTime"].GetDouble() == Approx(7.5));
 
   // Without a later sample the caller's end time stands.
   FilledBuffer quiet(10);
