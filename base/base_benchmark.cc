@@ -7,6 +7,7 @@
 #include "base/labels.h"
 #include "base/markers.h"
 #include "base/profiler.h"
+#include "base/testing/three_field_marker.h"
 #include "benchmark/benchmark.h"
 #include "base/internal/core.h"
 #include "shared/buffer/chunked_buffer.h"
@@ -14,15 +15,7 @@
 
 namespace {
 
-struct ThreeFieldMarker {
-  static constexpr const char* MarkerTypeName() { return "ThreeField"; }
-  static void StreamJSONMarkerData(strata::JsonWriter& w, int64_t a, double b,
-                                   const strata::ProfilerString& c) {
-    w.IntProperty("a", a);
-    w.DoubleProperty("b", b);
-    w.StringProperty("c", c.View());
-  }
-};
+using strata::testing::ThreeFieldMarker;
 
 void EnsureStopped() {
   if (strata::ProfilerIsActive()) strata::ProfilerStop();

@@ -22,19 +22,12 @@
 #include "base/labels.h"
 #include "base/markers.h"
 #include "base/profiler.h"
+#include "base/testing/three_field_marker.h"
 #include "valgrind/callgrind.h"
 
 namespace {
 
-struct ThreeFieldMarker {
-  static constexpr const char* MarkerTypeName() { return "ThreeField"; }
-  static void StreamJSONMarkerData(strata::JsonWriter& w, int64_t a, double b,
-                                   const strata::ProfilerString& c) {
-    w.IntProperty("a", a);
-    w.DoubleProperty("b", b);
-    w.StringProperty("c", c.View());
-  }
-};
+using strata::testing::ThreeFieldMarker;
 
 inline void Barrier() { asm volatile("" ::: "memory"); }
 

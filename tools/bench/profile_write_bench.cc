@@ -41,6 +41,7 @@
 #include "base/internal/core.h"
 #include "base/markers.h"
 #include "base/profiler.h"
+#include "base/testing/three_field_marker.h"
 #include "shared/buffer/entry_kinds.h"
 #include "shared/buffer/entry_serialization.h"
 #include "shared/buffer/leb128.h"
@@ -74,15 +75,7 @@ struct Serializer<NativeStack> {
 
 namespace {
 
-struct ThreeFieldMarker {
-  static constexpr const char* MarkerTypeName() { return "ThreeField"; }
-  static void StreamJSONMarkerData(strata::JsonWriter& w, int64_t a, double b,
-                                   const strata::ProfilerString& c) {
-    w.IntProperty("a", a);
-    w.DoubleProperty("b", b);
-    w.StringProperty("c", c.View());
-  }
-};
+using strata::testing::ThreeFieldMarker;
 
 double MaxRssMb() {
   rusage usage;
