@@ -207,15 +207,16 @@ void WriteMarkerEntry(MarkerStaging* staging, const MarkerHeaderRef& header,
                       const Payload&... payload) {
   if (__builtin_expect(staging != nullptr, 1)) {
     const size_t entry_bytes = SumBytes(EntryKind::kMarker, header, payload...);
-    std::optional<MarkerStaging::Reservation> reservation = staging->TryReserve(entry_bytes);
-    if (__builtin_expect(!reservation, 0)) {
+    uint8_t* entry = staging->TryReserveEntry(entry_bytes);
+    if (__builtin_expect(entry == nullptr, 0)) {
       // Full (or too large): the batch goes first, so this thread's order is kept.
       FlushAndRewindMarkerStaging(staging);
-      reservation = staging->TryReserve(entry_bytes);
+      entry = staging->TryReserveEntry(entry_bytes);
     }
-    if (__builtin_expect(reservation.has_value(), 1)) {
-      reservation->writer().WriteObjects(EntryKind::kMarker, header, payload...);
-      reservation->Commit();
+    if (__builtin_expect(entry != nullptr, 1)) {
+      EntryWriter writer(entry, entry_bytes, nullptr, 0);
+      writer.WriteObjects(EntryKind::kMarker, header, payload...);
+      staging->CommitEntry();
       return;
     }
   }
@@ -239,30 +240,104 @@ void RecordMarker(const ProfilerString& name, Category category, const MarkerOpt
   WriteMarkerEntry(staging, header, payload...);
 }
 
+// The characters of a string literal (static storage duration), as the macros pass names.
+struct LiteralName {
+  const char* chars;
+  size_t length;
+};
+
+// The recording fast path, for the usual marker: recorded by a registered thread on its own
+// track, a literal name of at most profile::kMaxCommonMarkerNameLength characters, no stack.
+// Reads the clock where a time is missing, reserves the entry in the thread's staging
+// (flushing it when full), writes the kind byte and the header with plain stores and returns
+// where `payload_bytes` of payload go, with `*staging` set: write them, then
+// (*staging)->CommitEntry(). Returns null, having recorded nothing and read no clock, for
+// every other marker: record it with RecordMarker().
+uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOptions& options,
+                           uint8_t payload_tag, size_t payload_bytes, MarkerStaging** staging);
+
+// One marker with a literal name: the fast path when it applies, else RecordMarker().
+template <typename... Payload>
+inline void RecordLiteralMarker(LiteralName name, Category category, const MarkerOptions& options,
+                                uint8_t payload_tag, const Payload&... payload) {
+  const size_t payload_bytes = SumBytes(payload...);
+  MarkerStaging* staging;
+  if (uint8_t* p = BeginStagedMarker(name, category, options, payload_tag, payload_bytes,
+                                     &staging)) {
+    if constexpr (sizeof...(Payload) > 0) {
+      EntryWriter writer(p, payload_bytes, nullptr, 0);
+      writer.WriteObjects(payload...);
+    }
+    staging->CommitEntry();
+    return;
+  }
+  RecordMarker(ProfilerString::LiteralFromPointer(name.chars, name.length), category, options,
+               payload_tag, payload...);
+}
+
+// Routes a name to the fast path when it is a literal.
+template <typename... Payload>
+inline void RecordNamedMarker(LiteralName name, Category category, const MarkerOptions& options,
+                              uint8_t payload_tag, const Payload&... payload) {
+  RecordLiteralMarker(name, category, options, payload_tag, payload...);
+}
+template <typename... Payload>
+inline void RecordNamedMarker(const ProfilerString& name, Category category,
+                              const MarkerOptions& options, uint8_t payload_tag,
+                              const Payload&... payload) {
+  if (__builtin_expect(name.IsLiteral(), 1)) {
+    const std::string_view chars = name.View();
+    RecordLiteralMarker(LiteralName{chars.data(), chars.size()}, category, options, payload_tag,
+                        payload...);
+  } else {
+    RecordMarker(name, category, options, payload_tag, payload...);
+  }
+}
+
+}  // namespace base_internal
+
+namespace base_internal {
+// What the public functions and the macros below share: `name` is a ProfilerString or, from
+// the macros, a LiteralName (no ProfilerString built on the hot path). The session is active.
+template <typename Name>
+inline void RecordUntypedMarker(const Name& name, Category category,
+                                const MarkerOptions& options = MarkerOptions()) {
+  RecordNamedMarker(name, category, options, kUntypedMarkerTag);
+}
+template <typename Name>
+inline void RecordTextMarker(const Name& name, Category category, const MarkerOptions& options,
+                             std::string_view text) {
+  RecordNamedMarker(name, category, options, kTextMarkerTag, text);
+}
+template <typename MarkerType, typename Name, typename... Args>
+inline void RecordTypedMarker(const Name& name, Category category, const MarkerOptions& options,
+                              MarkerType, const Args&... args) {
+  using Typed = TypedMarker<MarkerType>;
+  const typename Typed::Payload payload(args...);
+  RecordNamedMarker(name, category, options, Typed::Tag(), payload);
+}
 }  // namespace base_internal
 
 // A marker without payload.
 inline void AddMarker(const ProfilerString& name, Category category,
                       const MarkerOptions& options = MarkerOptions()) {
   if (!ProfilerIsActive()) return;
-  base_internal::RecordMarker(name, category, options, base_internal::kUntypedMarkerTag);
+  base_internal::RecordUntypedMarker(name, category, options);
 }
 
 // A marker with a text payload ("Text" type: shown in the marker table and tooltip).
 inline void AddTextMarker(const ProfilerString& name, Category category,
                           const MarkerOptions& options, std::string_view text) {
   if (!ProfilerIsActive()) return;
-  base_internal::RecordMarker(name, category, options, base_internal::kTextMarkerTag, text);
+  base_internal::RecordTextMarker(name, category, options, text);
 }
 
 // A typed marker (see the top of this file).
 template <typename MarkerType, typename... Args>
 void AddMarker(const ProfilerString& name, Category category, const MarkerOptions& options,
-               MarkerType, const Args&... args) {
+               MarkerType marker_type, const Args&... args) {
   if (!ProfilerIsActive()) return;
-  using Typed = base_internal::TypedMarker<MarkerType>;
-  const typename Typed::Payload payload(args...);
-  base_internal::RecordMarker(name, category, options, Typed::Tag(), payload);
+  base_internal::RecordTypedMarker(name, category, options, marker_type, args...);
 }
 
 }  // namespace strata
@@ -274,27 +349,31 @@ void AddMarker(const ProfilerString& name, Category category, const MarkerOption
 #else
 // `name` must be a string literal; `category` a strata::Category enumerator name. Nothing
 // after the name is evaluated when no session is active.
-#define STRATA_MARKER_UNTYPED(name, category, ...)                                    \
-  do {                                                                                \
-    if (::strata::ProfilerIsActive()) {                                               \
-      ::strata::AddMarker(::strata::ProfilerString::Literal(name),                    \
-                          ::strata::Category::category, ##__VA_ARGS__);               \
-    }                                                                                 \
+#define STRATA_INTERNAL_LITERAL_NAME(name) \
+  ::strata::base_internal::LiteralName { "" name, sizeof("" name) - 1 }
+#define STRATA_MARKER_UNTYPED(name, category, ...)                                        \
+  do {                                                                                    \
+    if (::strata::ProfilerIsActive()) {                                                   \
+      ::strata::base_internal::RecordUntypedMarker(STRATA_INTERNAL_LITERAL_NAME(name),    \
+                                                   ::strata::Category::category,          \
+                                                   ##__VA_ARGS__);                        \
+    }                                                                                     \
   } while (0)
-#define STRATA_MARKER_TEXT(name, category, options, text)                             \
-  do {                                                                                \
-    if (::strata::ProfilerIsActive()) {                                               \
-      ::strata::AddTextMarker(::strata::ProfilerString::Literal(name),                \
-                              ::strata::Category::category, options, text);           \
-    }                                                                                 \
+#define STRATA_MARKER_TEXT(name, category, options, text)                                 \
+  do {                                                                                    \
+    if (::strata::ProfilerIsActive()) {                                                   \
+      ::strata::base_internal::RecordTextMarker(STRATA_INTERNAL_LITERAL_NAME(name),       \
+                                                ::strata::Category::category, options,    \
+                                                text);                                    \
+    }                                                                                     \
   } while (0)
-#define STRATA_MARKER(name, category, options, MarkerType, ...)                       \
-  do {                                                                                \
-    if (::strata::ProfilerIsActive()) {                                               \
-      ::strata::AddMarker(::strata::ProfilerString::Literal(name),                    \
-                          ::strata::Category::category, options, MarkerType{},        \
-                          ##__VA_ARGS__);                                             \
-    }                                                                                 \
+#define STRATA_MARKER(name, category, options, MarkerType, ...)                           \
+  do {                                                                                    \
+    if (::strata::ProfilerIsActive()) {                                                   \
+      ::strata::base_internal::RecordTypedMarker(STRATA_INTERNAL_LITERAL_NAME(name),      \
+                                                 ::strata::Category::category, options,   \
+                                                 MarkerType{}, ##__VA_ARGS__);            \
+    }                                                                                     \
   } while (0)
 #endif
 

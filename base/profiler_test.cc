@@ -300,3 +300,106 @@ TEST_CASE("Staged markers: none lost, each thread's order kept, visible at captu
   }
   REQUIRE(found_last);
 }
+
+// The macros take the recording fast path (BeginStagedMarker: literal name, own track, no
+// stack); a dynamic name, a stack or another thread's track takes the general one. Both must
+// record the same marker: same phase, times read from the clock when not given (within the
+// moments around the call), given times kept exactly, same payload.
+TEST_CASE("Fast and general marker paths record the same markers") {
+  strata::ProfilerSettings settings;
+  settings.interval_ms = 500;
+  strata::ProfilerStart(settings);
+  REQUIRE(strata::ProfilerIsActive());
+
+  const strata::TimeStamp given_start = strata::TimeStamp::Now();
+  const strata::TimeStamp given_end = given_start + strata::TimeDuration::FromMicroseconds(1500);
+  const strata::ThreadId self = strata::CurrentThreadId();
+  const auto record_all = [&](auto record) {
+    record(strata::MarkerOptions());
+    record(strata::MarkerOptions::Instant(given_start));
+    record(strata::MarkerOptions::Interval(given_start, given_end));
+    record(strata::MarkerOptions::IntervalUntilNow(given_start));
+    record(strata::MarkerOptions::IntervalStart());
+    record(strata::MarkerOptions::IntervalEnd());
+    record(strata::MarkerOptions::IntervalEnd(given_end));
+  };
+  const strata::TimeStamp before = strata::TimeStamp::Now();
+  record_all([](const strata::MarkerOptions& options) {
+    STRATA_MARKER("same", kOther, options, RequestMarker, std::string("fast"), int64_t{7}, 0.5,
+                  strata::ProfilerString::Literal("GET"));
+  });
+  record_all([](const strata::MarkerOptions& options) {
+    strata::AddMarker(strata::ProfilerString::Dynamic("same"), strata::Category::kOther, options,
+                      RequestMarker{}, std::string("dynamic name"), int64_t{7}, 0.5,
+                      strata::ProfilerString::Literal("GET"));
+  });
+  record_all([&](strata::MarkerOptions options) {
+    options.OnThread(self);
+    STRATA_MARKER("same", kOther, options, RequestMarker, std::string("on thread"), int64_t{7},
+                  0.5, strata::ProfilerString::Literal("GET"));
+  });
+  const strata::TimeStamp after = strata::TimeStamp::Now();
+  const std::string json = strata::ProfilerGetProfile();
+  strata::ProfilerStop();
+
+  rapidjson::Document profile;
+  profile.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(profile.HasParseError());
+  const rapidjson::Value* main_thread = ThreadNamed(profile, "GeckoMain");
+  REQUIRE(main_thread != nullptr);
+  const rapidjson::Value& markers = (*main_thread)["markers"];
+  const rapidjson::Value& strings = (*main_thread)["stringTable"];
+  const int name_col = markers["schema"]["name"].GetInt();
+  const int phase_col = markers["schema"]["phase"].GetInt();
+  const int start_col = markers["schema"]["startTime"].GetInt();
+  const int end_col = markers["schema"]["endTime"].GetInt();
+  const int data_col = markers["schema"]["data"].GetInt();
+  std::map<std::string, std::vector<const rapidjson::Value*>> by_url;
+  for (const auto& m : markers["data"].GetArray()) {
+    if (std::string(strings[m[name_col].GetInt()].GetString()) != "same") continue;
+    by_url[m[data_col]["url"].GetString()].push_back(&m);
+  }
+  REQUIRE(by_url["fast"].size() == 7);
+  // Profile times are milliseconds from the session's start; the fast path's Instant at
+  // `given_start` anchors that frame (the other paths must agree with it).
+  const double given_start_ms = (*by_url["fast"][1])[start_col].GetDouble();
+  const auto to_profile_ms = [&](strata::TimeStamp t) {
+    return given_start_ms + (t - given_start).ToNanoseconds() / 1e6;
+  };
+  const double before_ms = to_profile_ms(before) - 0.05;  // TSC vs clock: tens of µs.
+  const double after_ms = to_profile_ms(after) + 0.05;
+  const double given_end_ms = to_profile_ms(given_end);
+  const auto near = [](double a, double b) { return std::abs(a - b) < 1e-3; };
+
+  for (const char* path : {"fast", "dynamic name", "on thread"}) {
+    CAPTURE(path);
+    const auto& list = by_url[path];
+    REQUIRE(list.size() == 7);
+    const auto phase = [&](size_t i) { return (*list[i])[phase_col].GetInt(); };
+    const auto start = [&](size_t i) -> const rapidjson::Value& { return (*list[i])[start_col]; };
+    const auto end = [&](size_t i) -> const rapidjson::Value& { return (*list[i])[end_col]; };
+    const auto now_like = [&](const rapidjson::Value& v) {
+      return v.IsNumber() && v.GetDouble() >= before_ms && v.GetDouble() <= after_ms;
+    };
+    for (size_t i = 0; i < list.size(); ++i) {
+      CHECK((*list[i])[data_col]["status"].GetInt() == 7);
+      CHECK(std::string((*list[i])[data_col]["method"].GetString()) == "GET");
+    }
+    CHECK(phase(0) == 0);
+    CHECK(now_like(start(0)));
+    CHECK(phase(1) == 0);
+    CHECK(near(start(1).GetDouble(), given_start_ms));
+    CHECK(phase(2) == 1);
+    CHECK(near(start(2).GetDouble(), given_start_ms));
+    CHECK(near(end(2).GetDouble(), given_end_ms));
+    CHECK(phase(3) == 1);
+    CHECK(near(start(3).GetDouble(), given_start_ms));
+    CHECK(now_like(end(3)));
+    CHECK(phase(4) == 2);
+    CHECK(now_like(start(4)));
+    CHECK(phase(5) == 3);
+    CHECK(now_like(end(5)));
+    CHECK(phase(6) == 3);
+    CHECK(near(end(6).GetDouble(), given_end_ms));
+  }
+}

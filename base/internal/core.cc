@@ -686,51 +686,96 @@ void StopLocked(Session& session) {
 
 ChunkedBuffer& SessionBuffer() { return GetSession().buffer; }
 
-MarkerStaging* BeginMarker(const ProfilerString& name, Category category,
-                           const MarkerOptions& options, uint8_t payload_tag,
-                           MarkerHeaderRef* header) {
-  // The recording thread's staging (created at its first marker), unless the marker goes
-  // on another thread's track or this thread is not registered.
-  RegisteredThread* const thread = t_registered_thread;
-  MarkerStaging* staging = nullptr;
-  if (options.thread().IsSpecified()) {
-    header->thread = options.thread();
-  } else if (thread && !g_forked_child.load(std::memory_order_relaxed)) {
-    header->thread = thread->tid;
-    staging = thread->marker_staging.load(std::memory_order_relaxed);
-    if (__builtin_expect(staging == nullptr, 0)) {
-      staging = new MarkerStaging;
-      thread->marker_staging.store(staging, std::memory_order_release);
-    }
-  } else {
-    header->thread = CurrentThreadId();
-  }
-  const MarkerTiming& timing = options.timing();
-  header->phase = timing.phase;
-  // The calibrated TSC (~10 ns) once the sampler has calibrated it, as samples use;
-  // clock_gettime (~25 ns) before. Read only when a time is missing.
+namespace {
+
+// A marker's times from its options, reading the clock only where one is missing: the
+// calibrated TSC (~10 ns) once the sampler has calibrated it, as samples use; clock_gettime
+// (~25 ns) before.
+__attribute__((always_inline)) inline void ResolveMarkerTimes(const MarkerTiming& timing,
+                                                              TimeStamp* start, TimeStamp* end) {
   auto now = [] {
-    TimeStamp t = TscTicksToTimeStamp(ReadTscTicks());
-    return t.IsNull() ? TimeStamp::Now() : t;
+    const TimeStamp t = TscTicksToTimeStamp(ReadTscTicks());
+    return __builtin_expect(t.IsNull(), 0) ? TimeStamp::Now() : t;
   };
   switch (timing.phase) {
     case MarkerPhase::kInstant:
     case MarkerPhase::kIntervalStart:
-      header->start = timing.start.IsNull() ? now() : timing.start;
+      *start = timing.start.IsNull() ? now() : timing.start;
       break;
     case MarkerPhase::kInterval:
-      header->start = timing.start.IsNull() ? now() : timing.start;
-      header->end = timing.end.IsNull() ? (timing.start.IsNull() ? header->start : now())
-                                        : timing.end;
+      *start = timing.start.IsNull() ? now() : timing.start;
+      *end = timing.end.IsNull() ? (timing.start.IsNull() ? *start : now()) : timing.end;
       break;
     case MarkerPhase::kIntervalEnd:
-      header->end = timing.end.IsNull() ? now() : timing.end;
+      *end = timing.end.IsNull() ? now() : timing.end;
       break;
   }
+}
+
+// The calling thread's staging, created at its first marker; null when the thread is not
+// registered (or in a forked child, where nothing is recorded into staging).
+__attribute__((always_inline)) inline MarkerStaging* CurrentThreadMarkerStaging(
+    RegisteredThread* thread) {
+  if (!thread || g_forked_child.load(std::memory_order_relaxed)) return nullptr;
+  MarkerStaging* staging = thread->marker_staging.load(std::memory_order_relaxed);
+  if (__builtin_expect(staging == nullptr, 0)) {
+    staging = new MarkerStaging;
+    thread->marker_staging.store(staging, std::memory_order_release);
+  }
+  return staging;
+}
+
+}  // namespace
+
+MarkerStaging* BeginMarker(const ProfilerString& name, Category category,
+                           const MarkerOptions& options, uint8_t payload_tag,
+                           MarkerHeaderRef* header) {
+  // The recording thread's staging, unless the marker goes on another thread's track or
+  // this thread is not registered.
+  RegisteredThread* const thread = t_registered_thread;
+  MarkerStaging* staging = nullptr;
+  if (options.thread().IsSpecified()) {
+    header->thread = options.thread();
+  } else if ((staging = CurrentThreadMarkerStaging(thread)) != nullptr) {
+    header->thread = thread->tid;
+  } else {
+    header->thread = CurrentThreadId();
+  }
+  header->phase = options.timing().phase;
+  ResolveMarkerTimes(options.timing(), &header->start, &header->end);
   header->name = &name;
   header->category = static_cast<uint8_t>(category);
   header->payload_tag = payload_tag;
   return staging;
+}
+
+uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOptions& options,
+                           uint8_t payload_tag, size_t payload_bytes, MarkerStaging** staging_out) {
+  RegisteredThread* const thread = t_registered_thread;
+  if (__builtin_expect(options.thread().IsSpecified() || options.capture_stack() ||
+                           name.length > profile::kMaxCommonMarkerNameLength,
+                       0)) {
+    return nullptr;
+  }
+  MarkerStaging* const staging = CurrentThreadMarkerStaging(thread);
+  if (__builtin_expect(staging == nullptr, 0)) return nullptr;
+  const size_t entry_bytes = 1 + profile::kCommonMarkerHeaderBytes + payload_bytes;
+  uint8_t* p = staging->TryReserveEntry(entry_bytes);
+  if (__builtin_expect(p == nullptr, 0)) {
+    // Full (or too large): the batch goes first, so this thread's order is kept.
+    staging->FlushAndRewind(GetSession().buffer);
+    p = staging->TryReserveEntry(entry_bytes);
+    if (p == nullptr) return nullptr;  // Too large to stage: the general path writes it.
+  }
+  const MarkerTiming& timing = options.timing();
+  TimeStamp start;
+  TimeStamp end;
+  ResolveMarkerTimes(timing, &start, &end);
+  *p++ = static_cast<uint8_t>(EntryKind::kMarker);
+  p = profile::WriteCommonMarkerHeader(p, thread->tid, timing.phase, start, end, name.chars,
+                                       name.length, static_cast<uint8_t>(category), payload_tag);
+  *staging_out = staging;
+  return p;
 }
 
 void FlushAndRewindMarkerStaging(MarkerStaging* staging) {

@@ -17,8 +17,9 @@
 // When an entry does not fit at the end, the producer flushes everything and starts again
 // at offset 0 (under the consumer mutex, so no consumer reads meanwhile).
 //
-// Thread safety: one producer (the owning thread: TryReserve/Commit/FlushAndRewind); any
-// number of consumers (FlushInto/Discard), serialized by the staging's own mutex.
+// Thread safety: one producer (the owning thread: TryReserveEntry, CommitEntry,
+// FlushAndRewind); any number of consumers (FlushInto/Discard), serialized by the staging's
+// own mutex.
 // Lock order: registry -> staging -> buffer. Async-signal safety: none.
 #ifndef STRATA_BASE_INTERNAL_MARKER_STAGING_H_
 #define STRATA_BASE_INTERNAL_MARKER_STAGING_H_
@@ -27,7 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 
 #include "platform/mutex.h"
 #include "shared/buffer/chunked_buffer.h"
@@ -47,33 +47,24 @@ class MarkerStaging {
   MarkerStaging(const MarkerStaging&) = delete;
   MarkerStaging& operator=(const MarkerStaging&) = delete;
 
-  // A reserved block: fill `writer()` with exactly the entry's bytes, then Commit().
-  class Reservation {
-   public:
-    EntryWriter& writer() { return writer_; }
-    void Commit() { head_->store(new_head_, std::memory_order_release); }
-
-   private:
-    friend class MarkerStaging;
-    Reservation(EntryWriter writer, std::atomic<size_t>* head, size_t new_head)
-        : writer_(writer), head_(head), new_head_(new_head) {}
-    EntryWriter writer_;
-    std::atomic<size_t>* head_;
-    size_t new_head_;
-  };
-
-  // Producer only. Room for an entry of `entry_bytes` at the end of the area, or nothing
-  // (call FlushAndRewind(), then try again; still nothing: the entry is too large to stage).
-  std::optional<Reservation> TryReserve(size_t entry_bytes) {
+  // Producer only. Reserves a block for an entry of `entry_bytes` at the end of the area and
+  // returns where the entry's bytes go (write exactly `entry_bytes` there, then
+  // CommitEntry()), or null: no room left (call FlushAndRewind(), then try again; still
+  // null: the entry is too large to stage). Until CommitEntry() no consumer sees the block.
+  uint8_t* TryReserveEntry(size_t entry_bytes) {
     const size_t head = head_.load(std::memory_order_relaxed);
     const size_t block_bytes = ULEB128Size(uint64_t{entry_bytes}) + entry_bytes;
     if (__builtin_expect(block_bytes > kBytes - head || entry_bytes > kMaxStagedEntryBytes, 0)) {
-      return std::nullopt;
+      return nullptr;
     }
     uint8_t* p = bytes_.get() + head;
     WriteULEB128(uint64_t{entry_bytes}, p);
-    return Reservation(EntryWriter(p, entry_bytes, nullptr, 0), &head_, head + block_bytes);
+    reserved_head_ = head + block_bytes;
+    return p;
   }
+  // Producer only: publishes the block TryReserveEntry() returned last (one release store,
+  // a plain `mov` on x86-64).
+  void CommitEntry() { head_.store(reserved_head_, std::memory_order_release); }
 
   // Producer only: moves everything into `buffer` and starts again at the beginning.
   void FlushAndRewind(ChunkedBuffer& buffer);
@@ -90,6 +81,8 @@ class MarkerStaging {
   // the producer; tail_ under consumer_mutex_; both reset to 0 by the producer under it.
   std::atomic<size_t> head_{0};
   std::atomic<size_t> tail_{0};
+  // The head after the block reserved last (producer only).
+  size_t reserved_head_ = 0;
   Mutex consumer_mutex_{"strata marker staging"};
 };
 

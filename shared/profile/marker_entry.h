@@ -72,37 +72,56 @@ struct Serializer<profile::MarkerHeader> {
     w.WriteObjects(h.thread, h.phase, h.start, h.end, h.name, h.category, h.payload_tag, h.stack);
   }
 };
-// The recording hot path: the usual header (literal name, no stack) is written with plain
-// stores when it is contiguous in the entry; anything else field by field. Same bytes.
+namespace profile {
+// The header bytes of the usual recording (a literal name shorter than 64 characters, so its
+// encoding header is one byte; no stack), as Serializer<MarkerHeader> lays them out.
+inline constexpr size_t kCommonMarkerHeaderBytes = sizeof(ThreadId::NumberType) +
+                                                   sizeof(MarkerPhase) + 2 * sizeof(int64_t) +
+                                                   1 + sizeof(const char*) + 2 + 1;
+inline constexpr size_t kMaxCommonMarkerNameLength = 63;
+
+// Writes those kCommonMarkerHeaderBytes at `p` with plain stores (the caller checked the name
+// is a literal of at most kMaxCommonMarkerNameLength characters) and returns the end.
+__attribute__((always_inline)) inline uint8_t* WriteCommonMarkerHeader(
+    uint8_t* p, ThreadId thread, MarkerPhase phase, TimeStamp start, TimeStamp end,
+    const char* name_chars, size_t name_length, uint8_t category, uint8_t payload_tag) {
+  const ThreadId::NumberType thread_number = thread.ToNumber();
+  const int64_t start_ns = start.ToNanoseconds();
+  const int64_t end_ns = end.ToNanoseconds();
+  std::memcpy(p, &thread_number, sizeof(thread_number));
+  p += sizeof(thread_number);
+  std::memcpy(p, &phase, sizeof(phase));
+  p += sizeof(phase);
+  std::memcpy(p, &start_ns, sizeof(start_ns));
+  p += sizeof(start_ns);
+  std::memcpy(p, &end_ns, sizeof(end_ns));
+  p += sizeof(end_ns);
+  *p++ = static_cast<uint8_t>((name_length << 1) | 1);  // Literal; ULEB128 of one byte.
+  std::memcpy(p, &name_chars, sizeof(name_chars));
+  p += sizeof(name_chars);
+  *p++ = category;
+  *p++ = payload_tag;
+  *p++ = 0;  // No stack.
+  return p;
+}
+}  // namespace profile
+
+// The recording hot path: the usual header (literal short name, no stack) is written with
+// plain stores when it is contiguous in the entry; anything else field by field. Same bytes.
 template <>
 struct Serializer<profile::MarkerHeaderRef> {
   static size_t Bytes(const profile::MarkerHeaderRef& h) {
-    if (__builtin_expect(IsCommonCase(h), 1)) return kCommonBytes;
+    if (__builtin_expect(IsCommonCase(h), 1)) return profile::kCommonMarkerHeaderBytes;
     return SumBytes(h.thread, h.phase, h.start, h.end, *h.name, h.category, h.payload_tag,
                     h.stack);
   }
   __attribute__((always_inline)) static void Write(EntryWriter& w,
                                                    const profile::MarkerHeaderRef& h) {
     if (__builtin_expect(IsCommonCase(h), 1)) {
-      if (uint8_t* p = w.TakeContiguous(kCommonBytes)) {
-        const ThreadId::NumberType thread = h.thread.ToNumber();
-        const int64_t start = h.start.ToNanoseconds();
-        const int64_t end = h.end.ToNanoseconds();
-        const char* chars = h.name->View().data();
-        std::memcpy(p, &thread, sizeof(thread));
-        p += sizeof(thread);
-        std::memcpy(p, &h.phase, sizeof(h.phase));
-        p += sizeof(h.phase);
-        std::memcpy(p, &start, sizeof(start));
-        p += sizeof(start);
-        std::memcpy(p, &end, sizeof(end));
-        p += sizeof(end);
-        *p++ = static_cast<uint8_t>((h.name->View().size() << 1) | 1);  // Literal, 1 byte.
-        std::memcpy(p, &chars, sizeof(chars));
-        p += sizeof(chars);
-        *p++ = h.category;
-        *p++ = h.payload_tag;
-        *p = 0;  // No stack.
+      if (uint8_t* p = w.TakeContiguous(profile::kCommonMarkerHeaderBytes)) {
+        profile::WriteCommonMarkerHeader(p, h.thread, h.phase, h.start, h.end,
+                                         h.name->View().data(), h.name->View().size(),
+                                         h.category, h.payload_tag);
         return;
       }
     }
@@ -111,12 +130,10 @@ struct Serializer<profile::MarkerHeaderRef> {
   }
 
  private:
-  // A literal name shorter than 64 characters (its encoding header is one byte), no stack.
   static bool IsCommonCase(const profile::MarkerHeaderRef& h) {
-    return h.name->IsLiteral() && h.name->View().size() < 64 && h.stack.empty();
+    return h.name->IsLiteral() && h.name->View().size() <= profile::kMaxCommonMarkerNameLength &&
+           h.stack.empty();
   }
-  static constexpr size_t kCommonBytes = sizeof(ThreadId::NumberType) + sizeof(MarkerPhase) +
-                                         2 * sizeof(int64_t) + 1 + sizeof(const char*) + 2 + 1;
 };
 template <>
 struct Deserializer<profile::MarkerHeader> : DeserializerBase<profile::MarkerHeader> {
