@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <utility>
@@ -77,9 +78,15 @@ void StdioJsonOutput::Consume(std::string* chunk) {
 
 // ---- JsonWriter ---------------------------------------------------------------------------
 
+namespace {
+// Room beyond the chunk size in the pending area: a value that crosses the chunk size still
+// fits without growing (values are flushed after, never split).
+constexpr size_t kPendingSlack = 1024;
+}  // namespace
+
 JsonWriter::JsonWriter(JsonOutput* output, size_t chunk_size)
     : output_(output), chunk_size_(chunk_size == 0 ? 1 : chunk_size) {
-  pending_.reserve(chunk_size_ + 256);
+  pending_.resize(chunk_size_ + kPendingSlack);
   stack_.push_back(Level{Scope::kTop, false});
 }
 
@@ -94,24 +101,18 @@ void JsonWriter::Misuse(const char* what) {
 }
 
 void JsonWriter::Flush() {
-  if (pending_.empty()) return;
+  if (pos_ == 0) return;
+  pending_.resize(pos_);  // Shrinking: no byte is written.
   output_->Consume(&pending_);
-  if (pending_.capacity() < chunk_size_) pending_.reserve(chunk_size_ + 256);
+  pos_ = 0;
+  // Back to full size: the output either kept the storage (a file; cleared it) or stole it
+  // (a chunk list). Filling 64 KiB costs about what copying it once does.
+  pending_.resize(chunk_size_ + kPendingSlack);
 }
 
-bool JsonWriter::BeforeValue() {
-  Level& level = stack_.back();
-  if (after_key_) {
-    after_key_ = false;
-    return true;
-  }
-  if (level.scope == Scope::kObject) {
-    Misuse("value in an object without a key");
-    return false;
-  }
-  if (level.has_value) Put(',');
-  level.has_value = true;
-  return true;
+void JsonWriter::Grow(size_t bytes) {
+  // One value larger than the slack (a long string or splice): the area grows to hold it.
+  pending_.resize(std::max(pending_.size() * 2, pos_ + bytes));
 }
 
 void JsonWriter::Key(std::string_view name) {
@@ -159,31 +160,9 @@ void JsonWriter::EndArray() {
   MaybeFlush();
 }
 
-void JsonWriter::Null() {
-  if (!BeforeValue()) return;
-  Put("null");
-  MaybeFlush();
-}
-
 void JsonWriter::Bool(bool value) {
   if (!BeforeValue()) return;
   Put(value ? std::string_view("true") : std::string_view("false"));
-  MaybeFlush();
-}
-
-void JsonWriter::Int(int64_t value) {
-  if (!BeforeValue()) return;
-  char buffer[24];
-  auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  Put(std::string_view(buffer, static_cast<size_t>(result.ptr - buffer)));
-  MaybeFlush();
-}
-
-void JsonWriter::Uint(uint64_t value) {
-  if (!BeforeValue()) return;
-  char buffer[24];
-  auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  Put(std::string_view(buffer, static_cast<size_t>(result.ptr - buffer)));
   MaybeFlush();
 }
 
@@ -200,30 +179,30 @@ void JsonWriter::Double(double value) {
   MaybeFlush();
 }
 
-void JsonWriter::TimeMs(int64_t nanoseconds) {
-  if (!BeforeValue()) return;
+size_t JsonWriter::FormatTimeMs(int64_t nanoseconds, char* out) {
   // Work on the magnitude as unsigned so that INT64_MIN is fine.
-  uint64_t magnitude = nanoseconds < 0 ? 0 - static_cast<uint64_t>(nanoseconds)
-                                       : static_cast<uint64_t>(nanoseconds);
-  char buffer[32];
-  char* p = buffer;
+  const uint64_t magnitude = nanoseconds < 0 ? 0 - static_cast<uint64_t>(nanoseconds)
+                                             : static_cast<uint64_t>(nanoseconds);
+  char* p = out;
   if (nanoseconds < 0) *p++ = '-';
-  p = std::to_chars(p, buffer + sizeof(buffer), magnitude / 1000000).ptr;
+  p = std::to_chars(p, out + kMaxNumberChars, magnitude / 1000000).ptr;
   uint32_t fraction = static_cast<uint32_t>(magnitude % 1000000);
   if (fraction != 0) {
-    *p++ = '.';
-    char digits[6];
-    for (int i = 5; i >= 0; --i) {
-      digits[i] = static_cast<char>('0' + fraction % 10);
-      fraction /= 10;
+    // Six decimals written as three pairs, then the trailing zeros dropped.
+    static constexpr char kPairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    *p = '.';
+    for (int i = 2; i >= 0; --i) {
+      std::memcpy(p + 1 + 2 * i, &kPairs[2 * (fraction % 100)], 2);
+      fraction /= 100;
     }
     int length = 6;
-    while (digits[length - 1] == '0') --length;
-    memcpy(p, digits, static_cast<size_t>(length));
-    p += length;
+    while (p[length] == '0') --length;
+    p += 1 + length;
   }
-  Put(std::string_view(buffer, static_cast<size_t>(p - buffer)));
-  MaybeFlush();
+  return static_cast<size_t>(p - out);
 }
 
 void JsonWriter::NullElements(size_t count) {
@@ -295,48 +274,86 @@ size_t ValidUtf8Length(std::string_view s, size_t i) {
 
 }  // namespace
 
+namespace {
+
+// True when one of the 8 bytes of `word` needs more than a copy: a control character
+// (< 0x20), '"', '\\' or a byte of a multi-byte UTF-8 sequence (>= 0x80, to be validated).
+inline bool NeedsEscapeOrCheck(uint64_t word) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHighs = 0x8080808080808080ULL;
+  const auto has_zero_byte = [](uint64_t v) { return (v - kOnes) & ~v & kHighs; };
+  const uint64_t below_space = (word - kOnes * 0x20) & ~word & kHighs;
+  return (below_space | (word & kHighs) | has_zero_byte(word ^ (kOnes * '"')) |
+          has_zero_byte(word ^ (kOnes * '\\'))) != 0;
+}
+
+}  // namespace
+
 void JsonWriter::WriteEscaped(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
+  // The input is done in pieces, each with room reserved once for its worst case: 6 output
+  // bytes per input byte ("\u001f"), plus the end of a UTF-8 sequence that starts inside the
+  // piece (at most 3 more bytes, copied as they are).
+  constexpr size_t kPiece = 4096;
+  constexpr size_t kPieceRoom = 6 * kPiece + 8;
+  const char* const s = text.data();
+  const size_t n = text.size();
   Put('"');
-  size_t run_start = 0;
   size_t i = 0;
-  const auto flush_run = [&]() {
-    if (i > run_start) Put(text.substr(run_start, i - run_start));
-  };
-  while (i < text.size()) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      ++i;
-      continue;
-    }
-    if (c >= 0x80) {
-      size_t length = ValidUtf8Length(text, i);
-      if (length != 0) {
-        i += length;
+  while (i < n) {
+    const size_t piece_end = i + std::min(n - i, kPiece);
+    char* const start = Room(kPieceRoom);
+    char* p = start;
+    while (i < piece_end) {
+      // Fast path: 8 plain printable ASCII bytes at a time.
+      if (i + 8 <= piece_end) {
+        uint64_t word;
+        memcpy(&word, s + i, 8);
+        if (!NeedsEscapeOrCheck(word)) {
+          memcpy(p, &word, 8);
+          p += 8;
+          i += 8;
+          continue;
+        }
+      }
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+        *p++ = static_cast<char>(c);
+        ++i;
         continue;
       }
-      flush_run();
-      Put("\xEF\xBF\xBD");  // U+FFFD REPLACEMENT CHARACTER.
-      run_start = ++i;
-      continue;
-    }
-    flush_run();
-    switch (c) {
-      case '"': Put("\\\""); break;
-      case '\\': Put("\\\\"); break;
-      case '\n': Put("\\n"); break;
-      case '\r': Put("\\r"); break;
-      case '\t': Put("\\t"); break;
-      case '\b': Put("\\b"); break;
-      case '\f': Put("\\f"); break;
-      default: {
-        char escape[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
-        Put(std::string_view(escape, sizeof(escape)));
+      if (c >= 0x80) {
+        const size_t length = ValidUtf8Length(text, i);
+        if (length != 0) {
+          memcpy(p, s + i, length);
+          p += length;
+          i += length;
+        } else {
+          memcpy(p, "\xEF\xBF\xBD", 3);  // U+FFFD REPLACEMENT CHARACTER.
+          p += 3;
+          ++i;
+        }
+        continue;
       }
+      *p++ = '\\';
+      switch (c) {
+        case '"': *p++ = '"'; break;
+        case '\\': *p++ = '\\'; break;
+        case '\n': *p++ = 'n'; break;
+        case '\r': *p++ = 'r'; break;
+        case '\t': *p++ = 't'; break;
+        case '\b': *p++ = 'b'; break;
+        case '\f': *p++ = 'f'; break;
+        default: {
+          const char escape[5] = {'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+          memcpy(p, escape, sizeof(escape));
+          p += sizeof(escape);
+        }
+      }
+      ++i;
     }
-    run_start = ++i;
+    pos_ += static_cast<size_t>(p - start);
   }
-  flush_run();
   Put('"');
 }
 

@@ -28,9 +28,11 @@
 #ifndef STRATA_SHARED_JSON_JSON_WRITER_H_
 #define STRATA_SHARED_JSON_JSON_WRITER_H_
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,18 +134,37 @@ class JsonWriter {
   // The name of the next property; must be followed by exactly one value.
   void Key(std::string_view name);
 
-  // Values.
-  void Null();
+  // Values. The integer, null and time writers are inline: profile rows are made of them.
+  void Null() {
+    if (!BeforeValue()) return;
+    std::memcpy(Room(4), "null", 4);
+    pos_ += 4;
+    MaybeFlush();
+  }
   void Bool(bool value);
-  void Int(int64_t value);
-  void Uint(uint64_t value);
+  void Int(int64_t value) {
+    if (!BeforeValue()) return;
+    char* p = Room(kMaxNumberChars);
+    pos_ += static_cast<size_t>(std::to_chars(p, p + kMaxNumberChars, value).ptr - p);
+    MaybeFlush();
+  }
+  void Uint(uint64_t value) {
+    if (!BeforeValue()) return;
+    char* p = Room(kMaxNumberChars);
+    pos_ += static_cast<size_t>(std::to_chars(p, p + kMaxNumberChars, value).ptr - p);
+    MaybeFlush();
+  }
   // Shortest text that reads back as the same double; NaN and +-Infinity become null.
   void Double(double value);
   // Escaped; invalid UTF-8 bytes become U+FFFD.
   void String(std::string_view value);
   // Milliseconds with up to 6 decimals, exact: 1500001 ns -> 1.500001, 2000000 ns -> 2,
   // -500 ns -> -0.0005. No binary-floating-point noise.
-  void TimeMs(int64_t nanoseconds);
+  void TimeMs(int64_t nanoseconds) {
+    if (!BeforeValue()) return;
+    pos_ += FormatTimeMs(nanoseconds, Room(kMaxNumberChars));
+    MaybeFlush();
+  }
   void TimeMs(TimeDuration duration) { TimeMs(duration.ToNanoseconds()); }
   // `count` nulls (array elements).
   void NullElements(size_t count);
@@ -183,21 +204,52 @@ class JsonWriter {
     bool has_value;  // A comma is needed before the next value or key.
   };
 
+  // The longest integer or time text (sign, 20 digits, point, 6 decimals) with room to spare.
+  static constexpr size_t kMaxNumberChars = 32;
+
   // Comma handling before a value; returns false (and latches an error) on misuse.
-  bool BeforeValue();
+  bool BeforeValue() {
+    if (after_key_) {
+      after_key_ = false;
+      return true;
+    }
+    Level& level = stack_.back();
+    if (__builtin_expect(level.scope == Scope::kObject, 0)) {
+      Misuse("value in an object without a key");
+      return false;
+    }
+    if (level.has_value) Put(',');
+    level.has_value = true;
+    return true;
+  }
+  // Writable room for `bytes` more bytes at pending_.data() + pos_ (the caller advances pos_
+  // by what it wrote). The pending area is a string kept at its full size, so that writing
+  // needs no per-call capacity bookkeeping of std::string.
+  char* Room(size_t bytes) {
+    if (__builtin_expect(pos_ + bytes > pending_.size(), 0)) Grow(bytes);
+    return pending_.data() + pos_;
+  }
+  void Grow(size_t bytes);
   void Put(char c) {
-    pending_.push_back(c);
+    *Room(1) = c;
+    ++pos_;
   }
-  void Put(std::string_view text) { pending_.append(text.data(), text.size()); }
+  void Put(std::string_view text) {
+    std::memcpy(Room(text.size()), text.data(), text.size());
+    pos_ += text.size();
+  }
   void MaybeFlush() {
-    if (pending_.size() >= chunk_size_) Flush();
+    if (pos_ >= chunk_size_) Flush();
   }
+  // Writes TimeMs's text at `out` (room for kMaxNumberChars) and returns its length.
+  static size_t FormatTimeMs(int64_t nanoseconds, char* out);
   void WriteEscaped(std::string_view text);
   void Misuse(const char* what);
 
   JsonOutput* output_;
   size_t chunk_size_;
-  std::string pending_;
+  std::string pending_;  // The first pos_ bytes are text not yet handed to output_.
+  size_t pos_ = 0;
   std::vector<Level> stack_;
   bool after_key_ = false;
   std::string misuse_;

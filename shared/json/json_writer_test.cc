@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -61,6 +62,84 @@ TEST_CASE("valid UTF-8 is kept, invalid bytes become U+FFFD") {
   d.Parse<rapidjson::kParseValidateEncodingFlag>(text.c_str(), text.size());
   REQUIRE_FALSE(d.HasParseError());
   CHECK(d.IsString());
+}
+
+// The escaping rules one byte at a time, as a reference for the writer's word-at-a-time
+// fast path and its pieces of 4096 input bytes.
+std::string ReferenceEscaped(std::string_view text) {
+  std::string out = "\"";
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20) {
+      char escape[8];
+      snprintf(escape, sizeof(escape), "\\u%04x", c);
+      out += c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : escape;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (c == 0xC3 && i + 1 < text.size() &&
+               (static_cast<unsigned char>(text[i + 1]) & 0xC0) == 0x80) {
+      out += text.substr(i, 2);  // The only multi-byte sequences the test writes: é and friends.
+      ++i;
+    } else {
+      out += "\xEF\xBF\xBD";
+    }
+  }
+  return out + "\"";
+}
+
+TEST_CASE("long strings: every special byte at every offset of the 8-byte fast path") {
+  // Plain text with one special byte (or an é, or a stray continuation byte) placed at each
+  // offset around word and piece boundaries.
+  const std::string specials[] = {"\"", "\\", "\n", std::string(1, '\0'), "\x1f", "\x7f",
+                                  "\xC3\xA9", "\x80", "\xC3"};
+  for (const std::string& special : specials) {
+    for (size_t length : {size_t{7}, size_t{8}, size_t{9}, size_t{17}, size_t{4095},
+                          size_t{4096}, size_t{4097}, size_t{9000}}) {
+      for (size_t at : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, length / 2, length - 1}) {
+        if (at >= length) continue;
+        std::string text;
+        for (size_t i = 0; i < length; ++i) text += static_cast<char>('a' + i % 26);
+        text.replace(at, 1, special);
+        INFO("special byte " << static_cast<int>(static_cast<unsigned char>(special[0]))
+                             << ", length " << length << ", at " << at);
+        REQUIRE(Str(text) == ReferenceEscaped(text));
+      }
+    }
+  }
+  // A 4-byte character straddling the end of a 4096-byte piece is copied whole.
+  std::string straddling(4094, 'x');
+  straddling += "\xF0\x9F\x98\x80tail";
+  CHECK(Str(straddling) == "\"" + straddling + "\"");
+}
+
+TEST_CASE("many values: output crosses chunk boundaries intact") {
+  // Tiny chunks force a flush after nearly every value; the text must be the same as with
+  // one big chunk.
+  auto write = [](size_t chunk_size) {
+    ChunkedJsonWriter w(chunk_size);
+    w.StartArray();
+    for (int i = 0; i < 5000; ++i) {
+      w.StartArray();
+      w.Uint(static_cast<uint64_t>(i) * 7919);
+      w.TimeMs(int64_t{i} * 1000001);
+      w.Null();
+      w.Int(-i);
+      w.String(std::string(static_cast<size_t>(i % 40), 'q'));
+      w.EndArray();
+    }
+    w.EndArray();
+    return w.TakeString();
+  };
+  const std::string reference = write(1 << 24);
+  CHECK(write(1) == reference);
+  CHECK(write(100) == reference);
+  CHECK(write(JsonWriter::kDefaultChunkSize) == reference);
+  CHECK(reference.find("[7919,1.000001,null,-1,\"q\"]") != std::string::npos);
 }
 
 TEST_CASE("integers") {
