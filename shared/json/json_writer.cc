@@ -9,6 +9,8 @@
 #include <cmath>
 #include <utility>
 
+#include "shared/json/shortest_double.h"
+
 namespace strata {
 
 // ---- Outputs ------------------------------------------------------------------------------
@@ -171,10 +173,10 @@ void JsonWriter::Double(double value) {
   if (!std::isfinite(value)) {
     Put("null");
   } else {
-    // Shortest round-trip form; exponents look like "1e+21" / "1.5e-07", both valid JSON.
-    char buffer[32];
-    auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-    Put(std::string_view(buffer, static_cast<size_t>(result.ptr - buffer)));
+    // Round-trip form; exponents look like "1e+21" / "1.5e-07", both valid JSON.
+    char buffer[kMaxRoundTripDoubleChars];
+    const char* const end = FormatRoundTripDouble(value, buffer);
+    Put(std::string_view(buffer, static_cast<size_t>(end - buffer)));
   }
   MaybeFlush();
 }
