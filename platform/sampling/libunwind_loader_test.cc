@@ -266,8 +266,13 @@ TEST_CASE("WalkStackWithLibunwind: C++ exceptions thrown and caught while sample
       reached_main);
   CHECK(in_libgcc > 0);     // The program's exceptions were unwound by libgcc_s...
   CHECK(in_libunwind == 0);  // ... never by libunwind.
-  CHECK(reached_main >= run.samples.size() * 9 / 10);
   CheckGlobalScopeHasNoLibunwind();
+  if (!sampling_testing::kHandlerRunsWhereSignalled) {
+    std::printf("ThreadSanitizer build: the callers of the sampled pcs are not checked (the "
+                "handler runs after the signal; sampled_thread_for_testing.h)\n");
+    return;
+  }
+  CHECK(reached_main >= run.samples.size() * 9 / 10);
 }
 
 // --- Without libunwind ---------------------------------------------------------------------

@@ -106,10 +106,15 @@ TEST_CASE(
       fp_frames_checked);
 
   REQUIRE(in_leaf + in_chain_function >= run.samples.size() * 8 / 10);
-  CHECK(leaf_complete == in_leaf);
-  CHECK(chain_complete == in_chain_function);
   CHECK(fp_frames_checked > 0);
   CHECK(fp_frames_matched == fp_frames_checked);
+  if (!sampling_testing::kHandlerRunsWhereSignalled) {
+    std::printf("ThreadSanitizer build: the callers of the sampled pcs are not checked (the "
+                "handler runs after the signal; sampled_thread_for_testing.h)\n");
+    return;
+  }
+  CHECK(leaf_complete == in_leaf);
+  CHECK(chain_complete == in_chain_function);
 }
 
 TEST_CASE("WalkStackWithLibunwind: a stack pointer outside the bounds gives the pc only",
@@ -209,6 +214,11 @@ TEST_CASE(
       "%zu in libc; %zu walks reached the thread's start routine\n",
       run.samples.size(), in_loader, in_libc, reached_main);
   CHECK(in_loader + in_libc > 0);
+  if (!sampling_testing::kHandlerRunsWhereSignalled) {
+    std::printf("ThreadSanitizer build: the callers of the sampled pcs are not checked (the "
+                "handler runs after the signal; sampled_thread_for_testing.h)\n");
+    return;
+  }
   // Through glibc, the loader and the unwinder, DWARF information gets the walk home.
   CHECK(reached_main >= run.samples.size() * 9 / 10);
 }

@@ -50,6 +50,26 @@ struct ChainRun {
   TimeDuration wall_time;
 };
 
+// Whether the sampling signal's handler runs where the signal interrupted the thread, so that
+// the callers of an interrupted pc can be checked. Not under ThreadSanitizer: its runtime
+// catches an asynchronous signal, saves the signal's context and runs the program's handler
+// later, at the thread's next intercepted call, atomic operation or system call
+// (rtl_generic_sighandler and ProcessPendingSignals in libtsan). The handler then gets the
+// registers of the moment of the signal, but the thread has moved on and newer frames (the
+// handler's own among them) overwrite the stack those registers point into: the sample's pc
+// is right, the walk above it reads whatever is there now. Tests check callers only when true.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kHandlerRunsWhereSignalled = false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kHandlerRunsWhereSignalled = false;
+#else
+constexpr bool kHandlerRunsWhereSignalled = true;
+#endif
+#else
+constexpr bool kHandlerRunsWhereSignalled = true;
+#endif
+
 // Runs strata_test_chain_outer in a loop on a new thread (its start routine is
 // strata_test_sampled_thread_main) until that thread has used `cpu_time` of CPU, with a
 // ThreadSamplingTimer on its CPU clock armed at `interval` and the handler walking with
