@@ -403,3 +403,50 @@ TEST_CASE("Fast and general marker paths record the same markers") {
     CHECK(near(end(6).GetDouble(), given_end_ms));
   }
 }
+
+// A marker put on another thread's track is written directly to the buffer, while that
+// thread's own markers wait in its staging: the target's staged markers must go first, or an
+// IntervalEnd recorded for it would precede the IntervalStart it recorded itself, and the
+// front-end (which pairs them in order) would show neither correctly.
+TEST_CASE("A marker put on another thread's track comes after that thread's earlier markers") {
+  strata::ProfilerSettings settings;
+  settings.interval_ms = 500;  // The sampler's periodic flush does not run in between.
+  strata::ProfilerStart(settings);
+  REQUIRE(strata::ProfilerIsActive());
+
+  std::atomic<int> step{0};
+  std::atomic<strata::ThreadId::NumberType> worker_tid{0};
+  std::thread worker([&] {
+    pthread_setname_np(pthread_self(), "pair-worker");
+    strata::ProfilerRegisterThread("pair-worker");  // No-op when auto-registered.
+    worker_tid = strata::CurrentThreadId().ToNumber();
+    STRATA_MARKER_UNTYPED("job", kOther, strata::MarkerOptions::IntervalStart());  // Staged.
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();  // Alive until the end is recorded.
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  STRATA_MARKER_UNTYPED("job", kOther,
+                        strata::MarkerOptions::IntervalEnd().OnThread(
+                            strata::ThreadId::FromNumber(worker_tid.load())));
+  const std::string json = strata::ProfilerGetProfile();
+  step = 2;
+  worker.join();
+  strata::ProfilerStop();
+
+  rapidjson::Document profile;
+  profile.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(profile.HasParseError());
+  const rapidjson::Value* thread = ThreadNamed(profile, "pair-worker");
+  REQUIRE(thread != nullptr);
+  const rapidjson::Value& markers = (*thread)["markers"];
+  const rapidjson::Value& strings = (*thread)["stringTable"];
+  const int name_col = markers["schema"]["name"].GetInt();
+  const int phase_col = markers["schema"]["phase"].GetInt();
+  std::vector<int> phases;
+  for (const auto& m : markers["data"].GetArray()) {
+    if (std::string(strings[m[name_col].GetInt()].GetString()) == "job") {
+      phases.push_back(m[phase_col].GetInt());
+    }
+  }
+  CHECK(phases == std::vector<int>{2, 3});  // IntervalStart, then IntervalEnd.
+}

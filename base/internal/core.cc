@@ -734,8 +734,12 @@ MarkerStaging* BeginMarker(const ProfilerString& name, Category category,
   // this thread is not registered.
   RegisteredThread* const thread = t_registered_thread;
   MarkerStaging* staging = nullptr;
-  if (options.thread().IsSpecified()) {
+  if (options.thread().IsSpecified() && !(thread && options.thread() == thread->tid)) {
     header->thread = options.thread();
+    // Written directly: the target thread's staged markers go first, so that its own
+    // markers recorded before this one (an IntervalStart this marker ends, say) stay before
+    // it in the buffer, where the front-end pairs them in order.
+    FlushStagedMarkersOfThread(options.thread());
   } else if ((staging = CurrentThreadMarkerStaging(thread)) != nullptr) {
     header->thread = thread->tid;
   } else {
@@ -895,6 +899,15 @@ void FlushStagedMarkers() {
   Registry& registry = GetRegistry();
   AutoLock lock(registry.mutex);
   for (RegisteredThread* thread : registry.live) FlushMarkersLocked(thread);
+}
+
+void FlushStagedMarkersOfThread(ThreadId tid) {
+  if (g_forked_child.load(std::memory_order_relaxed)) return;
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (RegisteredThread* thread : registry.live) {
+    if (thread->tid == tid) FlushMarkersLocked(thread);
+  }
 }
 
 PthreadCreateFunction RealPthreadCreate() {

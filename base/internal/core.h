@@ -52,6 +52,9 @@ SessionSnapshot TakeSessionSnapshot();
 // Moves every registered thread's staged markers into the session buffer, for code that
 // reads the buffer directly (tests, tools) and must see markers just recorded.
 void FlushStagedMarkers();
+// The same for the one registered thread `tid` (nothing when it is not registered). Takes
+// the registry lock: not for the recording fast path.
+void FlushStagedMarkersOfThread(ThreadId tid);
 
 // The session lock: holding it keeps a session from starting or stopping (capture holds it).
 class SessionLock {
