@@ -16,7 +16,7 @@ program="$(binary tests/two_workers_fp)"
 short=(--iterations 1000000)
 
 # --- STRATA_HELP=1
-env LD_PRELOAD="$STRATA_LIB" STRATA_HELP=1 "$program" >"$WORK/help.out" 2>&1
+env LD_PRELOAD="$STRATA_PRELOAD" STRATA_HELP=1 "$program" >"$WORK/help.out" 2>&1
 status=$?
 echo "--- help: status $status"
 sed 's/^/    /' "$WORK/help.out"

@@ -25,7 +25,7 @@ fork_run() {
   shift
   local start
   start=$(date +%s.%N)
-  timeout -s KILL 60 env LD_PRELOAD="$STRATA_LIB" STRATA_STARTUP=1 \
+  timeout -s KILL 60 env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 \
     STRATA_SHUTDOWN="$OUT/$name-%p.json" "$program" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
   RUN_STATUS=$?
   RUN_WALL_S=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')

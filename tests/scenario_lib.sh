@@ -31,6 +31,47 @@ if [[ ! -f "$STRATA_LIB" ]]; then
 fi
 STRATA_LIB="$(cd "$(dirname "$STRATA_LIB")" && pwd)/$(basename "$STRATA_LIB")"
 
+# --- Sanitizer builds of the library (docs/reliability.md, "Sanitizers") -------------------
+# A libstrata_base.so built with --config=asan, ubsan, tsan or asan_ubsan needs its sanitizer
+# runtime (libasan.so.N, libubsan.so.N, libtsan.so.N). Preloaded alone it cannot start: the
+# runtime would load after it (LD_PRELOAD objects come before the program's own dependencies)
+# or into a program that does not have it at all, and ASan and TSan refuse to run unless they
+# come first in the initial library list. So every scenario preloads $STRATA_PRELOAD: the
+# library's sanitizer runtimes first, then the library (for a plain build, the library alone).
+#   SANITIZER           "" for a plain build, else the runtimes' names, e.g. "asan+ubsan".
+#   SANITIZER_RUNTIMES  their absolute paths, colon-separated (LD_PRELOAD syntax), or "".
+#   STRATA_PRELOAD      the value for LD_PRELOAD.
+# In a sanitizer build the preloaded runtime also runs in programs that were not built with
+# it (sh, true, sleep, node...). LeakSanitizer is then turned off for every process
+# (detect_leaks=0): it would report the uninstrumented programs' own exit-time allocations,
+# not Strata's. Strata's leaks stay covered by the unit tests and by tools/soak.sh under
+# LeakSanitizer (docs/reliability.md). Everything else ASan, UBSan and TSan check stays on.
+sanitizer_runtimes_of() {  # LIBRARY: the absolute paths of its sanitizer runtimes, ASan/TSan first.
+  ldd "$1" 2>/dev/null | awk '
+    $1 ~ /^lib(asan|tsan)\.so/ && $3 ~ /^\// { first = first (first == "" ? "" : ":") $3 }
+    $1 ~ /^libubsan\.so/ && $3 ~ /^\// { rest = rest (rest == "" ? "" : ":") $3 }
+    END { if (first != "" && rest != "") print first ":" rest; else print first rest }'
+}
+SANITIZER_RUNTIMES="$(sanitizer_runtimes_of "$STRATA_LIB")"
+SANITIZER="$(tr ':' '\n' <<<"$SANITIZER_RUNTIMES" | sed -n 's|.*/lib\([a-z]*\)san\.so.*|\1san|p' | paste -sd+)"
+STRATA_PRELOAD="${SANITIZER_RUNTIMES:+$SANITIZER_RUNTIMES:}$STRATA_LIB"
+# For `strata record`, which builds LD_PRELOAD itself and keeps sanitizer runtimes it finds in
+# the caller's LD_PRELOAD first: `env "${SANITIZER_ENV[@]}" "$STRATA" record ...`.
+SANITIZER_ENV=(${SANITIZER_RUNTIMES:+"LD_PRELOAD=$SANITIZER_RUNTIMES"})
+if [[ -n "$SANITIZER" ]]; then
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+  echo "note: $SANITIZER build of $(basename "$STRATA_LIB"): LD_PRELOAD=$STRATA_PRELOAD, ASAN_OPTIONS=$ASAN_OPTIONS"
+fi
+
+# timing_checks_apply WHAT: true for a plain build. For a sanitizer build (2-15x slower, and
+# differently so on each thread) prints that WHAT is skipped and why, and returns false. Only
+# for checks of a time, a rate or a ratio of times; correctness checks always run.
+timing_checks_apply() {
+  [[ -z "$SANITIZER" ]] && return 0
+  echo "skipped under $SANITIZER: $* (a time, rate or ratio check; the sanitizer's slowdown invalidates it)"
+  return 1
+}
+
 PROFILE_STATS="$(binary tests/profile_stats)"
 GPERF_COUNT="$(binary tests/gperf_count)"
 GECKO_CHECK="$(binary tests/format/gecko_profile_check)"
@@ -76,7 +117,7 @@ run_profiled() {
   shift
   local start end
   start=$(date +%s.%N)
-  env LD_PRELOAD="$STRATA_LIB" STRATA_STARTUP="${STRATA_STARTUP-1}" \
+  env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP="${STRATA_STARTUP-1}" \
     STRATA_SHUTDOWN="${STRATA_SHUTDOWN-$OUT/$name.json}" \
     "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
   RUN_STATUS=$?

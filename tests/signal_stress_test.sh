@@ -107,7 +107,7 @@ for ((run = 1; run <= runs; run++)); do
   name="run${run}_${mode//,/_}"
   features="stackwalk,threads,cpu"
   [[ "$mode" != default ]] && features="$features,$mode"
-  run_watched "$name" $((seconds + GRACE)) env LD_PRELOAD="$STRATA_LIB" STRATA_STARTUP=1 \
+  run_watched "$name" $((seconds + GRACE)) env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 \
     STRATA_STARTUP_INTERVAL=0.2 STRATA_STARTUP_FEATURES="$features" \
     STRATA_SHUTDOWN="$OUT/$name.json" \
     "$program" --plugin "$plugin" --seconds "$seconds" --threads-per-kind "$threads_per_kind"

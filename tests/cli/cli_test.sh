@@ -26,7 +26,7 @@ export STRATA_NO_PROGRESS=1
 record() {
   local name="$1"
   shift
-  "$STRATA" record "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
+  env "${SANITIZER_ENV[@]}" "$STRATA" record "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
   RUN_STATUS=$?
   cp "$WORK/$name.out" "$WORK/$name.err" "$OUT/" 2>/dev/null || true
 }
@@ -146,7 +146,7 @@ grep -q "cannot run '/nonexistent/program': No such file or directory" "$WORK/mi
 set -m  # Background jobs in their own process group, SIGINT not ignored.
 for mode in strata group; do
   name="sigint_$mode"
-  "$STRATA" record -o "$OUT/$name.json" -- "$TREE" --forever >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$OUT/$name.json" -- "$TREE" --forever >"$WORK/$name.out" 2>"$WORK/$name.err" &
   pid=$!
   for _ in $(seq 50); do grep -q "role=forever" "$WORK/$name.out" 2>/dev/null && break; sleep 0.1; done
   sleep 0.8
@@ -250,7 +250,7 @@ pass "--help on every subcommand"
   && pass "errors name the file and what is wrong" || fail "summary error: $(cat "$WORK/err.summary")"
 "$STRATA" convert "$OUT/tree.json" --to svg -o "$WORK/x" >/dev/null 2>&1 && fail "convert --to svg accepted" \
   || pass "convert --to svg refused"
-"$STRATA" record --features bogus -- true >/dev/null 2>"$WORK/err.features"
+env "${SANITIZER_ENV[@]}" "$STRATA" record --features bogus -- true >/dev/null 2>"$WORK/err.features"
 grep -q "unknown feature 'bogus'" "$WORK/err.features" && pass "record --features checks names" \
   || fail "record --features bogus: $(cat "$WORK/err.features")"
 

@@ -26,7 +26,7 @@ if [[ -z "$browser" ]]; then
   exit 0
 fi
 
-"$STRATA" record -o "$OUT/marked.json" -- "$PROGRAM" --ms 300 >"$WORK/record.out" 2>"$WORK/record.err" \
+env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$OUT/marked.json" -- "$PROGRAM" --ms 300 >"$WORK/record.out" 2>"$WORK/record.err" \
   || { fail "strata record: $(cat "$WORK/record.err")"; finish; }
 "$STRATA" report "$OUT/marked.json" -o "$OUT/marked.html" 2>"$WORK/report.err" \
   || { fail "strata report: $(cat "$WORK/report.err")"; finish; }

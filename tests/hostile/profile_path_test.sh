@@ -114,7 +114,7 @@ in_namespace() {
   local fs="$WORK/$name/fs"
   mkdir -p "$fs"
   NAME="$name" FS="$fs" SIZE="$size" MODE="$mode" OLDER="$older_profile" WORK="$WORK" \
-    LIB="$STRATA_LIB" PROGRAM="$program" ARGS="${short[*]}" \
+    LIB="$STRATA_PRELOAD" PROGRAM="$program" ARGS="${short[*]}" \
     unshare --mount --propagation private -- bash -c '
       set -u
       mount -t tmpfs -o size=$SIZE strata-hostile "$FS" || { echo "mount failed" >"$WORK/$NAME.setup"; exit 90; }

@@ -10,7 +10,7 @@ MARKERS="base-before-1,base-before-2,takeover,base-after-1,full-after-1,base-aft
 run_program() {  # $1 program, $2 profile taken over, $3 profile at exit, extra env after
   local program="$1" taken="$2" at_exit="$3"
   shift 3
-  env "$@" LD_PRELOAD="$STRATA_LIB" LD_LIBRARY_PATH="$FULL_LIB_DIR" STRATA_STARTUP=1 \
+  env "$@" LD_PRELOAD="$STRATA_PRELOAD" LD_LIBRARY_PATH="$FULL_LIB_DIR" STRATA_STARTUP=1 \
     STRATA_SHUTDOWN="$at_exit" TAKEOVER_PROFILE="$taken" "$program" > "$WORK/program.log" 2>&1
   local rc=$?
   cat "$WORK/program.log"
