@@ -71,59 +71,106 @@ GeckoThreadWriter::GeckoThreadWriter(ThreadDescription description, TimeStamp pr
   markers_.StartArray();
 }
 
+void GeckoThreadWriter::Misuse(const char* what) {
+  if (misuse_.empty()) misuse_ = std::string("GeckoThreadWriter: ") + what;
+}
+
+JsonWriter* GeckoThreadWriter::SampleOut() {
+  switch (mode_) {
+    case Mode::kBuffered:
+      return &samples_;
+    case Mode::kStreamSamples:
+      return stream_;
+    case Mode::kStreamMarkers:
+      Misuse("a sample after the markers of a streamed thread (dropped)");
+      return nullptr;
+    case Mode::kSpent:
+      break;
+  }
+  Misuse("a sample added to a spent thread writer (dropped)");
+  return nullptr;
+}
+
+JsonWriter* GeckoThreadWriter::MarkerOut() {
+  switch (mode_) {
+    case Mode::kBuffered:
+      return &markers_;
+    case Mode::kStreamSamples:
+      StartStreamedMarkers();
+      return stream_;
+    case Mode::kStreamMarkers:
+      return stream_;
+    case Mode::kSpent:
+      break;
+  }
+  Misuse("a marker added to a spent thread writer (dropped)");
+  return nullptr;
+}
+
 void GeckoThreadWriter::AddSample(std::optional<uint32_t> stack, TimeStamp time,
                                   std::optional<int64_t> cpu_delta_ns,
                                   std::optional<double> event_delay_ms) {
+  JsonWriter* out = SampleOut();
+  if (out == nullptr) return;
   int64_t t = Relative(time);
   if (t < last_sample_ns_) {
     t = last_sample_ns_;
     ++clamped_samples_;
   }
   last_sample_ns_ = t;
-  samples_.StartArray();
+  out->StartArray();
   if (stack) {
-    samples_.Uint(*stack);
+    out->Uint(*stack);
   } else {
-    samples_.Null();
+    out->Null();
   }
-  samples_.TimeMs(t);
+  out->TimeMs(t);
   if (event_delay_ms) {
-    samples_.Double(*event_delay_ms);
+    out->Double(*event_delay_ms);
   } else {
-    samples_.Null();
+    out->Null();
   }
   if (cpu_delta_ns) {
-    samples_.Int(*cpu_delta_ns);
+    out->Int(*cpu_delta_ns);
   } else {
-    samples_.Null();
+    out->Null();
   }
-  samples_.EndArray();
+  out->EndArray();
   ++sample_count_;
 }
 
-void GeckoThreadWriter::BeginMarker(std::string_view name, const MarkerTiming& timing,
-                                    uint32_t category) {
-  markers_.StartArray();
-  markers_.Uint(strings_.Index(name));
+JsonWriter& GeckoThreadWriter::BeginMarker(std::string_view name, const MarkerTiming& timing,
+                                           uint32_t category) {
+  JsonWriter* out = MarkerOut();
+  if (out == nullptr) {
+    // The row is still formatted (the caller's fields callback runs), into a writer whose
+    // text is thrown away.
+    if (!discard_) discard_ = std::make_unique<ChunkedJsonWriter>(4096);
+    discard_->TakeOutput();
+    out = discard_.get();
+  }
+  out->StartArray();
+  out->Uint(strings_.Index(name));
   const bool has_start = timing.phase != MarkerPhase::kIntervalEnd;
   const bool has_end =
       timing.phase == MarkerPhase::kInterval || timing.phase == MarkerPhase::kIntervalEnd;
-  WriteNullableTime(markers_, has_start, Relative(timing.start));
-  WriteNullableTime(markers_, has_end, Relative(timing.end));
-  markers_.Uint(static_cast<uint8_t>(timing.phase));
-  markers_.Uint(category);
+  WriteNullableTime(*out, has_start, Relative(timing.start));
+  WriteNullableTime(*out, has_end, Relative(timing.end));
+  out->Uint(static_cast<uint8_t>(timing.phase));
+  out->Uint(category);
+  return *out;
 }
 
-void GeckoThreadWriter::EndMarker() {
-  markers_.EndArray();
-  ++marker_count_;
+void GeckoThreadWriter::EndMarker(JsonWriter& out) {
+  out.EndArray();
+  if (&out != discard_.get()) ++marker_count_;
 }
 
 void GeckoThreadWriter::AddMarker(std::string_view name, const MarkerTiming& timing,
                                   uint32_t category) {
-  BeginMarker(name, timing, category);
-  markers_.Null();
-  EndMarker();
+  JsonWriter& out = BeginMarker(name, timing, category);
+  out.Null();
+  EndMarker(out);
 }
 
 void GeckoThreadWriter::WriteMarkerStack(JsonWriter& w, uint32_t stack, TimeStamp time) {
@@ -152,13 +199,7 @@ void GeckoThreadWriter::WriteMarkerStack(JsonWriter& w, uint32_t stack, TimeStam
   w.EndObject();
 }
 
-ChunkedJsonOutput GeckoThreadWriter::TakeThreadJson() {
-  ChunkedJsonWriter w;
-  if (taken_) return w.TakeOutput();
-  taken_ = true;
-  samples_.EndArray();
-  markers_.EndArray();
-
+void GeckoThreadWriter::WriteHead(JsonWriter& w) {
   const ThreadDescription& d = description_;
   w.StartObject();
   w.StringProperty("name", d.name);
@@ -170,7 +211,27 @@ ChunkedJsonOutput GeckoThreadWriter::TakeThreadJson() {
   w.Key("unregisterTime");  // Must be present, null or a number.
   WriteNullableTime(w, d.unregister_time.has_value(),
                     d.unregister_time ? Relative(*d.unregister_time) : 0);
+}
 
+void GeckoThreadWriter::WriteTables(JsonWriter& w) {
+  w.Key("stackTable");
+  stacks_.WriteStackTable(w);
+  w.Key("frameTable");
+  stacks_.WriteFrameTable(w);
+  // Last: markers and frames above may have added strings.
+  w.Key("stringTable");
+  strings_.WriteArray(w);
+  w.EndObject();
+}
+
+ChunkedJsonOutput GeckoThreadWriter::TakeThreadJson() {
+  ChunkedJsonWriter w;
+  if (mode_ != Mode::kBuffered) return w.TakeOutput();
+  mode_ = Mode::kSpent;
+  samples_.EndArray();
+  markers_.EndArray();
+
+  WriteHead(w);
   w.StartObjectProperty("samples");
   w.SpliceProperty("schema", kSamplesSchema);
   w.Key("data");
@@ -183,15 +244,40 @@ ChunkedJsonOutput GeckoThreadWriter::TakeThreadJson() {
   w.Splice(markers_.TakeOutput());
   w.EndObject();
 
-  w.Key("stackTable");
-  stacks_.WriteStackTable(w);
-  w.Key("frameTable");
-  stacks_.WriteFrameTable(w);
-  // Last: markers and frames above may have added strings.
-  w.Key("stringTable");
-  strings_.WriteArray(w);
-  w.EndObject();
+  WriteTables(w);
   return w.TakeOutput();
+}
+
+void GeckoThreadWriter::StartStreaming(JsonWriter& out) {
+  // The buffered writers' "[" and their memory are not needed.
+  samples_.TakeOutput();
+  markers_.TakeOutput();
+  stream_ = &out;
+  mode_ = Mode::kStreamSamples;
+  WriteHead(out);
+  out.StartObjectProperty("samples");
+  out.SpliceProperty("schema", kSamplesSchema);
+  out.StartArrayProperty("data");
+}
+
+void GeckoThreadWriter::StartStreamedMarkers() {
+  JsonWriter& out = *stream_;
+  out.EndArray();  // samples.data
+  out.EndObject();
+  out.StartObjectProperty("markers");
+  out.SpliceProperty("schema", kMarkersSchema);
+  out.StartArrayProperty("data");
+  mode_ = Mode::kStreamMarkers;
+}
+
+void GeckoThreadWriter::EndStreaming() {
+  if (mode_ == Mode::kStreamSamples) StartStreamedMarkers();
+  JsonWriter& out = *stream_;
+  out.EndArray();  // markers.data
+  out.EndObject();
+  WriteTables(out);
+  stream_ = nullptr;
+  mode_ = Mode::kSpent;
 }
 
 // ---- GeckoCounterWriter -------------------------------------------------------------------
@@ -312,6 +398,10 @@ void GeckoProfileWriter::WriteMeta(const ProfileMeta& meta) {
 }
 
 bool GeckoProfileWriter::EnterSection(Section next) {
+  if (streaming_ != nullptr) {
+    if (misuse_.empty()) misuse_ = "GeckoProfileWriter: written to while a thread is streamed";
+    return false;
+  }
   const bool repeatable =
       next == Section::kThreads || next == Section::kCounters || next == Section::kProcesses;
   if (section_ == Section::kDone || next < section_ ||
@@ -383,6 +473,35 @@ void GeckoProfileWriter::AddThreadJson(ChunkedJsonOutput&& thread_object) {
   }
   out_.Splice(std::move(thread_object));
   ++thread_count_;
+}
+
+void GeckoProfileWriter::StartThread(GeckoThreadWriter& thread) {
+  if (thread.mode_ != GeckoThreadWriter::Mode::kBuffered || thread.sample_count() != 0 ||
+      thread.marker_count() != 0) {
+    if (misuse_.empty()) {
+      misuse_ = "GeckoProfileWriter: a streamed thread must be new (no rows, not taken)";
+    }
+    return;
+  }
+  if (!EnterSection(Section::kThreads)) return;
+  if (!array_open_) {
+    out_.StartArrayProperty("threads");
+    array_open_ = true;
+    wrote_threads_ = true;
+  }
+  thread.StartStreaming(out_);
+  streaming_ = &thread;
+}
+
+void GeckoProfileWriter::EndThread(GeckoThreadWriter& thread) {
+  if (streaming_ != &thread) {
+    if (misuse_.empty()) misuse_ = "GeckoProfileWriter: EndThread of a thread not streamed";
+    return;
+  }
+  thread.EndStreaming();
+  streaming_ = nullptr;
+  ++thread_count_;
+  if (!thread.misuse().empty() && misuse_.empty()) misuse_ = thread.misuse();
 }
 
 void GeckoProfileWriter::AddCounter(GeckoCounterWriter& counter) {
@@ -504,6 +623,14 @@ void GeckoProfileWriter::AddSubProcessJson(std::string_view profile) {
 }
 
 void GeckoProfileWriter::Finish() {
+  if (streaming_ != nullptr) {
+    // Still a complete document: the open thread is closed first.
+    if (misuse_.empty()) misuse_ = "GeckoProfileWriter: Finish() while a thread is streamed";
+    GeckoThreadWriter& thread = *streaming_;
+    thread.EndStreaming();
+    streaming_ = nullptr;
+    ++thread_count_;
+  }
   if (!EnterSection(Section::kDone)) return;
   out_.EndObject();
   out_.Flush();

@@ -2,11 +2,16 @@
 // The format as the front-end really reads it, with its traps: docs/gecko-writer.md and
 // shared/design/gecko-format.md.
 //
-// Streaming shape (after Firefox's ProcessStreamingContext): the capture code reads its
-// buffer once and feeds every sample and marker to the GeckoThreadWriter of its thread;
-// each thread writer formats its rows immediately into chunked JSON and keeps its own string,
-// frame and stack tables. At the end the thread writers are spliced (chunks moved, not
-// copied) into the document by a GeckoProfileWriter:
+// Two ways to write a thread, both formatting every row as soon as it is given:
+// * buffered (after Firefox's ProcessStreamingContext): the capture code reads its buffer
+//   once and feeds every sample and marker to the GeckoThreadWriter of its thread, which
+//   keeps its rows as chunked JSON; at the end the thread writers are spliced (chunks moved,
+//   not copied) into the document by a GeckoProfileWriter. Memory: the rows' text.
+// * streamed (GeckoProfileWriter::StartThread / EndThread): the rows go straight into the
+//   document's writer (a file: written in large blocks as they fill); the thread's samples
+//   must all come before its markers, and nothing else is written to the document meanwhile.
+//   Memory: the thread's tables only.
+// Buffered:
 //
 //   ProfileMeta meta = ...;                       // start times, interval, categories, ...
 //   GeckoThreadWriter main_thread(ThreadDescription{...}, meta.start_time);
@@ -22,6 +27,12 @@
 //   profile.AddThread(main_thread);
 //   profile.Finish();                           // writes what is missing, closes "}"
 //
+// Streamed (same thread writer, fed between StartThread and EndThread):
+//   profile.StartThread(main_thread);            // "{name..., samples: {schema, data: ["
+//   main_thread.AddSample(...); ...              // rows written to `out` at once
+//   main_thread.AddMarker(...); ...              // closes the samples, then marker rows
+//   profile.EndThread(main_thread);              // "]}", the tables, "}"
+//
 // All times are TimeStamps (monotonic) and are written as milliseconds relative to
 // ProfileMeta::start_time, exactly (integer nanoseconds -> decimal ms).
 //
@@ -32,6 +43,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -139,12 +151,12 @@ class GeckoThreadWriter {
   template <typename WriteFields>
   void AddMarker(std::string_view name, const MarkerTiming& timing, uint32_t category,
                  std::string_view type, WriteFields&& write_fields) {
-    BeginMarker(name, timing, category);
-    markers_.StartObject();
-    markers_.StringProperty("type", type);
-    std::forward<WriteFields>(write_fields)(static_cast<JsonWriter&>(markers_));
-    markers_.EndObject();
-    EndMarker();
+    JsonWriter& out = BeginMarker(name, timing, category);
+    out.StartObject();
+    out.StringProperty("type", type);
+    std::forward<WriteFields>(write_fields)(out);
+    out.EndObject();
+    EndMarker(out);
   }
   // Inside write_fields: the payload property "stack", a backtrace captured at `time` whose
   // leaf is `stack` (an index into this thread's stack table). The front-end shows it as the
@@ -156,25 +168,55 @@ class GeckoThreadWriter {
   size_t clamped_samples() const { return clamped_samples_; }
 
   // The complete thread object as a JSON fragment, for GeckoProfileWriter::AddThreadJson()
-  // or JsonWriter::Splice(). Call once; the writer is spent afterwards.
+  // or JsonWriter::Splice(). Call once; the writer is spent afterwards. Buffered mode only
+  // (a streamed thread gives an empty fragment, which AddThreadJson refuses).
   ChunkedJsonOutput TakeThreadJson();
 
+  // Misuse of a streamed thread (a sample after its markers, rows before StartThread or
+  // after EndThread: such rows are dropped), or "". GeckoProfileWriter::EndThread reports it.
+  const std::string& misuse() const { return misuse_; }
+
  private:
-  void BeginMarker(std::string_view name, const MarkerTiming& timing, uint32_t category);
-  void EndMarker();
+  friend class GeckoProfileWriter;
+  enum class Mode : uint8_t {
+    kBuffered,          // Rows go to samples_ / markers_.
+    kStreamSamples,     // Rows go to *stream_, inside the samples' "data" array.
+    kStreamMarkers,     // Rows go to *stream_, inside the markers' "data" array.
+    kSpent,             // Taken or ended: rows are refused.
+  };
+  // Streaming, called by GeckoProfileWriter: the object's head and the samples' opening, the
+  // switch to the markers, the closing with the tables.
+  void StartStreaming(JsonWriter& out);
+  void StartStreamedMarkers();
+  void EndStreaming();
+  // The object's properties before "samples", and those after "markers".
+  void WriteHead(JsonWriter& w);
+  void WriteTables(JsonWriter& w);
+  // Where the next sample row goes, or null when it must be dropped (misuse latched).
+  JsonWriter* SampleOut();
+  JsonWriter* MarkerOut();
+  // Starts a marker row (in a writer that drops it when the row is misuse) and returns the
+  // writer to continue it in.
+  JsonWriter& BeginMarker(std::string_view name, const MarkerTiming& timing, uint32_t category);
+  void EndMarker(JsonWriter& out);
+  void Misuse(const char* what);
   int64_t Relative(TimeStamp t) const { return (t - process_start_).ToNanoseconds(); }
 
   ThreadDescription description_;
   TimeStamp process_start_;
   UniqueStrings strings_;
   UniqueStacks stacks_;
-  ChunkedJsonWriter samples_;  // "[" row, row, ...
+  ChunkedJsonWriter samples_;  // Buffered mode: "[" row, row, ...
   ChunkedJsonWriter markers_;
+  JsonWriter* stream_ = nullptr;  // Streamed mode: the document's writer.
+  // Receives and forgets rows that are misuse, so that callers need no checks.
+  std::unique_ptr<ChunkedJsonWriter> discard_;
+  Mode mode_ = Mode::kBuffered;
   size_t sample_count_ = 0;
   size_t marker_count_ = 0;
   size_t clamped_samples_ = 0;
   int64_t last_sample_ns_ = INT64_MIN;
-  bool taken_ = false;
+  std::string misuse_;
 };
 
 // One process counter (meta-less time series), e.g. memory in use.
@@ -233,6 +275,14 @@ class GeckoProfileWriter {
   // adding a spent writer (an empty fragment) is refused as misuse.
   void AddThread(GeckoThreadWriter& thread);
   void AddThreadJson(ChunkedJsonOutput&& thread_object);
+  // Streams `thread` into the document: writes the head of its object, after which its
+  // samples, then its markers, are written straight to the output as they are added.
+  // `thread` must have no rows yet. Until EndThread(thread), nothing else may be written to
+  // this profile (refused as misuse). Memory: the thread's tables, not its rows.
+  void StartThread(GeckoThreadWriter& thread);
+  // Closes the streamed thread: its tables and the end of its object. The thread writer is
+  // spent afterwards. Its misuse, if any, becomes this profile's error.
+  void EndThread(GeckoThreadWriter& thread);
   void AddCounter(GeckoCounterWriter& counter);
   // "profilerOverhead": the samples table (times and durations in microseconds, as the
   // front-end expects) and summary statistics (milliseconds).
@@ -290,6 +340,7 @@ class GeckoProfileWriter {
   void WriteMeta(const ProfileMeta& meta);
 
   JsonWriter& out_;
+  GeckoThreadWriter* streaming_ = nullptr;  // Between StartThread and EndThread.
   Kind kind_;
   TimeStamp start_time_;
   Section section_ = Section::kMeta;

@@ -383,6 +383,140 @@ TEST_CASE("a spent thread writer is refused, not spliced as nothing") {
   CHECK(d["threads"].Size() == 1);
 }
 
+// Fills `thread` with samples, then markers (with a payload, a backtrace and a string-table
+// field): the same rows whichever way the thread is written.
+void FillRows(GeckoThreadWriter& thread, TimeStamp t0) {
+  const auto at = [&](int64_t ns) { return t0 + TimeDuration::FromNanoseconds(ns); };
+  UniqueStacks& st = thread.stacks();
+  std::optional<uint32_t> stack;
+  for (int i = 0; i < 3000; ++i) {
+    if (i % 100 == 0) stack = st.Stack(std::nullopt, st.LabelFrame("root", kOther));
+    stack = st.Stack(stack, st.AddressFrame(0x1000 + static_cast<uint64_t>(i % 37)));
+    thread.AddSample(i % 50 == 0 ? std::nullopt : stack, at(i * 1000001),
+                     i % 3 == 0 ? std::nullopt : std::optional<int64_t>(i * 17));
+  }
+  for (int i = 0; i < 2000; ++i) {
+    if (i % 2 == 0) {
+      thread.AddMarker("plain \"" + std::to_string(i % 9) + "\"",
+                       MarkerTiming::Instant(at(i * 999)), kOther);
+    } else {
+      thread.AddMarker("Read", MarkerTiming::Interval(at(i * 999), at(i * 1999)), kIo,
+                       "FileRead", [&](JsonWriter& w) {
+                         w.StringProperty("path", "/tmp/é/" + std::to_string(i));
+                         w.Key("bytes");
+                         thread.strings().WriteIndex(w, "unique " + std::to_string(i % 5));
+                         thread.WriteMarkerStack(w, *stack, at(i * 999));
+                       });
+    }
+  }
+}
+
+ThreadDescription RowsThread(int tid) {
+  ThreadDescription d;
+  d.name = "Worker " + std::to_string(tid);
+  d.pid = ProcessId::FromNumber(7);
+  d.tid = ThreadId::FromNumber(tid);
+  return d;
+}
+
+TEST_CASE("a streamed thread is written exactly as the same thread buffered") {
+  const TimeStamp t0 = TimeStamp::FromNanoseconds(5000000000);
+  const ProfileMeta meta = TestMeta(t0);
+  // Three threads; the middle one streamed (or not), between two buffered ones.
+  auto write = [&](bool stream_middle, size_t chunk_size) {
+    ChunkedJsonWriter out(chunk_size);
+    GeckoProfileWriter profile(out, meta);
+    GeckoThreadWriter first(RowsThread(1), t0), middle(RowsThread(2), t0), last(RowsThread(3), t0);
+    FillRows(first, t0);
+    FillRows(last, t0);
+    profile.AddThread(first);
+    if (stream_middle) {
+      profile.StartThread(middle);
+      FillRows(middle, t0);
+      profile.EndThread(middle);
+    } else {
+      FillRows(middle, t0);
+      profile.AddThread(middle);
+    }
+    profile.AddThread(last);
+    profile.Finish();
+    REQUIRE(profile.ok());
+    CHECK(profile.thread_count() == 3);
+    return out.TakeString();
+  };
+  const std::string buffered = write(false, JsonWriter::kDefaultChunkSize);
+  CHECK(write(true, JsonWriter::kDefaultChunkSize) == buffered);
+  CHECK(write(true, 100) == buffered);
+  const rapidjson::Document d = Parse(buffered);
+  REQUIRE(d["threads"].Size() == 3);
+  CHECK(d["threads"][1]["samples"]["data"].Size() == 3000);
+  CHECK(d["threads"][1]["markers"]["data"].Size() == 2000);
+  CHECK(std::string(d["threads"][1]["name"].GetString()) == "Worker 2");
+}
+
+TEST_CASE("a streamed thread: a thread with no rows, and misuse reported, document kept whole") {
+  const TimeStamp t0 = TimeStamp::FromNanoseconds(5000000000);
+  const ProfileMeta meta = TestMeta(t0);
+  SECTION("no rows at all: empty tables") {
+    ChunkedJsonWriter out;
+    GeckoProfileWriter profile(out, meta);
+    GeckoThreadWriter idle(RowsThread(1), t0);
+    profile.StartThread(idle);
+    profile.EndThread(idle);
+    profile.Finish();
+    REQUIRE(profile.ok());
+    const rapidjson::Document d = Parse(out.TakeString());
+    CHECK(d["threads"][0]["samples"]["data"].Size() == 0);
+    CHECK(d["threads"][0]["markers"]["data"].Size() == 0);
+    CHECK(d["threads"][0]["stackTable"]["data"].Size() == 0);
+  }
+  SECTION("a sample after the markers is dropped and reported") {
+    ChunkedJsonWriter out;
+    GeckoProfileWriter profile(out, meta);
+    GeckoThreadWriter thread(RowsThread(1), t0);
+    profile.StartThread(thread);
+    thread.AddSample(std::nullopt, t0);
+    thread.AddMarker("m", MarkerTiming::Instant(t0), kOther);
+    thread.AddSample(std::nullopt, t0);
+    profile.EndThread(thread);
+    profile.Finish();
+    CHECK(profile.error().find("a sample after the markers") != std::string::npos);
+    const rapidjson::Document d = Parse(out.TakeString());
+    CHECK(d["threads"][0]["samples"]["data"].Size() == 1);
+    CHECK(d["threads"][0]["markers"]["data"].Size() == 1);
+  }
+  SECTION("other sections are refused while a thread streams; Finish closes it") {
+    ChunkedJsonWriter out;
+    GeckoProfileWriter profile(out, meta);
+    GeckoThreadWriter streamed(RowsThread(1), t0), other(RowsThread(2), t0);
+    other.AddSample(std::nullopt, t0);
+    profile.StartThread(streamed);
+    streamed.AddSample(std::nullopt, t0);
+    profile.AddThread(other);           // Refused: would land inside the streamed thread.
+    profile.WritePausedRanges({});      // Refused too.
+    profile.Finish();                   // Closes the streamed thread, then the document.
+    CHECK(profile.error().find("while a thread is streamed") != std::string::npos);
+    const rapidjson::Document d = Parse(out.TakeString());
+    REQUIRE(d["threads"].Size() == 1);
+    CHECK(d["threads"][0]["samples"]["data"].Size() == 1);
+  }
+  SECTION("a thread with rows already cannot be streamed; a streamed one cannot be spliced") {
+    ChunkedJsonWriter out;
+    GeckoProfileWriter profile(out, meta);
+    GeckoThreadWriter used(RowsThread(1), t0);
+    used.AddSample(std::nullopt, t0);
+    profile.StartThread(used);
+    CHECK(profile.error().find("must be new") != std::string::npos);
+    GeckoThreadWriter streamed(RowsThread(2), t0);
+    profile.StartThread(streamed);
+    profile.EndThread(streamed);
+    CHECK(streamed.TakeThreadJson().empty());
+    profile.Finish();
+    CHECK(profile.thread_count() == 1);
+    CHECK(Parse(out.TakeString())["threads"].Size() == 1);
+  }
+}
+
 TEST_CASE("EpochNanoseconds maps the monotonic clock onto the epoch") {
   TimeStamp now = TimeStamp::Now();
   int64_t epoch = EpochNanoseconds(now);

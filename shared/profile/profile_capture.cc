@@ -140,6 +140,14 @@ class FrameListTable {
 
 struct ThreadState {
   std::unique_ptr<GeckoThreadWriter> writer;
+  // Pass 1: the thread's samples and markers up to the capture's last block, and the blocks
+  // of its first sample and first marker (where its streamed passes start).
+  uint64_t entries = 0;
+  BlockIndex first_sample_block;
+  BlockIndex first_marker_block;
+  // Written straight into the document by passes of its own (ProfileBuilder::
+  // ChooseStreamedThreads); otherwise buffered by the shared pass and spliced.
+  bool streamed = false;
   std::optional<uint32_t> last_stack;
   NativeFrameCache native_frames;
   // The stack of each FrameListTable id in this thread's tables: kUnknownStack until the
@@ -164,6 +172,92 @@ class ProfileBuilder {
       d.unregister_time = info.unregister_time;
       AddThread(info.tid, std::move(d), info.is_main);
     }
+  }
+
+  // Pass 1: every thread's entry count and first blocks, the counters and the sampler's
+  // overhead (small, kept in memory), and the addresses to symbolicate.
+  void NoteEntry(EntryReader& reader) {
+    EntryReader peek = reader;
+    const EntryKind kind = peek.ReadObject<EntryKind>();
+    switch (kind) {
+      case EntryKind::kSample:
+      case EntryKind::kSameSample:
+      case EntryKind::kMarker: {
+        ThreadId tid;  // All three start with the thread.
+        peek.ReadIntoObject(tid);
+        if (peek.Failed()) return;
+        ThreadState& thread = ThreadFor(tid);
+        ++thread.entries;
+        ++total_entries_;
+        BlockIndex& first =
+            kind == EntryKind::kMarker ? thread.first_marker_block : thread.first_sample_block;
+        if (!first) first = reader.CurrentBlockIndex();
+        break;
+      }
+      case EntryKind::kCounterSample:
+      case EntryKind::kProfilerOverhead:
+        AddEntry(reader);
+        return;
+      default:
+        return;
+    }
+    NoteAddresses(reader);
+  }
+
+  // Streams the threads that hold at least 1/kStreamShare of the entries (and at least
+  // kMinStreamedEntries): the others are buffered, so the text held in memory is at most
+  // about (kStreamShare - 1)/kStreamShare of the rows when all threads are small, and
+  // usually far less. Each streamed thread costs two more reads of the buffer (samples, then
+  // markers), so their number is bounded by kStreamShare.
+  void ChooseStreamedThreads() {
+    for (auto& [key, state] : threads_) {
+      (void)key;
+      state.streamed = state.entries >= kMinStreamedEntries &&
+                       state.entries * kStreamShare >= total_entries_;
+      if (!state.streamed) buffered_entries_ += state.entries;
+    }
+  }
+  bool has_buffered_entries() const { return buffered_entries_ != 0; }
+  size_t streamed_thread_count() const {
+    size_t n = 0;
+    for (const auto& [key, state] : threads_) n += state.streamed ? 1 : 0;
+    return n;
+  }
+
+  // The threads in document order (main first, then by thread id).
+  template <typename F>
+  void ForEachThread(F&& f) {
+    for (auto& [key, state] : threads_) {
+      (void)key;
+      f(state);
+    }
+  }
+
+  // Pass 2, shared: the samples and markers of the buffered threads.
+  void AddBufferedEntry(EntryReader& reader) {
+    EntryReader peek = reader;
+    const EntryKind kind = peek.ReadObject<EntryKind>();
+    if (kind != EntryKind::kSample && kind != EntryKind::kSameSample &&
+        kind != EntryKind::kMarker) {
+      return;
+    }
+    ThreadId tid;
+    peek.ReadIntoObject(tid);
+    if (peek.Failed() || ThreadFor(tid).streamed) return;
+    AddEntry(reader);
+  }
+  // Pass 2 of one streamed thread: its samples (`markers` false) or its markers.
+  void AddStreamedEntry(EntryReader& reader, ThreadId thread, bool markers) {
+    EntryReader peek = reader;
+    const EntryKind kind = peek.ReadObject<EntryKind>();
+    if (markers ? kind != EntryKind::kMarker
+                : kind != EntryKind::kSample && kind != EntryKind::kSameSample) {
+      return;
+    }
+    ThreadId tid;
+    peek.ReadIntoObject(tid);
+    if (peek.Failed() || tid != thread) return;
+    AddEntry(reader);
   }
 
   // Pass 1: addresses to symbolicate.
@@ -236,17 +330,8 @@ class ProfileBuilder {
     }
   }
 
-  // Splices the threads and counters in; stops early when `failure` fails.
-  void Finish(GeckoProfileWriter& profile, ProgressLogger& progress, FailureLatch& failure) {
-    const uint64_t steps = threads_.size() + 1;  // The last step: counters and overhead.
-    uint64_t done = 0;
-    for (const auto& [tid, state] : threads_) {
-      (void)tid;
-      if (failure.Failed()) return;
-      if (state.writer) profile.AddThread(*state.writer);
-      if (!profile.ok()) failure.SetFailure(profile.error());
-      progress.SetLocalProgress(++done, steps);
-    }
+  // Adds the counters and the sampler's overhead, after the threads.
+  void WriteCountersAndOverhead(GeckoProfileWriter& profile) {
     for (auto& counter : counters_) {
       if (counter.writer && counter.writer->sample_count() > 0) profile.AddCounter(*counter.writer);
     }
@@ -507,6 +592,10 @@ class ProfileBuilder {
   bool failed_frames_ = false;
   FrameListTable frame_lists_;
   size_t samples_ = 0;
+  uint64_t total_entries_ = 0;     // Samples and markers seen by pass 1.
+  uint64_t buffered_entries_ = 0;  // Those of the threads not streamed.
+  static constexpr uint64_t kStreamShare = 8;
+  static constexpr uint64_t kMinStreamedEntries = 4096;
 };
 
 // One pass over the buffer: reports its progress by block position in [start, end) and
@@ -548,8 +637,7 @@ class PassProgress {
 // The phases' ranges in the capture's progress (profile_capture.h).
 constexpr ProportionValue kAddressesEnd = ProportionValue::FromRatio(25, 100);
 constexpr ProportionValue kSymbolsEnd = ProportionValue::FromRatio(40, 100);
-constexpr ProportionValue kThreadsEnd = ProportionValue::FromRatio(90, 100);
-constexpr ProportionValue kSpliceEnd = ProportionValue::FromRatio(97, 100);
+constexpr ProportionValue kThreadsEnd = ProportionValue::FromRatio(97, 100);
 
 }  // namespace
 
@@ -588,7 +676,7 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
         peek.ReadIntoObjects(thread, time);  // Both kinds start with (thread, time).
         if (!peek.Failed() && time > latest_sample) latest_sample = time;
       }
-      builder.NoteAddresses(reader);
+      builder.NoteEntry(reader);
     });
   }
   // A sample covers one interval from its time, and the front-end keeps samples strictly
@@ -612,22 +700,63 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
         progress.CreateSubLogger(kSymbolsEnd, kThreadsEnd, "capture: writing threads");
     profile.WriteLibs(builder.libs());
     latch_writer_error(profile);
-    const ChunkedBuffer::State state = buffer.GetState();
-    PassProgress pass(phase, failure, state.range_start, last_block.ToBufferIndex() + 1);
-    buffer.ReadEach([&](EntryReader& reader) {
-      const BlockIndex block = reader.CurrentBlockIndex();
-      if (block <= last_block && pass.At(block)) builder.AddEntry(reader);
+    builder.ChooseStreamedThreads();
+    // Each pass reads the buffer up to last_block and reports its progress in an equal part
+    // of the phase: the buffered threads' pass, then two per streamed thread.
+    const uint64_t passes =
+        (builder.has_buffered_entries() ? 1 : 0) + 2 * builder.streamed_thread_count();
+    uint64_t pass_index = 0;
+    const auto run_pass = [&](BlockIndex from, const auto& add_entry) {
+      ProgressLogger pass_logger = phase.CreateLoopSubLogger(
+          ProportionValue::Zero(), ProportionValue::One(), pass_index++, passes);
+      const ChunkedBuffer::State state = buffer.GetState();
+      const BufferIndex start = from ? from.ToBufferIndex() : state.range_start;
+      PassProgress pass(pass_logger, failure, start, last_block.ToBufferIndex() + 1);
+      buffer.ReadEachFrom(from, [&](EntryReader& reader) {
+        const BlockIndex block = reader.CurrentBlockIndex();
+        if (block <= last_block && pass.At(block)) add_entry(reader);
+      });
+    };
+    if (builder.has_buffered_entries() && !failure.Failed()) {
+      run_pass(BlockIndex(), [&](EntryReader& reader) { builder.AddBufferedEntry(reader); });
+    }
+    // The threads in document order: a buffered one is spliced, a streamed one written by
+    // its own passes straight into the output.
+    builder.ForEachThread([&](ThreadState& thread) {
+      if (failure.Failed()) return;
+      if (!thread.streamed) {
+        profile.AddThread(*thread.writer);
+      } else {
+        const ThreadId tid = thread.writer->description().tid;
+        profile.StartThread(*thread.writer);
+        // A pass of a kind the thread has no entry of is skipped (its share of progress too).
+        if (thread.first_sample_block) {
+          run_pass(thread.first_sample_block, [&](EntryReader& reader) {
+            builder.AddStreamedEntry(reader, tid, /*markers=*/false);
+          });
+        } else {
+          ++pass_index;
+        }
+        latch_writer_error(profile);  // A failed output stops the next pass early.
+        if (thread.first_marker_block) {
+          run_pass(thread.first_marker_block, [&](EntryReader& reader) {
+            builder.AddStreamedEntry(reader, tid, /*markers=*/true);
+          });
+        } else {
+          ++pass_index;
+        }
+        profile.EndThread(*thread.writer);
+      }
+      latch_writer_error(profile);
     });
-  }
-  if (!failure.Failed()) {
-    ProgressLogger phase =
-        progress.CreateSubLogger(kThreadsEnd, kSpliceEnd, "capture: splicing threads");
-    builder.Finish(profile, phase, failure);
-    latch_writer_error(profile);
   }
   {
     ProgressLogger phase =
-        progress.CreateSubLogger(kSpliceEnd, ProportionValue::One(), "capture: finishing");
+        progress.CreateSubLogger(kThreadsEnd, ProportionValue::One(), "capture: finishing");
+    if (!failure.Failed()) {
+      builder.WriteCountersAndOverhead(profile);
+      latch_writer_error(profile);
+    }
     if (!failure.Failed() && inputs.sub_processes) {
       inputs.sub_processes(profile);
       latch_writer_error(profile);

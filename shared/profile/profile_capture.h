@@ -1,7 +1,12 @@
 // Profile capture from the session buffer, shared by both tiers: the buffer is read once to
-// collect native addresses, which are symbolicated in one batch from ELF symbol tables, then
-// read again, up to the same block, to stream every sample, marker, counter value and
-// sampler-overhead record into per-thread Gecko writers spliced into the document.
+// collect native addresses (and count each thread's entries), which are symbolicated in one
+// batch from ELF symbol tables; then it is read again, up to the same block, to turn every
+// sample and marker into Gecko JSON. Threads holding at least 1/8 of the samples and markers
+// are streamed: written straight to `out` by two reads of their own (samples, then markers),
+// so their rows are never held in memory; the other threads are formatted by one shared read
+// and held until spliced in. Threads appear in document order (main first, then by id).
+// Memory while writing: the tables (strings, frames, stacks) of the threads, the rows of the
+// small threads, and `out`'s own buffering.
 //
 // The tiers say what they know through CaptureInputs (threads, counters, marker types,
 // schemas, log fields); nothing here knows which tier runs.
@@ -10,9 +15,11 @@
 // phases, with these locations:
 //   0    - 0.25  "capture: collecting addresses"  pass 1, by block position in the buffer
 //   0.25 - 0.4   "capture: symbolicating"
-//   0.4  - 0.9   "capture: writing threads"       meta, libs, pass 2 by block position
-//   0.9  - 0.97  "capture: splicing threads"      thread by thread, then counters
-//   0.97 - 1     "capture: finishing"             profilingLog, closing the document
+//   0.4  - 0.97  "capture: writing threads"       meta, libs, then each read of the buffer
+//                                                 (shared, then two per streamed thread) in
+//                                                 an equal part, by block position
+//   0.97 - 1     "capture: finishing"             counters, overhead, sub-processes,
+//                                                 profilingLog, closing the document
 // Failures: the first writer error is latched in CaptureInputs::failure (or a latch of the
 // call's own) and returned; a latch that fails meanwhile (another part of the caller's
 // operation, or another thread cancelling) stops the capture at its next check, every

@@ -2,7 +2,9 @@
 // in-process version is tests/frontend/capture_progress_test.cc).
 #include "shared/profile/profile_capture.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -150,7 +152,7 @@ TEST_CASE("a polled capture's progress rises monotonically from 0 to 1 through t
   // Each phase's location, in order (a fast phase may be missed by the poller).
   const std::vector<std::string> phases = {
       "capture: collecting addresses", "capture: symbolicating", "capture: writing threads",
-      "capture: splicing threads", "capture: finishing"};
+      "capture: finishing"};
   size_t next = 0;
   for (const std::string& l : locations) {
     while (next < phases.size() && phases[next] != l) ++next;
@@ -294,6 +296,121 @@ TEST_CASE("profilingEndTime covers the latest sample in the buffer") {
   REQUIRE(ok);
   d.Parse(quiet_json.c_str(), quiet_json.size());
   REQUIRE(d["meta"]["profilingEndTime"].GetDouble() == Approx(5.0));
+}
+
+}  // namespace
+}  // namespace profile
+}  // namespace strata
+
+namespace strata {
+namespace profile {
+namespace {
+
+// Big threads are streamed into the document by passes of their own, small ones buffered and
+// spliced (ChooseStreamedThreads): whichever way, every thread must get exactly its own rows,
+// in order, with its own stacks, and the document order stays main first, then by thread id.
+TEST_CASE("streamed and buffered threads: each gets exactly its samples, markers and stacks") {
+  LocalLimitChunkManager manager(/*max_total_bytes=*/64 << 20, /*chunk_min_buffer_bytes=*/64 << 10);
+  ChunkedBuffer buffer(ThreadSafety::kThreadSafe, manager);
+  const TimeStamp start = TimeStamp::Now();
+  // tid -> (samples, markers). 1000 is the main thread; with 1/8 of the entries needed to be
+  // streamed, 1000, 1001 and 1003 are streamed, 1002 (80 entries) is buffered.
+  struct Plan {
+    int tid, samples, markers;
+  };
+  const std::vector<Plan> plans = {{1001, 15000, 0}, {1003, 0, 8000}, {1002, 50, 30},
+                                   {1000, 20000, 10000}};
+  std::vector<int> written_samples(plans.size()), written_markers(plans.size());
+  // Round robin over the threads, samples and markers interleaved.
+  for (int step = 0;; ++step) {
+    bool any = false;
+    for (size_t p = 0; p < plans.size(); ++p) {
+      const Plan& plan = plans[p];
+      const ThreadId tid = ThreadId::FromNumber(plan.tid);
+      const TimeStamp time = start + TimeDuration::FromMicroseconds(step * 10 + p);
+      if (written_samples[p] < plan.samples) {
+        const int i = written_samples[p]++;
+        // Two native frames whose addresses name the thread and the sample.
+        REQUIRE(buffer.PutObjects(EntryKind::kSample, tid, time, int64_t{i}, int32_t{0},
+                                  uint8_t{2}, uint8_t{0}, uint64_t(plan.tid) << 20, uint8_t{0},
+                                  (uint64_t(plan.tid) << 20) + 1 + i % 7));
+        any = true;
+      }
+      if (written_markers[p] < plan.markers) {
+        const int i = written_markers[p]++;
+        MarkerHeader h;
+        h.thread = tid;
+        h.start = time;
+        h.name = i % 2 == 0 ? ProfilerString::Literal("even") : ProfilerString::Literal("odd");
+        REQUIRE(buffer.PutObjects(EntryKind::kMarker, h));
+        any = true;
+      }
+    }
+    if (step == 3) {
+      REQUIRE(buffer.PutObjects(EntryKind::kCounterSample, uint32_t{0}, start, int64_t{4096},
+                                uint64_t{1}));
+      REQUIRE(buffer.PutObjects(EntryKind::kProfilerOverhead, start, TimeDuration(),
+                                TimeDuration::FromMicroseconds(3), TimeDuration(), TimeDuration()));
+    }
+    if (!any) break;
+  }
+
+  CaptureInputs inputs;
+  inputs.start_time = start;
+  inputs.meta.start_time = start;
+  inputs.meta.product = "capture test";
+  inputs.symbolicate = false;  // Raw "0x..." frames: the addresses are checked below.
+  inputs.threads.push_back(CaptureThread{ThreadId::FromNumber(1000), "GeckoMain", start,
+                                         std::nullopt, /*is_main=*/true});
+  inputs.counters.push_back(CaptureCounter{"Memory", "Memory", "bytes"});
+  SharedProgress progress;
+  ProgressLogger logger(&progress);
+  inputs.progress = &logger;
+  bool ok = false;
+  std::string error;
+  const std::string json = Capture(inputs, buffer, &ok, &error);
+  REQUIRE(ok);
+  CHECK(progress.Progress().IsExactlyOne());
+  rapidjson::Document d;
+  d.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(d.HasParseError());
+
+  const auto& threads = d["threads"];
+  REQUIRE(threads.Size() == 4);
+  const int expected_order[] = {1000, 1001, 1002, 1003};
+  for (rapidjson::SizeType t = 0; t < 4; ++t) {
+    const auto& thread = threads[t];
+    const int tid = thread["tid"].GetInt();
+    CHECK(tid == expected_order[t]);
+    const Plan& plan = *std::find_if(plans.begin(), plans.end(),
+                                     [&](const Plan& p) { return p.tid == tid; });
+    INFO("thread " << tid);
+    const auto& samples = thread["samples"]["data"];
+    const auto& markers = thread["markers"]["data"];
+    REQUIRE(samples.Size() == static_cast<rapidjson::SizeType>(plan.samples));
+    REQUIRE(markers.Size() == static_cast<rapidjson::SizeType>(plan.markers));
+    const auto& stacks = thread["stackTable"]["data"];
+    const auto& frames = thread["frameTable"]["data"];
+    const auto& strings = thread["stringTable"];
+    for (rapidjson::SizeType i = 0; i < samples.Size(); ++i) {
+      // [stack, time, eventDelay, threadCPUDelta]; the leaf frame's address names the row.
+      REQUIRE(samples[i][3].GetInt() == static_cast<int>(i));
+      const auto& leaf = stacks[samples[i][0].GetUint()];
+      const std::string location = strings[frames[leaf[1].GetUint()][0].GetUint()].GetString();
+      char expected[32];
+      snprintf(expected, sizeof(expected), "0x%llx",
+               static_cast<unsigned long long>((uint64_t(tid) << 20) + 1 + i % 7));
+      REQUIRE(location == expected);
+      if (i > 0) REQUIRE(samples[i][1].GetDouble() > samples[i - 1][1].GetDouble());
+    }
+    for (rapidjson::SizeType i = 0; i < markers.Size(); ++i) {
+      REQUIRE(std::string(strings[markers[i][0].GetUint()].GetString()) ==
+              (i % 2 == 0 ? "even" : "odd"));
+    }
+  }
+  REQUIRE(d["counters"].Size() == 1);
+  CHECK(d["counters"][0]["samples"]["data"].Size() == 1);
+  CHECK(d["profilerOverhead"]["samples"]["data"].Size() == 1);
 }
 
 }  // namespace
