@@ -35,12 +35,14 @@ STRATA_LIB="$(cd "$(dirname "$STRATA_LIB")" && pwd)/$(basename "$STRATA_LIB")"
 # A libstrata_base.so built with --config=asan, ubsan, tsan or asan_ubsan needs its sanitizer
 # runtime (libasan.so.N, libubsan.so.N, libtsan.so.N). Preloaded alone it cannot start: the
 # runtime would load after it (LD_PRELOAD objects come before the program's own dependencies)
-# or into a program that does not have it at all, and ASan and TSan refuse to run unless they
-# come first in the initial library list. So every scenario preloads $STRATA_PRELOAD: the
-# library's sanitizer runtimes first, then the library (for a plain build, the library alone).
+# or into a program that does not have it at all (its malloc and interceptors would then come
+# after libc's). So every scenario preloads $STRATA_PRELOAD, the library and its runtimes (for a
+# plain build, the library alone): ASan's runtime first (it refuses to start otherwise), TSan's
+# after the library, so that the library's pthread_create comes before TSan's interceptor and
+# can still wrap thread starts (base/internal/preload.cc).
 #   SANITIZER           "" for a plain build, else the runtimes' names, e.g. "asan+ubsan".
 #   SANITIZER_RUNTIMES  their absolute paths, colon-separated (LD_PRELOAD syntax), or "".
-#   STRATA_PRELOAD      the value for LD_PRELOAD.
+#   STRATA_PRELOAD      the value for LD_PRELOAD (preload_value below for other libraries).
 # In a sanitizer build the preloaded runtime also runs in programs that were not built with
 # it (sh, true, sleep, node...). LeakSanitizer is then turned off for every process
 # (detect_leaks=0): it would report the uninstrumented programs' own exit-time allocations,
@@ -54,9 +56,22 @@ sanitizer_runtimes_of() {  # LIBRARY: the absolute paths of its sanitizer runtim
 }
 SANITIZER_RUNTIMES="$(sanitizer_runtimes_of "$STRATA_LIB")"
 SANITIZER="$(tr ':' '\n' <<<"$SANITIZER_RUNTIMES" | sed -n 's|.*/lib\([a-z]*\)san\.so.*|\1san|p' | paste -sd+)"
-STRATA_PRELOAD="${SANITIZER_RUNTIMES:+$SANITIZER_RUNTIMES:}$STRATA_LIB"
-# For `strata record`, which builds LD_PRELOAD itself and keeps sanitizer runtimes it finds in
-# the caller's LD_PRELOAD first: `env "${SANITIZER_ENV[@]}" "$STRATA" record ...`.
+# preload_value LIBRARY...: the LD_PRELOAD value that preloads LIBRARY... (built like the
+# library: the negative controls, gperftools) into the scenario programs, with the runtimes.
+preload_value() {
+  local libraries
+  libraries="$(IFS=:; echo "$*")"
+  if [[ -z "$SANITIZER_RUNTIMES" ]]; then
+    echo "$libraries"
+  elif [[ "$SANITIZER" == tsan* ]]; then
+    echo "$libraries:$SANITIZER_RUNTIMES"
+  else
+    echo "$SANITIZER_RUNTIMES:$libraries"
+  fi
+}
+STRATA_PRELOAD="$(preload_value "$STRATA_LIB")"
+# For `strata record`, which puts the library before the caller's LD_PRELOAD except an ASan
+# runtime, which it keeps first: `env "${SANITIZER_ENV[@]}" "$STRATA" record ...`.
 SANITIZER_ENV=(${SANITIZER_RUNTIMES:+"LD_PRELOAD=$SANITIZER_RUNTIMES"})
 if [[ -n "$SANITIZER" ]]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"

@@ -85,7 +85,7 @@ run_watched() {
 
 if ((control)); then
   name=control_unsafe
-  run_watched "$name" 12 env LD_PRELOAD="$unsafe" "$program" --plugin "$plugin" --seconds 3
+  run_watched "$name" 12 env LD_PRELOAD="$(preload_value "$unsafe")" "$program" --plugin "$plugin" --seconds 3
   result "scenario=signal_stress mode=control-unsafe-handler status=$WATCH_STATUS wall_s=$WATCH_WALL_S"
   if [[ "$WATCH_STATUS" == hang || "$WATCH_STATUS" -ge 128 ]]; then
     pass "control: a malloc-calling SIGPROF handler is caught (status $WATCH_STATUS)"

@@ -21,7 +21,7 @@ source "$(dirname "$0")/scenario_lib.sh"
 program="$(binary tests/sleeper)"
 injector="$(binary tests/eintr_injector.so)"
 
-env LD_PRELOAD="$injector" "$program" >"$WORK/control.out" 2>&1
+env LD_PRELOAD="$(preload_value "$injector")" "$program" >"$WORK/control.out" 2>&1
 control_status=$?
 control_failures=$(sed -n 's/^sleeper: result calls=[0-9]* failures=\([0-9]*\)$/\1/p' "$WORK/control.out")
 result "scenario=sleeper mode=control-injector status=$control_status failures=${control_failures:-?}"

@@ -102,7 +102,7 @@ gperf_run() {
     fail "gperftools' libprofiler.so is not installed (tools/setup.sh installs libgoogle-perftools-dev)"
     return
   fi
-  env LD_PRELOAD="$libprofiler" CPUPROFILE="$OUT/$name.prof" CPUPROFILE_FREQUENCY=1000 \
+  env LD_PRELOAD="$(preload_value "$libprofiler")" CPUPROFILE="$OUT/$name.prof" CPUPROFILE_FREQUENCY=1000 \
     "$program" --iterations "$iterations" >"$WORK/$name.out" 2>"$WORK/$name.err"
   echo "--- $name: status $?; stderr: $(cat "$WORK/$name.err")"
   if ! "$GPERF_COUNT" "$OUT/$name.prof" "$program" alpha=spin_alpha_leaf,alpha_work_loop \

@@ -129,13 +129,11 @@ std::string CommandText(const std::vector<std::string>& command) {
   return text.size() > 60 ? text.substr(0, 57) + "..." : text;
 }
 
-// A sanitizer runtime (libasan.so.N, libtsan.so.N, ...) named in LD_PRELOAD.
-bool IsSanitizerRuntime(const std::string& path) {
-  const std::string name = path.substr(path.rfind('/') + 1);
-  for (const char* prefix : {"libasan.so", "libtsan.so", "libubsan.so", "liblsan.so", "libhwasan.so"}) {
-    if (name.rfind(prefix, 0) == 0) return true;
-  }
-  return false;
+// AddressSanitizer's runtime (libasan.so.N) named in LD_PRELOAD: it refuses to start unless it
+// comes first in the initial library list.
+bool IsAddressSanitizerRuntime(const std::string& path) {
+  const std::string name = path.substr(path.rfind('/') + 1);  // The whole path without a '/'.
+  return name.rfind("libasan.so", 0) == 0;
 }
 
 // The environment of the command: ours plus the profiler's variables.
@@ -144,19 +142,18 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
   std::map<std::string, std::string> set;
   const char* preload = std::getenv("LD_PRELOAD");
   const std::string original_preload = preload != nullptr ? preload : "";
-  // LD_PRELOAD = base:hook:<the caller's>, except that sanitizer runtimes of the caller's stay
-  // first: ASan and TSan refuse to start unless they come first in the initial library list
-  // (how a sanitizer build of libstrata_base.so is run; docs/reliability.md, "Sanitizers").
-  std::string runtimes;
+  // LD_PRELOAD = base:hook:<the caller's>, except that the caller's ASan runtime stays first
+  // (how an ASan build of libstrata_base.so is run; docs/reliability.md, "Sanitizers").
+  std::string asan_runtimes;
   std::string others;
   std::string entry;
   std::istringstream entries(original_preload);
   while (std::getline(entries, entry, ':')) {
     std::istringstream words(entry);  // The loader also separates entries with spaces.
     std::string word;
-    while (words >> word) (IsSanitizerRuntime(word) ? runtimes : others) += word + ":";
+    while (words >> word) (IsAddressSanitizerRuntime(word) ? asan_runtimes : others) += word + ":";
   }
-  std::string ld_preload = runtimes + base;
+  std::string ld_preload = asan_runtimes + base;
   if (!hook.empty()) ld_preload += ":" + hook;
   if (!others.empty()) ld_preload += ":" + others.substr(0, others.size() - 1);
   set["LD_PRELOAD"] = ld_preload;
