@@ -104,8 +104,18 @@ void SampleMemoryFallback() {
   if (!g_counting.load(std::memory_order_relaxed) || MemoryHooksAreEffective()) return;
   ProfilerCounter* counter = g_counter.load(std::memory_order_relaxed);
   if (!counter) return;
-  const struct mallinfo2 info = mallinfo2();
-  const int64_t in_use = static_cast<int64_t>(info.uordblks + info.hblkhd);
+  // A sanitizer's allocator (ASan, TSan, ...) replaces glibc's, whose statistics then stay
+  // near zero: ask the sanitizer instead (its allocator interface, looked up once).
+  using AllocatedBytes = size_t (*)();
+  static const AllocatedBytes sanitizer_allocated_bytes = reinterpret_cast<AllocatedBytes>(
+      dlsym(RTLD_DEFAULT, "__sanitizer_get_current_allocated_bytes"));
+  int64_t in_use;
+  if (sanitizer_allocated_bytes != nullptr) {
+    in_use = static_cast<int64_t>(sanitizer_allocated_bytes());
+  } else {
+    const struct mallinfo2 info = mallinfo2();
+    in_use = static_cast<int64_t>(info.uordblks + info.hblkhd);
+  }
   if (in_use != counter->value()) counter->Set(in_use);
 }
 

@@ -6,8 +6,9 @@
 //
 // When libstrata_full.so is loaded with dlopen, the program's calls stay bound to the
 // allocator they found at start-up and the hooks see (almost) nothing. The counter then falls
-// back to the allocator's own statistics (glibc's mallinfo2: bytes in use), read once per
-// sampling loop.
+// back to the allocator's own statistics (glibc's mallinfo2: bytes in use; under a sanitizer,
+// whose allocator replaces glibc's and the hooks, the sanitizer's allocated bytes), read once
+// per sampling loop.
 //
 // Thread safety: thread-safe. Async-signal safety: the hooks are as safe as the allocator.
 #ifndef STRATA_FULL_INTERNAL_MEMORY_COUNTER_H_
