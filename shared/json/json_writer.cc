@@ -68,14 +68,12 @@ void FdJsonOutput::Consume(std::string* chunk) {
     left -= static_cast<size_t>(n);
     bytes_written_ += static_cast<size_t>(n);
   }
-  chunk->clear();  // Keeps the capacity for the writer's next chunk.
 }
 
 void StdioJsonOutput::Consume(std::string* chunk) {
   if (ok() && !chunk->empty() && fwrite(chunk->data(), 1, chunk->size(), file_) != chunk->size()) {
     SetError("fwrite(" + name_ + "): " + strerror(errno));
   }
-  chunk->clear();
 }
 
 // ---- JsonWriter ---------------------------------------------------------------------------
@@ -107,8 +105,8 @@ void JsonWriter::Flush() {
   pending_.resize(pos_);  // Shrinking: no byte is written.
   output_->Consume(&pending_);
   pos_ = 0;
-  // Back to full size: the output either kept the storage (a file; cleared it) or stole it
-  // (a chunk list). Filling 64 KiB costs about what copying it once does.
+  // Back to full size: a file output left the text as it was (only the slack is filled
+  // again); a chunk list stole the storage (a new area is filled, as a new chunk must be).
   pending_.resize(chunk_size_ + kPendingSlack);
 }
 
@@ -297,24 +295,27 @@ void JsonWriter::WriteEscaped(std::string_view text) {
   // bytes per input byte ("\u001f"), plus the end of a UTF-8 sequence that starts inside the
   // piece (at most 3 more bytes, copied as they are).
   constexpr size_t kPiece = 4096;
-  constexpr size_t kPieceRoom = 6 * kPiece + 8;
   const char* const s = text.data();
   const size_t n = text.size();
   Put('"');
   size_t i = 0;
   while (i < n) {
     const size_t piece_end = i + std::min(n - i, kPiece);
-    char* const start = Room(kPieceRoom);
+    char* const start = Room(6 * (piece_end - i) + 8);
     char* p = start;
     while (i < piece_end) {
-      // Fast path: 8 plain printable ASCII bytes at a time.
-      if (i + 8 <= piece_end) {
-        uint64_t word;
-        memcpy(&word, s + i, 8);
+      // Fast path: 8 plain printable ASCII bytes at a time; the last few bytes of the piece
+      // (all of a short string: keys, names) as one word padded with spaces, of which only
+      // the real bytes count (the room reserved covers the 8 bytes stored).
+      {
+        const size_t left = piece_end - i;
+        uint64_t word = 0x2020202020202020ULL;
+        memcpy(&word, s + i, left < 8 ? left : 8);
         if (!NeedsEscapeOrCheck(word)) {
           memcpy(p, &word, 8);
-          p += 8;
-          i += 8;
+          const size_t taken = left < 8 ? left : 8;
+          p += taken;
+          i += taken;
           continue;
         }
       }

@@ -49,7 +49,8 @@ class JsonOutput {
   JsonOutput& operator=(JsonOutput&&) = default;
   virtual ~JsonOutput();
 
-  // Takes the text in *chunk. May steal its storage; leaves *chunk empty either way.
+  // Takes the text in *chunk: either steals its storage (leaving *chunk empty) or copies the
+  // text out and leaves *chunk as it was (the writer then reuses its storage as it is).
   virtual void Consume(std::string* chunk) = 0;
 
   // Takes whole chunks produced elsewhere (a splice). The default consumes them one by one.

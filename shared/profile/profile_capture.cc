@@ -174,17 +174,23 @@ class ProfileBuilder {
     }
   }
 
-  // Pass 1: every thread's entry count and first blocks, the counters and the sampler's
-  // overhead (small, kept in memory), and the addresses to symbolicate.
-  void NoteEntry(EntryReader& reader) {
+  // Pass 1: every thread's entry count and first blocks, the latest sample time (moved into
+  // *latest_sample), the counters and the sampler's overhead (small, kept in memory), and
+  // the addresses to symbolicate.
+  void NoteEntry(EntryReader& reader, TimeStamp& latest_sample) {
     EntryReader peek = reader;
     const EntryKind kind = peek.ReadObject<EntryKind>();
     switch (kind) {
       case EntryKind::kSample:
       case EntryKind::kSameSample:
       case EntryKind::kMarker: {
-        ThreadId tid;  // All three start with the thread.
+        ThreadId tid;  // All three start with the thread; samples then with their time.
         peek.ReadIntoObject(tid);
+        if (kind != EntryKind::kMarker) {
+          TimeStamp time;
+          peek.ReadIntoObject(time);
+          if (!peek.Failed() && time > latest_sample) latest_sample = time;
+        }
         if (peek.Failed()) return;
         ThreadState& thread = ThreadFor(tid);
         ++thread.entries;
@@ -517,7 +523,7 @@ class ProfileBuilder {
     ThreadState& thread = ThreadFor(header.thread);
     GeckoThreadWriter& writer = *thread.writer;
     const MarkerTiming timing{header.phase, header.start, header.end};
-    const std::string name(header.name.View());
+    const std::string_view name = header.name.View();  // Lives as long as `header`.
     std::optional<uint32_t> stack;
     if (!header.stack.empty()) {
       stack = MarkerStack(thread, header.stack);
@@ -533,9 +539,9 @@ class ProfileBuilder {
         writer.AddMarker(name, timing, header.category, "Stack", write_stack);
       }
     } else if (header.payload_tag == kTextMarkerTag) {
-      const std::string text = reader.ReadObject<std::string>();
+      reader.ReadIntoObject(marker_text_);  // Reused: no allocation per marker.
       writer.AddMarker(name, timing, header.category, "Text", [&](JsonWriter& w) {
-        w.StringProperty("name", text);
+        w.StringProperty("name", marker_text_);
         write_stack(w);
       });
     } else if (const MarkerTypeFunctions* type =
@@ -589,6 +595,7 @@ class ProfileBuilder {
   SampleRecord sample_;       // Reused by every sample read (no allocation per sample);
   size_t sample_frames_ = 0;  // the number of its frames that are the current sample's.
   std::vector<uint8_t> frame_bytes_;  // The current sample's serialized frames.
+  std::string marker_text_;           // The current text marker's text.
   bool failed_frames_ = false;
   FrameListTable frame_lists_;
   size_t samples_ = 0;
@@ -668,15 +675,7 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
     buffer.ReadEach([&](EntryReader& reader) {
       last_block = reader.CurrentBlockIndex();
       if (!pass.At(last_block)) return;
-      EntryReader peek = reader;
-      const EntryKind kind = peek.ReadObject<EntryKind>();
-      if (kind == EntryKind::kSample || kind == EntryKind::kSameSample) {
-        ThreadId thread;
-        TimeStamp time;
-        peek.ReadIntoObjects(thread, time);  // Both kinds start with (thread, time).
-        if (!peek.Failed() && time > latest_sample) latest_sample = time;
-      }
-      builder.NoteEntry(reader);
+      builder.NoteEntry(reader, latest_sample);
     });
   }
   // A sample covers one interval from its time, and the front-end keeps samples strictly
