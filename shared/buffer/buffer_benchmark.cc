@@ -1,6 +1,9 @@
 // Buffer and LEB128 throughput, with memcpy into a 16 MiB ring measured in the same run for
 // scale (docs/benchmarks.md). Run:
 //   bazel run -c opt //shared/buffer:buffer_benchmark
+#include <pthread.h>
+#include <sched.h>
+
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -10,6 +13,7 @@
 #include "shared/buffer/chunked_buffer.h"
 #include "shared/buffer/leb128.h"
 #include "shared/buffer/local_limit_chunk_manager.h"
+#include "shared/buffer/staged_writer.h"
 
 namespace strata {
 namespace {
@@ -46,8 +50,31 @@ void TearDownShared(const benchmark::State&) {
   g_shared = nullptr;
 }
 
-// ReserveAndPut of raw entries (entry bytes as given; the 1-2 byte size header is extra).
+// Pins the calling benchmark thread to the (thread_index)-th CPU the process may run on
+// (tools/bench.sh runs the multi-writer cases under `taskset -c 0,1`: thread 0 on CPU 0,
+// thread 1 on CPU 1), so that one writer and two writers are compared on the same CPUs and
+// two writers never share one CPU.
+void PinToOwnCpu(const benchmark::State& state) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  int wanted = state.thread_index() % CPU_COUNT(&allowed);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (wanted-- == 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+      return;
+    }
+  }
+}
+
+// ReserveAndPut of raw entries (entry bytes as given; the 1-2 byte size header is extra),
+// every writer thread straight into the shared buffer (its lock per entry). Bytes per second
+// are all threads' bytes per wall second (real time).
 void BM_ReserveAndPut(benchmark::State& state) {
+  PinToOwnCpu(state);
   const size_t entry_bytes = static_cast<size_t>(state.range(0));
   std::vector<uint8_t> entry(entry_bytes, 0x5A);
   ChunkedBuffer& buffer = g_shared->buffer;
@@ -62,6 +89,27 @@ void BM_ReserveAndPut(benchmark::State& state) {
 BENCHMARK(BM_ReserveAndPut)
     ->Arg(64)
     ->Arg(1024)
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime()
+    ->Setup(SetUpShared)
+    ->Teardown(TearDownShared);
+
+// The same entries through each writer thread's own StagedWriter (16 KiB), which moves them
+// into the shared buffer in batches (one lock per batch): how the buffer scales with writers.
+void BM_StagedPut(benchmark::State& state) {
+  PinToOwnCpu(state);
+  const size_t entry_bytes = static_cast<size_t>(state.range(0));
+  std::vector<uint8_t> entry(entry_bytes, 0x5A);
+  StagedWriter writer(g_shared->buffer);
+  for (auto _ : state) {
+    writer.PutFrom(entry.data(), entry_bytes);
+  }
+  writer.Flush();
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * entry_bytes));
+}
+BENCHMARK(BM_StagedPut)
+    ->Arg(64)
     ->Threads(1)
     ->Threads(2)
     ->UseRealTime()

@@ -225,12 +225,17 @@ TEST_CASE("Several writer threads: nothing lost or torn, the limit holds") {
     const size_t live_before = BufferChunk::LiveBufferBytes();
     std::atomic<bool> done{false};
     std::atomic<size_t> worst{0};
+    // The writers keep writing until the watcher has looked many times while chunks were
+    // alive, so that on a loaded machine (the watcher descheduled) the watch still overlaps
+    // the writes.
+    std::atomic<uint64_t> observations{0};
     std::thread watcher([&]() {
       while (!done.load()) {
         const size_t live = BufferChunk::LiveBufferBytes() - live_before;
         size_t w = worst.load();
         while (live > w && !worst.compare_exchange_weak(w, live)) {
         }
+        if (live > 0) observations.fetch_add(1);
       }
     });
     std::thread preparer([&]() {
@@ -241,8 +246,8 @@ TEST_CASE("Several writer threads: nothing lost or torn, the limit holds") {
     });
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&buffer, t]() {
-        for (uint64_t i = 0; i < kPerThread; ++i) {
+      threads.emplace_back([&buffer, &observations, t]() {
+        for (uint64_t i = 0; i < kPerThread || observations.load() < 1000; ++i) {
           const uint64_t seq = (uint64_t(t) << 32) | i;
           buffer.PutObjects(seq, PayloadFor(seq, i % 100));
         }
