@@ -15,7 +15,11 @@
 #      (16) unprofiled, under Strata (default and precise mode), gperftools and `perf record`;
 #      slowdowns from the medians of the work's wall time and of its CPU time (the workers'
 #      own CPU time; busy_threads: the process's); "met" is judged on CPU time, which other
-#      work on a shared machine disturbs far less than wall time;
+#      work on a shared machine disturbs far less than wall time; beside precise mode, the
+#      in-process signal floor (tools/bench/libsignal_floor.so: the same per-thread
+#      CLOCK_MONOTONIC timers with an empty handler, or one that reads the TSC and writes 100
+#      bytes; and with Strata's extra wake-ups: the main thread's timer and a thread waking
+#      every interval) and the CPU cost per sample of Strata, the floor and perf;
 #   4. profile writing (tools/bench/profile_write_bench, 1 M samples + 1 M markers);
 #   5. preloaded-but-inactive start-up (hyperfine), library size and NEEDED entries;
 #   6. the largest sample gap across takeover (tests/takeover programs and checker).
@@ -71,7 +75,7 @@ TARGETS=(
   //tests:two_workers_nofp //tests:profile_stats //tests:gperf_count
   //tests/takeover:takeover_dlopen //tests/takeover:takeover_linked //tests/takeover:takeover_check
   //tools/bench:profile_write_bench //tools/bench:callgrind_driver //tools/bench:busy_threads
-  //tools/bench:trivial_cxx
+  //tools/bench:trivial_cxx //tools/bench:libsignal_floor.so
 )
 log "building (${build_flags[*]})"
 # --keep_going: a target that does not build only empties its rows (n/a), the rest still run.
@@ -81,6 +85,7 @@ BIN="$("${bazel_cmd[@]}" info "${build_flags[@]}" bazel-bin 2>/dev/null)"
 STRATA_LIB="$BIN/base/libstrata_base.so"
 TWO_WORKERS="$BIN/tests/two_workers_nofp"
 BUSY_THREADS="$BIN/tools/bench/busy_threads"
+SIGNAL_FLOOR="$BIN/tools/bench/libsignal_floor.so"
 PROFILE_STATS="$BIN/tests/profile_stats"
 GPERF_COUNT="$BIN/tests/gperf_count"
 LIBPROFILER=""
@@ -160,11 +165,11 @@ for spec in "MarkerUntypedInstant:instant untyped marker:107:Perfetto TRACE_EVEN
     "≤ $target ns" "$(met "$ns <= $target" "$ns")"
 done
 
-log "micro-benchmarks: buffer (1 writer and memcpy pinned to CPU $PIN_CPU; 2 writers on CPUs 0,1)"
+log "micro-benchmarks: buffer (1 writer and memcpy pinned to CPU $PIN_CPU; 1 and 2 writers, each thread pinned to its own CPU of 0,1)"
 buf1_json="$(gbench_json "$BIN/shared/buffer/buffer_benchmark" \
   'BM_MemcpyRing/64$|BM_ReserveAndPut/64/real_time/threads:1$' "$PIN_CPU")"
 buf2_json="$(gbench_json "$BIN/shared/buffer/buffer_benchmark" \
-  'BM_ReserveAndPut/64/real_time/threads:[12]$' 0,1)"
+  'BM_ReserveAndPut/64/real_time/threads:[12]$|BM_StagedPut/64/real_time/threads:[12]$' 0,1)"
 memcpy_bps=$(gbench_value "$buf1_json" BM_MemcpyRing/64 bytes_per_second)
 put1_bps=$(gbench_value "$buf1_json" BM_ReserveAndPut/64/real_time/threads:1 bytes_per_second)
 put1_both_bps=$(gbench_value "$buf2_json" BM_ReserveAndPut/64/real_time/threads:1 bytes_per_second)
@@ -173,10 +178,17 @@ row "buffer ReserveAndPut 64 B, 1 writer (GB/s)" "$(calc %.2f "$put1_bps / 1e9")
   "memcpy into a 16 MiB ring $(calc %.1f "$memcpy_bps / 1e9")" \
   "$(calc %.1f "100 * $put1_bps / $memcpy_bps") %" "≥ 10 %" \
   "$(met "$put1_bps >= 0.1 * $memcpy_bps" "$put1_bps" "$memcpy_bps")"
-row "buffer ReserveAndPut 64 B, 2 writers' total (GB/s)" "$(calc %.2f "$put2_bps / 1e9")" \
-  "1 writer $(calc %.2f "$put1_both_bps / 1e9") (same process, CPUs 0,1)" \
+row "buffer ReserveAndPut 64 B, 2 writers' total, each entry under the buffer's lock (GB/s)" "$(calc %.2f "$put2_bps / 1e9")" \
+  "1 writer $(calc %.2f "$put1_both_bps / 1e9") (same process; threads pinned to CPUs 0 and 1)" \
   "$(calc %.2f "$put2_bps / $put1_both_bps")×" "≥ 1×" \
   "$(met "$put2_bps >= $put1_both_bps" "$put2_bps" "$put1_both_bps")"
+staged1_bps=$(gbench_value "$buf2_json" BM_StagedPut/64/real_time/threads:1 bytes_per_second)
+staged2_bps=$(gbench_value "$buf2_json" BM_StagedPut/64/real_time/threads:2 bytes_per_second)
+row "buffer through per-thread StagedWriter (16 KiB batches, one lock each), 64 B, 2 writers' total (GB/s)" \
+  "$(calc %.2f "$staged2_bps / 1e9")" \
+  "1 writer $(calc %.2f "$staged1_bps / 1e9"); direct ReserveAndPut 1 writer $(calc %.2f "$put1_both_bps / 1e9")" \
+  "$(calc %.2f "$staged2_bps / $staged1_bps")× ($(calc %.2f "$staged2_bps / $put1_both_bps")× direct 1 writer)" "≥ 1×" \
+  "$(met "$staged2_bps >= $staged1_bps && $staged2_bps >= $put1_both_bps" "$staged2_bps" "$staged1_bps" "$put1_both_bps")"
 
 # --- 2. Callgrind instruction counts (loop of N, minus the empty loop).
 log "callgrind instruction counts"
@@ -246,6 +258,19 @@ run_variant() {
     perf16)
       perf record -q -e cpu-clock -F 1000 -o "$WORK/perf.data" -- \
         "$BUSY_THREADS" --threads 16 --iterations "$ITER_16" >"$out" 2>&1 ;;
+    # The in-process signal floor: empty handler (floor*), TSC + 100 bytes (floor*rec), empty
+    # handler plus Strata's other wake-ups (floor*mw: main thread's timer, a waking thread).
+    floor4k|floor4krec|floor4kmw|floor16|floor16rec|floor16mw)
+      local floor_env=(SIGNAL_FLOOR_HZ="$([[ $v == floor4k* ]] && echo 4000 || echo 1000)")
+      [[ $v == *rec ]] && floor_env+=(SIGNAL_FLOOR_HANDLER=record)
+      [[ $v == *mw ]] && floor_env+=(SIGNAL_FLOOR_MAIN=1 SIGNAL_FLOOR_WAKER=1)
+      if [[ $v == floor16* ]]; then
+        env LD_PRELOAD="$SIGNAL_FLOOR" "${floor_env[@]}" \
+          "$BUSY_THREADS" --threads 16 --iterations "$ITER_16" >"$out" 2>&1
+      else
+        env LD_PRELOAD="$SIGNAL_FLOOR" "${floor_env[@]}" \
+          "$TWO_WORKERS" --iterations "$ITER_TWO" >"$out" 2>&1
+      fi ;;
   esac
   local rc=$?
   if [[ $rc -ne 0 ]]; then
@@ -253,11 +278,13 @@ run_variant() {
     echo "$v: status $rc: $(tail -2 "$out" | tr '\n' ' ')" >>"$WORK/runs/failures"
     return
   fi
-  if [[ $v == *16 ]]; then record "$v" "$(busy_ms "$out")"; else record "$v" "$(two_workers_ms "$out")"; fi
+  local is16=0
+  [[ $v == *16* ]] && is16=1
+  if ((is16)); then record "$v" "$(busy_ms "$out")"; else record "$v" "$(two_workers_ms "$out")"; fi
   # CPU time of the work: two_workers' two workers (their own thread CPU time: the signal
   # handlers, unwinding and the interrupts charged to them; not the profilers' helper
   # threads), busy_threads' process before exit (Strata's sampler thread included).
-  if [[ $v == *16 ]]; then
+  if ((is16)); then
     record "$v.cpu" "$(awk '/^busy_threads:/ { for (i = 1; i <= NF; ++i) if ($i ~ /^cpu_ms=/) print substr($i, 8) }' "$out")"
   else
     record "$v.cpu" "$(awk '/^two_workers: thread=/ { for (i = 1; i <= NF; ++i) if ($i ~ /^cpu_ms=/) c += substr($i, 8) } END { print c }' "$out")"
@@ -280,8 +307,15 @@ run_variant() {
         cpu=$(worker_cpu_ms "$out" "worker-$w")
         record "$v.rate" "$(calc %.1f "$(awk -v g="group=$w" '$2 == g { print substr($3, 9) }' "$WORK/stats") / $cpu * 1000")"
       done ;;
+    perf4k|perf16)  # Samples taken, for the cost per sample.
+      record "$v.samples" "$(perf report -i "$WORK/perf.data" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }')" ;;
+    floor*)  # Signals handled by the timed threads.
+      record "$v.samples" "$(awk '/^signal_floor:/ { for (i = 1; i <= NF; ++i) if ($i ~ /^signals=/) print substr($i, 9) }' "$out")" ;;
     precise*)
       "$PROFILE_STATS" "$prof" >"$WORK/stats" 2>&1 || { log "profile_stats failed on $v"; return; }
+      # The busy threads' real samples (CPU delta > 0: taken by a signal, not copied).
+      record "$v.samples" "$(awk '$1 == "thread" && ($3 ~ /^name=worker-/ || $3 ~ /^name=busy-/) {
+          for (i = 2; i <= NF; ++i) if ($i ~ /^cpu_samples=/) s += substr($i, 13) } END { print s + 0 }' "$WORK/stats")"
       # Samples per busy thread per second of its life (wall clock: precise mode's rate).
       record "$v.rate" "$(awk '$1 == "thread" && ($3 ~ /^name=worker-/ || $3 ~ /^name=busy-/) {
           for (i = 2; i <= NF; ++i) { if ($i ~ /^samples=/) s += substr($i, 9); if ($i ~ /^span_ms=/) c += substr($i, 9) } }
@@ -290,6 +324,7 @@ run_variant() {
 }
 
 VARIANTS=(plain2 strata2 precise1k precise4k plain16 precise16)
+[[ -f "$SIGNAL_FLOOR" ]] && VARIANTS+=(floor4k floor4krec floor4kmw floor16 floor16rec floor16mw)
 [[ -n "$LIBPROFILER" ]] && VARIANTS+=(gperf2) || note "gperftools' libprofiler.so not found: no gperftools rows."
 PERF_OK=0
 if perf_error="$(perf record -q -e cpu-clock -F 1000 -o "$WORK/perf.probe" -- true 2>&1)"; then
@@ -342,6 +377,31 @@ for spec in "precise1k:perf1k:plain2:2 busy threads, 1 kHz" "precise4k:perf4k:pl
     "$(sign "$s") / $(sign "$sc")" "$([[ $PERF_OK == 1 ]] && echo "perf record -F $([[ $pv == perf4k ]] && echo 4000 || echo 1000) $(sign "$p") / $(sign "$pc")" || echo "perf cannot record here")" \
     "$([[ -n "$sc" && -n "$pc" ]] && calc %+.1f "$sc - $pc") pt (CPU)" "≤ perf + 2 pt" \
     "$(met "$sc <= $pc + 2" "$sc" "$pc")"
+done
+# The in-process signal floor beside precise mode, and the CPU cost per sample.
+# per_sample VARIANT BASELINE: µs of the work's CPU time per sample (medians).
+per_sample() {
+  local c b n
+  c=$(med "$1.cpu")
+  b=$(med "$2.cpu")
+  n=$(med "$1.samples")
+  [[ -n "$c" && -n "$b" && -n "$n" ]] && calc %.1f "($c - $b) * 1000 / $n"
+}
+for spec in "4k:precise4k:perf4k:plain2:2 busy threads, 4 kHz" "16:precise16:perf16:plain16:16 busy threads, 1 kHz"; do
+  IFS=: read -r f sv pv base label <<<"$spec"
+  [[ -f "$WORK/runs/floor$f.cpu" ]] || continue
+  sc=$(slow "$sv.cpu" "$base.cpu")
+  fc=$(slow "floor$f.cpu" "$base.cpu")
+  frc=$(slow "floor${f}rec.cpu" "$base.cpu")
+  fmc=$(slow "floor${f}mw.cpu" "$base.cpu")
+  pc=$(slow "$pv.cpu" "$base.cpu")
+  row "in-process signal floor, $label: CPU-time slowdown of the same per-thread timers with an empty handler / TSC + 100 B / empty + Strata's other wake-ups (main thread's timer, a thread waking every interval)" \
+    "Strata precise $(sign "$sc")" "floor $(sign "$fc") / $(sign "$frc") / $(sign "$fmc"); perf $(sign "$pc")" \
+    "$([[ -n "$sc" && -n "$fmc" ]] && calc %+.1f "$sc - $fmc") pt vs floor with the same wake-ups" \
+    "reported (≤ perf + 2 pt is the target above)" "—"
+  row "CPU cost per sample, $label (µs of the work's CPU time per busy-thread sample; medians)" \
+    "$(per_sample "$sv" "$base")" "floor: empty $(per_sample "floor$f" "$base"), TSC + 100 B $(per_sample "floor${f}rec" "$base"), with Strata's wake-ups $(per_sample "floor${f}mw" "$base"); perf $(per_sample "$pv" "$base")" \
+    "—" "reported" "—"
 done
 [[ -f "$WORK/runs/failures" ]] && note "failed runs: $(tr '\n' ';' <"$WORK/runs/failures")"
 
