@@ -2,9 +2,11 @@
 // collect native addresses (and count each thread's entries), which are symbolicated in one
 // batch from ELF symbol tables; then it is read again, up to the same block, to turn every
 // sample and marker into Gecko JSON. Threads holding at least 1/8 of the samples and markers
-// are streamed: written straight to `out` by two reads of their own (samples, then markers),
-// so their rows are never held in memory; the other threads are formatted by one shared read
-// and held until spliced in. Threads appear in document order (main first, then by id).
+// (and at least 4096 of them) are streamed: written straight to `out` by two reads of their
+// own (samples, then markers), so their rows are never held in memory; the other threads are
+// formatted by one shared read and held until spliced in. Threads appear in document order
+// (main first, then by id). A read holds the buffer's lock, and `out` is written during the
+// streamed threads' reads: a slow `out` delays the buffer's writers meanwhile.
 // Memory while writing: the tables (strings, frames, stacks) of the threads, the rows of the
 // small threads, and `out`'s own buffering.
 //
