@@ -350,6 +350,9 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   ThreadInfo& info = registry.infos[thread->info_index];
   if (!NameMatchesFilters(info.name, thread->is_main, settings.thread_filters)) return;
   const bool precise = (settings.features & kFeaturePrecise) != 0;
+  // Once per thread, before its first signal; allocates (never in signal context). The
+  // thread is alive: it is in the registry, whose mutex is held.
+  if (thread->bounds.IsEmpty()) thread->bounds = StackBounds::OfThread(thread->pthread);
   int error;
   if (pthread_equal(thread->pthread, pthread_self())) {
     error = thread->timer.CreateForCurrentThread(
@@ -525,7 +528,10 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   thread->tid = CurrentThreadId();
   thread->pthread = pthread_self();
   thread->cpu_clock = ThreadCpuClock::ForCurrentThread();
-  thread->bounds = StackBounds::OfCurrentThread();  // Allocates: never in signal context.
+  // The stack bounds are captured when the thread's sampling starts (StartSamplingLocked):
+  // for the main thread, registered by the library's constructor, pthread_getattr_np reads
+  // /proc/self/maps, which a program that preloads the profiler but never starts it
+  // should not pay for at start-up.
   thread->is_main = thread->tid == MainThreadId();
   if (!thread->ring.ok()) {
     LogError("cannot allocate the sample ring of thread %d", thread->tid.ToNumber());

@@ -4,9 +4,11 @@
 
 namespace strata {
 
-StackBounds StackBounds::OfCurrentThread() {
+StackBounds StackBounds::OfCurrentThread() { return OfThread(pthread_self()); }
+
+StackBounds StackBounds::OfThread(pthread_t thread) {
   pthread_attr_t attributes;
-  if (pthread_getattr_np(pthread_self(), &attributes) != 0) return StackBounds();
+  if (pthread_getattr_np(thread, &attributes) != 0) return StackBounds();
   void* address = nullptr;
   size_t size = 0;
   const int error = pthread_attr_getstack(&attributes, &address, &size);

@@ -1,8 +1,11 @@
 #include "platform/sampling/stack_bounds.h"
 
 #include <pthread.h>
+#include <sched.h>
 
+#include <atomic>
 #include <cstdint>
+#include <utility>
 
 #include "catch2/catch.hpp"
 
@@ -54,6 +57,52 @@ TEST_CASE("StackBounds: a thread's bounds are its stack, of the size it was give
   CHECK(result.bounds.size() <= kStackSize + 64 * 1024);
   // Not the main thread's stack.
   CHECK_FALSE(result.bounds.Contains(AddressOfALocal()));
+}
+
+void* CaptureMainThreadBounds(void* argument) {
+  auto* main_thread = static_cast<std::pair<pthread_t, StackBounds>*>(argument);
+  main_thread->second = StackBounds::OfThread(main_thread->first);
+  return nullptr;
+}
+
+struct WaitingThread {
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  StackBounds own;
+};
+
+void* CaptureBoundsAndWait(void* argument) {
+  auto* waiting = static_cast<WaitingThread*>(argument);
+  waiting->own = StackBounds::OfCurrentThread();
+  waiting->started.store(true);
+  while (!waiting->release.load()) sched_yield();
+  return nullptr;
+}
+
+TEST_CASE("StackBounds: OfThread gives another thread's bounds, as that thread sees them",
+          "[platform][sampling]") {
+  // The main thread's bounds read from a second thread (the profiler reads them so when
+  // sampling starts; for the main thread this parses /proc/self/maps).
+  std::pair<pthread_t, StackBounds> main_thread{pthread_self(), StackBounds()};
+  pthread_t other;
+  REQUIRE(pthread_create(&other, nullptr, &CaptureMainThreadBounds, &main_thread) == 0);
+  pthread_join(other, nullptr);
+  const StackBounds own = StackBounds::OfCurrentThread();
+  REQUIRE_FALSE(own.IsEmpty());
+  CHECK(main_thread.second.low == own.low);
+  CHECK(main_thread.second.high == own.high);
+
+  // A live second thread's bounds read from the main thread.
+  WaitingThread waiting;
+  REQUIRE(pthread_create(&other, nullptr, &CaptureBoundsAndWait, &waiting) == 0);
+  while (!waiting.started.load()) sched_yield();
+  const StackBounds seen = StackBounds::OfThread(other);
+  waiting.release.store(true);
+  pthread_join(other, nullptr);
+  REQUIRE_FALSE(seen.IsEmpty());
+  CHECK(seen.low == waiting.own.low);
+  CHECK(seen.high == waiting.own.high);
+  CHECK_FALSE(seen.Contains(AddressOfALocal()));
 }
 
 TEST_CASE("StackBounds: Contains and ContainsRange are half-open and overflow-safe",
