@@ -133,11 +133,42 @@ int main(int argc, char** argv) {
       base_cpu_gap = std::max(base_cpu_gap, cpu_ms[i]);
       base_wall_gap = std::max(base_wall_gap, times[i] - times[i - 1]);
     }
+    // The hand-over itself: from the last sample at or before the "takeover" marker (just
+    // before StartFull) to the first sample at or after the expected marker that follows it
+    // (recorded once StartFull has returned). What the takeover could lose is there: the
+    // samples taken while the sampler thread was being replaced. The largest CPU time
+    // without a sample among them, in effective intervals, is the takeover's own gap.
+    std::string handover_end_name;
+    for (size_t i = 0; i + 1 < expected_markers.size(); ++i) {
+      if (expected_markers[i] == "takeover") handover_end_name = expected_markers[i + 1];
+    }
+    double handover_end_ms = -1;
+    for (const auto& m : markers) {
+      if (m.second == handover_end_name && m.first >= takeover_ms &&
+          (handover_end_ms < 0 || m.first < handover_end_ms)) {
+        handover_end_ms = m.first;
+      }
+    }
+    double handover_cpu_gap = 0, handover_wall_gap = 0;
+    size_t handover_samples = 0;
+    if (handover_end_ms >= 0) {
+      size_t first = 0;
+      while (first + 1 < times.size() && times[first + 1] <= takeover_ms) ++first;
+      for (size_t i = first + 1; i < times.size(); ++i) {
+        handover_cpu_gap = std::max(handover_cpu_gap, cpu_ms[i]);
+        handover_wall_gap = std::max(handover_wall_gap, times[i] - times[i - 1]);
+        if (times[i] < handover_end_ms) ++handover_samples;
+        if (times[i] >= handover_end_ms) break;
+      }
+    }
     std::printf("RESULT thread=%s samples_before=%zu samples_after=%zu effective_interval_ms=%.3f "
                 "max_cpu_gap_ms=%.3f max_wall_gap_ms=%.3f baseline_cpu_gap_ms=%.3f "
-                "baseline_wall_gap_ms=%.3f\n",
+                "baseline_wall_gap_ms=%.3f handover_ms=%.3f handover_samples=%zu "
+                "handover_cpu_gap_ms=%.3f handover_wall_gap_ms=%.3f\n",
                 thread_name.c_str(), before, after, interval, max_cpu_gap, max_wall_gap,
-                base_cpu_gap, base_wall_gap);
+                base_cpu_gap, base_wall_gap,
+                handover_end_ms >= 0 ? handover_end_ms - takeover_ms : -1.0, handover_samples,
+                handover_cpu_gap, handover_wall_gap);
     Check(before >= 10 && after >= 10, "samples on both sides of the takeover");
     // Sampling is on the thread's CPU clock: the gap that matters is CPU time without a
     // sample. The takeover must add none beyond 2 effective intervals, or beyond the largest
