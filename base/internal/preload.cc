@@ -35,15 +35,27 @@ namespace {
 
 std::atomic<bool> g_auto_register_threads{false};
 
-// Under ThreadSanitizer the program's pthread_create is TSan's interceptor, which calls ours
-// with its own start routine: a trampoline of ours would run (instrumented) before TSan has
-// set the thread up, and crash. So TSan builds create threads untouched; threads register
-// explicitly (ProfilerRegisterThread) or not at all. Only our own TSan test builds are
-// concerned (docs/reliability.md).
+// Under ThreadSanitizer a trampoline of ours (instrumented) may only run once TSan has set the
+// new thread up. That is the case when our pthread_create comes first in the global lookup
+// order (libstrata_base.so preloaded before libtsan): the real function we call is TSan's
+// interceptor, whose own start routine then calls our trampoline. When TSan's interceptor
+// comes first (a program linked with both), it calls ours with its own start routine, which
+// our trampoline would run before it: then threads are created untouched and register
+// explicitly (ProfilerRegisterThread) or not at all. Only TSan builds are concerned
+// (docs/reliability.md, "Sanitizers"); the answer is computed at the first thread creation.
 #if defined(__SANITIZE_THREAD__)
-constexpr bool kCanWrapThreadStart = false;
+bool CanWrapThreadStart() {
+  static const bool ours_come_first = [] {
+    void* first = dlsym(RTLD_DEFAULT, "pthread_create");
+    Dl_info first_info{}, own_info{};
+    return first != nullptr && dladdr(first, &first_info) != 0 &&
+           dladdr(reinterpret_cast<void*>(&CanWrapThreadStart), &own_info) != 0 &&
+           first_info.dli_fbase == own_info.dli_fbase;
+  }();
+  return ours_come_first;
+}
 #else
-constexpr bool kCanWrapThreadStart = true;
+constexpr bool CanWrapThreadStart() { return true; }
 #endif
 
 struct ThreadStart {
@@ -123,8 +135,8 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
                    void* (*routine)(void*), void* argument) {
   using namespace strata::base_internal;
   const PthreadCreateFunction real = RealPthreadCreate();
-  if (!kCanWrapThreadStart || !g_auto_register_threads.load(std::memory_order_relaxed) ||
-      IsForkedChild() || IsCreatingProfilerThread()) {
+  if (!g_auto_register_threads.load(std::memory_order_relaxed) || IsForkedChild() ||
+      IsCreatingProfilerThread() || !CanWrapThreadStart()) {
     return real(thread, attributes, routine, argument);
   }
   ThreadStart* start = new (std::nothrow) ThreadStart{routine, argument};
