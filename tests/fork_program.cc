@@ -36,7 +36,8 @@ namespace {
 
 std::atomic<bool> g_stop_spinner{false};
 std::atomic<bool> g_child_listed{false};
-volatile uint64_t g_sink;
+// Keeps the work from being optimised away; written by main and the spinner (relaxed atomic).
+std::atomic<uint64_t> g_sink{0};
 volatile sig_atomic_t g_child_sigprof = 0;
 
 double ThreadCpuMs() {
@@ -54,23 +55,23 @@ __attribute__((noipa)) void BurnCpu(double ms) {
   const double start = ThreadCpuMs();
   uint64_t x = 7;
   while (ThreadCpuMs() - start < ms) x = Mix(x);
-  g_sink = x;
+  g_sink.store(x, std::memory_order_relaxed);
 }
 
 // Not tail calls (each keeps its own frame on the stack) and different bodies.
 __attribute__((noipa)) void parent_main_work() {
   BurnCpu(300);
-  g_sink = g_sink + 1;
+  g_sink.fetch_add(1, std::memory_order_relaxed);
 }
 __attribute__((noipa)) void child_busy_work() {
   BurnCpu(300);
-  g_sink = g_sink * 3;
+  g_sink.store(g_sink.load(std::memory_order_relaxed) * 3, std::memory_order_relaxed);
 }
 
 __attribute__((noipa)) void parent_spin_loop() {
   uint64_t x = 3;
   while (!g_stop_spinner.load(std::memory_order_relaxed)) x = Mix(x);
-  g_sink = x;
+  g_sink.store(x, std::memory_order_relaxed);
 }
 
 void* SpinnerMain(void*) {
