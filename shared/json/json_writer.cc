@@ -82,11 +82,12 @@ namespace {
 // Room beyond the chunk size in the pending area: a value that crosses the chunk size still
 // fits without growing (values are flushed after, never split).
 constexpr size_t kPendingSlack = 1024;
+// A writer's first area: small documents (a schema, an idle thread's rows) stay small.
+constexpr size_t kFirstArea = 4096;
 }  // namespace
 
 JsonWriter::JsonWriter(JsonOutput* output, size_t chunk_size)
     : output_(output), chunk_size_(chunk_size == 0 ? 1 : chunk_size) {
-  pending_.resize(chunk_size_ + kPendingSlack);
   stack_.push_back(Level{Scope::kTop, false});
 }
 
@@ -102,17 +103,29 @@ void JsonWriter::Misuse(const char* what) {
 
 void JsonWriter::Flush() {
   if (pos_ == 0) return;
+  if (pos_ >= chunk_size_) filled_a_chunk_ = true;
   pending_.resize(pos_);  // Shrinking: no byte is written.
   output_->Consume(&pending_);
   pos_ = 0;
-  // Back to full size: a file output left the text as it was (only the slack is filled
-  // again); a chunk list stole the storage (a new area is filled, as a new chunk must be).
-  pending_.resize(chunk_size_ + kPendingSlack);
+  // A file output left the text in place: back to full size, only the slack is filled
+  // again. A chunk list stole the storage: the next write takes a full-size area (Grow).
+  if (!pending_.empty()) pending_.resize(chunk_size_ + kPendingSlack);
 }
 
 void JsonWriter::Grow(size_t bytes) {
-  // One value larger than the slack (a long string or splice): the area grows to hold it.
-  pending_.resize(std::max(pending_.size() * 2, pos_ + bytes));
+  // The area doubles from kFirstArea up to the chunk size plus slack (straight to that size
+  // once a full chunk has been handed over: the writer is a big one); beyond that only for
+  // one value larger than the slack (a long string or splice).
+  const size_t full = chunk_size_ + kPendingSlack;
+  size_t target;
+  if (pending_.size() >= full) {
+    target = pending_.size() * 2;
+  } else if (filled_a_chunk_) {
+    target = full;
+  } else {
+    target = std::min(std::max(pending_.size() * 2, kFirstArea), full);
+  }
+  pending_.resize(std::max(target, pos_ + bytes));
 }
 
 void JsonWriter::Key(std::string_view name) {

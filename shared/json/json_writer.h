@@ -251,6 +251,7 @@ class JsonWriter {
   size_t chunk_size_;
   std::string pending_;  // The first pos_ bytes are text not yet handed to output_.
   size_t pos_ = 0;
+  bool filled_a_chunk_ = false;  // A full chunk was handed over: areas start at full size.
   std::vector<Level> stack_;
   bool after_key_ = false;
   std::string misuse_;
