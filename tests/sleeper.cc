@@ -46,7 +46,8 @@ long g_duration_ms = 300;
 std::atomic<bool> g_stop_burning{false};
 std::atomic<int> g_failures{0};
 std::atomic<int> g_calls{0};
-volatile uint64_t g_sink;
+// Keeps the work from being optimised away; written by every thread (relaxed atomic).
+std::atomic<uint64_t> g_sink{0};
 
 int64_t NowNs() {
   timespec ts;
@@ -85,7 +86,7 @@ void BurnCpuMs(int ms) {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
     if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >= ms) break;
   }
-  g_sink = x;
+  g_sink.store(x, std::memory_order_relaxed);
 }
 
 // Records one call's outcome. `rc_ok` says whether the call's return value meant "completed
@@ -322,7 +323,7 @@ void* BurnerMain(void*) {
   while (!g_stop_burning.load(std::memory_order_relaxed)) {
     for (int i = 0; i < 100000; ++i) x = x * 2862933555777941757ULL + 3037000493ULL;
   }
-  g_sink = x;
+  g_sink.store(x, std::memory_order_relaxed);
   return nullptr;
 }
 
