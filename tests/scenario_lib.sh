@@ -78,15 +78,6 @@ if [[ -n "$SANITIZER" ]]; then
   echo "note: $SANITIZER build of $(basename "$STRATA_LIB"): LD_PRELOAD=$STRATA_PRELOAD, ASAN_OPTIONS=$ASAN_OPTIONS"
 fi
 
-# timing_checks_apply WHAT: true for a plain build. For a sanitizer build (2-15x slower, and
-# differently so on each thread) prints that WHAT is skipped and why, and returns false. Only
-# for checks of a time, a rate or a ratio of times; correctness checks always run.
-timing_checks_apply() {
-  [[ -z "$SANITIZER" ]] && return 0
-  echo "skipped under $SANITIZER: $* (a time, rate or ratio check; the sanitizer's slowdown invalidates it)"
-  return 1
-}
-
 PROFILE_STATS="$(binary tests/profile_stats)"
 GPERF_COUNT="$(binary tests/gperf_count)"
 GECKO_CHECK="$(binary tests/format/gecko_profile_check)"
