@@ -4,9 +4,11 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -115,6 +117,77 @@ BENCHMARK(BM_StagedPut)
     ->UseRealTime()
     ->Setup(SetUpShared)
     ->Teardown(TearDownShared);
+
+// The writer-count comparison measured as a whole: each iteration starts `writers` threads,
+// each pinned to its own CPU of the allowed set, that each put kEntriesPerWriter entries into
+// one shared buffer (directly, or through their own StagedWriter when range(1) is 1),
+// and the iteration's time is the wall time from before the first start to after the last
+// join (manual time). Bytes per second are then all writers' bytes per wall second of the
+// whole run, whether or not the writers overlapped: Google Benchmark's own ->Threads(n)
+// times each thread from the start barrier to its own end, which overstates the total when
+// one writer finishes long before the other.
+constexpr size_t kEntriesPerWriter = 200000;  // 12.8 MB of 64-byte entries per writer.
+
+void PinThreadToAllowedCpu(size_t index) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  int wanted = static_cast<int>(index % static_cast<size_t>(CPU_COUNT(&allowed)));
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed) || wanted-- != 0) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    return;
+  }
+}
+
+void BM_WritersWall(benchmark::State& state) {
+  const size_t writers = static_cast<size_t>(state.range(0));
+  const bool staged = state.range(1) != 0;
+  constexpr size_t kEntryBytes = 64;
+  // Steady state, as in a long session: the buffer has reached its limit once, so writers
+  // recycle chunks instead of allocating and first-touching new ones.
+  SharedBuffer shared;
+  {
+    uint8_t entry[kEntryBytes];
+    std::memset(entry, 0x5A, sizeof(entry));
+    for (size_t i = 0; i < 2 * kBufferLimit / kEntryBytes; ++i) {
+      shared.buffer.PutFrom(entry, sizeof(entry));
+    }
+  }
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (size_t w = 0; w < writers; ++w) {
+      threads.emplace_back([&shared, w, staged]() {
+        PinThreadToAllowedCpu(w);
+        uint8_t entry[kEntryBytes];
+        std::memset(entry, 0x5A, sizeof(entry));
+        if (staged) {
+          StagedWriter writer(shared.buffer);
+          for (size_t i = 0; i < kEntriesPerWriter; ++i) writer.PutFrom(entry, sizeof(entry));
+        } else {
+          for (size_t i = 0; i < kEntriesPerWriter; ++i) {
+            shared.buffer.PutFrom(entry, sizeof(entry));
+          }
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  state.SetBytesProcessed(
+      static_cast<int64_t>(state.iterations() * writers * kEntriesPerWriter * kEntryBytes));
+}
+// Args: writers, staged (0 = ReserveAndPut under the buffer's lock, 1 = StagedWriter).
+BENCHMARK(BM_WritersWall)
+    ->Args({1, 0})
+    ->Args({2, 0})
+    ->Args({1, 1})
+    ->Args({2, 1})
+    ->UseManualTime();
 
 // Same, with the sampler-style preparer thread keeping a spare chunk ready.
 void BM_ReserveAndPutWithPreparedChunks(benchmark::State& state) {
