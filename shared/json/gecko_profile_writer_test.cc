@@ -392,7 +392,7 @@ void FillRows(GeckoThreadWriter& thread, TimeStamp t0) {
   for (int i = 0; i < 3000; ++i) {
     if (i % 100 == 0) stack = st.Stack(std::nullopt, st.LabelFrame("root", kOther));
     stack = st.Stack(stack, st.AddressFrame(0x1000 + static_cast<uint64_t>(i % 37)));
-    thread.AddSample(i % 50 == 0 ? std::nullopt : stack, at(i * 1000001),
+    thread.AddSample(i % 50 == 0 ? std::nullopt : stack, at(int64_t{i} * 1000001),
                      i % 3 == 0 ? std::nullopt : std::optional<int64_t>(i * 17));
   }
   for (int i = 0; i < 2000; ++i) {
