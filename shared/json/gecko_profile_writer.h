@@ -172,8 +172,8 @@ class GeckoThreadWriter {
   // (a streamed thread gives an empty fragment, which AddThreadJson refuses).
   ChunkedJsonOutput TakeThreadJson();
 
-  // Misuse of a streamed thread (a sample after its markers, rows before StartThread or
-  // after EndThread: such rows are dropped), or "". GeckoProfileWriter::EndThread reports it.
+  // Misuse (a sample after the markers of a streamed thread, a row after the thread was
+  // taken or ended: such rows are dropped), or "". GeckoProfileWriter::EndThread reports it.
   const std::string& misuse() const { return misuse_; }
 
  private:
