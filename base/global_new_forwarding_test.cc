@@ -5,6 +5,10 @@
 // aborts the program when deleted. Memory then crosses the boundary both ways (strings the
 // library returns and the program frees, strings the program owns and the library grows)
 // and must never mix allocators.
+//
+// Under AddressSanitizer the program's operator new is ASan's own, which reports a block
+// released by the wrong allocator itself (alloc-dealloc-mismatch, bad-free): this program
+// then does not replace it (the two replacements do not compose) and skips the counts.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +19,12 @@
 #include "base/markers.h"
 #include "base/profiler.h"
 #include "catch2/catch.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kReplacesOperatorNew = false;
+uint64_t ProgramAllocations() { return 0; }  // ASan's allocator: not counted.
+#else
+constexpr bool kReplacesOperatorNew = true;
 
 namespace {
 
@@ -54,6 +64,7 @@ void operator delete(void* pointer) noexcept { HeaderedFree(pointer); }
 void operator delete[](void* pointer) noexcept { HeaderedFree(pointer); }
 void operator delete(void* pointer, size_t) noexcept { HeaderedFree(pointer); }
 void operator delete[](void* pointer, size_t) noexcept { HeaderedFree(pointer); }
+#endif  // __SANITIZE_ADDRESS__
 
 namespace strata {
 namespace {
@@ -65,7 +76,7 @@ TEST_CASE("the library allocates with the program's operator new, both ways acro
   ProfilerStart(settings);
   REQUIRE(ProfilerIsActive());
   // The session's thread registry, buffer and sampler thread were allocated by the library.
-  CHECK(ProgramAllocations() > before_start);
+  if (kReplacesOperatorNew) CHECK(ProgramAllocations() > before_start);
 
   STRATA_MARKER_TEXT("crossing", kOther, {}, std::string(300, 'x'));
   const uint64_t before_profile = ProgramAllocations();
@@ -75,7 +86,7 @@ TEST_CASE("the library allocates with the program's operator new, both ways acro
     CHECK(profile.find("\"crossing\"") != std::string::npos);
     CHECK(profile.size() > 1000);
   }
-  CHECK(ProgramAllocations() > before_profile);
+  if (kReplacesOperatorNew) CHECK(ProgramAllocations() > before_profile);
 
   // A string the program allocated, grown (reallocated) and assigned by the library.
   std::string error(20, 'e');
