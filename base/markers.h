@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "base/categories.h"
-#include "base/internal/marker_staging.h"
+#include "shared/buffer/staging_area.h"
 #include "base/profiler.h"
 #include "platform/process_thread_ids.h"
 #include "platform/time_stamp.h"
@@ -120,10 +120,10 @@ using profile::MarkerStreamFunction;
 using profile::MarkerTypeFunctions;
 
 // Fills `header`'s thread, times (now where unset), name, category and tag, not its stack.
-// Returns the calling thread's marker staging (base/internal/marker_staging.h; created at
+// Returns the calling thread's marker staging (shared/buffer/staging_area.h; created at
 // its first marker) to write the entry into, or null to write it to the session buffer:
 // the thread is not registered, or the marker goes on another thread's track.
-MarkerStaging* BeginMarker(const ProfilerString& name, Category category,
+StagingArea* BeginMarker(const ProfilerString& name, Category category,
                            const MarkerOptions& options, uint8_t payload_tag,
                            MarkerHeaderRef* header);
 
@@ -138,7 +138,7 @@ size_t CaptureMarkerStack(uint64_t (&frames)[kMaxMarkerStackFrames]);
 ChunkedBuffer& SessionBuffer();
 // Moves everything staged in `staging` into the session buffer and rewinds it (only the
 // owning thread, when its staging is full).
-void FlushAndRewindMarkerStaging(MarkerStaging* staging);
+void FlushAndRewindMarkerStaging(StagingArea* staging);
 
 // Assigns a tag (2..255) to a marker type, once per type per process.
 uint8_t RegisterMarkerType(const MarkerTypeFunctions& functions);
@@ -199,11 +199,11 @@ struct TypedMarker {
 };
 
 // Writes one marker entry, [kMarker][header][payload...], into the calling thread's
-// staging (no lock; the entry reaches the session buffer in a batch, see marker_staging.h),
+// staging (no lock; the entry reaches the session buffer in a batch, see staging_area.h),
 // or straight into the session buffer for threads that are not registered, markers put on
 // another thread's track, and entries too large to stage.
 template <typename... Payload>
-void WriteMarkerEntry(MarkerStaging* staging, const MarkerHeaderRef& header,
+void WriteMarkerEntry(StagingArea* staging, const MarkerHeaderRef& header,
                       const Payload&... payload) {
   if (__builtin_expect(staging != nullptr, 1)) {
     const size_t entry_bytes = SumBytes(EntryKind::kMarker, header, payload...);
@@ -230,7 +230,7 @@ template <typename... Payload>
 void RecordMarker(const ProfilerString& name, Category category, const MarkerOptions& options,
                   uint8_t payload_tag, const Payload&... payload) {
   MarkerHeaderRef header;
-  MarkerStaging* const staging = BeginMarker(name, category, options, payload_tag, &header);
+  StagingArea* const staging = BeginMarker(name, category, options, payload_tag, &header);
   if (__builtin_expect(options.capture_stack(), 0)) {
     uint64_t frames[kMaxMarkerStackFrames];
     header.stack = absl::Span<const uint64_t>(frames, CaptureMarkerStack(frames));
@@ -254,14 +254,14 @@ struct LiteralName {
 // (*staging)->CommitEntry(). Returns null, having recorded nothing and read no clock, for
 // every other marker: record it with RecordMarker().
 uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOptions& options,
-                           uint8_t payload_tag, size_t payload_bytes, MarkerStaging** staging);
+                           uint8_t payload_tag, size_t payload_bytes, StagingArea** staging);
 
 // One marker with a literal name: the fast path when it applies, else RecordMarker().
 template <typename... Payload>
 inline void RecordLiteralMarker(LiteralName name, Category category, const MarkerOptions& options,
                                 uint8_t payload_tag, const Payload&... payload) {
   const size_t payload_bytes = SumBytes(payload...);
-  MarkerStaging* staging;
+  StagingArea* staging;
   if (uint8_t* p = BeginStagedMarker(name, category, options, payload_tag, payload_bytes,
                                      &staging)) {
     if constexpr (sizeof...(Payload) > 0) {

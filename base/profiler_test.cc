@@ -223,7 +223,7 @@ TEST_CASE("A session records labels inside sampled stacks, markers and counters"
 
 }  // namespace
 
-// Registered threads stage their markers (base/internal/marker_staging.h): every marker
+// Registered threads stage their markers (shared/buffer/staging_area.h): every marker
 // must still reach the profile, in each thread's order, with its payload, whether the
 // staging was flushed because it filled up (many times here), by the sampler, by the
 // capture itself (the last markers, recorded just before it), or when the thread ended.

@@ -192,7 +192,7 @@ row "buffer ReserveAndPut 64 B, 2 writers' total per wall second of the whole ru
   "$(met "$put2_bps >= $put1_both_bps" "$put2_bps" "$put1_both_bps")"
 staged1_bps=$(gbench_value "$buf2_json" BM_WritersWall/1/1/manual_time bytes_per_second)
 staged2_bps=$(gbench_value "$buf2_json" BM_WritersWall/2/1/manual_time bytes_per_second)
-row "buffer through per-thread StagedWriter (16 KiB batches, one lock each), 64 B, 2 writers' total (GB/s)" \
+row "buffer through per-thread StagingArea (16 KiB batches, one lock each), 64 B, 2 writers' total (GB/s)" \
   "$(calc %.2f "$staged2_bps / 1e9")" \
   "1 writer $(calc %.2f "$staged1_bps / 1e9"); direct ReserveAndPut 1 writer $(calc %.2f "$put1_both_bps / 1e9")" \
   "$(calc %.2f "$staged2_bps / $staged1_bps")× ($(calc %.2f "$staged2_bps / $put1_both_bps")× direct 1 writer)" "≥ 1×" \

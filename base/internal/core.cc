@@ -1,7 +1,7 @@
 // Session life, thread registry and sampler of the base tier. See core.h and
 // docs/session.md.
 #include "base/internal/core.h"
-#include "base/internal/marker_staging.h"
+#include "shared/buffer/staging_area.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -72,7 +72,7 @@ struct RegisteredThread {
   std::atomic<void*> tier_data{nullptr};
   // The thread's marker staging (marker_staging.h), created by the thread at its first
   // marker; read by the sampler and capture under the registry mutex. Owned.
-  std::atomic<MarkerStaging*> marker_staging{nullptr};
+  std::atomic<StagingArea*> marker_staging{nullptr};
 
   // Sampler-thread state, under the registry mutex.
   int64_t last_sample_cpu_ns = -1;
@@ -422,7 +422,7 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now) {
 // Moves `thread`'s staged markers into the session buffer. Registry mutex held (the thread
 // cannot be deleted meanwhile).
 void FlushMarkersLocked(RegisteredThread* thread) {
-  if (MarkerStaging* staging = thread->marker_staging.load(std::memory_order_acquire)) {
+  if (StagingArea* staging = thread->marker_staging.load(std::memory_order_acquire)) {
     staging->FlushInto(GetSession().buffer);
   }
 }
@@ -676,7 +676,7 @@ void StopLocked(Session& session) {
     for (RegisteredThread* thread : registry.live) {
       StopSamplingLocked(thread);
       while (thread->ring.TryBeginRead()) thread->ring.EndRead();  // Discard.
-      if (MarkerStaging* staging = thread->marker_staging.load(std::memory_order_acquire)) {
+      if (StagingArea* staging = thread->marker_staging.load(std::memory_order_acquire)) {
         staging->Discard();
       }
     }
@@ -720,12 +720,12 @@ __attribute__((always_inline)) inline void ResolveMarkerTimes(const MarkerTiming
 
 // The calling thread's staging, created at its first marker; null when the thread is not
 // registered (or in a forked child, where nothing is recorded into staging).
-__attribute__((always_inline)) inline MarkerStaging* CurrentThreadMarkerStaging(
+__attribute__((always_inline)) inline StagingArea* CurrentThreadStagingArea(
     RegisteredThread* thread) {
   if (!thread || g_forked_child.load(std::memory_order_relaxed)) return nullptr;
-  MarkerStaging* staging = thread->marker_staging.load(std::memory_order_relaxed);
+  StagingArea* staging = thread->marker_staging.load(std::memory_order_relaxed);
   if (__builtin_expect(staging == nullptr, 0)) {
-    staging = new MarkerStaging;
+    staging = new StagingArea;
     thread->marker_staging.store(staging, std::memory_order_release);
   }
   return staging;
@@ -733,20 +733,20 @@ __attribute__((always_inline)) inline MarkerStaging* CurrentThreadMarkerStaging(
 
 }  // namespace
 
-MarkerStaging* BeginMarker(const ProfilerString& name, Category category,
+StagingArea* BeginMarker(const ProfilerString& name, Category category,
                            const MarkerOptions& options, uint8_t payload_tag,
                            MarkerHeaderRef* header) {
   // The recording thread's staging, unless the marker goes on another thread's track or
   // this thread is not registered.
   RegisteredThread* const thread = t_registered_thread;
-  MarkerStaging* staging = nullptr;
+  StagingArea* staging = nullptr;
   if (options.thread().IsSpecified() && !(thread && options.thread() == thread->tid)) {
     header->thread = options.thread();
     // Written directly: the target thread's staged markers go first, so that its own
     // markers recorded before this one (an IntervalStart this marker ends, say) stay before
     // it in the buffer, where the front-end pairs them in order.
     FlushStagedMarkersOfThread(options.thread());
-  } else if ((staging = CurrentThreadMarkerStaging(thread)) != nullptr) {
+  } else if ((staging = CurrentThreadStagingArea(thread)) != nullptr) {
     header->thread = thread->tid;
   } else {
     header->thread = CurrentThreadId();
@@ -760,14 +760,14 @@ MarkerStaging* BeginMarker(const ProfilerString& name, Category category,
 }
 
 uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOptions& options,
-                           uint8_t payload_tag, size_t payload_bytes, MarkerStaging** staging_out) {
+                           uint8_t payload_tag, size_t payload_bytes, StagingArea** staging_out) {
   RegisteredThread* const thread = t_registered_thread;
   if (__builtin_expect(options.thread().IsSpecified() || options.capture_stack() ||
                            name.length > profile::kMaxCommonMarkerNameLength,
                        0)) {
     return nullptr;
   }
-  MarkerStaging* const staging = CurrentThreadMarkerStaging(thread);
+  StagingArea* const staging = CurrentThreadStagingArea(thread);
   if (__builtin_expect(staging == nullptr, 0)) return nullptr;
   const size_t entry_bytes = 1 + profile::kCommonMarkerHeaderBytes + payload_bytes;
   uint8_t* p = staging->TryReserveEntry(entry_bytes);
@@ -788,7 +788,7 @@ uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOpti
   return p;
 }
 
-void FlushAndRewindMarkerStaging(MarkerStaging* staging) {
+void FlushAndRewindMarkerStaging(StagingArea* staging) {
   staging->FlushAndRewind(GetSession().buffer);
 }
 

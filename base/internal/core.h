@@ -45,7 +45,7 @@ struct SessionSnapshot {
 ChunkedBuffer& SessionBuffer();
 
 // Session state for capture. Takes the registry lock briefly. Also moves into the buffer
-// what registered threads hold back — their staged markers (marker_staging.h) and the
+// what registered threads hold back — their staged markers (shared/buffer/staging_area.h) and the
 // samples waiting in their rings — so that the buffer holds everything recorded so far.
 SessionSnapshot TakeSessionSnapshot();
 

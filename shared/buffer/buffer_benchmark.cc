@@ -15,7 +15,7 @@
 #include "shared/buffer/chunked_buffer.h"
 #include "shared/buffer/leb128.h"
 #include "shared/buffer/local_limit_chunk_manager.h"
-#include "shared/buffer/staged_writer.h"
+#include "shared/buffer/staging_area.h"
 
 namespace strata {
 namespace {
@@ -97,17 +97,17 @@ BENCHMARK(BM_ReserveAndPut)
     ->Setup(SetUpShared)
     ->Teardown(TearDownShared);
 
-// The same entries through each writer thread's own StagedWriter (16 KiB), which moves them
+// The same entries through each writer thread's own StagingArea (16 KiB), which moves them
 // into the shared buffer in batches (one lock per batch): how the buffer scales with writers.
 void BM_StagedPut(benchmark::State& state) {
   PinToOwnCpu(state);
   const size_t entry_bytes = static_cast<size_t>(state.range(0));
   std::vector<uint8_t> entry(entry_bytes, 0x5A);
-  StagedWriter writer(g_shared->buffer);
+  StagingArea area;
   for (auto _ : state) {
-    writer.PutFrom(entry.data(), entry_bytes);
+    area.PutFrom(g_shared->buffer, entry.data(), entry_bytes);
   }
-  writer.Flush();
+  area.FlushInto(g_shared->buffer);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * entry_bytes));
 }
 BENCHMARK(BM_StagedPut)
@@ -120,7 +120,7 @@ BENCHMARK(BM_StagedPut)
 
 // The writer-count comparison measured as a whole: each iteration starts `writers` threads,
 // each pinned to its own CPU of the allowed set, that each put kEntriesPerWriter entries into
-// one shared buffer (directly, or through their own StagedWriter when range(1) is 1),
+// one shared buffer (directly, or through their own StagingArea when range(1) is 1),
 // and the iteration's time is the wall time from before the first start to after the last
 // join (manual time). Bytes per second are then all writers' bytes per wall second of the
 // whole run, whether or not the writers overlapped: Google Benchmark's own ->Threads(n)
@@ -165,8 +165,11 @@ void BM_WritersWall(benchmark::State& state) {
         uint8_t entry[kEntryBytes];
         std::memset(entry, 0x5A, sizeof(entry));
         if (staged) {
-          StagedWriter writer(shared.buffer);
-          for (size_t i = 0; i < kEntriesPerWriter; ++i) writer.PutFrom(entry, sizeof(entry));
+          StagingArea area;
+          for (size_t i = 0; i < kEntriesPerWriter; ++i) {
+            area.PutFrom(shared.buffer, entry, sizeof(entry));
+          }
+          area.FlushInto(shared.buffer);
         } else {
           for (size_t i = 0; i < kEntriesPerWriter; ++i) {
             shared.buffer.PutFrom(entry, sizeof(entry));
@@ -181,7 +184,7 @@ void BM_WritersWall(benchmark::State& state) {
   state.SetBytesProcessed(
       static_cast<int64_t>(state.iterations() * writers * kEntriesPerWriter * kEntryBytes));
 }
-// Args: writers, staged (0 = ReserveAndPut under the buffer's lock, 1 = StagedWriter).
+// Args: writers, staged (0 = ReserveAndPut under the buffer's lock, 1 = StagingArea).
 BENCHMARK(BM_WritersWall)
     ->Args({1, 0})
     ->Args({2, 0})

@@ -86,7 +86,7 @@ class ChunkedBuffer {
   }
 
   // Appends `bytes` of complete blocks, each [ULEB128 entry size][entry] exactly as this
-  // buffer stores them (a writer's private staging, see base/internal/marker_staging.h).
+  // buffer stores them (a writer's private staging, see staging_area.h).
   // Same result as putting each entry in turn, but under one lock and with one copy per
   // chunk. The blocks must be well-formed (written by this process).
   void PutBlocks(const uint8_t* blocks, size_t bytes);

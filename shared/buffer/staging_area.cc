@@ -1,9 +1,8 @@
-#include "base/internal/marker_staging.h"
+#include "shared/buffer/staging_area.h"
 
 namespace strata {
-namespace base_internal {
 
-void MarkerStaging::FlushLocked(ChunkedBuffer& buffer) {
+void StagingArea::FlushLocked(ChunkedBuffer& buffer) {
   const size_t tail = tail_.load(std::memory_order_relaxed);
   const size_t head = head_.load(std::memory_order_acquire);
   if (tail == head) return;
@@ -11,12 +10,12 @@ void MarkerStaging::FlushLocked(ChunkedBuffer& buffer) {
   tail_.store(head, std::memory_order_relaxed);
 }
 
-void MarkerStaging::FlushInto(ChunkedBuffer& buffer) {
+void StagingArea::FlushInto(ChunkedBuffer& buffer) {
   AutoLock lock(consumer_mutex_);
   FlushLocked(buffer);
 }
 
-void MarkerStaging::FlushAndRewind(ChunkedBuffer& buffer) {
+void StagingArea::FlushAndRewind(ChunkedBuffer& buffer) {
   AutoLock lock(consumer_mutex_);
   FlushLocked(buffer);
   // Nobody reads while we hold the mutex, and only this thread writes: start over.
@@ -24,10 +23,9 @@ void MarkerStaging::FlushAndRewind(ChunkedBuffer& buffer) {
   head_.store(0, std::memory_order_relaxed);
 }
 
-void MarkerStaging::Discard() {
+void StagingArea::Discard() {
   AutoLock lock(consumer_mutex_);
   tail_.store(head_.load(std::memory_order_acquire), std::memory_order_relaxed);
 }
 
-}  // namespace base_internal
 }  // namespace strata

@@ -1,0 +1,124 @@
+// StagingArea: one writer thread's private staging in front of a shared ChunkedBuffer, so
+// that the thread writes entries without taking the buffer's lock per entry.
+//
+// Why: every ChunkedBuffer put takes the buffer's mutex: two locked instructions per entry,
+// and from two threads on two CPUs the lock's and the current chunk's cache lines move
+// between the CPUs at every entry (two writers then store less than one alone:
+// docs/benchmarks.md, "Buffer with two writers"). The owner serializes each entry here with
+// plain stores (the commit is one release store, a plain `mov` on x86-64), and staged
+// entries move into the buffer in batches (ChunkedBuffer::PutBlocks: one buffer lock, one
+// copy per chunk): by the owner when the area is full (or explicitly), and by any other
+// thread that wants the buffer complete (FlushInto). The base tier gives each registered
+// thread one for its markers (base/internal/core.cc; flushed also on every sampler loop, at
+// capture and when the thread unregisters).
+//
+// Staged bytes are blocks exactly as the buffer stores them ([ULEB128 size][entry]), so the
+// buffer ends up with the same entries direct puts would have written, each owner's in its
+// order; only their position moves later, and entries of different owners interleave by
+// batch. A staged entry's BlockIndex is not known when it is written: put entries that
+// others must refer to directly.
+//
+// Layout: one linear area. The owner appends at `head`; consumers move [tail, head) out.
+// When an entry does not fit at the end, the owner flushes everything and starts again at
+// offset 0 (under the consumer mutex, so no consumer reads meanwhile).
+//
+// Thread safety: one owner (TryReserveEntry, CommitEntry, PutObjects, PutFrom,
+// FlushAndRewind); any number of consumers (FlushInto, Discard), serialized by the area's
+// own mutex.
+// Lock order: area -> buffer. Async-signal safety: none.
+#ifndef STRATA_SHARED_BUFFER_STAGING_AREA_H_
+#define STRATA_SHARED_BUFFER_STAGING_AREA_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "platform/mutex.h"
+#include "shared/buffer/chunked_buffer.h"
+#include "shared/buffer/entry_serialization.h"
+#include "shared/buffer/leb128.h"
+
+namespace strata {
+
+class StagingArea {
+ public:
+  static constexpr size_t kBytes = 16 * 1024;
+  // Larger entries are not staged (they go straight to the buffer, after a flush).
+  static constexpr size_t kMaxStagedEntryBytes = kBytes / 4;
+
+  StagingArea() : bytes_(new uint8_t[kBytes]) {}
+  StagingArea(const StagingArea&) = delete;
+  StagingArea& operator=(const StagingArea&) = delete;
+
+  // Owner only. Reserves a block for an entry of `entry_bytes` at the end of the area and
+  // returns where the entry's bytes go (write exactly `entry_bytes` there, then
+  // CommitEntry()), or null: no room left (call FlushAndRewind(), then try again; still
+  // null: the entry is too large to stage). Until CommitEntry() no consumer sees the block.
+  uint8_t* TryReserveEntry(size_t entry_bytes) {
+    const size_t head = head_.load(std::memory_order_relaxed);
+    const size_t block_bytes = ULEB128Size(uint64_t{entry_bytes}) + entry_bytes;
+    if (__builtin_expect(block_bytes > kBytes - head || entry_bytes > kMaxStagedEntryBytes, 0)) {
+      return nullptr;
+    }
+    uint8_t* p = bytes_.get() + head;
+    WriteULEB128(uint64_t{entry_bytes}, p);
+    reserved_head_ = head + block_bytes;
+    return p;
+  }
+  // Owner only: publishes the block TryReserveEntry() returned last (one release store,
+  // a plain `mov` on x86-64).
+  void CommitEntry() { head_.store(reserved_head_, std::memory_order_release); }
+
+  // Owner only: `values` as one entry (entry_serialization.h) — staged, or, when too large
+  // to stage, put directly into `buffer` after everything staged (order kept).
+  template <typename... Ts>
+  void PutObjects(ChunkedBuffer& buffer, const Ts&... values) {
+    Put(buffer, SumBytes(values...), [&](EntryWriter& writer) { writer.WriteObjects(values...); });
+  }
+  // Owner only: `bytes` of `source` as one entry, the same way.
+  void PutFrom(ChunkedBuffer& buffer, const void* source, size_t bytes) {
+    Put(buffer, bytes, [&](EntryWriter& writer) { writer.WriteBytes(source, bytes); });
+  }
+
+  // Owner only: moves everything into `buffer` and starts again at the beginning.
+  void FlushAndRewind(ChunkedBuffer& buffer);
+  // Any thread: moves every committed block into `buffer`.
+  void FlushInto(ChunkedBuffer& buffer);
+  // Any thread: drops every committed block (the session ended).
+  void Discard();
+
+ private:
+  template <typename Write>
+  void Put(ChunkedBuffer& buffer, size_t entry_bytes, Write&& write) {
+    uint8_t* entry = TryReserveEntry(entry_bytes);
+    if (__builtin_expect(entry == nullptr, 0)) {
+      FlushAndRewind(buffer);
+      entry = TryReserveEntry(entry_bytes);
+    }
+    if (__builtin_expect(entry == nullptr, 0)) {
+      buffer.ReserveAndPut([entry_bytes] { return entry_bytes; },
+                           [&](EntryWriter* writer) {
+                             if (writer) write(*writer);
+                           });
+      return;
+    }
+    EntryWriter writer(entry, entry_bytes, nullptr, 0);
+    write(writer);
+    CommitEntry();
+  }
+  void FlushLocked(ChunkedBuffer& buffer);
+
+  const std::unique_ptr<uint8_t[]> bytes_;
+  // Offsets into bytes_: [tail_, head_) is committed and not yet moved. head_ is written by
+  // the owner; tail_ under consumer_mutex_; both reset to 0 by the owner under it.
+  std::atomic<size_t> head_{0};
+  std::atomic<size_t> tail_{0};
+  // The head after the block reserved last (owner only).
+  size_t reserved_head_ = 0;
+  Mutex consumer_mutex_{"strata staging area"};
+};
+
+}  // namespace strata
+
+#endif  // STRATA_SHARED_BUFFER_STAGING_AREA_H_
