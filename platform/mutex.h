@@ -9,8 +9,9 @@
 // store plus one exchange (callgrind: ~12 instructions each, against ~60 for glibc's
 // pthread_mutex_lock/unlock pair through the PLT). The owner is identified by the thread
 // pointer (%fs base on x86-64: one instruction, unique among live threads), not by gettid.
-// Contended, Lock() spins briefly (critical sections here are tens of ns; a futex sleep and
-// wake-up costs microseconds on these machines), then sleeps on a futex.
+// Contended, Lock() spins briefly with exponential backoff (critical sections here are tens
+// of ns; a futex sleep and wake-up costs microseconds on these machines), then sleeps on a
+// futex.
 //
 // Thread safety: thread-safe (that is its purpose).
 // Async-signal safety: NOT async-signal-safe. Never lock a Mutex in a signal handler or
