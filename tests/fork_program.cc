@@ -3,6 +3,8 @@
 //
 //   fork_program                      the child keeps running without exec
 //   fork_program --exec PROGRAM ARGS  the child execs PROGRAM (inheriting the environment)
+//   fork_program --child-without-thread  the child without exec starts no thread (for TSan,
+//                                      which cannot start threads after a multi-threaded fork)
 //
 // The main thread starts "fk-spinner" (spins in parent_spin_loop until told to stop), burns
 // ~300 ms of CPU in parent_main_work, forks, burns another ~300 ms, waits for the child and
@@ -16,7 +18,8 @@
 //   fork_program: child tasks=2 names=fork_program,fk-child-thread sampler_threads=0 sigprof=0
 //
 // and exits with exit() (atexit handlers run, as in a real program): status 0 when exactly its
-// own two threads exist (no profiler thread) and no SIGPROF arrived, else 1.
+// own two threads exist (no profiler thread) and no SIGPROF arrived, else 1. With
+// --child-without-thread the child starts no thread and expects exactly one task.
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
@@ -89,15 +92,15 @@ void* ChildThreadMain(void*) {
 
 void CountSigprof(int) { g_child_sigprof = g_child_sigprof + 1; }
 
-int RunChildWithoutExec() {
+int RunChildWithoutExec(bool start_child_thread) {
   struct sigaction action = {};
   action.sa_handler = CountSigprof;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   sigaction(SIGPROF, &action, nullptr);
 
-  pthread_t thread;
-  if (pthread_create(&thread, nullptr, &ChildThreadMain, nullptr) != 0) {
+  pthread_t thread{};
+  if (start_child_thread && pthread_create(&thread, nullptr, &ChildThreadMain, nullptr) != 0) {
     std::perror("fork_program: child pthread_create");
     return 3;
   }
@@ -124,21 +127,25 @@ int RunChildWithoutExec() {
     closedir(dir);
   }
   g_child_listed.store(true);
-  pthread_join(thread, nullptr);
+  if (start_child_thread) pthread_join(thread, nullptr);
   std::printf("fork_program: child tasks=%d names=%s sampler_threads=%d sigprof=%d\n", tasks,
               names.c_str(), samplers, static_cast<int>(g_child_sigprof));
   std::fflush(stdout);
-  return (samplers == 0 && g_child_sigprof == 0 && tasks == 2) ? 0 : 1;
+  const int expected_tasks = start_child_thread ? 2 : 1;
+  return (samplers == 0 && g_child_sigprof == 0 && tasks == expected_tasks) ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   char** exec_argv = nullptr;
+  bool start_child_thread = true;
   if (argc >= 3 && std::strcmp(argv[1], "--exec") == 0) {
     exec_argv = argv + 2;
+  } else if (argc == 2 && std::strcmp(argv[1], "--child-without-thread") == 0) {
+    start_child_thread = false;
   } else if (argc != 1) {
-    std::fprintf(stderr, "usage: %s [--exec PROGRAM ARGS...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--exec PROGRAM ARGS... | --child-without-thread]\n", argv[0]);
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -160,7 +167,7 @@ int main(int argc, char** argv) {
       std::perror("fork_program: execv");
       _exit(127);
     }
-    std::exit(RunChildWithoutExec());
+    std::exit(RunChildWithoutExec(start_child_thread));
   }
   std::printf("fork_program: parent pid=%d child_pid=%d mode=%s\n", static_cast<int>(getpid()),
               static_cast<int>(child), exec_argv ? "exec" : "fork");

@@ -78,6 +78,25 @@ if [[ -n "$SANITIZER" ]]; then
   echo "note: $SANITIZER build of $(basename "$STRATA_LIB"): LD_PRELOAD=$STRATA_PRELOAD, ASAN_OPTIONS=$ASAN_OPTIONS"
 fi
 
+# --- TSan mode (docs/reliability.md, "Sanitizers", TSan) -----------------------------------
+# TSan does not run an asynchronous signal's handler when the signal arrives: it runs it at the
+# thread's next intercepted call, atomic or system call, with the saved (stale) context. Under
+# TSan a sampled stack's callers are read from a stack that has moved on, and a thread that
+# spins without calling anything TSan intercepts is sampled once, when it stops. So the
+# content of sampled stacks (which functions, callers, JS frames) and sample counts or rates
+# mean nothing there; everything else (no crash, no race report, the format checker, markers,
+# threads, IPC merging) still does.
+#   UNDER_TSAN          1 when the library is a TSan build, else 0.
+#   skip_under_tsan WHAT  under TSan prints "skipped under TSan: WHAT (...)" and returns 0;
+#                       otherwise returns 1. Use: `skip_under_tsan "callers" || check ...`.
+UNDER_TSAN=0
+[[ "$SANITIZER" == *tsan* ]] && UNDER_TSAN=1
+skip_under_tsan() {
+  ((UNDER_TSAN)) || return 1
+  echo "skipped under TSan: $* (TSan runs the SIGPROF handler late, with a stale context: sampled stacks and sample counts are meaningless; docs/reliability.md)"
+  return 0
+}
+
 PROFILE_STATS="$(binary tests/profile_stats)"
 GPERF_COUNT="$(binary tests/gperf_count)"
 GECKO_CHECK="$(binary tests/format/gecko_profile_check)"
