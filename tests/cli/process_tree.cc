@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -94,11 +95,17 @@ __attribute__((noipa)) uint64_t forever_step(uint64_t x) {
   return x;
 }
 
+// Written by forever_spin through an atomic: under TSan a signal's handler (Strata's SIGINT
+// handler, the sampler's SIGPROF) runs only at the thread's next intercepted call or atomic
+// operation, and a loop with neither would never end on Ctrl-C. A relaxed store is a plain
+// store in the normal build.
+std::atomic<uint64_t> g_forever_sink{0};
+
 __attribute__((noinline)) void forever_spin() {
   uint64_t x = 4;
   for (;;) {
     for (int i = 0; i < 2000; ++i) x = forever_step(x);
-    g_sink = x;
+    g_forever_sink.store(x, std::memory_order_relaxed);
   }
 }
 
