@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 #include <time.h>
+#include <unistd.h>
+#include <cstdlib>
 
 #include <algorithm>
 #include <vector>
@@ -108,6 +110,50 @@ bool HopJitFrames(const FrameRegisters& stopped, uintptr_t stack_low, uintptr_t 
   return false;
 }
 
+// STRATA_JS_WALK_DEBUG set: every walk that leaves JIT code by the cached segment, or is
+// cut, writes a line to stderr (the stopped registers, the resume points, the stack words
+// above the stopped sp, "W*" marking those inside a loaded object). Read once at load; only
+// the rare paths look at it.
+const bool g_walk_debug = getenv("STRATA_JS_WALK_DEBUG") != nullptr;
+
+// Signal context: appends `value` in hex after `name` and a space.
+void AppendHex(char*& out, const char* name, uintptr_t value) {
+  while (*name) *out++ = *name++;
+  char digits[16];
+  int n = 0;
+  do {
+    digits[n++] = "0123456789abcdef"[value & 15];
+    value >>= 4;
+  } while (value);
+  while (n) *out++ = digits[--n];
+  *out++ = ' ';
+}
+
+// Signal context: the STRATA_JS_WALK_DEBUG line (write(2), no allocation).
+void LogWalkExit(const char* what, const FrameRegisters& stopped, size_t resume_count,
+                 const NativeResumePoint* resume, uintptr_t stack_low, uintptr_t stack_high) {
+  char line[1024];  // At most ~60 + 4 * 40 + 24 * 20 characters below.
+  char* out = line;
+  for (const char* c = what; *c;) *out++ = *c++;
+  *out++ = ' ';
+  AppendHex(out, "pc=", stopped.pc);
+  AppendHex(out, "sp=", stopped.sp);
+  AppendHex(out, "fp=", stopped.fp);
+  AppendHex(out, "stack_high=", stack_high);
+  AppendHex(out, "resume_points=", resume_count);
+  for (size_t i = 0; i < resume_count && i < 4; ++i) {
+    AppendHex(out, "resume_pc=", resume[i].pc);
+    AppendHex(out, "resume_sp=", resume[i].sp);
+  }
+  for (size_t i = 0; i < 24 && stopped.sp >= stack_low &&
+                     stopped.sp + (i + 1) * sizeof(uintptr_t) <= stack_high; ++i) {
+    const uintptr_t word = reinterpret_cast<const uintptr_t*>(stopped.sp)[i];
+    AppendHex(out, InLoadedObject(word) ? "W*" : "w", word);
+  }
+  *out++ = '\n';
+  (void)!write(2, line, static_cast<size_t>(out - line));
+}
+
 }  // namespace
 
 // The last outermost native segment of a thread: from a resume point to the end of the
@@ -133,6 +179,20 @@ bool CacheMatches(const WalkCache& cache, const NativeResumePoint& from, uintptr
     if (*reinterpret_cast<const uintptr_t*>(slot) != cache.frames[i].pc) return false;
   }
   return true;
+}
+
+// The fallback when neither the engine nor the frame pointers lead out of the JIT code at
+// `stopped` (Ion code compiled while the engine's profiler was off uses rbp as an ordinary
+// register, and SpiderMonkey keeps running such frames after profiling is turned on; while
+// the GC suppresses sampling the engine names no entry point): the cached outermost
+// segment, when its resume point is still live on the stack above `stopped` (its return
+// address still in its slot just below the resume sp). CacheMatches then checks the rest.
+bool CachedResumeIsLive(const WalkCache& cache, const FrameRegisters& stopped,
+                        uintptr_t stack_low, uintptr_t stack_high) {
+  if (cache.count == 0 || cache.sp <= stopped.sp) return false;
+  const uintptr_t slot = cache.sp - sizeof(uintptr_t);
+  if (slot < stopped.sp || slot < stack_low || slot + sizeof(uintptr_t) > stack_high) return false;
+  return *reinterpret_cast<const uintptr_t*>(slot) == cache.pc;
 }
 
 void UpdateMax(std::atomic<uint64_t>& max, uint64_t value) {
@@ -209,6 +269,8 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
   NativeResumePoint hop;
   size_t next_resume = 0;
   uint32_t cached_walks = 0;
+  uint32_t cache_resumes = 0;
+  uint32_t cut_walks = 0;
   WalkCache* cache = plan.frame_pointers ? nullptr : thread->walk_cache;
   while (count < SampleSlot::kMaxNativeFrames) {
     FrameRegisters stopped;
@@ -237,7 +299,19 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
       from = &resume[next_resume++];
     } else if (HopJitFrames(stopped, plan.stack_low, plan.stack_high, &hop)) {
       from = &hop;
+    } else if (cache && CachedResumeIsLive(*cache, stopped, plan.stack_low, plan.stack_high)) {
+      hop = NativeResumePoint{cache->pc, cache->sp, 0};
+      from = &hop;
+      ++cache_resumes;
+      if (g_walk_debug) {
+        LogWalkExit("resumed-from-cache", stopped, resume_count, resume, plan.stack_low,
+                    plan.stack_high);
+      }
     } else {
+      ++cut_walks;
+      if (g_walk_debug) {
+        LogWalkExit("cut", stopped, resume_count, resume, plan.stack_low, plan.stack_high);
+      }
       break;
     }
   }
@@ -262,6 +336,15 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
   if (cached_walks) {
     thread->cached_walks.store(thread->cached_walks.load(std::memory_order_relaxed) + cached_walks,
                                std::memory_order_relaxed);
+  }
+  if (cache_resumes) {
+    thread->cache_resumes.store(
+        thread->cache_resumes.load(std::memory_order_relaxed) + cache_resumes,
+        std::memory_order_relaxed);
+  }
+  if (cut_walks) {
+    thread->cut_walks.store(thread->cut_walks.load(std::memory_order_relaxed) + cut_walks,
+                            std::memory_order_relaxed);
   }
   if (frames) {
     thread->samples_with_script.store(
@@ -308,6 +391,8 @@ ScriptThreadStats ReadScriptThreadStats(const ScriptThread& thread) {
   stats.script_frames = thread.script_frames.load(std::memory_order_relaxed);
   stats.dropped_frames = thread.dropped_frames.load(std::memory_order_relaxed);
   stats.cached_walks = thread.cached_walks.load(std::memory_order_relaxed);
+  stats.cache_resumes = thread.cache_resumes.load(std::memory_order_relaxed);
+  stats.cut_walks = thread.cut_walks.load(std::memory_order_relaxed);
   const double ns_per_tick = NanosecondsPerTick();
   if (stats.samples > 0) {
     stats.mean_sample_us = static_cast<double>(thread.sample_ticks.load(std::memory_order_relaxed)) *

@@ -16,7 +16,9 @@
 //      and resumes at the next older entry point (or, when the engine gave none, past the JIT
 //      frames by their frame pointers). The outermost segment (the embedder's frames down to
 //      the engine's entry) rarely changes between samples: it is cached per thread and reused
-//      while the return addresses on the stack still match it;
+//      while the return addresses on the stack still match it. When neither the engine nor
+//      the frame pointers lead out of the JIT code, the walk resumes at the cached segment if
+//      its entry is still live on the stack (else the sample is cut there: no native root);
 //   4. the sampler thread later merges natives, labels and script frames by stack address
 //      (base/internal/sample_entries.h) into one kSample entry.
 //
@@ -107,6 +109,11 @@ struct ScriptThread {
   std::atomic<uint64_t> dropped_frames{0};       // Frames that did not fit in the slot.
   std::atomic<uint64_t> samples_with_script{0};  // Samples with at least one script frame.
   std::atomic<uint64_t> cached_walks{0};  // Native segments taken from the walk cache.
+  // Walks that could not leave JIT code by the engine's entry points or the frame pointers
+  // and resumed at the cached outermost segment instead (still live on the stack).
+  std::atomic<uint64_t> cache_resumes{0};
+  // Walks cut at a boundary with no way out of the JIT code (the sample has no native root).
+  std::atomic<uint64_t> cut_walks{0};
   // The last kRecentSamples samples' ticks, for percentiles.
   static constexpr uint32_t kRecentSamples = 1024;
   uint32_t recent_ticks[kRecentSamples] = {};
@@ -118,6 +125,8 @@ struct ScriptThreadStats {
   uint64_t script_frames = 0;
   uint64_t dropped_frames = 0;
   uint64_t cached_walks = 0;
+  uint64_t cache_resumes = 0;
+  uint64_t cut_walks = 0;
   double mean_sample_us = 0;  // Whole sample in the handler: base part, script part, walk.
   double median_sample_us = 0;  // Over the last ScriptThread::kRecentSamples samples.
   double p90_sample_us = 0;

@@ -557,6 +557,8 @@ ThreadStats ReadThreadStats(JSContext* cx) {
   stats.script_frames = s.script_frames;
   stats.dropped_frames = s.dropped_frames;
   stats.cached_walks = s.cached_walks;
+  stats.cache_resumes = s.cache_resumes;
+  stats.cut_walks = s.cut_walks;
   stats.mean_sample_us = s.mean_sample_us;
   stats.median_sample_us = s.median_sample_us;
   stats.p90_sample_us = s.p90_sample_us;
