@@ -67,19 +67,28 @@ const char* g_child_path = nullptr;
 
 // A TSan build (docs/reliability.md, "Sanitizers"): TSan runs a SIGPROF handler late, at the
 // thread's next intercepted call, so a thread spinning in plain code is sampled once or not at
-// all, and every process runs several times slower. Sample counts are then not checked (the
-// threads must still be there), and the stall scenario polls more slowly.
+// all; in a program linked with TSan, TSan's pthread_create comes before Strata's, which then
+// does not register the threads the program starts (base/internal/preload.cc); and every
+// process runs several times slower. So under TSan the worker threads' presence and samples
+// are not checked (SkippedUnderTsan prints why), gathering polls every second instead of every
+// 200 ms, and the limit scenario's writers write 4x slower.
 #if defined(__SANITIZE_THREAD__)
 constexpr bool kUnderTsan = true;
 #else
 constexpr bool kUnderTsan = false;
 #endif
 
-void SkippedUnderTsan(const std::string& what) {
-  std::printf("skipped under TSan: %s (TSan runs the SIGPROF handler late: sample counts are "
-              "meaningless)\n", what.c_str());
+void SkippedUnderTsan(const std::string& what, const std::string& why) {
+  std::printf("skipped under TSan: %s (%s)\n", what.c_str(), why.c_str());
   std::fflush(stdout);
 }
+
+constexpr char kUnregisteredUnderTsan[] =
+    "in a TSan-linked program Strata's pthread_create comes after TSan's and does not register "
+    "the threads it starts";
+// The gathering poll interval of the scenarios that use 200 ms: under TSan a running child
+// can take longer than two such polls to answer.
+constexpr double kShortPollMs = kUnderTsan ? 1000 : 200;
 
 void Check(bool ok, const std::string& what) {
   if (ok) {
@@ -345,9 +354,9 @@ int Tree(const std::string& out) {
   Check(view.children.size() == 3,
         "three processes under \"processes\" (got " + std::to_string(view.children.size()) + ")");
   if (kUnderTsan) {
-    SkippedUnderTsan("the parent's worker thread has samples");
-    Check(view.parent.Thread("GeckoMain") && view.parent.Thread("parent-worker"),
-          "the parent's threads are in the profile");
+    SkippedUnderTsan("the parent's thread parent-worker is in the profile, with samples",
+                     kUnregisteredUnderTsan);
+    Check(view.parent.Thread("GeckoMain") != nullptr, "the parent's main thread is in the profile");
   } else {
     Check(view.parent.Thread("GeckoMain") && view.parent.Thread("parent-worker") &&
               view.parent.Thread("parent-worker")->samples > 0,
@@ -362,8 +371,8 @@ int Tree(const std::string& out) {
     const ThreadView* worker = child->Thread("child-worker");
     Check(main != nullptr, "child " + std::to_string(k.pid) + " has its main thread");
     if (kUnderTsan) {
-      SkippedUnderTsan("child " + std::to_string(k.pid) + "'s worker thread has > 20 samples");
-      Check(worker != nullptr, "child " + std::to_string(k.pid) + " has its worker thread");
+      SkippedUnderTsan("child " + std::to_string(k.pid) + "'s worker thread is in the profile, "
+                       "with > 20 samples", kUnregisteredUnderTsan);
     } else {
       Check(worker && worker->samples > 20,
             "child " + std::to_string(k.pid) + "'s worker thread is sampled (" +
@@ -400,7 +409,11 @@ int Tree(const std::string& out) {
   if (parent_worker) {
     for (double t : parent_worker->sample_times) kept += t <= end ? 1 : 0;
   }
-  std::printf("FRONTEND %zu parent-worker=%zu\n", thread_count, kept);
+  if (parent_worker || !kUnderTsan) {
+    std::printf("FRONTEND %zu parent-worker=%zu\n", thread_count, kept);
+  } else {
+    std::printf("FRONTEND %zu\n", thread_count);  // Every thread imported; no parent-worker.
+  }
   Check(worst_skew < 1.0, "markers of the same instant align within 1 ms across processes");
   return 0;
 }
@@ -425,7 +438,7 @@ int Limit(const std::string& out, const std::string& slots_path) {
   std::vector<Kid> kids;
   for (int i = 0; i < kKids; ++i) {
     kids.push_back(Spawn({"writer", slots_path, std::to_string(i), std::to_string(kDurationMs),
-                          "4000"}));
+                          kUnderTsan ? "1000" : "4000"}));
   }
   for (const Kid& k : kids) Check(Answer(k) == 'r', "writer " + std::to_string(k.pid) + " follows");
   // Poll the tree's live buffer memory while everybody writes; the parent writes slowly
@@ -530,8 +543,7 @@ int Limit(const std::string& out, const std::string& slots_path) {
 
 int Stall(const std::string& out) {
   strata::full::IpcSettings ipc;
-  // Under TSan a running child can take longer than two 200 ms polls to answer.
-  ipc.gather_poll_interval_ms = kUnderTsan ? 1000 : 200;
+  ipc.gather_poll_interval_ms = kShortPollMs;
   StartParent(16, ipc);
   Kid a = Spawn({"worker"});
   Kid b = Spawn({"worker"});
@@ -561,7 +573,7 @@ int Stall(const std::string& out) {
 
 int Exits(const std::string& out) {
   strata::full::IpcSettings ipc;
-  ipc.gather_poll_interval_ms = 200;
+  ipc.gather_poll_interval_ms = kShortPollMs;
   StartParent(16, ipc);
   Kid early = Spawn({"worker"});
   Kid killed = Spawn({"worker"});
@@ -625,7 +637,7 @@ bool AllChildrenReach(const std::vector<Kid>& kids, const std::string& expected)
 
 int Follow(const std::string& out) {
   strata::full::IpcSettings ipc;
-  ipc.gather_poll_interval_ms = 200;
+  ipc.gather_poll_interval_ms = kShortPollMs;
   StartParent(16, ipc);
   std::vector<Kid> kids = {Spawn({"worker"}), Spawn({"worker"})};
   for (const Kid& k : kids) Check(Answer(k) == 'r', "child follows");
@@ -724,7 +736,7 @@ int RunOtherUidPeer(const std::string& path, bool keep_dac_override,
 
 int Hostile(const std::string& out) {
   strata::full::IpcSettings ipc;
-  ipc.gather_poll_interval_ms = 200;
+  ipc.gather_poll_interval_ms = kShortPollMs;
   ipc.hello_timeout_ms = 500;
   StartParent(16, ipc);
   Kid kid = Spawn({"worker"});
