@@ -182,11 +182,11 @@ bool CacheMatches(const WalkCache& cache, const NativeResumePoint& from, uintptr
 }
 
 // The fallback when neither the engine nor the frame pointers lead out of the JIT code at
-// `stopped` (Ion code compiled while the engine's profiler was off uses rbp as an ordinary
-// register, and SpiderMonkey keeps running such frames after profiling is turned on; while
-// the GC suppresses sampling the engine names no entry point): the cached outermost
-// segment, when its resume point is still live on the stack above `stopped` (its return
-// address still in its slot just below the resume sp). CacheMatches then checks the rest.
+// `stopped` (seen while the GC suppresses sampling, so the engine names no entry point, with
+// rbp at the JIT return address not a frame record: docs/js.md, "Lost native roots"): the
+// cached outermost segment, when its resume point is still live on the stack above
+// `stopped` (its return address still in its slot just below the resume sp). CacheMatches
+// then checks the rest of the segment.
 bool CachedResumeIsLive(const WalkCache& cache, const FrameRegisters& stopped,
                         uintptr_t stack_low, uintptr_t stack_high) {
   if (cache.count == 0 || cache.sp <= stopped.sp) return false;
