@@ -220,5 +220,42 @@ TEST_CASE("kSample script frames read back and become JS frames in the Gecko pro
   CHECK(gc->category == static_cast<int>(Category::kGc));
 }
 
+// A fake stack of 64 words stands for the thread's: the cached segment's entry (return
+// address 0x5a5a10 at the word below its sp) is live above the stopped JIT code only while
+// that word still holds it.
+TEST_CASE("The cached outer segment is a fallback only while its entry is live above the JIT") {
+  uintptr_t stack[64] = {};
+  const uintptr_t low = reinterpret_cast<uintptr_t>(&stack[0]);
+  const uintptr_t high = reinterpret_cast<uintptr_t>(&stack[64]);
+  full::script::WalkCache cache;
+  cache.pc = 0x5a5a10;
+  cache.sp = reinterpret_cast<uintptr_t>(&stack[40]);
+  cache.count = 3;
+  stack[39] = cache.pc;
+  FrameRegisters stopped;
+  stopped.pc = 0x7000123;  // JIT code.
+  stopped.sp = reinterpret_cast<uintptr_t>(&stack[10]);
+  using full::script::internal::CachedResumeIsLive;
+
+  CHECK(CachedResumeIsLive(cache, stopped, low, high));
+  SECTION("the return address was overwritten: another call path") {
+    stack[39] = 0x5a5a18;
+    CHECK_FALSE(CachedResumeIsLive(cache, stopped, low, high));
+  }
+  SECTION("the entry is not older than the JIT code") {
+    stopped.sp = cache.sp;
+    CHECK_FALSE(CachedResumeIsLive(cache, stopped, low, high));
+    stopped.sp = reinterpret_cast<uintptr_t>(&stack[45]);
+    CHECK_FALSE(CachedResumeIsLive(cache, stopped, low, high));
+  }
+  SECTION("nothing cached yet") {
+    cache.count = 0;
+    CHECK_FALSE(CachedResumeIsLive(cache, stopped, low, high));
+  }
+  SECTION("the entry lies outside the stack bounds") {
+    CHECK_FALSE(CachedResumeIsLive(cache, stopped, low, reinterpret_cast<uintptr_t>(&stack[39])));
+  }
+}
+
 }  // namespace
 }  // namespace strata

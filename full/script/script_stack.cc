@@ -156,17 +156,17 @@ void LogWalkExit(const char* what, const FrameRegisters& stopped, size_t resume_
 
 }  // namespace
 
-// The last outermost native segment of a thread: from a resume point to the end of the
-// stack. Frames older than a live frame cannot change, so when a later sample resumes at the
-// same pc and sp and every cached return address is still in its slot on the stack (a
-// return address sits just below its frame's sp: at the CFA of the frame it called), the
-// segment is the same. Owned by the full tier, used only by the owning thread's handler.
-struct WalkCache {
-  uintptr_t pc = 0;
-  uintptr_t sp = 0;
-  uint32_t count = 0;
-  NativeFrame frames[SampleSlot::kMaxNativeFrames];
-};
+namespace internal {
+
+bool CachedResumeIsLive(const WalkCache& cache, const FrameRegisters& stopped,
+                        uintptr_t stack_low, uintptr_t stack_high) {
+  if (cache.count == 0 || cache.sp <= stopped.sp) return false;
+  const uintptr_t slot = cache.sp - sizeof(uintptr_t);
+  if (slot < stopped.sp || slot < stack_low || slot + sizeof(uintptr_t) > stack_high) return false;
+  return *reinterpret_cast<const uintptr_t*>(slot) == cache.pc;
+}
+
+}  // namespace internal
 
 namespace {
 
@@ -179,20 +179,6 @@ bool CacheMatches(const WalkCache& cache, const NativeResumePoint& from, uintptr
     if (*reinterpret_cast<const uintptr_t*>(slot) != cache.frames[i].pc) return false;
   }
   return true;
-}
-
-// The fallback when neither the engine nor the frame pointers lead out of the JIT code at
-// `stopped` (seen while the GC suppresses sampling, so the engine names no entry point, with
-// rbp at the JIT return address not a frame record: docs/js.md, "Lost native roots"): the
-// cached outermost segment, when its resume point is still live on the stack above
-// `stopped` (its return address still in its slot just below the resume sp). CacheMatches
-// then checks the rest of the segment.
-bool CachedResumeIsLive(const WalkCache& cache, const FrameRegisters& stopped,
-                        uintptr_t stack_low, uintptr_t stack_high) {
-  if (cache.count == 0 || cache.sp <= stopped.sp) return false;
-  const uintptr_t slot = cache.sp - sizeof(uintptr_t);
-  if (slot < stopped.sp || slot < stack_low || slot + sizeof(uintptr_t) > stack_high) return false;
-  return *reinterpret_cast<const uintptr_t*>(slot) == cache.pc;
 }
 
 void UpdateMax(std::atomic<uint64_t>& max, uint64_t value) {
@@ -299,7 +285,8 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
       from = &resume[next_resume++];
     } else if (HopJitFrames(stopped, plan.stack_low, plan.stack_high, &hop)) {
       from = &hop;
-    } else if (cache && CachedResumeIsLive(*cache, stopped, plan.stack_low, plan.stack_high)) {
+    } else if (cache && internal::CachedResumeIsLive(*cache, stopped, plan.stack_low,
+                                                     plan.stack_high)) {
       hop = NativeResumePoint{cache->pc, cache->sp, 0};
       from = &hop;
       ++cache_resumes;

@@ -168,7 +168,29 @@ struct OrdinarySampleStats {
 };
 OrdinarySampleStats ReadOrdinarySampleStats();
 
+// The last outermost native segment of a thread: from a resume point to the end of the
+// stack. Frames older than a live frame cannot change, so when a later sample resumes at the
+// same pc and sp and every cached return address is still in its slot on the stack (a
+// return address sits just below its frame's sp: at the CFA of the frame it called), the
+// segment is the same. Owned by the full tier, used only by the owning thread's handler.
+struct WalkCache {
+  uintptr_t pc = 0;
+  uintptr_t sp = 0;
+  uint32_t count = 0;
+  NativeFrame frames[SampleSlot::kMaxNativeFrames];
+};
+
 namespace internal {
+
+// The fallback when neither the engine nor the frame pointers lead out of the JIT code at
+// `stopped` (seen while the GC suppresses sampling, so the engine names no entry point, with
+// rbp at the JIT return address not a frame record: docs/js.md, "Lost native roots"): the
+// cached outermost segment, when its resume point is still live on the stack above
+// `stopped` (its return address still in its slot just below the resume sp); the walk then
+// takes the segment only if every other cached return address is still in its slot too.
+// Signal context; reads one stack word, only between `stack_low` and `stack_high`.
+bool CachedResumeIsLive(const WalkCache& cache, const FrameRegisters& stopped,
+                        uintptr_t stack_low, uintptr_t stack_high);
 
 // For full/internal/full_tier.cc. Signal context: takes the sample of a thread with a script
 // engine attached and returns true, or returns false (no engine: the caller takes an ordinary
