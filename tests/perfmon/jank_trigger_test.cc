@@ -223,9 +223,16 @@ TEST_CASE("A jank alert saves a profile ending with its marker, samples over the
                           << ", CPU coverage " << coverage);
   // At least ~250 samples per CPU second: ~6 for the iteration's 23.5 ms. (The first
   // sample's delta may include CPU from before the iteration: no upper bound.)
+#if defined(__SANITIZE_THREAD__)
+  // TSan runs the SIGPROF handler late, at the thread's next intercepted call, with a stale
+  // context: the samples' stacks and number mean nothing (docs/reliability.md, "Sanitizers").
+  std::printf("jank trigger: skipped under TSan: the samples inside the iteration (>= 3, half "
+              "in JankBusyLoop, CPU coverage > 50 %%)\n");
+#else
   CHECK(inside >= 3);
   CHECK(in_busy_loop * 2 >= inside);
   CHECK(coverage > 0.5);
+#endif
 
   // The histogram and CPU time as counters in the saved profile: all the 20 ms group's tracks,
   // and the ">16ms" deltas add up to the warm-up iterations' (sampled before the alert).
