@@ -89,6 +89,33 @@ const rapidjson::Value* ThreadNamed(const rapidjson::Document& profile, const ch
   return nullptr;
 }
 
+// A thread's marker table: its rows, and the columns and names the tests read.
+struct MarkerTable {
+  explicit MarkerTable(const rapidjson::Value& thread)
+      : rows(thread["markers"]["data"]),
+        strings(thread["stringTable"]),
+        name_col(thread["markers"]["schema"]["name"].GetInt()),
+        phase_col(thread["markers"]["schema"]["phase"].GetInt()),
+        start_col(thread["markers"]["schema"]["startTime"].GetInt()),
+        end_col(thread["markers"]["schema"]["endTime"].GetInt()),
+        data_col(thread["markers"]["schema"]["data"].GetInt()) {}
+  std::string Name(const rapidjson::Value& marker) const {
+    return strings[marker[name_col].GetInt()].GetString();
+  }
+
+  const rapidjson::Value& rows;
+  const rapidjson::Value& strings;
+  const int name_col, phase_col, start_col, end_col, data_col;
+};
+
+// The profile `json` parsed (the test fails when it does not parse).
+rapidjson::Document ParseProfile(const std::string& json) {
+  rapidjson::Document profile;
+  profile.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(profile.HasParseError());
+  return profile;
+}
+
 TEST_CASE("Inactive: every call is a harmless no-op") {
   REQUIRE_FALSE(strata::ProfilerIsActive());
   STRATA_LABEL("nothing", kOther);
@@ -137,9 +164,7 @@ TEST_CASE("A session records labels inside sampled stacks, markers and counters"
   strata::ProfilerStop();
   REQUIRE_FALSE(strata::ProfilerIsActive());
 
-  rapidjson::Document profile;
-  profile.Parse(json.c_str(), json.size());
-  REQUIRE_FALSE(profile.HasParseError());
+  const rapidjson::Document profile = ParseProfile(json);
   CHECK(profile["meta"]["version"].GetInt() == 36);
 
   // Labels: inside the function that pushed them, in push order, with their categories.
@@ -167,34 +192,28 @@ TEST_CASE("A session records labels inside sampled stacks, markers and counters"
   // Markers of every phase, text with a stack, typed with its fields.
   const rapidjson::Value* main_thread = ThreadNamed(profile, "GeckoMain");
   REQUIRE(main_thread != nullptr);
-  const rapidjson::Value& markers = (*main_thread)["markers"];
-  const rapidjson::Value& strings = (*main_thread)["stringTable"];
-  const int name_col = markers["schema"]["name"].GetInt();
-  const int phase_col = markers["schema"]["phase"].GetInt();
-  const int start_col = markers["schema"]["startTime"].GetInt();
-  const int end_col = markers["schema"]["endTime"].GetInt();
-  const int data_col = markers["schema"]["data"].GetInt();
+  const MarkerTable markers(*main_thread);
   std::map<std::string, std::vector<const rapidjson::Value*>> by_name;
-  for (const auto& m : markers["data"].GetArray()) {
-    by_name[strings[m[name_col].GetInt()].GetString()].push_back(&m);
+  for (const auto& m : markers.rows.GetArray()) {
+    by_name[markers.Name(m)].push_back(&m);
   }
   REQUIRE(by_name["instant"].size() == 1);
-  CHECK((*by_name["instant"][0])[phase_col].GetInt() == 0);
-  CHECK((*by_name["instant"][0])[end_col].IsNull());
+  CHECK((*by_name["instant"][0])[markers.phase_col].GetInt() == 0);
+  CHECK((*by_name["instant"][0])[markers.end_col].IsNull());
   REQUIRE(by_name["interval"].size() == 1);
   const auto& interval = *by_name["interval"][0];
-  CHECK(interval[phase_col].GetInt() == 1);
-  CHECK(std::abs(interval[end_col].GetDouble() - interval[start_col].GetDouble() - 5.0) < 1e-6);
+  CHECK(interval[markers.phase_col].GetInt() == 1);
+  CHECK(std::abs(interval[markers.end_col].GetDouble() - interval[markers.start_col].GetDouble() - 5.0) < 1e-6);
   REQUIRE(by_name["phase"].size() == 2);
-  CHECK((*by_name["phase"][0])[phase_col].GetInt() == 2);
-  CHECK((*by_name["phase"][1])[phase_col].GetInt() == 3);
+  CHECK((*by_name["phase"][0])[markers.phase_col].GetInt() == 2);
+  CHECK((*by_name["phase"][1])[markers.phase_col].GetInt() == 3);
   REQUIRE(by_name["log"].size() == 1);
-  const auto& text = (*by_name["log"][0])[data_col];
+  const auto& text = (*by_name["log"][0])[markers.data_col];
   CHECK(std::string(text["type"].GetString()) == "Text");
   CHECK(std::string(text["name"].GetString()) == "cache miss 42");
   CHECK(text.HasMember("stack"));
   REQUIRE(by_name["request"].size() == 1);
-  const auto& request = (*by_name["request"][0])[data_col];
+  const auto& request = (*by_name["request"][0])[markers.data_col];
   CHECK(std::string(request["type"].GetString()) == "Request");
   CHECK(std::string(request["url"].GetString()) == "https://example.org/a");
   CHECK(request["status"].GetInt() == 404);
@@ -262,27 +281,22 @@ TEST_CASE("Staged markers: none lost, each thread's order kept, visible at captu
   const std::string json = strata::ProfilerGetProfile();
   strata::ProfilerStop();
 
-  rapidjson::Document profile;
-  profile.Parse(json.c_str(), json.size());
-  REQUIRE_FALSE(profile.HasParseError());
+  const rapidjson::Document profile = ParseProfile(json);
 
   for (int t = 0; t < kThreads; ++t) {
     const std::string name = "stage-w-" + std::to_string(t);
     const rapidjson::Value* thread = ThreadNamed(profile, name.c_str());
     REQUIRE(thread != nullptr);
-    const rapidjson::Value& markers = (*thread)["markers"];
-    const rapidjson::Value& strings = (*thread)["stringTable"];
-    const int name_col = markers["schema"]["name"].GetInt();
-    const int data_col = markers["schema"]["data"].GetInt();
+    const MarkerTable markers(*thread);
     int64_t expected = 0;
-    for (const auto& m : markers["data"].GetArray()) {
-      const std::string marker_name = strings[m[name_col].GetInt()].GetString();
+    for (const auto& m : markers.rows.GetArray()) {
+      const std::string marker_name = markers.Name(m);
       if (marker_name == "big") {
-        const std::string text = m[data_col]["name"].GetString();
+        const std::string text = m[markers.data_col]["name"].GetString();
         REQUIRE(text.substr(5000) == std::to_string(expected));
       } else {
         REQUIRE(marker_name == "seq");
-        REQUIRE(m[data_col]["status"].GetInt64() == expected);
+        REQUIRE(m[markers.data_col]["status"].GetInt64() == expected);
       }
       ++expected;
     }
@@ -291,12 +305,10 @@ TEST_CASE("Staged markers: none lost, each thread's order kept, visible at captu
   }
   const rapidjson::Value* main_thread = ThreadNamed(profile, "GeckoMain");
   REQUIRE(main_thread != nullptr);
-  const rapidjson::Value& main_markers = (*main_thread)["markers"];
-  const rapidjson::Value& main_strings = (*main_thread)["stringTable"];
+  const MarkerTable main_markers(*main_thread);
   bool found_last = false;
-  for (const auto& m : main_markers["data"].GetArray()) {
-    found_last |= std::string(main_strings[m[main_markers["schema"]["name"].GetInt()].GetInt()]
-                                  .GetString()) == "last before capture";
+  for (const auto& m : main_markers.rows.GetArray()) {
+    found_last |= main_markers.Name(m) == "last before capture";
   }
   REQUIRE(found_last);
 }
@@ -342,27 +354,19 @@ TEST_CASE("Fast and general marker paths record the same markers") {
   const std::string json = strata::ProfilerGetProfile();
   strata::ProfilerStop();
 
-  rapidjson::Document profile;
-  profile.Parse(json.c_str(), json.size());
-  REQUIRE_FALSE(profile.HasParseError());
+  const rapidjson::Document profile = ParseProfile(json);
   const rapidjson::Value* main_thread = ThreadNamed(profile, "GeckoMain");
   REQUIRE(main_thread != nullptr);
-  const rapidjson::Value& markers = (*main_thread)["markers"];
-  const rapidjson::Value& strings = (*main_thread)["stringTable"];
-  const int name_col = markers["schema"]["name"].GetInt();
-  const int phase_col = markers["schema"]["phase"].GetInt();
-  const int start_col = markers["schema"]["startTime"].GetInt();
-  const int end_col = markers["schema"]["endTime"].GetInt();
-  const int data_col = markers["schema"]["data"].GetInt();
+  const MarkerTable markers(*main_thread);
   std::map<std::string, std::vector<const rapidjson::Value*>> by_url;
-  for (const auto& m : markers["data"].GetArray()) {
-    if (std::string(strings[m[name_col].GetInt()].GetString()) != "same") continue;
-    by_url[m[data_col]["url"].GetString()].push_back(&m);
+  for (const auto& m : markers.rows.GetArray()) {
+    if (markers.Name(m) != "same") continue;
+    by_url[m[markers.data_col]["url"].GetString()].push_back(&m);
   }
   REQUIRE(by_url["fast"].size() == 7);
   // Profile times are milliseconds from the session's start; the fast path's Instant at
   // `given_start` anchors that frame (the other paths must agree with it).
-  const double given_start_ms = (*by_url["fast"][1])[start_col].GetDouble();
+  const double given_start_ms = (*by_url["fast"][1])[markers.start_col].GetDouble();
   const auto to_profile_ms = [&](strata::TimeStamp t) {
     return given_start_ms + (t - given_start).ToNanoseconds() / 1e6;
   };
@@ -375,15 +379,15 @@ TEST_CASE("Fast and general marker paths record the same markers") {
     CAPTURE(path);
     const auto& list = by_url[path];
     REQUIRE(list.size() == 7);
-    const auto phase = [&](size_t i) { return (*list[i])[phase_col].GetInt(); };
-    const auto start = [&](size_t i) -> const rapidjson::Value& { return (*list[i])[start_col]; };
-    const auto end = [&](size_t i) -> const rapidjson::Value& { return (*list[i])[end_col]; };
+    const auto phase = [&](size_t i) { return (*list[i])[markers.phase_col].GetInt(); };
+    const auto start = [&](size_t i) -> const rapidjson::Value& { return (*list[i])[markers.start_col]; };
+    const auto end = [&](size_t i) -> const rapidjson::Value& { return (*list[i])[markers.end_col]; };
     const auto now_like = [&](const rapidjson::Value& v) {
       return v.IsNumber() && v.GetDouble() >= before_ms && v.GetDouble() <= after_ms;
     };
     for (size_t i = 0; i < list.size(); ++i) {
-      CHECK((*list[i])[data_col]["status"].GetInt() == 7);
-      CHECK(std::string((*list[i])[data_col]["method"].GetString()) == "GET");
+      CHECK((*list[i])[markers.data_col]["status"].GetInt() == 7);
+      CHECK(std::string((*list[i])[markers.data_col]["method"].GetString()) == "GET");
     }
     CHECK(phase(0) == 0);
     CHECK(now_like(start(0)));
@@ -433,19 +437,14 @@ TEST_CASE("A marker put on another thread's track comes after that thread's earl
   worker.join();
   strata::ProfilerStop();
 
-  rapidjson::Document profile;
-  profile.Parse(json.c_str(), json.size());
-  REQUIRE_FALSE(profile.HasParseError());
+  const rapidjson::Document profile = ParseProfile(json);
   const rapidjson::Value* thread = ThreadNamed(profile, "pair-worker");
   REQUIRE(thread != nullptr);
-  const rapidjson::Value& markers = (*thread)["markers"];
-  const rapidjson::Value& strings = (*thread)["stringTable"];
-  const int name_col = markers["schema"]["name"].GetInt();
-  const int phase_col = markers["schema"]["phase"].GetInt();
+  const MarkerTable markers(*thread);
   std::vector<int> phases;
-  for (const auto& m : markers["data"].GetArray()) {
-    if (std::string(strings[m[name_col].GetInt()].GetString()) == "job") {
-      phases.push_back(m[phase_col].GetInt());
+  for (const auto& m : markers.rows.GetArray()) {
+    if (markers.Name(m) == "job") {
+      phases.push_back(m[markers.phase_col].GetInt());
     }
   }
   CHECK(phases == std::vector<int>{2, 3});  // IntervalStart, then IntervalEnd.

@@ -460,17 +460,22 @@ void GeckoProfileWriter::AddThread(GeckoThreadWriter& thread) {
   AddThreadJson(thread.TakeThreadJson());
 }
 
-void GeckoProfileWriter::AddThreadJson(ChunkedJsonOutput&& thread_object) {
-  if (thread_object.empty()) {
-    if (misuse_.empty()) misuse_ = "GeckoProfileWriter: empty thread (writer already taken?)";
-    return;
-  }
-  if (!EnterSection(Section::kThreads)) return;
+bool GeckoProfileWriter::EnterThreadsArray() {
+  if (!EnterSection(Section::kThreads)) return false;
   if (!array_open_) {
     out_.StartArrayProperty("threads");
     array_open_ = true;
     wrote_threads_ = true;
   }
+  return true;
+}
+
+void GeckoProfileWriter::AddThreadJson(ChunkedJsonOutput&& thread_object) {
+  if (thread_object.empty()) {
+    if (misuse_.empty()) misuse_ = "GeckoProfileWriter: empty thread (writer already taken?)";
+    return;
+  }
+  if (!EnterThreadsArray()) return;
   out_.Splice(std::move(thread_object));
   ++thread_count_;
 }
@@ -483,12 +488,7 @@ void GeckoProfileWriter::StartThread(GeckoThreadWriter& thread) {
     }
     return;
   }
-  if (!EnterSection(Section::kThreads)) return;
-  if (!array_open_) {
-    out_.StartArrayProperty("threads");
-    array_open_ = true;
-    wrote_threads_ = true;
-  }
+  if (!EnterThreadsArray()) return;
   thread.StartStreaming(out_);
   streaming_ = &thread;
 }

@@ -337,6 +337,8 @@ class GeckoProfileWriter {
   };
   // Closes the open array section, writes skipped mandatory ones; false if out of order.
   bool EnterSection(Section next);
+  // EnterSection(kThreads), then opens the "threads" array unless it is open.
+  bool EnterThreadsArray();
   void WriteMeta(const ProfileMeta& meta);
 
   JsonWriter& out_;

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace strata {
@@ -24,6 +25,24 @@ inline uint64_t MixHash(uint64_t x) {
   x *= 0xc4ceb9fe1a85ec53ULL;
   x ^= x >> 33;
   return x;
+}
+
+// A hash of `size` bytes at `bytes` (may be null when size is 0), a word at a time and
+// inline: the keys hashed here (strings, frame lists) are mostly short, and std::hash's
+// out-of-line Murmur cost more than the table itself.
+inline uint64_t HashBytes(const void* bytes, size_t size) {
+  const char* data = static_cast<const char*>(bytes);
+  uint64_t h = MixHash(size + 0x9e3779b97f4a7c15ULL);
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, data + i, 8);
+    h = (h ^ word) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 29;
+  }
+  uint64_t tail = 0;
+  if (size > i) std::memcpy(&tail, data + i, size - i);
+  return MixHash(h ^ tail);
 }
 
 class IndexTable {

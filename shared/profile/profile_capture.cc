@@ -116,17 +116,7 @@ class FrameListTable {
     uint32_t size;
   };
   static uint64_t Hash(const uint8_t* bytes, size_t size) {
-    uint64_t h = size;
-    size_t i = 0;
-    for (; i + 8 <= size; i += 8) {
-      uint64_t word;
-      std::memcpy(&word, bytes + i, 8);
-      h = (h ^ word) * 0x9e3779b97f4a7c15ULL;
-      h ^= h >> 32;
-    }
-    uint64_t tail = 0;
-    std::memcpy(&tail, bytes + i, size - i);
-    return json_internal::MixHash(h ^ tail);
+    return json_internal::HashBytes(bytes, size);
   }
   bool Equals(uint32_t id, const uint8_t* bytes, size_t size) const {
     const Entry& e = entries_[id];
