@@ -1,5 +1,7 @@
 #include "shared/buffer/chunk.h"
 
+#include <sched.h>
+
 #include <atomic>
 #include <new>
 
@@ -29,6 +31,8 @@ BufferChunk::BufferChunk(Length buffer_bytes) {
 }
 
 BufferChunk::~BufferChunk() {
+  STRATA_DCHECK(copies_in_flight_.load(std::memory_order_relaxed) == 0,
+                "chunk destroyed with a copy in flight");
   g_live_buffer_bytes.fetch_sub(header_.buffer_bytes, std::memory_order_relaxed);
   // Destroy a long chain iteratively, not by recursion through next_.
   std::unique_ptr<BufferChunk> next = std::move(next_);
@@ -56,8 +60,22 @@ BufferChunk::Byte* BufferChunk::ReserveInitialBlockAsTail(Length tail_bytes) {
   return Data();
 }
 
+void BufferChunk::WaitForCopiesInFlight() const {
+  // A copy in flight is one memcpy of at most a chunk (microseconds); yield only when its
+  // writer was preempted.
+  for (int spins = 0; copies_in_flight_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 4096) {
+      __builtin_ia32_pause();
+    } else {
+      sched_yield();
+    }
+  }
+}
+
 void BufferChunk::MarkDone(TimeStamp done) {
   STRATA_DCHECK(state_ == State::kInUse, "only a chunk in use can be done");
+  STRATA_DCHECK(copies_in_flight_.load(std::memory_order_relaxed) == 0,
+                "a chunk is done only once its copies are in");
   header_.done_time_stamp = done;
   state_ = State::kDone;
 }

@@ -27,6 +27,7 @@
 #ifndef STRATA_SHARED_BUFFER_CHUNK_H_
 #define STRATA_SHARED_BUFFER_CHUNK_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -122,6 +123,17 @@ class BufferChunk {
     return start;
   }
 
+  // Copies in flight: a writer may reserve blocks under the buffer's lock and copy their
+  // bytes after releasing it (ChunkedBuffer::PutBlocks), so that writers on different CPUs
+  // copy at the same time. It counts the copy with BeginCopyInFlight() while holding the
+  // buffer's lock and ends it with EndCopyInFlight() once the bytes are in (release).
+  // Whoever reads the reserved bytes, marks the chunk done for release, or destroys it must
+  // first WaitForCopiesInFlight() (acquire; spins, then yields) while holding the buffer's
+  // lock, so that no new copy can start meanwhile. A copier never takes a lock to finish.
+  void BeginCopyInFlight() { copies_in_flight_.fetch_add(1, std::memory_order_relaxed); }
+  void EndCopyInFlight() { copies_in_flight_.fetch_sub(1, std::memory_order_release); }
+  void WaitForCopiesInFlight() const;
+
   // No more writing; stamps the done time. `done` must be later than any earlier chunk's
   // done time in the same buffer (the buffer ensures it).
   void MarkDone(TimeStamp done);
@@ -172,6 +184,7 @@ class BufferChunk {
 
   Header header_;
   std::unique_ptr<BufferChunk> next_;
+  std::atomic<uint32_t> copies_in_flight_{0};
   State state_ = State::kCreated;
   // BufferBytes() of storage follow the object (Create() over-allocates).
 };

@@ -67,6 +67,7 @@ void ChunkedBuffer::DetachManagerLocked() {
   manager_->SetChunkDestroyedCallback(nullptr);
   manager_->ForgetUnreleasedChunks();
   if (current_chunk_) {
+    current_chunk_->WaitForCopiesInFlight();
     next_range_start_ = std::max(next_range_start_, current_chunk_->RangeEnd());
     cleared_block_count_.fetch_add(current_chunk_->BlockCount(), std::memory_order_relaxed);
   }
@@ -81,6 +82,7 @@ void ChunkedBuffer::Clear() {
   MaybeAutoLock lock(mutex_);
   if (!manager_) return;
   if (current_chunk_) {
+    current_chunk_->WaitForCopiesInFlight();
     current_chunk_->MarkDone(NextDoneTimeStampLocked());
     manager_->ReleaseChunk(std::move(current_chunk_));
   }
@@ -119,44 +121,84 @@ BlockIndex ChunkedBuffer::PutFrom(const void* source, size_t bytes) {
 }
 
 void ChunkedBuffer::PutBlocks(const uint8_t* blocks, size_t bytes) {
-  MaybeAutoLock lock(mutex_);
+  // Runs of whole blocks that fit in the current chunk are reserved under the lock and
+  // copied after it is released (the chunk counts the copy in flight), so that writers on
+  // other CPUs reserve and copy their own batches meanwhile: the copy into chunk memory that
+  // is not in this CPU's cache is most of a flush's cost. A block that needs a new chunk or
+  // straddles two takes the general path under the lock, and only once this call's own
+  // copies are in (taking a new chunk retires the current one, which waits for its copies).
+  struct CopyInFlight {
+    BufferChunk* chunk;
+    uint8_t* destination;
+    const uint8_t* source;
+    size_t bytes;
+  };
+  constexpr size_t kMaxCopiesPerLock = 4;
   const uint8_t* p = blocks;
   const uint8_t* const end = blocks + bytes;
+  // Counted before taking the lock, so that a batch that fits whole in the current chunk
+  // (the usual case) is reserved without reading its headers under the lock.
+  size_t blocks_left = 0;
+  for (const uint8_t* q = blocks; q < end; ++blocks_left) {
+    const uint64_t entry_bytes = ReadULEB128<uint64_t>(q);
+    q += entry_bytes;
+  }
   while (p < end) {
-    if (current_chunk_ && current_chunk_->RemainingBytes() > 0) {
-      // The longest run of whole blocks that fits in the current chunk: one copy.
-      const size_t room = current_chunk_->RemainingBytes();
-      const uint8_t* run_end = p;
-      BufferChunk::Length count = 0;
-      while (run_end < end) {
-        const uint8_t* q = run_end;
-        const uint64_t entry_bytes = ReadULEB128<uint64_t>(q);
-        const size_t block_bytes = static_cast<size_t>(q - run_end) + entry_bytes;
-        if (static_cast<size_t>(run_end - p) + block_bytes > room) break;
-        run_end += block_bytes;
-        ++count;
-      }
-      if (count > 0) {
-        const size_t run_bytes = static_cast<size_t>(run_end - p);
-        std::memcpy(current_chunk_->ReserveWholeBlocks(
-                        static_cast<BufferChunk::Length>(run_bytes), count),
-                    p, run_bytes);
-        pushed_block_count_ += count;
-        p = run_end;
-        continue;
+    CopyInFlight copies[kMaxCopiesPerLock];
+    size_t copy_count = 0;
+    {
+      MaybeAutoLock lock(mutex_);
+      while (p < end && copy_count < kMaxCopiesPerLock) {
+        if (current_chunk_ && current_chunk_->RemainingBytes() > 0) {
+          // The longest run of whole blocks that fits in the current chunk: one copy.
+          const size_t room = current_chunk_->RemainingBytes();
+          const uint8_t* run_end = end;
+          size_t count = blocks_left;
+          if (static_cast<size_t>(end - p) > room) {
+            run_end = p;
+            count = 0;
+            for (;;) {
+              const uint8_t* q = run_end;
+              const uint64_t entry_bytes = ReadULEB128<uint64_t>(q);
+              const size_t block_bytes = static_cast<size_t>(q - run_end) + entry_bytes;
+              if (static_cast<size_t>(run_end - p) + block_bytes > room) break;
+              run_end += block_bytes;
+              ++count;
+            }
+          }
+          if (count > 0) {
+            const size_t run_bytes = static_cast<size_t>(run_end - p);
+            BufferChunk* chunk = current_chunk_.get();
+            uint8_t* destination = chunk->ReserveWholeBlocks(
+                static_cast<BufferChunk::Length>(run_bytes), static_cast<BufferChunk::Length>(count));
+            chunk->BeginCopyInFlight();
+            copies[copy_count++] = CopyInFlight{chunk, destination, p, run_bytes};
+            pushed_block_count_ += count;
+            blocks_left -= count;
+            p = run_end;
+            continue;
+          }
+        }
+        // The next block needs a new chunk or straddles two.
+        if (copy_count > 0) break;  // First put this call's copies in (see above).
+        const uint8_t* entry = p;
+        const uint64_t entry_bytes = ReadULEB128<uint64_t>(entry);
+        if (!manager_) {
+          FailPutLocked(entry_bytes);
+        } else {
+          std::optional<EntryWriter> writer = ReserveBlockLocked(entry_bytes);
+          if (writer) writer->WriteBytes(entry, entry_bytes);
+          ReleaseFilledChunkLocked();
+        }
+        --blocks_left;
+        p = entry + entry_bytes;
       }
     }
-    // The next block needs a new chunk or straddles two: the general path, one block.
-    const uint8_t* entry = p;
-    const uint64_t entry_bytes = ReadULEB128<uint64_t>(entry);
-    if (!manager_) {
-      FailPutLocked(entry_bytes);
-    } else {
-      std::optional<EntryWriter> writer = ReserveBlockLocked(entry_bytes);
-      if (writer) writer->WriteBytes(entry, entry_bytes);
-      ReleaseFilledChunkLocked();
+    // Outside the lock. The chunks stay alive: nobody retires them before the counts drop.
+    for (size_t i = 0; i < copy_count; ++i) {
+      std::memcpy(copies[i].destination, copies[i].source, copies[i].bytes);
+      copies[i].chunk->EndCopyInFlight();
     }
-    p = entry + entry_bytes;
   }
 }
 
@@ -194,10 +236,7 @@ std::optional<EntryWriter> ChunkedBuffer::ReserveBlockLocked(size_t entry_bytes)
       FailPutLocked(entry_bytes);
       return std::nullopt;
     }
-    if (current_chunk_) {
-      current_chunk_->MarkDone(NextDoneTimeStampLocked());
-      filled_chunk_ = std::move(current_chunk_);
-    }
+    if (current_chunk_) RetireCurrentChunkLocked();
     chunk->SetRangeStart(next_range_start_);
     next_range_start_ = chunk->RangeEnd();
     current_chunk_ = std::move(chunk);
@@ -224,8 +263,7 @@ std::optional<EntryWriter> ChunkedBuffer::ReserveBlockLocked(size_t entry_bytes)
     next->SetRangeStart(next_range_start_);
     next_range_start_ = next->RangeEnd();
     next->ReserveInitialBlockAsTail(0);
-    current.MarkDone(NextDoneTimeStampLocked());
-    filled_chunk_ = std::move(current_chunk_);
+    RetireCurrentChunkLocked();
     current_chunk_ = std::move(next);
     return std::nullopt;
   }
@@ -241,10 +279,15 @@ std::optional<EntryWriter> ChunkedBuffer::ReserveBlockLocked(size_t entry_bytes)
   writer.WriteULEB128(uint64_t{entry_bytes});
   ++pushed_block_count_;
 
-  current.MarkDone(NextDoneTimeStampLocked());
-  filled_chunk_ = std::move(current_chunk_);
+  RetireCurrentChunkLocked();
   current_chunk_ = std::move(next);
   return writer;
+}
+
+void ChunkedBuffer::RetireCurrentChunkLocked() {
+  current_chunk_->WaitForCopiesInFlight();
+  current_chunk_->MarkDone(NextDoneTimeStampLocked());
+  filled_chunk_ = std::move(current_chunk_);
 }
 
 void ChunkedBuffer::ReleaseFilledChunkLocked() {
@@ -270,6 +313,8 @@ void ChunkedBuffer::VisitBlocksLocked(BlockIndex start, bool only_first,
                                       BlockVisitorBase& visitor) const {
   if (!manager_) return;
   manager_->PeekExtantReleasedChunks([&](const BufferChunk* oldest_released) {
+    // Released chunks are complete; the current one may still receive copies in flight.
+    if (current_chunk_) current_chunk_->WaitForCopiesInFlight();
     const BufferChunk* first = oldest_released ? oldest_released : current_chunk_.get();
     if (!first) return;
     // Find where to start: the chunk holding `start`, or the oldest block.

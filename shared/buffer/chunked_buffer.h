@@ -87,8 +87,10 @@ class ChunkedBuffer {
 
   // Appends `bytes` of complete blocks, each [ULEB128 entry size][entry] exactly as this
   // buffer stores them (a writer's private staging, see staging_area.h).
-  // Same result as putting each entry in turn, but under one lock and with one copy per
-  // chunk. The blocks must be well-formed (written by this process).
+  // Same result as putting each entry in turn, but with one copy per chunk, made after the
+  // buffer's lock is released (BufferChunk's copies in flight), so that several writers
+  // copy their batches at once. The blocks must be well-formed (written by this process)
+  // and stay unchanged until the call returns.
   void PutBlocks(const uint8_t* blocks, size_t bytes);
 
   // Stores `values` as one entry (see entry_serialization.h). Returns the block's index,
@@ -208,6 +210,9 @@ class ChunkedBuffer {
   }
   std::optional<EntryWriter> ReserveBlockLocked(size_t entry_bytes);
   std::unique_ptr<BufferChunk> TakeNewChunkLocked();
+  // current_chunk_ is full (or set aside): once its copies in flight are in, marks it done
+  // and moves it to filled_chunk_.
+  void RetireCurrentChunkLocked();
   void ReleaseFilledChunkLocked();
   TimeStamp NextDoneTimeStampLocked();
   void AttachManagerLocked(ChunkManager& manager);

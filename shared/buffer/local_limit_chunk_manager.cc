@@ -76,6 +76,7 @@ void LocalLimitChunkManager::MakeRoomForOneChunkLocked() {
 void LocalLimitChunkManager::DropOldestReleasedLocked(bool may_recycle) {
   std::unique_ptr<BufferChunk> oldest = std::move(released_chunks_);
   released_chunks_ = oldest->TakeNext();
+  if (!released_chunks_) newest_released_ = nullptr;
   released_bytes_ -= oldest->BufferBytes();
   ++stats_.chunks_destroyed;
   if (chunk_destroyed_callback_) chunk_destroyed_callback_(*oldest);
@@ -98,11 +99,13 @@ void LocalLimitChunkManager::ReleaseChunk(std::unique_ptr<BufferChunk> chunks) {
   unreleased_bytes_ = bytes <= unreleased_bytes_ ? unreleased_bytes_ - bytes : 0;
   released_bytes_ += bytes;
   const BufferChunk* newly_released = chunks.get();
-  if (released_chunks_) {
-    released_chunks_->AppendToChain(std::move(chunks));
+  BufferChunk* newest = chunks->Last();
+  if (newest_released_) {
+    newest_released_->AppendToChain(std::move(chunks));
   } else {
     released_chunks_ = std::move(chunks);
   }
+  newest_released_ = newest;
   NotifyUpdateLocked(newly_released);
 }
 
@@ -115,6 +118,7 @@ void LocalLimitChunkManager::SetChunkDestroyedCallback(
 std::unique_ptr<BufferChunk> LocalLimitChunkManager::GetExtantReleasedChunks() {
   AutoLock lock(mutex_);
   released_bytes_ = 0;
+  newest_released_ = nullptr;
   std::unique_ptr<BufferChunk> chunks = std::move(released_chunks_);
   NotifyUpdateLocked(nullptr);
   return chunks;

@@ -94,6 +94,9 @@ class LocalLimitChunkManager final : public ChunkManager, public ControlledChunk
   size_t unreleased_bytes_ = 0;
   size_t released_bytes_ = 0;
   std::unique_ptr<BufferChunk> released_chunks_;  // Oldest first.
+  // The last chunk of released_chunks_ (null when empty): releasing appends without
+  // walking a chain that holds the whole memory limit.
+  BufferChunk* newest_released_ = nullptr;
   std::unique_ptr<BufferChunk> recycled_chunk_;   // At most one.
   std::unique_ptr<BufferChunk> spare_chunk_;      // Prepared by FulfillChunkRequests().
   bool spare_requested_ = false;
