@@ -381,8 +381,10 @@ void StopSamplingLocked(RegisteredThread* thread) {
   thread->timer.Destroy();  // No signal is generated after this returns.
 }
 
-// Writes the samples waiting in `thread`'s ring. Returns whether there were any.
-bool DrainRingLocked(RegisteredThread* thread) {
+// Writes the samples waiting in `thread`'s ring. Returns whether there were any. Raises
+// `*max_expirations`, if given, to the most timer expirations one of them stood for
+// (1 + overruns).
+bool DrainRingLocked(RegisteredThread* thread, int* max_expirations = nullptr) {
   ChunkedBuffer& buffer = GetSession().buffer;
   bool drained = false;
   while (const SampleSlot* slot = thread->ring.TryBeginRead()) {
@@ -393,15 +395,16 @@ bool DrainRingLocked(RegisteredThread* thread) {
     }
     buffer.PutObjects(EntryKind::kSample, thread->tid, TimeStamp::FromNanoseconds(slot->time_ns),
                       cpu_delta, slot->overruns, MergedStack{slot});
+    if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
     thread->ring.EndRead();
     drained = true;
   }
   return drained;
 }
 
-void DrainLocked(RegisteredThread* thread, TimeStamp now) {
+void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr) {
   ChunkedBuffer& buffer = GetSession().buffer;
-  if (DrainRingLocked(thread)) {
+  if (DrainRingLocked(thread, max_expirations)) {
     thread->has_sample = true;
     thread->last_seen_cpu = thread->cpu_clock.Read();
     return;
@@ -457,8 +460,11 @@ void SampleCounters(TimeStamp now) {
 // ---------------------------------------------------------------------------------------
 // The sampler thread.
 
-void SamplingLoopIteration() {
+// One loop of the sampler thread. Returns the most timer expirations a drained sample stood
+// for (1 + si_overrun; 0 when no sample was drained).
+int SamplingLoopIteration() {
   const TimeStamp start = TimeStamp::Now();
+  int max_expirations = 0;
   const TierExtension* extension = g_extension.load(std::memory_order_acquire);
   Registry& registry = GetRegistry();
   TimeStamp locked;
@@ -466,7 +472,9 @@ void SamplingLoopIteration() {
     AutoLock lock(registry.mutex);
     locked = TimeStamp::Now();
     for (RegisteredThread* thread : registry.live) {
-      if (thread->sampling.load(std::memory_order_relaxed)) DrainLocked(thread, locked);
+      if (thread->sampling.load(std::memory_order_relaxed)) {
+        DrainLocked(thread, locked, &max_expirations);
+      }
       FlushMarkersLocked(thread);
     }
   }
@@ -481,7 +489,16 @@ void SamplingLoopIteration() {
     buffer.PutObjects(EntryKind::kProfilerOverhead, start, locked - start, threads_done - locked,
                       counters_done - threads_done, extension_done - counters_done);
   }
+  return max_expirations;
 }
+
+struct SamplerThreadParams {
+  TimeDuration interval;
+  bool cpu_time_timers;  // Default mode (not precise): the threads' CPU-clock timers.
+};
+
+// The longest sampler loop with CPU-clock timers, in requested intervals.
+constexpr int kMaxLoopIntervals = 8;
 
 void* SamplerThreadMain(void* arg) {
   pthread_setname_np(pthread_self(), "StrataSampler");
@@ -490,15 +507,26 @@ void* SamplerThreadMain(void* arg) {
   sigemptyset(&block);
   sigaddset(&block, kDefaultSamplingSignal);
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
-  const TimeDuration interval =
-      TimeDuration::FromNanoseconds(static_cast<int64_t>(*static_cast<double*>(arg) * 1e6));
-  delete static_cast<double*>(arg);
+  const SamplerThreadParams params = *static_cast<SamplerThreadParams*>(arg);
+  delete static_cast<SamplerThreadParams*>(arg);
   // Calibrates the TSC for the signal handler's time stamps (once per process, ~20 ms, here
   // rather than at start so that start-up does not wait for it).
   (void)ProcessTscCalibration();
+  // The loop's period, in requested intervals. With CPU-clock timers (default mode) the
+  // kernel delivers a thread's signal at most once per scheduler tick, however short the
+  // interval, and each signal says how many intervals it stands for (1 + si_overrun: 4 for
+  // 1 ms at HZ=250). Waking more often than samples can arrive drains nothing and costs the
+  // program samples: with two busy workers and two competing spinners on 2 CPUs, a loop
+  // every 1 ms left the workers 164-314 samples per CPU-second (median ~220; gperftools
+  // 230-250 in the same runs), a loop every 4 ms 231-268 (docs/benchmarks.md, "Default
+  // mode: the sampler's wake-ups"). So the loop follows the most expirations one signal has
+  // stood for in this session, capped (a thread gets at most one signal per tick, and its
+  // ring holds 4). Precise mode's wall-clock timers fire every interval: its loop keeps
+  // that period.
+  int64_t loop_intervals = 1;
   TimeStamp next = TimeStamp::Now();
   while (!g_sampler_stop.load(std::memory_order_acquire)) {
-    next = next + interval;
+    next = next + TimeDuration::FromNanoseconds(params.interval.ToNanoseconds() * loop_intervals);
     const TimeStamp now = TimeStamp::Now();
     if (next < now) next = now;  // Late (the machine is busy): do not try to catch up.
     const int64_t ns = next.ToNanoseconds();
@@ -506,7 +534,10 @@ void* SamplerThreadMain(void* arg) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
     }
     if (g_sampler_stop.load(std::memory_order_acquire)) break;
-    SamplingLoopIteration();
+    const int expirations = SamplingLoopIteration();
+    if (params.cpu_time_timers && expirations > loop_intervals) {
+      loop_intervals = std::min(expirations, kMaxLoopIntervals);
+    }
   }
   return nullptr;
 }
@@ -602,13 +633,15 @@ void OnForkChild() {
 // ---------------------------------------------------------------------------------------
 // Session start and stop. Session mutex held.
 
-void StartSamplerThreadLocked(Session& session, double interval_ms) {
+void StartSamplerThreadLocked(Session& session, const ProfilerSettings& settings) {
   g_sampler_stop.store(false, std::memory_order_release);
-  double* interval = new double(interval_ms);
-  const int rc = CreateProfilerThread(&session.sampler_thread, &SamplerThreadMain, interval);
+  auto* params = new SamplerThreadParams{
+      TimeDuration::FromNanoseconds(static_cast<int64_t>(settings.interval_ms * 1e6)),
+      (settings.features & kFeaturePrecise) == 0};
+  const int rc = CreateProfilerThread(&session.sampler_thread, &SamplerThreadMain, params);
   session.sampler_running = rc == 0;
   if (rc != 0) {
-    delete interval;
+    delete params;
     LogError("cannot start the sampler thread: %s", strerror(rc));
   }
 }
@@ -660,7 +693,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   }
   g_profiler_state.store(kStateActive, std::memory_order_relaxed);
 
-  StartSamplerThreadLocked(session, settings.interval_ms);
+  StartSamplerThreadLocked(session, settings);
   LogInfo("profiler started: interval %.3f ms, buffer %u MiB, features %s", settings.interval_ms,
           settings.buffer_megabytes, FeatureNames(settings.features).c_str());
 }
@@ -823,7 +856,7 @@ TakeoverReport AttachTierExtension(const TierExtension* extension) {
   StopSamplerThreadLocked(session);
   g_extension.store(extension, std::memory_order_release);
   if (extension->signal_callback) (void)ReplaceSamplingCallback(extension->signal_callback);
-  StartSamplerThreadLocked(session, ProfilerCurrentSettings().interval_ms);
+  StartSamplerThreadLocked(session, ProfilerCurrentSettings());
   report.session_was_running = true;
   report.sampler_handover = TimeStamp::Now() - handover_start;
   LogInfo("tier '%s' took over the running session in %.3f ms", extension->name,
@@ -843,7 +876,7 @@ void DetachTierExtension(const TierExtension* extension) {
   StopSamplerThreadLocked(session);
   g_extension.store(nullptr, std::memory_order_release);
   (void)ReplaceSamplingCallback(&OnSamplingSignal);  // Waits until the old one is not running.
-  StartSamplerThreadLocked(session, ProfilerCurrentSettings().interval_ms);
+  StartSamplerThreadLocked(session, ProfilerCurrentSettings());
 }
 
 ControlledChunkManager* SessionControlledChunkManager() {
