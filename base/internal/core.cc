@@ -78,6 +78,12 @@ struct RegisteredThread {
   int64_t last_sample_cpu_ns = -1;
   bool has_sample = false;
   std::optional<TimeDuration> last_seen_cpu;
+  // Precise mode: a blocked thread's wall-clock timer is parked (disarmed), so that it is not
+  // woken every interval (an interrupt, a wake-up, a walk: ~18 us of CPU each here); the
+  // sampler records copies of its last sample instead (kSameSample, as for CPU-clock timers)
+  // and re-arms the timer at the first loop after it has run. Sampler thread only.
+  bool timer_parked = false;
+  bool last_sample_in_system_call = false;  // Of the latest sample drained.
 };
 
 struct Registry {
@@ -179,6 +185,20 @@ void CopyBounded(char* destination, const char* source, size_t capacity) {
   destination[i] = '\0';
 }
 
+bool InLoadedObject(uintptr_t pc);
+
+// True when the interrupted context is in a system call: the kernel left the pc on the
+// `syscall` instruction (0f 05) to restart it, or just after it with -EINTR in rax. A thread
+// preempted while running its own code is not. Reads code bytes of loaded objects only
+// (never JIT code or unmapped memory). Async-signal-safe.
+bool InterruptedInSystemCall(const ucontext_t& context) {
+  const uintptr_t pc = static_cast<uintptr_t>(context.uc_mcontext.gregs[REG_RIP]);
+  if (pc < 2 || !InLoadedObject(pc) || !InLoadedObject(pc - 2)) return false;
+  const uint8_t* code = reinterpret_cast<const uint8_t*>(pc);
+  if (code[0] == 0x0f && code[1] == 0x05) return true;
+  return code[-2] == 0x0f && code[-1] == 0x05 && context.uc_mcontext.gregs[REG_RAX] == -EINTR;
+}
+
 // `plan` non-null: no native walk, the plan is filled instead (BeginSampleWithoutNativeWalk).
 SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overruns,
                             NativeWalkPlan* plan = nullptr) {
@@ -198,6 +218,8 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   slot->time_ns = now.ToNanoseconds();
   slot->cpu_ns = (features & kFeatureCpu) ? CurrentThreadCpuTime().ToNanoseconds() : -1;
   slot->overruns = overruns;
+  slot->in_system_call =
+      (features & kFeaturePrecise) != 0 && InterruptedInSystemCall(*signal_context);
   slot->script_frame_count = 0;
   slot->script_text_bytes = 0;
   // LibunwindWalkMayDeadlock: this thread may hold the loader's list lock (libunwind_walker.h).
@@ -373,12 +395,14 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   thread->has_sample = false;
   thread->last_sample_cpu_ns = -1;
   thread->last_seen_cpu.reset();
+  thread->timer_parked = false;
   thread->sampling.store(true, std::memory_order_relaxed);
 }
 
 void StopSamplingLocked(RegisteredThread* thread) {
   thread->sampling.store(false, std::memory_order_relaxed);
   thread->timer.Destroy();  // No signal is generated after this returns.
+  thread->timer_parked = false;
 }
 
 // Writes the samples waiting in `thread`'s ring. Returns whether there were any. Raises
@@ -389,6 +413,7 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations = nullptr) {
   bool drained = false;
   while (const SampleSlot* slot = thread->ring.TryBeginRead()) {
     int64_t cpu_delta = -1;
+    thread->last_sample_in_system_call = slot->in_system_call;
     if (slot->cpu_ns >= 0) {
       if (thread->last_sample_cpu_ns >= 0) cpu_delta = slot->cpu_ns - thread->last_sample_cpu_ns;
       thread->last_sample_cpu_ns = slot->cpu_ns;
@@ -404,9 +429,25 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations = nullptr) {
 
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr) {
   ChunkedBuffer& buffer = GetSession().buffer;
+  const ProfilerSettings& settings = GetRegistry().settings;
+  const bool precise = (settings.features & kFeaturePrecise) != 0;
   if (DrainRingLocked(thread, max_expirations)) {
     thread->has_sample = true;
-    thread->last_seen_cpu = thread->cpu_clock.Read();
+    const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+    // Precise mode: a thread interrupted in a system call that used less than an eighth of
+    // an interval of CPU (at least 50 us: our own handler's share) since the previous loop
+    // is blocked: park its timer. A thread waiting for a CPU is not parked: it was
+    // interrupted in its own code, and needs its samples as soon as it runs.
+    if (precise && !thread->timer_parked && thread->last_sample_in_system_call && cpu &&
+        thread->last_seen_cpu) {
+      const int64_t blocked_below_ns =
+          std::max<int64_t>(static_cast<int64_t>(settings.interval_ms * 1e6) / 8, 50000);
+      if ((*cpu - *thread->last_seen_cpu).ToNanoseconds() < blocked_below_ns &&
+          thread->timer.Disarm() == 0) {
+        thread->timer_parked = true;
+      }
+    }
+    thread->last_seen_cpu = cpu;
     return;
   }
   if (!thread->has_sample || ProfilerIsPaused()) return;
@@ -414,10 +455,15 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations =
   // thread is not idle, and its sample will come.
   if (thread->capturing.load(std::memory_order_acquire)) return;
   // No signal since the last loop: if the thread has not run at all, record a copy of its
-  // previous sample without disturbing it.
+  // previous sample without disturbing it. A parked thread that ran again is sampled at the
+  // real rate from now on.
   const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
   if (cpu && thread->last_seen_cpu && *cpu == *thread->last_seen_cpu) {
     buffer.PutObjects(EntryKind::kSameSample, thread->tid, now);
+  } else if (thread->timer_parked &&
+             thread->timer.Arm(TimeDuration::FromNanoseconds(
+                 static_cast<int64_t>(settings.interval_ms * 1e6))) == 0) {
+    thread->timer_parked = false;
   }
   thread->last_seen_cpu = cpu;
 }

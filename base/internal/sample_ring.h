@@ -63,6 +63,9 @@ struct SampleSlot {
   int64_t time_ns;  // TimeStamp nanoseconds.
   int64_t cpu_ns;   // Thread CPU time then; -1 when not measured.
   int32_t overruns;
+  // The signal interrupted a system call (the thread was blocked in it, or entering or
+  // leaving it). Set in precise mode only: it parks blocked threads' timers (core.cc).
+  bool in_system_call;
   uint32_t native_count;
   uint32_t label_count;
   uint32_t script_frame_count;
