@@ -383,8 +383,11 @@ for spec in "precise1k:perf1k:plain2:2 busy threads, 1 kHz" "precise4k:perf4k:pl
   pc=$(slow "$pv.cpu" "$base.cpu")
   row "precise mode slowdown, $label (work time / CPU time; Strata samples per thread per second: $(med "$sv.rate"))" \
     "$(sign "$s") / $(sign "$sc")" "$([[ $PERF_OK == 1 ]] && echo "perf record -F $([[ $pv == perf4k ]] && echo 4000 || echo 1000) $(sign "$p") / $(sign "$pc")" || echo "perf cannot record here")" \
-    "$([[ -n "$sc" && -n "$pc" ]] && calc %+.1f "$sc - $pc") pt (CPU)" "≤ perf + 2 pt" \
-    "$(met "$sc <= $pc + 2" "$sc" "$pc")"
+    "$([[ -n "$sc" && -n "$pc" ]] && calc %+.1f "$sc - $pc") pt (CPU)" \
+    "$([[ $sv == precise1k ]] && echo "≤ perf + 2 pt" || echo "reported (the issue's target is 1 kHz, 2 threads); perf + 2 pt shown")" \
+    "$(if [[ $sv == precise1k ]]; then met "$sc <= $pc + 2" "$sc" "$pc"
+       elif [[ -n "$sc" && -n "$pc" ]] && awk -v s="$sc" -v p="$pc" 'BEGIN { exit !(s <= p + 2) }'; then echo "— (within perf + 2 pt)"
+       else echo "— (above perf + 2 pt: see the floor rows)"; fi)"
 done
 # The in-process signal floor beside precise mode, and the CPU cost per sample.
 # per_sample VARIANT BASELINE: µs of the work's CPU time per sample (medians).
