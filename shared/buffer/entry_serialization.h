@@ -201,6 +201,10 @@ class EntryReader {
   void SetUntrusted() { trusted_ = false; }
   bool IsTrusted() const { return trusted_; }
 
+  // Where the remaining bytes are when they lie in one piece (the entry does not continue
+  // in a second span from here), else null. Valid as long as the bytes read are.
+  const Byte* ContiguousRemaining() const { return second_ == second_end_ ? cursor_ : nullptr; }
+
   // Copies `bytes` bytes out; on overrun copies nothing, zero-fills and fails.
   void ReadBytes(void* destination, size_t bytes) {
     if (__builtin_expect(bytes <= static_cast<size_t>(end_ - cursor_), 1)) {

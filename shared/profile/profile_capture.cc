@@ -263,9 +263,9 @@ class ProfileBuilder {
     if (kind == EntryKind::kSample) {
       if (!ReadSampleHeader(reader, sample_)) return;
       bool added = false;
-      const uint32_t list = frame_lists_.FindOrAdd(frame_bytes_.data(), frame_bytes_.size(), &added);
+      const uint32_t list = frame_lists_.FindOrAdd(frames_.data(), frames_.size(), &added);
       if (list != FrameListTable::kNone && !added) return;  // Its addresses are noted already.
-      EntryReader frames_reader = EntryReader::OverBytes(frame_bytes_);
+      EntryReader frames_reader = EntryReader::OverBytes(frames_);
       if (!ReadFrames(frames_reader, sample_, sample_frames_)) return;
       NoteFrames(sample_.frames.data(), sample_frames_);
     } else if (kind == EntryKind::kMarker) {
@@ -372,12 +372,20 @@ class ProfileBuilder {
   }
 
   // Reads a kSample entry's fields into `record` up to its frames, whose serialized bytes
-  // (the rest of the entry) go to frame_bytes_.
+  // (the rest of the entry) frames_ then spans: in the buffer itself when they lie in one
+  // piece (valid during this visit of the entry), else copied into frame_bytes_.
   bool ReadSampleHeader(EntryReader& reader, SampleRecord& record) {
     reader.ReadIntoObjects(record.thread, record.time, record.cpu_delta_ns, record.overruns);
     if (reader.Failed()) return false;
-    frame_bytes_.resize(reader.RemainingBytes());
-    reader.ReadBytes(frame_bytes_.data(), frame_bytes_.size());
+    const size_t size = reader.RemainingBytes();
+    if (const uint8_t* in_place = reader.ContiguousRemaining()) {
+      frames_ = absl::Span<const uint8_t>(in_place, size);
+      reader.Skip(size);
+    } else {
+      frame_bytes_.resize(size);
+      reader.ReadBytes(frame_bytes_.data(), size);
+      frames_ = absl::Span<const uint8_t>(frame_bytes_);
+    }
     return !reader.Failed();
   }
 
@@ -397,12 +405,12 @@ class ProfileBuilder {
     return !reader.Failed();
   }
 
-  // The stack of the sample whose frames are in frame_bytes_, in `thread`'s tables: from the
+  // The stack of the sample whose frames frames_ spans, in `thread`'s tables: from the
   // thread's cache when this frame list was met before, else built frame by frame. Sets
   // failed_frames_ (and returns null) when the frames cannot be read.
   std::optional<uint32_t> SampleStack(ThreadState& thread) {
     failed_frames_ = false;
-    const uint32_t list = frame_lists_.Find(frame_bytes_.data(), frame_bytes_.size());
+    const uint32_t list = frame_lists_.Find(frames_.data(), frames_.size());
     std::vector<uint32_t>& cache = thread.stack_by_frame_list;
     if (list != FrameListTable::kNone && list < cache.size() &&
         cache[list] != ThreadState::kUnknownStack) {
@@ -410,7 +418,7 @@ class ProfileBuilder {
       if (cache[list] == ThreadState::kEmptyStack) return std::nullopt;
       return cache[list];
     }
-    EntryReader frames_reader = EntryReader::OverBytes(frame_bytes_);
+    EntryReader frames_reader = EntryReader::OverBytes(frames_);
     if (!ReadFrames(frames_reader, sample_, sample_frames_)) {
       failed_frames_ = true;
       return std::nullopt;
@@ -584,7 +592,10 @@ class ProfileBuilder {
   std::vector<uint32_t> frame_indexes_;
   SampleRecord sample_;       // Reused by every sample read (no allocation per sample);
   size_t sample_frames_ = 0;  // the number of its frames that are the current sample's.
-  std::vector<uint8_t> frame_bytes_;  // The current sample's serialized frames.
+  // The current sample's serialized frames (ReadSampleHeader), and their copy when they
+  // straddle two chunks.
+  absl::Span<const uint8_t> frames_;
+  std::vector<uint8_t> frame_bytes_;
   std::string marker_text_;           // The current text marker's text.
   bool failed_frames_ = false;
   FrameListTable frame_lists_;
