@@ -102,14 +102,26 @@ double TscCalibration::TicksPerNanosecond() const {
 }
 
 const TscCalibration& ProcessTscCalibration() {
-  // The guard of a function-local static makes concurrent first callers wait for one
-  // measurement.
-  static const TscCalibration* const calibration = [] {
-    static const TscCalibration measured = TscCalibration::Measure(kTscCalibrationWindow);
-    g_process_calibration.store(&measured, std::memory_order_release);
-    return &measured;
-  }();
-  return *calibration;
+  if (const TscCalibration* in_force = ProcessTscCalibrationIfReady()) return *in_force;
+  return OfferProcessTscCalibration(TscCalibration::Measure(kTscCalibrationWindow));
+}
+
+const TscCalibration& OfferProcessTscCalibration(const TscCalibration& calibration) {
+  // The first offer claims the storage, fills it, then publishes the pointer (release).
+  static TscCalibration storage;
+  static std::atomic<bool> claimed{false};
+  if (!claimed.exchange(true, std::memory_order_acq_rel)) {
+    storage = calibration;
+    g_process_calibration.store(&storage, std::memory_order_release);
+    return storage;
+  }
+  const TscCalibration* in_force;
+  while ((in_force = g_process_calibration.load(std::memory_order_acquire)) == nullptr) {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return *in_force;
 }
 
 const TscCalibration* ProcessTscCalibrationIfReady() {

@@ -119,10 +119,17 @@ class TscCalibration {
 // The window ProcessTscCalibration() measures over.
 inline constexpr TimeDuration kTscCalibrationWindow = TimeDuration::FromMilliseconds(20);
 
-// The process-wide calibration, measured over kTscCalibrationWindow by the first call
-// (which therefore takes ~20 ms; concurrent first callers wait for that one measurement).
-// Stays valid across fork(). Not async-signal-safe until it has returned once.
+// The process-wide calibration: the one in force, or one measured now over
+// kTscCalibrationWindow (~20 ms; concurrent first callers each measure, and all get the
+// first one put in force). Stays valid across fork(). Not async-signal-safe until it has
+// returned once.
 const TscCalibration& ProcessTscCalibration();
+
+// Offers `calibration` as the process-wide one: it is put in force unless one is already;
+// returns the one in force. For a thread that must not sleep through the measuring window
+// (the sampler measures across its first loops, TscCalibration::FromAnchors). Never sleeps;
+// an offer racing another waits for the winner's few stores. Not async-signal-safe.
+const TscCalibration& OfferProcessTscCalibration(const TscCalibration& calibration);
 
 // The process-wide calibration once ProcessTscCalibration() has returned, else nullptr.
 // Async-signal-safe.

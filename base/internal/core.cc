@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "base/counters.h"
 #include "base/internal/env_settings.h"
@@ -555,9 +556,17 @@ void* SamplerThreadMain(void* arg) {
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
   const SamplerThreadParams params = *static_cast<SamplerThreadParams*>(arg);
   delete static_cast<SamplerThreadParams*>(arg);
-  // Calibrates the TSC for the signal handler's time stamps (once per process, ~20 ms, here
-  // rather than at start so that start-up does not wait for it).
-  (void)ProcessTscCalibration();
+  // The TSC calibration for the handler's and markers' time stamps (once per process) is
+  // measured across the first loops, from two anchors kTscCalibrationWindow apart, not by
+  // sleeping through the window before the first loop: the rings hold 4 samples, and in
+  // precise mode at 1 ms every thread's ring overflowed meanwhile (16 samples per thread
+  // dropped at each session start). Until then time stamps come from the clock.
+  std::optional<TscAnchor> calibration_start;
+  if (!kTscIsHardwareCounter) {
+    (void)ProcessTscCalibration();  // Exact at once.
+  } else if (!ProcessTscCalibrationIfReady()) {
+    calibration_start = TscAnchor::Capture();
+  }
   // The loop's period, in requested intervals. With CPU-clock timers (default mode) the
   // kernel delivers a thread's signal at most once per scheduler tick, however short the
   // interval, and each signal says how many intervals it stands for (1 + si_overrun: 4 for
@@ -583,6 +592,19 @@ void* SamplerThreadMain(void* arg) {
     const int expirations = SamplingLoopIteration();
     if (params.cpu_time_timers && expirations > loop_intervals) {
       loop_intervals = std::min(expirations, kMaxLoopIntervals);
+    }
+    if (calibration_start) {
+      const TscAnchor anchor = TscAnchor::Capture();
+      if (anchor.time - calibration_start->time >= kTscCalibrationWindow) {
+        const TscCalibration calibration = TscCalibration::FromAnchors(*calibration_start, anchor);
+        if (calibration.IsValid()) {
+          (void)OfferProcessTscCalibration(calibration);
+          calibration_start.reset();
+        } else {
+          calibration_start = anchor;  // The clocks disagreed: measure again from here.
+        }
+      }
+      if (ProcessTscCalibrationIfReady()) calibration_start.reset();  // Another thread's.
     }
   }
   return nullptr;
