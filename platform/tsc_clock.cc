@@ -115,11 +115,14 @@ const TscCalibration& OfferProcessTscCalibration(const TscCalibration& calibrati
     g_process_calibration.store(&storage, std::memory_order_release);
     return storage;
   }
+  // The winner is between its two stores. Should it have been preempted there, sleep rather
+  // than spin (a spinning real-time thread can keep it from running).
   const TscCalibration* in_force;
-  while ((in_force = g_process_calibration.load(std::memory_order_acquire)) == nullptr) {
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
+  for (int spins = 0;
+       (in_force = g_process_calibration.load(std::memory_order_acquire)) == nullptr; ++spins) {
+    if (spins < 1000) continue;
+    const timespec step{0, 50 * 1000};
+    nanosleep(&step, nullptr);
   }
   return *in_force;
 }

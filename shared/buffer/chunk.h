@@ -128,7 +128,7 @@ class BufferChunk {
   // copy at the same time. It counts the copy with BeginCopyInFlight() while holding the
   // buffer's lock and ends it with EndCopyInFlight() once the bytes are in (release).
   // Whoever reads the reserved bytes, marks the chunk done for release, or destroys it must
-  // first WaitForCopiesInFlight() (acquire; spins, then yields) while holding the buffer's
+  // first WaitForCopiesInFlight() (acquire; spins, then sleeps) while holding the buffer's
   // lock, so that no new copy can start meanwhile. A copier never takes a lock to finish.
   void BeginCopyInFlight() { copies_in_flight_.fetch_add(1, std::memory_order_relaxed); }
   void EndCopyInFlight() { copies_in_flight_.fetch_sub(1, std::memory_order_release); }
