@@ -64,8 +64,8 @@ void BufferChunk::WaitForCopiesInFlight() const {
   // A copy in flight is one memcpy of at most a chunk (microseconds): spin that long. Past
   // that its writer was preempted, and the wait sleeps in short steps rather than yielding:
   // with real-time threads of equal priority (SCHED_FIFO), a waiter that only yields keeps
-  // its CPU busy, so a copier queued behind another CPU's busy thread is never pulled over to
-  // it; seen as a 588 ms sampling stall in the takeover benchmark at SCHED_FIFO.
+  // its CPU busy, so a copier queued behind another CPU's busy thread would not be pulled
+  // over to it.
   for (int spins = 0; copies_in_flight_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < 4096) {
       __builtin_ia32_pause();
