@@ -1,10 +1,15 @@
 // The base tier in process (linked statically): a session, labels, markers, counters, and
 // the profile read back with RapidJSON.
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +119,24 @@ rapidjson::Document ParseProfile(const std::string& json) {
   profile.Parse(json.c_str(), json.size());
   REQUIRE_FALSE(profile.HasParseError());
   return profile;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> ListDirectory(const std::string& path) {
+  std::vector<std::string> names;
+  if (DIR* dir = opendir(path.c_str())) {
+    while (const dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] != '.') names.push_back(entry->d_name);
+    }
+    closedir(dir);
+  }
+  return names;
 }
 
 TEST_CASE("Inactive: every call is a harmless no-op") {
@@ -448,4 +471,43 @@ TEST_CASE("A marker put on another thread's track comes after that thread's earl
     }
   }
   CHECK(phases == std::vector<int>{2, 3});  // IntervalStart, then IntervalEnd.
+}
+
+// A real-time program: the sampler thread, which inherits its creator's scheduling policy,
+// takes one priority level above it, so that it is not left queued behind a busy thread of
+// equal priority that never yields (core.cc, SamplerThreadMain). Needs the right to use
+// SCHED_FIFO (root or CAP_SYS_NICE); skipped with a message otherwise.
+TEST_CASE("A real-time creator's sampler runs one priority level above it") {
+  std::string outcome;
+  std::thread starter([&] {
+    sched_param priority{};
+    priority.sched_priority = 1;
+    if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &priority) != 0) {
+      outcome = "skip";
+      return;
+    }
+    strata::ProfilerSettings settings;
+    settings.interval_ms = 50;
+    strata::ProfilerStart(settings);
+    // The sampler's /proc stat: field 40 is rt_priority, 41 the policy (1 = SCHED_FIFO).
+    for (int attempt = 0; attempt < 200 && outcome.empty(); ++attempt) {
+      for (const auto& entry : ListDirectory("/proc/self/task")) {
+        const std::string dir = "/proc/self/task/" + entry;
+        if (ReadFile(dir + "/comm") != "StrataSampler\n") continue;
+        const std::string text = ReadFile(dir + "/stat");
+        std::istringstream stat(text.substr(text.rfind(')') + 2));
+        std::vector<std::string> fields{"pid", "comm"};  // So that fields[k] is field k + 1.
+        for (std::string field; stat >> field;) fields.push_back(field);
+        if (fields.size() > 40) outcome = "priority=" + fields[39] + " policy=" + fields[40];
+      }
+      if (outcome.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    strata::ProfilerStop();
+  });
+  starter.join();
+  if (outcome == "skip") {
+    WARN("SCHED_FIFO not permitted here: the sampler's priority is not checked");
+    return;
+  }
+  CHECK(outcome == "priority=2 policy=1");
 }

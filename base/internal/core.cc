@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -556,6 +557,22 @@ void* SamplerThreadMain(void* arg) {
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
   const SamplerThreadParams params = *static_cast<SamplerThreadParams*>(arg);
   delete static_cast<SamplerThreadParams*>(arg);
+  // A thread inherits its creator's scheduling policy. In a program whose threads run at a
+  // real-time priority (SCHED_FIFO, SCHED_RR), the sampler would queue behind a busy thread
+  // of equal priority that never yields, and the kernel does not always move a waiting
+  // real-time thread to an idle CPU: seen as the sampler not running for a whole 588 ms
+  // phase (runnable on the busy thread's CPU, the other CPU idle) in the takeover benchmark
+  // at SCHED_FIFO, in ~1 run of 20-80. So it takes one priority level above its creator's
+  // when allowed (it then preempts the program's real-time threads for its loop's few tens
+  // of microseconds, as the sampling signal does), and keeps the inherited one otherwise.
+  int policy = SCHED_OTHER;
+  sched_param priority{};
+  if (pthread_getschedparam(pthread_self(), &policy, &priority) == 0 &&
+      (policy == SCHED_FIFO || policy == SCHED_RR) &&
+      priority.sched_priority < sched_get_priority_max(policy)) {
+    ++priority.sched_priority;
+    (void)pthread_setschedparam(pthread_self(), policy, &priority);
+  }
   // The TSC calibration for the handler's and markers' time stamps (once per process) is
   // measured across the first loops, from two anchors kTscCalibrationWindow apart, not by
   // sleeping through the window before the first loop: the rings hold 4 samples, and in
