@@ -1,13 +1,11 @@
 // The base tier in process (linked statically): a session, labels, markers, counters, and
 // the profile read back with RapidJSON.
-#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -20,6 +18,7 @@
 #include "base/profiler.h"
 #include "catch2/catch.hpp"
 #include "rapidjson/document.h"
+#include "tools/testing/test_files.h"
 
 namespace {
 
@@ -119,24 +118,6 @@ rapidjson::Document ParseProfile(const std::string& json) {
   profile.Parse(json.c_str(), json.size());
   REQUIRE_FALSE(profile.HasParseError());
   return profile;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::vector<std::string> ListDirectory(const std::string& path) {
-  std::vector<std::string> names;
-  if (DIR* dir = opendir(path.c_str())) {
-    while (const dirent* entry = readdir(dir)) {
-      if (entry->d_name[0] != '.') names.push_back(entry->d_name);
-    }
-    closedir(dir);
-  }
-  return names;
 }
 
 TEST_CASE("Inactive: every call is a harmless no-op") {
@@ -491,11 +472,15 @@ TEST_CASE("A real-time creator's sampler runs one priority level above it") {
     strata::ProfilerStart(settings);
     // The sampler's /proc stat: field 40 is rt_priority, 41 the policy (1 = SCHED_FIFO).
     for (int attempt = 0; attempt < 200 && outcome.empty(); ++attempt) {
-      for (const auto& entry : ListDirectory("/proc/self/task")) {
+      const std::vector<std::string> tasks =
+          strata::testing::ListDirectory("/proc/self/task").value_or(std::vector<std::string>{});
+      for (const std::string& entry : tasks) {
         const std::string dir = "/proc/self/task/" + entry;
-        if (ReadFile(dir + "/comm") != "StrataSampler\n") continue;
-        const std::string text = ReadFile(dir + "/stat");
-        std::istringstream stat(text.substr(text.rfind(')') + 2));
+        if (strata::testing::ReadTextFile(dir + "/comm") != "StrataSampler\n") continue;
+        const std::string text = strata::testing::ReadTextFile(dir + "/stat");
+        const size_t comm_end = text.rfind(')');
+        if (comm_end == std::string::npos) continue;  // The thread just ended.
+        std::istringstream stat(text.substr(comm_end + 2));
         std::vector<std::string> fields{"pid", "comm"};  // So that fields[k] is field k + 1.
         for (std::string field; stat >> field;) fields.push_back(field);
         if (fields.size() > 40) outcome = "priority=" + fields[39] + " policy=" + fields[40];

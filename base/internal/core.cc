@@ -443,7 +443,8 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations =
     if (precise && !thread->timer_parked && thread->last_sample_in_system_call && cpu &&
         thread->last_seen_cpu) {
       const int64_t blocked_below_ns =
-          std::max<int64_t>(static_cast<int64_t>(settings.interval_ms * 1e6) / 8, 50000);
+          std::max<int64_t>(TimeDuration::FromMilliseconds(settings.interval_ms).ToNanoseconds() / 8,
+                            50000);
       if ((*cpu - *thread->last_seen_cpu).ToNanoseconds() < blocked_below_ns &&
           thread->timer.Disarm() == 0) {
         thread->timer_parked = true;
@@ -463,8 +464,7 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations =
   if (cpu && thread->last_seen_cpu && *cpu == *thread->last_seen_cpu) {
     buffer.PutObjects(EntryKind::kSameSample, thread->tid, now);
   } else if (thread->timer_parked &&
-             thread->timer.Arm(TimeDuration::FromNanoseconds(
-                 static_cast<int64_t>(settings.interval_ms * 1e6))) == 0) {
+             thread->timer.Arm(TimeDuration::FromMilliseconds(settings.interval_ms)) == 0) {
     thread->timer_parked = false;
   }
   thread->last_seen_cpu = cpu;
@@ -721,7 +721,7 @@ void OnForkChild() {
 void StartSamplerThreadLocked(Session& session, const ProfilerSettings& settings) {
   g_sampler_stop.store(false, std::memory_order_release);
   auto* params = new SamplerThreadParams{
-      TimeDuration::FromNanoseconds(static_cast<int64_t>(settings.interval_ms * 1e6)),
+      TimeDuration::FromMilliseconds(settings.interval_ms),
       (settings.features & kFeaturePrecise) == 0};
   const int rc = CreateProfilerThread(&session.sampler_thread, &SamplerThreadMain, params);
   session.sampler_running = rc == 0;

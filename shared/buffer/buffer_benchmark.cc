@@ -52,24 +52,26 @@ void TearDownShared(const benchmark::State&) {
   g_shared = nullptr;
 }
 
-// Pins the calling benchmark thread to the (thread_index)-th CPU the process may run on
-// (tools/bench.sh runs the multi-writer cases under `taskset -c 0,1`: thread 0 on CPU 0,
-// thread 1 on CPU 1), so that one writer and two writers are compared on the same CPUs and
+// Pins the calling thread to the (index mod N)-th of the N CPUs the process may run on
+// (tools/bench.sh runs the multi-writer cases under `taskset -c 0,1`: writer 0 on CPU 0,
+// writer 1 on CPU 1), so that one writer and two writers are compared on the same CPUs and
 // two writers never share one CPU.
-void PinToOwnCpu(const benchmark::State& state) {
+void PinThreadToAllowedCpu(size_t index) {
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  int wanted = state.thread_index() % CPU_COUNT(&allowed);
+  int wanted = static_cast<int>(index % static_cast<size_t>(CPU_COUNT(&allowed)));
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed)) continue;
-    if (wanted-- == 0) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpu, &one);
-      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-      return;
-    }
+    if (!CPU_ISSET(cpu, &allowed) || wanted-- != 0) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    return;
   }
+}
+
+void PinToOwnCpu(const benchmark::State& state) {
+  PinThreadToAllowedCpu(static_cast<size_t>(state.thread_index()));
 }
 
 // ReserveAndPut of raw entries (entry bytes as given; the 1-2 byte size header is extra),
@@ -127,20 +129,6 @@ BENCHMARK(BM_StagedPut)
 // times each thread from the start barrier to its own end, which overstates the total when
 // one writer finishes long before the other.
 constexpr size_t kEntriesPerWriter = 200000;  // 12.8 MB of 64-byte entries per writer.
-
-void PinThreadToAllowedCpu(size_t index) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  int wanted = static_cast<int>(index % static_cast<size_t>(CPU_COUNT(&allowed)));
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed) || wanted-- != 0) continue;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-    return;
-  }
-}
 
 void BM_WritersWall(benchmark::State& state) {
   const size_t writers = static_cast<size_t>(state.range(0));

@@ -1,16 +1,15 @@
 #include "shared/json/atomic_file.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "tools/testing/test_files.h"
 
 namespace strata {
 namespace {
@@ -25,23 +24,12 @@ std::string MakeTempDir() {
 }
 
 std::vector<std::string> List(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = opendir(dir.c_str());
-  REQUIRE(d != nullptr);
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  closedir(d);
-  return names;
+  std::optional<std::vector<std::string>> names = testing::ListDirectory(dir);
+  REQUIRE(names.has_value());
+  return *names;
 }
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string Read(const std::string& path) { return testing::ReadTextFile(path); }
 
 TEST_CASE("commit renames a complete document into place") {
   std::string dir = MakeTempDir();
