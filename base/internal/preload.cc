@@ -26,6 +26,7 @@
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
 #include "base/internal/log.h"
+#include "base/internal/shutdown_path.h"
 #include "base/profiler.h"
 #include "platform/sampling/libunwind_walker.h"
 
@@ -86,7 +87,14 @@ void Initialize() {
     _exit(0);
   }
   ProfilerInit();
-  SetShutdownPath(env.shutdown_path);
+  // A process started by another profiled process with the same path saves to its own file.
+  const std::string shutdown_path =
+      ShutdownPathForThisProcess(env.shutdown_path, reinterpret_cast<const void*>(&Initialize));
+  if (shutdown_path != env.shutdown_path) {
+    LogInfo("STRATA_SHUTDOWN=%s is also the path of a profiled ancestor: saving to %s",
+            env.shutdown_path.c_str(), shutdown_path.c_str());
+  }
+  SetShutdownPath(shutdown_path);
   g_auto_register_threads.store((env.settings.features & kFeatureThreads) != 0);
   atexit(&OnExit);
   if (env.startup) ProfilerStart(env.settings);
