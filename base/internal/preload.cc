@@ -25,6 +25,7 @@
 #include "base/internal/capture.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
+#include "base/internal/library_history.h"
 #include "base/internal/log.h"
 #include "base/internal/shutdown_path.h"
 #include "base/profiler.h"
@@ -164,13 +165,18 @@ int pthread_setname_np(pthread_t thread, const char* name) {
 }
 
 // After an object is unloaded, libunwind's caches may describe code that is gone (and the
-// address range may be reused): flush them.
+// address range may be reused): flush them. The library history (library_history.h) notes
+// the objects loaded before and those gone after, with the times.
 int dlclose(void* handle) {
   using Function = int (*)(void*);
   static Function real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "dlclose"));
   if (!real) return -1;
+  strata::base_internal::NoteLibrariesMayChange();  // What was loaded since the last look.
   const int rc = real(handle);
-  if (rc == 0) strata::FlushLibunwindCaches();
+  if (rc == 0) {
+    strata::FlushLibunwindCaches();
+    strata::base_internal::NoteLibrariesMayChange();  // What went.
+  }
   return rc;
 }
 
