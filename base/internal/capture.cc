@@ -11,6 +11,7 @@
 #include "base/categories.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
+#include "base/internal/library_history.h"
 #include "base/internal/tier_extension.h"
 #include "base/markers.h"
 #include "shared/json/atomic_file.h"
@@ -76,6 +77,8 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     inputs.counters.push_back({d.name, d.category, d.description});
   }
   inputs.marker_type = [](uint8_t tag) { return MarkerTypeForTag(tag); };
+  const TimeStamp session_start = snapshot.start_time;
+  inputs.library_history = [session_start] { return LibraryHistorySince(session_start); };
   const TierExtension* extension = AttachedTierExtension();
   inputs.profiling_log = [&](JsonWriter& w) {
     w.StringProperty("profiler", extension ? extension->name : "base");

@@ -54,7 +54,8 @@ constexpr VariableHelp kVariables[] = {
      "are profiled. Default: every thread."},
     {"STRATA_SHUTDOWN",
      "=<path>: save the profile (Gecko JSON) there at exit; '%p' becomes the process id. "
-     "Default: not saved."},
+     "Without '%p', processes started by a profiled process with the same path save to "
+     "<path> with .<pid> before .json. Default: not saved."},
     {"STRATA_LOGGING", "=1: log what the profiler does on stderr. Default: off."},
 };
 

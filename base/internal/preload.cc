@@ -25,7 +25,9 @@
 #include "base/internal/capture.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
+#include "base/internal/library_history.h"
 #include "base/internal/log.h"
+#include "base/internal/shutdown_path.h"
 #include "base/profiler.h"
 #include "platform/sampling/libunwind_walker.h"
 
@@ -86,7 +88,14 @@ void Initialize() {
     _exit(0);
   }
   ProfilerInit();
-  SetShutdownPath(env.shutdown_path);
+  // A process started by another profiled process with the same path saves to its own file.
+  const std::string shutdown_path =
+      ShutdownPathForThisProcess(env.shutdown_path, reinterpret_cast<const void*>(&Initialize));
+  if (shutdown_path != env.shutdown_path) {
+    LogInfo("STRATA_SHUTDOWN=%s is also the path of a profiled ancestor: saving to %s",
+            env.shutdown_path.c_str(), shutdown_path.c_str());
+  }
+  SetShutdownPath(shutdown_path);
   g_auto_register_threads.store((env.settings.features & kFeatureThreads) != 0);
   atexit(&OnExit);
   if (env.startup) ProfilerStart(env.settings);
@@ -156,13 +165,18 @@ int pthread_setname_np(pthread_t thread, const char* name) {
 }
 
 // After an object is unloaded, libunwind's caches may describe code that is gone (and the
-// address range may be reused): flush them.
+// address range may be reused): flush them. The library history (library_history.h) notes
+// the objects loaded before and those gone after, with the times.
 int dlclose(void* handle) {
   using Function = int (*)(void*);
   static Function real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "dlclose"));
   if (!real) return -1;
+  strata::base_internal::NoteLibrariesMayChange();  // What was loaded since the last look.
   const int rc = real(handle);
-  if (rc == 0) strata::FlushLibunwindCaches();
+  if (rc == 0) {
+    strata::FlushLibunwindCaches();
+    strata::base_internal::NoteLibrariesMayChange();  // What went.
+  }
   return rc;
 }
 

@@ -262,23 +262,30 @@ class ProfileBuilder {
     const EntryKind kind = reader.ReadObject<EntryKind>();
     if (kind == EntryKind::kSample) {
       if (!ReadSampleHeader(reader, sample_)) return;
-      bool added = false;
-      const uint32_t list = frame_lists_.FindOrAdd(frames_.data(), frames_.size(), &added);
-      if (list != FrameListTable::kNone && !added) return;  // Its addresses are noted already.
+      // With moved libraries the same frames name different functions at different times:
+      // no frame-list sharing then.
+      if (!timeline_.has_moved_libraries()) {
+        bool added = false;
+        const uint32_t list = frame_lists_.FindOrAdd(frames_.data(), frames_.size(), &added);
+        if (list != FrameListTable::kNone && !added) return;  // Its addresses are noted already.
+      }
       EntryReader frames_reader = EntryReader::OverBytes(frames_);
       if (!ReadFrames(frames_reader, sample_, sample_frames_)) return;
+      MoveAddresses(sample_.frames.data(), sample_frames_, sample_.time);
       NoteFrames(sample_.frames.data(), sample_frames_);
     } else if (kind == EntryKind::kMarker) {
       const MarkerHeader header = reader.ReadObject<MarkerHeader>();
       if (reader.Failed()) return;
-      for (size_t i = 0; i < header.stack.size(); ++i) names_.Note(header.stack[i], i == 0);
+      for (size_t i = 0; i < header.stack.size(); ++i) {
+        names_.Note(timeline_.AddressAt(header.stack[i], header.start), i == 0);
+      }
     }
   }
 
   void ResolveAddresses() {
     if (!symbolicate_) return;
     // The names stay owned by the symbolizer: it lives as long as the builder.
-    symbolizer_ = std::make_unique<ElfSymbolizer>(libs_);
+    symbolizer_ = std::make_unique<ElfSymbolizer>(timeline_.libs());
     names_.Resolve(*symbolizer_);
   }
 
@@ -334,7 +341,9 @@ class ProfileBuilder {
     profile.WriteProfilerOverhead(overhead_);
   }
 
-  std::vector<SharedLibrary>& libs() { return libs_; }
+  // Set before pass 1.
+  void SetLibraryTimeline(LibraryTimeline timeline) { timeline_ = std::move(timeline); }
+  const std::vector<SharedLibrary>& libs() const { return timeline_.libs(); }
   size_t sample_count() const { return samples_; }
 
  private:
@@ -423,12 +432,21 @@ class ProfileBuilder {
       failed_frames_ = true;
       return std::nullopt;
     }
+    MoveAddresses(sample_.frames.data(), sample_frames_, sample_.time);
     const std::optional<uint32_t> stack = StackOf(thread, sample_.frames.data(), sample_frames_);
     if (list != FrameListTable::kNone) {
       if (cache.size() <= list) cache.resize(frame_lists_.size(), ThreadState::kUnknownStack);
       cache[list] = stack ? *stack : ThreadState::kEmptyStack;
     }
     return stack;
+  }
+
+  // Native addresses in a library replaced since at the same address go to its moved range.
+  void MoveAddresses(SampleFrame* frames, size_t count, TimeStamp time) const {
+    if (!timeline_.has_moved_libraries()) return;
+    for (size_t i = 0; i < count; ++i) {
+      if (frames[i].kind == SampleFrame::Kind::kNative) frames[i].address = timeline_.AddressAt(frames[i].address, time);
+    }
   }
 
   void NoteFrames(const SampleFrame* frames, size_t count) {
@@ -512,6 +530,7 @@ class ProfileBuilder {
     for (size_t i = 0; i < leaf_first.size(); ++i) {
       frames[leaf_first.size() - 1 - i].address = leaf_first[i];
     }
+    MoveAddresses(frames.data(), frames.size(), marker_time_);
     return StackOf(thread, frames.data(), frames.size());
   }
 
@@ -524,6 +543,7 @@ class ProfileBuilder {
     const std::string_view name = header.name.View();  // Lives as long as `header`.
     std::optional<uint32_t> stack;
     if (!header.stack.empty()) {
+      marker_time_ = header.start;
       stack = MarkerStack(thread, header.stack);
       --samples_;  // MarkerStack counted it as a sample.
     }
@@ -580,7 +600,7 @@ class ProfileBuilder {
   const bool symbolicate_;
   const ProcessId pid_;
   const std::string process_name_;
-  std::vector<SharedLibrary> libs_;
+  LibraryTimeline timeline_{std::vector<LibraryLifetime>()};
   std::unique_ptr<ElfSymbolizer> symbolizer_;
   AddressNames names_;
   std::map<int64_t, ThreadState> threads_;
@@ -598,6 +618,7 @@ class ProfileBuilder {
   std::vector<uint8_t> frame_bytes_;
   std::string marker_text_;           // The current text marker's text.
   bool failed_frames_ = false;
+  TimeStamp marker_time_;  // The current marker's start, for its stack's addresses.
   FrameListTable frame_lists_;
   size_t samples_ = 0;
   uint64_t total_entries_ = 0;     // Samples and markers seen by pass 1.
@@ -670,7 +691,8 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
   {
     ProgressLogger phase = progress.CreateSubLogger(ProportionValue::Zero(), kAddressesEnd,
                                                     "capture: collecting addresses");
-    builder.libs() = CollectSharedLibraries();
+    builder.SetLibraryTimeline(inputs.library_history ? LibraryTimeline(inputs.library_history())
+                                                      : LibraryTimeline());
     const ChunkedBuffer::State state = buffer.GetState();
     PassProgress pass(phase, failure, state.range_start, state.range_end);
     buffer.ReadEach([&](EntryReader& reader) {

@@ -42,6 +42,7 @@
 #include "shared/buffer/chunked_buffer.h"
 #include "shared/json/gecko_profile_writer.h"
 #include "shared/json/json_writer.h"
+#include "shared/profile/library_timeline.h"
 #include "shared/profile/marker_entry.h"
 #include "shared/progress/failure_latch.h"
 #include "shared/progress/progress_logger.h"
@@ -84,6 +85,10 @@ struct CaptureInputs {
   // Parent only: the properties of the top-level "profileGatheringLog" object (what became
   // of each sub-process during gathering), written last. Null: no such object.
   std::function<void(JsonWriter&)> profile_gathering_log;
+  // Every library mapped during the session with its load and unload times
+  // (library_timeline.h): each sample's addresses resolve in the library mapped at its time.
+  // Null: the libraries mapped at capture.
+  std::function<std::vector<LibraryLifetime>()> library_history;
   // Reports the capture's progress (see the top of this file); null: none, at no cost. Must
   // stay valid during the call; it is left at its local 1 (not finished).
   ProgressLogger* progress = nullptr;

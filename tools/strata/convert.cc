@@ -12,6 +12,7 @@
 #include "tools/strata/function_stats.h"
 #include "tools/strata/profile_io.h"
 #include "tools/strata/progress.h"
+#include "tools/strata/terminal_text.h"
 
 namespace strata {
 namespace cli {
@@ -384,12 +385,14 @@ class PprofBuilder {
 
 // --- collapsed ------------------------------------------------------------------------------
 
+// One collapsed-stack field: no ';' (the separator), no line break, no control character
+// (the output may go to a terminal: `-o -`).
 std::string Sanitized(std::string s) {
   for (char& c : s) {
     if (c == ';') c = ':';
     if (c == '\n' || c == '\r') c = ' ';
   }
-  return s;
+  return TerminalSafe(s);
 }
 
 void WriteCollapsedLines(const Profile& profile, const Flush& flush) {

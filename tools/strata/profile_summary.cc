@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tools/strata/function_stats.h"
+#include "tools/strata/terminal_text.h"
 
 namespace strata {
 namespace cli {
@@ -24,9 +25,13 @@ std::string Format(const char* format, ...) {
   return buffer;
 }
 
+// Every string from the profile goes through TerminalSafe() before it is measured or cut.
+// The cut never falls inside a UTF-8 sequence.
 std::string Shorten(const std::string& s, size_t width) {
   if (s.size() <= width) return s;
-  return s.substr(0, width - 3) + "...";
+  size_t cut = width - 3;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "...";
 }
 
 size_t Width(size_t wanted, size_t at_least, size_t at_most) { return std::min(at_most, std::max(at_least, wanted)); }
@@ -45,17 +50,20 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions) {
   const char* unit = times.cpu ? "CPU" : "sampled";
   std::string out;
   out += Format("Profile of %s: %.1f ms, %zu process(es), %zu thread(s), %zu samples, interval %.2f ms\n",
-                profile.product.empty() ? "?" : profile.product.c_str(), profile.duration(),
+                profile.product.empty() ? "?" : TerminalSafe(profile.product).c_str(), profile.duration(),
                 profile.processes.size(), profile.threads.size(), profile.total_samples, profile.interval_ms);
   out += Format("Time below is %s time (%s).\n", unit,
                 times.cpu ? "per-sample CPU deltas" : "samples x interval; the profile has no CPU deltas");
 
   // Processes.
+  std::vector<std::string> process_names;
+  for (const Process& p : profile.processes) process_names.push_back(TerminalSafe(p.name));
   size_t name_width = 7;
-  for (const Process& p : profile.processes) name_width = Width(p.name.size(), name_width, 32);
+  for (const std::string& name : process_names) name_width = Width(name.size(), name_width, 32);
   out += Format("\nProcesses:\n  %8s  %-*s %10s %12s %8s %9s %11s\n", "pid", static_cast<int>(name_width), "process",
                 "start ms", "duration ms", "threads", "samples", "CPU ms");
-  for (const Process& p : profile.processes) {
+  for (size_t i = 0; i < profile.processes.size(); ++i) {
+    const Process& p = profile.processes[i];
     size_t samples = 0;
     double cpu = 0;
     for (size_t t : p.threads) {
@@ -63,22 +71,25 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions) {
       cpu += profile.threads[t].CpuMs();
     }
     out += Format("  %8lld  %-*s %10.1f %12.1f %8zu %9zu %11.1f\n", static_cast<long long>(p.pid),
-                  static_cast<int>(name_width), Shorten(p.name, name_width).c_str(), p.start_time,
+                  static_cast<int>(name_width), Shorten(process_names[i], name_width).c_str(), p.start_time,
                   p.end_time - p.start_time, p.threads.size(), samples, cpu);
   }
 
   // Threads.
+  std::vector<std::string> thread_names;
+  for (const Thread& t : profile.threads) thread_names.push_back(TerminalSafe(t.name));
   size_t thread_width = 6;
-  for (const Thread& t : profile.threads) thread_width = Width(t.name.size(), thread_width, 28);
+  for (const std::string& name : thread_names) thread_width = Width(name.size(), thread_width, 28);
   out += Format("\nThreads:\n  %8s %8s  %-*s %9s %11s %7s\n", "pid", "tid", static_cast<int>(thread_width), "thread",
                 "samples", "CPU ms", "CPU %");
-  for (const Thread& t : profile.threads) {
+  for (size_t i = 0; i < profile.threads.size(); ++i) {
+    const Thread& t = profile.threads[i];
     const double end = std::isnan(t.unregister_time) ? profile.processes[t.process].end_time : t.unregister_time;
     const double life = end - t.register_time;
     const double cpu = t.CpuMs();
     out += Format("  %8lld %8lld  %-*s %9zu %11.1f %6.1f%%\n", static_cast<long long>(t.pid),
                   static_cast<long long>(t.tid), static_cast<int>(thread_width),
-                  Shorten(t.name, thread_width).c_str(), t.sample_count(), cpu,
+                  Shorten(thread_names[i], thread_width).c_str(), t.sample_count(), cpu,
                   life > 0 && t.has_cpu() ? 100.0 * cpu / life : 0.0);
   }
 
@@ -98,8 +109,8 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions) {
       const FunctionTime& f = times.functions[order[i]];
       if ((by_self ? f.self : f.total) <= 0) break;
       const Function& function = profile.functions[order[i]];
-      std::string name = Shorten(function.name, 90);
-      if (!function.library.empty()) name += "  [" + function.library + "]";
+      std::string name = Shorten(TerminalSafe(function.name), 90);
+      if (!function.library.empty()) name += "  [" + TerminalSafe(function.library) + "]";
       out += Format("  %10.1f %6.1f%% %10.1f %6.1f%% %9zu  %s\n", f.self, 100.0 * f.self / all, f.total,
                     100.0 * f.total / all, f.total_samples, name.c_str());
     }
@@ -111,7 +122,7 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions) {
   std::map<std::string, MarkerStats> markers;
   for (const Thread& t : profile.threads) {
     for (const MarkerSpan& m : MarkerSpans(profile, t)) {
-      MarkerStats& s = markers[m.name];
+      MarkerStats& s = markers[TerminalSafe(m.name)];
       ++s.count;
       if (!m.instant) {
         const double d = m.end - m.start;

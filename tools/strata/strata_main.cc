@@ -20,6 +20,7 @@
 #include "tools/strata/profile_summary.h"
 #include "tools/strata/record.h"
 #include "tools/strata/report.h"
+#include "tools/strata/terminal_text.h"
 #include "tools/js/exec_strata_js.h"
 
 namespace strata {
@@ -53,7 +54,7 @@ int RunSymbolicate(const std::string& input, std::string output) {
   rapidjson::Document document;
   std::string error;
   if (!LoadProfileDocument(input, &document, &error)) {
-    std::fprintf(stderr, "strata symbolicate: %s\n", error.c_str());
+    std::fprintf(stderr, "strata symbolicate: %s\n", TerminalSafe(error).c_str());
     return 1;
   }
   if (!HasRawAddresses(document)) {
@@ -68,7 +69,7 @@ int RunSymbolicate(const std::string& input, std::string output) {
   }, &stats);
   uint64_t bytes = 0;
   if (!WriteJsonAtomically(output, document, &bytes, &error)) {
-    std::fprintf(stderr, "strata symbolicate: %s\n", error.c_str());
+    std::fprintf(stderr, "strata symbolicate: %s\n", TerminalSafe(error).c_str());
     return 1;
   }
   const DwarfModuleCache::Stats files = cache->GetStats();
@@ -84,11 +85,12 @@ bool LoadModel(const std::string& command, const std::string& path, Profile* pro
   rapidjson::Document document;
   std::string error;
   if (!LoadProfileDocument(path, &document, &error)) {
-    std::fprintf(stderr, "strata %s: %s\n", command.c_str(), error.c_str());
+    std::fprintf(stderr, "strata %s: %s\n", command.c_str(), TerminalSafe(error).c_str());
     return false;
   }
   if (!LoadProfileModel(document, profile, &error)) {
-    std::fprintf(stderr, "strata %s: %s: %s\n", command.c_str(), path.c_str(), error.c_str());
+    std::fprintf(stderr, "strata %s: %s: %s\n", command.c_str(), TerminalSafe(path).c_str(),
+                 TerminalSafe(error).c_str());
     return false;
   }
   return true;
@@ -102,7 +104,7 @@ int RunSummary(const std::vector<std::string>& files, size_t top) {
       status = 1;
       continue;
     }
-    if (files.size() > 1) std::printf("%s== %s ==\n", i > 0 ? "\n" : "", files[i].c_str());
+    if (files.size() > 1) std::printf("%s== %s ==\n", i > 0 ? "\n" : "", TerminalSafe(files[i]).c_str());
     std::fputs(SummarizeProfile(profile, top).c_str(), stdout);
   }
   return status;
@@ -122,7 +124,7 @@ int RunConvert(const std::string& input, const std::string& format, const std::s
     ok = WriteCollapsed(profile, output, &stats, &error);
   }
   if (!ok) {
-    std::fprintf(stderr, "strata convert: %s\n", error.c_str());
+    std::fprintf(stderr, "strata convert: %s\n", TerminalSafe(error).c_str());
     return 1;
   }
   if (output != "-") {
@@ -138,7 +140,7 @@ int RunReport(const std::string& input, const std::string& output, const ReportO
   std::string error;
   uint64_t bytes = 0;
   if (!WriteReport(profile, input, options, output, &bytes, &error)) {
-    std::fprintf(stderr, "strata report: %s\n", error.c_str());
+    std::fprintf(stderr, "strata report: %s\n", TerminalSafe(error).c_str());
     return 1;
   }
   std::fprintf(stderr, "strata report: %s (%s)\n", output.c_str(), HumanBytes(bytes).c_str());

@@ -10,6 +10,12 @@ namespace {
 std::string Quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20) {  // JSON forbids raw control characters.
+      char escape[8];
+      std::snprintf(escape, sizeof(escape), "\\u%04x", static_cast<unsigned>(c));
+      out += escape;
+      continue;
+    }
     if (c == '"' || c == '\\') out.push_back('\\');
     out.push_back(c);
   }
