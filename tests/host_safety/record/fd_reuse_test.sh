@@ -4,7 +4,9 @@
 # program with exit(128 + byte) (status 218 in 5 of 60 runs). fd_reuse_program closes every
 # descriptor above 2 at start, reopens pipes and a file on those numbers and checks every
 # byte. It runs plain, preloaded, and RUNS (default 60) times under `strata record`: every run
-# must end as the plain one (exit 0) with the same output, and write its profile.
+# must end as the plain one (exit 0) with the same output, and write its profile (with
+# libunwind's own pipe-based memory check, 5 of 100 saves failed with EBADF: the number of
+# the save's temporary file was closed by libunwind; issue 16, first item).
 source "$(dirname "$0")/../../scenario_lib.sh"
 source "$(dirname "$0")/record_lib.sh"
 
@@ -27,7 +29,9 @@ for i in $(seq "$runs"); do
   if ! same_as_plain "record$i" plain; then
     bad=$((bad + 1))
   elif [[ ! -s "$OUT/record$i.json" ]]; then
-    fail "record$i: no profile written"
+    # Seen before libunwind's memory-check pipe was replaced (platform/sampling): the save's
+    # temporary file took the number of that pipe and libunwind closed it (EBADF).
+    fail "record$i: no profile written: $(grep -m1 'could not save' "$WORK/record$i.err")"
     bad=$((bad + 1))
   fi
   rm -f "$OUT/record$i.json" "$WORK/record$i.data"
