@@ -4,7 +4,7 @@
 #           named, inlined hot loops as frames with file:line, exit status passed through);
 #           a shell pipeline (the shell saves no profile), .json.gz output; exit statuses
 #           (exit N, killed by a signal, cannot start); SIGINT to strata and to the whole
-#           process group (the program stops and its profile is saved, status 130);
+#           process group (the program saves its profile and dies by SIGINT, and so does strata: 130);
 #           --no-children;
 #   symbolicate  a raw-address profile written by the base tier itself;
 #   summary, convert (chrome, pprof, collapsed), report  on the recorded profile;
@@ -165,7 +165,7 @@ for mode in strata group; do
   RUN_STATUS=$?
   waited=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
   result "$name status=$RUN_STATUS stop_s=$waited"
-  expect_status "$name" 130 "128 + SIGINT, from the program's orderly exit"
+  expect_status "$name" 130 "SIGINT: the program saves and dies by it, strata dies by it too"
   if [[ -s "$OUT/$name.json" ]]; then
     if skip_under_tsan "$name: forever_spin's share of the samples"; then
       pass "$name: profile saved"

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -287,9 +288,11 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
       std::fprintf(stderr, "strata: %s exited; waiting for %zu process(es) it started: %s (Ctrl-C stops them)\n",
                    CommandText(options.command).c_str(), rest.size(), list.c_str());
     }
-    // Processes that ignore SIGINT (a shell's background jobs do) get SIGTERM, which the
-    // record hook also turns into an orderly exit, two seconds after the first interrupt.
-    if (interrupts > 0 && !terminated && Seconds(first_interrupt) > 2.0) {
+    // Once the command has ended after an interrupt, what it started and left running (a
+    // shell's background jobs run with SIGINT ignored) gets SIGTERM, which the record hook
+    // turns into a save and the same death, two seconds after the first interrupt. The
+    // command itself is never sent more than what it was sent.
+    if (interrupts > 0 && root_done && !terminated && Seconds(first_interrupt) > 2.0) {
       terminated = true;
       const auto rest = Descendants();
       if (!rest.empty()) {
@@ -304,6 +307,11 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
     struct timespec timeout = {0, 250 * 1000 * 1000};
     const int signal_number = sigtimedwait(&waited, &info, &timeout);
     if (signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP) {
+      // From the terminal (si_code SI_KERNEL) the tree got the signal already; from another
+      // process (kill, timeout, a supervisor; si_code <= 0) it is forwarded: to the command
+      // alone while it runs (what it would get if it were signalled directly), else to what
+      // is left of the tree.
+      const bool from_process = info.si_code <= 0;
       if (++interrupts == 1) first_interrupt = Clock::now();
       if (interrupts >= 3) {
         if (!options.quiet) std::fprintf(stderr, "strata: killing the process tree (profiles not yet saved are lost)\n");
@@ -314,11 +322,18 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
                        SignalName(signal_number).c_str());
         }
         terminated = true;
-        SignalTree(SIGTERM);
+        if (!root_done && from_process) kill(child, signal_number);
+        for (const auto& [pid, name] : Descendants()) {
+          if (pid != child) kill(pid, SIGTERM);
+        }
       } else {
-        // From another process (kill, timeout, a supervisor): forward to the whole tree. From
-        // the terminal (si_code SI_KERNEL) the tree got it already.
-        if (info.si_code <= 0) SignalTree(signal_number);
+        if (from_process) {
+          if (!root_done) {
+            kill(child, signal_number);
+          } else {
+            SignalTree(signal_number);
+          }
+        }
         if (!options.quiet) {
           std::fprintf(stderr, "strata: %s: stopping the program; its profiles are still saved\n",
                        SignalName(signal_number).c_str());
@@ -336,6 +351,28 @@ int ExitStatusOf(const ProcessResult& result) {
   if (WIFEXITED(result.status)) return WEXITSTATUS(result.status);
   if (WIFSIGNALED(result.status)) return 128 + WTERMSIG(result.status);
   return 1;
+}
+
+// Ends `strata` the way the command ended: killed by the same signal (so that whoever started
+// `strata` sees WIFSIGNALED with it, as it would have running the command directly), else
+// returns `exit_status` for main to return. No core file of `strata` itself: the command
+// dumped its own where the limits allow.
+int EndAsTheCommandDid(const ProcessResult& result, int exit_status) {
+  if (!result.started || !WIFSIGNALED(result.status)) return exit_status;
+  const int signal_number = WTERMSIG(result.status);
+  std::fflush(nullptr);
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(signal_number, &default_action, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signal_number);
+  sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  raise(signal_number);
+  return exit_status;  // A signal that does not end a process (SIGCHLD...): its 128 + N.
 }
 
 void RemoveDirectory(const std::string& directory) {
@@ -457,7 +494,7 @@ int Record(const RecordOptions& options) {
     std::fprintf(stderr, "strata record: no process saved a profile (is '%s' dynamically linked, and not setuid?)\n",
                  options.command[0].c_str());
     RemoveDirectory(directory);
-    return exit_status != 0 ? exit_status : 1;
+    return EndAsTheCommandDid(run, exit_status);
   }
   rapidjson::MemoryPoolAllocator<> allocator;
   std::vector<rapidjson::Document> documents;
@@ -475,7 +512,7 @@ int Record(const RecordOptions& options) {
   RemoveDirectory(directory);
   if (documents.empty()) {
     std::fprintf(stderr, "strata record: no readable profile\n");
-    return exit_status != 0 ? exit_status : 1;
+    return EndAsTheCommandDid(run, exit_status);
   }
   size_t parent = documents.size();
   for (size_t i = 0; i < pids.size(); ++i) {
@@ -522,7 +559,7 @@ int Record(const RecordOptions& options) {
   std::string error;
   if (!WriteJsonAtomically(options.output, root, &bytes, &error)) {
     std::fprintf(stderr, "strata record: %s\n", error.c_str());
-    return exit_status != 0 ? exit_status : 1;
+    return EndAsTheCommandDid(run, exit_status);
   }
   const double write_seconds = Seconds(write_start);
   if (!options.quiet) {
@@ -539,7 +576,7 @@ int Record(const RecordOptions& options) {
                    unfinished);
     }
   }
-  return exit_status;
+  return EndAsTheCommandDid(run, exit_status);
 }
 
 }  // namespace cli

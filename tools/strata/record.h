@@ -5,14 +5,17 @@
 //      saved at exit by libstrata_base.so (STRATA_SHUTDOWN=<dir>/%p.json).
 //   2. The command runs with LD_PRELOAD=libstrata_base.so:libstrata_record.so (plus any
 //      LD_PRELOAD it had), STRATA_STARTUP=1 and the sampling settings. libstrata_record.so
-//      (record_hook.cc) turns SIGINT/SIGTERM/SIGHUP into an orderly exit so that the profile
-//      is still saved, and implements --no-children.
+//      (record_hook.cc) saves the profile of a process killed by SIGINT/SIGTERM/SIGHUP
+//      before letting it die by that signal, without changing what the program sees of its
+//      signal dispositions, and implements --no-children.
 //   3. `strata record` becomes a child subreaper (PR_SET_CHILD_SUBREAPER), so it waits for
 //      the whole process tree, daemonised grandchildren included. SIGINT, SIGTERM and SIGHUP
-//      sent to it by another process are forwarded to every process of the tree; a Ctrl-C
-//      from the terminal reaches the tree directly. Processes still running two seconds
-//      after the first interrupt (a shell's background jobs ignore SIGINT) get SIGTERM, as
-//      they do at once on a second interrupt; a third one kills the tree (SIGKILL).
+//      sent to it by another process are forwarded to the command alone (to what is left of
+//      the tree once the command has ended); a Ctrl-C from the terminal reaches the tree
+//      directly. Processes the command leaves running get SIGTERM two seconds after the
+//      first interrupt once it has ended (a shell's background jobs ignore SIGINT); a second
+//      interrupt sends SIGTERM to the rest of the tree at once; a third kills the tree
+//      (SIGKILL).
 //   4. The profiles are merged (the command's own process is the parent; when it saved none,
 //      e.g. a shell that ends with _exit, the earliest one is), raw addresses are
 //      symbolicated with the DWARF symbolizer, and the file is written atomically (gzip
@@ -43,9 +46,11 @@ struct RecordOptions {
   std::vector<std::string> command;
 };
 
-// Returns the exit status for `strata`: the command's (128 + N when it was killed by signal
-// N; 127 when it could not be started), or 1 when the command succeeded but no profile
-// could be written.
+// When the command was killed by signal N, kills this process by N after writing the profile
+// (the caller of `strata` sees what it would see running the command directly). Otherwise
+// returns the exit status for `strata`: the command's exit status, also when no profile could
+// be written (the error is on stderr); 127 (126) when it could not be started; 2 for a
+// usage error before anything ran.
 int Record(const RecordOptions& options);
 
 // Where libstrata_base.so is: `explicit_path`, else $STRATA_BASE_LIB, else next to the
