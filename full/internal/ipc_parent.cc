@@ -1142,13 +1142,15 @@ void IpcParent::WorkerMain() {
     if (link_.Sync()) {
       // A new session of the parent: its settings, for the children and the limit.
       const ProfilerSettings settings = ProfilerCurrentSettings();
+      bool restarted;
       {
         std::lock_guard<std::mutex> lock(session_mutex_);
         session_settings_ = settings;
-        ++generation_;
+        restarted = generation_++ > 0;
       }
-      {
-        // Exit profiles belong to the session they were recorded in.
+      if (restarted) {
+        // Exit profiles belong to the session they were recorded in (those that came
+        // before the first session was hooked belong to it).
         std::lock_guard<std::mutex> lock(exits_mutex_);
         exits_.clear();
         dropped_.clear();
