@@ -221,6 +221,11 @@ class IpcParent {
   void ReadFrom(Child& child);
   // Profiles held in the parent, against the budget (half the global limit).
   size_t ProfileBudgetBytes() const { return controller_.limit_bytes() / 2; }
+  // Profiles of a gathering are the children's live data (bounded by the limit in binary
+  // form, larger as JSON) and held only during a capture: a looser bound.
+  size_t GatherBudgetBytes() const {
+    return std::max<size_t>(4 * controller_.limit_bytes(), size_t{64} << 20);
+  }
   void Admit(Child& child, ipc::MessageType type, size_t frame_bytes);
   bool MakeRoomFor(const Child& child, const char* what, size_t bytes);
   void RecordDrop(const Child& child, const char* what, size_t bytes, const std::string& reason);
@@ -669,14 +674,16 @@ void IpcParent::Admit(Child& child, ipc::MessageType type, size_t frame_bytes) {
 }
 
 bool IpcParent::MakeRoomFor(const Child& child, const char* what, size_t bytes) {
-  const size_t budget = ProfileBudgetBytes();
+  const bool gathered = std::string(what) != "exit profile";
+  const size_t budget = gathered ? GatherBudgetBytes() : ProfileBudgetBytes();
   std::vector<DroppedProfile> evicted;
   bool fits;
   {
     std::lock_guard<std::mutex> lock(exits_mutex_);
     std::vector<size_t> sizes;
     for (const ExitRecord& e : exits_) sizes.push_back(e.profile->size());
-    const RoomDecision room = MakeRoom(sizes, gathered_bytes_ + admitted_bytes_, bytes, budget);
+    const RoomDecision room =
+        MakeRoom(sizes, (gathered ? gathered_bytes_ : 0) + admitted_bytes_, bytes, budget);
     fits = room.fits;
     for (size_t i = 0; i < room.drop_oldest; ++i) {
       const ExitRecord& e = exits_[i];
@@ -699,9 +706,9 @@ bool IpcParent::MakeRoomFor(const Child& child, const char* what, size_t bytes) 
   if (!fits) {
     RecordDrop(child, what, bytes,
                bytes > budget
-                   ? "larger than the budget for children's profiles held by the parent (" +
-                         std::to_string(budget) + " bytes: half the global limit of " +
-                         std::to_string(controller_.limit_bytes()) + ")"
+                   ? "larger than the budget for children's " + std::string(what) +
+                         "s held by the parent (" + std::to_string(budget) + " bytes, from the "
+                         "global limit of " + std::to_string(controller_.limit_bytes()) + ")"
                    : "the budget for children's profiles held by the parent (" +
                          std::to_string(budget) + " bytes) is taken by profiles being gathered");
   }
