@@ -104,6 +104,8 @@ class IpcChild {
   std::atomic<bool> stop_worker_{false};
   std::atomic<int64_t> epoch_offset_ns_{0};
   bool awaiting_update_ = false;  // IPC thread.
+  bool parent_lost_ = false;      // IPC thread: LoseParent() ran.
+  int waker_number_ = -1;         // As registered for forks.
   uint64_t applied_generation_ = 0;  // Worker (or the starting thread before it runs).
 
   // Worker requests (from the IPC thread).
@@ -134,10 +136,12 @@ bool IpcChild::Start() {
     LogError("ipc: cannot join the parent's session at %s: %s; profiling alone", path_.c_str(),
              error.c_str());
     connection_.reset();
+    waker_.Close();  // Nothing will wake it: given back at once.
     return false;
   }
-  RegisterInheritedFd(connection_->fd());
+  RegisterInheritedFd(connection_->number());
   RegisterInheritedFd(waker_.fd());
+  waker_number_ = waker_.fd();
   link_.Sync();
   connected_ = true;
   if (!StartInternalThread(&worker_thread_, "StrataIpcWork", [this] { WorkerMain(); }) ||
@@ -145,6 +149,9 @@ bool IpcChild::Start() {
     LogError("ipc: cannot start the IPC threads; profiling alone");
     stop_worker_ = stop_ipc_ = true;
     connected_ = false;
+    UnregisterInheritedFd(connection_->number());
+    connection_->Close();
+    UnregisterInheritedFd(waker_number_);
     return false;
   }
   threads_started_ = true;
@@ -252,13 +259,18 @@ void IpcChild::Send(const ipc::Message& message) {
 }
 
 void IpcChild::LoseParent(const std::string& why, bool is_error) {
-  if (!connection_ || connection_->closed()) return;
-  if (is_error) {
+  if (!connection_ || parent_lost_) return;
+  parent_lost_ = true;  // Logged once, whatever the path.
+  if (connection_->lost()) {
+    LogError("ipc: the connection to the parent was closed by the program (its descriptor "
+             "number was closed or reused); profiling alone, the program's descriptors are "
+             "left alone");
+  } else if (is_error) {
     LogError("ipc: leaving the parent's session: %s", why.c_str());
   } else if (!closing_) {
     LogInfo("ipc: the parent's session is gone (%s); profiling alone", why.c_str());
   }
-  UnregisterInheritedFd(connection_->fd());
+  UnregisterInheritedFd(connection_->number());
   connection_->Close();
   connected_ = false;
   following_ = false;
@@ -313,6 +325,15 @@ void IpcChild::IpcThreadMain() {
         break;
       }
     }
+    // The program may have closed our descriptors (close_range) and reopened its files on
+    // their numbers: never poll, read, write or close what is no longer ours.
+    if (!connection_->StillOurs()) {
+      LoseParent(connection_->lost() ? "lost" : "closed", false);
+      break;
+    }
+    if (waker_.ok() && !waker_.StillOurs()) {
+      LogError("ipc: the wake-up descriptor was closed by the program; polling every 100 ms");
+    }
     pollfd fds[2] = {
         {connection_->fd(), static_cast<short>(POLLIN | (connection_->WantsWrite() ? POLLOUT : 0)),
          0},
@@ -335,7 +356,7 @@ void IpcChild::IpcThreadMain() {
     }
   }
   if (connection_ && !connection_->closed()) {
-    UnregisterInheritedFd(connection_->fd());
+    UnregisterInheritedFd(connection_->number());
     connection_->Close();
   }
   connected_ = false;
@@ -468,6 +489,12 @@ void IpcChild::Shutdown() {
   }
   pthread_join(ipc_thread_, nullptr);
   following_ = false;
+  // The eventfd goes back (it was kept before: one per child start). The threads are joined
+  // and the session's manager unhooked: nothing wakes it any more (and Wake() on a closed
+  // Waker does nothing).
+  link_.Unhook();
+  UnregisterInheritedFd(waker_number_);
+  waker_.Close();
 }
 
 void IpcChild::FillStatus(IpcStatus* status) {

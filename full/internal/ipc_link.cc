@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,34 +116,54 @@ bool StartInternalThread(pthread_t* thread, const char* name, std::function<void
 
 namespace {
 constexpr int kMaxInheritedFds = 1100;
-std::atomic<int> g_inherited_fds[kMaxInheritedFds];
+// A slot: the number (0: free, -1: being filled) and the identity it had when registered.
+struct InheritedFd {
+  std::atomic<int> fd{0};
+  std::atomic<uint64_t> device{0};
+  std::atomic<uint64_t> inode{0};
+};
+InheritedFd g_inherited_fds[kMaxInheritedFds];
 std::once_flag g_atfork_once;
 
 void CloseInheritedFdsInForkedChild() {
-  // Async-signal-safe: loads and close(2).
-  for (std::atomic<int>& slot : g_inherited_fds) {
-    const int fd = slot.load(std::memory_order_relaxed);
-    if (fd > 0) close(fd);
-    slot.store(0, std::memory_order_relaxed);
+  // Async-signal-safe: loads, fstat(2) and close(2). A number the program closed and reused
+  // (another device or inode now) is the program's: left alone.
+  for (InheritedFd& slot : g_inherited_fds) {
+    const int fd = slot.fd.load(std::memory_order_acquire);
+    if (fd > 0) {
+      struct stat status;
+      if (fstat(fd, &status) == 0 &&
+          static_cast<uint64_t>(status.st_dev) == slot.device.load(std::memory_order_relaxed) &&
+          static_cast<uint64_t>(status.st_ino) == slot.inode.load(std::memory_order_relaxed)) {
+        close(fd);
+      }
+    }
+    slot.fd.store(0, std::memory_order_relaxed);
   }
 }
 }  // namespace
 
 void RegisterInheritedFd(int fd) {
   if (fd <= 0) return;
+  struct stat status;
+  if (fstat(fd, &status) != 0) return;
   std::call_once(g_atfork_once,
                  [] { pthread_atfork(nullptr, nullptr, &CloseInheritedFdsInForkedChild); });
-  for (std::atomic<int>& slot : g_inherited_fds) {
+  for (InheritedFd& slot : g_inherited_fds) {
     int expected = 0;
-    if (slot.compare_exchange_strong(expected, fd)) return;
+    if (!slot.fd.compare_exchange_strong(expected, -1)) continue;  // Claimed: being filled.
+    slot.device.store(static_cast<uint64_t>(status.st_dev), std::memory_order_relaxed);
+    slot.inode.store(static_cast<uint64_t>(status.st_ino), std::memory_order_relaxed);
+    slot.fd.store(fd, std::memory_order_release);
+    return;
   }
 }
 
 void UnregisterInheritedFd(int fd) {
   if (fd <= 0) return;
-  for (std::atomic<int>& slot : g_inherited_fds) {
+  for (InheritedFd& slot : g_inherited_fds) {
     int expected = fd;
-    if (slot.compare_exchange_strong(expected, 0)) return;
+    if (slot.fd.compare_exchange_strong(expected, 0)) return;
   }
 }
 

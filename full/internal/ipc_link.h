@@ -65,7 +65,9 @@ bool StartInternalThread(pthread_t* thread, const char* name, std::function<void
 
 // Descriptors a fork()ed copy of the process must not keep (the IPC sockets: a child's
 // connection held open by its fork would hide the child's end from the parent). The copy
-// closes them at once (pthread_atfork). Unregister before closing.
+// closes them at once (pthread_atfork), each only if its number still names what was
+// registered (fstat device + inode): a number the program closed and reused is left alone.
+// Unregister (by the number registered) before closing, or once the descriptor is lost.
 void RegisterInheritedFd(int fd);
 void UnregisterInheritedFd(int fd);
 

@@ -33,10 +33,12 @@
 #include "base/internal/tier_extension.h"
 #include "base/profiler.h"
 #include "full/internal/ipc.h"
+#include "full/internal/ipc_guards.h"
 #include "full/internal/ipc_link.h"
 #include "full/ipc/global_controller.h"
 #include "full/ipc/messages.h"
 #include "full/ipc/transport.h"
+#include "platform/private_fd.h"
 #include "rapidjson/reader.h"
 #include "shared/json/gecko_profile_writer.h"
 #include "shared/profile/profile_capture.h"
@@ -48,12 +50,22 @@ namespace {
 using base_internal::LogError;
 using base_internal::LogInfo;
 
-constexpr size_t kMaxConnections = 1024;
+// Accepted per round of the IPC loop (the others wait in the backlog for the next round).
+constexpr int kAcceptsPerRound = 64;
+// Log lines peers can cause: a burst, then a count (docs/ipc.md).
+constexpr int kLogBurst = 40;
+constexpr TimeDuration kLogWindow = TimeDuration::FromMilliseconds(10000);
+// Frames above this wait for the budget's admission (every profile above it).
+constexpr uint32_t kAdmissionAboveBytes = 64 * 1024;
+// Dropped profiles listed in the gathering log (the count covers them all).
+constexpr size_t kMaxDroppedListed = 64;
 // A child that does not read what we send (stopped, stuck) is dropped beyond this.
 constexpr size_t kMaxQueuedBytes = 4u << 20;
 constexpr size_t kMaxEvents = 256;
 using ipc::GlobalController;
 constexpr GlobalController::ProcessKey kLocalKey = 0;
+// The exit profiles held by the parent, counted as one more "process" of the tree.
+constexpr GlobalController::ProcessKey kExitProfilesKey = UINT64_MAX;
 
 struct ExitRecord {
   ProcessId pid;
@@ -66,7 +78,17 @@ struct ExitRecord {
   BufferIndex parent_index = 0;
 };
 
-enum class Outcome { kPending, kGathered, kFailed, kStalled, kDisconnected };
+// A child's profile the parent did not keep (over the memory budget).
+struct DroppedProfile {
+  ProcessId pid;
+  std::string name;
+  std::string what;  // "exit profile" or "gathered profile".
+  size_t bytes = 0;
+  std::string reason;
+  TimeStamp at;
+};
+
+enum class Outcome { kPending, kGathered, kFailed, kStalled, kDisconnected, kDropped };
 const char* OutcomeName(Outcome o) {
   switch (o) {
     case Outcome::kPending: return "pending";
@@ -74,6 +96,7 @@ const char* OutcomeName(Outcome o) {
     case Outcome::kFailed: return "capture-failed";
     case Outcome::kStalled: return "stalled";
     case Outcome::kDisconnected: return "disconnected";
+    case Outcome::kDropped: return "dropped";
   }
   return "?";
 }
@@ -128,6 +151,9 @@ class Gather {
   std::vector<GatherChild> children;
   std::vector<ExitRecord> exit_profiles;
   std::vector<std::string> events;
+  std::vector<DroppedProfile> dropped;  // The last kMaxDroppedListed.
+  uint64_t dropped_count = 0;           // Since the session started.
+  size_t profile_budget_bytes = 0;
 
   void MarkDone() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -157,6 +183,7 @@ class IpcParent {
                     }) {
     limits_.profile_bytes = static_cast<uint32_t>(
         std::min<size_t>(settings.max_profile_bytes, UINT32_MAX));
+    limits_.admission_above_bytes = kAdmissionAboveBytes;
   }
 
   bool Start(std::string* error);
@@ -179,13 +206,30 @@ class IpcParent {
     std::string name;
     bool update_requested = false;
     bool sent_exit_profile = false;
+    bool exit_profile_dropped = false;
     bool sent_final = false;
+    size_t admitted_bytes = 0;  // Of the frame being received, counted in the budget.
+    bool closed_noted = false;  // CloseChild() ran.
   };
 
   // IPC thread.
   void IpcThreadMain();
   void AcceptAll();
+  void EndAcceptEpisode(TimeStamp now);
+  void NoteRefusal(const std::string& why);
+  bool CheckDescriptors();
   void ReadFrom(Child& child);
+  // Profiles held in the parent, against the budget (half the global limit).
+  size_t ProfileBudgetBytes() const { return controller_.limit_bytes() / 2; }
+  // Profiles of a gathering are the children's live data (bounded by the limit in binary
+  // form, larger as JSON) and held only during a capture: a looser bound.
+  size_t GatherBudgetBytes() const {
+    return std::max<size_t>(4 * controller_.limit_bytes(), size_t{64} << 20);
+  }
+  void Admit(Child& child, ipc::MessageType type, size_t frame_bytes);
+  bool MakeRoomFor(const Child& child, const char* what, size_t bytes);
+  void RecordDrop(const Child& child, const char* what, size_t bytes, const std::string& reason);
+  void SyncExitProfileAccounting();
   void HandleMessage(Child& child, ipc::Message&& message);
   void Send(Child& child, const ipc::Message& message);
   void CloseChild(Child& child, const std::string& why, bool is_error);
@@ -214,14 +258,26 @@ class IpcParent {
   LocalManagerLink link_;
   ipc::PrivateDirectory directory_;
   std::string socket_path_;
-  int listen_fd_ = -1;
+  PrivateDescriptor listen_;  // IPC thread after Start(); closed by Shutdown() after the join.
+  bool listen_lost_ = false;
+  const ConnectionCaps caps_ = ComputeConnectionCaps();
   pthread_t ipc_thread_{};
   pthread_t worker_thread_{};
+  bool ipc_thread_started_ = false;
+  bool worker_thread_started_ = false;
+  bool shut_down_ = false;  // Shutdown() ran (callers: under g_parent_mutex, or once).
   std::atomic<bool> stop_{false};
   const TimeStamp start_time_ = TimeStamp::Now();
 
   // IPC thread only.
   GlobalController controller_;
+  AcceptBackoff accept_backoff_;
+  std::string accept_error_;       // Of the episode in progress.
+  uint64_t refusals_in_episode_ = 0;
+  TimeStamp refusal_episode_last_;
+  size_t gathered_bytes_ = 0;      // Profiles of the gathering in progress.
+  size_t admitted_bytes_ = 0;      // Frames admitted and being received.
+  size_t reported_exit_bytes_ = 0;  // What the controller was last told.
   std::map<uint64_t, Child> children_;
   uint64_t next_child_id_ = 1;
   uint64_t last_generation_ = 0;
@@ -263,12 +319,15 @@ class IpcParent {
 
   // Exit profiles (IPC thread adds, worker expires, gatherings copy).
   std::mutex exits_mutex_;
-  std::vector<ExitRecord> exits_;
+  std::vector<ExitRecord> exits_;   // Oldest first.
+  std::deque<DroppedProfile> dropped_;
+  uint64_t dropped_count_ = 0;
 
   // Status (read by GetIpcStatus()).
   std::mutex status_mutex_;
   IpcStatus stats_;
   std::deque<std::string> events_;
+  LogRateLimiter log_limiter_{kLogBurst, kLogWindow};
 };
 
 // --- Start and stop
@@ -280,43 +339,62 @@ bool IpcParent::Start(std::string* error) {
   }
   if (!directory_.Create(ipc::DefaultDirectoryBases(), error)) return false;
   socket_path_ = directory_.SocketPath();
-  listen_fd_ = ipc::Listen(socket_path_, error);
-  if (listen_fd_ < 0) return false;
-  RegisterInheritedFd(listen_fd_);
+  if (!listen_.Adopt(ipc::Listen(socket_path_, error))) return false;
+  RegisterInheritedFd(listen_.UncheckedNumber());
   RegisterInheritedFd(waker_.fd());
-  if (!StartInternalThread(&worker_thread_, "StrataIpcWork", [this] { WorkerMain(); }) ||
-      !StartInternalThread(&ipc_thread_, "StrataIpcParent", [this] { IpcThreadMain(); })) {
+  worker_thread_started_ =
+      StartInternalThread(&worker_thread_, "StrataIpcWork", [this] { WorkerMain(); });
+  ipc_thread_started_ = worker_thread_started_ &&
+      StartInternalThread(&ipc_thread_, "StrataIpcParent", [this] { IpcThreadMain(); });
+  if (!ipc_thread_started_) {
     if (error) *error = "cannot start the IPC threads";
-    stop_ = true;
-    return false;
+    return false;  // The caller's Shutdown() stops the worker and closes everything.
   }
   Event(false, "listening on " + socket_path_);
   return true;
 }
 
 void IpcParent::Shutdown() {
-  if (stop_.exchange(true)) return;
+  if (shut_down_) return;
+  shut_down_ = true;
+  stop_ = true;
   waker_.Wake();
   {
     std::lock_guard<std::mutex> lock(worker_mutex_);
     worker_cv_.notify_all();
   }
-  pthread_join(ipc_thread_, nullptr);
-  pthread_join(worker_thread_, nullptr);
-  link_.Unhook();
-  if (listen_fd_ >= 0) {
-    UnregisterInheritedFd(listen_fd_);
-    close(listen_fd_);
+  if (ipc_thread_started_) pthread_join(ipc_thread_, nullptr);
+  if (worker_thread_started_) pthread_join(worker_thread_, nullptr);
+  link_.Unhook();  // No more wake-ups from the session's manager.
+  if (!listen_.empty()) {
+    UnregisterInheritedFd(listen_.UncheckedNumber());
+    listen_.Close();
   }
-  listen_fd_ = -1;
   directory_.Remove();
+  {
+    // BeginGather() wakes under this lock after checking stop_: none can come after.
+    std::lock_guard<std::mutex> lock(gather_mutex_);
+    UnregisterInheritedFd(waker_.fd());
+    waker_.Close();  // One eventfd per StartIpcParent, given back (it was kept before).
+  }
 }
 
 void IpcParent::Event(bool error, const std::string& text) {
-  if (error) {
-    LogError("ipc: %s", text.c_str());
-  } else {
-    LogInfo("ipc: %s", text.c_str());
+  uint64_t suppressed = 0;
+  bool allowed;
+  {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    allowed = log_limiter_.Allow(TimeStamp::Now(), &suppressed);
+  }
+  if (allowed) {
+    // Peers cannot flood the program's stderr: a burst, then a count (docs/ipc.md).
+    const std::string more =
+        suppressed ? " (" + std::to_string(suppressed) + " earlier IPC lines not shown)" : "";
+    if (error) {
+      LogError("ipc: %s%s", text.c_str(), more.c_str());
+    } else {
+      LogInfo("ipc: %s%s", text.c_str(), more.c_str());
+    }
   }
   char stamp[32];
   snprintf(stamp, sizeof(stamp), "%.3f ms: ", (TimeStamp::Now() - start_time_).ToMilliseconds());
@@ -338,7 +416,12 @@ void IpcParent::IpcThreadMain() {
   while (!stop_.load(std::memory_order_acquire)) {
     fds.clear();
     ids.clear();
-    fds.push_back({listen_fd_, POLLIN, 0});
+    CheckDescriptors();
+    const TimeStamp before_poll = TimeStamp::Now();
+    // While accept() lacks descriptors or memory, the listening socket is left alone for a
+    // while (it would say "readable" at once, forever): -1 makes poll() skip it.
+    const bool poll_listener = !listen_.empty() && accept_backoff_.MayPoll(before_poll);
+    fds.push_back({poll_listener ? listen_.UncheckedNumber() : -1, POLLIN, 0});
     fds.push_back({waker_.fd(), POLLIN, 0});
     for (auto& [id, child] : children_) {
       if (child.connection->closed()) continue;
@@ -348,13 +431,16 @@ void IpcParent::IpcThreadMain() {
       ids.push_back(id);
     }
     int timeout_ms = 20;
+    if (!poll_listener && accept_backoff_.in_episode()) {
+      timeout_ms = std::min(timeout_ms, accept_backoff_.MillisecondsUntilRetry(before_poll));
+    }
     if (gather_) {
       const int64_t until = (next_gather_poll_ - TimeStamp::Now()).ToNanoseconds() / 1000000;
       timeout_ms = static_cast<int>(std::clamp<int64_t>(until, 0, timeout_ms));
     }
     poll(fds.data(), fds.size(), timeout_ms);
     if (fds[1].revents & POLLIN) waker_.Drain();
-    if (fds[0].revents & POLLIN) AcceptAll();
+    if (poll_listener && (fds[0].revents & POLLIN)) AcceptAll();
     for (size_t i = 0; i < ids.size(); ++i) {
       auto it = children_.find(ids[i]);
       if (it == children_.end() || it->second.connection->closed()) continue;
@@ -367,6 +453,7 @@ void IpcParent::IpcThreadMain() {
       }
     }
     HandleLocalUpdates();
+    SyncExitProfileAccounting();
     controller_.Tick();  // Destroy requests that take too long are made up for elsewhere.
     BroadcastSessionState();
     StartRequestedGather();
@@ -382,6 +469,11 @@ void IpcParent::IpcThreadMain() {
       }
       it = child.connection->closed() ? children_.erase(it) : std::next(it);
     }
+    if (refusals_in_episode_ > 0 && (now - refusal_episode_last_).ToMilliseconds() > 1000) {
+      Event(true, "refused " + std::to_string(refusals_in_episode_) +
+                      " connection(s) in all beyond the connection caps");
+      refusals_in_episode_ = 0;
+    }
     SyncStats();
   }
   // Shutting down: children see the connection close and carry on alone.
@@ -396,29 +488,96 @@ void IpcParent::IpcThreadMain() {
   requested_gathers_.clear();
 }
 
+bool IpcParent::CheckDescriptors() {
+  // The program may have closed our descriptors (close_range) and reopened its own files on
+  // those numbers: what is not ours any more is forgotten, never polled, read or closed.
+  if (!listen_.empty() && !listen_.IsStillOurs() && !listen_lost_) {
+    listen_lost_ = true;
+    Event(true, "the listening socket was closed by the program: no more children can join "
+                "(the connected ones stay)");
+  }
+  if (waker_.ok() && !waker_.StillOurs()) {
+    Event(true, "the wake-up descriptor was closed by the program: the IPC thread polls "
+                "every 20 ms instead");
+  }
+  bool all_ours = true;
+  for (auto& [id, child] : children_) {
+    (void)id;
+    if (child.connection->closed() || child.connection->StillOurs()) continue;
+    all_ours = false;
+    CloseChild(child, "its connection's descriptor was closed by the program", true);
+  }
+  return all_ours;
+}
+
+void IpcParent::NoteRefusal(const std::string& why) {
+  ++counters_.refused_connections;
+  refusal_episode_last_ = TimeStamp::Now();
+  // One line per episode (the first); the count when it has been quiet for a second.
+  if (refusals_in_episode_++ == 0) Event(true, why + " (further refusals are counted)");
+}
+
+void IpcParent::EndAcceptEpisode(TimeStamp now) {
+  uint64_t failures = 0;
+  TimeDuration length;
+  if (accept_backoff_.OnRecovered(now, &failures, &length)) {
+    char text[160];
+    snprintf(text, sizeof(text), "accepting connections again after %llu failed accept(s) over %.0f ms",
+             static_cast<unsigned long long>(failures), length.ToMilliseconds());
+    Event(false, text);
+  }
+}
+
 void IpcParent::AcceptAll() {
-  for (;;) {
+  const int listen_fd = listen_.Get();
+  if (listen_fd < 0) return;
+  for (int round = 0; round < kAcceptsPerRound; ++round) {
     ipc::PeerCredentials peer;
     std::string error;
-    const int fd = ipc::Accept(listen_fd_, &peer, &error);
+    int accept_errno = 0;
+    const int fd = ipc::Accept(listen_fd, &peer, &error, &accept_errno);
+    const TimeStamp now = TimeStamp::Now();
     if (fd < 0) {
-      if (error.empty()) return;  // Nobody else waiting.
-      Event(true, "refused a connection: " + error);
-      ++counters_.refused_connections;
+      if (error.empty()) {  // Nobody else waiting.
+        EndAcceptEpisode(now);
+        return;
+      }
+      if (ipc::IsResourceExhaustion(accept_errno)) {
+        // The program's descriptors (or memory) come first: back off, 10 ms doubling to 1 s,
+        // and say so once per episode.
+        if (accept_backoff_.OnExhausted(now)) {
+          accept_error_ = error;
+          Event(true, "cannot accept connections (" + error +
+                          "): waiting for the program to free descriptors, retrying 10 ms to 1 s "
+                          "apart; waiting children may time out and profile alone");
+        }
+        return;
+      }
+      NoteRefusal("refused a connection: " + error);
       continue;
     }
-    if (children_.size() >= kMaxConnections) {
-      close(fd);
-      Event(true, "refused peer pid " + std::to_string(peer.pid) + ": too many connections");
-      ++counters_.refused_connections;
+    EndAcceptEpisode(now);
+    size_t unready = 0;
+    for (const auto& [id, c] : children_) {
+      (void)id;
+      if (!c.ready && !c.connection->closed()) ++unready;
+    }
+    const bool too_many = children_.size() >= caps_.total;
+    if (too_many || unready >= caps_.unready) {
+      close(fd);  // Just accepted: ours.
+      NoteRefusal("refused peer pid " + std::to_string(peer.pid) + ": " +
+                  (too_many ? "at the cap of " + std::to_string(caps_.total) + " connections"
+                            : "at the cap of " + std::to_string(caps_.unready) +
+                                  " connections without Hello") +
+                  " (a process never gives more than an eighth of its descriptor limit to IPC)");
       continue;
     }
     Child& child = children_[next_child_id_];
     child.id = next_child_id_++;
-    child.connection = std::make_unique<ipc::Connection>(fd, limits_);
-    RegisterInheritedFd(fd);
+    child.connection = std::make_unique<ipc::Connection>(fd, limits_);  // Moved high.
+    RegisterInheritedFd(child.connection->number());
     child.peer = peer;
-    child.connected_at = TimeStamp::Now();
+    child.connected_at = now;
     LogInfo("ipc: connection from pid %d", peer.pid);
   }
 }
@@ -432,6 +591,11 @@ void IpcParent::ReadFrom(Child& child) {
     size_t bytes = 0;
     const ipc::FrameReader::Status status = child.connection->Next(&message, &type, &bytes);
     if (status == ipc::FrameReader::Status::kNeedMore) break;
+    if (status == ipc::FrameReader::Status::kNeedsAdmission) {
+      Admit(child, type, bytes);
+      if (child.connection->closed()) return;
+      continue;
+    }
     if (status == ipc::FrameReader::Status::kMalformed) {
       CloseChild(child, "malformed message: " + child.connection->read_error(), true);
       ++counters_.closed_connections;
@@ -443,12 +607,139 @@ void IpcParent::ReadFrom(Child& child) {
   }
   if (!open) {
     std::string why = error;
-    if (child.ready && !child.sent_exit_profile) {
+    if (child.exit_profile_dropped) {
+      why += " (its exit profile was dropped: over the memory budget)";
+    } else if (child.ready && !child.sent_exit_profile) {
       why += child.sent_final ? " (it left without a session: no exit profile)"
                               : " without an exit profile (killed, or exited without running "
                                 "its exit handlers)";
     }
     CloseChild(child, why, false);
+  }
+}
+
+// --- The budget for children's profiles held here (docs/ipc.md, "Exit profiles")
+
+void IpcParent::Admit(Child& child, ipc::MessageType type, size_t frame_bytes) {
+  ipc::FrameReader& reader = child.connection->reader();
+  const size_t payload = frame_bytes - ipc::kFrameHeaderBytes;
+  if (!child.ready) {
+    CloseChild(child, std::string("expected Hello, got a ") + std::to_string(payload) +
+                          "-byte " + ipc::MessageTypeName(type),
+               true);
+    ++counters_.closed_connections;
+    return;
+  }
+  if (type == ipc::MessageType::kChunkManagerUpdate) {  // Within its 1 MiB cap: small.
+    reader.Admit();
+    return;
+  }
+  const char* what = type == ipc::MessageType::kExitProfile ? "exit profile" : "gathered profile";
+  if (type == ipc::MessageType::kGatherProfileReply) {
+    bool pending = false;
+    if (gather_) {
+      for (const GatherChild& g : gather_->children) {
+        pending = pending || (g.connection == child.id && g.outcome == Outcome::kPending);
+      }
+    }
+    if (!pending) {  // Late, or never asked for: it would be ignored; not even buffered.
+      reader.Skip();
+      return;
+    }
+  } else if (type != ipc::MessageType::kExitProfile) {
+    CloseChild(child, std::string("a ") + std::to_string(payload) + "-byte " +
+                          ipc::MessageTypeName(type) + " (only profiles are that large)",
+               true);
+    ++counters_.closed_connections;
+    return;
+  }
+  if (!MakeRoomFor(child, what, payload)) {
+    reader.Skip();  // Read and thrown away as it arrives: never held.
+    if (type == ipc::MessageType::kExitProfile) child.exit_profile_dropped = true;
+    if (gather_ && type == ipc::MessageType::kGatherProfileReply) {
+      for (GatherChild& g : gather_->children) {
+        if (g.connection != child.id || g.outcome != Outcome::kPending) continue;
+        g.outcome = Outcome::kDropped;
+        g.bytes = payload;
+        g.error = "over the parent's memory budget for children's profiles";
+        gather_progressed_ = true;
+      }
+      CheckGatherDone();
+    }
+    return;
+  }
+  reader.Admit();
+  child.admitted_bytes = payload;
+  admitted_bytes_ += payload;
+}
+
+bool IpcParent::MakeRoomFor(const Child& child, const char* what, size_t bytes) {
+  const bool gathered = std::string(what) != "exit profile";
+  const size_t budget = gathered ? GatherBudgetBytes() : ProfileBudgetBytes();
+  std::vector<DroppedProfile> evicted;
+  bool fits;
+  {
+    std::lock_guard<std::mutex> lock(exits_mutex_);
+    std::vector<size_t> sizes;
+    for (const ExitRecord& e : exits_) sizes.push_back(e.profile->size());
+    const RoomDecision room =
+        MakeRoom(sizes, (gathered ? gathered_bytes_ : 0) + admitted_bytes_, bytes, budget);
+    fits = room.fits;
+    for (size_t i = 0; i < room.drop_oldest; ++i) {
+      const ExitRecord& e = exits_[i];
+      evicted.push_back({e.pid, e.name, "exit profile", e.profile->size(),
+                         "the oldest kept, dropped for a newer " + std::string(what) + " (" +
+                             std::to_string(bytes) + " bytes of child " +
+                             std::to_string(child.pid.ToNumber()) + ") under the budget of " +
+                             std::to_string(budget) + " bytes",
+                         TimeStamp::Now()});
+    }
+    exits_.erase(exits_.begin(), exits_.begin() + static_cast<ptrdiff_t>(room.drop_oldest));
+  }
+  for (const DroppedProfile& d : evicted) {
+    Child owner;
+    owner.ready = true;
+    owner.pid = d.pid;
+    owner.name = d.name;
+    RecordDrop(owner, d.what.c_str(), d.bytes, d.reason);
+  }
+  if (!fits) {
+    RecordDrop(child, what, bytes,
+               bytes > budget
+                   ? "larger than the budget for children's " + std::string(what) +
+                         "s held by the parent (" + std::to_string(budget) + " bytes, from the "
+                         "global limit of " + std::to_string(controller_.limit_bytes()) + ")"
+                   : "the budget for children's profiles held by the parent (" +
+                         std::to_string(budget) + " bytes) is taken by profiles being gathered");
+  }
+  return fits;
+}
+
+void IpcParent::RecordDrop(const Child& child, const char* what, size_t bytes,
+                           const std::string& reason) {
+  Event(true, std::string("dropped the ") + what + " of " + Describe(child) + " (" +
+                  std::to_string(bytes) + " bytes): " + reason);
+  std::lock_guard<std::mutex> lock(exits_mutex_);
+  ++dropped_count_;
+  dropped_.push_back({child.pid, child.name, what, bytes, reason, TimeStamp::Now()});
+  if (dropped_.size() > kMaxDroppedListed) dropped_.pop_front();
+}
+
+void IpcParent::SyncExitProfileAccounting() {
+  // The exit profiles held count against the one global limit, as a process of the tree
+  // whose bytes the controller cannot destroy (the others' oldest chunks go instead).
+  size_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(exits_mutex_);
+    for (const ExitRecord& e : exits_) bytes += e.profile->size();
+  }
+  if (bytes == reported_exit_bytes_) return;
+  reported_exit_bytes_ = bytes;
+  if (bytes == 0) {
+    controller_.RemoveProcess(kExitProfilesKey);
+  } else {
+    controller_.HandleUpdate(kExitProfilesKey,
+                             ControlledChunkManager::Update(bytes, 0, TimeStamp(), {}));
   }
 }
 
@@ -469,11 +760,14 @@ void IpcParent::Send(Child& child, const ipc::Message& message) {
 }
 
 void IpcParent::CloseChild(Child& child, const std::string& why, bool is_error) {
-  if (child.connection->closed()) return;
+  if (child.closed_noted) return;  // Once, also for a connection the program took away.
+  child.closed_noted = true;
   closed_bytes_sent_ += child.connection->bytes_sent();
   closed_bytes_received_ += child.connection->bytes_received();
-  UnregisterInheritedFd(child.connection->fd());
+  UnregisterInheritedFd(child.connection->number());
   child.connection->Close();
+  admitted_bytes_ -= std::min(admitted_bytes_, child.admitted_bytes);
+  child.admitted_bytes = 0;
   controller_.RemoveProcess(child.id);
   pending_destroys_.erase(child.id);
   if (gather_) {
@@ -540,7 +834,21 @@ void IpcParent::HandleMessage(Child& child, ipc::Message&& message) {
     }
     case ipc::MessageType::kGatherProfileReply: {
       ipc::GatherProfileReply& reply = std::get<ipc::GatherProfileReply>(message);
+      const size_t admitted = std::exchange(child.admitted_bytes, 0);
+      admitted_bytes_ -= std::min(admitted_bytes_, admitted);
       if (!gather_ || reply.request_id != gather_->id) return;  // Late: that gathering ended.
+      // A small reply (not admitted on its header) is checked against the budget now.
+      if (reply.ok && admitted == 0 && !MakeRoomFor(child, "gathered profile", reply.profile.size())) {
+        for (GatherChild& g : gather_->children) {
+          if (g.connection != child.id || g.outcome != Outcome::kPending) continue;
+          g.outcome = Outcome::kDropped;
+          g.bytes = reply.profile.size();
+          g.error = "over the parent's memory budget for children's profiles";
+          gather_progressed_ = true;
+        }
+        CheckGatherDone();
+        return;
+      }
       for (GatherChild& g : gather_->children) {
         if (g.connection != child.id || g.outcome != Outcome::kPending) continue;
         g.outcome = reply.ok ? Outcome::kGathered : Outcome::kFailed;
@@ -549,6 +857,7 @@ void IpcParent::HandleMessage(Child& child, ipc::Message&& message) {
         g.bytes = reply.profile.size();
         g.progress = ipc::kProgressOne;
         if (reply.ok) {
+          gathered_bytes_ += reply.profile.size();
           g.profile = std::move(reply.profile);
         } else {
           g.error = std::move(reply.profile);
@@ -571,6 +880,13 @@ void IpcParent::HandleMessage(Child& child, ipc::Message&& message) {
     }
     case ipc::MessageType::kExitProfile: {
       ipc::ExitProfile& exit = std::get<ipc::ExitProfile>(message);
+      const size_t admitted = std::exchange(child.admitted_bytes, 0);
+      admitted_bytes_ -= std::min(admitted_bytes_, admitted);
+      // Admitted on its header (room made then), or small: make room now.
+      if (admitted == 0 && !MakeRoomFor(child, "exit profile", exit.profile.size())) {
+        child.exit_profile_dropped = true;
+        return;
+      }
       ExitRecord record;
       record.pid = child.pid;
       record.name = child.name;
@@ -584,6 +900,7 @@ void IpcParent::HandleMessage(Child& child, ipc::Message&& message) {
       }
       child.sent_exit_profile = true;
       Event(false, "exit profile of " + Describe(child) + ", " + std::to_string(bytes) + " bytes");
+      SyncExitProfileAccounting();
       return;
     }
     default:
@@ -705,8 +1022,8 @@ std::shared_ptr<Gather> IpcParent::BeginGather() {
       return gather;
     }
     requested_gathers_.push_back(gather);
+    waker_.Wake();  // Under the lock: Shutdown() closes the waker under it, after stop_.
   }
-  waker_.Wake();
   return gather;
 }
 
@@ -793,8 +1110,12 @@ void IpcParent::CompleteGather() {
   std::shared_ptr<Gather> gather = std::move(gather_);
   gather_.reset();
   gather->finished = TimeStamp::Now();
+  gathered_bytes_ = 0;  // Handed to the capture.
+  gather->profile_budget_bytes = ProfileBudgetBytes();
   {
     std::lock_guard<std::mutex> lock(exits_mutex_);
+    gather->dropped.assign(dropped_.begin(), dropped_.end());
+    gather->dropped_count = dropped_count_;
     for (const ExitRecord& e : exits_) {
       // A child that answered this very gathering is already in it.
       bool gathered = false;
@@ -828,15 +1149,19 @@ void IpcParent::WorkerMain() {
     if (link_.Sync()) {
       // A new session of the parent: its settings, for the children and the limit.
       const ProfilerSettings settings = ProfilerCurrentSettings();
+      bool restarted;
       {
         std::lock_guard<std::mutex> lock(session_mutex_);
         session_settings_ = settings;
-        ++generation_;
+        restarted = generation_++ > 0;
       }
-      {
-        // Exit profiles belong to the session they were recorded in.
+      if (restarted) {
+        // Exit profiles belong to the session they were recorded in (those that came
+        // before the first session was hooked belong to it).
         std::lock_guard<std::mutex> lock(exits_mutex_);
         exits_.clear();
+        dropped_.clear();
+        dropped_count_ = 0;
       }
       waker_.Wake();
     }
@@ -1021,6 +1346,21 @@ void AdjustParentCapture(profile::CaptureInputs& inputs) {
       w.StringProperty("name", exit.name);
       w.TimeMsProperty("endTime", exit.end_time - start);
       w.UintProperty("bytes", exit.profile->size());
+      w.EndObject();
+    }
+    w.EndArray();
+    // Children's profiles the parent did not keep (the memory budget): the profile says so.
+    w.UintProperty("profileBudgetBytes", gather->profile_budget_bytes);
+    w.UintProperty("droppedProfileCount", gather->dropped_count);
+    w.StartArrayProperty("droppedProfiles");
+    for (const DroppedProfile& d : gather->dropped) {
+      w.StartObject();
+      w.IntProperty("pid", d.pid.ToNumber());
+      w.StringProperty("name", d.name);
+      w.StringProperty("what", d.what);
+      w.UintProperty("bytes", d.bytes);
+      w.StringProperty("reason", d.reason);
+      w.TimeMsProperty("time", d.at - start);
       w.EndObject();
     }
     w.EndArray();

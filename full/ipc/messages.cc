@@ -1,5 +1,6 @@
 #include "full/ipc/messages.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -266,6 +267,13 @@ std::optional<Message> DecodePayload(MessageType type, const uint8_t* payload, s
 
 void FrameReader::Append(const uint8_t* data, size_t bytes) {
   if (failed() || bytes == 0) return;
+  if (skip_remaining_ > 0) {
+    const size_t skipped = std::min(skip_remaining_, bytes);
+    skip_remaining_ -= skipped;
+    data += skipped;
+    bytes -= skipped;
+    if (bytes == 0) return;
+  }
   if (consumed_ > 0 && consumed_ >= buffer_.size() / 2) {
     buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(consumed_));
     consumed_ = 0;
@@ -307,10 +315,18 @@ FrameReader::Status FrameReader::Next(Message* message, MessageType* type_out,
     error_ = text;
     return Status::kMalformed;
   }
+  if (awaiting_admission_) return Status::kNeedsAdmission;  // Admit() or Skip() first.
+  if (!admitted_ && limits_.admission_above_bytes > 0 && payload > limits_.admission_above_bytes) {
+    awaiting_admission_ = true;
+    if (type_out) *type_out = type;
+    if (frame_bytes) *frame_bytes = kFrameHeaderBytes + payload;
+    return Status::kNeedsAdmission;
+  }
   if (available - kFrameHeaderBytes < payload) {
-    buffer_.reserve(consumed_ + kFrameHeaderBytes + payload);  // Bounded by the cap.
+    // Nothing reserved on the header's word: the buffer grows with what actually arrives.
     return Status::kNeedMore;
   }
+  admitted_ = false;
   std::string problem;
   std::optional<Message> decoded =
       DecodePayload(type, header + kFrameHeaderBytes, payload, &problem);
@@ -322,11 +338,34 @@ FrameReader::Status FrameReader::Next(Message* message, MessageType* type_out,
   if (consumed_ == buffer_.size()) {
     buffer_.clear();
     consumed_ = 0;
+    // A large frame's storage goes back (the next frames are small, as a rule).
+    if (buffer_.capacity() > (size_t{1} << 20)) std::vector<uint8_t>().swap(buffer_);
   }
   *message = std::move(*decoded);
   if (type_out) *type_out = type;
   if (frame_bytes) *frame_bytes = kFrameHeaderBytes + payload;
   return Status::kMessage;
+}
+
+void FrameReader::Admit() {
+  if (!awaiting_admission_) return;
+  awaiting_admission_ = false;
+  admitted_ = true;
+}
+
+void FrameReader::Skip() {
+  if (!awaiting_admission_) return;
+  awaiting_admission_ = false;
+  const size_t available = buffer_.size() - consumed_;
+  const size_t frame = kFrameHeaderBytes + GetU32(buffer_.data() + consumed_ + 8);
+  const size_t dropped = std::min(available, frame);
+  skip_remaining_ = frame - dropped;
+  consumed_ += dropped;
+  if (consumed_ == buffer_.size()) {
+    buffer_.clear();
+    consumed_ = 0;
+    if (buffer_.capacity() > (size_t{1} << 20)) std::vector<uint8_t>().swap(buffer_);
+  }
 }
 
 }  // namespace ipc

@@ -146,6 +146,10 @@ struct FrameLimits {
   uint32_t update_bytes = 1024 * 1024;
   // Payload cap of a profile (GatherProfileReply, ExitProfile).
   uint32_t profile_bytes = 256u * 1024 * 1024;
+  // Frames with a payload above this many bytes wait for the owner's decision once their
+  // header is in (FrameReader::Status::kNeedsAdmission): the owner checks its memory budget
+  // before the payload is buffered. 0: every frame within its cap is taken.
+  uint32_t admission_above_bytes = 0;
   uint32_t CapFor(MessageType type) const;
 };
 
@@ -160,15 +164,31 @@ std::optional<Message> DecodePayload(MessageType type, const uint8_t* payload, s
 
 // Cuts a byte stream into frames. Feed it what the socket gave; Next() returns complete
 // messages one by one. After the first malformed frame it stays failed (error()).
+//
+// Memory: the reader holds what was received and not consumed, never more than one frame
+// plus one read ahead of what the peer actually sent (a header announcing a large payload
+// reserves nothing); after a frame larger than 1 MiB its storage is given back. With
+// FrameLimits::admission_above_bytes set, a large frame's payload is only buffered once the
+// owner admitted it (Admit()); a skipped one (Skip()) is read and thrown away as it arrives.
 class FrameReader {
  public:
   explicit FrameReader(FrameLimits limits = FrameLimits()) : limits_(limits) {}
 
   void Append(const uint8_t* data, size_t bytes);
 
-  enum class Status { kMessage, kNeedMore, kMalformed };
-  // kMessage: *message is set (and *type, *frame_bytes if given).
+  enum class Status { kMessage, kNeedMore, kMalformed, kNeedsAdmission };
+  // kMessage: *message is set (and *type, *frame_bytes if given). kNeedsAdmission: a frame
+  // above admission_above_bytes has its header in (*type and *frame_bytes tell which); call
+  // Admit() or Skip() (or drop the reader) before Next() again.
   Status Next(Message* message, MessageType* type = nullptr, size_t* frame_bytes = nullptr);
+  // The frame waiting for admission is buffered and decoded as usual.
+  void Admit();
+  // The frame waiting for admission is discarded, its payload as it arrives.
+  void Skip();
+  // A frame waits for Admit() or Skip(): the caller should read no more for now.
+  bool AwaitingAdmission() const { return awaiting_admission_; }
+  // Payload bytes of a skipped frame still to come and be thrown away.
+  size_t skipping_bytes() const { return skip_remaining_; }
 
   const std::string& error() const { return error_; }
   bool failed() const { return !error_.empty(); }
@@ -180,6 +200,9 @@ class FrameReader {
   std::vector<uint8_t> buffer_;
   size_t consumed_ = 0;
   std::string error_;
+  bool awaiting_admission_ = false;
+  bool admitted_ = false;       // The frame at consumed_ was admitted.
+  size_t skip_remaining_ = 0;   // Payload bytes of a skipped frame still to discard.
 };
 
 }  // namespace ipc

@@ -366,6 +366,61 @@ TEST_CASE("fuzz: random and mutated byte streams through the frame reader") {
   }
 }
 
+
+TEST_CASE("a large frame waits for admission; a skipped one is thrown away as it arrives") {
+  FrameLimits limits;
+  limits.admission_above_bytes = 1024;
+  ExitProfile big;
+  big.end_time = TimeStamp::FromNanoseconds(7);
+  big.profile = std::string(100000, 'x');
+  GatherProfile small{42};
+  const std::vector<uint8_t> big_frame = EncodeFrame(big), small_frame = EncodeFrame(small);
+  for (const bool admit : {false, true}) {
+    FrameReader reader(limits);
+    reader.Append(big_frame.data(), 100);  // The header and a little.
+    Message message;
+    MessageType type;
+    size_t bytes = 0;
+    REQUIRE(reader.Next(&message, &type, &bytes) == FrameReader::Status::kNeedsAdmission);
+    CHECK(type == MessageType::kExitProfile);
+    CHECK(bytes == big_frame.size());
+    CHECK(reader.AwaitingAdmission());
+    if (admit) {
+      reader.Admit();
+    } else {
+      reader.Skip();
+      CHECK(reader.skipping_bytes() == big_frame.size() - 100);
+      CHECK(reader.buffered_bytes() == 0);
+    }
+    // The rest in pieces, then a small frame.
+    for (size_t at = 100; at < big_frame.size(); at += 7000) {
+      reader.Append(big_frame.data() + at, std::min<size_t>(7000, big_frame.size() - at));
+      if (!admit) CHECK(reader.buffered_bytes() == 0);  // Never held.
+    }
+    reader.Append(small_frame.data(), small_frame.size());
+    if (admit) {
+      REQUIRE(reader.Next(&message) == FrameReader::Status::kMessage);
+      CHECK(std::get<ExitProfile>(message).profile == big.profile);
+    }
+    REQUIRE(reader.Next(&message) == FrameReader::Status::kMessage);
+    CHECK(std::get<GatherProfile>(message).request_id == 42);
+    CHECK(reader.Next(&message) == FrameReader::Status::kNeedMore);
+  }
+}
+
+TEST_CASE("a header announcing a huge payload reserves nothing") {
+  FrameReader reader;
+  const std::vector<uint8_t> frame = EncodeFrame(ExitProfile{TimeStamp::FromNanoseconds(1),
+                                                             std::string(1000, 'y')});
+  std::vector<uint8_t> header(frame.begin(), frame.begin() + 12);
+  const uint32_t huge = 200u << 20;  // Under the 256 MiB cap.
+  std::memcpy(header.data() + 8, &huge, 4);
+  reader.Append(header.data(), header.size());
+  Message message;
+  CHECK(reader.Next(&message) == FrameReader::Status::kNeedMore);
+  CHECK(reader.buffered_bytes() == 12);
+}
+
 }  // namespace
 }  // namespace ipc
 }  // namespace strata

@@ -119,14 +119,23 @@ int Listen(const std::string& path, std::string* error) {
   return fd;
 }
 
-int Accept(int listen_fd, PeerCredentials* peer, std::string* error) {
+bool IsResourceExhaustion(int error_number) {
+  return error_number == EMFILE || error_number == ENFILE || error_number == ENOBUFS ||
+         error_number == ENOMEM;
+}
+
+int Accept(int listen_fd, PeerCredentials* peer, std::string* error, int* accept_errno) {
   if (error) error->clear();
+  if (accept_errno) *accept_errno = 0;
   int fd;
   do {
     fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
-    if (errno != EAGAIN && errno != EWOULDBLOCK && error) *error = Errno("accept");
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      if (accept_errno) *accept_errno = errno;
+      if (error) *error = Errno("accept");
+    }
     return -1;
   }
   PeerCredentials credentials;
@@ -185,22 +194,38 @@ int Connect(const std::string& path, int timeout_ms, std::string* error) {
 Connection::~Connection() { Close(); }
 
 void Connection::Close() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
+  fd_.Close();  // Only if its number still names our socket.
   queue_.clear();
   queued_bytes_ = 0;
   queue_offset_ = 0;
 }
 
+bool Connection::StillOurs() {
+  if (fd_.empty()) return false;
+  if (fd_.IsStillOurs()) return true;
+  lost_ = true;  // PrivateDescriptor forgot it, untouched.
+  Close();
+  return false;
+}
+
+namespace {
+constexpr char kLostDescriptor[] =
+    "its descriptor was closed by the program (the number now names something else, or "
+    "nothing): left alone";
+}  // namespace
+
 bool Connection::ReadAvailable(std::string* error) {
-  if (fd_ < 0) {
-    if (error) *error = "closed";
+  if (!StillOurs()) {
+    if (error) *error = lost_ ? kLostDescriptor : "closed";
     return false;
   }
+  const int fd = fd_.UncheckedNumber();
   uint8_t buffer[64 * 1024];
-  // At most 4 MiB per call, so that one busy peer does not starve the others.
-  for (int i = 0; i < 64; ++i) {
-    const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
+  // At most 4 MiB per call, so that one busy peer does not starve the others; and no more
+  // once the reader waits for its owner's admission of a frame (it holds no more than one
+  // read's worth beyond a frame header until then).
+  for (int i = 0; i < 64 && !reader_.AwaitingAdmission(); ++i) {
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
     if (n > 0) {
       bytes_received_ += static_cast<uint64_t>(n);
       reader_.Append(buffer, static_cast<size_t>(n));
@@ -223,7 +248,7 @@ bool Connection::Send(const Message& message, std::string* error) {
 }
 
 bool Connection::SendFrame(std::vector<uint8_t> frame, std::string* error) {
-  if (fd_ < 0) {
+  if (fd_.empty()) {
     if (error) *error = "closed";
     return false;
   }
@@ -233,9 +258,15 @@ bool Connection::SendFrame(std::vector<uint8_t> frame, std::string* error) {
 }
 
 bool Connection::Flush(std::string* error) {
-  while (fd_ >= 0 && !queue_.empty()) {
+  if (queue_.empty()) return !fd_.empty();
+  if (!StillOurs()) {
+    if (error) *error = lost_ ? kLostDescriptor : "closed";
+    return false;
+  }
+  const int fd = fd_.UncheckedNumber();
+  while (!queue_.empty()) {
     const std::vector<uint8_t>& front = queue_.front();
-    const ssize_t n = send(fd_, front.data() + queue_offset_, front.size() - queue_offset_,
+    const ssize_t n = send(fd, front.data() + queue_offset_, front.size() - queue_offset_,
                            MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -251,24 +282,60 @@ bool Connection::Flush(std::string* error) {
       queue_offset_ = 0;
     }
   }
-  return fd_ >= 0;
+  return true;
 }
 
 // --- Waker
 
-Waker::Waker() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-Waker::~Waker() {
-  if (fd_ >= 0) close(fd_);
+Waker::Waker() {
+  const int fd = MoveDescriptorHigh(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  struct stat st;
+  if (fd < 0) return;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return;
+  }
+  device_ = st.st_dev;
+  inode_ = st.st_ino;
+  fd_.store(fd, std::memory_order_release);
 }
+
+bool Waker::IsOurs(int fd) const {
+  if (fd < 0) return false;
+  const int saved_errno = errno;
+  struct stat st;
+  const bool ours = fstat(fd, &st) == 0 && st.st_dev == device_ && st.st_ino == inode_;
+  errno = saved_errno;
+  return ours;
+}
+
+bool Waker::StillOurs() {
+  const int fd = fd_.load(std::memory_order_acquire);
+  if (IsOurs(fd)) return true;
+  fd_.store(-1, std::memory_order_release);  // The program's now: forgotten, untouched.
+  return false;
+}
+
 void Waker::Wake() const {
+  const int fd = fd_.load(std::memory_order_acquire);
+  if (!IsOurs(fd)) return;
+  const int saved_errno = errno;
   const uint64_t one = 1;
-  const ssize_t n = write(fd_, &one, sizeof(one));
+  const ssize_t n = write(fd, &one, sizeof(one));
   (void)n;  // EAGAIN: the counter is already non-zero, the loop will wake anyway.
+  errno = saved_errno;
 }
-void Waker::Drain() const {
+
+void Waker::Drain() {
+  if (!StillOurs()) return;
   uint64_t value;
-  const ssize_t n = read(fd_, &value, sizeof(value));
+  const ssize_t n = read(fd_.load(std::memory_order_acquire), &value, sizeof(value));
   (void)n;
+}
+
+void Waker::Close() {
+  const int fd = fd_.exchange(-1, std::memory_order_acq_rel);
+  if (IsOurs(fd)) close(fd);
 }
 
 }  // namespace ipc
