@@ -101,7 +101,14 @@ void InstallSignalHandlers() {
   pthread_attr_setstacksize(&attributes, 64 * 1024);
   pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
   pthread_t thread;
+  // The watcher starts with every signal blocked (it inherits this mask), so that it never
+  // takes a process-directed signal the program blocks in its own threads to wait for it
+  // (a queue of SIGRTMIN killed the program through it).
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
   const int status = create(&thread, &attributes, Watcher, nullptr);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   pthread_attr_destroy(&attributes);
   if (status != 0) return;
   for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
