@@ -9,6 +9,11 @@
 #   seccomp     seccomp_strict_worker: a thread enters SECCOMP_MODE_STRICT, computes, write()s
 #               its result and ends with syscall(SYS_exit). Unfixed: SIGSEGV (rdtsc) or SIGKILL
 #               (a system call in the handler). Also: a "Sampling stopped" marker says why.
+#   seccomp_filter_thread, seccomp_filter_process
+#               seccomp_filter_worker: a filter that kills the process at any clock or timer
+#               system call, installed by a worker thread for itself (prctl), or by main for
+#               every thread (seccomp(2), SECCOMP_FILTER_FLAG_TSYNC; the profile is then saved
+#               before the filter applies). Unfixed: killed by SIGSYS (status 159).
 #   sigpending  sigpending_counter at `ulimit -i 48`, in a fresh user namespace (the count is
 #               per user and namespace, so other processes of this user do not disturb it):
 #               as many timers and queued signals as plain. Unfixed: one timer fewer, and
@@ -19,13 +24,15 @@ source "$(dirname "$0")/../../scenario_lib.sh"
 STRATA="$(binary tools/strata/strata)"
 export STRATA_NO_PROGRESS=1
 export STRATA_BASE_LIB="$STRATA_LIB"
-case_name="${1:?usage: restricted_test.sh tsc|seccomp|sigpending}"
+case_name="${1:?usage: restricted_test.sh tsc|seccomp|seccomp_filter_thread|seccomp_filter_process|sigpending}"
 
 # The program of the case. Each run is bounded by `timeout` outside the preloaded command
 # (a preloaded `timeout` would save its own profile over the program's).
 case "$case_name" in
   tsc) program=("$(binary tests/host_safety/restricted/tsc_forbidding_worker)") ;;
   seccomp) program=("$(binary tests/host_safety/restricted/seccomp_strict_worker)") ;;
+  seccomp_filter_thread | seccomp_filter_process)
+    program=("$(binary tests/host_safety/restricted/seccomp_filter_worker)" "${case_name##*_}") ;;
   sigpending) program=("$(binary tests/host_safety/restricted/sigpending_counter)") ;;
   *) echo "unknown case $case_name" && exit 2 ;;
 esac
@@ -61,6 +68,10 @@ compare() {
 case "$case_name" in
   tsc) marker=""; sampled_thread=tsc_forbidding_ ;;
   seccomp) marker="Sampling stopped"; text="the thread entered seccomp strict mode"; sampled_thread="" ;;
+  seccomp_filter_thread)
+    marker="Sampling stopped"; text="the thread entered a seccomp filter"; sampled_thread="" ;;
+  seccomp_filter_process)
+    marker="Sampling stopped"; text="the process entered a seccomp filter"; sampled_thread="" ;;
   sigpending) marker="Thread not sampled"; text="RLIMIT_SIGPENDING is 48"; sampled_thread="" ;;
 esac
 
