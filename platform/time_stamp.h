@@ -8,11 +8,26 @@
 // Thread safety: value types; TimeStamp::Now() is thread-safe.
 // Async-signal safety: Now() is async-signal-safe (clock_gettime; vDSO on this kernel,
 // ~26 ns here); everything else is arithmetic.
+//
+// Threads that may not read the TSC. The vDSO's clock_gettime(CLOCK_MONOTONIC) executes
+// rdtsc when the clock source is the TSC, and a thread that forbade it
+// (prctl(PR_SET_TSC, PR_TSC_SIGSEGV), or seccomp strict mode) gets SIGSEGV from it (measured
+// on 6.18 with clocksource tsc: the kernel does not fall back, the vDSO faults; the
+// clock_gettime system call and the CPU-time clocks work). On such a thread Now() makes the
+// system call instead (~100+ ns), when strata_t_tsc_forbidden is set for it
+// (base/internal/thread_restrictions.h sets it before the thread forbids the TSC).
 #ifndef STRATA_PLATFORM_TIME_STAMP_H_
 #define STRATA_PLATFORM_TIME_STAMP_H_
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <ctime>
+
+// True on a thread that may not execute rdtsc (see above). One per process: defined in
+// time_stamp.cc, exported by libstrata_base.so. Set only by the thread itself.
+extern __thread bool strata_t_tsc_forbidden __attribute__((tls_model("initial-exec")));
 
 namespace strata {
 
@@ -71,10 +86,26 @@ class TimeStamp {
   // The null time stamp (IsNull()), used for "not set yet".
   constexpr TimeStamp() = default;
 
-  // Now on CLOCK_MONOTONIC. Async-signal-safe.
+  // Now on CLOCK_MONOTONIC. Async-signal-safe. Never executes rdtsc on a thread marked
+  // strata_t_tsc_forbidden.
   static TimeStamp Now() {
     timespec ts;
+#if defined(__x86_64__)
+    if (__builtin_expect(strata_t_tsc_forbidden, 0)) {
+      // A raw system call: neither the vDSO nor a syscall() interposer (errno untouched).
+      long rc;
+      __asm__ volatile("syscall"
+                       : "=a"(rc)
+                       : "0"(static_cast<long>(SYS_clock_gettime)),
+                         "D"(static_cast<long>(CLOCK_MONOTONIC)), "S"(&ts)
+                       : "rcx", "r11", "memory");
+      (void)rc;
+    } else {
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+    }
+#else
     clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
     return TimeStamp(static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec);
   }
 

@@ -1,5 +1,7 @@
 #include "platform/tsc_clock.h"
 
+#include <sys/prctl.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -184,6 +186,27 @@ TEST_CASE("TscIsInvariant matches the kernel's nonstop_tsc flag", "[platform][ts
     }
   }
   REQUIRE(TscIsInvariant() == nonstop);
+}
+
+TEST_CASE("A thread that forbids rdtsc reads the time without it", "[platform][tsc]") {
+  // Calibrated first, so that CheapTimeStampNow would take the rdtsc path if it could.
+  (void)ProcessTscCalibration();
+  TimeStamp before, after, cheap;
+  int prctl_result = -1;
+  std::thread([&] {
+    // As base's prctl wrapper does (thread_restrictions.h): mark, then forbid. Without the
+    // mark TimeStamp::Now() (vDSO) and CheapTimeStampNow() (rdtsc) die of SIGSEGV here.
+    strata_t_tsc_forbidden = true;
+    prctl_result = prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0);
+    before = TimeStamp::Now();
+    cheap = CheapTimeStampNow();
+    after = TimeStamp::Now();
+  }).join();
+  REQUIRE(prctl_result == 0);
+  CHECK_FALSE(before.IsNull());
+  CHECK(before <= cheap);
+  CHECK(cheap <= after);
+  CHECK(Abs(TimeStamp::Now() - after) < TimeDuration::FromMilliseconds(1000).ToNanoseconds() + 1);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "base/internal/log.h"
 #include "base/internal/sample_entries.h"
 #include "base/internal/sample_ring.h"
+#include "base/internal/sigpending_budget.h"
 #include "base/internal/tier_extension.h"
 #include "base/labels.h"
 #include "base/markers.h"
@@ -215,9 +216,8 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
   // rdtsc once calibrated (the sampler thread calibrates at start): ~10 ns, where the first
   // clock_gettime after a kernel exit was measured at ~2 us here.
-  TimeStamp now = TscTicksToTimeStamp(ReadTscTicks());
-  if (now.IsNull()) now = TimeStamp::Now();
-  slot->time_ns = now.ToNanoseconds();
+  // Never rdtsc on a thread that forbade it (CheapTimeStampNow, thread_restrictions.h).
+  slot->time_ns = CheapTimeStampNow().ToNanoseconds();
   slot->cpu_ns = (features & kFeatureCpu) ? CurrentThreadCpuTime().ToNanoseconds() : -1;
   slot->overruns = overruns;
   slot->in_system_call =
@@ -377,6 +377,10 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   // Once per thread, before its first signal; allocates (never in signal context). The
   // thread is alive: it is in the registry, whose mutex is held.
   if (thread->bounds.IsEmpty()) thread->bounds = StackBounds::OfThread(thread->pthread);
+  // Leave the program its RLIMIT_SIGPENDING entries (sigpending_budget.h).
+  if (!SigpendingBudgetAllowsTimerFor(thread->tid, info.name, ThreadSamplingTimer::LiveCount())) {
+    return;
+  }
   int error;
   if (pthread_equal(thread->pthread, pthread_self())) {
     error = thread->timer.CreateForCurrentThread(
@@ -817,10 +821,7 @@ namespace {
 // (~25 ns) before.
 __attribute__((always_inline)) inline void ResolveMarkerTimes(const MarkerTiming& timing,
                                                               TimeStamp* start, TimeStamp* end) {
-  auto now = [] {
-    const TimeStamp t = TscTicksToTimeStamp(ReadTscTicks());
-    return __builtin_expect(t.IsNull(), 0) ? TimeStamp::Now() : t;
-  };
+  auto now = [] { return CheapTimeStampNow(); };  // Never rdtsc where it is forbidden.
   switch (timing.phase) {
     case MarkerPhase::kInstant:
     case MarkerPhase::kIntervalStart:
@@ -1064,9 +1065,17 @@ int CreateProfilerThread(pthread_t* thread, void* (*routine)(void*), void* argum
     const PthreadCreateFunction foreign = FirstForeignPthreadCreate();
     return foreign ? foreign : RealPthreadCreate();
   }();
+  // The thread starts with every signal blocked (a new thread inherits its creator's mask),
+  // so that a process-directed signal the program blocks in its own threads to wait for it
+  // (sigwait, signalfd, a queue of SIGRTMIN) is never taken by a Strata thread, which
+  // would run the default action: terminate (seen with sigqueue(getpid(), SIGRTMIN)).
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
   t_creating_profiler_thread = true;
   const int rc = create(thread, nullptr, routine, argument);
   t_creating_profiler_thread = false;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return rc;
 }
 

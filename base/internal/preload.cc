@@ -28,6 +28,7 @@
 #include "base/internal/library_history.h"
 #include "base/internal/log.h"
 #include "base/internal/shutdown_path.h"
+#include "base/internal/thread_restrictions.h"
 #include "base/profiler.h"
 #include "platform/sampling/libunwind_walker.h"
 
@@ -63,17 +64,21 @@ constexpr bool CanWrapThreadStart() { return true; }
 struct ThreadStart {
   void* (*routine)(void*);
   void* argument;
+  InheritedRestrictions restrictions;  // The creator's, as the kernel passes them on.
 };
 
 void* ThreadTrampoline(void* raw) {
   const ThreadStart start = *static_cast<ThreadStart*>(raw);
   delete static_cast<ThreadStart*>(raw);
+  ApplyInheritedRestrictions(start.restrictions);  // Before anything reads a clock.
   ProfilerRegisterThread(nullptr);  // Unregistered by the thread-exit key's destructor.
   return start.routine(start.argument);
 }
 
 void OnExit() {
   if (IsForkedChild()) return;  // A forked child does not save its parent's session.
+  // Under seccomp the save's system calls could kill the program (thread_restrictions.h).
+  if (CurrentThreadMustNotCallStrata()) return;
   ProfilerShutdown();
 }
 
@@ -145,10 +150,11 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
   using namespace strata::base_internal;
   const PthreadCreateFunction real = RealPthreadCreate();
   if (!g_auto_register_threads.load(std::memory_order_relaxed) || IsForkedChild() ||
-      IsCreatingProfilerThread() || !CanWrapThreadStart()) {
+      IsCreatingProfilerThread() || !CanWrapThreadStart() ||
+      CurrentThreadMustNotCallStrata()) {  // The new thread inherits the seccomp filter.
     return real(thread, attributes, routine, argument);
   }
-  ThreadStart* start = new (std::nothrow) ThreadStart{routine, argument};
+  ThreadStart* start = new (std::nothrow) ThreadStart{routine, argument, CurrentThreadRestrictions()};
   if (!start) return real(thread, attributes, routine, argument);
   const int rc = real(thread, attributes, &ThreadTrampoline, start);
   if (rc != 0) delete start;

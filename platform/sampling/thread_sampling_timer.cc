@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <cstdint>
+#include <atomic>
 #include <cstring>
 #include <utility>
 
@@ -14,6 +15,8 @@ namespace {
 // so that two copies of this code in one process (a preloaded tier and a later one)
 // recognise each other's timers.
 constexpr uintptr_t kSamplingTimerMarker = 0x5354524154415331;  // "STRATAS1"
+
+std::atomic<int> g_live_timers{0};
 
 }  // namespace
 
@@ -58,6 +61,7 @@ int ThreadSamplingTimer::Create(ThreadId thread, clockid_t clock, int signal_num
   event._sigev_un._tid = thread.ToNumber();  // glibc 2.36 has no sigev_notify_thread_id.
   if (timer_create(clock, &event, &timer_) != 0) return errno;
   created_ = true;
+  g_live_timers.fetch_add(1, std::memory_order_relaxed);
   target_ = thread;
   signal_number_ = signal_number;
   return 0;
@@ -87,7 +91,10 @@ void ThreadSamplingTimer::Destroy() {
   timer_delete(timer_);
   errno = saved_errno;
   created_ = false;
+  g_live_timers.fetch_sub(1, std::memory_order_relaxed);
 }
+
+int ThreadSamplingTimer::LiveCount() { return g_live_timers.load(std::memory_order_relaxed); }
 
 bool ThreadSamplingTimer::IsSamplingTimerSignal(const siginfo_t& info) {
   return info.si_code == SI_TIMER &&
