@@ -100,8 +100,15 @@ void InstallSignalHandlers() {
   pthread_attr_init(&attributes);
   pthread_attr_setstacksize(&attributes, 64 * 1024);
   pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  // The watcher blocks every signal (it inherits this mask): a signal sent to the process must
+  // reach one of the program's threads, as without us (issue 16: a program that blocks
+  // SIGUSR1 everywhere and sigwaits for it was killed by it on the watcher).
+  sigset_t every_signal, previous;
+  sigfillset(&every_signal);
+  pthread_sigmask(SIG_BLOCK, &every_signal, &previous);
   pthread_t thread;
   const int status = create(&thread, &attributes, Watcher, nullptr);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   pthread_attr_destroy(&attributes);
   if (status != 0) return;
   for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
