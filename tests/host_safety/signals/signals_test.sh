@@ -88,9 +88,11 @@ for way in plain preload record; do
   line=$(cat "$WORK/$name.$way.out")
   count=$(sed -n 's/^sigprof=\([0-9]*\) .*/\1/p' <<<"$line")
   expected=$(sed -n 's/.* expected=\([0-9]*\)$/\1/p' <<<"$line")
-  # Its own timer's tolerance: one signal per 10 ms of CPU, give or take a quarter (ticks).
-  if [[ -n "$count" && -n "$expected" ]] && ge "$count" "$((expected * 3 / 4))" &&
-      ge "$((expected * 5 / 4 + 2))" "$count"; then
+  # Its own timer's tolerance: one signal per 10 ms of process CPU time; the kernel accounts
+  # it by ticks, which gave 0.95-1.26 times that on a loaded machine (plain runs). A sampler
+  # sharing SIGPROF adds ~2.5 per expected one (250 per CPU second).
+  if [[ -n "$count" && -n "$expected" ]] && ge "$count" "$((expected * 6 / 10))" &&
+      ge "$((expected * 16 / 10 + 2))" "$count"; then
     pass "$name ($way): $count SIGPROFs for $expected expected"
   else
     fail "$name ($way): '$line' (status $STATUS_PLAIN/$STATUS_PRELOAD/$STATUS_RECORD)"
