@@ -216,6 +216,13 @@ int ChooseSamplingSignal() {
   sigset_t blocked;
   sigemptyset(&blocked);
   SetThreadMask(SIG_BLOCK, nullptr, &blocked);
+  // A thread that blocks every real-time signal (a profiler thread starting a session, the
+  // program's sigfillset pattern) says nothing about any one of them: its mask is ignored.
+  bool blocks_every_realtime_signal = true;
+  for (int candidate = SIGRTMIN; candidate <= SIGRTMAX; ++candidate) {
+    if (sigismember(&blocked, candidate) != 1) blocks_every_realtime_signal = false;
+  }
+  if (blocks_every_realtime_signal) sigemptyset(&blocked);
   for (int candidate = SIGRTMAX; candidate >= SIGRTMIN + kLowestChoosableRealtimeOffset;
        --candidate) {
     struct sigaction current;

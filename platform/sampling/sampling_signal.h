@@ -72,7 +72,8 @@ constexpr size_t kSamplingHandlerStackNeed = 8 * 1024;
 using SamplingCallback = void (*)(void* thread_context, ucontext_t* context, int overruns);
 
 // The highest real-time signal in [SIGRTMIN + kLowestChoosableRealtimeOffset, SIGRTMAX] whose
-// disposition is SIG_DFL and that the calling thread does not block; 0 if there is none.
+// disposition is SIG_DFL and that the calling thread does not block (unless it blocks every
+// real-time signal: a profiler thread, or a program's sigfillset); 0 if there is none.
 int ChooseSamplingSignal();
 
 // Whether InstallSamplingSignalHandler accepts `signal_number`: SIGPROF, SIGVTALRM, SIGUSR1,

@@ -321,6 +321,10 @@ TEST_CASE("ChooseSamplingSignal: the highest free real-time signal, never a used
   sigaddset(&block, SIGRTMAX - 1);
   pthread_sigmask(SIG_BLOCK, &block, &old);
   CHECK(ChooseSamplingSignal() == SIGRTMAX - 2);
+  sigset_t every;
+  sigfillset(&every);
+  pthread_sigmask(SIG_BLOCK, &every, nullptr);  // Blocking everything says nothing.
+  CHECK(ChooseSamplingSignal() == SIGRTMAX - 1);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   SetPlainAction(SIGRTMAX, SIG_DFL);
   CHECK(ChooseSamplingSignal() == SIGRTMAX);
