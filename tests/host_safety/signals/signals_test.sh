@@ -15,6 +15,8 @@
 #                        was killed by SIGUSR1 (it reached the profiler's thread) and its
 #                        workers were not sampled
 #   tiny_stack           a PTHREAD_STACK_MIN thread deep in recursion; crashed in the handler
+#   raw_ignore           SIG_IGN for SIGPROF and every real-time signal by raw system call;
+#                        sampling silently stopped (now: stopped, and said in the profile)
 # plus STRATA_SIGNAL: a bad value is refused with the accepted range, a good one is used.
 source "$(dirname "$0")/../../scenario_lib.sh"
 
@@ -151,6 +153,18 @@ if [[ "$RUN_STATUS" -eq 0 && "${skipped:-0}" -gt 0 ]]; then
   pass "$name: no crash; $skipped samples skipped for want of stack (in the profile)"
 else
   fail "$name: status $RUN_STATUS, samplesSkippedLowStack=${skipped:-missing}"
+fi
+
+# --- A raw rt_sigaction replaces the sampling handler: sampling stops, the profile says why.
+name=raw_ignore
+run_three "$name" "$(binary $DIR/raw_ignore)"
+same_as_plain "$name"
+samples=$(main_samples "$name")
+if grep -q '"samplingStopped":"the program replaced the handler' "$OUT/$name.json" &&
+    [[ "${samples:-0}" -gt 0 ]]; then
+  pass "$name: the profile says why sampling stopped ($samples samples before)"
+else
+  fail "$name: no samplingStopped note in the profile (${samples:-no} samples)"
 fi
 
 # --- STRATA_SIGNAL.
