@@ -111,8 +111,8 @@ void ChainToProgramAction(int signal_number, siginfo_t* info, void* context) {
   const bool has_info = (program.sa_flags & SA_SIGINFO) != 0;
   if (!has_info && program.sa_handler == SIG_IGN) return;
   if (!has_info && program.sa_handler == SIG_DFL) {
-    // The default action of every signal we accept is to terminate, except for nothing:
-    // SIGPROF, SIGVTALRM, SIGUSR1/2 and real-time signals all terminate.
+    // The default action of every signal we accept (SIGPROF, SIGVTALRM, SIGUSR1/2, real-time
+    // signals) is to terminate the process.
     TakeDefaultAction(signal_number);
     return;
   }
