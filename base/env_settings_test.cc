@@ -1,5 +1,7 @@
 #include "base/internal/env_settings.h"
 
+#include <signal.h>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -89,6 +91,34 @@ TEST_CASE("Bad values name the variable and range, and keep the default") {
     CHECK(s.settings.interval_ms == 1.0);
     CHECK(s.settings.buffer_megabytes == 64);
     CHECK(s.settings.features == kDefaultFeatures);
+  }
+}
+
+TEST_CASE("STRATA_SIGNAL: real-time signals by name or number, a few others; the rest refused") {
+  const struct {
+    const char* value;
+    int expected;  // 0: refused.
+  } cases[] = {
+      {"SIGRTMIN+5", SIGRTMIN + 5}, {"rtmax-2", SIGRTMAX - 2}, {"SIGRTMAX", SIGRTMAX},
+      {"40", 40},                   {"SIGPROF", SIGPROF},      {"usr2", SIGUSR2},
+      {"SIGSEGV", 0},               {"9", 0},                  {"SIGRTMIN+99", 0},
+      {"SIGRTMAX-99", 0},           {"", 0},                   {"SIGRTMIN+", 0},
+      {"65", 0},                    {"SIGRTMIN+-1", 0},
+  };
+  for (const auto& c : cases) {
+    Env env;
+    env.values = {{"STRATA_SIGNAL", c.value}};
+    const EnvironmentSettings s = env.Read();
+    INFO(c.value);
+    CHECK(s.settings.sampling_signal == c.expected);
+    if (c.expected == 0) {
+      REQUIRE(env.reports.size() == 1);
+      CHECK(env.reports[0].find("STRATA_SIGNAL") != std::string::npos);
+      CHECK(env.reports[0].find("SIGRTMIN+n") != std::string::npos);
+      CHECK(env.reports[0].find(std::to_string(SIGRTMAX)) != std::string::npos);
+    } else {
+      CHECK(env.reports.empty());
+    }
   }
 }
 

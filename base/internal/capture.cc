@@ -84,6 +84,13 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     w.StringProperty("profiler", extension ? extension->name : "base");
     w.StringProperty("features", FeatureNames(snapshot.settings.features));
     w.UintProperty("droppedSamples", snapshot.dropped_samples);
+    // The sampling signal (docs/sampling.md), samples skipped for want of stack, and why
+    // sampling stopped early if it did.
+    w.IntProperty("samplingSignal", snapshot.sampling_signal);
+    w.UintProperty("samplesSkippedLowStack", snapshot.samples_skipped_low_stack);
+    if (!snapshot.sampling_stopped.empty()) {
+      w.StringProperty("samplingStopped", snapshot.sampling_stopped);
+    }
   };
   if (extension && extension->adjust_capture) extension->adjust_capture(inputs);
   return profile::WriteProfile(inputs, SessionBuffer(), out, error);

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "base/counters.h"
 #include "base/internal/env_settings.h"
 #include "base/internal/log.h"
+#include "base/internal/signal_interposers.h"
 #include "base/internal/sample_entries.h"
 #include "base/internal/sample_ring.h"
 #include "base/internal/sigpending_budget.h"
@@ -97,6 +99,8 @@ struct Registry {
   bool sampling = false;
   ProfilerSettings settings;
   uint64_t dropped_samples = 0;  // From threads that ended.
+  // Why sampling stopped before the session's end (for the profile), or empty.
+  std::string sampling_stopped;
 };
 
 // Leaked singletons: threads may still run (and unregister) during exit, after static
@@ -374,6 +378,8 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   ThreadInfo& info = registry.infos[thread->info_index];
   if (!NameMatchesFilters(info.name, thread->is_main, settings.thread_filters)) return;
   const bool precise = (settings.features & kFeaturePrecise) != 0;
+  const int signal_number = InstalledSamplingSignal();
+  if (signal_number == 0) return;  // No handler: an armed timer would kill the program.
   // Once per thread, before its first signal; allocates (never in signal context). The
   // thread is alive: it is in the registry, whose mutex is held.
   if (thread->bounds.IsEmpty()) thread->bounds = StackBounds::OfThread(thread->pthread);
@@ -384,11 +390,11 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   int error;
   if (pthread_equal(thread->pthread, pthread_self())) {
     error = thread->timer.CreateForCurrentThread(
-        kDefaultSamplingSignal, precise ? TimerClock::kMonotonic : TimerClock::kThreadCpuTime);
+        signal_number, precise ? TimerClock::kMonotonic : TimerClock::kThreadCpuTime);
   } else {
     error = thread->timer.CreateForThread(thread->tid,
                                           precise ? CLOCK_MONOTONIC : thread->cpu_clock.id(),
-                                          kDefaultSamplingSignal);
+                                          signal_number);
   }
   if (error == 0) error = thread->timer.Arm(TimeDuration::FromMilliseconds(settings.interval_ms));
   if (error != 0) {
@@ -544,6 +550,30 @@ int SamplingLoopIteration() {
   return max_expirations;
 }
 
+// The kernel disposition of the sampling signal is no longer our handler: the program replaced
+// it with a raw rt_sigaction system call (the interposers see every libc call). A sample
+// would now reach the program's disposition (by default: terminate), so every timer is
+// destroyed, and the profile says why its samples end. Sampler thread.
+void StopSamplingAfterHandlerLost() {
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  if (!registry.sampling) return;
+  registry.sampling = false;
+  const TimeStamp now = TimeStamp::Now();
+  for (RegisteredThread* thread : registry.live) {
+    if (!thread->sampling.load(std::memory_order_relaxed)) continue;
+    StopSamplingLocked(thread);
+    DrainLocked(thread, now);
+  }
+  char reason[160];
+  snprintf(reason, sizeof(reason),
+           "the program replaced the handler of the sampling signal %d with a raw system call; "
+           "sampling stopped",
+           InstalledSamplingSignal());
+  registry.sampling_stopped = reason;
+  LogError("%s", reason);
+}
+
 struct SamplerThreadParams {
   TimeDuration interval;
   bool cpu_time_timers;  // Default mode (not precise): the threads' CPU-clock timers.
@@ -555,10 +585,7 @@ constexpr int kMaxLoopIntervals = 8;
 void* SamplerThreadMain(void* arg) {
   pthread_setname_np(pthread_self(), "StrataSampler");
   // The sampler never takes samples of itself, and must not receive the sampling signal.
-  sigset_t block;
-  sigemptyset(&block);
-  sigaddset(&block, kDefaultSamplingSignal);
-  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  BlockSamplingSignalOnCurrentThread();
   const SamplerThreadParams params = *static_cast<SamplerThreadParams*>(arg);
   delete static_cast<SamplerThreadParams*>(arg);
   // A thread inherits its creator's scheduling policy. In a program whose threads run at a
@@ -611,6 +638,9 @@ void* SamplerThreadMain(void* arg) {
     }
     if (g_sampler_stop.load(std::memory_order_acquire)) break;
     const int expirations = SamplingLoopIteration();
+    if (!SamplingHandlerInstalled() && InstalledSamplingSignal() != 0) {
+      StopSamplingAfterHandlerLost();  // Idempotent.
+    }
     if (params.cpu_time_timers && expirations > loop_intervals) {
       loop_intervals = std::min(expirations, kMaxLoopIntervals);
     }
@@ -661,6 +691,14 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   // profiler does not load libunwind (and liblzma) into every program's start-up.
   if (ProfilerIsActive()) WarmUpLibunwindForSampling();
 
+  // The handler's free-stack check (sampling_signal.h) needs the bounds on this thread; a
+  // thread's own are cheap to read, except the main thread's (/proc/self/maps; its stack grows
+  // on demand: no check).
+  if (!thread->is_main) {
+    thread->bounds = StackBounds::OfCurrentThread();
+    SetSamplingThreadStackBounds(thread->bounds.low, thread->bounds.high);
+  }
+
   RegisteredThread* raw = thread.release();
   strata_t_profiling_stack = &raw->profiling_stack;
   t_registered_thread = raw;
@@ -700,6 +738,7 @@ void UnregisterThread(RegisteredThread* thread) {
                         registry.live.end());
   }
   SetSamplingThreadContext(nullptr);
+  SetSamplingThreadStackBounds(0, 0);
   strata_t_profiling_stack = nullptr;
   t_registered_thread = nullptr;
   delete thread->marker_staging.load(std::memory_order_relaxed);
@@ -757,11 +796,26 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   g_sampling_features.store(settings.features, std::memory_order_relaxed);
 
   const TierExtension* extension = g_extension.load(std::memory_order_acquire);
-  const int error = InstallSamplingSignalHandler(
-      kDefaultSamplingSignal, extension && extension->signal_callback ? extension->signal_callback
-                                                                      : &OnSamplingSignal);
-  if (error != 0 && error != EBUSY) {
-    LogError("cannot install the sampling signal handler: %s; markers only", strerror(error));
+  // A real-time signal nobody uses, or the one asked for (STRATA_SIGNAL); docs/sampling.md.
+  PrepareSignalInterposers();
+  int signal_number = settings.sampling_signal;
+  if (signal_number == 0) signal_number = InstalledSamplingSignal();
+  if (signal_number == 0) signal_number = ChooseSamplingSignal();
+  const int error =
+      signal_number == 0
+          ? EAGAIN
+          : InstallSamplingSignalHandler(signal_number, extension && extension->signal_callback
+                                                            ? extension->signal_callback
+                                                            : &OnSamplingSignal);
+  if (signal_number == 0) {
+    LogError("no free real-time signal to sample with (every one has a handler or is blocked); "
+             "markers only");
+  } else if (error != 0 && error != EBUSY) {
+    LogError("cannot install the sampling signal handler for signal %d: %s; markers only",
+             signal_number, strerror(error));
+  } else {
+    LogInfo("sampling with signal %d (gdb: handle SIG%d nostop noprint pass)", signal_number,
+            signal_number);
   }
   Registry& registry = GetRegistry();
   {
@@ -769,6 +823,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
     registry.settings = settings;
     registry.sampling = true;
     registry.dropped_samples = 0;
+    registry.sampling_stopped.clear();
     // Threads that ended before this session are of no interest to it.
     std::vector<ThreadInfo> live_infos;
     for (RegisteredThread* thread : registry.live) {
@@ -1004,6 +1059,9 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.settings = registry.settings;
   snapshot.start_time = session.start_time;
   snapshot.dropped_samples = registry.dropped_samples;
+  snapshot.sampling_signal = InstalledSamplingSignal();
+  snapshot.samples_skipped_low_stack = SamplesSkippedForLowStack();
+  snapshot.sampling_stopped = registry.sampling_stopped;
   for (RegisteredThread* thread : registry.live) {
     ThreadInfo& info = registry.infos[thread->info_index];
     const std::string name = ThreadNameFromProc(thread->tid);
@@ -1065,17 +1123,18 @@ int CreateProfilerThread(pthread_t* thread, void* (*routine)(void*), void* argum
     const PthreadCreateFunction foreign = FirstForeignPthreadCreate();
     return foreign ? foreign : RealPthreadCreate();
   }();
-  // The thread starts with every signal blocked (a new thread inherits its creator's mask),
-  // so that a process-directed signal the program blocks in its own threads to wait for it
-  // (sigwait, signalfd, a queue of SIGRTMIN) is never taken by a Strata thread, which
-  // would run the default action: terminate (seen with sigqueue(getpid(), SIGRTMIN)).
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  // The profiler's threads block every signal (they inherit this mask): a signal sent to the
+  // process (kill, ITIMER_PROF, a terminal's SIGINT) must go to one of the program's threads,
+  // to its handler, signalfd or sigwait, as without us -- not to ours, where its default action
+  // would kill the program. sigfillset leaves out glibc's internal signals, which every thread
+  // must keep taking (setuid broadcasts). The system call, not the interposed pthread_sigmask.
+  sigset_t every_signal, previous;
+  sigfillset(&every_signal);
+  syscall(SYS_rt_sigprocmask, SIG_BLOCK, &every_signal, &previous, _NSIG / 8);
   t_creating_profiler_thread = true;
   const int rc = create(thread, nullptr, routine, argument);
   t_creating_profiler_thread = false;
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &previous, nullptr, _NSIG / 8);
   return rc;
 }
 

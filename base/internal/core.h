@@ -39,6 +39,9 @@ struct SessionSnapshot {
   TimeStamp start_time;
   std::vector<ThreadInfo> threads;  // Live threads with their current names, then ended ones.
   uint64_t dropped_samples = 0;     // Samples lost to a full per-thread ring.
+  int sampling_signal = 0;          // The session's sampling signal (0: none installed).
+  uint64_t samples_skipped_low_stack = 0;  // sampling_signal.h, SamplesSkippedForLowStack.
+  std::string sampling_stopped;     // Why sampling stopped before the end, or empty.
 };
 
 // The profile buffer, for the whole life of the process (in session while a session runs).

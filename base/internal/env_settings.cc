@@ -1,5 +1,7 @@
 #include "base/internal/env_settings.h"
 
+#include <signal.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -57,6 +59,10 @@ constexpr VariableHelp kVariables[] = {
      "Without '%p', processes started by a profiled process with the same path save to "
      "<path> with .<pid> before .json. Default: not saved."},
     {"STRATA_LOGGING", "=1: log what the profiler does on stderr. Default: off."},
+    {"STRATA_SIGNAL",
+     "=<signal>: the sampling signal: SIGRTMIN+n, SIGRTMAX-n or a number from SIGRTMIN to "
+     "SIGRTMAX, or SIGPROF, SIGVTALRM, SIGUSR1, SIGUSR2. Default: the highest real-time signal "
+     "from SIGRTMIN+4 with no handler (gdb: 'handle SIGnn nostop noprint pass')."},
 };
 
 std::string Trim(std::string s) {
@@ -99,6 +105,40 @@ bool ParseBool(const char* text, bool* out) {
     return true;
   }
   return false;
+}
+
+// A signal as STRATA_SIGNAL takes it: SIGRTMIN+n, SIGRTMAX-n (also without "SIG"), a number,
+// or one of the named non-real-time signals a sampler may use. 0 if not one of those.
+int ParseSamplingSignal(const std::string& text) {
+  std::string v = Trim(text);
+  for (char& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (v.rfind("SIG", 0) == 0) v = v.substr(3);
+  auto parse_number = [](const std::string& digits, int* out) {
+    if (digits.empty() || digits.size() > 3) return false;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+    }
+    *out = std::atoi(digits.c_str());
+    return true;
+  };
+  int number = 0;
+  if (parse_number(v, &number)) {
+    return number >= SIGRTMIN && number <= SIGRTMAX ? number : 0;
+  }
+  if (v == "PROF") return SIGPROF;
+  if (v == "VTALRM") return SIGVTALRM;
+  if (v == "USR1") return SIGUSR1;
+  if (v == "USR2") return SIGUSR2;
+  if (v == "RTMIN") return SIGRTMIN;
+  if (v == "RTMAX") return SIGRTMAX;
+  int offset = 0;
+  if (v.rfind("RTMIN+", 0) == 0 && parse_number(v.substr(6), &offset)) {
+    return SIGRTMIN + offset <= SIGRTMAX ? SIGRTMIN + offset : 0;
+  }
+  if (v.rfind("RTMAX-", 0) == 0 && parse_number(v.substr(6), &offset)) {
+    return SIGRTMAX - offset >= SIGRTMIN ? SIGRTMAX - offset : 0;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -175,6 +215,20 @@ EnvironmentSettings ReadEnvironment(
 
   if (const char* value = getenv_function("STRATA_STARTUP_FILTERS")) {
     env.settings.thread_filters = SplitList(value);
+  }
+
+  if (const char* value = getenv_function("STRATA_SIGNAL")) {
+    const int signal_number = ParseSamplingSignal(value);
+    if (signal_number == 0) {
+      bad("STRATA_SIGNAL", value,
+          "SIGRTMIN+n or SIGRTMAX-n (SIGRTMIN=" + std::to_string(SIGRTMIN) +
+              ", SIGRTMAX=" + std::to_string(SIGRTMAX) + "), a number from " +
+              std::to_string(SIGRTMIN) + " to " + std::to_string(SIGRTMAX) +
+              ", or SIGPROF, SIGVTALRM, SIGUSR1, SIGUSR2",
+          "a free real-time signal chosen at start");
+    } else {
+      env.settings.sampling_signal = signal_number;
+    }
   }
 
   if (const char* value = getenv_function("STRATA_SHUTDOWN")) {

@@ -16,6 +16,10 @@
 #include "platform/sampling/thread_sampling_timer.h"
 
 namespace strata {
+
+// A test process owns all its signals: SIGPROF is as good as the real-time signal a session
+// chooses (sampling_signal.h, ChooseSamplingSignal).
+constexpr int kTestSamplingSignal = SIGPROF;
 namespace sampling_testing {
 namespace {
 
@@ -97,7 +101,7 @@ extern "C" __attribute__((noinline)) void* strata_test_sampled_thread_main(void*
   WarmUpLibunwind();
   SetSamplingThreadContext(recorder);
   ThreadSamplingTimer timer;
-  run->timer_error = timer.CreateForCurrentThread(kDefaultSamplingSignal);
+  run->timer_error = timer.CreateForCurrentThread(kTestSamplingSignal);
   if (run->timer_error == 0) run->timer_error = timer.Arm(arguments->interval);
 
   const TimeDuration cpu_start = ThreadCpuTimeNow();
@@ -130,7 +134,7 @@ ChainRun RunChainOnSampledThread(unsigned walkers, TimeDuration interval, TimeDu
   recorder.storage.resize(kSampleCapacity);
   recorder.tsc_per_ns = MeasureTscPerNanosecond();
 
-  run.install_error = InstallSamplingSignalHandler(kDefaultSamplingSignal, &RecordSample);
+  run.install_error = InstallSamplingSignalHandler(kTestSamplingSignal, &RecordSample);
   if (run.install_error != 0) return run;
 
   ThreadArguments arguments{&recorder, interval, cpu_time, extra_work, &run};

@@ -24,6 +24,10 @@
 #include "platform/time_stamp.h"
 
 namespace strata {
+
+// A test process owns all its signals: SIGPROF is as good as the real-time signal a session
+// chooses (sampling_signal.h, ChooseSamplingSignal).
+constexpr int kTestSamplingSignal = SIGPROF;
 namespace {
 
 enum class Walker { kFramePointers, kLibunwind, kClockReads };
@@ -96,7 +100,7 @@ void* SampledThread(void* argument) {
   WarmUpLibunwind();
   SetSamplingThreadContext(run);
   ThreadSamplingTimer timer;
-  if (timer.CreateForCurrentThread(kDefaultSamplingSignal) != 0 ||
+  if (timer.CreateForCurrentThread(kTestSamplingSignal) != 0 ||
       timer.Arm(TimeDuration::FromMilliseconds(1)) != 0) {
     std::fprintf(stderr, "timer failed\n");
     std::exit(1);
@@ -129,7 +133,7 @@ int main(int argc, char** argv) {
   using namespace strata;
   const double cpu_seconds = argc > 1 ? std::atof(argv[1]) : 1.0;
   const double tsc_per_ns = MeasureTscPerNanosecond();
-  if (InstallSamplingSignalHandler(kDefaultSamplingSignal, &OnSample) != 0) return 1;
+  if (InstallSamplingSignalHandler(kTestSamplingSignal, &OnSample) != 0) return 1;
   std::printf("%-15s %5s %8s %10s %10s %10s %7s\n", "walker", "depth", "samples/s", "p50 ns",
               "p90 ns", "p99 ns", "frames");
   struct Config {

@@ -1,7 +1,11 @@
 #include "platform/sampling/sampling_signal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -11,114 +15,263 @@
 namespace strata {
 namespace {
 
+using SigactionFunction = int (*)(int, const struct sigaction*, struct sigaction*);
+
 std::atomic<SamplingCallback> g_callback{nullptr};
 // Handler invocations between loading g_callback and returning from the callback.
 std::atomic<int> g_callbacks_running{0};
 std::atomic<int> g_installed_signal{0};
-// The disposition before ours. Written by Install before our handler can run (and, if the
-// disposition changed between reading and replacing it, once more right after).
-struct sigaction g_previous_action;
+// Uninstall gave up waiting for a callback: our handler is still the kernel disposition.
+std::atomic<bool> g_uninstall_abandoned{false};
+std::atomic<uint64_t> g_samples_skipped_low_stack{0};
+// The sigaction after ours in the lookup order (libc's), so that our own calls do not go
+// through the preload tier's interposer. Resolved outside signal context (Install, Choose).
+std::atomic<SigactionFunction> g_real_sigaction{nullptr};
 
-// initial-exec: a %fs-relative load, no call into the dynamic loader, safe in the handler.
+// The program's action for the installed signal: what it had at installation, then whatever it
+// set since through the interposers. Written and read from any context, signal handlers
+// included, without a lock: a writer claims the next slot, fills it, and publishes its number;
+// a reader copies the published slot and retries if a writer claimed that slot again meanwhile
+// (kActionSlots writes during one copy).
+constexpr uint64_t kActionSlots = 8;
+struct sigaction g_program_actions[kActionSlots];
+std::atomic<uint64_t> g_actions_claimed{0};
+std::atomic<uint64_t> g_actions_published{0};
+
+// initial-exec: %fs-relative accesses, no call into the dynamic loader, safe in the handler.
 __attribute__((tls_model("initial-exec"))) thread_local std::atomic<void*> t_thread_context{
     nullptr};
+__attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_low = 0;
+__attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_high = 0;
+// Nesting depth of our handler's own work on this thread (not of a program's chained handler).
+__attribute__((tls_model("initial-exec"))) thread_local int t_in_handler = 0;
 
 void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context);
+
+SigactionFunction RealSigaction() {
+  SigactionFunction real = g_real_sigaction.load(std::memory_order_acquire);
+  if (real == nullptr) {
+    real = reinterpret_cast<SigactionFunction>(dlsym(RTLD_NEXT, "sigaction"));
+    if (real == nullptr) real = &::sigaction;
+    g_real_sigaction.store(real, std::memory_order_release);
+  }
+  return real;
+}
 
 bool IsOurHandler(const struct sigaction& action) {
   return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == &SamplingSignalHandler;
 }
+
+// The thread's signal mask through the system call: not interposed, and it may name glibc's
+// internal signals. Async-signal-safe (errno is saved by the handler).
+void SetThreadMask(int how, const sigset_t* set, sigset_t* old) {
+  syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+}
+
+void WriteProgramAction(const struct sigaction& action) {
+  const uint64_t claimed = g_actions_claimed.fetch_add(1, std::memory_order_relaxed) + 1;
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(&g_program_actions[claimed % kActionSlots], &action, sizeof(action));
+  uint64_t published = g_actions_published.load(std::memory_order_relaxed);
+  while (published < claimed &&
+         !g_actions_published.compare_exchange_weak(published, claimed,
+                                                     std::memory_order_release,
+                                                     std::memory_order_relaxed)) {
+  }
+}
+
+void ReadProgramAction(struct sigaction* action) {
+  for (;;) {
+    const uint64_t published = g_actions_published.load(std::memory_order_acquire);
+    std::memcpy(action, &g_program_actions[published % kActionSlots], sizeof(*action));
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (g_actions_claimed.load(std::memory_order_relaxed) - published < kActionSlots) return;
+  }
+}
+
+// ---- Signal handler: async-signal-safe from here to the end of SamplingSignalHandler. ----
+
+void TakeDefaultAction(int signal_number) {
+  struct sigaction default_action;
+  std::memset(&default_action, 0, sizeof(default_action));
+  default_action.sa_handler = SIG_DFL;
+  const SigactionFunction real = g_real_sigaction.load(std::memory_order_acquire);
+  if (real != nullptr) real(signal_number, &default_action, nullptr);
+  // The signal is blocked while this handler runs: it stays pending, and the default action
+  // happens when the handler returns and the interrupted mask is restored.
+  raise(signal_number);
+}
+
+// Calls what the program set for the signal, as the kernel would have: with the thread's mask
+// set to the interrupted one plus the action's sa_mask (plus the signal unless SA_NODEFER),
+// after resetting the action to SIG_DFL for SA_RESETHAND.
+void ChainToProgramAction(int signal_number, siginfo_t* info, void* context) {
+  struct sigaction program;
+  ReadProgramAction(&program);
+  const bool has_info = (program.sa_flags & SA_SIGINFO) != 0;
+  if (!has_info && program.sa_handler == SIG_IGN) return;
+  if (!has_info && program.sa_handler == SIG_DFL) {
+    // The default action of every signal we accept (SIGPROF, SIGVTALRM, SIGUSR1/2, real-time
+    // signals) is to terminate the process.
+    TakeDefaultAction(signal_number);
+    return;
+  }
+  if (has_info && (program.sa_sigaction == nullptr || IsOurHandler(program))) return;
+  if ((program.sa_flags & SA_RESETHAND) != 0) {
+    struct sigaction reset;
+    std::memset(&reset, 0, sizeof(reset));
+    reset.sa_handler = SIG_DFL;
+    WriteProgramAction(reset);
+  }
+  sigset_t mask = program.sa_mask;
+  if (context != nullptr) {
+    const sigset_t& interrupted = static_cast<ucontext_t*>(context)->uc_sigmask;
+    sigorset(&mask, &mask, &interrupted);
+  }
+  if ((program.sa_flags & SA_NODEFER) == 0) sigaddset(&mask, signal_number);
+  SetThreadMask(SIG_SETMASK, &mask, nullptr);
+  if (has_info) {
+    program.sa_sigaction(signal_number, info, context);
+  } else {
+    program.sa_handler(signal_number);
+  }
+  // Returning restores the interrupted mask (sigreturn); a handler that longjmps out keeps
+  // the mask it ran with, as without us.
+}
+
+void RunSamplingCallback(const siginfo_t& info, void* context) {
+  // Fail safe on a thread with little stack left: the walk would run into the guard page.
+  const uintptr_t low = t_stack_low;
+  if (low != 0) {
+    const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    if (sp < low || sp >= t_stack_high || sp - low < kSamplingHandlerStackNeed) {
+      g_samples_skipped_low_stack.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  // seq_cst pairs with Uninstall: either it sees this increment, or we see its null.
+  g_callbacks_running.fetch_add(1, std::memory_order_seq_cst);
+  const SamplingCallback callback = g_callback.load(std::memory_order_seq_cst);
+  void* const thread_context = t_thread_context.load(std::memory_order_relaxed);
+  if (callback != nullptr && thread_context != nullptr) {
+    callback(thread_context, static_cast<ucontext_t*>(context),
+             ThreadSamplingTimer::Overruns(info));
+  }
+  g_callbacks_running.fetch_sub(1, std::memory_order_release);
+}
+
+void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
+  const int saved_errno = errno;
+  if (info != nullptr && ThreadSamplingTimer::IsSamplingTimerSignal(*info)) {
+    ++t_in_handler;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    RunSamplingCallback(*info, context);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    --t_in_handler;
+  } else {
+    // Not inside t_in_handler: the program's handler is the program's (its calls are served as
+    // the program's), and it may longjmp out.
+    ChainToProgramAction(signal_number, info, context);
+  }
+  errno = saved_errno;
+}
+// ---- End of signal handler. ----
+
+// Every signal, glibc's internal ones too: sigfillset leaves out SIGCANCEL (32) and SIGSETXID
+// (33), and sigaddset refuses them, so their bits are set by hand. Blocked while the handler
+// runs, asynchronous cancellation and setxid broadcasts wait until it returns (a few
+// microseconds); nothing can interrupt a callback.
+void FillEverySignal(sigset_t* set) {
+  sigfillset(set);
+  for (int internal = 32; internal < SIGRTMIN; ++internal) {
+    const int bit = internal - 1;
+    constexpr int kBitsPerWord = 8 * sizeof(unsigned long);
+    set->__val[bit / kBitsPerWord] |= 1UL << (bit % kBitsPerWord);
+  }
+}
+
+// Spins, then sleeps, for about a second in all, until no callback runs. Not signal-safe.
+bool WaitUntilNoCallbackRuns() {
+  for (int i = 0; i < 1000; ++i) {
+    if (g_callbacks_running.load(std::memory_order_seq_cst) == 0) return true;
+    sched_yield();
+  }
+  const timespec one_millisecond{0, 1000 * 1000};
+  for (int i = 0; i < 1000; ++i) {
+    if (g_callbacks_running.load(std::memory_order_seq_cst) == 0) return true;
+    nanosleep(&one_millisecond, nullptr);
+  }
+  return g_callbacks_running.load(std::memory_order_seq_cst) == 0;
+}
+
+}  // namespace
 
 bool IsAllowedSamplingSignal(int signal_number) {
   return signal_number == SIGPROF || signal_number == SIGVTALRM || signal_number == SIGUSR1 ||
          signal_number == SIGUSR2 || (signal_number >= SIGRTMIN && signal_number <= SIGRTMAX);
 }
 
-// Every allowed signal's default action is to terminate the process.
-void TakeDefaultAction(int signal_number) {
-  struct sigaction default_action;
-  std::memset(&default_action, 0, sizeof(default_action));
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  sigaction(signal_number, &default_action, nullptr);
-  // The signal is blocked while this handler runs: it stays pending, and the default action
-  // happens when the handler returns and the interrupted mask is restored.
-  raise(signal_number);
-}
-
-void ChainToPreviousAction(int signal_number, siginfo_t* info, void* context) {
-  const struct sigaction& previous = g_previous_action;
-  if ((previous.sa_flags & SA_SIGINFO) != 0) {
-    if (previous.sa_sigaction != nullptr && previous.sa_sigaction != &SamplingSignalHandler) {
-      previous.sa_sigaction(signal_number, info, context);
-    }
-    return;
+int ChooseSamplingSignal() {
+  const SigactionFunction real = RealSigaction();
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  SetThreadMask(SIG_BLOCK, nullptr, &blocked);
+  // A thread that blocks every real-time signal (a profiler thread starting a session, the
+  // program's sigfillset pattern) says nothing about any one of them: its mask is ignored.
+  bool blocks_every_realtime_signal = true;
+  for (int candidate = SIGRTMIN; candidate <= SIGRTMAX; ++candidate) {
+    if (sigismember(&blocked, candidate) != 1) blocks_every_realtime_signal = false;
   }
-  if (previous.sa_handler == SIG_IGN) return;
-  if (previous.sa_handler == SIG_DFL) {
-    TakeDefaultAction(signal_number);
-    return;
+  if (blocks_every_realtime_signal) sigemptyset(&blocked);
+  for (int candidate = SIGRTMAX; candidate >= SIGRTMIN + kLowestChoosableRealtimeOffset;
+       --candidate) {
+    struct sigaction current;
+    if (real(candidate, nullptr, &current) != 0) continue;
+    if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL) continue;
+    if (sigismember(&blocked, candidate)) continue;
+    return candidate;
   }
-  previous.sa_handler(signal_number);
+  return 0;
 }
-
-// ---- Signal handler: async-signal-safe from here to the end of the function. ----
-void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
-  const int saved_errno = errno;
-  if (info != nullptr && ThreadSamplingTimer::IsSamplingTimerSignal(*info)) {
-    // seq_cst pairs with Uninstall: either it sees this increment, or we see its null.
-    g_callbacks_running.fetch_add(1, std::memory_order_seq_cst);
-    const SamplingCallback callback = g_callback.load(std::memory_order_seq_cst);
-    void* const thread_context = t_thread_context.load(std::memory_order_relaxed);
-    if (callback != nullptr && thread_context != nullptr) {
-      callback(thread_context, static_cast<ucontext_t*>(context),
-               ThreadSamplingTimer::Overruns(*info));
-    }
-    g_callbacks_running.fetch_sub(1, std::memory_order_release);
-  } else {
-    ChainToPreviousAction(signal_number, info, context);
-  }
-  errno = saved_errno;
-}
-// ---- End of signal handler. ----
-
-bool SameAction(const struct sigaction& a, const struct sigaction& b) {
-  return a.sa_flags == b.sa_flags &&
-         ((a.sa_flags & SA_SIGINFO) != 0 ? a.sa_sigaction == b.sa_sigaction
-                                         : a.sa_handler == b.sa_handler);
-}
-
-}  // namespace
 
 int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback) {
   if (callback == nullptr || !IsAllowedSamplingSignal(signal_number)) return EINVAL;
+  const SigactionFunction real = RealSigaction();
   int expected = 0;
-  if (!g_installed_signal.compare_exchange_strong(expected, signal_number)) return EBUSY;
-
-  struct sigaction previous;
-  if (sigaction(signal_number, nullptr, &previous) != 0) {
-    const int error = errno;
-    g_installed_signal.store(0);
-    return error;
+  if (!g_installed_signal.compare_exchange_strong(expected, signal_number)) {
+    // An earlier Uninstall gave up and left our handler (and the program's action) in place.
+    if (expected == signal_number && g_uninstall_abandoned.exchange(false)) {
+      g_callback.store(callback, std::memory_order_seq_cst);
+      return 0;
+    }
+    return EBUSY;
   }
-  // Left behind by an earlier installation that could not restore (see Uninstall): keep the
-  // disposition recorded then, never chain to ourselves.
-  if (!IsOurHandler(previous)) g_previous_action = previous;
-  g_callback.store(callback, std::memory_order_seq_cst);
-
   struct sigaction action;
   std::memset(&action, 0, sizeof(action));
   action.sa_sigaction = &SamplingSignalHandler;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&action.sa_mask);
+  FillEverySignal(&action.sa_mask);
+  // The program's action is recorded before our handler can run; the interposers record every
+  // later change (g_installed_signal is already set).
+  struct sigaction previous;
+  if (real(signal_number, nullptr, &previous) != 0) {
+    const int error = errno;
+    g_installed_signal.store(0);
+    return error;
+  }
+  if (!IsOurHandler(previous)) WriteProgramAction(previous);
+  g_callback.store(callback, std::memory_order_seq_cst);
   struct sigaction replaced;
-  if (sigaction(signal_number, &action, &replaced) != 0) {
+  if (real(signal_number, &action, &replaced) != 0) {
     const int error = errno;
     g_callback.store(nullptr);
     g_installed_signal.store(0);
     return error;
   }
-  if (!IsOurHandler(replaced) && !SameAction(replaced, previous)) g_previous_action = replaced;
+  // Changed by a raw system call between the two calls: that is the program's action too.
+  if (!IsOurHandler(replaced) && std::memcmp(&replaced, &previous, sizeof(replaced)) != 0) {
+    WriteProgramAction(replaced);
+  }
   return 0;
 }
 
@@ -126,17 +279,22 @@ int UninstallSamplingSignalHandler() {
   const int signal_number = g_installed_signal.load();
   if (signal_number == 0) return 0;
   g_callback.store(nullptr, std::memory_order_seq_cst);
-
+  // A handler that loaded the callback before the store above may still be running it.
+  if (!WaitUntilNoCallbackRuns()) {
+    g_uninstall_abandoned.store(true);
+    return ETIMEDOUT;
+  }
+  const SigactionFunction real = RealSigaction();
+  g_installed_signal.store(0);  // From here the interposers forward the program's calls.
+  struct sigaction program;
+  ReadProgramAction(&program);
   int result = 0;
   struct sigaction current;
-  if (sigaction(signal_number, nullptr, &current) != 0) {
+  if (real(signal_number, nullptr, &current) != 0) {
     result = errno;
   } else if (IsOurHandler(current)) {
-    if (sigaction(signal_number, &g_previous_action, nullptr) != 0) result = errno;
+    if (real(signal_number, &program, nullptr) != 0) result = errno;
   }
-  // A handler that loaded the callback before the store above may still be running it.
-  while (g_callbacks_running.load(std::memory_order_seq_cst) != 0) sched_yield();
-  g_installed_signal.store(0);
   return result;
 }
 
@@ -145,11 +303,40 @@ SamplingCallback ReplaceSamplingCallback(SamplingCallback callback) {
   const SamplingCallback previous = g_callback.exchange(callback, std::memory_order_seq_cst);
   // Handlers that loaded the previous callback before the exchange may still be running it;
   // once they are done, it is never called again.
-  while (g_callbacks_running.load(std::memory_order_seq_cst) != 0) sched_yield();
+  if (!WaitUntilNoCallbackRuns()) return nullptr;
   return previous;
 }
 
 int InstalledSamplingSignal() { return g_installed_signal.load(std::memory_order_relaxed); }
+
+bool SamplingHandlerInstalled() {
+  const int signal_number = g_installed_signal.load();
+  if (signal_number == 0) return false;
+  struct sigaction current;
+  if (RealSigaction()(signal_number, nullptr, &current) != 0) return true;  // Unknown: assume.
+  return IsOurHandler(current);
+}
+
+bool RecordProgramAction(int signal_number, const struct sigaction* action,
+                         struct sigaction* old_action) {
+  if (signal_number == 0 || signal_number != g_installed_signal.load(std::memory_order_acquire)) {
+    return false;
+  }
+  if (old_action != nullptr) ReadProgramAction(old_action);
+  if (action != nullptr) WriteProgramAction(*action);
+  return true;
+}
+
+bool IsInSamplingHandler() { return t_in_handler > 0; }
+
+void BlockSamplingSignalOnCurrentThread() {
+  const int signal_number = g_installed_signal.load();
+  if (signal_number == 0) return;
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, signal_number);
+  SetThreadMask(SIG_BLOCK, &block, nullptr);
+}
 
 void SetSamplingThreadContext(void* thread_context) {
   t_thread_context.store(thread_context, std::memory_order_relaxed);
@@ -159,5 +346,18 @@ void SetSamplingThreadContext(void* thread_context) {
 }
 
 void* GetSamplingThreadContext() { return t_thread_context.load(std::memory_order_relaxed); }
+
+void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high) {
+  t_stack_low = 0;  // Never a low limit with a stale high one, as seen by the handler.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_stack_high = high;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_stack_low = low;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+uint64_t SamplesSkippedForLowStack() {
+  return g_samples_skipped_low_stack.load(std::memory_order_relaxed);
+}
 
 }  // namespace strata

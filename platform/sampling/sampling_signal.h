@@ -1,83 +1,143 @@
 // The process-wide handler of the sampling signal: it runs a registered callback, with the
 // interrupted thread's context, for every signal that a ThreadSamplingTimer sends, and passes
-// every other instance of the signal on to the disposition that was in place before it.
+// every other instance of the signal on to the disposition the program wants for it.
 //
-// Which signal (kDefaultSamplingSignal = SIGPROF), and why:
-//   - Sharing is safe whatever the signal: sampling-timer signals are recognised by their
-//     siginfo (SI_TIMER plus a fixed si_value, see ThreadSamplingTimer), never by the signal
-//     number alone, so the program's own instances of the signal (kill, raise, setitimer,
-//     its own timers) go to its handler as before, to SIG_IGN, or to the default action.
-//   - SIGPROF is the signal every Unix profiler uses (the design note measured it; gperftools,
-//     Firefox). gdb passes it silently by default ("nostop noprint pass"), whereas gdb stops
-//     and prints at every real-time signal: with SIGRTMIN+k, debugging a profiled program
-//     would stop at every sample. Programs rarely use SIGPROF unless they profile themselves.
-//   - The residual risk is a program that installs its own SIGPROF handler after us: it then
-//     receives our samples. A real-time signal avoids that at the cost above; callers may pass
-//     one (SIGRTMIN..SIGRTMAX), and should then pick one whose disposition is SIG_DFL.
-// The handler is installed with SA_SIGINFO | SA_RESTART and an empty sa_mask (the signal
-// itself is blocked while it runs). With CPU-clock timers a sleeping thread is never
-// signalled at all, so no sleep is cut short; SA_RESTART covers the calls it can cover
-// (read on a pipe, sem_wait, waitpid) when a wall-clock timer is used.
+// Which signal, and why (docs/sampling.md, "The signal and the handler"):
+//   - A real-time signal that nobody uses, chosen at start: ChooseSamplingSignal() returns
+//     the highest of SIGRTMIN+kLowestChoosableRealtimeOffset..SIGRTMAX whose disposition is
+//     SIG_DFL and that the calling thread does not block (a caller may impose one instead,
+//     e.g. from STRATA_SIGNAL). SIGPROF, the traditional choice, is the program's own:
+//     programs use it with ITIMER_PROF, signalfd, or in cleanup handlers that reset and
+//     re-raise it (GNU sort), and every one of those broke when Strata shared it.
+//   - The price: gdb stops and prints at every real-time signal by default; debug a profiled
+//     program with `handle SIGnn nostop noprint pass` (the profile's meta says which).
+//   - Sampling-timer signals are still recognised by their siginfo (SI_TIMER plus a fixed
+//     si_value, see ThreadSamplingTimer), never by the number alone, so a program that does use
+//     the signal (kill, sigqueue, its own timers) gets its instances as without Strata.
 //
-// Chaining: the previous disposition is recorded at installation. A signal that is not a
-// sampling-timer signal goes to the previous handler (called directly from ours, with the
-// signal blocked; its own sa_mask and flags are not re-applied), is dropped if the previous
-// disposition was SIG_IGN, or, if it was SIG_DFL, takes the default action (the disposition
-// is reset to SIG_DFL and the signal re-raised, so the process terminates as it would have
-// without us).
+// Ownership (the preload tier's interposers, base/internal/signal_interposers.cc, route the
+// program's calls here): while installed, the kernel disposition of the signal stays ours.
+// What the program sets with sigaction/signal is recorded as the *program's action*
+// (RecordProgramAction): foreign instances of the signal go to it, `oldact` reports it, and
+// Uninstall restores it. The handler runs with every signal blocked, glibc's internal
+// SIGCANCEL and SIGSETXID included, so no other handler, longjmp, pthread_exit or
+// asynchronous cancellation can interrupt a callback. A raw rt_sigaction system call bypasses
+// all this: SamplingHandlerInstalled() tells the sampler.
+//
+// Chaining to the program's action: the handler it set is called with the thread's mask set
+// as the kernel would have set it (the interrupted mask, plus its sa_mask, plus the signal
+// unless SA_NODEFER); SA_RESETHAND resets the recorded action to SIG_DFL first; SIG_IGN drops
+// the signal; SIG_DFL takes the default action (the kernel disposition is reset to SIG_DFL and
+// the signal re-raised, so the process terminates as it would have without us).
+//
+// Stack: the handler needs kSamplingHandlerStackNeed bytes of the interrupted thread's stack
+// (measured, see below). A thread whose stack bounds were given (SetSamplingThreadStackBounds)
+// and that has less left below the handler's frame skips the sample (counted:
+// SamplesSkippedForLowStack) instead of overflowing into its guard page.
 //
 // Thread safety: Install and Uninstall are NOT thread-safe: call them from one thread at a
 // time, once each, at start and stop (a second Install fails with EBUSY). The handler may
-// run on any thread at any time. Set/GetSamplingThreadContext act on the calling thread.
-// Async-signal safety: the handler itself is async-signal-safe; so are
-// SetSamplingThreadContext() and GetSamplingThreadContext(). Install and Uninstall are NOT
-// (Uninstall waits for callbacks that are running on other threads).
+// run on any thread at any time. Set/GetSamplingThreadContext and the stack bounds act on the
+// calling thread.
+// Async-signal safety: the handler itself; Set/GetSamplingThreadContext,
+// SetSamplingThreadStackBounds, IsInSamplingHandler, RecordProgramAction,
+// SamplesSkippedForLowStack and InstalledSamplingSignal are async-signal-safe (a program's
+// handler may call sigaction). Install, Uninstall, ReplaceSamplingCallback and
+// ChooseSamplingSignal are NOT (they wait or resolve symbols).
 #ifndef STRATA_PLATFORM_SAMPLING_SAMPLING_SIGNAL_H_
 #define STRATA_PLATFORM_SAMPLING_SAMPLING_SIGNAL_H_
 
 #include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <ucontext.h>
 
 namespace strata {
 
-constexpr int kDefaultSamplingSignal = SIGPROF;
+// ChooseSamplingSignal() never picks below SIGRTMIN + this: the lowest real-time signals are
+// the ones programs and libraries take first (SIGRTMIN, SIGRTMIN+1...).
+constexpr int kLowestChoosableRealtimeOffset = 4;
+
+// Bytes of stack the handler needs below its own frame: the deepest use measured was
+// ~5.5 KiB (libunwind walk of a deep stack, docs/sampling.md "Stack"), rounded up with a
+// margin.
+constexpr size_t kSamplingHandlerStackNeed = 8 * 1024;
 
 // Runs in the signal handler, on the thread that took the sampling-timer signal, with that
 // thread's context pointer (never null: signals reaching a thread without a context are
 // dropped), the interrupted context (the handler's third argument, for the stack walkers)
 // and the timer's overrun count (ThreadSamplingTimer::Overruns). It must be
 // async-signal-safe: no allocation, no lock, nothing that another thread's lock guards.
-// errno is saved and restored around it.
+// errno is saved and restored around it. Every signal is blocked while it runs.
 using SamplingCallback = void (*)(void* thread_context, ucontext_t* context, int overruns);
 
-// Installs the handler for `signal_number` (SIGPROF, SIGVTALRM, SIGUSR1, SIGUSR2, or a
-// real-time signal) and makes `callback` the callback. Returns 0 or an errno value: EBUSY if
-// already installed, EINVAL for a null callback or another signal, or sigaction's error.
+// The highest real-time signal in [SIGRTMIN + kLowestChoosableRealtimeOffset, SIGRTMAX] whose
+// disposition is SIG_DFL and that the calling thread does not block (unless it blocks every
+// real-time signal: a profiler thread, or a program's sigfillset); 0 if there is none.
+int ChooseSamplingSignal();
+
+// Whether InstallSamplingSignalHandler accepts `signal_number`: SIGPROF, SIGVTALRM, SIGUSR1,
+// SIGUSR2, or SIGRTMIN..SIGRTMAX.
+bool IsAllowedSamplingSignal(int signal_number);
+
+// Installs the handler for `signal_number` and makes `callback` the callback. The disposition
+// in place becomes the program's action. Returns 0 or an errno value: EBUSY if already
+// installed, EINVAL for a null callback or a signal IsAllowedSamplingSignal refuses, or
+// sigaction's error. After an Uninstall that timed out (our handler left in place), installing
+// the same signal again succeeds.
 [[nodiscard]] int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback);
 
-// Stops calling the callback, waits until no callback is running on any thread, and puts
-// back the disposition that was in place at installation -- unless something else replaced
-// our handler since (then it is left alone, and our handler, which it may chain to, keeps
-// passing foreign signals on). Idempotent; returns 0 or sigaction's errno. The caller must
-// guarantee: it does not run in the callback; every ThreadSamplingTimer that sends this
-// signal was destroyed first (an armed one would send the signal to the restored
-// disposition, by default terminating the process).
+// Stops calling the callback, waits (bounded: ~1 s) until no callback runs on any thread, and
+// gives the kernel the program's action back -- unless something else replaced our handler
+// since (a raw system call: then it is left alone). Idempotent; returns 0, sigaction's errno,
+// or ETIMEDOUT when a callback was still running after the wait: then our handler stays
+// installed with no callback (sampling signals are dropped, foreign ones still chained) and
+// the program's calls keep being served. The caller must guarantee: it does not run in the
+// callback; every ThreadSamplingTimer that sends this signal was destroyed first.
 [[nodiscard]] int UninstallSamplingSignalHandler();
 
-// Replaces the callback of the installed handler without a moment uninstalled (the signal
-// keeps being handled; no sample is lost). Returns the previous callback once no handler is
-// running it any more, so its code may then go away; returns null (and changes nothing) when
-// no handler is installed or `callback` is null. Not async-signal-safe (it waits).
+// Replaces the callback of the installed handler without a moment uninstalled. Returns the
+// previous callback once no handler is running it any more (bounded wait, ~1 s), so its code
+// may then go away; returns null when no handler is installed, `callback` is null (nothing
+// changed then), or the wait timed out (the new callback is in place, the old one may still
+// be running somewhere: keep its code). Not async-signal-safe (it waits).
 SamplingCallback ReplaceSamplingCallback(SamplingCallback callback);
 
 // The installed signal, or 0.
 int InstalledSamplingSignal();
+
+// Whether the kernel disposition of the installed signal is still our handler (one sigaction
+// query). False when nothing is installed. For the sampler's periodic check.
+bool SamplingHandlerInstalled();
+
+// For the interposers of sigaction/signal. When `signal_number` is the installed sampling
+// signal, records `action` (if not null) as the program's action, reports the previous
+// program's action in `old_action` (if not null), and returns true; the kernel disposition is
+// not touched. Otherwise returns false and does nothing (the caller forwards the call).
+bool RecordProgramAction(int signal_number, const struct sigaction* action,
+                         struct sigaction* old_action);
+
+// True on a thread that is running the sampling handler (its callback, or a program's handler
+// it chained to): the interposers then forward calls unchanged.
+bool IsInSamplingHandler();
+
+// Blocks the installed sampling signal on the calling thread, bypassing the interposers (for
+// threads of the profiler itself). No-op when nothing is installed.
+void BlockSamplingSignalOnCurrentThread();
 
 // The calling thread's context pointer passed to the callback; null (the default) means the
 // thread takes no samples. Set it when the thread registers, before arming its timer, and
 // reset it to null after destroying the timer, before the context object goes away.
 void SetSamplingThreadContext(void* thread_context);
 void* GetSamplingThreadContext();
+
+// The calling thread's stack [low, high), for the handler's free-stack check; {0, 0} (the
+// default) turns the check off (e.g. the main thread, whose stack grows on demand).
+void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high);
+
+// Samples skipped because the thread had less than kSamplingHandlerStackNeed bytes of stack
+// left (or the handler ran outside the given bounds, e.g. on an alternate signal stack).
+uint64_t SamplesSkippedForLowStack();
 
 }  // namespace strata
 

@@ -62,6 +62,11 @@ void SetPlainAction(int signal_number, void (*handler)(int)) {
   REQUIRE(sigaction(signal_number, &action, nullptr) == 0);
 }
 
+bool IsOurHandlerForTesting(const struct sigaction& action) {
+  return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction != nullptr &&
+         action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN;
+}
+
 // The program's own handler, as the sampling handler finds it at installation.
 std::atomic<int> g_program_handler_calls{0};
 std::atomic<int> g_program_handler_last_code{0};
@@ -301,6 +306,163 @@ TEST_CASE("ReplaceSamplingCallback: switches callbacks with the timer running, l
   CHECK(g_callback_calls.load() == old_calls);  // The old callback is never called again.
   SetSamplingThreadContext(nullptr);
   REQUIRE(UninstallSamplingSignalHandler() == 0);
+}
+
+
+// ---- Signal ownership (issue 16) ----
+
+TEST_CASE("ChooseSamplingSignal: the highest free real-time signal, never a used or blocked one",
+          "[platform][sampling]") {
+  const int highest = ChooseSamplingSignal();
+  REQUIRE(highest == SIGRTMAX);
+  SetPlainAction(SIGRTMAX, SIG_IGN);
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGRTMAX - 1);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  CHECK(ChooseSamplingSignal() == SIGRTMAX - 2);
+  sigset_t every;
+  sigfillset(&every);
+  pthread_sigmask(SIG_BLOCK, &every, nullptr);  // Blocking everything says nothing.
+  CHECK(ChooseSamplingSignal() == SIGRTMAX - 1);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  SetPlainAction(SIGRTMAX, SIG_DFL);
+  CHECK(ChooseSamplingSignal() == SIGRTMAX);
+  CHECK(IsAllowedSamplingSignal(SIGRTMAX));
+  CHECK_FALSE(IsAllowedSamplingSignal(SIGSEGV));
+}
+
+std::atomic<int> g_plain_handler_calls{0};
+std::atomic<bool> g_plain_handler_mask_ok{false};
+void PlainProgramHandler(int signal_number) {
+  g_plain_handler_calls.fetch_add(1);
+  sigset_t current;
+  pthread_sigmask(SIG_BLOCK, nullptr, &current);
+  // As the kernel would have: the action's sa_mask (SIGUSR2) and the signal itself blocked,
+  // SIGUSR1 (neither) not.
+  g_plain_handler_mask_ok.store(sigismember(&current, SIGUSR2) == 1 &&
+                                sigismember(&current, signal_number) == 1 &&
+                                sigismember(&current, SIGUSR1) == 0);
+}
+
+TEST_CASE(
+    "RecordProgramAction: the program's action is recorded, reported and chained to; ours "
+    "stays; Uninstall gives the program its action",
+    "[platform][sampling]") {
+  const int signal_number = SIGRTMAX;
+  SetPlainAction(signal_number, SIG_DFL);
+  CHECK_FALSE(RecordProgramAction(signal_number, nullptr, nullptr));  // Nothing installed.
+  REQUIRE(InstallSamplingSignalHandler(signal_number, &CountingCallback) == 0);
+  const struct sigaction ours = CurrentAction(signal_number);
+  // Every signal blocked in our handler, glibc's internal SIGCANCEL (32) and SIGSETXID (33) too.
+  CHECK(sigismember(&ours.sa_mask, SIGUSR1) == 1);
+  CHECK((ours.sa_mask.__val[0] & (3UL << 31)) == (3UL << 31));
+
+  struct sigaction program, reported;
+  std::memset(&program, 0, sizeof(program));
+  program.sa_handler = &PlainProgramHandler;
+  sigemptyset(&program.sa_mask);
+  sigaddset(&program.sa_mask, SIGUSR2);
+  CHECK_FALSE(RecordProgramAction(SIGUSR1, &program, &reported));  // Not the sampling signal.
+  REQUIRE(RecordProgramAction(signal_number, &program, &reported));
+  CHECK(reported.sa_handler == SIG_DFL);  // What the program had, not ours.
+  CHECK(SamplingHandlerInstalled());
+  CHECK(IsOurHandlerForTesting(CurrentAction(signal_number)));
+
+  g_plain_handler_calls.store(0);
+  raise(signal_number);  // Not a sample: the program's handler runs, with its mask.
+  CHECK(g_plain_handler_calls.load() == 1);
+  CHECK(g_plain_handler_mask_ok.load());
+  REQUIRE(RecordProgramAction(signal_number, nullptr, &reported));
+  CHECK(reported.sa_handler == &PlainProgramHandler);
+
+  REQUIRE(UninstallSamplingSignalHandler() == 0);
+  CHECK(CurrentAction(signal_number).sa_handler == &PlainProgramHandler);
+  SetPlainAction(signal_number, SIG_DFL);
+}
+
+TEST_CASE("SamplingHandlerInstalled: false once a raw replacement took our handler's place",
+          "[platform][sampling]") {
+  const int signal_number = SIGRTMAX;
+  CHECK_FALSE(SamplingHandlerInstalled());
+  REQUIRE(InstallSamplingSignalHandler(signal_number, &CountingCallback) == 0);
+  CHECK(SamplingHandlerInstalled());
+  SetPlainAction(signal_number, SIG_IGN);  // No interposer in this binary: as a raw call.
+  CHECK_FALSE(SamplingHandlerInstalled());
+  REQUIRE(UninstallSamplingSignalHandler() == 0);
+  CHECK(CurrentAction(signal_number).sa_handler == SIG_IGN);  // Left alone.
+  SetPlainAction(signal_number, SIG_DFL);
+}
+
+TEST_CASE("Sampling signal handler: a thread with too little stack left skips the sample",
+          "[platform][sampling]") {
+  const int signal_number = SIGRTMAX;
+  g_callback_calls.store(0);
+  REQUIRE(InstallSamplingSignalHandler(signal_number, &CountingCallback) == 0);
+  int context_object = 0;
+  SetSamplingThreadContext(&context_object);
+  ThreadSamplingTimer timer;
+  REQUIRE(timer.CreateForCurrentThread(signal_number) == 0);
+  REQUIRE(timer.Arm(TimeDuration::FromMilliseconds(1)) == 0);
+  // Bounds that pretend only 1 KiB is left below the current frame.
+  const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const uint64_t skipped_before = SamplesSkippedForLowStack();
+  SetSamplingThreadStackBounds(sp - 1024, sp + 4096);
+  BurnCpuUntil([&] { return SamplesSkippedForLowStack() >= skipped_before + 3; },
+               TimeDuration::FromSeconds(2));
+  CHECK(SamplesSkippedForLowStack() >= skipped_before + 3);
+  CHECK(g_callback_calls.load() == 0);
+  // Real bounds: samples again.
+  SetSamplingThreadStackBounds(sp - 256 * 1024, sp + 4096);
+  BurnCpuUntil([] { return g_callback_calls.load() >= 3; }, TimeDuration::FromSeconds(2));
+  CHECK(g_callback_calls.load() >= 3);
+  timer.Destroy();
+  SetSamplingThreadStackBounds(0, 0);
+  SetSamplingThreadContext(nullptr);
+  REQUIRE(UninstallSamplingSignalHandler() == 0);
+}
+
+// A callback that never returns while its flag is set (a thread stuck or cancelled in it).
+std::atomic<bool> g_stuck_release{false};
+std::atomic<bool> g_stuck_started{false};
+void StuckCallback(void*, ucontext_t*, int) {
+  g_stuck_started.store(true);
+  while (!g_stuck_release.load()) {
+  }
+}
+
+void* SampledUntilReleased(void*) {
+  int context_object = 0;
+  SetSamplingThreadContext(&context_object);
+  ThreadSamplingTimer timer;
+  if (timer.CreateForCurrentThread(SIGRTMAX) == 0 &&
+      timer.Arm(TimeDuration::FromMilliseconds(1)) == 0) {
+    BurnCpuUntil([] { return g_stuck_started.load(); }, TimeDuration::FromSeconds(10));
+    timer.Destroy();
+  }
+  SetSamplingThreadContext(nullptr);
+  return nullptr;
+}
+
+TEST_CASE(
+    "UninstallSamplingSignalHandler: gives up after a bounded wait, leaving our handler; "
+    "installing again then works",
+    "[platform][sampling]") {
+  REQUIRE(InstallSamplingSignalHandler(SIGRTMAX, &StuckCallback) == 0);
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, nullptr, &SampledUntilReleased, nullptr) == 0);
+  const TimeStamp deadline = TimeStamp::Now() + TimeDuration::FromSeconds(10);
+  while (!g_stuck_started.load() && TimeStamp::Now() < deadline) usleep(1000);
+  REQUIRE(g_stuck_started.load());
+  CHECK(UninstallSamplingSignalHandler() == ETIMEDOUT);
+  CHECK(InstalledSamplingSignal() == SIGRTMAX);
+  CHECK(SamplingHandlerInstalled());
+  CHECK(ReplaceSamplingCallback(&CountingCallback) == nullptr);  // Timed out too.
+  g_stuck_release.store(true);
+  pthread_join(thread, nullptr);
+  CHECK(InstallSamplingSignalHandler(SIGRTMAX, &CountingCallback) == 0);
+  REQUIRE(UninstallSamplingSignalHandler() == 0);
+  CHECK(CurrentAction(SIGRTMAX).sa_handler == SIG_DFL);
 }
 
 }  // namespace strata

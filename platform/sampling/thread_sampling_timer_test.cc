@@ -15,6 +15,10 @@
 #include "platform/time_stamp.h"
 
 namespace strata {
+
+// A test process owns all its signals: SIGPROF is as good as the real-time signal a session
+// chooses (sampling_signal.h, ChooseSamplingSignal).
+constexpr int kTestSamplingSignal = SIGPROF;
 namespace {
 
 TimeDuration ThreadCpuTimeNow() {
@@ -56,7 +60,7 @@ void CountSample(void* thread_context, ucontext_t*, int overruns) {
 // Installs the counting handler for the test's scope.
 class ScopedHandler {
  public:
-  explicit ScopedHandler(int signal_number = kDefaultSamplingSignal)
+  explicit ScopedHandler(int signal_number = kTestSamplingSignal)
       : error_(InstallSamplingSignalHandler(signal_number, &CountSample)) {}
   ~ScopedHandler() { (void)UninstallSamplingSignalHandler(); }
   int error() const { return error_; }
@@ -107,7 +111,7 @@ TEST_CASE("ThreadSamplingTimer: a 1 ms CPU-clock timer samples a busy thread at 
   Counter counter;
   ScopedContext context(&counter);
   ThreadSamplingTimer timer;
-  REQUIRE(timer.CreateForCurrentThread(kDefaultSamplingSignal) == 0);
+  REQUIRE(timer.CreateForCurrentThread(kTestSamplingSignal) == 0);
   const TimeDuration cpu_start = ThreadCpuTimeNow();
   const TimeStamp wall_start = TimeStamp::Now();
   REQUIRE(timer.Arm(TimeDuration::FromMilliseconds(1)) == 0);
@@ -163,7 +167,7 @@ TEST_CASE(
   while (!busy.registered.load()) sched_yield();
 
   ThreadSamplingTimer timer;
-  REQUIRE(timer.CreateForThread(busy.tid, busy.cpu_clock, kDefaultSamplingSignal) == 0);
+  REQUIRE(timer.CreateForThread(busy.tid, busy.cpu_clock, kTestSamplingSignal) == 0);
   CHECK(timer.target_thread() == busy.tid);
   REQUIRE(timer.Arm(TimeDuration::FromMilliseconds(1)) == 0);
   // The main thread burns CPU too: a signal meant for the process would often land here.
@@ -216,7 +220,7 @@ TEST_CASE("ThreadSamplingTimer: creating a timer for an exited thread fails",
   REQUIRE(pthread_create(&thread, nullptr, &ReturnImmediately, &gone) == 0);
   pthread_join(thread, nullptr);
   ThreadSamplingTimer timer;
-  CHECK(timer.CreateForThread(gone.tid, gone.cpu_clock, kDefaultSamplingSignal) == EINVAL);
+  CHECK(timer.CreateForThread(gone.tid, gone.cpu_clock, kTestSamplingSignal) == EINVAL);
   CHECK_FALSE(timer.IsCreated());
 }
 
@@ -245,7 +249,7 @@ void* RunSleeper(void* argument) {
   SleeperResults* r = static_cast<SleeperResults*>(argument);
   ScopedContext context(&r->counter);
   ThreadSamplingTimer timer;
-  r->timer_error = timer.CreateForCurrentThread(kDefaultSamplingSignal, r->clock);
+  r->timer_error = timer.CreateForCurrentThread(kTestSamplingSignal, r->clock);
   if (r->timer_error == 0) r->timer_error = timer.Arm(TimeDuration::FromMilliseconds(1));
   if (r->timer_error != 0) return nullptr;
 
