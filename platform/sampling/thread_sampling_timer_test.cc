@@ -240,6 +240,9 @@ struct SleeperResults {
   ssize_t read_result = 0;
   int read_errno = 0;
   double read_ms = 0;
+  // Set by the sleeper just before its read: the writer waits for it (a thread that starts
+  // late on a busy machine must not find the byte already there).
+  std::atomic<bool> about_to_read{false};
   Counter counter;
 };
 
@@ -271,6 +274,7 @@ void* RunSleeper(void* argument) {
   r->poll_ms = MillisecondsSince(start);
 
   // The main thread writes one byte 100 ms after the thread starts reading.
+  r->about_to_read.store(true);
   start = TimeStamp::Now();
   char byte = 0;
   errno = 0;
@@ -289,7 +293,7 @@ void RunSleeperUnder(TimerClock clock, SleeperResults& results) {
   pthread_t thread;
   REQUIRE(pthread_create(&thread, nullptr, &RunSleeper, &results) == 0);
   // nanosleep + clock_nanosleep + poll take >= 300 ms, or fail early; then read blocks.
-  usleep(300 * 1000);
+  while (!results.about_to_read.load()) usleep(1000);
   usleep(100 * 1000);
   REQUIRE(write(fds[1], "x", 1) == 1);
   pthread_join(thread, nullptr);
