@@ -1,0 +1,258 @@
+// The thread registry of the base tier. See thread_registry.h and docs/session.md.
+#include "base/internal/thread_registry.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <memory>
+
+#include "base/internal/log.h"
+#include "base/internal/tier_extension.h"
+#include "platform/sampling/sampling_signal.h"
+
+namespace strata {
+namespace base_internal {
+
+__thread RegisteredThread* t_registered_thread __attribute__((tls_model("initial-exec"))) =
+    nullptr;
+
+// Leaked: threads may still run (and unregister) during exit, after static destructors.
+Registry& GetRegistry() {
+  static Registry* registry = new Registry;
+  return *registry;
+}
+
+void OnRegisteredThreadExit(void*);
+
+namespace {
+
+// Sampled thread key: its destructor unregisters a thread that ends while registered.
+pthread_key_t g_thread_exit_key;
+pthread_once_t g_thread_exit_key_once = PTHREAD_ONCE_INIT;
+
+void CreateThreadExitKey() { pthread_key_create(&g_thread_exit_key, &OnRegisteredThreadExit); }
+
+}  // namespace
+
+std::string CurrentThreadName() {
+  char name[64] = {};
+  if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0) return std::string();
+  return name;
+}
+
+std::string ThreadNameFromProc(ThreadId tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid.ToNumber());
+  FILE* f = fopen(path, "re");
+  if (!f) return std::string();
+  char name[64] = {};
+  const size_t n = fread(name, 1, sizeof(name) - 1, f);
+  fclose(f);
+  std::string s(name, n);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+bool NameMatchesFilters(const std::string& name, bool is_main,
+                        const std::vector<std::string>& filters) {
+  if (filters.empty()) return true;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string lname = lower(name);
+  for (const std::string& filter : filters) {
+    const std::string lf = lower(filter);
+    if (lname.find(lf) != std::string::npos) return true;
+    if (is_main && std::string("main").find(lf) != std::string::npos) return true;
+    if (lf == "*") return true;
+  }
+  return false;
+}
+
+// Moves `thread`'s staged markers into the session buffer. Registry mutex held (the thread
+// cannot be deleted meanwhile).
+void FlushMarkersLocked(RegisteredThread* thread) {
+  if (StagingArea* staging = thread->marker_staging.load(std::memory_order_acquire)) {
+    staging->FlushInto(SessionBuffer());
+  }
+}
+
+RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
+  if (t_registered_thread) return t_registered_thread;
+  auto thread = std::make_unique<RegisteredThread>();
+  thread->tid = CurrentThreadId();
+  thread->pthread = pthread_self();
+  thread->cpu_clock = ThreadCpuClock::ForCurrentThread();
+  // The stack bounds are captured when the thread's sampling starts (StartSamplingLocked):
+  // for the main thread, registered by the library's constructor, pthread_getattr_np reads
+  // /proc/self/maps, which a program that preloads the profiler but never starts it
+  // should not pay for at start-up.
+  thread->is_main = thread->tid == MainThreadId();
+  if (!thread->ring.ok()) {
+    LogError("cannot allocate the sample ring of thread %d", thread->tid.ToNumber());
+  }
+  // During a session, libunwind is warmed on this thread before it can be sampled; out of
+  // session that waits for the next start (StartLocked), so that a preloaded but inactive
+  // profiler does not load libunwind (and liblzma) into every program's start-up.
+  if (ProfilerIsActive()) WarmUpLibunwindForSampling();
+
+  RegisteredThread* raw = thread.release();
+  strata_t_profiling_stack = &raw->profiling_stack;
+  t_registered_thread = raw;
+  SetSamplingThreadContext(raw);
+  pthread_once(&g_thread_exit_key_once, &CreateThreadExitKey);
+  pthread_setspecific(g_thread_exit_key, raw);
+
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  ThreadInfo info;
+  info.tid = raw->tid;
+  info.name = name ? name : CurrentThreadName();
+  info.register_time = TimeStamp::Now();
+  info.is_main = raw->is_main;
+  raw->info_index = registry.infos.size();
+  registry.infos.push_back(std::move(info));
+  registry.live.push_back(raw);
+  if (registry.sampling) StartSamplingLocked(registry, raw);
+  LogInfo("registered thread %d '%s'", raw->tid.ToNumber(),
+          registry.infos[raw->info_index].name.c_str());
+  return raw;
+}
+
+void UnregisterThread(RegisteredThread* thread) {
+  Registry& registry = GetRegistry();
+  {
+    AutoLock lock(registry.mutex);
+    StopSamplingLocked(thread);
+    DrainLocked(thread, TimeStamp::Now());  // Keep what it took before ending.
+    FlushMarkersLocked(thread);
+    ThreadInfo& info = registry.infos[thread->info_index];
+    const std::string name = CurrentThreadName();
+    if (!name.empty()) info.name = name;
+    info.unregister_time = TimeStamp::Now();
+    registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+    registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
+                        registry.live.end());
+  }
+  SetSamplingThreadContext(nullptr);
+  strata_t_profiling_stack = nullptr;
+  t_registered_thread = nullptr;
+  delete thread->marker_staging.load(std::memory_order_relaxed);
+  delete thread;
+}
+
+void OnRegisteredThreadExit(void* value) {
+  RegisteredThread* thread = static_cast<RegisteredThread*>(value);
+  if (thread && thread == t_registered_thread && !IsForkedChild()) UnregisterThread(thread);
+}
+
+bool SetCurrentThreadTierData(void* data) {
+  RegisteredThread* thread = t_registered_thread;
+  if (!thread) return false;
+  thread->tier_data.store(data, std::memory_order_release);
+  return true;
+}
+
+void* TierDataOf(void* thread_context) {
+  return static_cast<RegisteredThread*>(thread_context)->tier_data.load(std::memory_order_acquire);
+}
+
+void FlushStagedMarkers() {
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (RegisteredThread* thread : registry.live) FlushMarkersLocked(thread);
+}
+
+void FlushStagedMarkersOfThread(ThreadId tid) {
+  if (IsForkedChild()) return;
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (RegisteredThread* thread : registry.live) {
+    if (thread->tid == tid) FlushMarkersLocked(thread);
+  }
+}
+
+PthreadCreateFunction RealPthreadCreate() {
+  static PthreadCreateFunction real = []() {
+    void* symbol = dlsym(RTLD_NEXT, "pthread_create");
+    return symbol ? reinterpret_cast<PthreadCreateFunction>(symbol) : &pthread_create;
+  }();
+  return real;
+}
+
+namespace {
+__thread bool t_creating_profiler_thread __attribute__((tls_model("initial-exec"))) = false;
+
+// The first pthread_create in the global lookup order, unless it is our own interposer.
+PthreadCreateFunction FirstForeignPthreadCreate() {
+  void* symbol = dlsym(RTLD_DEFAULT, "pthread_create");
+  if (!symbol) return nullptr;
+  Dl_info symbol_info{}, own_info{};
+  if (dladdr(symbol, &symbol_info) == 0 ||
+      dladdr(reinterpret_cast<void*>(&FirstForeignPthreadCreate), &own_info) == 0 ||
+      symbol_info.dli_fbase == own_info.dli_fbase) {
+    return nullptr;  // Ours (or unknown): use libc's.
+  }
+  return reinterpret_cast<PthreadCreateFunction>(symbol);
+}
+}  // namespace
+
+int CreateProfilerThread(pthread_t* thread, void* (*routine)(void*), void* argument) {
+  static const PthreadCreateFunction create = [] {
+    const PthreadCreateFunction foreign = FirstForeignPthreadCreate();
+    return foreign ? foreign : RealPthreadCreate();
+  }();
+  t_creating_profiler_thread = true;
+  const int rc = create(thread, nullptr, routine, argument);
+  t_creating_profiler_thread = false;
+  return rc;
+}
+
+bool IsCreatingProfilerThread() { return t_creating_profiler_thread; }
+
+void OnThreadRenamed(pthread_t pthread, const char* name) {
+  if (IsForkedChild()) return;
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (RegisteredThread* thread : registry.live) {
+    if (!pthread_equal(thread->pthread, pthread)) continue;
+    ThreadInfo& info = registry.infos[thread->info_index];
+    info.name = name;
+    if (!registry.sampling) return;
+    if (NameMatchesFilters(info.name, thread->is_main, registry.settings.thread_filters)) {
+      StartSamplingLocked(registry, thread);
+    } else if (thread->sampling.load(std::memory_order_relaxed)) {
+      StopSamplingLocked(thread);
+    }
+    return;
+  }
+}
+
+}  // namespace base_internal
+
+// ---------------------------------------------------------------------------------------
+// Public API (profiler.h): thread registration.
+
+using namespace base_internal;
+
+void ProfilerRegisterThread(const char* name) {
+  if (IsForkedChild()) return;
+  ProfilerInit();
+  RegisterCurrentThreadImpl(name);
+}
+
+void ProfilerUnregisterThread() {
+  if (IsForkedChild()) return;
+  RegisteredThread* thread = t_registered_thread;
+  if (!thread) return;
+  pthread_setspecific(g_thread_exit_key, nullptr);
+  UnregisterThread(thread);
+}
+
+bool ProfilerIsThreadRegistered() { return t_registered_thread != nullptr; }
+
+}  // namespace strata
