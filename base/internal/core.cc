@@ -820,6 +820,7 @@ SessionLock::~SessionLock() { GetSession().mutex.Unlock(); }
 
 SessionSnapshot TakeSessionSnapshot() {
   SessionSnapshot snapshot;
+  if (IsForkedChild()) return snapshot;
   Session& session = GetSession();
   Registry& registry = GetRegistry();
   AutoLock lock(registry.mutex);
@@ -846,17 +847,23 @@ SessionSnapshot TakeSessionSnapshot() {
 bool IsForkedChild() { return g_forked_child.load(std::memory_order_relaxed); }
 
 void SetShutdownPath(std::string path) {
+  if (IsForkedChild()) return;
   AutoLock lock(GetSession().mutex);
   GetSession().shutdown_path = std::move(path);
 }
 
 std::string ShutdownPath() {
+  if (IsForkedChild()) return std::string();
   AutoLock lock(GetSession().mutex);
   return GetSession().shutdown_path;
 }
 
 namespace {
+// A fork()ed child neither registers nor unregisters counters: nothing samples them there,
+// and the counter list's lock may be held by the parent's sampler thread, which the child
+// does not have.
 int RegisterCounter(ProfilerCounter* counter) {
+  if (IsForkedChild()) return -1;
   CounterRegistry& counters = GetCounters();
   AutoLock lock(counters.mutex);
   counters.counters.push_back(counter);
@@ -865,6 +872,7 @@ int RegisterCounter(ProfilerCounter* counter) {
 }
 
 void UnregisterCounter(ProfilerCounter* counter) {
+  if (IsForkedChild()) return;
   CounterRegistry& counters = GetCounters();
   AutoLock lock(counters.mutex);
   for (ProfilerCounter*& c : counters.counters) {
@@ -875,6 +883,7 @@ void UnregisterCounter(ProfilerCounter* counter) {
 }  // namespace
 
 std::vector<CounterDescription> CounterDescriptions() {
+  if (IsForkedChild()) return {};
   CounterRegistry& counters = GetCounters();
   AutoLock lock(counters.mutex);
   std::vector<CounterDescription> out;
@@ -930,6 +939,7 @@ void ProfilerPause() {
 void ProfilerResume() { g_profiler_state.fetch_and(~kStatePaused, std::memory_order_relaxed); }
 
 ProfilerSettings ProfilerCurrentSettings() {
+  if (IsForkedChild()) return ProfilerSettings();  // No session there.
   Registry& registry = GetRegistry();
   AutoLock lock(registry.mutex);
   return registry.settings;

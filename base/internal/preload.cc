@@ -162,7 +162,8 @@ int dlclose(void* handle) {
   static Function real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "dlclose"));
   if (!real) return -1;
   const int rc = real(handle);
-  if (rc == 0) strata::FlushLibunwindCaches();
+  // A fork()ed child walks no stack (and a parent's thread may have held libunwind's locks).
+  if (rc == 0 && !strata::base_internal::IsForkedChild()) strata::FlushLibunwindCaches();
   return rc;
 }
 

@@ -152,7 +152,7 @@ void OnRegisteredThreadExit(void* value) {
 
 bool SetCurrentThreadTierData(void* data) {
   RegisteredThread* thread = t_registered_thread;
-  if (!thread) return false;
+  if (!thread || IsForkedChild()) return false;
   thread->tier_data.store(data, std::memory_order_release);
   return true;
 }
@@ -162,6 +162,7 @@ void* TierDataOf(void* thread_context) {
 }
 
 void FlushStagedMarkers() {
+  if (IsForkedChild()) return;
   Registry& registry = GetRegistry();
   AutoLock lock(registry.mutex);
   for (RegisteredThread* thread : registry.live) FlushMarkersLocked(thread);
