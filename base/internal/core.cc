@@ -330,6 +330,7 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations = nullptr) {
     thread->ring.EndRead();
     drained = true;
   }
+  if (drained) GetRegistry().infos[thread->info_index].recorded = true;
   return drained;
 }
 
@@ -606,6 +607,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
       live_infos.push_back(registry.infos[thread->info_index]);
       live_infos.back().register_time = session.start_time;
       live_infos.back().profiled = false;
+      live_infos.back().recorded = false;
       thread->info_index = live_infos.size() - 1;
     }
     registry.infos = std::move(live_infos);
@@ -828,6 +830,7 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.settings = registry.settings;
   snapshot.start_time = session.start_time;
   snapshot.dropped_samples = registry.dropped_samples;
+  PruneEndedThreadsLocked(registry);  // Only threads whose data may be in the buffer.
   for (RegisteredThread* thread : registry.live) {
     ThreadInfo& info = registry.infos[thread->info_index];
     const std::string name = ThreadNameFromProc(thread->tid);

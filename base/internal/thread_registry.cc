@@ -123,6 +123,28 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   return raw;
 }
 
+void PruneEndedThreadsLocked(Registry& registry) {
+  registry.ended_since_prune = 0;
+  // Out of session the buffer holds nothing of this registry's threads.
+  const BufferIndex oldest_kept = SessionBuffer().GetState().range_start;
+  auto keep = [&](const ThreadInfo& info) {
+    if (!info.unregister_time) return true;  // Live.
+    return registry.sampling && info.recorded && info.buffer_end > oldest_kept;
+  };
+  constexpr size_t kDropped = SIZE_MAX;
+  std::vector<size_t> new_index(registry.infos.size(), kDropped);
+  size_t kept = 0;
+  for (size_t i = 0; i < registry.infos.size(); ++i) {
+    if (!keep(registry.infos[i])) continue;
+    if (kept != i) registry.infos[kept] = std::move(registry.infos[i]);
+    new_index[i] = kept++;
+  }
+  if (kept == registry.infos.size()) return;
+  registry.infos.resize(kept);
+  if (registry.infos.capacity() > 2 * kept + kMinPruneBatch) registry.infos.shrink_to_fit();
+  for (RegisteredThread* thread : registry.live) thread->info_index = new_index[thread->info_index];
+}
+
 void UnregisterThread(RegisteredThread* thread) {
   Registry& registry = GetRegistry();
   {
@@ -134,9 +156,15 @@ void UnregisterThread(RegisteredThread* thread) {
     const std::string name = CurrentThreadName();
     if (!name.empty()) info.name = name;
     info.unregister_time = TimeStamp::Now();
+    if (thread->marker_staging.load(std::memory_order_relaxed) != nullptr) info.recorded = true;
+    info.buffer_end = SessionBuffer().GetState().range_end;
     registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
     registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
                         registry.live.end());
+    // Amortised: each prune walks every entry, after at least as many threads have ended.
+    if (++registry.ended_since_prune >= std::max(kMinPruneBatch, registry.live.size())) {
+      PruneEndedThreadsLocked(registry);
+    }
   }
   SetSamplingThreadContext(nullptr);
   strata_t_profiling_stack = nullptr;

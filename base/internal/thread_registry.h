@@ -76,6 +76,7 @@ struct Registry {
   bool sampling = false;
   ProfilerSettings settings;
   uint64_t dropped_samples = 0;  // From threads that ended.
+  size_t ended_since_prune = 0;  // Threads that ended since the last PruneEndedThreadsLocked.
 };
 
 // The registry (a leaked singleton: threads may still run, and unregister, during exit).
@@ -97,6 +98,18 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name);
 // Unregisters and deletes `thread`, the calling thread's registration: what it recorded goes
 // into the buffer first.
 void UnregisterThread(RegisteredThread* thread);
+
+// Reclaims the entries (Registry::infos) of ended threads that have nothing left in the
+// buffer: all of them out of session; in session, those that recorded nothing and those whose
+// data the buffer has since dropped (its range start has passed their ThreadInfo::
+// buffer_end). Live threads' info_index are updated. Registry mutex held; O(infos).
+//
+// Memory bound: an ended thread's entry outlives it only while the buffer may still hold
+// its data, so the registry holds at most the live threads, the ended threads with an entry
+// in the buffer, those that were alive when the buffer's oldest retained entry was written,
+// and the kMinPruneBatch (or live-count) most recent ones not yet pruned.
+void PruneEndedThreadsLocked(Registry& registry);
+inline constexpr size_t kMinPruneBatch = 256;
 
 // Moves `thread`'s staged markers into the session buffer. Registry mutex held (the thread
 // cannot be deleted meanwhile).
