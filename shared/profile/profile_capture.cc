@@ -138,6 +138,9 @@ struct ThreadState {
   // Written straight into the document by passes of its own (ProfileBuilder::
   // ChooseStreamedThreads); otherwise buffered by the shared pass and spliced.
   bool streamed = false;
+  // An ended thread (not the main one): left out when the buffer no longer holds any row of
+  // it by the time its rows are read (its oldest chunk was recycled since pass 1).
+  bool left_out_if_empty = false;
   std::optional<uint32_t> last_stack;
   NativeFrameCache native_frames;
   // The stack of each FrameListTable id in this thread's tables: kUnknownStack until the
@@ -357,6 +360,7 @@ class ProfileBuilder {
 
   void AddThread(ThreadId tid, ThreadDescription description, bool is_main) {
     ThreadState state;
+    state.left_out_if_empty = description.unregister_time.has_value() && !is_main;
     state.writer = std::make_unique<GeckoThreadWriter>(std::move(description), inputs_.start_time);
     // The main thread first: std::map orders by key, so main gets key 0.
     threads_.emplace(is_main ? 0 : tid.ToNumber(), std::move(state));
@@ -746,6 +750,10 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
     builder.ForEachThread([&](ThreadState& thread) {
       if (failure.Failed()) return;
       if (!thread.streamed) {
+        if (thread.left_out_if_empty && thread.writer->sample_count() == 0 &&
+            thread.writer->marker_count() == 0) {
+          return;
+        }
         profile.AddThread(*thread.writer);
       } else {
         const ThreadId tid = thread.writer->description().tid;

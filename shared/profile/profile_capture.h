@@ -69,7 +69,8 @@ struct CaptureInputs {
   std::string process_name;
   bool symbolicate = true;      // false: raw addresses (rawaddresses).
   // Threads to write: live ones (no unregister_time) and the main thread always, ended ones
-  // only when the buffer holds entries of theirs. Threads found in the buffer but not here
+  // only when the buffer holds entries of theirs (met in pass 1, and, for a thread not
+  // streamed, still there when its rows are read). Threads found in the buffer but not here
   // are written as "Thread <tid>".
   std::vector<CaptureThread> threads;
   std::vector<CaptureCounter> counters;  // Index = counter id of kCounterSample entries.
