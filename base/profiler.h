@@ -89,7 +89,10 @@ std::string ProfilerGetProfile();
 // Threads registered while a session runs are sampled at once if they pass the filters.
 void ProfilerRegisterThread(const char* name);
 // Unregisters the calling thread; call before it exits (registered threads made with
-// pthread_create are unregistered automatically when they end).
+// pthread_create are unregistered automatically when they end). An ended thread is kept
+// (name, times) only while the session's buffer may still hold its data, and is listed in
+// a profile only when the profile has data of it: memory does not grow with the number of
+// threads ever created (docs/session.md, "Threads").
 void ProfilerUnregisterThread();
 bool ProfilerIsThreadRegistered();
 
