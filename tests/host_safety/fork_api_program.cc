@@ -1,7 +1,7 @@
 // A program that forks (without exec) while its threads use the profiler's public API, and
 // whose children call that API before _exit (issue 16, "fork"; tests/host_safety/fork_test.sh).
 //
-//   fork_api_program DIR [CHILDREN]
+//   fork_api_program DIR [CHILDREN [--child-without-thread]]
 //
 // In the parent, for the whole run: two threads record markers, labels and counter values in
 // a loop, one saves the profile to DIR/parent.json in a loop (ProfilerSaveProfile: the session
@@ -41,6 +41,8 @@ namespace {
 std::atomic<bool> g_stop{false};
 strata::ProfilerCounter g_operations("fork_api operations", "Other", "Operations of the recorders");
 std::string g_dir;
+bool g_child_thread = true;  // --child-without-thread: false (TSan cannot start threads in
+                             // the child of a multi-threaded fork).
 
 void SleepMilliseconds(long ms) {
   timespec t{ms / 1000, (ms % 1000) * 1000000L};
@@ -101,8 +103,10 @@ int RunChild(int index) {
   (void)strata::ProfilerIsThreadRegistered();
   strata::ProfilerUnregisterThread();
   pthread_setname_np(pthread_self(), "fk-child");
-  pthread_t t;
-  if (pthread_create(&t, nullptr, &ShortThread, nullptr) == 0) pthread_join(t, nullptr);
+  if (g_child_thread) {
+    pthread_t t;
+    if (pthread_create(&t, nullptr, &ShortThread, nullptr) == 0) pthread_join(t, nullptr);
+  }
   (void)strata::ProfilerCurrentSettings();
   strata::ProfilerPause();
   strata::ProfilerResume();
@@ -126,11 +130,12 @@ double SecondsSince(const timespec& start) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s DIR [CHILDREN]\n", argv[0]);
+    fprintf(stderr, "usage: %s DIR [CHILDREN [--child-without-thread]]\n", argv[0]);
     return 2;
   }
   g_dir = argv[1];
   const int children = argc > 2 ? atoi(argv[2]) : 200;
+  g_child_thread = !(argc > 3 && std::string(argv[3]) == "--child-without-thread");
 
   pthread_t threads[4];
   void* (*routines[4])(void*) = {&Recorder, &Recorder, &Saver, &Churner};
