@@ -161,7 +161,7 @@ void UnregisterThread(RegisteredThread* thread) {
     registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
     registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
                         registry.live.end());
-    // Amortised: each prune walks every entry, after at least as many threads have ended.
+    // A prune walks every entry; it runs once per max(kMinPruneBatch, live threads) ends.
     if (++registry.ended_since_prune >= std::max(kMinPruneBatch, registry.live.size())) {
       PruneEndedThreadsLocked(registry);
     }
