@@ -8,6 +8,9 @@
 // any session that samples it (a static, typically). "Memory" as category makes the
 // front-end draw an accumulated-bytes graph.
 //
+// In a fork()ed child, construction and destruction do not touch the counter list (nothing
+// samples counters there, and its lock may have been held at the fork).
+//
 // Thread safety: Add/Set are thread-safe (relaxed atomics, a few ns); construction and
 // destruction lock the counter list. Async-signal safety: Add/Set are async-signal-safe.
 #ifndef STRATA_BASE_COUNTERS_H_

@@ -12,6 +12,12 @@
 // Everything may be called at any time from any thread; calls that need a session do
 // nothing without one. ProfilerIsActive() is one relaxed atomic load.
 //
+// fork() without exec: the child has no profiler, for good (docs/session.md, "fork"). Every
+// call returns at once there, waiting for no lock a parent's thread may have held at the
+// fork: ProfilerSaveProfile returns false and makes no file, ProfilerGetProfile returns "",
+// ProfilerStart and thread registration do nothing, markers and labels record nothing,
+// ProfilerCurrentSettings gives the defaults, counters made in the child are not registered.
+//
 // Thread safety: thread-safe. Async-signal safety: only ProfilerIsActive() and
 // ProfilerIsPaused().
 #ifndef STRATA_BASE_PROFILER_H_
@@ -76,7 +82,8 @@ void ProfilerShutdown();
 ProfilerSettings ProfilerCurrentSettings();
 
 // Writes the current session's profile (Gecko JSON) to `path` through a temporary file and a
-// rename. Returns false and sets `*error` (if given) when there is no session or on I/O error.
+// rename. Returns false and sets `*error` (if given) when there is no session (also in a
+// fork()ed child, without making any file) or on I/O error.
 bool ProfilerSaveProfile(const std::string& path, std::string* error = nullptr);
 // The current session's profile as a string ("" without a session).
 std::string ProfilerGetProfile();
@@ -85,7 +92,10 @@ std::string ProfilerGetProfile();
 // Threads registered while a session runs are sampled at once if they pass the filters.
 void ProfilerRegisterThread(const char* name);
 // Unregisters the calling thread; call before it exits (registered threads made with
-// pthread_create are unregistered automatically when they end).
+// pthread_create are unregistered automatically when they end). An ended thread is kept
+// (name, times) only while the session's buffer may still hold its data, and is listed in
+// a profile only when the profile has data of it: memory does not grow with the number of
+// threads ever created (docs/session.md, "Threads").
 void ProfilerUnregisterThread();
 bool ProfilerIsThreadRegistered();
 

@@ -8,6 +8,9 @@
 // monitor (full/perfmon/perfmon.h, C entry points in full/perfmon/perfmon_c.h;
 // docs/perfmon.md), whose headers come with it.
 //
+// In a child made by fork() (without exec) the profiler is off for good: StartFull starts
+// nothing, FullIsInCharge is false, the rest returns at once (docs/session.md, "fork").
+//
 // Thread safety: every function is thread-safe. Async-signal safety: none.
 #ifndef STRATA_FULL_FULL_H_
 #define STRATA_FULL_FULL_H_
@@ -45,7 +48,8 @@ bool FullIsInCharge();
 }  // namespace strata
 
 // For programs that dlopen libstrata_full.so: start with default settings (0 = a base session
-// was taken over, 1 = a new session was started), and shut down.
+// was taken over, 1 = a new session was started, -1 = nothing started: a fork()ed child), and
+// shut down.
 extern "C" int strata_full_start(void);
 extern "C" void strata_full_shutdown(void);
 // A text marker on the calling thread (name and text are copied), for dlopen users.

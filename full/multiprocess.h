@@ -26,6 +26,9 @@
 // environment (or use IpcChildEnvironment()). A child passes on the parent it follows, so
 // grandchildren join the same tree.
 //
+// A child made by fork() (without exec) is in no tree: StartIpcParent fails, the environment
+// entry is "", SpawnProfiledChild spawns without profiling, the status is empty.
+//
 // Thread safety: every function is thread-safe. Async-signal safety: none.
 #ifndef STRATA_FULL_MULTIPROCESS_H_
 #define STRATA_FULL_MULTIPROCESS_H_

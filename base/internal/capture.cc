@@ -28,6 +28,9 @@ constexpr const char kTextMarkerSchema[] =
     R"("chartLabel":"{marker.data.name}","tableLabel":"{marker.name} - {marker.data.name}",)"
     R"("data":[{"key":"name","label":"Details","format":"string","searchable":true}]})";
 
+constexpr const char kForkedChildError[] =
+    "profiling is off in a fork()ed child (no session, nothing to save)";
+
 // The program's name: argv[0]'s base name (the kernel's comm is cut at 15 characters).
 std::string ProgramName() {
   const char* name = program_invocation_short_name;
@@ -37,6 +40,12 @@ std::string ProgramName() {
 }  // namespace
 
 bool WriteSessionProfile(JsonWriter& out, std::string* error) {
+  // A fork()ed child has no session (and its session lock may be held by a thread that does
+  // not exist there): nothing to wait for.
+  if (IsForkedChild()) {
+    if (error) *error = kForkedChildError;
+    return false;
+  }
   SessionLock lock;
   if (!ProfilerIsActive()) {
     if (error) *error = "no profiling session is running";
@@ -97,6 +106,11 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
 }
 
 bool SaveSessionProfile(const std::string& path, std::string* error) {
+  // Before the temporary file is made: a forked child leaves no file behind.
+  if (IsForkedChild()) {
+    if (error) *error = kForkedChildError;
+    return false;
+  }
   AtomicJsonFile file(path);
   if (!file.ok()) {
     if (error) *error = file.error();

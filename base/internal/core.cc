@@ -1,6 +1,7 @@
 // Session life, thread registry and sampler of the base tier. See core.h and
 // docs/session.md.
 #include "base/internal/core.h"
+#include "base/internal/thread_registry.h"
 #include "shared/buffer/staging_area.h"
 
 #include <dlfcn.h>
@@ -53,63 +54,6 @@ std::atomic<uint32_t> g_profiler_state{0};
 
 namespace {
 
-// ---------------------------------------------------------------------------------------
-// Registered threads.
-
-struct RegisteredThread {
-  ThreadId tid;
-  pthread_t pthread;
-  ThreadCpuClock cpu_clock;
-  StackBounds bounds;
-  bool is_main = false;
-  size_t info_index = 0;  // Into Registry::infos.
-
-  ProfilingStack profiling_stack;
-  SampleRing ring;
-  ThreadSamplingTimer timer;
-  // Read by the thread's own signal handler: sample or not.
-  std::atomic<bool> sampling{false};
-  // True while the thread's signal handler is filling a slot (the walk may wait for the
-  // loader's lock): the sampler then must not take the thread for idle.
-  std::atomic<bool> capturing{false};
-  std::atomic<uint64_t> dropped_samples{0};
-  // A later tier's per-thread data (tier_extension.h), e.g. a script engine's context.
-  std::atomic<void*> tier_data{nullptr};
-  // The thread's marker staging (marker_staging.h), created by the thread at its first
-  // marker; read by the sampler and capture under the registry mutex. Owned.
-  std::atomic<StagingArea*> marker_staging{nullptr};
-
-  // Sampler-thread state, under the registry mutex.
-  int64_t last_sample_cpu_ns = -1;
-  bool has_sample = false;
-  std::optional<TimeDuration> last_seen_cpu;
-  // Precise mode: a blocked thread's wall-clock timer is parked (disarmed), so that it is not
-  // woken every interval (an interrupt, a wake-up, a walk: ~18 us of CPU each here); the
-  // sampler records copies of its last sample instead (kSameSample, as for CPU-clock timers)
-  // and re-arms the timer at the first loop after it has run. Sampler thread only.
-  bool timer_parked = false;
-  bool last_sample_in_system_call = false;  // Of the latest sample drained.
-};
-
-struct Registry {
-  Mutex mutex{"strata thread registry"};
-  std::vector<RegisteredThread*> live;
-  std::vector<ThreadInfo> infos;
-  // The running session's sampling configuration (copied at start).
-  bool sampling = false;
-  ProfilerSettings settings;
-  uint64_t dropped_samples = 0;  // From threads that ended.
-  // Why sampling stopped before the session's end (for the profile), or empty.
-  std::string sampling_stopped;
-};
-
-// Leaked singletons: threads may still run (and unregister) during exit, after static
-// destructors.
-Registry& GetRegistry() {
-  static Registry* registry = new Registry;
-  return *registry;
-}
-
 struct Session {
   Mutex mutex{"strata session"};
   ChunkedBuffer buffer{ThreadSafety::kThreadSafe};
@@ -121,13 +65,11 @@ struct Session {
   ControlledChunkManager* controlled_manager = nullptr;
 };
 
+// Leaked: threads may still run (and unregister) during exit, after static destructors.
 Session& GetSession() {
   static Session* session = new Session;
   return *session;
 }
-
-__thread RegisteredThread* t_registered_thread __attribute__((tls_model("initial-exec"))) =
-    nullptr;
 
 std::atomic<bool> g_forked_child{false};
 // The attached tier extension (tier_extension.h); changed only with the sampler thread stopped.
@@ -137,49 +79,6 @@ std::atomic<bool> g_sampler_stop{false};
 std::atomic<bool> g_libunwind_missing{false};
 // The running session's features, for the signal handler.
 std::atomic<uint32_t> g_sampling_features{0};
-
-// Sampled thread key: its destructor unregisters a thread that ends while registered.
-pthread_key_t g_thread_exit_key;
-pthread_once_t g_thread_exit_key_once = PTHREAD_ONCE_INIT;
-
-void OnRegisteredThreadExit(void*);
-void CreateThreadExitKey() { pthread_key_create(&g_thread_exit_key, &OnRegisteredThreadExit); }
-
-std::string CurrentThreadName() {
-  char name[64] = {};
-  if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0) return std::string();
-  return name;
-}
-
-std::string ThreadNameFromProc(ThreadId tid) {
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid.ToNumber());
-  FILE* f = fopen(path, "re");
-  if (!f) return std::string();
-  char name[64] = {};
-  const size_t n = fread(name, 1, sizeof(name) - 1, f);
-  fclose(f);
-  std::string s(name, n);
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
-  return s;
-}
-
-bool NameMatchesFilters(const std::string& name, bool is_main,
-                        const std::vector<std::string>& filters) {
-  if (filters.empty()) return true;
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  const std::string lname = lower(name);
-  for (const std::string& filter : filters) {
-    const std::string lf = lower(filter);
-    if (lname.find(lf) != std::string::npos) return true;
-    if (is_main && std::string("main").find(lf) != std::string::npos) return true;
-    if (lf == "*") return true;
-  }
-  return false;
-}
 
 // ---------------------------------------------------------------------------------------
 // Signal context. Everything between here and the end of OnSamplingSignal runs in a signal
@@ -369,8 +268,10 @@ void OnSamplingSignal(void* context, ucontext_t* signal_context, int overruns) {
 }
 // End of signal context.
 
+}  // namespace
+
 // ---------------------------------------------------------------------------------------
-// Sampling of one thread: start, stop, drain. Registry mutex held.
+// Sampling of one thread: start, stop, drain. Registry mutex held (thread_registry.h).
 
 void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   if (thread->sampling.load(std::memory_order_relaxed)) return;
@@ -420,6 +321,7 @@ void StopSamplingLocked(RegisteredThread* thread) {
 // Writes the samples waiting in `thread`'s ring. Returns whether there were any. Raises
 // `*max_expirations`, if given, to the most timer expirations one of them stood for
 // (1 + overruns).
+namespace {
 bool DrainRingLocked(RegisteredThread* thread, int* max_expirations = nullptr) {
   ChunkedBuffer& buffer = GetSession().buffer;
   bool drained = false;
@@ -436,10 +338,13 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations = nullptr) {
     thread->ring.EndRead();
     drained = true;
   }
+  if (drained) GetRegistry().infos[thread->info_index].recorded = true;
   return drained;
 }
 
-void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr) {
+}  // namespace
+
+void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) {
   ChunkedBuffer& buffer = GetSession().buffer;
   const ProfilerSettings& settings = GetRegistry().settings;
   const bool precise = (settings.features & kFeaturePrecise) != 0;
@@ -480,13 +385,7 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations =
   thread->last_seen_cpu = cpu;
 }
 
-// Moves `thread`'s staged markers into the session buffer. Registry mutex held (the thread
-// cannot be deleted meanwhile).
-void FlushMarkersLocked(RegisteredThread* thread) {
-  if (StagingArea* staging = thread->marker_staging.load(std::memory_order_acquire)) {
-    staging->FlushInto(GetSession().buffer);
-  }
-}
+namespace {
 
 // ---------------------------------------------------------------------------------------
 // Counters.
@@ -661,8 +560,10 @@ void* SamplerThreadMain(void* arg) {
   return nullptr;
 }
 
+}  // namespace
+
 // ---------------------------------------------------------------------------------------
-// Registration.
+// libunwind warm-up, fork.
 
 // libunwind is loaded (privately) and warmed outside signal context: its first use loads
 // the library and allocates, never in the handler. Without it, samples walk frame pointers.
@@ -672,83 +573,7 @@ void WarmUpLibunwindForSampling() {
   }
 }
 
-RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
-  if (t_registered_thread) return t_registered_thread;
-  auto thread = std::make_unique<RegisteredThread>();
-  thread->tid = CurrentThreadId();
-  thread->pthread = pthread_self();
-  thread->cpu_clock = ThreadCpuClock::ForCurrentThread();
-  // The stack bounds are captured when the thread's sampling starts (StartSamplingLocked):
-  // for the main thread, registered by the library's constructor, pthread_getattr_np reads
-  // /proc/self/maps, which a program that preloads the profiler but never starts it
-  // should not pay for at start-up.
-  thread->is_main = thread->tid == MainThreadId();
-  if (!thread->ring.ok()) {
-    LogError("cannot allocate the sample ring of thread %d", thread->tid.ToNumber());
-  }
-  // During a session, libunwind is warmed on this thread before it can be sampled; out of
-  // session that waits for the next start (StartLocked), so that a preloaded but inactive
-  // profiler does not load libunwind (and liblzma) into every program's start-up.
-  if (ProfilerIsActive()) WarmUpLibunwindForSampling();
-
-  // The handler's free-stack check (sampling_signal.h) needs the bounds on this thread; a
-  // thread's own are cheap to read, except the main thread's (/proc/self/maps; its stack grows
-  // on demand: no check).
-  if (!thread->is_main) {
-    thread->bounds = StackBounds::OfCurrentThread();
-    SetSamplingThreadStackBounds(thread->bounds.low, thread->bounds.high);
-  }
-
-  RegisteredThread* raw = thread.release();
-  strata_t_profiling_stack = &raw->profiling_stack;
-  t_registered_thread = raw;
-  SetSamplingThreadContext(raw);
-  pthread_once(&g_thread_exit_key_once, &CreateThreadExitKey);
-  pthread_setspecific(g_thread_exit_key, raw);
-
-  Registry& registry = GetRegistry();
-  AutoLock lock(registry.mutex);
-  ThreadInfo info;
-  info.tid = raw->tid;
-  info.name = name ? name : CurrentThreadName();
-  info.register_time = TimeStamp::Now();
-  info.is_main = raw->is_main;
-  raw->info_index = registry.infos.size();
-  registry.infos.push_back(std::move(info));
-  registry.live.push_back(raw);
-  if (registry.sampling) StartSamplingLocked(registry, raw);
-  LogInfo("registered thread %d '%s'", raw->tid.ToNumber(),
-          registry.infos[raw->info_index].name.c_str());
-  return raw;
-}
-
-void UnregisterThread(RegisteredThread* thread) {
-  Registry& registry = GetRegistry();
-  {
-    AutoLock lock(registry.mutex);
-    StopSamplingLocked(thread);
-    DrainLocked(thread, TimeStamp::Now());  // Keep what it took before ending.
-    FlushMarkersLocked(thread);
-    ThreadInfo& info = registry.infos[thread->info_index];
-    const std::string name = CurrentThreadName();
-    if (!name.empty()) info.name = name;
-    info.unregister_time = TimeStamp::Now();
-    registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
-    registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
-                        registry.live.end());
-  }
-  SetSamplingThreadContext(nullptr);
-  SetSamplingThreadStackBounds(0, 0);
-  strata_t_profiling_stack = nullptr;
-  t_registered_thread = nullptr;
-  delete thread->marker_staging.load(std::memory_order_relaxed);
-  delete thread;
-}
-
-void OnRegisteredThreadExit(void* value) {
-  RegisteredThread* thread = static_cast<RegisteredThread*>(value);
-  if (thread && thread == t_registered_thread && !g_forked_child.load()) UnregisterThread(thread);
-}
+namespace {
 
 void OnForkChild() {
   // Only the forking thread exists here, and locks may be held by threads that do not.
@@ -830,6 +655,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
       live_infos.push_back(registry.infos[thread->info_index]);
       live_infos.back().register_time = session.start_time;
       live_infos.back().profiled = false;
+      live_infos.back().recorded = false;
       thread->info_index = live_infos.size() - 1;
     }
     registry.infos = std::move(live_infos);
@@ -1034,17 +860,6 @@ bool TryDestroySessionChunksAtOrBefore(TimeStamp done) {
   return true;
 }
 
-bool SetCurrentThreadTierData(void* data) {
-  RegisteredThread* thread = t_registered_thread;
-  if (!thread) return false;
-  thread->tier_data.store(data, std::memory_order_release);
-  return true;
-}
-
-void* TierDataOf(void* thread_context) {
-  return static_cast<RegisteredThread*>(thread_context)->tier_data.load(std::memory_order_acquire);
-}
-
 const TierExtension* AttachedTierExtension() { return g_extension.load(std::memory_order_acquire); }
 
 SessionLock::SessionLock() { GetSession().mutex.Lock(); }
@@ -1052,6 +867,7 @@ SessionLock::~SessionLock() { GetSession().mutex.Unlock(); }
 
 SessionSnapshot TakeSessionSnapshot() {
   SessionSnapshot snapshot;
+  if (IsForkedChild()) return snapshot;
   Session& session = GetSession();
   Registry& registry = GetRegistry();
   AutoLock lock(registry.mutex);
@@ -1062,6 +878,7 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.sampling_signal = InstalledSamplingSignal();
   snapshot.samples_skipped_low_stack = SamplesSkippedForLowStack();
   snapshot.sampling_stopped = registry.sampling_stopped;
+  PruneEndedThreadsLocked(registry);  // Only threads whose data may be in the buffer.
   for (RegisteredThread* thread : registry.live) {
     ThreadInfo& info = registry.infos[thread->info_index];
     const std::string name = ThreadNameFromProc(thread->tid);
@@ -1078,100 +895,26 @@ SessionSnapshot TakeSessionSnapshot() {
   return snapshot;
 }
 
-void FlushStagedMarkers() {
-  Registry& registry = GetRegistry();
-  AutoLock lock(registry.mutex);
-  for (RegisteredThread* thread : registry.live) FlushMarkersLocked(thread);
-}
-
-void FlushStagedMarkersOfThread(ThreadId tid) {
-  if (g_forked_child.load(std::memory_order_relaxed)) return;
-  Registry& registry = GetRegistry();
-  AutoLock lock(registry.mutex);
-  for (RegisteredThread* thread : registry.live) {
-    if (thread->tid == tid) FlushMarkersLocked(thread);
-  }
-}
-
-PthreadCreateFunction RealPthreadCreate() {
-  static PthreadCreateFunction real = []() {
-    void* symbol = dlsym(RTLD_NEXT, "pthread_create");
-    return symbol ? reinterpret_cast<PthreadCreateFunction>(symbol) : &pthread_create;
-  }();
-  return real;
-}
-
-namespace {
-__thread bool t_creating_profiler_thread __attribute__((tls_model("initial-exec"))) = false;
-
-// The first pthread_create in the global lookup order, unless it is our own interposer.
-PthreadCreateFunction FirstForeignPthreadCreate() {
-  void* symbol = dlsym(RTLD_DEFAULT, "pthread_create");
-  if (!symbol) return nullptr;
-  Dl_info symbol_info{}, own_info{};
-  if (dladdr(symbol, &symbol_info) == 0 ||
-      dladdr(reinterpret_cast<void*>(&FirstForeignPthreadCreate), &own_info) == 0 ||
-      symbol_info.dli_fbase == own_info.dli_fbase) {
-    return nullptr;  // Ours (or unknown): use libc's.
-  }
-  return reinterpret_cast<PthreadCreateFunction>(symbol);
-}
-}  // namespace
-
-int CreateProfilerThread(pthread_t* thread, void* (*routine)(void*), void* argument) {
-  static const PthreadCreateFunction create = [] {
-    const PthreadCreateFunction foreign = FirstForeignPthreadCreate();
-    return foreign ? foreign : RealPthreadCreate();
-  }();
-  // The profiler's threads block every signal (they inherit this mask): a signal sent to the
-  // process (kill, ITIMER_PROF, a terminal's SIGINT) must go to one of the program's threads,
-  // to its handler, signalfd or sigwait, as without us -- not to ours, where its default action
-  // would kill the program. sigfillset leaves out glibc's internal signals, which every thread
-  // must keep taking (setuid broadcasts). The system call, not the interposed pthread_sigmask.
-  sigset_t every_signal, previous;
-  sigfillset(&every_signal);
-  syscall(SYS_rt_sigprocmask, SIG_BLOCK, &every_signal, &previous, _NSIG / 8);
-  t_creating_profiler_thread = true;
-  const int rc = create(thread, nullptr, routine, argument);
-  t_creating_profiler_thread = false;
-  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &previous, nullptr, _NSIG / 8);
-  return rc;
-}
-
-bool IsCreatingProfilerThread() { return t_creating_profiler_thread; }
-
 bool IsForkedChild() { return g_forked_child.load(std::memory_order_relaxed); }
 
 void SetShutdownPath(std::string path) {
+  if (IsForkedChild()) return;
   AutoLock lock(GetSession().mutex);
   GetSession().shutdown_path = std::move(path);
 }
 
 std::string ShutdownPath() {
+  if (IsForkedChild()) return std::string();
   AutoLock lock(GetSession().mutex);
   return GetSession().shutdown_path;
 }
 
-void OnThreadRenamed(pthread_t pthread, const char* name) {
-  if (IsForkedChild()) return;
-  Registry& registry = GetRegistry();
-  AutoLock lock(registry.mutex);
-  for (RegisteredThread* thread : registry.live) {
-    if (!pthread_equal(thread->pthread, pthread)) continue;
-    ThreadInfo& info = registry.infos[thread->info_index];
-    info.name = name;
-    if (!registry.sampling) return;
-    if (NameMatchesFilters(info.name, thread->is_main, registry.settings.thread_filters)) {
-      StartSamplingLocked(registry, thread);
-    } else if (thread->sampling.load(std::memory_order_relaxed)) {
-      StopSamplingLocked(thread);
-    }
-    return;
-  }
-}
-
 namespace {
+// A fork()ed child neither registers nor unregisters counters: nothing samples them there,
+// and the counter list's lock may be held by the parent's sampler thread, which the child
+// does not have.
 int RegisterCounter(ProfilerCounter* counter) {
+  if (IsForkedChild()) return -1;
   CounterRegistry& counters = GetCounters();
   AutoLock lock(counters.mutex);
   counters.counters.push_back(counter);
@@ -1180,6 +923,7 @@ int RegisterCounter(ProfilerCounter* counter) {
 }
 
 void UnregisterCounter(ProfilerCounter* counter) {
+  if (IsForkedChild()) return;
   CounterRegistry& counters = GetCounters();
   AutoLock lock(counters.mutex);
   for (ProfilerCounter*& c : counters.counters) {
@@ -1190,6 +934,7 @@ void UnregisterCounter(ProfilerCounter* counter) {
 }  // namespace
 
 std::vector<CounterDescription> CounterDescriptions() {
+  if (IsForkedChild()) return {};
   CounterRegistry& counters = GetCounters();
   AutoLock lock(counters.mutex);
   std::vector<CounterDescription> out;
@@ -1245,25 +990,11 @@ void ProfilerPause() {
 void ProfilerResume() { g_profiler_state.fetch_and(~kStatePaused, std::memory_order_relaxed); }
 
 ProfilerSettings ProfilerCurrentSettings() {
+  if (IsForkedChild()) return ProfilerSettings();  // No session there.
   Registry& registry = GetRegistry();
   AutoLock lock(registry.mutex);
   return registry.settings;
 }
 
-void ProfilerRegisterThread(const char* name) {
-  if (IsForkedChild()) return;
-  ProfilerInit();
-  RegisterCurrentThreadImpl(name);
-}
-
-void ProfilerUnregisterThread() {
-  if (IsForkedChild()) return;
-  RegisteredThread* thread = t_registered_thread;
-  if (!thread) return;
-  pthread_setspecific(g_thread_exit_key, nullptr);
-  UnregisterThread(thread);
-}
-
-bool ProfilerIsThreadRegistered() { return t_registered_thread != nullptr; }
 
 }  // namespace strata

@@ -31,13 +31,22 @@ struct ThreadInfo {
   std::optional<TimeStamp> unregister_time;
   bool is_main = false;
   bool profiled = false;  // Passed the filters: its samples are in the buffer.
+  // Wrote samples or markers into the buffer during the session (set when its samples are
+  // drained, and at its end when it has recorded markers).
+  bool recorded = false;
+  // Ended threads: the buffer's range end when the thread ended. Everything it wrote lies
+  // before; once the buffer's range start has passed it, nothing of the thread is left and
+  // its entry is reclaimed (thread_registry.h, PruneEndedThreadsLocked).
+  BufferIndex buffer_end = 0;
 };
 
 struct SessionSnapshot {
   bool active = false;
   ProfilerSettings settings;
   TimeStamp start_time;
-  std::vector<ThreadInfo> threads;  // Live threads with their current names, then ended ones.
+  // Live threads with their current names, then the ended ones whose data may still be in
+  // the buffer (the others are reclaimed first).
+  std::vector<ThreadInfo> threads;
   uint64_t dropped_samples = 0;     // Samples lost to a full per-thread ring.
   int sampling_signal = 0;          // The session's sampling signal (0: none installed).
   uint64_t samples_skipped_low_stack = 0;  // sampling_signal.h, SamplesSkippedForLowStack.

@@ -179,7 +179,8 @@ int dlclose(void* handle) {
   if (!real) return -1;
   strata::base_internal::NoteLibrariesMayChange();  // What was loaded since the last look.
   const int rc = real(handle);
-  if (rc == 0) {
+  // A fork()ed child walks no stack (and a parent's thread may have held libunwind's locks).
+  if (rc == 0 && !strata::base_internal::IsForkedChild()) {
     strata::FlushLibunwindCaches();
     strata::base_internal::NoteLibrariesMayChange();  // What went.
   }

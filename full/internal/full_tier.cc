@@ -62,9 +62,14 @@ std::atomic<bool> g_in_charge{false};
 
 }  // namespace
 
+// A fork()ed child has no profiler (docs/session.md, "fork"): the calls below return at once
+// there, without the full tier's lock, which a thread that does not exist in the child may
+// have held at the fork.
+
 StartReport StartFull(const ProfilerSettings& session, const FullSettings& settings) {
-  AutoLock lock(g_full_mutex);
   StartReport report;
+  if (base_internal::IsForkedChild()) return report;
+  AutoLock lock(g_full_mutex);
   EnableMemoryCounter(settings.memory_counter);
   script::internal::NoteSessionStart();
   g_spy_unregistered.store(settings.unregistered_threads, std::memory_order_relaxed);
@@ -85,12 +90,14 @@ StartReport StartFull(const ProfilerSettings& session, const FullSettings& setti
 }
 
 void StopFull() {
+  if (base_internal::IsForkedChild()) return;
   AutoLock lock(g_full_mutex);
   ProfilerStop();
   script::internal::NotifySessionEnd();
 }
 
 void ShutdownFull() {
+  if (base_internal::IsForkedChild()) return;
   AutoLock lock(g_full_mutex);
   if (!g_in_charge) return;
   IpcOnShutdownFull();  // [ipc] exit profile to the parent; stop listening
@@ -102,6 +109,7 @@ void ShutdownFull() {
 }
 
 bool FullIsInCharge() {
+  if (base_internal::IsForkedChild()) return false;
   AutoLock lock(g_full_mutex);
   return g_in_charge;
 }
@@ -117,6 +125,7 @@ bool ScriptProfilingWanted() {
 }  // namespace strata
 
 extern "C" int strata_full_start(void) {
+  if (strata::base_internal::IsForkedChild()) return -1;
   return strata::full::StartFull().took_over_base_session ? 0 : 1;
 }
 

@@ -50,6 +50,9 @@ bool StartIpcParent(const IpcSettings& settings, std::string* error) {
 }
 
 std::string IpcChildEnvironmentEntry() {
+  // A fork()ed copy is in no tree (and the IPC objects' locks may be held by its parent's
+  // threads, which it does not have).
+  if (base_internal::IsForkedChild()) return std::string();
   std::string path = ParentSocketPath();
   if (path.empty()) path = ChildParentSocketPath();
   if (path.empty()) return std::string();
@@ -68,7 +71,7 @@ std::vector<std::string> IpcChildEnvironment(char* const envp[]) {
 }
 
 int SpawnProfiledChild(pid_t* pid, const char* path, char* const argv[], char* const envp[]) {
-  if (!RunningIpcParent() && !RunningIpcChild()) {
+  if (!base_internal::IsForkedChild() && !RunningIpcParent() && !RunningIpcChild()) {
     std::string error;
     if (!StartIpcParent(IpcSettings(), &error)) {
       base_internal::LogError("ipc: %s; the child is spawned without profiling", error.c_str());
@@ -81,10 +84,11 @@ int SpawnProfiledChild(pid_t* pid, const char* path, char* const argv[], char* c
   return posix_spawn(pid, path, nullptr, nullptr, argv, pointers.data());
 }
 
-bool IpcChildFollowsParent() { return ChildFollowsParent(); }
+bool IpcChildFollowsParent() { return !base_internal::IsForkedChild() && ChildFollowsParent(); }
 
 IpcStatus GetIpcStatus() {
   IpcStatus status;
+  if (base_internal::IsForkedChild()) return status;
   FillParentStatus(&status);
   FillChildStatus(&status);
   return status;

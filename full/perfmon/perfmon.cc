@@ -1,6 +1,8 @@
 // The performance monitor (perfmon.h; docs/perfmon.md).
 #include "full/perfmon/perfmon.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -57,10 +59,23 @@ struct Registry {
   AlertId next_alert_id = 1;
 };
 
+// The monitor keeps working in a fork()ed child (it is not a profiling session): the
+// registry's lock, held only for short bookkeeping that runs no program code, is taken
+// around fork() so that the child never inherits it locked by a thread it does not have.
+void LockRegistryForFork();
+void UnlockRegistryAfterFork();
+
 Registry& GetRegistry() {
-  static Registry* registry = new Registry;  // Never destroyed: groups may be static.
+  static Registry* registry = [] {
+    Registry* r = new Registry;  // Never destroyed: groups may be static.
+    pthread_atfork(&LockRegistryForFork, &UnlockRegistryAfterFork, &UnlockRegistryAfterFork);
+    return r;
+  }();
   return *registry;
 }
+
+void LockRegistryForFork() { GetRegistry().mutex.lock(); }
+void UnlockRegistryAfterFork() { GetRegistry().mutex.unlock(); }
 
 std::atomic<size_t> g_alert_count{0};
 

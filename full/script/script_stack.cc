@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/internal/core.h"
 #include "base/internal/log.h"
 #include "base/internal/tier_extension.h"
 #include "base/profiler.h"
@@ -411,7 +412,7 @@ OrdinarySampleStats ReadOrdinarySampleStats() {
 }
 
 bool AttachScriptThread(ScriptThread* thread) {
-  if (!thread) return false;
+  if (!thread || base_internal::IsForkedChild()) return false;
   SetAnchor();
   if (!ProfilerIsThreadRegistered()) ProfilerRegisterThread(nullptr);
   if (!thread->walk_cache) thread->walk_cache = new WalkCache;
@@ -436,7 +437,10 @@ void DetachScriptThread(ScriptThread* thread) {
   }
 }
 
+// A fork()ed child has no sampler to poll engines (and the engine list's lock may be held by
+// the parent's sampler thread): nothing to register there.
 void RegisterScriptEngine(const ScriptEngine* engine) {
+  if (base_internal::IsForkedChild()) return;
   EngineRegistry& registry = Engines();
   AutoLock lock(registry.mutex);
   if (std::find(registry.engines.begin(), registry.engines.end(), engine) ==
@@ -446,6 +450,7 @@ void RegisterScriptEngine(const ScriptEngine* engine) {
 }
 
 void UnregisterScriptEngine(const ScriptEngine* engine) {
+  if (base_internal::IsForkedChild()) return;
   EngineRegistry& registry = Engines();
   AutoLock lock(registry.mutex);
   registry.engines.erase(std::remove(registry.engines.begin(), registry.engines.end(), engine),

@@ -138,6 +138,9 @@ struct ThreadState {
   // Written straight into the document by passes of its own (ProfileBuilder::
   // ChooseStreamedThreads); otherwise buffered by the shared pass and spliced.
   bool streamed = false;
+  // An ended thread (not the main one): left out when the buffer no longer holds any row of
+  // it by the time its rows are read (its oldest chunk was recycled since pass 1).
+  bool left_out_if_empty = false;
   std::optional<uint32_t> last_stack;
   NativeFrameCache native_frames;
   // The stack of each FrameListTable id in this thread's tables: kUnknownStack until the
@@ -152,15 +155,15 @@ class ProfileBuilder {
   explicit ProfileBuilder(const CaptureInputs& inputs)
       : inputs_(inputs), symbolicate_(inputs.symbolicate), pid_(CurrentProcessId()),
         process_name_(inputs.process_name) {
+    // Live threads (and the main thread) are listed even without data; an ended thread
+    // only once its data is met in the buffer, so that a process that made many short
+    // threads pays no writer for those of which nothing is left.
     for (const CaptureThread& info : inputs.threads) {
-      ThreadDescription d;
-      d.name = info.name;
-      d.process_name = process_name_;
-      d.pid = pid_;
-      d.tid = info.tid;
-      d.register_time = info.register_time;
-      d.unregister_time = info.unregister_time;
-      AddThread(info.tid, std::move(d), info.is_main);
+      if (info.unregister_time && !info.is_main) {
+        ended_threads_.emplace(info.tid.ToNumber(), &info);
+      } else {
+        AddThread(info.tid, DescriptionOf(info), info.is_main);
+      }
     }
   }
 
@@ -353,8 +356,20 @@ class ProfileBuilder {
     uint64_t last_operations = 0;
   };
 
+  ThreadDescription DescriptionOf(const CaptureThread& info) const {
+    ThreadDescription d;
+    d.name = info.name;
+    d.process_name = process_name_;
+    d.pid = pid_;
+    d.tid = info.tid;
+    d.register_time = info.register_time;
+    d.unregister_time = info.unregister_time;
+    return d;
+  }
+
   void AddThread(ThreadId tid, ThreadDescription description, bool is_main) {
     ThreadState state;
+    state.left_out_if_empty = description.unregister_time.has_value() && !is_main;
     state.writer = std::make_unique<GeckoThreadWriter>(std::move(description), inputs_.start_time);
     // The main thread first: std::map orders by key, so main gets key 0.
     threads_.emplace(is_main ? 0 : tid.ToNumber(), std::move(state));
@@ -366,6 +381,13 @@ class ProfileBuilder {
     if (last_thread_ != nullptr && tid.ToNumber() == last_tid_) return *last_thread_;
     auto it = thread_keys_.find(tid.ToNumber());
     if (it == thread_keys_.end()) {
+      if (auto ended = ended_threads_.find(tid.ToNumber()); ended != ended_threads_.end()) {
+        AddThread(tid, DescriptionOf(*ended->second), ended->second->is_main);
+        it = thread_keys_.find(tid.ToNumber());
+        last_tid_ = tid.ToNumber();
+        last_thread_ = &threads_[it->second];
+        return *last_thread_;
+      }
       ThreadDescription d;
       d.name = "Thread " + std::to_string(tid.ToNumber());
       d.process_name = process_name_;
@@ -604,6 +626,9 @@ class ProfileBuilder {
   std::unique_ptr<ElfSymbolizer> symbolizer_;
   AddressNames names_;
   std::map<int64_t, ThreadState> threads_;
+  // Ended threads of CaptureInputs::threads not met in the buffer yet (by thread id; the
+  // first one listed for an id reused by the system).
+  std::unordered_map<int64_t, const CaptureThread*> ended_threads_;
   std::unordered_map<int64_t, int64_t> thread_keys_;
   int64_t last_tid_ = 0;
   ThreadState* last_thread_ = nullptr;  // ThreadFor()'s last answer (for last_tid_).
@@ -747,6 +772,10 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
     builder.ForEachThread([&](ThreadState& thread) {
       if (failure.Failed()) return;
       if (!thread.streamed) {
+        if (thread.left_out_if_empty && thread.writer->sample_count() == 0 &&
+            thread.writer->marker_count() == 0) {
+          return;
+        }
         profile.AddThread(*thread.writer);
       } else {
         const ThreadId tid = thread.writer->description().tid;

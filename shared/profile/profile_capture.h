@@ -69,8 +69,11 @@ struct CaptureInputs {
   TimeStamp start_time;         // Session start (same as meta.start_time).
   std::string process_name;
   bool symbolicate = true;      // false: raw addresses (rawaddresses).
-  std::vector<CaptureThread> threads;    // Threads to write (others found in the buffer are
-                                         // written as "Thread <tid>").
+  // Threads to write: live ones (no unregister_time) and the main thread always, ended ones
+  // only when the buffer holds entries of theirs (met in pass 1, and, for a thread not
+  // streamed, still there when its rows are read). Threads found in the buffer but not here
+  // are written as "Thread <tid>".
+  std::vector<CaptureThread> threads;
   std::vector<CaptureCounter> counters;  // Index = counter id of kCounterSample entries.
   // The functions of a typed marker's tag (null for unknown tags).
   std::function<const MarkerTypeFunctions*(uint8_t tag)> marker_type;

@@ -1,0 +1,308 @@
+// The thread registry of the base tier. See thread_registry.h and docs/session.md.
+#include "base/internal/thread_registry.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <memory>
+
+#include "base/internal/log.h"
+#include "base/internal/tier_extension.h"
+#include "platform/sampling/sampling_signal.h"
+
+namespace strata {
+namespace base_internal {
+
+__thread RegisteredThread* t_registered_thread __attribute__((tls_model("initial-exec"))) =
+    nullptr;
+
+// Leaked: threads may still run (and unregister) during exit, after static destructors.
+Registry& GetRegistry() {
+  static Registry* registry = new Registry;
+  return *registry;
+}
+
+void OnRegisteredThreadExit(void*);
+
+namespace {
+
+// Sampled thread key: its destructor unregisters a thread that ends while registered.
+pthread_key_t g_thread_exit_key;
+pthread_once_t g_thread_exit_key_once = PTHREAD_ONCE_INIT;
+
+void CreateThreadExitKey() { pthread_key_create(&g_thread_exit_key, &OnRegisteredThreadExit); }
+
+}  // namespace
+
+std::string CurrentThreadName() {
+  char name[64] = {};
+  if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0) return std::string();
+  return name;
+}
+
+std::string ThreadNameFromProc(ThreadId tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid.ToNumber());
+  FILE* f = fopen(path, "re");
+  if (!f) return std::string();
+  char name[64] = {};
+  const size_t n = fread(name, 1, sizeof(name) - 1, f);
+  fclose(f);
+  std::string s(name, n);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+bool NameMatchesFilters(const std::string& name, bool is_main,
+                        const std::vector<std::string>& filters) {
+  if (filters.empty()) return true;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string lname = lower(name);
+  for (const std::string& filter : filters) {
+    const std::string lf = lower(filter);
+    if (lname.find(lf) != std::string::npos) return true;
+    if (is_main && std::string("main").find(lf) != std::string::npos) return true;
+    if (lf == "*") return true;
+  }
+  return false;
+}
+
+// Moves `thread`'s staged markers into the session buffer. Registry mutex held (the thread
+// cannot be deleted meanwhile).
+void FlushMarkersLocked(RegisteredThread* thread) {
+  if (StagingArea* staging = thread->marker_staging.load(std::memory_order_acquire)) {
+    staging->FlushInto(SessionBuffer());
+  }
+}
+
+RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
+  if (t_registered_thread) return t_registered_thread;
+  auto thread = std::make_unique<RegisteredThread>();
+  thread->tid = CurrentThreadId();
+  thread->pthread = pthread_self();
+  thread->cpu_clock = ThreadCpuClock::ForCurrentThread();
+  // The stack bounds are captured when the thread's sampling starts (StartSamplingLocked):
+  // for the main thread, registered by the library's constructor, pthread_getattr_np reads
+  // /proc/self/maps, which a program that preloads the profiler but never starts it
+  // should not pay for at start-up.
+  thread->is_main = thread->tid == MainThreadId();
+  if (!thread->ring.ok()) {
+    LogError("cannot allocate the sample ring of thread %d", thread->tid.ToNumber());
+  }
+  // During a session, libunwind is warmed on this thread before it can be sampled; out of
+  // session that waits for the next start (StartLocked), so that a preloaded but inactive
+  // profiler does not load libunwind (and liblzma) into every program's start-up.
+  if (ProfilerIsActive()) WarmUpLibunwindForSampling();
+
+  // The handler's free-stack check (sampling_signal.h) needs the bounds on this thread; a
+  // thread's own are cheap to read, except the main thread's (/proc/self/maps; its stack grows
+  // on demand: no check).
+  if (!thread->is_main) {
+    thread->bounds = StackBounds::OfCurrentThread();
+    SetSamplingThreadStackBounds(thread->bounds.low, thread->bounds.high);
+  }
+
+  RegisteredThread* raw = thread.release();
+  strata_t_profiling_stack = &raw->profiling_stack;
+  t_registered_thread = raw;
+  SetSamplingThreadContext(raw);
+  pthread_once(&g_thread_exit_key_once, &CreateThreadExitKey);
+  pthread_setspecific(g_thread_exit_key, raw);
+
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  ThreadInfo info;
+  info.tid = raw->tid;
+  info.name = name ? name : CurrentThreadName();
+  info.register_time = TimeStamp::Now();
+  info.is_main = raw->is_main;
+  raw->info_index = registry.infos.size();
+  registry.infos.push_back(std::move(info));
+  registry.live.push_back(raw);
+  if (registry.sampling) StartSamplingLocked(registry, raw);
+  LogInfo("registered thread %d '%s'", raw->tid.ToNumber(),
+          registry.infos[raw->info_index].name.c_str());
+  return raw;
+}
+
+void PruneEndedThreadsLocked(Registry& registry) {
+  registry.ended_since_prune = 0;
+  // Out of session the buffer holds nothing of this registry's threads.
+  const BufferIndex oldest_kept = SessionBuffer().GetState().range_start;
+  auto keep = [&](const ThreadInfo& info) {
+    if (!info.unregister_time) return true;  // Live.
+    return registry.sampling && info.recorded && info.buffer_end > oldest_kept;
+  };
+  constexpr size_t kDropped = SIZE_MAX;
+  std::vector<size_t> new_index(registry.infos.size(), kDropped);
+  size_t kept = 0;
+  for (size_t i = 0; i < registry.infos.size(); ++i) {
+    if (!keep(registry.infos[i])) continue;
+    if (kept != i) registry.infos[kept] = std::move(registry.infos[i]);
+    new_index[i] = kept++;
+  }
+  if (kept == registry.infos.size()) return;
+  registry.infos.resize(kept);
+  if (registry.infos.capacity() > 2 * kept + kMinPruneBatch) registry.infos.shrink_to_fit();
+  for (RegisteredThread* thread : registry.live) thread->info_index = new_index[thread->info_index];
+}
+
+void UnregisterThread(RegisteredThread* thread) {
+  Registry& registry = GetRegistry();
+  {
+    AutoLock lock(registry.mutex);
+    StopSamplingLocked(thread);
+    DrainLocked(thread, TimeStamp::Now());  // Keep what it took before ending.
+    FlushMarkersLocked(thread);
+    ThreadInfo& info = registry.infos[thread->info_index];
+    const std::string name = CurrentThreadName();
+    if (!name.empty()) info.name = name;
+    info.unregister_time = TimeStamp::Now();
+    if (thread->marker_staging.load(std::memory_order_relaxed) != nullptr) info.recorded = true;
+    info.buffer_end = SessionBuffer().GetState().range_end;
+    registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+    registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
+                        registry.live.end());
+    // A prune walks every entry; it runs once per max(kMinPruneBatch, live threads) ends.
+    if (++registry.ended_since_prune >= std::max(kMinPruneBatch, registry.live.size())) {
+      PruneEndedThreadsLocked(registry);
+    }
+  }
+  SetSamplingThreadContext(nullptr);
+  SetSamplingThreadStackBounds(0, 0);
+  strata_t_profiling_stack = nullptr;
+  t_registered_thread = nullptr;
+  delete thread->marker_staging.load(std::memory_order_relaxed);
+  delete thread;
+}
+
+void OnRegisteredThreadExit(void* value) {
+  RegisteredThread* thread = static_cast<RegisteredThread*>(value);
+  if (thread && thread == t_registered_thread && !IsForkedChild()) UnregisterThread(thread);
+}
+
+bool SetCurrentThreadTierData(void* data) {
+  RegisteredThread* thread = t_registered_thread;
+  if (!thread || IsForkedChild()) return false;
+  thread->tier_data.store(data, std::memory_order_release);
+  return true;
+}
+
+void* TierDataOf(void* thread_context) {
+  return static_cast<RegisteredThread*>(thread_context)->tier_data.load(std::memory_order_acquire);
+}
+
+void FlushStagedMarkers() {
+  if (IsForkedChild()) return;
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (RegisteredThread* thread : registry.live) FlushMarkersLocked(thread);
+}
+
+void FlushStagedMarkersOfThread(ThreadId tid) {
+  if (IsForkedChild()) return;
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (RegisteredThread* thread : registry.live) {
+    if (thread->tid == tid) FlushMarkersLocked(thread);
+  }
+}
+
+PthreadCreateFunction RealPthreadCreate() {
+  static PthreadCreateFunction real = []() {
+    void* symbol = dlsym(RTLD_NEXT, "pthread_create");
+    return symbol ? reinterpret_cast<PthreadCreateFunction>(symbol) : &pthread_create;
+  }();
+  return real;
+}
+
+namespace {
+__thread bool t_creating_profiler_thread __attribute__((tls_model("initial-exec"))) = false;
+
+// The first pthread_create in the global lookup order, unless it is our own interposer.
+PthreadCreateFunction FirstForeignPthreadCreate() {
+  void* symbol = dlsym(RTLD_DEFAULT, "pthread_create");
+  if (!symbol) return nullptr;
+  Dl_info symbol_info{}, own_info{};
+  if (dladdr(symbol, &symbol_info) == 0 ||
+      dladdr(reinterpret_cast<void*>(&FirstForeignPthreadCreate), &own_info) == 0 ||
+      symbol_info.dli_fbase == own_info.dli_fbase) {
+    return nullptr;  // Ours (or unknown): use libc's.
+  }
+  return reinterpret_cast<PthreadCreateFunction>(symbol);
+}
+}  // namespace
+
+int CreateProfilerThread(pthread_t* thread, void* (*routine)(void*), void* argument) {
+  static const PthreadCreateFunction create = [] {
+    const PthreadCreateFunction foreign = FirstForeignPthreadCreate();
+    return foreign ? foreign : RealPthreadCreate();
+  }();
+  // The profiler's threads block every signal (they inherit this mask): a signal sent to the
+  // process (kill, ITIMER_PROF, a terminal's SIGINT) must go to one of the program's threads,
+  // to its handler, signalfd or sigwait, as without us -- not to ours, where its default action
+  // would kill the program. sigfillset leaves out glibc's internal signals, which every thread
+  // must keep taking (setuid broadcasts). The system call, not the interposed pthread_sigmask.
+  sigset_t every_signal, previous;
+  sigfillset(&every_signal);
+  syscall(SYS_rt_sigprocmask, SIG_BLOCK, &every_signal, &previous, _NSIG / 8);
+  t_creating_profiler_thread = true;
+  const int rc = create(thread, nullptr, routine, argument);
+  t_creating_profiler_thread = false;
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &previous, nullptr, _NSIG / 8);
+  return rc;
+}
+
+bool IsCreatingProfilerThread() { return t_creating_profiler_thread; }
+
+void OnThreadRenamed(pthread_t pthread, const char* name) {
+  if (IsForkedChild()) return;
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (RegisteredThread* thread : registry.live) {
+    if (!pthread_equal(thread->pthread, pthread)) continue;
+    ThreadInfo& info = registry.infos[thread->info_index];
+    info.name = name;
+    if (!registry.sampling) return;
+    if (NameMatchesFilters(info.name, thread->is_main, registry.settings.thread_filters)) {
+      StartSamplingLocked(registry, thread);
+    } else if (thread->sampling.load(std::memory_order_relaxed)) {
+      StopSamplingLocked(thread);
+    }
+    return;
+  }
+}
+
+}  // namespace base_internal
+
+// ---------------------------------------------------------------------------------------
+// Public API (profiler.h): thread registration.
+
+using namespace base_internal;
+
+void ProfilerRegisterThread(const char* name) {
+  if (IsForkedChild()) return;
+  ProfilerInit();
+  RegisterCurrentThreadImpl(name);
+}
+
+void ProfilerUnregisterThread() {
+  if (IsForkedChild()) return;
+  RegisteredThread* thread = t_registered_thread;
+  if (!thread) return;
+  pthread_setspecific(g_thread_exit_key, nullptr);
+  UnregisterThread(thread);
+}
+
+bool ProfilerIsThreadRegistered() { return t_registered_thread != nullptr; }
+
+}  // namespace strata

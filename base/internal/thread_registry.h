@@ -1,0 +1,132 @@
+// The base tier's thread registry: every thread registered with the profiler (the main
+// thread, threads made with pthread_create under feature 'threads', explicit
+// ProfilerRegisterThread calls), its sampling state, ring, staged markers and label stack,
+// and what capture needs to know of the threads registered during the session (ThreadInfo).
+//
+// Locks: the registry mutex (core.h gives the order: session -> registry -> buffer). The
+// signal handler takes none: it reaches its own RegisteredThread through the sampling
+// thread context (platform/sampling).
+//
+// Thread safety: as stated per function. Async-signal safety: none.
+#ifndef STRATA_BASE_INTERNAL_THREAD_REGISTRY_H_
+#define STRATA_BASE_INTERNAL_THREAD_REGISTRY_H_
+
+#include <pthread.h>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/internal/core.h"
+#include "base/internal/sample_ring.h"
+#include "base/labels.h"
+#include "base/profiler.h"
+#include "platform/cpu_time.h"
+#include "platform/mutex.h"
+#include "platform/process_thread_ids.h"
+#include "platform/sampling/stack_bounds.h"
+#include "platform/sampling/thread_sampling_timer.h"
+#include "platform/time_stamp.h"
+#include "shared/buffer/staging_area.h"
+
+namespace strata {
+namespace base_internal {
+
+struct RegisteredThread {
+  ThreadId tid;
+  pthread_t pthread;
+  ThreadCpuClock cpu_clock;
+  StackBounds bounds;
+  bool is_main = false;
+  size_t info_index = 0;  // Into Registry::infos.
+
+  ProfilingStack profiling_stack;
+  SampleRing ring;
+  ThreadSamplingTimer timer;
+  // Read by the thread's own signal handler: sample or not.
+  std::atomic<bool> sampling{false};
+  // True while the thread's signal handler is filling a slot (the walk may wait for the
+  // loader's lock): the sampler then must not take the thread for idle.
+  std::atomic<bool> capturing{false};
+  std::atomic<uint64_t> dropped_samples{0};
+  // A later tier's per-thread data (tier_extension.h), e.g. a script engine's context.
+  std::atomic<void*> tier_data{nullptr};
+  // The thread's marker staging (marker_staging.h), created by the thread at its first
+  // marker; read by the sampler and capture under the registry mutex. Owned.
+  std::atomic<StagingArea*> marker_staging{nullptr};
+
+  // Sampler-thread state, under the registry mutex.
+  int64_t last_sample_cpu_ns = -1;
+  bool has_sample = false;
+  std::optional<TimeDuration> last_seen_cpu;
+  // Precise mode: a blocked thread's wall-clock timer is parked (disarmed), so that it is not
+  // woken every interval (an interrupt, a wake-up, a walk: ~18 us of CPU each here); the
+  // sampler records copies of its last sample instead (kSameSample, as for CPU-clock timers)
+  // and re-arms the timer at the first loop after it has run. Sampler thread only.
+  bool timer_parked = false;
+  bool last_sample_in_system_call = false;  // Of the latest sample drained.
+};
+
+struct Registry {
+  Mutex mutex{"strata thread registry"};
+  std::vector<RegisteredThread*> live;
+  std::vector<ThreadInfo> infos;
+  // The running session's sampling configuration (copied at start).
+  bool sampling = false;
+  ProfilerSettings settings;
+  uint64_t dropped_samples = 0;  // From threads that ended.
+  // Why sampling stopped before the session's end (for the profile), or empty.
+  std::string sampling_stopped;
+  size_t ended_since_prune = 0;  // Threads that ended since the last PruneEndedThreadsLocked.
+};
+
+// The registry (a leaked singleton: threads may still run, and unregister, during exit).
+Registry& GetRegistry();
+
+// The calling thread's registration, or null.
+extern __thread RegisteredThread* t_registered_thread __attribute__((tls_model("initial-exec")));
+
+// The calling thread's name (pthread_getname_np), "" when unknown.
+std::string CurrentThreadName();
+// Thread `tid`'s name from /proc/self/task/<tid>/comm, "" when unknown.
+std::string ThreadNameFromProc(ThreadId tid);
+// Whether a thread named `name` passes the session's thread filters.
+bool NameMatchesFilters(const std::string& name, bool is_main,
+                        const std::vector<std::string>& filters);
+
+// Registers the calling thread (idempotent) and starts sampling it when a session runs.
+RegisteredThread* RegisterCurrentThreadImpl(const char* name);
+// Unregisters and deletes `thread`, the calling thread's registration: what it recorded goes
+// into the buffer first.
+void UnregisterThread(RegisteredThread* thread);
+
+// Reclaims the entries (Registry::infos) of ended threads that have nothing left in the
+// buffer: all of them out of session; in session, those that recorded nothing and those whose
+// data the buffer has since dropped (its range start has passed their ThreadInfo::
+// buffer_end). Live threads' info_index are updated. Registry mutex held; O(infos).
+//
+// Memory bound: an ended thread's entry outlives it only while the buffer may still hold
+// its data, so the registry holds at most the live threads, the ended threads with an entry
+// in the buffer, those that were alive when the buffer's oldest retained entry was written,
+// and the kMinPruneBatch (or live-count) most recent ones not yet pruned.
+void PruneEndedThreadsLocked(Registry& registry);
+inline constexpr size_t kMinPruneBatch = 256;
+
+// Moves `thread`'s staged markers into the session buffer. Registry mutex held (the thread
+// cannot be deleted meanwhile).
+void FlushMarkersLocked(RegisteredThread* thread);
+
+// The sampler's side of one thread (core.cc), registry mutex held.
+void StartSamplingLocked(Registry& registry, RegisteredThread* thread);
+void StopSamplingLocked(RegisteredThread* thread);
+// Writes the samples waiting in `thread`'s ring (and, when it has taken none since the last
+// call, a copy of its previous one if it did not run). See core.cc.
+void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr);
+// Loads and warms libunwind outside signal context (core.cc).
+void WarmUpLibunwindForSampling();
+
+}  // namespace base_internal
+}  // namespace strata
+
+#endif  // STRATA_BASE_INTERNAL_THREAD_REGISTRY_H_

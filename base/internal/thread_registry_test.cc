@@ -1,0 +1,67 @@
+// The thread registry's memory under thread churn (issue 16): entries of ended threads are
+// reclaimed once the buffer holds nothing of them.
+#include "base/internal/thread_registry.h"
+
+#include <string>
+#include <thread>
+
+#include "base/markers.h"
+#include "base/profiler.h"
+#include "catch2/catch.hpp"
+
+namespace {
+
+using strata::AutoLock;
+using strata::base_internal::GetRegistry;
+using strata::base_internal::kMinPruneBatch;
+
+size_t RegistryEntries() {
+  auto& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  return registry.infos.size();
+}
+
+// Runs `count` short registered threads one after the other, each doing `work`.
+template <typename F>
+void RunShortThreads(int count, F work) {
+  for (int i = 0; i < count; ++i) {
+    std::thread([&] {
+      strata::AutoProfilerRegisterThread registration("short");
+      work();
+    }).join();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Out of session, ended threads leave no registry entry behind") {
+  REQUIRE_FALSE(strata::ProfilerIsActive());
+  const size_t before = RegistryEntries();
+  RunShortThreads(4 * static_cast<int>(kMinPruneBatch), [] {});
+  CHECK(RegistryEntries() <= before + kMinPruneBatch);
+}
+
+TEST_CASE("In session, an ended thread's entry goes when nothing of it is in the buffer") {
+  strata::ProfilerSettings settings;
+  settings.buffer_megabytes = 1;
+  settings.features = strata::kFeatureThreads;  // No stack walks: markers only matter here.
+  strata::AutoProfilerSession session(settings);
+  const size_t live = RegistryEntries();
+
+  SECTION("threads that recorded nothing: reclaimed in batches") {
+    RunShortThreads(4 * static_cast<int>(kMinPruneBatch), [] {});
+    CHECK(RegistryEntries() <= live + kMinPruneBatch);
+  }
+  SECTION("threads with a marker: kept while the buffer holds it, then reclaimed") {
+    const std::string payload(1000, 'x');
+    auto record = [&] { STRATA_MARKER_TEXT("churn", kOther, strata::MarkerOptions(), payload); };
+    RunShortThreads(100, record);
+    const strata::base_internal::SessionSnapshot kept = strata::base_internal::TakeSessionSnapshot();
+    CHECK(kept.threads.size() >= live + 100);  // All 100 markers fit in 1 MiB.
+    // 3000 markers of ~1 kB each: a 1 MiB buffer keeps about the last 1000.
+    RunShortThreads(3000, record);
+    const strata::base_internal::SessionSnapshot after = strata::base_internal::TakeSessionSnapshot();
+    CHECK(after.threads.size() <= live + 1100);
+    CHECK(after.threads.size() >= live + 500);
+  }
+}
