@@ -19,8 +19,14 @@
 // (a variable) and unw_backtrace (no prefix). libunwind.h is included for the types only; no
 // libunwind symbol is referenced at link time.
 //
-// When libunwind cannot be loaded (libunwind8 not installed, or a build without one of the
-// names above): LoadLibunwind() returns nullptr, once and for all in this process, and logs
+// Right after dlopen(), before any libunwind function runs, libunwind's imports that could
+// touch a descriptor (its memory-validation pipe, and files it opens) are redirected to
+// Strata's own functions (libunwind_imports.h): libunwind never reads, writes, closes or
+// keeps a descriptor the program may own. If that redirection fails, libunwind counts as
+// unavailable.
+//
+// When libunwind cannot be loaded (libunwind8 not installed, a build without one of the
+// names above, or imports that could not be redirected): LoadLibunwind() returns nullptr, once and for all in this process, and logs
 // nothing. The walkers in libunwind_walker.h then report the interrupted pc only, and
 // CaptureCurrentStack() reports no frame; callers that want more fall back to frame pointers
 // (frame_pointer_walker.h), e.g. when WarmUpLibunwind() returns false.
@@ -70,8 +76,8 @@ inline bool LibunwindAvailable() { return LoadedLibunwind() != nullptr; }
 
 namespace libunwind_loader_internal {
 
-// One attempt to open `soname` with RTLD_NOW | RTLD_LOCAL and resolve every entry of
-// `*table`. On failure returns false, leaves `*table` untouched, closes what it opened and
+// One attempt to open `soname` with RTLD_NOW | RTLD_LOCAL, redirect its imports
+// (libunwind_imports.h) and resolve every entry of `*table`. On failure returns false, leaves `*table` untouched, closes what it opened and
 // consumes the dlerror() message (so the program's next dlerror() does not see ours).
 // LoadLibunwind() uses it with kLibunwindSoname; tests use it with a missing name.
 // Not async-signal-safe.
