@@ -28,6 +28,7 @@ __thread int t_walk_depth __attribute__((tls_model("initial-exec"))) = 0;
 __thread bool t_walk_marked __attribute__((tls_model("initial-exec"))) = false;
 
 int g_redirected_slots = 0;
+int g_validations = 0;  // Relaxed atomic increments (async-signal-safe, lock-free).
 
 bool Walking() { return t_walk_depth > 0 || t_walk_marked; }
 
@@ -64,6 +65,7 @@ int ReplacementClose(int descriptor) {
 
 // libunwind's validation write: success (1 byte "written") when `address` is readable.
 ssize_t ValidationWrite(const void* address, size_t count) {
+  __atomic_fetch_add(&g_validations, 1, __ATOMIC_RELAXED);
   if (count == 0) {
     errno = 0;
     return 0;
@@ -347,6 +349,8 @@ bool AddressIsReadable(uintptr_t address, size_t length) {
 }
 
 int RedirectedSlotCount() { return g_redirected_slots; }
+
+int ValidationCount() { return __atomic_load_n(&g_validations, __ATOMIC_RELAXED); }
 
 }  // namespace libunwind_imports_internal
 }  // namespace strata

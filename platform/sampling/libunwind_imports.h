@@ -104,6 +104,10 @@ bool AddressIsReadable(uintptr_t address, size_t length);
 // How many slots the last RedirectLibunwindImports() call overwrote. For tests.
 int RedirectedSlotCount();
 
+// How many readability checks libunwind asked for through the redirected imports so far
+// (relaxed counter). For tests.
+int ValidationCount();
+
 }  // namespace libunwind_imports_internal
 }  // namespace strata
 
