@@ -24,11 +24,12 @@ bool ReturnsIntoLoadedObject(uintptr_t return_address) {
 }
 
 // Unwinds with libunwind from `start` (the signal context itself when `signal_frame`, else a
-// copy of it with pc/sp/fp replaced: a return address and its frame), appending frames after
+// copy of it with pc/sp/fp replaced: a return address and its frame; by value, as *next may
+// alias it), appending frames after
 // frames[count - 1] up to `capacity`. Stops at the first return address outside every loaded
 // object, after appending it, and returns its registers in *next (pc == 0: walk over).
 size_t WalkLibunwindSegment(const LibunwindFunctions* functions, ucontext_t* context,
-                            const FrameRegisters& start, bool signal_frame,
+                            FrameRegisters start, bool signal_frame,
                             const StackBounds& bounds, NativeFrame* frames, size_t count,
                             size_t capacity, FrameRegisters* next) {
   *next = FrameRegisters();
