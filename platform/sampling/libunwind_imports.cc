@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstring>
 
@@ -139,6 +140,54 @@ void* ReplacementFor(const char* name) {
     if (std::strcmp(name, redirection.name) == 0) return redirection.replacement;
   }
   return nullptr;
+}
+
+// --- Readability checks. -------------------------------------------------------------------
+
+// rt_sigprocmask with an invalid `how` copies the 8-byte set from user memory first (EFAULT
+// when it cannot) and only then rejects `how` (EINVAL), changing nothing: a readability
+// check of the aligned 8 bytes around `probe` (never crossing a page) in ~0.15 us. Checked at
+// start-up on a known readable and a known unreadable page (CheckSigprocmaskProbe()).
+bool ReadableBySigprocmask(uintptr_t probe) {
+  constexpr int kInvalidHow = -1;
+  const uintptr_t aligned = probe & ~uintptr_t{7};
+  const long result = syscall(SYS_rt_sigprocmask, kInvalidHow, aligned, 0, 8);
+  return result == -1 && errno == EINVAL;
+}
+
+// process_vm_readv of one byte from this very process into a local byte: ~1.2 us (it pins
+// the page). The fallback when the sigprocmask probe does not behave as expected. Refused
+// (seccomp: ENOSYS, EPERM): unreadable.
+bool ReadableByProcessVmReadv(uintptr_t probe) {
+  char byte;
+  iovec local = {&byte, 1};
+  iovec remote = {reinterpret_cast<void*>(probe), 1};
+  return process_vm_readv(static_cast<pid_t>(syscall(SYS_getpid)), &local, 1, &remote, 1, 0) ==
+         1;
+}
+
+// Which check AddressIsReadable() uses; decided once by RedirectLibunwindImports().
+std::atomic<bool> g_use_sigprocmask_probe{false};
+
+bool ProbeIsReadable(uintptr_t probe) {
+  return g_use_sigprocmask_probe.load(std::memory_order_relaxed) ? ReadableBySigprocmask(probe)
+                                                                 : ReadableByProcessVmReadv(probe);
+}
+
+// True when the sigprocmask probe tells a readable page from a PROT_NONE one here (a kernel
+// or a seccomp filter could answer otherwise; then process_vm_readv is used).
+bool CheckSigprocmaskProbe() {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  void* unreadable = mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (unreadable == MAP_FAILED) return false;
+  const int saved_errno = errno;
+  uint64_t readable = 0;
+  const bool works = ReadableBySigprocmask(reinterpret_cast<uintptr_t>(&readable)) &&
+                     !ReadableBySigprocmask(reinterpret_cast<uintptr_t>(unreadable)) &&
+                     !ReadableBySigprocmask(reinterpret_cast<uintptr_t>(unreadable) + page - 1);
+  munmap(unreadable, page);
+  errno = saved_errno;
+  return works;
 }
 
 // --- The object's layout. ------------------------------------------------------------------
@@ -299,6 +348,8 @@ bool RedirectLibunwindImports(void* handle) {
   }
   WritableLayout layout;
   if (!ReadWritableLayout(map, &layout)) return false;
+  static const bool sigprocmask_probe_works = CheckSigprocmaskProbe();
+  g_use_sigprocmask_probe.store(sigprocmask_probe_works, std::memory_order_relaxed);
   int redirected = 0;
   const bool ok = RedirectTable(map, info, layout, info.plt_relocations,
                                 info.plt_relocations_size, &redirected) &&
@@ -335,12 +386,8 @@ bool AddressIsReadable(uintptr_t address, size_t length) {
   if (length == 0) return true;
   // The first and the last byte: libunwind asks about one byte, or one word within a page.
   const uintptr_t probes[2] = {address, address + length - 1};
-  const pid_t self = static_cast<pid_t>(syscall(SYS_getpid));
   for (uintptr_t probe : probes) {
-    char byte;
-    iovec local = {&byte, 1};
-    iovec remote = {reinterpret_cast<void*>(probe), 1};
-    if (process_vm_readv(self, &local, 1, &remote, 1, 0) != 1) {
+    if (!ProbeIsReadable(probe)) {
       errno = EFAULT;
       return false;
     }
@@ -349,6 +396,12 @@ bool AddressIsReadable(uintptr_t address, size_t length) {
 }
 
 int RedirectedSlotCount() { return g_redirected_slots; }
+
+bool UsesSigprocmaskProbe() { return g_use_sigprocmask_probe.load(std::memory_order_relaxed); }
+
+void UseSigprocmaskProbeForTesting(bool use) {
+  g_use_sigprocmask_probe.store(use, std::memory_order_relaxed);
+}
 
 int ValidationCount() { return __atomic_load_n(&g_validations, __ATOMIC_RELAXED); }
 

@@ -140,6 +140,12 @@ TEST_CASE("a validating walk through code without unwind information still works
 }
 
 TEST_CASE("AddressIsReadable: mapped, unmapped and PROT_NONE pages", "[platform][sampling]") {
+  REQUIRE(WarmUpLibunwind());
+  const bool chosen = libunwind_imports_internal::UsesSigprocmaskProbe();
+  CHECK(chosen);  // The probe works on Linux x86-64.
+  const bool probe = GENERATE(true, false);
+  INFO((probe ? "rt_sigprocmask probe" : "process_vm_readv"));
+  libunwind_imports_internal::UseSigprocmaskProbeForTesting(probe);
   const long page = sysconf(_SC_PAGESIZE);
   char* memory = static_cast<char*>(
       mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
@@ -153,6 +159,8 @@ TEST_CASE("AddressIsReadable: mapped, unmapped and PROT_NONE pages", "[platform]
   CHECK_FALSE(libunwind_imports_internal::AddressIsReadable(first + page - 4, 8));
   REQUIRE(munmap(memory, 2 * page) == 0);
   CHECK_FALSE(libunwind_imports_internal::AddressIsReadable(first, 1));
+  CHECK_FALSE(libunwind_imports_internal::AddressIsReadable(8, 1));
+  libunwind_imports_internal::UseSigprocmaskProbeForTesting(chosen);
 }
 
 // The whole file's content.

@@ -146,9 +146,8 @@ scenario_jit() {
     run_preloaded "$name" "$features" "$program"
     same_as_plain "$name" plain-jit "$plain_status"
     has_profile "$name"
-    if [[ -s "$OUT/$name.json" ]] && stats "$name" "GeckoMain:main"; then
-      result "$name main_thread_samples=$(field "$name" thread name=GeckoMain samples)" \
-        "with_main_pct=$(field "$name" match "" pct)"
+    if [[ -s "$OUT/$name.json" ]] && stats "$name" >/dev/null; then
+      result "$name main_thread_samples=$(field "$name" thread name=GeckoMain samples)"
     fi
   done
 }
