@@ -90,16 +90,19 @@ ssize_t ReplacementWrite(int descriptor, const void* buffer, size_t count) {
 }
 
 // syscall() is variadic; like glibc's own, this reads six argument words whatever the caller
-// passed (the unused ones are garbage, and unused).
+// passed (the unused ones are garbage, and unused). An `int` argument (libunwind's descriptor,
+// the constant 1) fills only the low half of its word: the upper half is unspecified
+// (usually zero, so a negative descriptor does not come back sign-extended). Descriptors are
+// therefore compared as int, and the validation checks one byte, as libunwind asks.
 long ReplacementSyscall(long number, ...) {
   va_list arguments;
   va_start(arguments, number);
   long word[6];
   for (long& value : word) value = va_arg(arguments, long);
   va_end(arguments);
-  if (number == SYS_write && (IsLibunwindValidationDescriptor(word[0]) || Walking())) {
-    return ValidationWrite(reinterpret_cast<const void*>(word[1]),
-                           static_cast<size_t>(word[2]));
+  if (static_cast<int>(number) == SYS_write &&
+      (IsLibunwindValidationDescriptor(static_cast<int>(word[0])) || Walking())) {
+    return ValidationWrite(reinterpret_cast<const void*>(word[1]), 1);
   }
   return syscall(number, word[0], word[1], word[2], word[3], word[4], word[5]);
 }

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,11 +51,16 @@ std::string SymbolAt(uintptr_t pc) {
   return info.dli_sname;
 }
 
+// Whether WalkHere() walks as Strata does (ScopedStrataLibunwindWalk) or as a program using
+// libunwind itself.
+bool g_walk_as_strata = true;
+
 void WalkHere() {
   g_walked_names.clear();
   const LibunwindFunctions* functions = LoadedLibunwind();
   REQUIRE(functions != nullptr);
-  ScopedStrataLibunwindWalk walk;
+  std::optional<ScopedStrataLibunwindWalk> walk;
+  if (g_walk_as_strata) walk.emplace();
   unw_context_t context;
   REQUIRE(functions->getcontext(&context) == 0);
   unw_cursor_t cursor;
@@ -137,6 +143,23 @@ TEST_CASE("a validating walk through code without unwind information still works
   }
   CHECK(found_caller);
   CHECK(libunwind_imports_internal::ValidationCount() > before);
+}
+
+TEST_CASE("a program's own validating walks (not Strata's) work through the redirected imports",
+          "[platform][sampling]") {
+  REQUIRE(WarmUpLibunwind());
+  g_walk_as_strata = false;
+  const int before = libunwind_imports_internal::ValidationCount();
+  int complete = 0;
+  for (int i = 0; i < 64; ++i) {  // Different depths: libunwind's 4-page cache misses.
+    strata_test_validating_walk_at_depth(i % 16);
+    for (const std::string& name : g_walked_names) {
+      if (name.find("strata_test_validating_walk_at_depth") != std::string::npos) ++complete;
+    }
+  }
+  g_walk_as_strata = true;
+  CHECK(libunwind_imports_internal::ValidationCount() > before);
+  CHECK(complete == 64);
 }
 
 TEST_CASE("AddressIsReadable: mapped, unmapped and PROT_NONE pages", "[platform][sampling]") {

@@ -21,7 +21,12 @@
 #           same status and stdout, a profile written. Before the fix a thread was cancelled
 #           inside the handler (libunwind's read/write were cancellation points) and exit()
 #           waited for it forever.
-# Usage: descriptors_test.sh daemon|jit|cancel
+#   own     own_libunwind (the program links libunwind itself and walks its own stack through
+#           code without unwind information, at 16 depths): plain, preloaded with the default
+#           features and with framepointers: same status and stdout (every walk reaches main
+#           with the same frames). Strata shares that very libunwind object and redirects its
+#           imports (docs/sampling.md); the program's own validations must keep working.
+# Usage: descriptors_test.sh daemon|jit|cancel|own
 source "$(dirname "$0")/../../scenario_lib.sh"
 
 STRATA="$(binary tools/strata/strata)"
@@ -163,12 +168,28 @@ scenario_cancel() {
   has_profile preload-cancel
 }
 
+scenario_own() {
+  local program name features
+  program="$(binary tests/host_safety/descriptors/own_libunwind)"
+  PROGRAM_PREFIX="own_libunwind:"
+  run_plain plain-own "$program"
+  local plain_status=$RUN_STATUS
+  for name in preload-own framepointers-own; do
+    features=""
+    [[ "$name" == framepointers-* ]] && features="$FRAMEPOINTERS"
+    run_preloaded "$name" "$features" "$program"
+    same_as_plain "$name" plain-own "$plain_status"
+    has_profile "$name"
+  done
+}
+
 case "${1:-}" in
   daemon) scenario_daemon ;;
   jit) scenario_jit ;;
   cancel) scenario_cancel ;;
+  own) scenario_own ;;
   *)
-    echo "usage: $0 daemon|jit|cancel" >&2
+    echo "usage: $0 daemon|jit|cancel|own" >&2
     exit 2
     ;;
 esac
