@@ -122,6 +122,14 @@ int ReplacementOpen(const char* path, int flags, ...) {
   return open(path, flags, mode);
 }
 
+// msync() is a cancellation point in glibc; libunwind calls it to check a mapping when
+// mincore() did not work at its initialisation. The raw system call is not one.
+int ReplacementMsync(void* address, size_t length, int flags) {
+  const long result = syscall(SYS_msync, address, length, flags);
+  if (result == 0) errno = 0;
+  return static_cast<int>(result);
+}
+
 struct Redirection {
   const char* name;
   void* replacement;
@@ -136,6 +144,7 @@ const Redirection kRedirections[] = {
     {"write", reinterpret_cast<void*>(&ReplacementWrite)},
     {"open", reinterpret_cast<void*>(&ReplacementOpen)},
     {"open64", reinterpret_cast<void*>(&ReplacementOpen)},
+    {"msync", reinterpret_cast<void*>(&ReplacementMsync)},
 };
 
 void* ReplacementFor(const char* name) {

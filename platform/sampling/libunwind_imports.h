@@ -29,6 +29,8 @@
 //                 call: libc's syscall().
 //   write         the same check on those numbers; while a Strata walk runs, discarded
 //                 (libunwind writes only debug messages with it). Otherwise libc's write().
+//   msync         always the raw system call (glibc's msync() is a cancellation point;
+//                 libunwind checks mappings with it where mincore() did not work).
 //   open          while a Strata walk runs: -1 with errno EACCES (no file is opened by a
 //                 walk; an object without .eh_frame_hdr is then not unwound through its
 //                 .debug_frame). Otherwise libc's open().
