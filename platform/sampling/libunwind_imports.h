@@ -44,7 +44,9 @@
 // unreadable: a validating walk then stops earlier, nothing else changes. Both are plain
 // system calls: no descriptor, not a cancellation point, never a fault.
 // errno is set to a value other than EINTR on every path that does not go to libc (libunwind
-// retries its read and write while errno == EINTR).
+// retries its read and write while errno == EINTR). syscall()'s arguments arrive as 64-bit
+// words whose upper half is unspecified for an int (libunwind passes its descriptor as int):
+// the descriptor is compared as int.
 //
 // "A Strata walk runs on the calling thread" between ScopedStrataLibunwindWalk's constructor
 // and destructor (the walkers of libunwind_walker.h open one around every use of libunwind),
@@ -55,8 +57,8 @@
 // is redirected as well: the program's own calls keep their semantics (they are forwarded),
 // a validation pipe it had not opened yet is never opened (the impossible numbers stand in,
 // answering the same as the pipe would), and a pipe it had opened already is kept and still
-// used by the program's walks, never by Strata's (read EAGAIN, validation by
-// process_vm_readv, no close).
+// used by the program's walks, never by Strata's (read EAGAIN, the readability check above
+// instead of the write, no close). Tested by tests/host_safety/descriptors (own_libunwind).
 //
 // If any of these imports cannot be redirected, libunwind must not be used:
 // RedirectLibunwindImports() returns false and the loader reports libunwind unavailable.

@@ -11,7 +11,8 @@
 // change. (Not RTLD_DEEPBIND: libunwind's own references -- malloc and the like -- must keep
 // binding as the program's do.) Debian's libunwind.a is not PIC, so it cannot be linked into
 // a shared library instead. If the program has libunwind.so.8 loaded already, dlopen() returns
-// that same object; its scope is whatever the program chose.
+// that same object; its scope is whatever the program chose, and its imports are redirected
+// as well (libunwind_imports.h says what that changes for the program: nothing it can see).
 //
 // The names looked up are the real exported ones behind libunwind.h's macros (checked with
 // nm -D on libunwind 1.6.2): _ULx86_64_init_local, _ULx86_64_init_local2, _ULx86_64_step,
