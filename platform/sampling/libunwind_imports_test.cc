@@ -1,6 +1,8 @@
 #include "platform/sampling/libunwind_imports.h"
 
 #include <dirent.h>
+#include <link.h>
+#include <elf.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <libunwind.h>
@@ -11,6 +13,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
@@ -250,6 +253,75 @@ TEST_CASE(
   unlink(input_path.c_str());
   unlink(output_path.c_str());
   rmdir(directory);
+}
+
+// The permissions ("r--p", "rw-p", ...) of the mapping that contains `address`.
+std::string PermissionsAt(uintptr_t address) {
+  char line[512];
+  FILE* maps = fopen("/proc/self/maps", "r");
+  std::string result;
+  while (maps != nullptr && fgets(line, sizeof line, maps) != nullptr) {
+    unsigned long start = 0, end = 0;
+    char permissions[8] = {};
+    if (sscanf(line, "%lx-%lx %7s", &start, &end, permissions) == 3 && address >= start &&
+        address < end) {
+      result = permissions;
+      break;
+    }
+  }
+  if (maps != nullptr) fclose(maps);
+  return result;
+}
+
+TEST_CASE("a library with full RELRO is redirected, and its GOT is read-only again after",
+          "[platform][sampling]") {
+  std::string path = "platform/sampling/libredirect_target_for_testing.so";
+  if (const char* runfiles = getenv("TEST_SRCDIR")) {
+    path = std::string(runfiles) + "/strata/" + path;
+  }
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  INFO(path << ": " << (handle == nullptr ? dlerror() : "loaded"));
+  REQUIRE(handle != nullptr);
+  auto open_pipe = reinterpret_cast<int (*)(int*)>(dlsym(handle, "strata_test_target_pipe2"));
+  auto validate =
+      reinterpret_cast<long (*)(const int*, const void*)>(dlsym(handle, "strata_test_target_validate"));
+  auto close_descriptor = reinterpret_cast<int (*)(int)>(dlsym(handle, "strata_test_target_close"));
+  REQUIRE(open_pipe != nullptr);
+  REQUIRE(validate != nullptr);
+  REQUIRE(close_descriptor != nullptr);
+
+  REQUIRE(RedirectLibunwindImports(handle));
+  CHECK(libunwind_imports_internal::RedirectedSlotCount() >= 4);
+  const std::vector<std::string> before = OpenDescriptors();
+  int descriptors[2] = {-1, -1};
+  REQUIRE(open_pipe(descriptors) == 0);
+  CHECK(IsLibunwindValidationDescriptor(descriptors[0]));
+  CHECK(IsLibunwindValidationDescriptor(descriptors[1]));
+  CHECK(OpenDescriptors() == before);
+  char readable = 1;
+  CHECK(validate(descriptors, &readable) == 1);
+  CHECK(validate(descriptors, reinterpret_cast<const void*>(8)) == -1);
+  CHECK(errno == EFAULT);
+  CHECK(close_descriptor(descriptors[0]) == 0);
+  CHECK(close_descriptor(descriptors[1]) == 0);
+
+  // The GOT (in the PT_GNU_RELRO range) is read-only again.
+  link_map* map = nullptr;
+  REQUIRE(dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0);
+  dl_find_object found;
+  REQUIRE(_dl_find_object(map->l_ld, &found) == 0);
+  const auto* header = static_cast<const ElfW(Ehdr)*>(found.dlfo_map_start);
+  const auto* headers = reinterpret_cast<const ElfW(Phdr)*>(
+      static_cast<const char*>(found.dlfo_map_start) + header->e_phoff);
+  bool has_relro = false;
+  for (int i = 0; i < header->e_phnum; ++i) {
+    if (headers[i].p_type != PT_GNU_RELRO) continue;
+    has_relro = true;
+    const uintptr_t relro = map->l_addr + headers[i].p_vaddr;
+    CHECK(PermissionsAt(relro) == "r--p");
+  }
+  CHECK(has_relro);
+  dlclose(handle);
 }
 
 TEST_CASE("outside a Strata walk the redirected imports keep libc's semantics",
