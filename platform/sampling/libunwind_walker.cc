@@ -23,27 +23,17 @@ bool ReturnsIntoLoadedObject(uintptr_t return_address) {
   return PcInLoadedObject(return_address - 1);
 }
 
-// Unwinds with libunwind from `start` (the signal context itself when `signal_frame`, else a
-// copy of it with pc/sp/fp replaced: a return address and its frame; by value, as *next may
-// alias it), appending frames after
-// frames[count - 1] up to `capacity`. Stops at the first return address outside every loaded
-// object, after appending it, and returns its registers in *next (pc == 0: walk over).
-size_t WalkLibunwindSegment(const LibunwindFunctions* functions, ucontext_t* context,
-                            FrameRegisters start, bool signal_frame,
-                            const StackBounds& bounds, NativeFrame* frames, size_t count,
-                            size_t capacity, FrameRegisters* next) {
+// Unwinds with libunwind from `start`, whose registers `walk_context` holds (the signal
+// context itself when `signal_frame`, else a copy of it with pc/sp/fp replaced: a return
+// address and its frame), appending frames after frames[count - 1] up to `capacity`. Stops
+// at the first return address outside every loaded object, after appending it, and returns
+// its registers in *next (pc == 0: walk over). `start` is a copy: *next may alias the
+// caller's.
+size_t WalkLibunwindFrom(const LibunwindFunctions* functions, ucontext_t* walk_context,
+                         FrameRegisters start, bool signal_frame, const StackBounds& bounds,
+                         NativeFrame* frames, size_t count, size_t capacity,
+                         FrameRegisters* next) {
   *next = FrameRegisters();
-  // libunwind reads the registers from a ucontext: the signal context, or a copy of it with
-  // pc/sp/fp replaced (the other callee-saved registers only matter to unusual CFA rules).
-  ucontext_t resumed;
-  ucontext_t* walk_context = context;
-  if (!signal_frame) {
-    resumed = *context;
-    resumed.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(start.pc);
-    resumed.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(start.sp);
-    resumed.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(start.fp);
-    walk_context = &resumed;
-  }
   unw_cursor_t cursor;
   const uintptr_t first_lookup = signal_frame ? start.pc : start.pc - 1;
   SetLibunwindLookupPc(first_lookup);
@@ -86,6 +76,24 @@ size_t WalkLibunwindSegment(const LibunwindFunctions* functions, ucontext_t* con
   return count;
 }
 
+// WalkLibunwindFrom() at a return address in a loaded object and its frame, found by frame
+// pointers. libunwind reads the registers from a ucontext: a copy of the signal context with
+// pc/sp/fp replaced (the other callee-saved registers only matter to unusual CFA rules).
+// noinline: the ~1 KiB copy takes handler stack only on this path.
+__attribute__((noinline)) size_t ResumeLibunwindAt(const LibunwindFunctions* functions,
+                                                   const ucontext_t& context,
+                                                   FrameRegisters start,
+                                                   const StackBounds& bounds,
+                                                   NativeFrame* frames, size_t count,
+                                                   size_t capacity, FrameRegisters* next) {
+  ucontext_t resumed = context;
+  resumed.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(start.pc);
+  resumed.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(start.sp);
+  resumed.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(start.fp);
+  return WalkLibunwindFrom(functions, &resumed, start, /*signal_frame=*/false, bounds, frames,
+                           count, capacity, next);
+}
+
 }  // namespace
 
 namespace libunwind_walker_internal {
@@ -110,8 +118,10 @@ size_t WalkStackWith(const LibunwindFunctions* functions, ucontext_t* context,
   while (count < capacity && next.pc != 0) {
     const uintptr_t lookup = signal_frame ? next.pc : next.pc - 1;
     if (PcInLoadedObject(lookup)) {
-      count = WalkLibunwindSegment(functions, context, next, signal_frame, bounds, frames, count,
-                                   capacity, &next);
+      count = signal_frame ? WalkLibunwindFrom(functions, context, next, /*signal_frame=*/true,
+                                               bounds, frames, count, capacity, &next)
+                           : ResumeLibunwindAt(functions, *context, next, bounds, frames, count,
+                                               capacity, &next);
     } else {
       FrameRegisters resume;
       const size_t added = WalkFramePointerCallers(next, bounds, frames + count,
