@@ -2,6 +2,7 @@
 // memory-check pipe is already open. Strata's walks must never touch it (a read of it would
 // steal bytes of whatever file the program put on that number later); the program's own
 // walks keep using it. Its own process: libunwind is initialised exactly once per process.
+#include <alloca.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -31,6 +32,21 @@ __asm__(
     "  ret\n"
     ".size strata_test_preinit_call_without_unwind_info, . - "
     "strata_test_preinit_call_without_unwind_info\n");
+
+namespace strata {
+namespace {
+void Walk();
+}  // namespace
+}  // namespace strata
+
+// The walk `pages` pages deeper in the stack: libunwind caches the last 4 pages it found
+// readable, so walks from different depths check pages again.
+extern "C" __attribute__((noinline)) void strata_test_preinit_walk_at_depth(int pages) {
+  volatile char* pad = static_cast<volatile char*>(alloca(pages * 4096 + 64));
+  pad[0] = 1;
+  strata_test_preinit_call_without_unwind_info(&strata::Walk);
+  asm volatile("" ::: "memory");  // Not a tail call.
+}
 
 namespace strata {
 namespace {
@@ -106,6 +122,10 @@ TEST_CASE(
   g_as_strata = false;
   strata_test_preinit_call_without_unwind_info(&Walk);
   const int program_steps = g_steps;
+  for (int i = 0; i < 32; ++i) {
+    strata_test_preinit_walk_at_depth(i % 16);
+    CHECK(g_steps == program_steps + 1);
+  }
   CHECK(program_steps >= 3);
 
   // The program reuses the pipe's numbers for its own file; Strata's validating walks there
@@ -126,8 +146,10 @@ TEST_CASE(
            (input == libunwind_pipe[1] && output == libunwind_pipe[0])));
   const int validations_before = libunwind_imports_internal::ValidationCount();
   g_as_strata = true;
-  for (int i = 0; i < 200; ++i) strata_test_preinit_call_without_unwind_info(&Walk);
-  CHECK(g_steps == program_steps);
+  for (int i = 0; i < 200; ++i) {
+    strata_test_preinit_walk_at_depth(i % 16);
+    CHECK(g_steps == program_steps + 1);  // + strata_test_preinit_walk_at_depth
+  }
   CHECK(libunwind_imports_internal::ValidationCount() > validations_before);
   CHECK(lseek(input, 0, SEEK_CUR) == 0);
   CHECK(lseek(output, 0, SEEK_CUR) == 0);
