@@ -58,7 +58,8 @@
 // a validation pipe it had not opened yet is never opened (the impossible numbers stand in,
 // answering the same as the pipe would), and a pipe it had opened already is kept and still
 // used by the program's walks, never by Strata's (read EAGAIN, the readability check above
-// instead of the write, no close). Tested by tests/host_safety/descriptors (own_libunwind).
+// instead of the write, no close). Tested by libunwind_imports_preinit_test and
+// tests/host_safety/descriptors (own_libunwind).
 //
 // If any of these imports cannot be redirected, libunwind must not be used:
 // RedirectLibunwindImports() returns false and the loader reports libunwind unavailable.
