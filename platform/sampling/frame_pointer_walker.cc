@@ -19,14 +19,13 @@ constexpr uintptr_t kMinCodeAddress = 4096;
 // The walk reads other frames' memory, which AddressSanitizer would report as redzone
 // accesses: the reads are bounds-checked by hand instead.
 __attribute__((no_sanitize("address")))
-size_t WalkFramePointers(const FrameRegisters& registers, const StackBounds& bounds,
-                         NativeFrame* frames, size_t capacity) {
-  if (capacity == 0) return 0;
-  frames[0].pc = registers.pc;
-  frames[0].sp = registers.sp;
-  size_t count = 1;
+size_t WalkFramePointerCallers(const FrameRegisters& registers, const StackBounds& bounds,
+                               NativeFrame* frames, size_t capacity,
+                               bool (*is_resume_point)(uintptr_t return_address),
+                               FrameRegisters* resume) {
+  *resume = FrameRegisters();
+  size_t count = 0;
   if (!bounds.Contains(registers.sp)) return count;
-
   uintptr_t fp = registers.fp;
   uintptr_t lowest_allowed = registers.sp;  // Nothing below the live stack pointer is read.
   while (count < capacity) {
@@ -42,11 +41,25 @@ size_t WalkFramePointers(const FrameRegisters& registers, const StackBounds& bou
     frames[count].pc = return_address;
     frames[count].sp = fp + sizeof(FrameRecord);
     ++count;
+    if (is_resume_point != nullptr && is_resume_point(return_address)) {
+      *resume = {return_address, fp + sizeof(FrameRecord), caller_fp};
+      break;
+    }
     if (caller_fp <= fp) break;  // Records must strictly increase: no loops.
     lowest_allowed = fp + sizeof(FrameRecord);
     fp = caller_fp;
   }
   return count;
+}
+
+size_t WalkFramePointers(const FrameRegisters& registers, const StackBounds& bounds,
+                         NativeFrame* frames, size_t capacity) {
+  if (capacity == 0) return 0;
+  frames[0].pc = registers.pc;
+  frames[0].sp = registers.sp;
+  FrameRegisters unused;
+  return 1 + WalkFramePointerCallers(registers, bounds, frames + 1, capacity - 1, nullptr,
+                                     &unused);
 }
 
 size_t WalkFramePointers(const ucontext_t& context, const StackBounds& bounds,

@@ -29,6 +29,7 @@
 #include <ucontext.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "platform/sampling/native_frame.h"
 #include "platform/sampling/stack_bounds.h"
@@ -44,6 +45,19 @@ size_t WalkFramePointers(const FrameRegisters& registers, const StackBounds& bou
 // The same, from the third argument of an SA_SIGINFO signal handler.
 size_t WalkFramePointers(const ucontext_t& context, const StackBounds& bounds, NativeFrame* frames,
                          size_t capacity);
+
+// The callers of the frame whose registers are `registers`, by frame pointers, with the same
+// checks: frames[0] is its caller (the return address in the record at registers.fp), and
+// so on outward. `registers.pc` is not reported. Stops after the first frame whose return
+// address `is_resume_point` accepts (nullptr: none does) and stores that caller's registers
+// in *resume: pc = the return address, sp = just above the record, fp = the saved frame
+// pointer (not checked); resume->pc == 0 when the walk ended otherwise (end of the chain,
+// a record outside the stack, `capacity` reached). Returns the number of frames written.
+// Mixed-mode walkers use it to cross code they cannot unwind otherwise (JIT code).
+size_t WalkFramePointerCallers(const FrameRegisters& registers, const StackBounds& bounds,
+                               NativeFrame* frames, size_t capacity,
+                               bool (*is_resume_point)(uintptr_t return_address),
+                               FrameRegisters* resume);
 
 }  // namespace strata
 

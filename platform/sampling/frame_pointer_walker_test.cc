@@ -66,6 +66,41 @@ TEST_CASE("WalkFramePointers: follows a chain of frame records", "[platform][sam
   }
 }
 
+TEST_CASE("WalkFramePointerCallers: stops at the first accepted return address",
+          "[platform][sampling]") {
+  FakeStack stack;
+  stack.Record(4, stack.at(10), 0x401000);
+  stack.Record(10, stack.at(20), 0x402000);
+  stack.Record(20, 0, 0x403000);
+  const FrameRegisters registers{0x400000, stack.at(2), stack.at(4)};
+  NativeFrame frames[16];
+  FrameRegisters resume;
+
+  SECTION("accepted at the second caller: its registers are handed back") {
+    const size_t count = WalkFramePointerCallers(
+        registers, stack.bounds(), frames, 16,
+        [](uintptr_t return_address) { return return_address == 0x402000; }, &resume);
+    REQUIRE(count == 2);  // The interrupted pc is not reported.
+    CHECK(frames[0].pc == 0x401000);
+    CHECK(frames[1].pc == 0x402000);
+    CHECK(resume.pc == 0x402000);
+    CHECK(resume.sp == stack.at(12));
+    CHECK(resume.fp == stack.at(20));
+  }
+  SECTION("never accepted: the whole chain, no resume point") {
+    const size_t count = WalkFramePointerCallers(
+        registers, stack.bounds(), frames, 16, [](uintptr_t) { return false; }, &resume);
+    CHECK(count == 3);
+    CHECK(resume.pc == 0);
+  }
+  SECTION("a frame pointer outside the stack: nothing read, no resume point") {
+    const FrameRegisters outside{0x400000, stack.at(2), 0x1000};
+    CHECK(WalkFramePointerCallers(outside, stack.bounds(), frames, 16,
+                                  [](uintptr_t) { return true; }, &resume) == 0);
+    CHECK(resume.pc == 0);
+  }
+}
+
 TEST_CASE(
     "WalkFramePointers: a garbage frame pointer ends the walk without a read outside "
     "the stack",

@@ -1,5 +1,7 @@
 #include "platform/sampling/libunwind_loader.h"
 
+#include "platform/sampling/libunwind_imports.h"
+
 #include <dlfcn.h>
 
 #include <atomic>
@@ -49,6 +51,14 @@ namespace libunwind_loader_internal {
 bool OpenPrivately(const char* soname, LibunwindFunctions* table) {
   void* handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
+    (void)dlerror();
+    return false;
+  }
+  // Before any libunwind function runs (its first initialisation opens its validation pipe):
+  // libunwind must never touch a descriptor of the program (libunwind_imports.h). If the
+  // program had loaded libunwind itself, this is its object, redirected too (same header).
+  if (!RedirectLibunwindImports(handle)) {
+    dlclose(handle);
     (void)dlerror();
     return false;
   }

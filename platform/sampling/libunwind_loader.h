@@ -11,7 +11,8 @@
 // change. (Not RTLD_DEEPBIND: libunwind's own references -- malloc and the like -- must keep
 // binding as the program's do.) Debian's libunwind.a is not PIC, so it cannot be linked into
 // a shared library instead. If the program has libunwind.so.8 loaded already, dlopen() returns
-// that same object; its scope is whatever the program chose.
+// that same object; its scope is whatever the program chose, and its imports are redirected
+// as well (libunwind_imports.h says what that changes for the program: nothing it can see).
 //
 // The names looked up are the real exported ones behind libunwind.h's macros (checked with
 // nm -D on libunwind 1.6.2): _ULx86_64_init_local, _ULx86_64_init_local2, _ULx86_64_step,
@@ -19,8 +20,14 @@
 // (a variable) and unw_backtrace (no prefix). libunwind.h is included for the types only; no
 // libunwind symbol is referenced at link time.
 //
-// When libunwind cannot be loaded (libunwind8 not installed, or a build without one of the
-// names above): LoadLibunwind() returns nullptr, once and for all in this process, and logs
+// Right after dlopen(), before any libunwind function runs, libunwind's imports that could
+// touch a descriptor (its memory-validation pipe, and files it opens) are redirected to
+// Strata's own functions (libunwind_imports.h): libunwind never reads, writes, closes or
+// keeps a descriptor the program may own. If that redirection fails, libunwind counts as
+// unavailable.
+//
+// When libunwind cannot be loaded (libunwind8 not installed, a build without one of the
+// names above, or imports that could not be redirected): LoadLibunwind() returns nullptr, once and for all in this process, and logs
 // nothing. The walkers in libunwind_walker.h then report the interrupted pc only, and
 // CaptureCurrentStack() reports no frame; callers that want more fall back to frame pointers
 // (frame_pointer_walker.h), e.g. when WarmUpLibunwind() returns false.
@@ -70,8 +77,8 @@ inline bool LibunwindAvailable() { return LoadedLibunwind() != nullptr; }
 
 namespace libunwind_loader_internal {
 
-// One attempt to open `soname` with RTLD_NOW | RTLD_LOCAL and resolve every entry of
-// `*table`. On failure returns false, leaves `*table` untouched, closes what it opened and
+// One attempt to open `soname` with RTLD_NOW | RTLD_LOCAL, redirect its imports
+// (libunwind_imports.h) and resolve every entry of `*table`. On failure returns false, leaves `*table` untouched, closes what it opened and
 // consumes the dlerror() message (so the program's next dlerror() does not see ours).
 // LoadLibunwind() uses it with kLibunwindSoname; tests use it with a missing name.
 // Not async-signal-safe.

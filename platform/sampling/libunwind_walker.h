@@ -23,7 +23,7 @@
 // 45). Measured in the handler (sampling_benchmark, p50, quiet machine): 6-9 us for 8
 // frames, 13-17 us for 18, 28-37 us for 48, so ~0.6 us per further frame. A cache miss (a pc
 // not seen before, or evicted from the 128-entry cache) adds a dl_iterate_phdr() walk of
-// the loaded objects.
+// the loaded objects. Each frame's pc is also checked with _dl_find_object (3-10 ns).
 //
 // Why it is safe in a signal handler that may interrupt malloc or the dynamic loader:
 //   - It does not allocate (checked with an interposed allocator, cold and warm).
@@ -34,8 +34,21 @@
 //     recursive lock: a sample that lands while this very thread is inside dl_iterate_phdr()
 //     or updating the list of loaded objects in dlopen()/dlclose() re-enters it instead of
 //     deadlocking; another thread holding it releases it shortly.
-//   - Every memory read is validated by libunwind (mincore, with a small cache), and this
-//     walker also stops as soon as a frame's stack pointer leaves `bounds` or stops
+//   - libunwind is never handed a pc that lies in no loaded object (glibc's lock-free
+//     _dl_find_object tells; JIT code, for example): for it libunwind has no unwind
+//     information and would fall back to reading through %rbp, trusting a 4-page cache of
+//     addresses it checked earlier, which a program that unmapped such a page since makes it
+//     fault on (issue 16). Such frames are crossed by frame pointers, reading only inside
+//     `bounds` (frame_pointer_walker.h), and libunwind resumes (unw_init_local2 on a copy of
+//     the context with pc/sp/fp replaced, flag 0) at the first return address back in a
+//     loaded object. Handler stack: ~1.3 KiB for the walk (libunwind's cursor), ~1 KiB
+//     more while resuming after such frames (the context copy).
+//   - When DWARF information is missing in a loaded object, libunwind validates the
+//     addresses it reads (mincore, then its check that the page is readable, with that
+//     cache). Its check no longer uses a pipe in the program's descriptor table:
+//     libunwind_imports.h redirects it to process_vm_readv, so a walk never reads, writes,
+//     closes or opens a descriptor, and calls no cancellation point.
+//   - This walker also stops as soon as a frame's stack pointer leaves `bounds` or stops
 //     increasing.
 // Hence the rule: use it only to walk the calling thread's own stack in its own signal
 // handler. Never from another thread while the walked thread is suspended (the Firefox
@@ -46,6 +59,9 @@
 // functions call it through the loader's table. WarmUpLibunwind() loads it. Without
 // libunwind in the process (not installed, or not loaded yet) the walks report the
 // interrupted pc only and CaptureCurrentStack() reports nothing; nothing is logged.
+//
+// Not covered: a pc in a loaded object without unwind information whose %rbp points into a
+// page the program unmapped after libunwind cached it as good: libunwind's cache is internal.
 //
 // Thread safety: thread-safe. Async-signal safety: WalkStackWithLibunwind() is
 // async-signal-safe under the rule above, once WarmUpLibunwind() has run in the process.
@@ -69,7 +85,8 @@ namespace strata {
 // argument), writing at most `capacity` frames (see native_frame.h); returns the number
 // written: 0 only when capacity is 0, 1 when the interrupted stack pointer is outside
 // `bounds` (code running on a signal alternate stack or a coroutine stack is reported by its
-// pc only). The caller must guarantee: it runs on the interrupted thread itself, inside the
+// pc only). Frames in no loaded object (JIT code) are walked by frame pointers inside
+// `bounds` (a JIT frame without a frame record ends the walk there). The caller must guarantee: it runs on the interrupted thread itself, inside the
 // handler that received `context`; `bounds` are that thread's (StackBounds::OfCurrentThread()
 // at registration); `frames` has room for `capacity` entries.
 size_t WalkStackWithLibunwind(ucontext_t* context, const StackBounds& bounds, NativeFrame* frames,
@@ -112,9 +129,17 @@ class ScopedDlIteratePhdrCall {
   ScopedDlIteratePhdrCall& operator=(const ScopedDlIteratePhdrCall&) = delete;
 };
 
+// True when `pc` lies in a loaded ELF object (not in JIT code or other anonymous memory).
+// glibc's _dl_find_object: no lock, no allocation once the loader is initialised.
+// Async-signal-safe. Callers driving libunwind's cursor themselves must stop before a pc for
+// which this is false (use pc - 1 for a return address).
+bool PcInLoadedObject(uintptr_t pc);
+
 // The address whose unwind information the calling thread's libunwind walk looks up next (the
 // interrupted pc for the first step, a return address - 1 for the others); 0 when the thread
-// is not walking. For callers that drive libunwind's cursor themselves.
+// is not walking. For callers that drive libunwind's cursor themselves. While it is set, the
+// thread also counts as running a Strata walk for libunwind's redirected imports
+// (libunwind_imports.h: no descriptor is touched, no file opened).
 void SetLibunwindLookupPc(uintptr_t pc);
 
 // For the dl_iterate_phdr wrapper: when the calling thread is walking (a lookup pc is set),

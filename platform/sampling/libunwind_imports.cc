@@ -1,0 +1,421 @@
+#include "platform/sampling/libunwind_imports.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstring>
+
+namespace strata {
+namespace {
+
+// The two numbers the redirected pipe2() hands out: negative (the kernel never allocates a
+// negative descriptor, and answers EBADF for one), and not -1, which libunwind reads as "no
+// pipe".
+constexpr int kValidationReadEnd = -(1 << 30);
+constexpr int kValidationWriteEnd = -(1 << 30) - 1;
+
+// Depth of Strata walks on this thread. Initial-exec: read in signal handlers, where a
+// dynamic TLS access could allocate.
+__thread int t_walk_depth __attribute__((tls_model("initial-exec"))) = 0;
+__thread bool t_walk_marked __attribute__((tls_model("initial-exec"))) = false;
+
+int g_redirected_slots = 0;
+int g_validations = 0;  // Relaxed atomic increments (async-signal-safe, lock-free).
+
+bool Walking() { return t_walk_depth > 0 || t_walk_marked; }
+
+// --- Replacements. Async-signal-safe, no cancellation point on the redirected paths. ------
+
+int ReplacementPipe2(int descriptors[2], int /*flags*/) {
+  descriptors[0] = kValidationReadEnd;
+  descriptors[1] = kValidationWriteEnd;
+  errno = 0;
+  return 0;
+}
+
+int ReplacementPipe(int descriptors[2]) { return ReplacementPipe2(descriptors, 0); }
+
+ssize_t ReplacementRead(int descriptor, void* buffer, size_t count) {
+  if (IsLibunwindValidationDescriptor(descriptor) || Walking()) {
+    errno = EAGAIN;  // "The pipe is empty": libunwind keeps it and goes on.
+    return -1;
+  }
+  return read(descriptor, buffer, count);
+}
+
+int ReplacementClose(int descriptor) {
+  if (IsLibunwindValidationDescriptor(descriptor)) {
+    errno = 0;
+    return 0;
+  }
+  if (Walking()) {
+    errno = EBADF;  // A walk never closes a descriptor: it may be the program's.
+    return -1;
+  }
+  return close(descriptor);
+}
+
+// libunwind's validation write: success (1 byte "written") when `address` is readable.
+ssize_t ValidationWrite(const void* address, size_t count) {
+  __atomic_fetch_add(&g_validations, 1, __ATOMIC_RELAXED);
+  if (count == 0) {
+    errno = 0;
+    return 0;
+  }
+  if (!libunwind_imports_internal::AddressIsReadable(reinterpret_cast<uintptr_t>(address),
+                                                     count)) {
+    errno = EFAULT;
+    return -1;
+  }
+  errno = 0;
+  return static_cast<ssize_t>(count);
+}
+
+ssize_t ReplacementWrite(int descriptor, const void* buffer, size_t count) {
+  if (IsLibunwindValidationDescriptor(descriptor)) return ValidationWrite(buffer, count);
+  if (Walking()) {
+    errno = 0;  // Debug output of libunwind: dropped.
+    return static_cast<ssize_t>(count);
+  }
+  return write(descriptor, buffer, count);
+}
+
+// syscall() is variadic; like glibc's own, this reads six argument words whatever the caller
+// passed (the unused ones are garbage, and unused). An `int` argument (libunwind's descriptor,
+// the constant 1) fills only the low half of its word: the upper half is unspecified
+// (usually zero, so a negative descriptor does not come back sign-extended). Descriptors are
+// therefore compared as int, and the validation checks one byte, as libunwind asks.
+long ReplacementSyscall(long number, ...) {
+  va_list arguments;
+  va_start(arguments, number);
+  long word[6];
+  for (long& value : word) value = va_arg(arguments, long);
+  va_end(arguments);
+  if (static_cast<int>(number) == SYS_write &&
+      (IsLibunwindValidationDescriptor(static_cast<int>(word[0])) || Walking())) {
+    return ValidationWrite(reinterpret_cast<const void*>(word[1]), 1);
+  }
+  return syscall(number, word[0], word[1], word[2], word[3], word[4], word[5]);
+}
+
+int ReplacementOpen(const char* path, int flags, ...) {
+  if (Walking()) {
+    errno = EACCES;  // A walk opens no file.
+    return -1;
+  }
+  mode_t mode = 0;
+  if ((flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE) {
+    va_list arguments;
+    va_start(arguments, flags);
+    mode = static_cast<mode_t>(va_arg(arguments, int));
+    va_end(arguments);
+  }
+  return open(path, flags, mode);
+}
+
+// msync() is a cancellation point in glibc; libunwind calls it to check a mapping when
+// mincore() did not work at its initialisation. The raw system call is not one.
+int ReplacementMsync(void* address, size_t length, int flags) {
+  const long result = syscall(SYS_msync, address, length, flags);
+  if (result == 0) errno = 0;
+  return static_cast<int>(result);
+}
+
+struct Redirection {
+  const char* name;
+  void* replacement;
+};
+
+const Redirection kRedirections[] = {
+    {"pipe2", reinterpret_cast<void*>(&ReplacementPipe2)},
+    {"pipe", reinterpret_cast<void*>(&ReplacementPipe)},
+    {"read", reinterpret_cast<void*>(&ReplacementRead)},
+    {"close", reinterpret_cast<void*>(&ReplacementClose)},
+    {"syscall", reinterpret_cast<void*>(&ReplacementSyscall)},
+    {"write", reinterpret_cast<void*>(&ReplacementWrite)},
+    {"open", reinterpret_cast<void*>(&ReplacementOpen)},
+    {"open64", reinterpret_cast<void*>(&ReplacementOpen)},
+    {"msync", reinterpret_cast<void*>(&ReplacementMsync)},
+};
+
+void* ReplacementFor(const char* name) {
+  for (const Redirection& redirection : kRedirections) {
+    if (std::strcmp(name, redirection.name) == 0) return redirection.replacement;
+  }
+  return nullptr;
+}
+
+// --- Readability checks. -------------------------------------------------------------------
+
+// rt_sigprocmask with an invalid `how` copies the 8-byte set from user memory first (EFAULT
+// when it cannot) and only then rejects `how` (EINVAL), changing nothing: a readability
+// check of the aligned 8 bytes around `probe` (never crossing a page) in ~0.15 us. Checked at
+// start-up on a known readable and a known unreadable page (CheckSigprocmaskProbe()).
+bool ReadableBySigprocmask(uintptr_t probe) {
+  constexpr int kInvalidHow = -1;
+  const uintptr_t aligned = probe & ~uintptr_t{7};
+  const long result = syscall(SYS_rt_sigprocmask, kInvalidHow, aligned, 0, 8);
+  return result == -1 && errno == EINVAL;
+}
+
+// process_vm_readv of one byte from this very process into a local byte: ~1.2 us (it pins
+// the page). The fallback when the sigprocmask probe does not behave as expected. Refused
+// (seccomp: ENOSYS, EPERM): unreadable.
+bool ReadableByProcessVmReadv(uintptr_t probe) {
+  char byte;
+  iovec local = {&byte, 1};
+  iovec remote = {reinterpret_cast<void*>(probe), 1};
+  return process_vm_readv(static_cast<pid_t>(syscall(SYS_getpid)), &local, 1, &remote, 1, 0) ==
+         1;
+}
+
+// Which check AddressIsReadable() uses; decided once by RedirectLibunwindImports().
+std::atomic<bool> g_use_sigprocmask_probe{false};
+
+bool ProbeIsReadable(uintptr_t probe) {
+  return g_use_sigprocmask_probe.load(std::memory_order_relaxed) ? ReadableBySigprocmask(probe)
+                                                                 : ReadableByProcessVmReadv(probe);
+}
+
+// True when the sigprocmask probe tells a readable page from a PROT_NONE one here (a kernel
+// or a seccomp filter could answer otherwise; then process_vm_readv is used).
+bool CheckSigprocmaskProbe() {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  void* unreadable = mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (unreadable == MAP_FAILED) return false;
+  const int saved_errno = errno;
+  uint64_t readable = 0;
+  const bool works = ReadableBySigprocmask(reinterpret_cast<uintptr_t>(&readable)) &&
+                     !ReadableBySigprocmask(reinterpret_cast<uintptr_t>(unreadable)) &&
+                     !ReadableBySigprocmask(reinterpret_cast<uintptr_t>(unreadable) + page - 1);
+  munmap(unreadable, page);
+  errno = saved_errno;
+  return works;
+}
+
+// --- The object's layout. ------------------------------------------------------------------
+
+// What the dynamic section tells about the relocations and symbols.
+struct DynamicInfo {
+  const ElfW(Sym)* symbols = nullptr;
+  const char* strings = nullptr;
+  size_t strings_size = 0;
+  const ElfW(Rela)* plt_relocations = nullptr;
+  size_t plt_relocations_size = 0;
+  const ElfW(Rela)* relocations = nullptr;
+  size_t relocations_size = 0;
+  bool plt_is_rela = true;
+  bool has_rel = false;  // REL-type relocations: not expected on x86-64, refused.
+};
+
+// glibc has already added the load address to the address-valued entries of a writable
+// dynamic section (x86-64); an unadjusted entry is an offset below the load address.
+uintptr_t DynamicAddress(uintptr_t value, uintptr_t load_address) {
+  return value >= load_address ? value : load_address + value;
+}
+
+DynamicInfo ReadDynamicSection(const link_map* map) {
+  DynamicInfo info;
+  const uintptr_t base = map->l_addr;
+  for (const ElfW(Dyn)* entry = map->l_ld; entry->d_tag != DT_NULL; ++entry) {
+    const uintptr_t value = entry->d_un.d_val;
+    switch (entry->d_tag) {
+      case DT_SYMTAB:
+        info.symbols = reinterpret_cast<const ElfW(Sym)*>(DynamicAddress(value, base));
+        break;
+      case DT_STRTAB:
+        info.strings = reinterpret_cast<const char*>(DynamicAddress(value, base));
+        break;
+      case DT_STRSZ:
+        info.strings_size = value;
+        break;
+      case DT_JMPREL:
+        info.plt_relocations = reinterpret_cast<const ElfW(Rela)*>(DynamicAddress(value, base));
+        break;
+      case DT_PLTRELSZ:
+        info.plt_relocations_size = value;
+        break;
+      case DT_PLTREL:
+        info.plt_is_rela = value == DT_RELA;
+        break;
+      case DT_RELA:
+        info.relocations = reinterpret_cast<const ElfW(Rela)*>(DynamicAddress(value, base));
+        break;
+      case DT_RELASZ:
+        info.relocations_size = value;
+        break;
+      case DT_REL:
+        info.has_rel = true;
+        break;
+      default:
+        break;
+    }
+  }
+  return info;
+}
+
+// Where the object's writable data is, and which part of it the loader made read-only after
+// relocation (PT_GNU_RELRO, page-rounded down at both ends as glibc does).
+struct WritableLayout {
+  uintptr_t relro_start = 0;
+  uintptr_t relro_end = 0;
+  struct Range {
+    uintptr_t start;
+    uintptr_t end;
+  };
+  Range writable[8] = {};
+  int writable_count = 0;
+
+  bool InWritableSegment(uintptr_t address) const {
+    for (int i = 0; i < writable_count; ++i) {
+      if (address >= writable[i].start && address + sizeof(void*) <= writable[i].end) return true;
+    }
+    return false;
+  }
+  bool InRelro(uintptr_t address) const {
+    return address >= relro_start && address < relro_end;
+  }
+};
+
+bool ReadWritableLayout(const link_map* map, WritableLayout* layout) {
+  dl_find_object found;
+  if (_dl_find_object(const_cast<ElfW(Dyn)*>(map->l_ld), &found) != 0) return false;
+  const auto* header = static_cast<const ElfW(Ehdr)*>(found.dlfo_map_start);
+  if (std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 ||
+      header->e_phentsize != sizeof(ElfW(Phdr))) {
+    return false;
+  }
+  const auto* headers = reinterpret_cast<const ElfW(Phdr)*>(
+      static_cast<const char*>(found.dlfo_map_start) + header->e_phoff);
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  for (int i = 0; i < header->e_phnum; ++i) {
+    const ElfW(Phdr)& segment = headers[i];
+    const uintptr_t start = map->l_addr + segment.p_vaddr;
+    if (segment.p_type == PT_LOAD && (segment.p_flags & PF_W) != 0 &&
+        layout->writable_count < 8) {
+      layout->writable[layout->writable_count++] = {start, start + segment.p_memsz};
+    } else if (segment.p_type == PT_GNU_RELRO) {
+      layout->relro_start = start & ~(page - 1);
+      layout->relro_end = (start + segment.p_memsz) & ~(page - 1);
+    }
+  }
+  return true;
+}
+
+// Stores `value` into the GOT slot at `address`, making a RELRO page writable for the store.
+bool StoreSlot(const WritableLayout& layout, uintptr_t address, void* value) {
+  if (!layout.InWritableSegment(address)) return false;
+  void** slot = reinterpret_cast<void**>(address);
+  if (__atomic_load_n(slot, __ATOMIC_RELAXED) == value) return true;
+  if (!layout.InRelro(address)) {
+    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+    return true;
+  }
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  void* page_start = reinterpret_cast<void*>(address & ~(page - 1));
+  if (mprotect(page_start, page, PROT_READ | PROT_WRITE) != 0) return false;
+  __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+  return mprotect(page_start, page, PROT_READ) == 0;
+}
+
+// Redirects the matching slots of one relocation table; false if one could not be written.
+bool RedirectTable(const link_map* map, const DynamicInfo& info, const WritableLayout& layout,
+                   const ElfW(Rela)* table, size_t table_size, int* redirected) {
+  if (table == nullptr) return true;
+  const size_t count = table_size / sizeof(ElfW(Rela));
+  for (size_t i = 0; i < count; ++i) {
+    const ElfW(Rela)& relocation = table[i];
+    const auto type = ELF64_R_TYPE(relocation.r_info);
+    if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+    const ElfW(Sym)& symbol = info.symbols[ELF64_R_SYM(relocation.r_info)];
+    if (symbol.st_shndx != SHN_UNDEF || symbol.st_name >= info.strings_size) continue;
+    void* replacement = ReplacementFor(info.strings + symbol.st_name);
+    if (replacement == nullptr) continue;
+    if (!StoreSlot(layout, map->l_addr + relocation.r_offset, replacement)) return false;
+    ++*redirected;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool RedirectLibunwindImports(void* handle) {
+  link_map* map = nullptr;
+  if (handle == nullptr || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr) {
+    (void)dlerror();
+    return false;
+  }
+  const DynamicInfo info = ReadDynamicSection(map);
+  if (info.symbols == nullptr || info.strings == nullptr || info.has_rel || !info.plt_is_rela) {
+    return false;
+  }
+  WritableLayout layout;
+  if (!ReadWritableLayout(map, &layout)) return false;
+  static const bool sigprocmask_probe_works = CheckSigprocmaskProbe();
+  g_use_sigprocmask_probe.store(sigprocmask_probe_works, std::memory_order_relaxed);
+  int redirected = 0;
+  const bool ok = RedirectTable(map, info, layout, info.plt_relocations,
+                                info.plt_relocations_size, &redirected) &&
+                  RedirectTable(map, info, layout, info.relocations, info.relocations_size,
+                                &redirected);
+  g_redirected_slots = redirected;
+  return ok;
+}
+
+ScopedStrataLibunwindWalk::ScopedStrataLibunwindWalk() {
+  ++t_walk_depth;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+ScopedStrataLibunwindWalk::~ScopedStrataLibunwindWalk() {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  --t_walk_depth;
+}
+
+void MarkStrataLibunwindWalk(bool walking) {
+  t_walk_marked = walking;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+bool InStrataLibunwindWalk() { return Walking(); }
+
+bool IsLibunwindValidationDescriptor(long number) {
+  return number == kValidationReadEnd || number == kValidationWriteEnd;
+}
+
+namespace libunwind_imports_internal {
+
+bool AddressIsReadable(uintptr_t address, size_t length) {
+  if (length == 0) return true;
+  // The first and the last byte: libunwind asks about one byte, or one word within a page.
+  const uintptr_t probes[2] = {address, address + length - 1};
+  for (uintptr_t probe : probes) {
+    if (!ProbeIsReadable(probe)) {
+      errno = EFAULT;
+      return false;
+    }
+  }
+  return true;
+}
+
+int RedirectedSlotCount() { return g_redirected_slots; }
+
+bool UsesSigprocmaskProbe() { return g_use_sigprocmask_probe.load(std::memory_order_relaxed); }
+
+void UseSigprocmaskProbeForTesting(bool use) {
+  g_use_sigprocmask_probe.store(use, std::memory_order_relaxed);
+}
+
+int ValidationCount() { return __atomic_load_n(&g_validations, __ATOMIC_RELAXED); }
+
+}  // namespace libunwind_imports_internal
+}  // namespace strata

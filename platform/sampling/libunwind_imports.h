@@ -1,0 +1,131 @@
+// libunwind never touches a descriptor of the program: its imports that open, read, write or
+// close descriptors are redirected, in libunwind's own GOT, to functions of this file.
+//
+// Why: libunwind 1.6.2 (Debian libunwind8) checks memory with a pipe. At its first
+// initialisation (tdep_init_mem_validate) it opens the pipe with pipe2() in the program's
+// descriptor table, and in its validating mode (after a DWARF step failed: Gstep.c, Gtrace.c)
+// it checks each page it is about to read with read(pipe[0], &byte, 1) followed by
+// syscall(SYS_write, pipe[1], address, 1) (EFAULT: not readable); when that read fails with
+// anything but EAGAIN it close()s both numbers and opens a new pipe. A program that closed
+// those numbers (close_range(3, ~0U, 0) in a daemon) and reopened its own files on them lost
+// input bytes, got stack bytes appended to its output, or had its descriptors closed under
+// it (issue 16). read/write are also cancellation points: a thread cancelled while it was
+// sampled was cancelled inside the signal handler. And to unwind an object without
+// .eh_frame_hdr, libunwind open()s files (the object, /proc/self/maps), in a signal handler.
+//
+// What: RedirectLibunwindImports() walks libunwind's dynamic section (DT_JMPREL and DT_RELA
+// relocations of type R_X86_64_JUMP_SLOT / R_X86_64_GLOB_DAT, names from DT_SYMTAB and
+// DT_STRTAB) and overwrites the GOT slots of these undefined symbols (RELRO pages are made
+// writable for the store and read-only again):
+//   pipe2, pipe   always answer two impossible descriptor numbers (negative, not -1, so
+//                 never valid and never a number the kernel can hand out); no system call.
+//   read          on those numbers, or from any descriptor while a Strata walk runs on the
+//                 calling thread: -1 with errno EAGAIN, no system call (libunwind keeps its
+//                 pipe). Otherwise libc's read().
+//   close         on those numbers: 0, no system call. Any other number while a Strata walk
+//                 runs: -1 with errno EBADF, nothing closed. Otherwise libc's close().
+//   syscall       SYS_write on those numbers, or on any number while a Strata walk runs:
+//                 a readability check of the address (below), nothing written. Every other
+//                 call: libc's syscall().
+//   write         the same check on those numbers; while a Strata walk runs, discarded
+//                 (libunwind writes only debug messages with it). Otherwise libc's write().
+//   msync         always the raw system call (glibc's msync() is a cancellation point;
+//                 libunwind checks mappings with it where mincore() did not work).
+//   open          while a Strata walk runs: -1 with errno EACCES (no file is opened by a
+//                 walk; an object without .eh_frame_hdr is then not unwound through its
+//                 .debug_frame). Otherwise libc's open().
+// The readability check asks the kernel to read the address, never dereferencing it: with
+// rt_sigprocmask(invalid how, address, NULL, 8), which copies the 8 aligned bytes first
+// (EFAULT: unreadable) and then refuses `how` (EINVAL), changing nothing (~0.15 us; a pipe
+// read + write took ~0.7 us, process_vm_readv ~1.2 us). At start-up the probe is tried on a
+// readable and a PROT_NONE page; if it does not tell them apart (another kernel, a seccomp
+// filter), process_vm_readv() of one byte of the process's own memory is used instead, and
+// if the kernel refuses that too (ENOSYS, EPERM under seccomp) the address counts as
+// unreadable: a validating walk then stops earlier, nothing else changes. Both are plain
+// system calls: no descriptor, not a cancellation point, never a fault.
+// errno is set to a value other than EINTR on every path that does not go to libc (libunwind
+// retries its read and write while errno == EINTR). syscall()'s arguments arrive as 64-bit
+// words whose upper half is unspecified for an int (libunwind passes its descriptor as int):
+// the descriptor is compared as int.
+//
+// "A Strata walk runs on the calling thread" between ScopedStrataLibunwindWalk's constructor
+// and destructor (the walkers of libunwind_walker.h open one around every use of libunwind),
+// and while SetLibunwindLookupPc() (libunwind_walker.h) has a pc set.
+// Outside, libunwind's calls keep libc's semantics except for the validation pipe.
+//
+// When the program has loaded libunwind.so.8 itself, dlopen() returns that very object and it
+// is redirected as well: the program's own calls keep their semantics (they are forwarded),
+// a validation pipe it had not opened yet is never opened (the impossible numbers stand in,
+// answering the same as the pipe would), and a pipe it had opened already is kept and still
+// used by the program's walks, never by Strata's (read EAGAIN, the readability check above
+// instead of the write, no close). Tested by libunwind_imports_preinit_test and
+// tests/host_safety/descriptors (own_libunwind).
+//
+// If any of these imports cannot be redirected, libunwind must not be used:
+// RedirectLibunwindImports() returns false and the loader reports libunwind unavailable.
+//
+// Thread safety: RedirectLibunwindImports() is thread-safe with respect to other threads
+// calling libunwind (each slot is one aligned 8-byte store); call it once per loaded object.
+// Async-signal safety: RedirectLibunwindImports() is NOT (dlinfo, mprotect of a RELRO page).
+// ScopedStrataLibunwindWalk and every replacement function are async-signal-safe, and none
+// of them is a cancellation point on the paths taken during a Strata walk.
+#ifndef STRATA_PLATFORM_SAMPLING_LIBUNWIND_IMPORTS_H_
+#define STRATA_PLATFORM_SAMPLING_LIBUNWIND_IMPORTS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata {
+
+// Redirects the imports listed above of the object opened as `handle` (a dlopen() handle).
+// Returns true when every one of them that the object imports now calls this file's
+// replacement (an object importing none of them is fine). Not async-signal-safe.
+bool RedirectLibunwindImports(void* handle);
+
+// Marks the calling thread as running a Strata walk for its lifetime. Nests.
+// Async-signal-safe (one initial-exec TLS counter).
+class ScopedStrataLibunwindWalk {
+ public:
+  ScopedStrataLibunwindWalk();
+  ~ScopedStrataLibunwindWalk();
+  ScopedStrataLibunwindWalk(const ScopedStrataLibunwindWalk&) = delete;
+  ScopedStrataLibunwindWalk& operator=(const ScopedStrataLibunwindWalk&) = delete;
+};
+
+// Marks (true) or unmarks (false) the calling thread as running a Strata walk, without
+// nesting: for SetLibunwindLookupPc() (libunwind_walker.h), which callers that drive
+// libunwind's cursor themselves set around their walks. Async-signal-safe.
+void MarkStrataLibunwindWalk(bool walking);
+
+// True while the calling thread runs a Strata walk (a ScopedStrataLibunwindWalk is alive or
+// the mark is set). Async-signal-safe.
+bool InStrataLibunwindWalk();
+
+// True for the impossible descriptor numbers that the redirected pipe2() hands out.
+bool IsLibunwindValidationDescriptor(long number);
+
+namespace libunwind_imports_internal {
+
+// True when the first and the last of `length` bytes from `address` can be read (the
+// readability check above; nothing is dereferenced). Sets errno (EFAULT when unreadable).
+// Async-signal-safe.
+bool AddressIsReadable(uintptr_t address, size_t length);
+
+// True when the check is the rt_sigprocmask probe (it passed its start-up test), false for
+// process_vm_readv. Decided by RedirectLibunwindImports(). For tests and the log.
+bool UsesSigprocmaskProbe();
+
+// Forces one check or the other. For tests.
+void UseSigprocmaskProbeForTesting(bool use);
+
+// How many slots the last RedirectLibunwindImports() call overwrote. For tests.
+int RedirectedSlotCount();
+
+// How many readability checks libunwind asked for through the redirected imports so far
+// (relaxed counter). For tests.
+int ValidationCount();
+
+}  // namespace libunwind_imports_internal
+}  // namespace strata
+
+#endif  // STRATA_PLATFORM_SAMPLING_LIBUNWIND_IMPORTS_H_
