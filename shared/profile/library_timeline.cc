@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 namespace strata {
 namespace profile {
@@ -25,7 +27,42 @@ uint64_t DistanceInTime(TimeStamp time, TimeStamp loaded, TimeStamp unloaded) {
 
 LibraryTimeline::LibraryTimeline() : libs_(CollectSharedLibraries()) {}
 
+namespace {
+
+
+// Lifetimes of the same object loaded again at the same place (a plugin opened and closed in
+// a loop) become one: its symbols are the same at every load, so nothing needs moving. Keyed
+// by range, path and build-id; the merged lifetime spans all of them.
+std::vector<LibraryLifetime> MergeReloads(std::vector<LibraryLifetime> lifetimes) {
+  auto key_less = [](const LibraryLifetime& a, const LibraryLifetime& b) {
+    return std::tie(a.library.start, a.library.end, a.library.path, a.library.code_id) <
+           std::tie(b.library.start, b.library.end, b.library.path, b.library.code_id);
+  };
+  auto same_object = [](const LibraryLifetime& a, const LibraryLifetime& b) {
+    return a.library.start == b.library.start && a.library.end == b.library.end &&
+           a.library.path == b.library.path && a.library.code_id == b.library.code_id;
+  };
+  std::stable_sort(lifetimes.begin(), lifetimes.end(), key_less);
+  std::vector<LibraryLifetime> merged;
+  for (LibraryLifetime& l : lifetimes) {
+    if (!merged.empty() && same_object(merged.back(), l)) {
+      LibraryLifetime& m = merged.back();
+      // A null `loaded` is the earliest, a null `unloaded` still mapped.
+      if (!m.loaded.IsNull() && (l.loaded.IsNull() || l.loaded < m.loaded)) m.loaded = l.loaded;
+      if (!m.unloaded.IsNull() && (l.unloaded.IsNull() || m.unloaded < l.unloaded)) {
+        m.unloaded = l.unloaded;
+      }
+      continue;
+    }
+    merged.push_back(std::move(l));
+  }
+  return merged;
+}
+
+}  // namespace
+
 LibraryTimeline::LibraryTimeline(std::vector<LibraryLifetime> lifetimes) {
+  lifetimes = MergeReloads(std::move(lifetimes));
   // Latest loaded first: it keeps its real range; an earlier one overlapping a kept range is
   // moved. A null `loaded` is the earliest.
   std::stable_sort(lifetimes.begin(), lifetimes.end(), [](const LibraryLifetime& a, const LibraryLifetime& b) {
@@ -43,6 +80,10 @@ LibraryTimeline::LibraryTimeline(std::vector<LibraryLifetime> lifetimes) {
   std::sort(libs_.begin(), libs_.end(), [](const SharedLibrary& a, const SharedLibrary& b) { return a.start < b.start; });
 
   uint64_t next = kSyntheticBase;
+  // Every moved library is one more candidate for each sample address (AddressAt) and one
+  // more `libs` entry: beyond kMaxMovedLibraries the earlier ones are left out, and their
+  // samples resolve in the library that replaced them, as before the timeline existed.
+  if (moved.size() > kMaxMovedLibraries) moved.resize(kMaxMovedLibraries);
   for (const LibraryLifetime* m : moved) {
     const uint64_t size = m->library.end - m->library.start;
     if (size > std::numeric_limits<uint64_t>::max() - next - kSyntheticAlignment) break;

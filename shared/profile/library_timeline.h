@@ -42,6 +42,8 @@ struct LibraryLifetime {
 class LibraryTimeline {
  public:
   static constexpr uint64_t kSyntheticBase = uint64_t{0x4000000000000000};
+  // The most earlier libraries moved to synthetic ranges (the latest loaded are kept).
+  static constexpr size_t kMaxMovedLibraries = 64;
 
   // A timeline of the libraries loaded now only (CollectSharedLibraries()), no history.
   LibraryTimeline();

@@ -1,5 +1,9 @@
 #include "shared/profile/library_timeline.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "catch2/catch.hpp"
 
 namespace strata {
@@ -67,6 +71,39 @@ TEST_CASE("Three generations at one address each get their own range") {
   CHECK(one >= LibraryTimeline::kSyntheticBase);
   CHECK(two >= LibraryTimeline::kSyntheticBase);
   CHECK(timeline.AddressAt(0x10000, At(35)) == three);  // After all: the nearest in time.
+}
+
+TEST_CASE("The same library opened and closed in a loop at one address is one library") {
+  std::vector<LibraryLifetime> lifetimes;
+  for (int i = 0; i < 10000; ++i) {
+    lifetimes.push_back({Library("plugin", 0x10000, 0x18000), At(10 * i), At(10 * i + 5)});
+  }
+  lifetimes.push_back({Library("main", 0x40000, 0x50000), TimeStamp(), TimeStamp()});
+  const LibraryTimeline timeline(std::move(lifetimes));
+  CHECK_FALSE(timeline.has_moved_libraries());
+  REQUIRE(timeline.libs().size() == 2);
+  CHECK(timeline.libs()[0].name == "plugin");
+  CHECK(timeline.AddressAt(0x10123, At(99999)) == 0x10123);
+}
+
+TEST_CASE("At most kMaxMovedLibraries earlier libraries are moved; the latest are kept") {
+  std::vector<LibraryLifetime> lifetimes;
+  const int generations = static_cast<int>(LibraryTimeline::kMaxMovedLibraries) + 40;
+  for (int i = 0; i < generations; ++i) {
+    const std::string name = "gen" + std::to_string(i);
+    lifetimes.push_back({Library(name.c_str(), 0x10000, 0x18000), At(10 * i), At(10 * i + 10)});
+  }
+  const LibraryTimeline timeline(std::move(lifetimes));
+  REQUIRE(timeline.has_moved_libraries());
+  CHECK(timeline.libs().size() == LibraryTimeline::kMaxMovedLibraries + 1);
+  CHECK(timeline.libs()[0].name == "gen" + std::to_string(generations - 1));
+  // The second newest is moved; the oldest (not listed) resolves in the nearest listed one.
+  CHECK(timeline.AddressAt(0x10123, At(10 * (generations - 2) + 1)) >=
+        LibraryTimeline::kSyntheticBase);
+  const uint64_t oldest = timeline.AddressAt(0x10123, At(1));
+  bool listed = false;
+  for (const SharedLibrary& l : timeline.libs()) listed |= oldest >= l.start && oldest < l.end;
+  CHECK(listed);
 }
 
 }  // namespace
