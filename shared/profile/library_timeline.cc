@@ -29,32 +29,31 @@ LibraryTimeline::LibraryTimeline() : libs_(CollectSharedLibraries()) {}
 
 namespace {
 
-
 // Lifetimes of the same object loaded again at the same place (a plugin opened and closed in
 // a loop) become one: its symbols are the same at every load, so nothing needs moving. Keyed
-// by range, path and build-id; the merged lifetime spans all of them.
-std::vector<LibraryLifetime> MergeReloads(std::vector<LibraryLifetime> lifetimes) {
-  auto key_less = [](const LibraryLifetime& a, const LibraryLifetime& b) {
-    return std::tie(a.library.start, a.library.end, a.library.path, a.library.code_id) <
-           std::tie(b.library.start, b.library.end, b.library.path, b.library.code_id);
-  };
-  auto same_object = [](const LibraryLifetime& a, const LibraryLifetime& b) {
-    return a.library.start == b.library.start && a.library.end == b.library.end &&
-           a.library.path == b.library.path && a.library.code_id == b.library.code_id;
-  };
-  std::stable_sort(lifetimes.begin(), lifetimes.end(), key_less);
+// by range, path and build-id; the merged lifetime spans all of them. (Pointers are sorted,
+// not the entries: sorting structs of six strings instantiates much code in the library.)
+std::vector<LibraryLifetime> MergeReloads(const std::vector<LibraryLifetime>& lifetimes) {
+  std::vector<const LibraryLifetime*> order;
+  order.reserve(lifetimes.size());
+  for (const LibraryLifetime& l : lifetimes) order.push_back(&l);
+  std::stable_sort(order.begin(), order.end(), [](const LibraryLifetime* a, const LibraryLifetime* b) {
+    return std::tie(a->library.start, a->library.end, a->library.path, a->library.code_id) <
+           std::tie(b->library.start, b->library.end, b->library.path, b->library.code_id);
+  });
   std::vector<LibraryLifetime> merged;
-  for (LibraryLifetime& l : lifetimes) {
-    if (!merged.empty() && same_object(merged.back(), l)) {
-      LibraryLifetime& m = merged.back();
+  for (const LibraryLifetime* l : order) {
+    LibraryLifetime* m = merged.empty() ? nullptr : &merged.back();
+    if (m && m->library.start == l->library.start && m->library.end == l->library.end &&
+        m->library.path == l->library.path && m->library.code_id == l->library.code_id) {
       // A null `loaded` is the earliest, a null `unloaded` still mapped.
-      if (!m.loaded.IsNull() && (l.loaded.IsNull() || l.loaded < m.loaded)) m.loaded = l.loaded;
-      if (!m.unloaded.IsNull() && (l.unloaded.IsNull() || m.unloaded < l.unloaded)) {
-        m.unloaded = l.unloaded;
+      if (!m->loaded.IsNull() && (l->loaded.IsNull() || l->loaded < m->loaded)) m->loaded = l->loaded;
+      if (!m->unloaded.IsNull() && (l->unloaded.IsNull() || m->unloaded < l->unloaded)) {
+        m->unloaded = l->unloaded;
       }
       continue;
     }
-    merged.push_back(std::move(l));
+    merged.push_back(*l);
   }
   return merged;
 }
@@ -62,22 +61,28 @@ std::vector<LibraryLifetime> MergeReloads(std::vector<LibraryLifetime> lifetimes
 }  // namespace
 
 LibraryTimeline::LibraryTimeline(std::vector<LibraryLifetime> lifetimes) {
-  lifetimes = MergeReloads(std::move(lifetimes));
+  lifetimes = MergeReloads(lifetimes);
   // Latest loaded first: it keeps its real range; an earlier one overlapping a kept range is
   // moved. A null `loaded` is the earliest.
-  std::stable_sort(lifetimes.begin(), lifetimes.end(), [](const LibraryLifetime& a, const LibraryLifetime& b) {
-    return b.loaded < a.loaded;
+  std::vector<const LibraryLifetime*> by_load;
+  by_load.reserve(lifetimes.size());
+  for (const LibraryLifetime& l : lifetimes) by_load.push_back(&l);
+  std::stable_sort(by_load.begin(), by_load.end(), [](const LibraryLifetime* a, const LibraryLifetime* b) {
+    return b->loaded < a->loaded;
   });
   std::vector<const LibraryLifetime*> kept;
   std::vector<const LibraryLifetime*> moved;
-  for (const LibraryLifetime& l : lifetimes) {
-    if (l.library.start >= l.library.end) continue;
+  for (const LibraryLifetime* l : by_load) {
+    if (l->library.start >= l->library.end) continue;
     const bool overlaps = std::any_of(kept.begin(), kept.end(),
-                                      [&](const LibraryLifetime* k) { return Overlaps(k->library, l.library); });
-    (overlaps ? moved : kept).push_back(&l);
+                                      [&](const LibraryLifetime* k) { return Overlaps(k->library, l->library); });
+    (overlaps ? moved : kept).push_back(l);
   }
-  for (const LibraryLifetime* k : kept) libs_.push_back(k->library);
-  std::sort(libs_.begin(), libs_.end(), [](const SharedLibrary& a, const SharedLibrary& b) { return a.start < b.start; });
+  std::vector<const LibraryLifetime*> by_start = kept;
+  std::sort(by_start.begin(), by_start.end(), [](const LibraryLifetime* a, const LibraryLifetime* b) {
+    return a->library.start < b->library.start;
+  });
+  for (const LibraryLifetime* k : by_start) libs_.push_back(k->library);
 
   uint64_t next = kSyntheticBase;
   // Every moved library is one more candidate for each sample address (AddressAt) and one
