@@ -155,6 +155,9 @@ scenario_jit() {
       result "$name main_thread_samples=$(field "$name" thread name=GeckoMain samples)"
     fi
   done
+  run_recorded record-jit "$program"
+  same_as_plain record-jit plain-jit "$plain_status"
+  has_profile record-jit
 }
 
 scenario_cancel() {
@@ -166,6 +169,9 @@ scenario_cancel() {
   run_preloaded preload-cancel "" "$program"
   same_as_plain preload-cancel plain-cancel "$plain_status"
   has_profile preload-cancel
+  run_recorded record-cancel "$program"
+  same_as_plain record-cancel plain-cancel "$plain_status"
+  has_profile record-cancel
 }
 
 scenario_own() {
