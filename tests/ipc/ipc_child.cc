@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -41,12 +42,19 @@ __attribute__((noinline)) uint64_t ChildBusyLeaf(uint64_t x) {
   return x * 6364136223846793005ull + 1442695040888963407ull;
 }
 
+double ThreadCpuMs() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return now.tv_sec * 1e3 + now.tv_nsec / 1e6;
+}
+
 __attribute__((noinline)) void ChildBusyLoop() {
   // Registered at creation (pthread_create is interposed); the profile reads the name.
   pthread_setname_np(pthread_self(), "child-worker");
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  // 300 ms of this thread's CPU time (not of wall time): on a busy machine the thread still
+  // wants the same CPU, so the same number of samples once it has had it.
   uint64_t x = 1;
-  while (!g_stop.load() && std::chrono::steady_clock::now() < end) {
+  while (!g_stop.load() && ThreadCpuMs() < 300) {
     for (int i = 0; i < 1000; ++i) x = ChildBusyLeaf(x) ^ (x >> 7);
   }
   while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -372,9 +372,13 @@ int Tree(const std::string& out) {
     Check(main != nullptr, "child " + std::to_string(k.pid) + " has its main thread");
     if (kUnderTsan) {
       SkippedUnderTsan("child " + std::to_string(k.pid) + "'s worker thread is in the profile, "
-                       "with > 20 samples", kUnregisteredUnderTsan);
+                       "with > 5 samples", kUnregisteredUnderTsan);
     } else {
-      Check(worker && worker->samples > 20,
+      // 300 ms of the worker's CPU is ~75 samples at the kernel's 250 Hz; on a loaded machine
+      // the capture can come before the worker has had all of it (19 samples were seen at a
+      // load of 10 on 2 CPUs). More than 5 shows the child's own thread is sampled; the rate
+      // under load is issue 17's.
+      Check(worker && worker->samples > 5,
             "child " + std::to_string(k.pid) + "'s worker thread is sampled (" +
                 std::to_string(worker ? worker->samples : 0) + " samples)");
     }
