@@ -33,16 +33,13 @@
 #include "full/full.h"
 #include "full/multiprocess.h"
 #include "full/perfmon/perfmon.h"
+#include "tests/host_safety/fork_children.h"
 
 namespace {
 
-std::atomic<bool> g_stop{false};
+using fork_children::SleepMilliseconds;
 
-void SleepMilliseconds(long ms) {
-  timespec t{ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&t, &t) != 0) {
-  }
-}
+std::atomic<bool> g_stop{false};
 
 void* Saver(void*) {
   while (!g_stop.load()) {
@@ -104,12 +101,6 @@ int RunChild() {
   return wrong;
 }
 
-double SecondsSince(const timespec& start) {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,32 +127,8 @@ int main(int argc, char** argv) {
     SleepMilliseconds(2);
   }
 
-  timespec last_fork;
-  clock_gettime(CLOCK_MONOTONIC, &last_fork);
-  int exited = 0, wrong_status = 0;
-  std::vector<bool> done(pids.size(), false);
-  while (exited < static_cast<int>(pids.size()) && SecondsSince(last_fork) < 60) {
-    for (size_t i = 0; i < pids.size(); ++i) {
-      if (done[i]) continue;
-      int status = 0;
-      if (waitpid(pids[i], &status, WNOHANG) == pids[i]) {
-        done[i] = true;
-        ++exited;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-          ++wrong_status;
-          fprintf(stderr, "fork_full: child %zu: status 0x%x\n", i, status);
-        }
-      }
-    }
-    SleepMilliseconds(10);
-  }
-  int hung = 0;
-  for (size_t i = 0; i < pids.size(); ++i) {
-    if (done[i]) continue;
-    ++hung;
-    kill(pids[i], SIGKILL);
-    waitpid(pids[i], nullptr, 0);
-  }
+  const fork_children::Outcome outcome = fork_children::ReapChildren(pids, "fork_full", 60);
+  const int exited = outcome.exited, wrong_status = outcome.wrong_status, hung = outcome.hung;
   g_stop.store(true);
   for (pthread_t t : threads) pthread_join(t, nullptr);
   strata::full::ShutdownFull();
