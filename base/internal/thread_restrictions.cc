@@ -152,6 +152,15 @@ void ApplyInheritedRestrictions(const InheritedRestrictions& restrictions) {
 
 // The wrappers: C linkage and default visibility, so that they interpose on libc's
 // (libstrata_base.lds exports them).
+//
+// Contract. Every call that is not PR_SET_TSC, PR_SET_SECCOMP or SYS_seccomp (which is every
+// call Strata makes itself, from its signal handler included: the raw rt_sigprocmask, futex)
+// reads its arguments, loads the real function (resolved by the constructor: no dlsym here)
+// and calls it: no lock, no allocation, no fault, and no cancellation point but the forwarded
+// call's own, so it is as async-signal-safe as the real function. The three intercepted calls
+// record a marker and unregister the thread (allocation, locks): they are made by the
+// program's own code, never from Strata's handler, and prctl/seccomp are not async-signal-safe
+// calls a handler would make.
 extern "C" {
 
 int prctl(int option, ...) noexcept {
