@@ -132,6 +132,49 @@ finish() {
   exit 0
 }
 
+# --- Load harness (issue 17) --------------------------------------------------------------
+# STRATA_TEST_LOAD=N runs N CPU-bound processes beside the scenario for its whole duration
+# ("auto": 2 per CPU, the load every figure must hold under; 0 or unset: quiet). They are
+# `nice`d to nothing (same priority as the scenario, as a busy machine's other work is), and
+# killed when the scenario exits. tests/BUILD.bazel runs the scenarios that measure sampling
+# both quiet and loaded (scenario_test in tests/scenario.bzl). By hand:
+#   STRATA_TEST_LOAD=auto bash tests/sleeper_test.sh
+LOAD_PIDS=()
+load_count() {  # Prints the number of load processes; returns 1 for a bad STRATA_TEST_LOAD.
+  local value="${STRATA_TEST_LOAD:-0}"
+  if [[ "$value" == auto ]]; then
+    echo $((2 * $(nproc)))
+  elif [[ "$value" =~ ^[0-9]+$ ]] && ((value <= 256)); then
+    echo "$value"
+  else
+    echo 0
+    return 1
+  fi
+}
+stop_load() {
+  ((${#LOAD_PIDS[@]} > 0)) || return 0
+  kill "${LOAD_PIDS[@]}" 2>/dev/null
+  wait "${LOAD_PIDS[@]}" 2>/dev/null
+  LOAD_PIDS=()
+}
+start_load() {
+  local n i
+  if ! n="$(load_count)"; then
+    fail "STRATA_TEST_LOAD=$STRATA_TEST_LOAD: expected auto (2 per CPU) or a number of processes from 0 to 256; running quiet"
+  fi
+  for ((i = 0; i < n; i++)); do
+    # exec: the busy loop is the process killed by stop_load (no orphaned subshell).
+    bash -c 'exec -a strata-test-load bash -c "while :; do :; done"' &
+    LOAD_PIDS+=($!)
+  done
+  if ((n > 0)); then
+    trap stop_load EXIT
+    echo "load: $n CPU-bound processes beside this scenario ($(nproc) CPUs)"
+  fi
+  result "load_processes=$n cpus=$(nproc)"
+}
+start_load
+
 # run_profiled NAME PROGRAM [ARGS...]
 #   Runs PROGRAM with the base library preloaded and STRATA_STARTUP=1, writing the profile to
 #   $OUT/NAME.json, stdout to $WORK/NAME.out, stderr to $WORK/NAME.err. Extra STRATA_*
