@@ -11,6 +11,7 @@
 //   thread index=I name=NAME processName=NAME pid=P tid=T samples=N cpu_samples=C cpu_ms=X
 //          cpu_interval_ms=I span_ms=S mean_interval_ms=M median_interval_ms=D
 //          real_mean_interval_ms=RM real_median_interval_ms=RD frames=F hex_frames=H
+//          cpu_all_ms=A cpu_excess_max_ms=E
 //   match thread=NAME patterns=P1|P2 count=K samples=N pct=Q
 //   lib name=NAME
 //
@@ -24,6 +25,10 @@
 // - real_mean_interval_ms, real_median_interval_ms: the same over the samples taken while the
 //   thread ran (the cpu_samples).
 // - hex_frames: frames whose location starts with "0x" (unsymbolicated addresses).
+// - cpu_all_ms: the sum of every sample's threadCPUDelta, the first included (Strata's first
+//   sample carries the CPU used since sampling started), in ms; -1 when the unit is unknown.
+// - cpu_excess_max_ms: the most a sample's CPU delta exceeds the wall time since the thread's
+//   previous sample (since its registerTime for the first), in ms (CPU accounting, issue 17).
 // - match: samples of every thread named NAME whose stack has a frame whose location contains
 //   any of the patterns (substring match), over those threads' samples.
 // Exit status: 0, or 2 when the file cannot be read or is not shaped like a Gecko profile.
@@ -216,7 +221,11 @@ int main(int argc, char** argv) {
     int cpu_col = Column(samples, "threadCPUDelta");
     if (stack_col < 0 || time_col < 0) Fail(where + ": samples schema lacks stack/time");
     long count = 0, cpu_samples = 0, cpu_deltas = 0;
-    double cpu_total = 0;
+    double cpu_total = 0, cpu_all = 0;
+    double cpu_excess_max = -1e300;
+    double previous_time = thread.HasMember("registerTime") && thread["registerTime"].IsNumber()
+                               ? thread["registerTime"].GetDouble()
+                               : -1e300;
     std::vector<double> times;
     std::vector<double> real_times;  // Of the samples taken while the thread ran.
     for (const Value& row : samples["data"].GetArray()) {
@@ -232,6 +241,12 @@ int main(int argc, char** argv) {
         cpu_total += Number(cpu, 0);
         if (Number(cpu, 0) > 0) ++cpu_deltas;
       }
+      cpu_all += Number(cpu, 0);
+      if (cpu_unit_to_ms > 0) {
+        cpu_excess_max = std::max(cpu_excess_max,
+                                  Number(cpu, 0) * cpu_unit_to_ms - (times.back() - previous_time));
+      }
+      previous_time = times.back();
       for (size_t k = 0; k < thread_queries.size(); ++k) {
         ++thread_queries[k]->samples;
         if (stack != nullptr && stack->IsUint() && stack->GetUint() < data.stack_prefix.size() &&
@@ -259,7 +274,7 @@ int main(int argc, char** argv) {
     std::printf("thread index=%u name=%s processName=%s pid=%s tid=%s samples=%ld cpu_samples=%ld "
                 "cpu_ms=%.3f cpu_interval_ms=%.4f span_ms=%.3f mean_interval_ms=%.4f "
                 "median_interval_ms=%.4f real_mean_interval_ms=%.4f real_median_interval_ms=%.4f "
-                "frames=%zu hex_frames=%ld\n",
+                "frames=%zu hex_frames=%ld cpu_all_ms=%.3f cpu_excess_max_ms=%.4f\n",
                 t, NoSpaces(name).c_str(),
                 NoSpaces(thread.HasMember("processName") && thread["processName"].IsString()
                              ? thread["processName"].GetString()
@@ -277,7 +292,8 @@ int main(int argc, char** argv) {
                 span,
                 count >= 2 ? span / static_cast<double>(count - 1) : 0.0, median, real_mean,
                 real_median,
-                data.locations.size(), hex_frames);
+                data.locations.size(), hex_frames, cpu_unit_to_ms > 0 ? cpu_all * cpu_unit_to_ms : -1.0,
+                count > 0 && cpu_unit_to_ms > 0 ? cpu_excess_max : 0.0);
   }
   for (const Query& q : queries) {
     std::printf("match thread=%s patterns=%s count=%ld samples=%ld pct=%.1f\n",

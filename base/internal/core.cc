@@ -306,8 +306,12 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   }
   info.profiled = true;
   thread->has_sample = false;
-  thread->last_sample_cpu_ns = -1;
-  thread->last_seen_cpu.reset();
+  // The first sample carries the CPU used since sampling started, not since the thread did.
+  const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+  thread->last_sample_cpu_ns = cpu ? cpu->ToNanoseconds() : -1;
+  thread->last_seen_cpu = cpu;
+  thread->paused_at_cpu.reset();
+  if (ProfilerIsPaused()) thread->paused_at_cpu = cpu;
   thread->timer_parked = false;
   thread->sampling.store(true, std::memory_order_relaxed);
 }
@@ -329,8 +333,11 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations = nullptr) {
     int64_t cpu_delta = -1;
     thread->last_sample_in_system_call = slot->in_system_call;
     if (slot->cpu_ns >= 0) {
-      if (thread->last_sample_cpu_ns >= 0) cpu_delta = slot->cpu_ns - thread->last_sample_cpu_ns;
-      thread->last_sample_cpu_ns = slot->cpu_ns;
+      // Never negative: a sample taken just before a pause's or a copy's clock reading.
+      if (thread->last_sample_cpu_ns >= 0) {
+        cpu_delta = std::max<int64_t>(0, slot->cpu_ns - thread->last_sample_cpu_ns);
+      }
+      thread->last_sample_cpu_ns = std::max(thread->last_sample_cpu_ns, slot->cpu_ns);
     }
     buffer.PutObjects(EntryKind::kSample, thread->tid, TimeStamp::FromNanoseconds(slot->time_ns),
                       cpu_delta, slot->overruns, MergedStack{slot});
@@ -344,8 +351,38 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations = nullptr) {
 
 }  // namespace
 
+void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeStamp now) {
+  int64_t cpu_delta = 0;
+  if (thread->last_sample_cpu_ns >= 0) {
+    cpu_delta = std::max<int64_t>(0, cpu.ToNanoseconds() - thread->last_sample_cpu_ns);
+    thread->last_sample_cpu_ns += cpu_delta;
+  }
+  GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, cpu_delta);
+}
+
+void NotePauseLocked(Registry& registry) {
+  for (RegisteredThread* thread : registry.live) {
+    if (thread->sampling.load(std::memory_order_relaxed)) {
+      thread->paused_at_cpu = thread->cpu_clock.Read();
+    }
+  }
+}
+
+void NoteResumeLocked(Registry& registry) {
+  for (RegisteredThread* thread : registry.live) {
+    if (!thread->sampling.load(std::memory_order_relaxed)) continue;
+    // The samples taken before the pause, with the CPU deltas they had then.
+    if (DrainRingLocked(thread)) thread->has_sample = true;
+    const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+    if (cpu && thread->paused_at_cpu && thread->last_sample_cpu_ns >= 0) {
+      thread->last_sample_cpu_ns += (*cpu - *thread->paused_at_cpu).ToNanoseconds();
+    }
+    thread->paused_at_cpu.reset();
+    thread->last_seen_cpu = cpu;
+  }
+}
+
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) {
-  ChunkedBuffer& buffer = GetSession().buffer;
   const ProfilerSettings& settings = GetRegistry().settings;
   const bool precise = (settings.features & kFeaturePrecise) != 0;
   if (DrainRingLocked(thread, max_expirations)) {
@@ -372,12 +409,16 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
   // A sample being taken right now (its walk may be waiting for a lock, using no CPU): the
   // thread is not idle, and its sample will come.
   if (thread->capturing.load(std::memory_order_acquire)) return;
-  // No signal since the last loop: if the thread has not run at all, record a copy of its
-  // previous sample without disturbing it. A parked thread that ran again is sampled at the
-  // real rate from now on.
+  // No signal since the last loop: if the thread has not run at all since the previous loop
+  // (blocked, or runnable but waiting for a CPU), record a copy of its previous sample
+  // without disturbing it. The copy carries the CPU the thread used between its previous
+  // sample and the moment it stopped (less than an interval of its CPU clock: a thread that
+  // ran more would have had a signal), so that no CPU is lost or moved to a later sample.
+  // A thread whose clock moved gets no copy: its signal will come. A parked thread that ran
+  // again is sampled at the real rate from now on.
   const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
   if (cpu && thread->last_seen_cpu && *cpu == *thread->last_seen_cpu) {
-    buffer.PutObjects(EntryKind::kSameSample, thread->tid, now);
+    PutCopyOfLastSampleLocked(thread, *cpu, now);
   } else if (thread->timer_parked &&
              thread->timer.Arm(TimeDuration::FromMilliseconds(settings.interval_ms)) == 0) {
     thread->timer_parked = false;
@@ -984,10 +1025,24 @@ void ProfilerStop() {
 }
 
 void ProfilerPause() {
-  if (ProfilerIsActive()) g_profiler_state.fetch_or(kStatePaused, std::memory_order_relaxed);
+  if (!ProfilerIsActive() || IsForkedChild()) return;
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  if (ProfilerIsPaused()) return;
+  // The flag first: a sample taken before it has a CPU time at most the one noted after it.
+  g_profiler_state.fetch_or(kStatePaused, std::memory_order_relaxed);
+  NotePauseLocked(registry);
 }
 
-void ProfilerResume() { g_profiler_state.fetch_and(~kStatePaused, std::memory_order_relaxed); }
+void ProfilerResume() {
+  if (IsForkedChild()) return;
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  if (!ProfilerIsPaused()) return;
+  // The clocks first: a sample taken after the flag has a CPU time at least the one noted.
+  NoteResumeLocked(registry);
+  g_profiler_state.fetch_and(~kStatePaused, std::memory_order_relaxed);
+}
 
 ProfilerSettings ProfilerCurrentSettings() {
   if (IsForkedChild()) return ProfilerSettings();  // No session there.

@@ -161,7 +161,15 @@ void UnregisterThread(RegisteredThread* thread) {
   {
     AutoLock lock(registry.mutex);
     StopSamplingLocked(thread);
-    DrainLocked(thread, TimeStamp::Now());  // Keep what it took before ending.
+    const TimeStamp now = TimeStamp::Now();
+    DrainLocked(thread, now);  // Keep what it took before ending.
+    // And the CPU it used after its last sample, on a copy of it (CPU accounting).
+    if (thread->has_sample && !ProfilerIsPaused() && registry.sampling) {
+      if (const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+          cpu && thread->last_sample_cpu_ns >= 0 && cpu->ToNanoseconds() > thread->last_sample_cpu_ns) {
+        PutCopyOfLastSampleLocked(thread, *cpu, now);
+      }
+    }
     FlushMarkersLocked(thread);
     ThreadInfo& info = registry.infos[thread->info_index];
     const std::string name = CurrentThreadName();

@@ -57,9 +57,17 @@ struct RegisteredThread {
   std::atomic<StagingArea*> marker_staging{nullptr};
 
   // Sampler-thread state, under the registry mutex.
+  // CPU accounting (docs/sampling.md, "CPU accounting"): the thread's CPU clock at its latest
+  // sample or copy, less the CPU it used while the session was paused; every sample and copy
+  // carries the CPU used since, so their sum is the thread's CPU over the unpaused session.
+  // -1: unknown (the clock could not be read).
   int64_t last_sample_cpu_ns = -1;
   bool has_sample = false;
+  // The CPU clock at the previous sampler loop: a copy is written only when it has not moved.
   std::optional<TimeDuration> last_seen_cpu;
+  // The CPU clock when ProfilerPause took effect, while paused (ProfilerResume takes out
+  // what the thread used in between).
+  std::optional<TimeDuration> paused_at_cpu;
   // Precise mode: a blocked thread's wall-clock timer is parked (disarmed), so that it is not
   // woken every interval (an interrupt, a wake-up, a walk: ~18 us of CPU each here); the
   // sampler records copies of its last sample instead (kSameSample, as for CPU-clock timers)
@@ -123,6 +131,14 @@ void StopSamplingLocked(RegisteredThread* thread);
 // Writes the samples waiting in `thread`'s ring (and, when it has taken none since the last
 // call, a copy of its previous one if it did not run). See core.cc.
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr);
+// Writes a copy of `thread`'s previous sample at `now` carrying the CPU it used since that
+// sample (`cpu`: its CPU clock now), e.g. when it ends. Needs a previous sample (has_sample).
+void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeStamp now);
+// ProfilerPause/ProfilerResume's accounting, registry mutex held: at a pause every sampled
+// thread's CPU clock is noted; at resume what each used meanwhile is taken out of its next
+// sample's CPU delta (paused CPU is not profiled).
+void NotePauseLocked(Registry& registry);
+void NoteResumeLocked(Registry& registry);
 // Loads and warms libunwind outside signal context (core.cc).
 void WarmUpLibunwindForSampling();
 

@@ -312,11 +312,12 @@ class ProfileBuilder {
       case EntryKind::kSameSample: {
         ThreadId tid;
         TimeStamp time;
-        reader.ReadIntoObjects(tid, time);
+        int64_t cpu_delta_ns = 0;
+        reader.ReadIntoObjects(tid, time, cpu_delta_ns);
         if (reader.Failed()) return;
         ThreadState& thread = ThreadFor(tid);
         if (!thread.last_stack) return;
-        thread.writer->AddSample(thread.last_stack, time, int64_t{0});
+        thread.writer->AddSample(thread.last_stack, time, std::max<int64_t>(cpu_delta_ns, 0));
         return;
       }
       case EntryKind::kMarker:

@@ -276,7 +276,8 @@ TEST_CASE("profilingEndTime covers the latest sample in the buffer") {
   inputs.meta.profiling_end_time = filled.start + TimeDuration::FromMilliseconds(5);
   inputs.meta.interval_ms = 0.5;
   const TimeStamp late = filled.start + TimeDuration::FromMilliseconds(7);
-  REQUIRE(filled.buffer.PutObjects(EntryKind::kSameSample, ThreadId::FromNumber(1000), late));
+  REQUIRE(filled.buffer.PutObjects(EntryKind::kSameSample, ThreadId::FromNumber(1000), late,
+                                   int64_t{0}));
   bool ok = false;
   std::string error;
   const std::string json = Capture(inputs, filled.buffer, &ok, &error);

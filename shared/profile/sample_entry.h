@@ -10,8 +10,10 @@
 //      A script frame comes from a script engine (full tier): a function ("name (file:line:
 //      col)" as the engine labels it) with its JIT tier, or one of the engine's own labels.
 //      line/column: the current position in the function, valid with kScriptFrameHasPosition.
-//   kSameSample    [kind][ThreadId][TimeStamp]  the thread has not run since its previous
-//                  sample: same stack, CPU delta 0 (written without signalling the thread)
+//   kSameSample    [kind][ThreadId][TimeStamp][int64 cpu_delta_ns]  a copy of the thread's
+//                  previous sample (same stack), written without signalling the thread when it
+//                  has not run since the sampler's previous loop; cpu_delta_ns is the CPU it used
+//                  between that sample and stopping (less than an interval), often 0
 //   kCounterSample [kind][uint32 counter index][TimeStamp][int64 value][uint64 operations]
 //   kProfilerOverhead [kind][TimeStamp loop start][TimeDuration locking][TimeDuration threads]
 //                  [TimeDuration counters][TimeDuration extension work]   one sampler loop

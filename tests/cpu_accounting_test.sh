@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Scenario: the profile's CPU deltas tell the truth (issue 17, "CPU accounting"), quiet and,
+# as cpu_accounting_loaded_test, with 2 busy processes per CPU beside it.
+#
+# tests/cpu_accounting runs a busy thread, a bursty one (2 ms of CPU, 3 ms asleep), one that
+# uses less than an interval of CPU at a time, and one that pauses the session for 100 ms of
+# its CPU. Each prints its own CPU clock at its end. For every one:
+# - the sum of its samples' CPU deltas (the first sample's included: it carries the CPU used
+#   since sampling started) is within 5 % of its CPU clock, less what it used while paused;
+# - no sample's CPU delta exceeds the wall time since the thread's previous sample by more than
+#   one scheduler tick (4 ms at HZ=250): no CPU is carried by a later sample (before issue 17 a
+#   preempted thread got zero-CPU copies and its next sample all the CPU: 17.6 ms in 0.11 ms).
+source "$(dirname "$0")/scenario_lib.sh"
+
+program="$(binary tests/cpu_accounting)"
+readonly kTolerancePct=5
+readonly kTickMs=4
+
+for mode in default precise; do
+  name="accounting_$mode"
+  features=stackwalk,threads,cpu
+  [[ $mode == precise ]] && features=stackwalk,threads,cpu,precise
+  STRATA_STARTUP_FEATURES=$features run_profiled "$name" "$program"
+  show_run "$name"
+  if [[ $RUN_STATUS -ne 0 || ! -s "$OUT/$name.json" ]]; then
+    fail "$name: the program failed (status $RUN_STATUS) or wrote no profile"
+    continue
+  fi
+  check_format "$name"
+  stats "$name" || continue
+  while read -r thread_name tid cpu_ms paused_ms; do
+    expected=$(awk -v c="$cpu_ms" -v p="$paused_ms" 'BEGIN { printf "%.3f", c - p }')
+    sampled=$(field "$name" thread "tid=$tid" cpu_all_ms)
+    excess=$(field "$name" thread "tid=$tid" cpu_excess_max_ms)
+    result "scenario=cpu_accounting mode=$mode thread=$thread_name cpu_ms=$cpu_ms paused_ms=$paused_ms expected_ms=$expected sampled_ms=${sampled:-none} excess_max_ms=${excess:-none}"
+    if [[ -z "$sampled" ]]; then
+      fail "$name: thread $thread_name (tid $tid) is not in the profile"
+      continue
+    fi
+    if awk -v s="$sampled" -v e="$expected" -v t="$kTolerancePct" \
+         'BEGIN { d = s - e; if (d < 0) d = -d; exit !(d <= e * t / 100) }'; then
+      pass "$name: $thread_name: samples carry $sampled ms of CPU, its clock says $expected ms (within $kTolerancePct %)"
+    else
+      fail "$name: $thread_name: samples carry $sampled ms of CPU, its clock says $expected ms (more than $kTolerancePct % apart)"
+    fi
+    if ge "$kTickMs" "$excess"; then
+      pass "$name: $thread_name: no sample carries more CPU than the wall time since the previous one plus a tick (worst excess $excess ms)"
+    else
+      fail "$name: $thread_name: a sample carries $excess ms more CPU than the wall time since the thread's previous sample (> $kTickMs ms)"
+    fi
+  done < <(sed -n 's/^thread name=\([^ ]*\) tid=\([0-9]*\) cpu_ms=\([0-9.]*\) paused_ms=\([0-9.]*\)$/\1 \2 \3 \4/p' "$WORK/$name.out")
+  threads_reported=$(grep -c '^thread name=' "$WORK/$name.out")
+  [[ $threads_reported -eq 4 ]] || fail "$name: the program reported $threads_reported threads, not 4"
+  check_frontend "$name"
+done
+
+finish
