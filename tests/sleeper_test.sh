@@ -12,8 +12,10 @@
 #   (profiler-cli) with every thread.
 # - Behaviour unchanged (issue 10): the same program without Strata runs before and after the
 #   default-mode run; every call's return value (`result=`) and status must be identical, and
-#   each profiled call's duration within 25 ms + 10 % of its requested time of the longer of the
-#   two unprofiled durations (no absolute timing goal: compared with the unprofiled runs).
+#   no profiled call may return before its requested time (an interrupted call). How much
+#   longer than the unprofiled runs a call took is printed, not asserted (issue 17: no test
+#   asserts a wall-clock duration; on a loaded machine wake-ups are late for reasons of the
+#   machine's, with or without Strata). One round, no retry.
 # - For information only (not a failure): the same under precise mode, which is documented
 #   to interrupt sleeps.
 source "$(dirname "$0")/scenario_lib.sh"
@@ -58,13 +60,12 @@ else
   fail "$name: no profile written"
 fi
 
-# Behaviour unchanged: results and timings against unprofiled runs of the same program, one
-# just before and one just after a profiled run. A second round is tried when only timings
-# differ (the machine is shared); results and statuses must match every time.
+# Behaviour unchanged: results against unprofiled runs of the same program, one just before and
+# one just after a profiled run; no profiled call returns early. Durations: information.
 calls_of() {
   sed -n 's/^sleeper: call=\([^ ]*\) expected_ms=\([0-9]*\) elapsed_ms=\([0-9.]*\) result=\([-0-9]*\) status=\([A-Za-z]*\).*/\1 \2 \3 \4 \5/p' "$1" | sort
 }
-for round in 1 2; do
+for round in 1; do
   "$program" >"$WORK/plain_before$round.out" 2>&1
   before_status=$?
   STRATA_SHUTDOWN="$WORK/compare$round.json" run_profiled "compare$round" "$program"
@@ -83,12 +84,11 @@ for round in 1 2; do
     join - <(calls_of "$WORK/compare$round.out") | awk '
       {
         plain = $3 > $7 ? $3 : $7
-        allowed = plain + 25 + 0.10 * $2
         delta = $11 - plain
         if (n == 0 || delta > max_delta) max_delta = delta
         results_differ = ($12 != $4 || $12 != $8 || $13 != $5 || $13 != $9)
         if (results_differ) result_diffs++
-        bad = results_differ || $11 + 1.0 < $2 || $11 > allowed
+        bad = results_differ || $11 + 1.0 < $2
         printf "%s call=%s expected_ms=%s plain_ms=%.1f,%.1f profiled_ms=%.1f result=%s,%s/%s status=%s,%s/%s\n", bad ? "DIFF" : "same", $1, $2, $3, $7, $11, $4, $8, $12, $5, $9, $13
         n++
       }
@@ -99,11 +99,9 @@ for round in 1 2; do
   max_delta=$(echo "$comparison" | sed -n 's/^SUMMARY .*max_delta_ms=\([-0-9.]*\).*/\1/p')
   differing=$(echo "$comparison" | grep -c '^DIFF' || true)
   result "scenario=sleeper mode=compare-unprofiled round=$round compared=$compared differing=$differing result_diffs=$result_diffs max_delta_ms=$max_delta"
-  # Different results or statuses are final; only timing differences get a second round.
-  if [[ "$compared" -ge 12 && "$differing" -eq 0 ]] || [[ "${result_diffs:-0}" -gt 0 ]]; then break; fi
 done
 if [[ "$compared" -ge 12 && "$differing" == 0 ]]; then
-  pass "behaviour unchanged: $compared calls with the same results and statuses as without Strata, durations within 25 ms + 10 % of the unprofiled runs (largest excess ${max_delta} ms)"
+  pass "behaviour unchanged: $compared calls with the same results and statuses as without Strata, none returned early (largest excess over the unprofiled runs: ${max_delta} ms, information)"
 else
   fail "behaviour changed under Strata: $differing of ${compared:-0} calls differ (lines marked DIFF above)"
 fi
