@@ -61,6 +61,11 @@ struct Session {
   std::string shutdown_path;
   pthread_t sampler_thread{};
   bool sampler_running = false;
+  // Held by the sampler thread for each loop iteration, the only place where a tier
+  // extension's loop hooks run: taking it once after g_extension changed is the safe point
+  // after which no iteration uses the previous extension (DetachTierExtension). Lock order:
+  // session mutex -> this -> registry mutex.
+  Mutex sampler_loop_mutex{"strata sampler loop"};
   // The buffer's manager while a session runs (owned by the buffer), for a controller.
   ControlledChunkManager* controlled_manager = nullptr;
 };
@@ -72,7 +77,9 @@ Session& GetSession() {
 }
 
 std::atomic<bool> g_forked_child{false};
-// The attached tier extension (tier_extension.h); changed only with the sampler thread stopped.
+// The attached tier extension (tier_extension.h). Changed under the session mutex while the
+// sampler thread keeps running; the sampler reads it once per loop iteration (see
+// Session::sampler_loop_mutex).
 std::atomic<const TierExtension*> g_extension{nullptr};
 std::atomic<bool> g_sampler_stop{false};
 // libunwind could not be loaded: walk frame pointers instead.
@@ -461,6 +468,8 @@ void SampleCounters(TimeStamp now) {
 // One loop of the sampler thread. Returns the most timer expirations a drained sample stood
 // for (1 + si_overrun; 0 when no sample was drained).
 int SamplingLoopIteration() {
+  // The extension read here is used until the end of the iteration, and only under this lock.
+  AutoLock loop_lock(GetSession().sampler_loop_mutex);
   const TimeStamp start = TimeStamp::Now();
   int max_expirations = 0;
   const TierExtension* extension = g_extension.load(std::memory_order_acquire);
@@ -858,13 +867,21 @@ TakeoverReport AttachTierExtension(const TierExtension* extension) {
     g_extension.store(extension, std::memory_order_release);
     return report;
   }
-  // Take over the running session in place: retire base's sampler thread and signal
-  // callback, start the extended ones. Timers keep firing: samples wait in the rings.
+  // Take over the running session in place, waiting for no other thread: the sampler thread
+  // keeps running and runs the extension's hooks from its next loop iteration on; the signal
+  // callback is switched with one atomic exchange (a handler already running base's callback
+  // finishes its sample with it: base's code never goes away). Timers and rings are untouched,
+  // so no sample is missed or delayed by the hand-over.
   const TimeStamp handover_start = TimeStamp::Now();
-  StopSamplerThreadLocked(session);
-  g_extension.store(extension, std::memory_order_release);
-  if (extension->signal_callback) (void)ReplaceSamplingCallback(extension->signal_callback);
-  StartSamplerThreadLocked(session, ProfilerCurrentSettings());
+  const TierExtension* previous = g_extension.exchange(extension, std::memory_order_acq_rel);
+  if (previous && previous != extension) {
+    // Another extension's code may go away once replaced: wait for its last uses.
+    (void)ReplaceSamplingCallback(extension->signal_callback ? extension->signal_callback
+                                                             : &OnSamplingSignal);
+    AutoLock safe_point(session.sampler_loop_mutex);
+  } else if (extension->signal_callback) {
+    (void)ExchangeSamplingCallback(extension->signal_callback);
+  }
   report.session_was_running = true;
   report.sampler_handover = TimeStamp::Now() - handover_start;
   LogInfo("tier '%s' took over the running session in %.3f ms", extension->name,
@@ -881,10 +898,12 @@ void DetachTierExtension(const TierExtension* extension) {
     g_extension.store(nullptr, std::memory_order_release);
     return;
   }
-  StopSamplerThreadLocked(session);
+  // The sampler thread and the timers keep running. Base's callback comes back at once; the
+  // wait is for the extension's last uses only (samples go on meanwhile): a handler still
+  // running its callback, and the sampler's current loop iteration.
   g_extension.store(nullptr, std::memory_order_release);
   (void)ReplaceSamplingCallback(&OnSamplingSignal);  // Waits until the old one is not running.
-  StartSamplerThreadLocked(session, ProfilerCurrentSettings());
+  AutoLock safe_point(session.sampler_loop_mutex);
 }
 
 ControlledChunkManager* SessionControlledChunkManager() {

@@ -6,10 +6,15 @@
 //     own capture (BeginSample / CommitSample below) and may add to the slot in between;
 //   - work for the sampler thread's loop (counters, spying on unregistered threads);
 //   - whether the loop's own cost (overhead) is recorded.
-// AttachTierExtension() swaps these in. When a session is running, base's sampler thread is
-// stopped and joined, the signal callback replaced with no instant unhandled, and the sampler
-// thread restarted with the extension, within one interval; the per-thread timers keep
-// running, so samples taken meanwhile wait in the threads' rings and none is lost.
+// AttachTierExtension() swaps these in without waiting for any other thread: when a session
+// is running, the one sampler thread keeps running and runs the extension's loop work from
+// its next iteration on (it reads the attached extension once per iteration), and the signal
+// callback is switched with one atomic exchange, with no instant unhandled. No timer is
+// re-created, no ring reset, no thread stopped or started: the hand-over takes microseconds
+// whatever the scheduler does, and no sample is delayed or lost by it. DetachTierExtension()
+// does the same the other way, then waits for the extension's last uses (a handler still in
+// its callback, the sampler's current iteration) so that none of its code runs afterwards;
+// samples go on meanwhile.
 //
 // Thread safety: Attach/Detach are thread-safe (session lock). BeginSample,
 // BeginSampleWithoutNativeWalk and CommitSample are for the sampling-signal callback only
@@ -52,8 +57,8 @@ struct TierExtension {
 
 struct TakeoverReport {
   bool session_was_running = false;  // A running session was taken over in place.
-  // The sampler thread's hand-over: from the old thread's stop request to the new thread's
-  // start (samples keep being taken by the timers meanwhile).
+  // The hand-over under the session lock: the extension and the signal callback swapped in
+  // (samples keep being taken and drained throughout).
   TimeDuration sampler_handover;
   uint64_t buffer_blocks_before = 0;  // Blocks pushed into the buffer before the takeover.
 };

@@ -202,6 +202,9 @@ class IpcParent {
     ipc::PeerCredentials peer;
     TimeStamp connected_at;
     bool ready = false;  // Said Hello.
+    // Said Hello while the worker had not yet hooked the running session: the session state
+    // is sent once it has (AnswerWaitingHellos), so that the child starts the right session.
+    bool awaiting_state = false;
     ProcessId pid;
     std::string name;
     bool update_requested = false;
@@ -235,6 +238,11 @@ class IpcParent {
   void CloseChild(Child& child, const std::string& why, bool is_error);
   std::string Describe(const Child& child) const;
   ipc::SessionState CurrentSessionState();
+  // True when CurrentSessionState() describes the session running now: no session, or the
+  // worker has hooked it (its generation and settings are published). IPC thread.
+  bool SessionStateSettled();
+  // Sends the session state to the children waiting for it once it is settled (IPC thread).
+  void AnswerWaitingHellos();
   void BroadcastSessionState();
   void HandleLocalUpdates();
   void OnDestroyDecision(GlobalController::ProcessKey key, TimeStamp done);
@@ -306,11 +314,13 @@ class IpcParent {
   std::mutex session_mutex_;
   uint64_t generation_ = 0;  // Sessions hooked so far.
   ProfilerSettings session_settings_;
+  bool syncing_ = false;     // The worker is hooking a session (generation_ may be stale).
 
   // Worker requests.
   std::mutex worker_mutex_;
   std::condition_variable worker_cv_;
   TimeStamp local_destroy_;  // Destroy own chunks at or before (null: nothing to do).
+  bool sync_requested_ = false;  // A child waits for the session state: hook now.
 
   // Gatherings asked by capture threads.
   std::mutex gather_mutex_;
@@ -456,6 +466,7 @@ void IpcParent::IpcThreadMain() {
     SyncExitProfileAccounting();
     controller_.Tick();  // Destroy requests that take too long are made up for elsewhere.
     BroadcastSessionState();
+    AnswerWaitingHellos();
     StartRequestedGather();
     GatherTick();
     // Hello timeouts, and the closed connections' removal.
@@ -804,6 +815,16 @@ void IpcParent::HandleMessage(Child& child, ipc::Message&& message) {
                      (hello.pid.ToNumber() != child.peer.pid
                           ? " (calls itself pid " + std::to_string(hello.pid.ToNumber()) + ")"
                           : std::string()));
+    // The child's StartFull() waits for this answer and starts the session it describes
+    // (docs/ipc.md, "Sequences"): it must be the one running now. A session the worker has
+    // not hooked yet (just started, or restarted) is hooked first: the worker is asked at once.
+    if (!SessionStateSettled()) {
+      child.awaiting_state = true;
+      std::lock_guard<std::mutex> lock(worker_mutex_);
+      sync_requested_ = true;
+      worker_cv_.notify_all();
+      return;
+    }
     Send(child, CurrentSessionState());
     Send(child, ipc::AwaitNextChunkManagerUpdate{});
     child.update_requested = true;
@@ -928,6 +949,34 @@ ipc::SessionState IpcParent::CurrentSessionState() {
   return state;
 }
 
+bool IpcParent::SessionStateSettled() {
+  // Order: a session that stopped unhooks the link (its manager's final update) before a new
+  // one turns active, so "active" read first, then "hooked", never pairs a new session with
+  // the old one's hook.
+  if (!ProfilerIsActive()) return true;
+  const bool hooked = link_.hooked();
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  return hooked && !syncing_ && generation_ > 0;
+}
+
+void IpcParent::AnswerWaitingHellos() {
+  bool any = false;
+  for (auto& [id, child] : children_) {
+    (void)id;
+    any = any || (child.awaiting_state && !child.connection->closed());
+  }
+  if (!any || !SessionStateSettled()) return;
+  const ipc::SessionState state = CurrentSessionState();
+  for (auto& [id, child] : children_) {
+    (void)id;
+    if (!child.awaiting_state || child.connection->closed()) continue;
+    child.awaiting_state = false;
+    Send(child, state);
+    Send(child, ipc::AwaitNextChunkManagerUpdate{});
+    child.update_requested = true;
+  }
+}
+
 void IpcParent::BroadcastSessionState() {
   const ipc::SessionState state = CurrentSessionState();
   if (state.generation != last_generation_) {
@@ -941,7 +990,7 @@ void IpcParent::BroadcastSessionState() {
   last_broadcast_ = key;
   for (auto& [id, child] : children_) {
     (void)id;
-    if (child.ready && !child.connection->closed()) Send(child, state);
+    if (child.ready && !child.awaiting_state && !child.connection->closed()) Send(child, state);
   }
 }
 
@@ -1138,15 +1187,23 @@ void IpcParent::WorkerMain() {
   TimeStamp next_expiry;
   while (!stop_.load(std::memory_order_acquire)) {
     TimeStamp destroy;
+    bool sync_requested = false;
     {
       std::unique_lock<std::mutex> lock(worker_mutex_);
       worker_cv_.wait_for(lock, std::chrono::milliseconds(20), [this] {
-        return stop_.load() || !local_destroy_.IsNull();
+        return stop_.load() || !local_destroy_.IsNull() || sync_requested_;
       });
       std::swap(destroy, local_destroy_);
+      sync_requested = sync_requested_;
+      sync_requested_ = false;
     }
     if (stop_.load()) break;
-    if (link_.Sync()) {
+    {
+      std::lock_guard<std::mutex> lock(session_mutex_);
+      syncing_ = true;  // Until the generation below matches the hooked session.
+    }
+    const bool hooked_new_session = link_.Sync();
+    if (hooked_new_session) {
       // A new session of the parent: its settings, for the children and the limit.
       const ProfilerSettings settings = ProfilerCurrentSettings();
       bool restarted;
@@ -1163,8 +1220,13 @@ void IpcParent::WorkerMain() {
         dropped_.clear();
         dropped_count_ = 0;
       }
-      waker_.Wake();
     }
+    {
+      std::lock_guard<std::mutex> lock(session_mutex_);
+      syncing_ = false;
+    }
+    // The IPC thread answers the children waiting for the session state.
+    if (hooked_new_session || sync_requested) waker_.Wake();
     if (!destroy.IsNull()) link_.DestroyAtOrBefore(destroy);
     const TimeStamp now = TimeStamp::Now();
     if (now >= next_expiry) {

@@ -307,6 +307,11 @@ SamplingCallback ReplaceSamplingCallback(SamplingCallback callback) {
   return previous;
 }
 
+SamplingCallback ExchangeSamplingCallback(SamplingCallback callback) {
+  if (callback == nullptr || g_installed_signal.load() == 0) return nullptr;
+  return g_callback.exchange(callback, std::memory_order_seq_cst);
+}
+
 int InstalledSamplingSignal() { return g_installed_signal.load(std::memory_order_relaxed); }
 
 bool SamplingHandlerInstalled() {

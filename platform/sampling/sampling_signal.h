@@ -103,6 +103,14 @@ bool IsAllowedSamplingSignal(int signal_number);
 // be running somewhere: keep its code). Not async-signal-safe (it waits).
 SamplingCallback ReplaceSamplingCallback(SamplingCallback callback);
 
+// Replaces the callback of the installed handler without a moment uninstalled and without
+// waiting: the next signal on any thread runs `callback`; handlers that loaded the previous
+// one just before may still be running it. For a previous callback whose code never goes
+// away (the base tier's own, when a tier takes over). Returns the previous callback, or null
+// when no handler is installed or `callback` is null (nothing changed then). Never waits for
+// another thread (one atomic exchange). Thread-safe and async-signal-safe.
+SamplingCallback ExchangeSamplingCallback(SamplingCallback callback);
+
 // The installed signal, or 0.
 int InstalledSamplingSignal();
 

@@ -7,11 +7,33 @@
 // The profile of the taken-over session is written through ProfilerSaveProfile to
 // $TAKEOVER_PROFILE before the full tier is stopped and restarted (linked build: the
 // restarted session is saved at exit by STRATA_SHUTDOWN).
+//
+// TAKEOVER_REPEAT=N instead runs N hand-overs each way in one session: N times, once the busy
+// thread has used TAKEOVER_PHASE_CPU_MS (default 60) more ms of its own CPU time, the full
+// tier takes the running session over ("takeover-<i>" ... "taken-over-<i>" markers around
+// the call), and after as much CPU again gives it back (ShutdownFull: "detach-<i>" ...
+// "detached-<i>"). Phases are measured in the busy thread's CPU time, not in wall time, so a
+// loaded machine gives each phase the same number of samples. The session is saved to
+// $TAKEOVER_PROFILE at the end.
+// The hand-over must not need another thread to run. The program checks that the sampler
+// thread (by tid) and the process's POSIX timers (/proc/self/timers) are the same through
+// all hand-overs (no thread restarted, no timer re-created), and counts the takeovers that
+// completed while the sampler thread did not run at all (asleep before and after the call,
+// no context switch in between, from /proc/self/task/<tid>/status): a takeover that stops
+// or joins the sampler never can; at least one of the N must. Samples dropped (a full ring)
+// during each hand-over are counted from the session's own count (every ring drained just
+// before it): there must be none.
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -82,10 +104,183 @@ void PrintState(const char* when) {
               static_cast<unsigned long long>(s.chunks_taken));
 }
 
+double ThreadCpuMs(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return now.tv_sec * 1e3 + now.tv_nsec / 1e6;
+}
+
+// Sleeps until the thread of `clock` has used `ms` more of its CPU time.
+void WaitForThreadCpu(clockid_t clock, double ms) {
+  const double until = ThreadCpuMs(clock) + ms;
+  while (ThreadCpuMs(clock) < until) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+void Mark(const std::string& name) {
+  strata::AddMarker(strata::ProfilerString::Dynamic(name), strata::Category::kProfiler);
+}
+
+// The full tier's start and shutdown, linked or through dlopen.
+struct FullTier {
+  int (*start)() = nullptr;  // 0: took over the running session.
+  void (*shutdown)() = nullptr;
+};
+
+FullTier LoadFullTier() {
+  FullTier tier;
+#ifdef TAKEOVER_LINKED
+  tier.start = [] { return strata::full::StartFull().took_over_base_session ? 0 : 1; };
+  tier.shutdown = [] { strata::full::ShutdownFull(); };
+#else
+  void* full = dlopen("libstrata_full.so", RTLD_NOW);
+  if (!full) Fail(dlerror());
+  tier.start = reinterpret_cast<int (*)()>(dlsym(full, "strata_full_start"));
+  tier.shutdown = reinterpret_cast<void (*)()>(dlsym(full, "strata_full_shutdown"));
+  if (!tier.start || !tier.shutdown) Fail("strata_full_start/strata_full_shutdown missing");
+#endif
+  return tier;
+}
+
+// --- The sampler thread, seen from /proc.
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The tid of the thread named StrataSampler, or 0.
+pid_t SamplerTid() {
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return 0;
+  pid_t found = 0;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    const std::string comm = ReadFile(std::string("/proc/self/task/") + entry->d_name + "/comm");
+    if (comm == "StrataSampler\n") found = std::atoi(entry->d_name);
+  }
+  closedir(dir);
+  return found;
+}
+
+// The process's POSIX timers: their ids and target threads.
+std::string TimerSet() {
+  std::stringstream in(ReadFile("/proc/self/timers"));
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.rfind("ID:", 0) == 0 || line.rfind("notify:", 0) == 0) out += line + ";";
+  }
+  return out;
+}
+
+// Whether a thread is asleep, and its context switches so far.
+struct SchedulingState {
+  bool sleeping = false;
+  long switches = -1;
+  bool operator==(const SchedulingState& o) const {
+    return sleeping == o.sleeping && switches == o.switches;
+  }
+};
+SchedulingState SchedulingOf(pid_t tid) {
+  SchedulingState state;
+  std::stringstream in(ReadFile("/proc/self/task/" + std::to_string(tid) + "/status"));
+  std::string line;
+  long voluntary = -1, involuntary = -1;
+  while (std::getline(in, line)) {
+    if (line.rfind("State:", 0) == 0) state.sleeping = line.find("S (sleeping)") != std::string::npos;
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) voluntary = std::atol(line.c_str() + 24);
+    if (line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) involuntary = std::atol(line.c_str() + 27);
+  }
+  if (voluntary >= 0 && involuntary >= 0) state.switches = voluntary + involuntary;
+  return state;
+}
+
+int RepeatTakeovers(int cycles) {
+  const char* phase_env = std::getenv("TAKEOVER_PHASE_CPU_MS");
+  const double phase_cpu_ms = phase_env ? std::atof(phase_env) : 60;
+  std::thread busy([] {
+    pthread_setname_np(pthread_self(), "busy-worker");
+    BusyTakeoverLoop();
+  });
+  clockid_t busy_clock;
+  if (pthread_getcpuclockid(busy.native_handle(), &busy_clock) != 0) Fail("no CPU clock");
+  const FullTier tier = LoadFullTier();
+  WaitForThreadCpu(busy_clock, phase_cpu_ms);  // Every thread has its timer by now.
+  // The sampler names itself once it first runs (late on a loaded machine).
+  pid_t sampler = SamplerTid();
+  for (int i = 0; i < 5000 && sampler == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    sampler = SamplerTid();
+  }
+  if (sampler == 0) Fail("no StrataSampler thread");
+  const std::string timers = TimerSet();
+  std::printf("sampler thread %d, timers %s\n", sampler, timers.c_str());
+  int without_sampler = 0, sampler_changed = 0, timers_changed = 0;
+  uint64_t dropped_in_handovers = 0;
+  auto dropped_so_far = [] { return strata::base_internal::TakeSessionSnapshot().dropped_samples; };
+  double worst_takeover_ms = 0, worst_detach_ms = 0;
+  for (int i = 1; i <= cycles; ++i) {
+    WaitForThreadCpu(busy_clock, phase_cpu_ms);
+    const std::string n = std::to_string(i);
+    Mark("takeover-" + n);
+    uint64_t dropped_before = dropped_so_far();
+    const SchedulingState sampler_before = SchedulingOf(sampler);
+    auto t0 = std::chrono::steady_clock::now();
+    if (tier.start() != 0) Fail("the full tier did not take over the running session");
+    auto t1 = std::chrono::steady_clock::now();
+    const SchedulingState sampler_after = SchedulingOf(sampler);
+    Mark("taken-over-" + n);
+    dropped_in_handovers += dropped_so_far() - dropped_before;
+    if (sampler_before.sleeping && sampler_before == sampler_after) ++without_sampler;
+    if (SamplerTid() != sampler) ++sampler_changed;
+    WaitForThreadCpu(busy_clock, phase_cpu_ms);
+    Mark("detach-" + n);
+    dropped_before = dropped_so_far();
+    auto t2 = std::chrono::steady_clock::now();
+    tier.shutdown();
+    auto t3 = std::chrono::steady_clock::now();
+    Mark("detached-" + n);
+    dropped_in_handovers += dropped_so_far() - dropped_before;
+    if (!strata::ProfilerIsActive()) Fail("the session stopped with the full tier");
+    if (SamplerTid() != sampler) ++sampler_changed;
+    if (TimerSet() != timers) ++timers_changed;
+    const double takeover_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    const double detach_ms = std::chrono::duration<double, std::milli>(t3 - t2).count();
+    worst_takeover_ms = std::max(worst_takeover_ms, takeover_ms);
+    worst_detach_ms = std::max(worst_detach_ms, detach_ms);
+    std::printf("cycle %d: takeover call %.3f ms, detach call %.3f ms\n", i, takeover_ms,
+                detach_ms);
+  }
+  WaitForThreadCpu(busy_clock, phase_cpu_ms);
+  std::printf("takeover calls: worst %.3f ms; detach calls: worst %.3f ms\n", worst_takeover_ms,
+              worst_detach_ms);
+  std::printf("takeovers completed while the sampler thread did not run: %d of %d\n",
+              without_sampler, cycles);
+  std::printf("hand-overs after which the sampler thread was another: %d of %d\n",
+              sampler_changed, 2 * cycles);
+  std::printf("detaches after which the timers were not the same: %d of %d\n", timers_changed,
+              cycles);
+  std::printf("samples dropped during the hand-overs: %llu\n",
+              static_cast<unsigned long long>(dropped_in_handovers));
+  if (dropped_in_handovers > 0) Fail("samples were dropped during a hand-over");
+  if (without_sampler == 0) Fail("every takeover needed the sampler thread to run");
+  if (sampler_changed > 0) Fail("the sampler thread was replaced");
+  if (timers_changed > 0) Fail("sampling timers were re-created");
+  const char* path = std::getenv("TAKEOVER_PROFILE");
+  std::string error;
+  if (path && !strata::ProfilerSaveProfile(path, &error)) Fail(error.c_str());
+  g_stop = true;
+  busy.join();
+  std::printf("takeover_program: ok\n");
+  return 0;
+}
+
 }  // namespace
 
 int main() {
   if (!strata::ProfilerIsActive()) Fail("the base session is not running (STRATA_STARTUP=1?)");
+  if (const char* repeat = std::getenv("TAKEOVER_REPEAT")) return RepeatTakeovers(std::atoi(repeat));
   const double before_s = std::getenv("TAKEOVER_BEFORE_S") ? std::atof(std::getenv("TAKEOVER_BEFORE_S")) : 0.6;
   const int filler_markers = std::getenv("TAKEOVER_FILLER") ? std::atoi(std::getenv("TAKEOVER_FILLER")) : 0;
 
