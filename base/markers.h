@@ -75,8 +75,8 @@ class MarkerOptions {
   static MarkerOptions Interval(TimeStamp start, TimeStamp end) {
     return MarkerOptions(MarkerTiming::Interval(start, end));
   }
-  // An interval from `start` to the moment the marker is recorded (the recorder reads its
-  // clock, the calibrated TSC, which is cheaper than the caller's TimeStamp::Now()).
+  // An interval from `start` to the moment the marker is recorded (the recorder reads
+  // TimeStamp::Now() itself, after the inactive check).
   static MarkerOptions IntervalUntilNow(TimeStamp start) {
     return MarkerOptions(MarkerTiming::Interval(start, TimeStamp()));
   }
