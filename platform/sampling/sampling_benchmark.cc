@@ -38,7 +38,7 @@ namespace {
 enum class Walker { kFramePointers, kLibunwind, kClockReads, kMonotonicStamp, kTscStamp };
 
 constexpr size_t kMaxSamples = 100000;
-constexpr size_t kMaxFrames = 128;
+constexpr size_t kMaxFrames = 1024;  // Base keeps up to 1 024 (SampleSlot).
 
 struct Run {
   Walker walker = Walker::kFramePointers;
@@ -50,13 +50,14 @@ struct Run {
   std::vector<uint32_t> frames;  // Frames per sample.
   std::atomic<size_t> count{0};
   double measured_cpu_seconds = 0;
+  NativeFrame walked[kMaxFrames];  // The walk's output: not on the handler's stack (16 KiB).
 };
 
 void OnSample(void* thread_context, ucontext_t* context, int) {
   Run* run = static_cast<Run*>(thread_context);
   const size_t index = run->count.load(std::memory_order_relaxed);
   if (index >= kMaxSamples) return;
-  NativeFrame frames[kMaxFrames];
+  NativeFrame* const frames = run->walked;
   size_t count = 0;
   uint64_t ticks = 0, ticks2 = 0;
   if (run->walker == Walker::kClockReads) {
@@ -160,7 +161,8 @@ int main(int argc, char** argv) {
   const Config configs[] = {{Walker::kClockReads, 0},     {Walker::kMonotonicStamp, 0},
                             {Walker::kTscStamp, 0},       {Walker::kFramePointers, 0},
                             {Walker::kFramePointers, 40}, {Walker::kLibunwind, 0},
-                            {Walker::kLibunwind, 10},     {Walker::kLibunwind, 40}};
+                            {Walker::kLibunwind, 10},     {Walker::kLibunwind, 40},
+                            {Walker::kFramePointers, 600}, {Walker::kLibunwind, 600}};
   for (const Config& config : configs) {
     Run run;
     run.walker = config.walker;
