@@ -6,8 +6,10 @@
 //
 // Before the fix markers and samples were stamped from the calibrated TSC and Now() from
 // CLOCK_MONOTONIC: markers came out up to 164 ns before the Now() call that preceded them.
-// How far off depends on each process's calibration, so the unfixed code failed 3 of 6 runs
-// of the first case (15-20 % of pairs out of order when it did) and 1 of 1 of the second.
+// How far off (and which way) depends on each process's calibration: the unfixed code failed
+// 5 of 6 runs (4 with both cases: 5-20 % of pairs out of order, markers up to 67 ns late or
+// 164 ns early; 1 with the cross-thread case alone); one run's calibration erred by less than
+// the ~25 ns between a marker and the Now() calls around it, and passed.
 #include <pthread.h>
 #include <sched.h>
 
