@@ -2,7 +2,11 @@
 // (CLOCK_MONOTONIC).
 //
 // Reading the TSC costs ~11 ns here against ~26 ns for TimeStamp::Now() (see
-// docs/benchmarks.md), which matters on the sampling path. A raw tick count means nothing
+// docs/benchmarks.md). Not for time stamps that are compared with TimeStamp::Now(): a
+// converted tick is off CLOCK_MONOTONIC by the calibration error (up to ~164 ns was seen
+// between a marker and a Now() call in program order), so samples and markers take
+// TimeStamp::Now() (docs/sampling.md, "One clock"); perfmon's cycle windows, which only
+// measure durations, read ticks. A raw tick count means nothing
 // by itself: a TscCalibration maps ticks to TimeStamps, from two simultaneous readings of
 // both clocks (TscAnchor) some time apart.
 //
@@ -140,18 +144,6 @@ const TscCalibration* ProcessTscCalibrationIfReady();
 inline TimeStamp TscTicksToTimeStamp(uint64_t ticks) {
   const TscCalibration* calibration = ProcessTscCalibrationIfReady();
   return calibration ? calibration->ToTimeStamp(ticks) : TimeStamp();
-}
-
-// Now, as cheaply as this thread may read it: the calibrated TSC (~10 ns) once the process
-// calibration exists, else TimeStamp::Now(). On a thread marked strata_t_tsc_forbidden
-// (time_stamp.h: it forbade rdtsc) never rdtsc: TimeStamp::Now(), which then makes the
-// clock_gettime system call. Async-signal-safe.
-inline TimeStamp CheapTimeStampNow() {
-  if (__builtin_expect(!strata_t_tsc_forbidden, 1)) {
-    const TimeStamp t = TscTicksToTimeStamp(ReadTscTicks());
-    if (__builtin_expect(!t.IsNull(), 1)) return t;
-  }
-  return TimeStamp::Now();
 }
 
 }  // namespace strata

@@ -7,8 +7,15 @@
 // signal-context constraints, merges and serializes it.
 //
 // Single producer (the owning thread, in its signal handler), single consumer (the sampler
-// thread, under the registry lock). Slots are pre-faulted at construction so the handler
-// takes no page faults. When the ring is full the sample is dropped and counted.
+// thread, under the registry lock). When the ring is full the sample is dropped and counted.
+//
+// Memory. A slot keeps up to 1 024 native frames (Firefox's limit; 16 KiB of them), at the
+// end of the slot. Each slot is faulted in at construction up to its first
+// kFaultedInNativeFrames frames, so the usual sample takes no page fault in the handler: 3
+// pages per slot (slots are page-aligned; those pages hold the first ~290 frames), 48 KiB
+// resident for 4 slots against 40 KiB with the 128-frame cap of before. The rest (~12 KiB
+// per slot) is reserved but only becomes resident when a deeper walk first writes it (a few
+// minor page faults, once per slot, on threads with deep stacks).
 //
 // Thread safety: as above. Async-signal safety: TryBeginWrite/CommitWrite are (no lock, no
 // allocation; atomics only); construction and destruction are not.
@@ -31,8 +38,11 @@ namespace base_internal {
 // a bounded text pool, no pointer into the engine (its strings may be freed before the
 // sampler thread serializes the slot). Only what a sample uses is touched: a thread without
 // a script engine writes the two counts and nothing else of this part.
-struct SampleSlot {
-  static constexpr uint32_t kMaxNativeFrames = 128;
+// Page-aligned (sample_ring.h, top): a slot's resident part is whole pages of its own.
+struct alignas(4096) SampleSlot {
+  static constexpr uint32_t kMaxNativeFrames = 1024;
+  // Native frames resident from the start (see the top of this file).
+  static constexpr uint32_t kFaultedInNativeFrames = 128;
   static constexpr uint32_t kMaxLabels = 32;
   static constexpr uint32_t kMaxDynamicChars = 63;
   static constexpr uint32_t kMaxScriptFrames = 64;
@@ -70,13 +80,14 @@ struct SampleSlot {
   uint32_t label_count;
   uint32_t script_frame_count;
   uint32_t script_text_bytes;  // Used bytes of script_text.
-  // Innermost first. A frame with pc 0 is not a frame but a boundary: the native walk skipped
-  // code it cannot unwind (JIT code, reported as script frames) and resumed older; its sp is
-  // where the skipped part begins, so that frames merged by address land in the gap.
-  NativeFrame natives[kMaxNativeFrames];
   Label labels[kMaxLabels];                       // Root first.
   ScriptFrame script_frames[kMaxScriptFrames];    // Root first.
   char script_text[kScriptTextBytes];
+  // Innermost first. A frame with pc 0 is not a frame but a boundary: the native walk skipped
+  // code it cannot unwind (JIT code, reported as script frames) and resumed older; its sp is
+  // where the skipped part begins, so that frames merged by address land in the gap. Last in
+  // the slot: only the frames a walk writes are touched (see the top of this file).
+  NativeFrame natives[kMaxNativeFrames];
 };
 
 static_assert(SampleSlot::kScriptTextBytes <= UINT16_MAX, "script text offsets are 16-bit");

@@ -1,6 +1,9 @@
 // In-handler cost of the stack walkers at several stack depths, under the real mechanism: a
 // CPU-clock ThreadSamplingTimer at 1 ms and the sampling signal handler. Also the cost of the
-// first and second vDSO clock read inside the handler. Manual (docs/sampling.md):
+// first and second vDSO clock read inside the handler, and of a sample's two time stamps as
+// base's handler takes them (wall-clock stamp first, then the thread's CPU clock), with the
+// stamp from TimeStamp::Now() (CLOCK_MONOTONIC, what samples use) or from the calibrated TSC
+// (what they used before issue 17). Manual (docs/sampling.md):
 //   bazel run -c opt //platform/sampling:sampling_benchmark -- [cpu_seconds_per_run]
 // Prints one line per walker and depth: samples per CPU second, walk p50/p90/p99 (rdtsc,
 // converted with a TSC rate measured over 50 ms), mean frames.
@@ -21,7 +24,9 @@
 #include "platform/sampling/sampling_signal.h"
 #include "platform/sampling/stack_bounds.h"
 #include "platform/sampling/thread_sampling_timer.h"
+#include "platform/cpu_time.h"
 #include "platform/time_stamp.h"
+#include "platform/tsc_clock.h"
 
 namespace strata {
 
@@ -30,10 +35,10 @@ namespace strata {
 constexpr int kTestSamplingSignal = SIGPROF;
 namespace {
 
-enum class Walker { kFramePointers, kLibunwind, kClockReads };
+enum class Walker { kFramePointers, kLibunwind, kClockReads, kMonotonicStamp, kTscStamp };
 
 constexpr size_t kMaxSamples = 100000;
-constexpr size_t kMaxFrames = 128;
+constexpr size_t kMaxFrames = 1024;  // Base keeps up to 1 024 (SampleSlot).
 
 struct Run {
   Walker walker = Walker::kFramePointers;
@@ -45,13 +50,14 @@ struct Run {
   std::vector<uint32_t> frames;  // Frames per sample.
   std::atomic<size_t> count{0};
   double measured_cpu_seconds = 0;
+  NativeFrame walked[kMaxFrames];  // The walk's output: not on the handler's stack (16 KiB).
 };
 
 void OnSample(void* thread_context, ucontext_t* context, int) {
   Run* run = static_cast<Run*>(thread_context);
   const size_t index = run->count.load(std::memory_order_relaxed);
   if (index >= kMaxSamples) return;
-  NativeFrame frames[kMaxFrames];
+  NativeFrame* const frames = run->walked;
   size_t count = 0;
   uint64_t ticks = 0, ticks2 = 0;
   if (run->walker == Walker::kClockReads) {
@@ -62,6 +68,17 @@ void OnSample(void* thread_context, ucontext_t* context, int) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ticks = t1 - t0;
     ticks2 = __rdtsc() - t1;
+  } else if (run->walker == Walker::kMonotonicStamp || run->walker == Walker::kTscStamp) {
+    // ticks: the wall-clock stamp alone; ticks2: the stamp and the CPU clock together.
+    const uint64_t t0 = __rdtsc();
+    const TimeStamp stamp = run->walker == Walker::kMonotonicStamp
+                                ? TimeStamp::Now()
+                                : TscTicksToTimeStamp(ReadTscTicks());
+    const uint64_t t1 = __rdtsc();
+    const TimeDuration cpu = CurrentThreadCpuTime();
+    ticks = t1 - t0;
+    ticks2 = __rdtsc() - t0;
+    __asm__ volatile("" : : "r"(stamp.ToNanoseconds()), "r"(cpu.ToNanoseconds()) : "memory");
   } else {
     const uint64_t start = __rdtsc();
     count = run->walker == Walker::kFramePointers
@@ -140,9 +157,12 @@ int main(int argc, char** argv) {
     Walker walker;
     int depth;
   };
-  const Config configs[] = {{Walker::kClockReads, 0},     {Walker::kFramePointers, 0},
+  (void)ProcessTscCalibration();  // For kTscStamp, as the sampler thread calibrates it.
+  const Config configs[] = {{Walker::kClockReads, 0},     {Walker::kMonotonicStamp, 0},
+                            {Walker::kTscStamp, 0},       {Walker::kFramePointers, 0},
                             {Walker::kFramePointers, 40}, {Walker::kLibunwind, 0},
-                            {Walker::kLibunwind, 10},     {Walker::kLibunwind, 40}};
+                            {Walker::kLibunwind, 10},     {Walker::kLibunwind, 40},
+                            {Walker::kFramePointers, 600}, {Walker::kLibunwind, 600}};
   for (const Config& config : configs) {
     Run run;
     run.walker = config.walker;
@@ -160,14 +180,18 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) frames += run.frames[i];
     const char* name = config.walker == Walker::kFramePointers ? "frame pointers"
                        : config.walker == Walker::kLibunwind   ? "libunwind"
-                                                               : "clock_gettime#1";
+                       : config.walker == Walker::kMonotonicStamp ? "stamp Now()"
+                       : config.walker == Walker::kTscStamp       ? "stamp TSC"
+                                                                  : "clock_gettime#1";
     std::printf("%-15s %5d %8.0f %10.0f %10.0f %10.0f %7.1f\n", name, config.depth,
                 n / run.measured_cpu_seconds, Percentile(ticks, 50) / tsc_per_ns,
                 Percentile(ticks, 90) / tsc_per_ns, Percentile(ticks, 99) / tsc_per_ns,
                 n ? frames / n : 0);
-    if (config.walker == Walker::kClockReads) {
+    if (config.walker != Walker::kFramePointers && config.walker != Walker::kLibunwind) {
       std::vector<uint64_t> second(run.ticks2.begin(), run.ticks2.begin() + n);
-      std::printf("%-15s %5s %8s %10.0f %10.0f %10.0f\n", "clock_gettime#2", "", "",
+      std::printf("%-15s %5s %8s %10.0f %10.0f %10.0f\n",
+                  config.walker == Walker::kClockReads ? "clock_gettime#2" : " +CPU clock", "",
+                  "",
                   Percentile(second, 50) / tsc_per_ns, Percentile(second, 90) / tsc_per_ns,
                   Percentile(second, 99) / tsc_per_ns);
     }
