@@ -180,14 +180,18 @@ TEST_CASE("Markers, samples and TimeStamp::Now() keep program order on one clock
     const rapidjson::Value& samples = (*thread)["samples"];
     const int stack_col = samples["schema"]["stack"].GetInt();
     const int time_col = samples["schema"]["time"].GetInt();
-    const int cpu_col = samples["schema"]["threadCPUDelta"].GetInt();
     int64_t out_of_bracket = 0;
+    int64_t previous_iteration = -1;
     for (const auto& s : samples["data"].GetArray()) {
-      // A copy of the previous sample (the thread did not run since, CPU delta 0) is stamped
-      // by the sampler thread when it notices: not a moment of this thread's program order.
-      if (s[cpu_col].IsNumber() && s[cpu_col].GetDouble() == 0) continue;
+      // A copy of the previous sample (the thread did not run during a sampler loop) is
+      // stamped by the sampler thread when it notices: not a moment of this thread's program
+      // order. It carries the CPU the thread used since that sample (docs/sampling.md, "CPU
+      // accounting"), so its delta need not be 0; here it is told by its stack: an iteration
+      // lasts well under a microsecond, so two real samples are never in the same one.
       const int64_t iteration = SampleIteration(*thread, s[stack_col]);
-      if (iteration < 0) continue;
+      const bool copy = iteration >= 0 && iteration == previous_iteration;
+      previous_iteration = iteration;
+      if (iteration < 0 || copy) continue;
       REQUIRE(iteration < kPairsPerThread);
       ++labelled_samples;
       const int64_t at = start_ns + ProfileNanoseconds(s[time_col]);
