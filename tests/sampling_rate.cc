@@ -62,8 +62,16 @@ __attribute__((noinline)) void BurnUntil(double until_ms) {
   g_sink.fetch_add(x, std::memory_order_relaxed);
 }
 
-__attribute__((noinline)) void BurnBeforeClose(double until_ms) { BurnUntil(until_ms); }
-__attribute__((noinline)) void BurnAfterClose(double until_ms) { BurnUntil(until_ms); }
+// Not tail calls, not folded into one (noipa: GCC merges identical functions at -O2): each
+// keeps its own frame, so that samples name it.
+__attribute__((noipa)) void BurnBeforeClose(double until_ms) {
+  BurnUntil(until_ms);
+  g_sink.fetch_add(1, std::memory_order_relaxed);
+}
+__attribute__((noipa)) void BurnAfterClose(double until_ms) {
+  BurnUntil(until_ms);
+  g_sink.fetch_add(1, std::memory_order_relaxed);
+}
 
 void* Busy(void*) {
   pthread_setname_np(pthread_self(), "sr-busy");
