@@ -25,6 +25,10 @@ struct TrackedEvent {
 };
 TrackedEvent g_tracked[PerfTaskClockEvent::kMaxOpenEvents];
 std::atomic<int> g_open_count{0};
+// Whether events may count kernel-mode CPU too (root, CAP_PERFMON, perf_event_paranoid <= 1):
+// -1 not known yet, 0 no, 1 yes. Learnt from the first open, so a refused attempt is made
+// once per process.
+std::atomic<int> g_kernel_allowed{-1};
 
 int ClaimSlot() {
   for (int i = 0; i < PerfTaskClockEvent::kMaxOpenEvents; ++i) {
@@ -71,13 +75,29 @@ int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_nu
   attr.type = PERF_TYPE_SOFTWARE;
   attr.config = PERF_COUNT_SW_TASK_CLOCK;
   attr.sample_period = static_cast<uint64_t>(period.ToNanoseconds());
-  attr.exclude_kernel = 1;  // Required unprivileged at perf_event_paranoid 2.
   attr.exclude_hv = 1;
   // Enabled only once the signal is set up: an overflow before F_SETSIG would send SIGIO,
   // whose default action terminates the program.
   attr.disabled = 1;
-  const long opened = syscall(SYS_perf_event_open, &attr, static_cast<pid_t>(thread.ToNumber()),
-                              -1, -1, PERF_FLAG_FD_CLOEXEC);
+  // Kernel-mode CPU counted too where allowed: an overflow in a system call is then signalled
+  // (at the return to user mode) instead of lost. Unprivileged at perf_event_paranoid 2 only
+  // user mode is allowed (exclude_kernel): the first refusal is remembered.
+  long opened = -1;
+  if (g_kernel_allowed.load(std::memory_order_relaxed) != 0) {
+    attr.exclude_kernel = 0;
+    opened = syscall(SYS_perf_event_open, &attr, static_cast<pid_t>(thread.ToNumber()), -1, -1,
+                     PERF_FLAG_FD_CLOEXEC);
+    if (opened >= 0) {
+      g_kernel_allowed.store(1, std::memory_order_relaxed);
+    } else if (errno == EACCES || errno == EPERM) {
+      g_kernel_allowed.store(0, std::memory_order_relaxed);
+    }
+  }
+  if (opened < 0 && g_kernel_allowed.load(std::memory_order_relaxed) == 0) {
+    attr.exclude_kernel = 1;
+    opened = syscall(SYS_perf_event_open, &attr, static_cast<pid_t>(thread.ToNumber()), -1, -1,
+                     PERF_FLAG_FD_CLOEXEC);
+  }
   if (opened < 0) {
     const int error = errno;
     release_slot();
@@ -186,6 +206,10 @@ void PerfTaskClockEvent::CloseAllInForkedChild() {
     tracked.fd.store(-1, std::memory_order_relaxed);
   }
   g_open_count.store(0, std::memory_order_relaxed);
+}
+
+bool PerfTaskClockEvent::CountsKernelTime() {
+  return g_kernel_allowed.load(std::memory_order_relaxed) == 1;
 }
 
 int PerfTaskClockEvent::OpenCount() { return g_open_count.load(std::memory_order_relaxed); }
