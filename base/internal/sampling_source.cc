@@ -232,9 +232,7 @@ SamplingSourceReport SamplingSourceReportLocked(const ProfilerSettings& settings
   if (state.precise) {
     report.description = "wall-clock timers (precise mode)";
   } else if (state.threads_on_timers == 0) {
-    report.description = PerfTaskClockEvent::CountsKernelTime()
-                             ? "perf task-clock events"
-                             : "perf task-clock events (user-mode CPU only)";
+    report.description = "perf task-clock events";
     if (state.lost_events > 0) {
       snprintf(counts, sizeof(counts),
                " (%" PRIu64 " lost to the program closing their descriptor, reopened)",

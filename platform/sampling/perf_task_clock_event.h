@@ -8,10 +8,11 @@
 // by an hrtimer and comes every period of the thread's own CPU time: ~990 signals per
 // CPU-second at 1 ms, quiet and at load 12, as root and unprivileged (perf_event_paranoid 2
 // needs exclude_kernel). It counts only while the thread runs: no sleep of the program is cut
-// short. Kernel-mode CPU is counted too where allowed (root, CAP_PERFMON, paranoid <= 1):
-// an overflow in a system call is then signalled at the return to user mode. Unprivileged at
-// paranoid 2, the event is user-mode only (exclude_kernel): overflows that happen while the
-// thread is in the kernel are not signalled, and the next sample's CPU delta covers that time.
+// short. User mode only, even where kernel mode is allowed: an overflow inside a system call
+// would leave the signal pending there, and select, poll, nanosleep... return EINTR whatever
+// SA_RESTART says (tests/sleeper_test failed 3 runs in 20 under load that way). An overflow
+// that happens while the thread is in the kernel is therefore not signalled (the next
+// sample's CPU delta covers that time): 975-993 signals per CPU-second of a busy thread.
 //
 // Measured on kernel 6.18 (perf_task_clock_event_test): the event signals every overflow with
 // si_code POLL_IN without PERF_EVENT_IOC_REFRESH, so the handler makes no system call on the
@@ -96,10 +97,6 @@ class PerfTaskClockEvent {
   // the parent (each checked by identity first) and empties the table. The parent's events
   // are not affected. Async-signal-safe (fstat, ioctl, close); call it from a fork handler.
   static void CloseAllInForkedChild();
-
-  // Whether the events opened count kernel-mode CPU time too (see above); false until one
-  // was opened. Async-signal-safe.
-  static bool CountsKernelTime();
 
   // How many events of this copy of the code are open now. Async-signal-safe.
   static int OpenCount();
