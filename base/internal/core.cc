@@ -355,7 +355,7 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
   }
   // A perf event whose descriptor the program closed sends nothing more: reopened here.
   CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name,
-                                  settings);
+                                  settings, now);
   if (!thread->has_sample || ProfilerIsPaused()) return;
   // A sample being taken right now (its walk may be waiting for a lock, using no CPU): the
   // thread is not idle, and its sample will come.
@@ -567,8 +567,13 @@ void OnForkChild() {
   // Only the forking thread exists here, and locks may be held by threads that do not.
   g_forked_child.store(true);
   g_profiler_state.store(0, std::memory_order_relaxed);
-  // The child's copies of the parent's perf event descriptors (lock-free table).
+  // The child's copies of the parent's perf event descriptors (lock-free table). Signals
+  // pending in the parent are not inherited: the forking thread forgets its event numbers.
   CloseSamplingSourcesInForkedChild();
+  if (t_registered_thread) {
+    t_registered_thread->source.descriptors.current.store(-1, std::memory_order_relaxed);
+    t_registered_thread->source.descriptors.retired.store(-1, std::memory_order_relaxed);
+  }
   g_sampling_features.store(0, std::memory_order_relaxed);
   if (t_registered_thread) t_registered_thread->sampling.store(false, std::memory_order_relaxed);
 }

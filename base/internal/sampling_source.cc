@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -69,10 +70,6 @@ std::string RefusalReason(int error) {
 bool StartTimer(RegisteredThread* thread, const std::string& thread_name,
                 const ProfilerSettings& settings, int signal_number) {
   const bool precise = (settings.features & kFeaturePrecise) != 0;
-  // Leave the program its RLIMIT_SIGPENDING entries (sigpending_budget.h).
-  if (!SigpendingBudgetAllowsTimerFor(thread->tid, thread_name, ThreadSamplingTimer::LiveCount())) {
-    return false;
-  }
   int error;
   if (pthread_equal(thread->pthread, pthread_self())) {
     error = thread->timer.CreateForCurrentThread(
@@ -128,6 +125,14 @@ void ResetSamplingSourcesLocked(const ProfilerSettings& settings) {
 bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
                                      const ProfilerSettings& settings, int signal_number) {
   SourceState& state = State();
+  // Leave the program its RLIMIT_SIGPENDING entries (sigpending_budget.h). A timer holds one
+  // for its life; an event's signal holds one while it is pending (each overflow queues a
+  // new one): both count against Strata's share.
+  if (!SigpendingBudgetAllowsTimerFor(thread->tid, thread_name,
+                                      ThreadSamplingTimer::LiveCount() +
+                                          PerfTaskClockEvent::OpenCount())) {
+    return false;
+  }
   if (state.precise || state.request == SamplingSourceRequest::kTimers ||
       !state.perf_refused.empty()) {
     return StartTimer(thread, thread_name, settings, signal_number);
@@ -170,9 +175,16 @@ void NoteThreadSampledLocked(RegisteredThread* thread, const std::optional<TimeD
 }
 
 void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
-                                     const ProfilerSettings& settings) {
+                                     const ProfilerSettings& settings, TimeStamp now) {
   ThreadSamplingSource& source = thread->source;
   if (source.kind != ThreadSourceKind::kPerfEvent) return;
+  // The CPU clock is read at most once per kLostEventIntervals intervals (and 4 ms) of wall
+  // time per thread: idle threads cost the sampler little.
+  if (!source.next_check.IsNull() && now < source.next_check) return;
+  source.next_check =
+      now + TimeDuration::FromNanoseconds(std::max<int64_t>(
+                static_cast<int64_t>(settings.interval_ms * 1e6) * kLostEventIntervals,
+                4 * 1000 * 1000));
   const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
   if (!cpu) return;
   if (!source.cpu_at_check) {

@@ -52,6 +52,7 @@ struct ThreadSamplingSource {
   // find the event in place: a thread busy in the kernel takes no sample, exclude_kernel).
   std::optional<TimeDuration> cpu_at_check;
   int check_backoff = 1;
+  TimeStamp next_check;  // No check before (wall clock); null: at the next loop.
 };
 
 // A thread whose CPU clock advanced by this many intervals (times its backoff) with no sample
@@ -61,8 +62,9 @@ inline constexpr int kLostEventIntervals = 4;
 // The source the session asked for and its state. Called at session start.
 void ResetSamplingSourcesLocked(const ProfilerSettings& settings);
 
-// Starts `thread`'s source (perf event, else timer). Returns whether the thread is now
-// sampled (false: it was logged).
+// Starts `thread`'s source (perf event, else timer), within Strata's RLIMIT_SIGPENDING share
+// (sigpending_budget.h: live timers and open events count). Returns whether the thread is now
+// sampled (false: it was logged, and marked in the profile when the budget refused).
 bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
                                      const ProfilerSettings& settings, int signal_number);
 
@@ -76,8 +78,9 @@ void NoteThreadSampledLocked(RegisteredThread* thread, const std::optional<TimeD
 // The sampler drained no sample of `thread`: if it is on a perf event and its CPU clock
 // advanced by kLostEventIntervals (x backoff) since, checks the descriptor; a lost event is
 // opened again (or replaced by a timer).
+// `now`: the sampler loop's time (the CPU clock is read at most every few intervals).
 void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
-                                     const ProfilerSettings& settings);
+                                     const ProfilerSettings& settings, TimeStamp now);
 
 // Counts a drained sample standing for `expirations` intervals (1 + overruns).
 void NoteSampleExpirationsLocked(int expirations);
