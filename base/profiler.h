@@ -42,6 +42,14 @@ enum ProfilerFeature : uint32_t {
 };
 inline constexpr uint32_t kDefaultFeatures = kFeatureStackWalk | kFeatureThreads | kFeatureCpu;
 
+// What sends the sampling signal in the default (non-precise) mode (STRATA_SAMPLING_SOURCE;
+// docs/sampling.md, "Sampling sources").
+enum class SamplingSourceRequest : uint8_t {
+  kAuto,        // Perf task-clock events where the kernel allows them, else CPU-clock timers.
+  kPerfEvents,  // The same, but a refusal is logged as an error.
+  kTimers,      // CPU-clock timers (at most one signal per scheduler tick).
+};
+
 struct ProfilerSettings {
   double interval_ms = 1.0;        // Requested sampling interval.
   uint32_t buffer_megabytes = 64;  // Memory limit of the session's buffer.
@@ -51,6 +59,7 @@ struct ProfilerSettings {
   // The sampling signal (STRATA_SIGNAL): 0 lets Strata choose a free real-time signal at
   // start (docs/sampling.md); else SIGRTMIN..SIGRTMAX, SIGPROF, SIGVTALRM, SIGUSR1 or SIGUSR2.
   int sampling_signal = 0;
+  SamplingSourceRequest sampling_source = SamplingSourceRequest::kAuto;
 };
 
 namespace base_internal {

@@ -12,7 +12,7 @@
 //          cpu_interval_ms=I span_ms=S mean_interval_ms=M median_interval_ms=D
 //          real_mean_interval_ms=RM real_median_interval_ms=RD frames=F hex_frames=H
 //          cpu_all_ms=A cpu_excess_max_ms=E
-//   match thread=NAME patterns=P1|P2 count=K samples=N pct=Q
+//   match thread=NAME patterns=P1|P2 count=K samples=N pct=Q real_count=R
 //   lib name=NAME
 //
 // - cpu_samples: samples whose threadCPUDelta is > 0 (the thread ran since its previous
@@ -30,7 +30,8 @@
 // - cpu_excess_max_ms: the most a sample's CPU delta exceeds the wall time since the thread's
 //   previous sample (since its registerTime for the first), in ms (CPU accounting, issue 17).
 // - match: samples of every thread named NAME whose stack has a frame whose location contains
-//   any of the patterns (substring match), over those threads' samples.
+//   any of the patterns (substring match), over those threads' samples; real_count: those of
+//   the K taken while the thread ran (as cpu_samples).
 // Exit status: 0, or 2 when the file cannot be read or is not shaped like a Gecko profile.
 #include <algorithm>
 #include <cstdio>
@@ -85,6 +86,7 @@ struct Query {
   std::vector<std::string> patterns;
   std::string text;
   long count = 0;
+  long real_count = 0;  // Of `count`, the samples taken while the thread ran (cpu_samples).
   long samples = 0;
 };
 
@@ -252,6 +254,7 @@ int main(int argc, char** argv) {
         if (stack != nullptr && stack->IsUint() && stack->GetUint() < data.stack_prefix.size() &&
             stack_matches[k][stack->GetUint()]) {
           ++thread_queries[k]->count;
+          if (ran) ++thread_queries[k]->real_count;
         }
       }
       ++count;
@@ -296,9 +299,10 @@ int main(int argc, char** argv) {
                 count > 0 && cpu_unit_to_ms > 0 ? cpu_excess_max : 0.0);
   }
   for (const Query& q : queries) {
-    std::printf("match thread=%s patterns=%s count=%ld samples=%ld pct=%.1f\n",
+    std::printf("match thread=%s patterns=%s count=%ld samples=%ld pct=%.1f real_count=%ld\n",
                 NoSpaces(q.thread).c_str(), NoSpaces(q.text).c_str(), q.count, q.samples,
-                q.samples > 0 ? 100.0 * static_cast<double>(q.count) / q.samples : 0.0);
+                q.samples > 0 ? 100.0 * static_cast<double>(q.count) / q.samples : 0.0,
+                q.real_count);
   }
   for (const Value& lib : libs.GetArray()) {
     if (lib.IsObject() && lib.HasMember("name") && lib["name"].IsString()) {

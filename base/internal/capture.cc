@@ -60,7 +60,12 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
   ProfileMeta& meta = inputs.meta;
   meta.start_time = snapshot.start_time;
   meta.start_time_epoch_ns = EpochNanoseconds(snapshot.start_time);
-  meta.interval_ms = snapshot.settings.interval_ms;
+  // The interval a sample stands for: the requested one with perf events and wall-clock
+  // timers; with CPU-clock timers at least a scheduler tick (each signal stands for
+  // 1 + si_overrun intervals), averaged over the session's samples (sampling_source.h).
+  meta.interval_ms = snapshot.sampling_source.effective_interval_ms > 0
+                         ? snapshot.sampling_source.effective_interval_ms
+                         : snapshot.settings.interval_ms;
   meta.product = inputs.process_name;
   meta.presymbolicated = inputs.symbolicate;
   meta.profiling_start_time = snapshot.start_time;
@@ -97,6 +102,12 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     // sampling stopped early if it did.
     w.IntProperty("samplingSignal", snapshot.sampling_signal);
     w.UintProperty("samplesSkippedLowStack", snapshot.samples_skipped_low_stack);
+    // What sent the sampling signals and why (docs/sampling.md, "Sampling sources").
+    w.StringProperty("samplingSource", snapshot.sampling_source.description);
+    w.DoubleProperty("requestedInterval", snapshot.settings.interval_ms);
+    if (snapshot.sampling_source.lost_events > 0) {
+      w.UintProperty("lostSamplingEvents", snapshot.sampling_source.lost_events);
+    }
     if (!snapshot.sampling_stopped.empty()) {
       w.StringProperty("samplingStopped", snapshot.sampling_stopped);
     }

@@ -28,6 +28,7 @@
 #include "base/internal/signal_interposers.h"
 #include "base/internal/sample_entries.h"
 #include "base/internal/sample_ring.h"
+#include "base/internal/sampling_source.h"
 #include "base/internal/sigpending_budget.h"
 #include "base/internal/tier_extension.h"
 #include "base/labels.h"
@@ -286,32 +287,13 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   const ProfilerSettings& settings = registry.settings;
   ThreadInfo& info = registry.infos[thread->info_index];
   if (!NameMatchesFilters(info.name, thread->is_main, settings.thread_filters)) return;
-  const bool precise = (settings.features & kFeaturePrecise) != 0;
   const int signal_number = InstalledSamplingSignal();
-  if (signal_number == 0) return;  // No handler: an armed timer would kill the program.
+  if (signal_number == 0) return;  // No handler: a signal would kill the program.
   // Once per thread, before its first signal; allocates (never in signal context). The
   // thread is alive: it is in the registry, whose mutex is held.
   if (thread->bounds.IsEmpty()) thread->bounds = StackBounds::OfThread(thread->pthread);
-  // Leave the program its RLIMIT_SIGPENDING entries (sigpending_budget.h).
-  if (!SigpendingBudgetAllowsTimerFor(thread->tid, info.name, ThreadSamplingTimer::LiveCount())) {
-    return;
-  }
-  int error;
-  if (pthread_equal(thread->pthread, pthread_self())) {
-    error = thread->timer.CreateForCurrentThread(
-        signal_number, precise ? TimerClock::kMonotonic : TimerClock::kThreadCpuTime);
-  } else {
-    error = thread->timer.CreateForThread(thread->tid,
-                                          precise ? CLOCK_MONOTONIC : thread->cpu_clock.id(),
-                                          signal_number);
-  }
-  if (error == 0) error = thread->timer.Arm(TimeDuration::FromMilliseconds(settings.interval_ms));
-  if (error != 0) {
-    LogError("cannot sample thread %d (%s): %s", thread->tid.ToNumber(), info.name.c_str(),
-             strerror(error));
-    thread->timer.Destroy();
-    return;
-  }
+  // A perf task-clock event, else a timer (sampling_source.h); logged when neither.
+  if (!StartThreadSamplingSourceLocked(thread, info.name, settings, signal_number)) return;
   info.profiled = true;
   thread->has_sample = false;
   // The first sample carries the CPU used since sampling started, not since the thread did.
@@ -326,7 +308,8 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
 
 void StopSamplingLocked(RegisteredThread* thread) {
   thread->sampling.store(false, std::memory_order_relaxed);
-  thread->timer.Destroy();  // No signal is generated after this returns.
+  // No signal is generated after this returns (queued ones are still recognised).
+  StopThreadSamplingSourceLocked(thread);
   thread->timer_parked = false;
 }
 
@@ -350,6 +333,7 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations = nullptr) {
     buffer.PutObjects(EntryKind::kSample, thread->tid, TimeStamp::FromNanoseconds(slot->time_ns),
                       cpu_delta, slot->overruns, MergedStack{slot});
     if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
+    NoteSampleExpirationsLocked(slot->overruns + 1);  // For meta.interval (sampling_source.h).
     thread->ring.EndRead();
     drained = true;
   }
@@ -411,8 +395,12 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
       }
     }
     thread->last_seen_cpu = cpu;
+    NoteThreadSampledLocked(thread, cpu);  // Lost-event detection (sampling_source.h).
     return;
   }
+  // A perf event whose descriptor the program closed sends nothing more: reopened here.
+  CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name,
+                                  settings, now);
   if (!thread->has_sample || ProfilerIsPaused()) return;
   // A sample being taken right now (its walk may be waiting for a lock, using no CPU): the
   // thread is not idle, and its sample will come.
@@ -630,6 +618,13 @@ void OnForkChild() {
   // Only the forking thread exists here, and locks may be held by threads that do not.
   g_forked_child.store(true);
   g_profiler_state.store(0, std::memory_order_relaxed);
+  // The child's copies of the parent's perf event descriptors (lock-free table). Signals
+  // pending in the parent are not inherited: the forking thread forgets its event numbers.
+  CloseSamplingSourcesInForkedChild();
+  if (t_registered_thread) {
+    t_registered_thread->source.descriptors.current.store(-1, std::memory_order_relaxed);
+    t_registered_thread->source.descriptors.retired.store(-1, std::memory_order_relaxed);
+  }
   g_sampling_features.store(0, std::memory_order_relaxed);
   if (t_registered_thread) t_registered_thread->sampling.store(false, std::memory_order_relaxed);
 }
@@ -700,6 +695,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
     registry.sampling = true;
     registry.dropped_samples = 0;
     registry.sampling_stopped.clear();
+    ResetSamplingSourcesLocked(settings);
     // Threads that ended before this session are of no interest to it.
     std::vector<ThreadInfo> live_infos;
     for (RegisteredThread* thread : registry.live) {
@@ -724,9 +720,11 @@ void StopLocked(Session& session) {
   g_profiler_state.store(0, std::memory_order_relaxed);
   StopSamplerThreadLocked(session);
   Registry& registry = GetRegistry();
+  std::vector<ThreadId> threads_on_events;
   {
     AutoLock lock(registry.mutex);
     registry.sampling = false;
+    threads_on_events = ThreadsOnEventsLocked(registry.live);
     for (RegisteredThread* thread : registry.live) {
       StopSamplingLocked(thread);
       while (thread->ring.TryBeginRead()) thread->ring.EndRead();  // Discard.
@@ -736,6 +734,9 @@ void StopLocked(Session& session) {
     }
   }
   g_sampling_features.store(0, std::memory_order_relaxed);
+  // A signal a closed event queued for a thread that has not run since must reach our
+  // handler, not the program's disposition (by default: terminate).
+  WaitForQueuedEventSignals(threads_on_events, InstalledSamplingSignal());
   (void)UninstallSamplingSignalHandler();
   session.controlled_manager = nullptr;
   session.buffer.ResetChunkManager();
@@ -939,6 +940,7 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.sampling_signal = InstalledSamplingSignal();
   snapshot.samples_skipped_low_stack = SamplesSkippedForLowStack();
   snapshot.sampling_stopped = registry.sampling_stopped;
+  snapshot.sampling_source = SamplingSourceReportLocked(registry.settings);
   PruneEndedThreadsLocked(registry);  // Only threads whose data may be in the buffer.
   for (RegisteredThread* thread : registry.live) {
     ThreadInfo& info = registry.infos[thread->info_index];

@@ -40,6 +40,14 @@ struct ThreadInfo {
   BufferIndex buffer_end = 0;
 };
 
+// What sent the session's sampling signals (base/internal/sampling_source.h).
+struct SamplingSourceReport {
+  std::string description;           // "perf task-clock events", "CPU-clock timers: <why>"...
+  double effective_interval_ms = 0;  // The interval a sample stands for on average.
+  double requested_interval_ms = 0;
+  uint64_t lost_events = 0;          // Perf events lost to the program closing their fd.
+};
+
 struct SessionSnapshot {
   bool active = false;
   ProfilerSettings settings;
@@ -51,6 +59,7 @@ struct SessionSnapshot {
   int sampling_signal = 0;          // The session's sampling signal (0: none installed).
   uint64_t samples_skipped_low_stack = 0;  // sampling_signal.h, SamplesSkippedForLowStack.
   std::string sampling_stopped;     // Why sampling stopped before the end, or empty.
+  SamplingSourceReport sampling_source;  // What sent the signals (sampling_source.h).
 };
 
 // The profile buffer, for the whole life of the process (in session while a session runs).

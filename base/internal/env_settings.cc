@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -43,8 +44,9 @@ constexpr VariableHelp kVariables[] = {
     {"STRATA_HELP", "=1: print this help and exit."},
     {"STRATA_STARTUP", "=1: start profiling when the library loads. Default: off."},
     {"STRATA_STARTUP_INTERVAL",
-     "=<ms>: sampling interval in milliseconds, a number from 0.05 to 1000. Default: 1. CPU-time "
-     "sampling is limited by the kernel tick (4 ms here); see 'precise'."},
+     "=<ms>: sampling interval in milliseconds, a number from 0.05 to 1000. Default: 1. With "
+     "CPU-clock timers (STRATA_SAMPLING_SOURCE) sampling is limited by the kernel tick (4 ms "
+     "here); see 'precise'."},
     {"STRATA_STARTUP_BUFFER_MB",
      "=<MiB>: memory limit of the profile buffer, an integer from 1 to 4096. Default: 64. The "
      "oldest data is dropped when it is full."},
@@ -63,6 +65,11 @@ constexpr VariableHelp kVariables[] = {
      "=<signal>: the sampling signal: SIGRTMIN+n, SIGRTMAX-n or a number from SIGRTMIN to "
      "SIGRTMAX, or SIGPROF, SIGVTALRM, SIGUSR1, SIGUSR2. Default: the highest real-time signal "
      "from SIGRTMIN+4 with no handler (gdb: 'handle SIGnn nostop noprint pass')."},
+    {"STRATA_SAMPLING_SOURCE",
+     "=auto|perf|timer: what sends the sampling signal (not in precise mode): perf task-clock "
+     "events (one sample per interval of a thread's CPU time) or CPU-clock timers (one per "
+     "scheduler tick at most). Default: auto (perf events where the kernel allows them, else "
+     "timers; the profile's meta says which and why)."},
 };
 
 std::string Trim(std::string s) {
@@ -228,6 +235,23 @@ EnvironmentSettings ReadEnvironment(
           "a free real-time signal chosen at start");
     } else {
       env.settings.sampling_signal = signal_number;
+    }
+  }
+
+  if (const char* value = getenv_function("STRATA_SAMPLING_SOURCE")) {
+    std::string lowered;
+    for (const char* c = value; *c != '\0'; ++c) {
+      lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+    }
+    if (lowered == "auto") {
+      env.settings.sampling_source = SamplingSourceRequest::kAuto;
+    } else if (lowered == "perf") {
+      env.settings.sampling_source = SamplingSourceRequest::kPerfEvents;
+    } else if (lowered == "timer") {
+      env.settings.sampling_source = SamplingSourceRequest::kTimers;
+    } else {
+      bad("STRATA_SAMPLING_SOURCE", value, "auto, perf or timer",
+          "auto: perf task-clock events where allowed, else CPU-clock timers");
     }
   }
 

@@ -29,7 +29,7 @@ namespace {
 constexpr const char* kVariableNames[] = {
     "STRATA_STARTUP_INTERVAL", "STRATA_STARTUP_BUFFER_MB", "STRATA_STARTUP_FEATURES",
     "STRATA_STARTUP_FILTERS",  "STRATA_SHUTDOWN",          "STRATA_HELP",
-    "STRATA_STARTUP",          "STRATA_LOGGING",
+    "STRATA_STARTUP",          "STRATA_LOGGING",           "STRATA_SAMPLING_SOURCE",
 };
 constexpr uint32_t kKnownFeatures = kFeatureStackWalk | kFeatureThreads | kFeatureCpu |
                                     kFeaturePrecise | kFeatureFramePointers |
@@ -96,6 +96,7 @@ EnvironmentSettings ReadAndCheck(const Values& values) {
   kept_default("STRATA_HELP", !env.help);
   kept_default("STRATA_STARTUP", !env.startup);
   kept_default("STRATA_LOGGING", !env.logging);
+  kept_default("STRATA_SAMPLING_SOURCE", s.sampling_source == defaults.sampling_source);
   for (const std::string& filter : s.thread_filters) {
     STRATA_CHECK(!filter.empty() && !Contains(filter, ","), "an empty or unsplit thread filter");
   }

@@ -114,6 +114,7 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   RegisteredThread* raw = thread.release();
   strata_t_profiling_stack = &raw->profiling_stack;
   t_registered_thread = raw;
+  SetSamplingThreadEventDescriptors(&raw->source.descriptors);
   SetSamplingThreadContext(raw);
   pthread_once(&g_thread_exit_key_once, &CreateThreadExitKey);
   pthread_setspecific(g_thread_exit_key, raw);
@@ -186,6 +187,7 @@ void UnregisterThread(RegisteredThread* thread) {
     }
   }
   SetSamplingThreadContext(nullptr);
+  SetSamplingThreadEventDescriptors(nullptr);
   SetSamplingThreadStackBounds(0, 0);
   strata_t_profiling_stack = nullptr;
   t_registered_thread = nullptr;

@@ -20,6 +20,7 @@
 
 #include "base/internal/core.h"
 #include "base/internal/sample_ring.h"
+#include "base/internal/sampling_source.h"
 #include "base/labels.h"
 #include "base/profiler.h"
 #include "platform/cpu_time.h"
@@ -44,6 +45,8 @@ struct RegisteredThread {
   ProfilingStack profiling_stack;
   SampleRing ring;
   ThreadSamplingTimer timer;
+  // The thread's sampling source: a perf event, or `timer` (sampling_source.h).
+  ThreadSamplingSource source;
   // Read by the thread's own signal handler: sample or not.
   std::atomic<bool> sampling{false};
   // True while the thread's signal handler is filling a slot (the walk may wait for the

@@ -41,6 +41,9 @@ std::atomic<uint64_t> g_actions_published{0};
 // initial-exec: %fs-relative accesses, no call into the dynamic loader, safe in the handler.
 __attribute__((tls_model("initial-exec"))) thread_local std::atomic<void*> t_thread_context{
     nullptr};
+__attribute__((tls_model("initial-exec"))) thread_local std::atomic<
+    const SamplingEventDescriptors*>
+    t_event_descriptors{nullptr};
 __attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_low = 0;
 __attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_high = 0;
 // Nesting depth of our handler's own work on this thread (not of a program's chained handler).
@@ -160,9 +163,17 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
   g_callbacks_running.fetch_sub(1, std::memory_order_release);
 }
 
+// A timer's signal, or an overflow of this thread's own perf event.
+bool IsSamplingSignal(const siginfo_t& info) {
+  if (ThreadSamplingTimer::IsSamplingTimerSignal(info)) return true;
+  const SamplingEventDescriptors* descriptors =
+      t_event_descriptors.load(std::memory_order_relaxed);
+  return descriptors != nullptr && PerfTaskClockEvent::IsEventSignal(info, *descriptors);
+}
+
 void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  if (info != nullptr && ThreadSamplingTimer::IsSamplingTimerSignal(*info)) {
+  if (info != nullptr && IsSamplingSignal(*info)) {
     ++t_in_handler;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     RunSamplingCallback(*info, context);
@@ -347,6 +358,11 @@ void SetSamplingThreadContext(void* thread_context) {
   t_thread_context.store(thread_context, std::memory_order_relaxed);
   // Orders the store with the timer calls that follow it in program order, as seen by this
   // thread's own handler.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+void SetSamplingThreadEventDescriptors(const SamplingEventDescriptors* descriptors) {
+  t_event_descriptors.store(descriptors, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 

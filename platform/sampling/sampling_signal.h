@@ -12,7 +12,9 @@
 //   - The price: gdb stops and prints at every real-time signal by default; debug a profiled
 //     program with `handle SIGnn nostop noprint pass` (the profile's meta says which).
 //   - Sampling-timer signals are still recognised by their siginfo (SI_TIMER plus a fixed
-//     si_value, see ThreadSamplingTimer), never by the number alone, so a program that does use
+//     si_value, see ThreadSamplingTimer), and perf-event signals by si_code POLL_IN/POLL_HUP
+//     with si_fd naming the thread's own event (SetSamplingThreadEventDescriptors), never by
+//     the number alone, so a program that does use
 //     the signal (kill, sigqueue, its own timers) gets its instances as without Strata.
 //
 // Ownership (the preload tier's interposers, base/internal/signal_interposers.cc, route the
@@ -51,6 +53,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
+
+#include "platform/sampling/perf_task_clock_event.h"
 
 namespace strata {
 
@@ -138,6 +142,13 @@ void BlockSamplingSignalOnCurrentThread();
 // reset it to null after destroying the timer, before the context object goes away.
 void SetSamplingThreadContext(void* thread_context);
 void* GetSamplingThreadContext();
+
+// The calling thread's perf event descriptors (perf_task_clock_event.h): a signal with
+// si_code POLL_IN/POLL_HUP whose si_fd is their current or retired number is a sampling
+// signal of this thread; every other instance still goes to the program. Null (the default):
+// no event. The object must outlive the setting: reset it to null before it goes away, as
+// for the context.
+void SetSamplingThreadEventDescriptors(const SamplingEventDescriptors* descriptors);
 
 // The calling thread's stack [low, high), for the handler's free-stack check; {0, 0} (the
 // default) turns the check off (e.g. the main thread, whose stack grows on demand).

@@ -426,6 +426,15 @@ bool LoadProfileModel(const rapidjson::Value& document, Profile* profile, std::s
     if (profile->cpu_unit == "ns") builder.cpu_to_ms_ = 1e-6;
     if (profile->cpu_unit == "\xC2\xB5s") builder.cpu_to_ms_ = 1e-3;
   }
+  if (document.HasMember("profilingLog") && document["profilingLog"].IsObject()) {
+    for (const auto& process_log : document["profilingLog"].GetObject()) {
+      const std::string source = StringOr(process_log.value, "samplingSource");
+      if (!source.empty()) {
+        profile->sampling_sources.push_back(std::string(process_log.name.GetString()) + ": " +
+                                            source);
+      }
+    }
+  }
   if (meta.HasMember("categories") && meta["categories"].IsArray()) {
     for (const Value& c : meta["categories"].GetArray()) {
       profile->categories.push_back(Category{StringOr(c, "name"), StringOr(c, "color")});

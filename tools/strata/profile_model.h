@@ -93,6 +93,9 @@ struct Profile {
   double interval_ms = 1;
   std::string product;
   std::string cpu_unit;  // meta.sampleUnits.threadCPUDelta, "" when absent.
+  // What sent each process's sampling signals and why (profilingLog.<pid>.samplingSource),
+  // "<pid>: <source>", in the file's order; empty when the profile does not say.
+  std::vector<std::string> sampling_sources;
   std::vector<Category> categories;
   std::vector<Process> processes;  // The parent first.
   std::vector<Thread> threads;

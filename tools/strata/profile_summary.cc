@@ -52,6 +52,9 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions) {
   out += Format("Profile of %s: %.1f ms, %zu process(es), %zu thread(s), %zu samples, interval %.2f ms\n",
                 profile.product.empty() ? "?" : TerminalSafe(profile.product).c_str(), profile.duration(),
                 profile.processes.size(), profile.threads.size(), profile.total_samples, profile.interval_ms);
+  for (const std::string& source : profile.sampling_sources) {
+    out += Format("Sampled by (pid: source): %s\n", TerminalSafe(source).c_str());
+  }
   out += Format("Time below is %s time (%s).\n", unit,
                 times.cpu ? "per-sample CPU deltas" : "samples x interval; the profile has no CPU deltas");
 

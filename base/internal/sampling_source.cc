@@ -1,0 +1,315 @@
+// Sampling sources of the base tier. See sampling_source.h and docs/sampling.md.
+#include "base/internal/sampling_source.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "base/internal/log.h"
+#include "base/internal/sigpending_budget.h"
+#include "base/internal/thread_registry.h"
+#include "platform/sampling/sampling_signal.h"
+#include "platform/sampling/thread_sampling_timer.h"
+
+namespace strata {
+namespace base_internal {
+namespace {
+
+// Session-wide state, registry mutex held.
+struct SourceState {
+  SamplingSourceRequest request = SamplingSourceRequest::kAuto;
+  bool precise = false;
+  // Set once perf_event_open was refused for a reason that holds for every thread
+  // (permission, no system call, no software events): later threads go straight to timers.
+  std::string perf_refused;
+  // Why the latest thread that fell back to a timer did (out of descriptors, ...).
+  std::string thread_fallback;
+  uint64_t threads_on_events = 0;
+  uint64_t threads_on_timers = 0;
+  uint64_t lost_events = 0;
+  uint64_t samples = 0;
+  uint64_t expirations = 0;
+};
+SourceState& State() {
+  static SourceState* state = new SourceState;  // Leaked, as the registry.
+  return *state;
+}
+
+std::string ErrnoName(int error) {
+  const char* name = strerrorname_np(error);
+  return name ? name : std::to_string(error);
+}
+
+// Refusals that will not change from one thread to the next.
+bool RefusedForEveryThread(int error) {
+  return error == EACCES || error == EPERM || error == ENOSYS || error == ENOENT ||
+         error == EOPNOTSUPP || error == EINVAL || error == ENODEV;
+}
+
+std::string RefusalReason(int error) {
+  std::string reason = "perf_event_open refused (" + ErrnoName(error);
+  if (error == EACCES || error == EPERM) {
+    const int paranoid = PerfTaskClockEvent::ParanoidLevel();
+    if (paranoid != -100) reason += ", perf_event_paranoid=" + std::to_string(paranoid);
+  } else if (error == ENOSYS) {
+    reason += ": no such system call, or a seccomp filter";
+  } else if (error == EMFILE || error == ENFILE) {
+    reason += ": out of file descriptors";
+  } else if (error == ENOSPC) {
+    reason += ": more than " + std::to_string(PerfTaskClockEvent::kMaxOpenEvents) +
+              " threads with events";
+  }
+  return reason + ")";
+}
+
+bool StartTimer(RegisteredThread* thread, const std::string& thread_name,
+                const ProfilerSettings& settings, int signal_number) {
+  const bool precise = (settings.features & kFeaturePrecise) != 0;
+  int error;
+  if (pthread_equal(thread->pthread, pthread_self())) {
+    error = thread->timer.CreateForCurrentThread(
+        signal_number, precise ? TimerClock::kMonotonic : TimerClock::kThreadCpuTime);
+  } else {
+    error = thread->timer.CreateForThread(thread->tid,
+                                          precise ? CLOCK_MONOTONIC : thread->cpu_clock.id(),
+                                          signal_number);
+  }
+  if (error == 0) error = thread->timer.Arm(TimeDuration::FromMilliseconds(settings.interval_ms));
+  if (error != 0) {
+    LogError("cannot sample thread %d (%s): %s", thread->tid.ToNumber(), thread_name.c_str(),
+             strerror(error));
+    thread->timer.Destroy();
+    return false;
+  }
+  thread->source.kind = precise ? ThreadSourceKind::kWallTimer : ThreadSourceKind::kCpuTimer;
+  if (!precise) ++State().threads_on_timers;
+  return true;
+}
+
+// Opens `thread`'s perf event. Returns 0 or the errno of the refusal.
+int StartEvent(RegisteredThread* thread, const ProfilerSettings& settings, int signal_number) {
+  ThreadSamplingSource& source = thread->source;
+  const int error = source.perf_event.Open(
+      thread->tid, TimeDuration::FromMilliseconds(settings.interval_ms), signal_number);
+  if (error != 0) return error;
+  // The previous event's signals may still be queued: its number stays recognised.
+  const int previous = source.descriptors.current.load(std::memory_order_relaxed);
+  if (previous >= 0) source.descriptors.retired.store(previous, std::memory_order_relaxed);
+  source.descriptors.current.store(source.perf_event.descriptor(), std::memory_order_release);
+  source.kind = ThreadSourceKind::kPerfEvent;
+  source.cpu_at_check = thread->cpu_clock.Read();
+  source.check_backoff = 1;
+  return 0;
+}
+
+void RetireEvent(ThreadSamplingSource& source) {
+  const int current = source.descriptors.current.exchange(-1, std::memory_order_relaxed);
+  if (current >= 0) source.descriptors.retired.store(current, std::memory_order_release);
+  source.perf_event.Close();
+}
+
+}  // namespace
+
+void ResetSamplingSourcesLocked(const ProfilerSettings& settings) {
+  SourceState& state = State();
+  state = SourceState();
+  state.request = settings.sampling_source;
+  state.precise = (settings.features & kFeaturePrecise) != 0;
+}
+
+bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
+                                     const ProfilerSettings& settings, int signal_number) {
+  SourceState& state = State();
+  // Leave the program its RLIMIT_SIGPENDING entries (sigpending_budget.h). A timer holds one
+  // for its life; an event's signal holds one while it is pending (each overflow queues a
+  // new one): both count against Strata's share.
+  if (!SigpendingBudgetAllowsTimerFor(thread->tid, thread_name,
+                                      ThreadSamplingTimer::LiveCount() +
+                                          PerfTaskClockEvent::OpenCount())) {
+    return false;
+  }
+  if (state.precise || state.request == SamplingSourceRequest::kTimers ||
+      !state.perf_refused.empty()) {
+    return StartTimer(thread, thread_name, settings, signal_number);
+  }
+  const int error = StartEvent(thread, settings, signal_number);
+  if (error == 0) {
+    ++state.threads_on_events;
+    return true;
+  }
+  const std::string reason = RefusalReason(error);
+  if (RefusedForEveryThread(error)) {
+    state.perf_refused = reason;
+    if (state.request == SamplingSourceRequest::kPerfEvents) {
+      LogError("STRATA_SAMPLING_SOURCE=perf: %s; CPU-clock timers instead (one sample per "
+               "scheduler tick at most)",
+               reason.c_str());
+    } else {
+      LogInfo("%s: sampling with CPU-clock timers", reason.c_str());
+    }
+  } else {
+    state.thread_fallback = reason;
+    LogInfo("thread %d (%s): %s: a CPU-clock timer instead", thread->tid.ToNumber(),
+            thread_name.c_str(), reason.c_str());
+  }
+  return StartTimer(thread, thread_name, settings, signal_number);
+}
+
+void StopThreadSamplingSourceLocked(RegisteredThread* thread) {
+  ThreadSamplingSource& source = thread->source;
+  if (source.kind == ThreadSourceKind::kPerfEvent) RetireEvent(source);
+  thread->timer.Destroy();  // No signal is generated after this returns.
+  source.kind = ThreadSourceKind::kNone;
+}
+
+void NoteThreadSampledLocked(RegisteredThread* thread, const std::optional<TimeDuration>& cpu) {
+  ThreadSamplingSource& source = thread->source;
+  if (source.kind != ThreadSourceKind::kPerfEvent) return;
+  source.cpu_at_check = cpu;
+  source.check_backoff = 1;
+}
+
+void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
+                                     const ProfilerSettings& settings, TimeStamp now) {
+  ThreadSamplingSource& source = thread->source;
+  if (source.kind != ThreadSourceKind::kPerfEvent) return;
+  // The CPU clock is read at most once per kLostEventIntervals intervals (and 4 ms) of wall
+  // time per thread: idle threads cost the sampler little.
+  if (!source.next_check.IsNull() && now < source.next_check) return;
+  source.next_check =
+      now + TimeDuration::FromNanoseconds(std::max<int64_t>(
+                static_cast<int64_t>(settings.interval_ms * 1e6) * kLostEventIntervals,
+                4 * 1000 * 1000));
+  const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+  if (!cpu) return;
+  if (!source.cpu_at_check) {
+    source.cpu_at_check = cpu;
+    return;
+  }
+  const int64_t threshold_ns =
+      static_cast<int64_t>(settings.interval_ms * 1e6) * kLostEventIntervals * source.check_backoff;
+  if ((*cpu - *source.cpu_at_check).ToNanoseconds() < threshold_ns) return;
+  source.cpu_at_check = cpu;
+  if (source.perf_event.IsStillOurs()) {
+    // In place: the thread ran in the kernel (overflows there are not signalled), or its
+    // signals wait for it to run. Look again later.
+    source.check_backoff = std::min(source.check_backoff * 2, 64);
+    return;
+  }
+  // The program closed the descriptor (or reused its number): the event is gone.
+  SourceState& state = State();
+  ++state.lost_events;
+  RetireEvent(source);
+  const int signal_number = InstalledSamplingSignal();
+  const int error = StartEvent(thread, settings, signal_number);
+  if (error == 0) {
+    LogInfo("thread %d (%s): its perf event's descriptor was closed by the program; opened "
+            "another",
+            thread->tid.ToNumber(), thread_name.c_str());
+    return;
+  }
+  state.thread_fallback = "the program closed the event's descriptor and " + RefusalReason(error);
+  --state.threads_on_events;
+  LogInfo("thread %d (%s): %s: a CPU-clock timer instead", thread->tid.ToNumber(),
+          thread_name.c_str(), state.thread_fallback.c_str());
+  if (!StartTimer(thread, thread_name, settings, signal_number)) {
+    source.kind = ThreadSourceKind::kNone;  // Not sampled any more (logged).
+  }
+}
+
+void NoteSampleExpirationsLocked(int expirations) {
+  SourceState& state = State();
+  ++state.samples;
+  state.expirations += static_cast<uint64_t>(expirations < 1 ? 1 : expirations);
+}
+
+SamplingSourceReport SamplingSourceReportLocked(const ProfilerSettings& settings) {
+  const SourceState& state = State();
+  SamplingSourceReport report;
+  report.requested_interval_ms = settings.interval_ms;
+  report.lost_events = state.lost_events;
+  // Perf events and wall-clock timers sample at the requested interval (a late wall-clock
+  // expiry is the program not running, not a coarser rate).
+  report.effective_interval_ms =
+      state.samples == 0 || state.precise || state.threads_on_timers == 0
+          ? settings.interval_ms
+                         : settings.interval_ms * static_cast<double>(state.expirations) /
+                               static_cast<double>(state.samples);
+  char counts[160];
+  if (state.precise) {
+    report.description = "wall-clock timers (precise mode)";
+  } else if (state.threads_on_timers == 0) {
+    report.description = "perf task-clock events";
+    if (state.lost_events > 0) {
+      snprintf(counts, sizeof(counts),
+               " (%" PRIu64 " lost to the program closing their descriptor, reopened)",
+               state.lost_events);
+      report.description += counts;
+    }
+  } else {
+    std::string why;
+    if (state.request == SamplingSourceRequest::kTimers) {
+      why = "STRATA_SAMPLING_SOURCE=timer";
+    } else if (!state.perf_refused.empty()) {
+      why = state.perf_refused;
+    } else {
+      why = state.thread_fallback;
+    }
+    if (state.threads_on_events == 0) {
+      report.description = "CPU-clock timers: " + why;
+    } else {
+      snprintf(counts, sizeof(counts),
+               "perf task-clock events (%" PRIu64 " threads); CPU-clock timers (%" PRIu64
+               " threads): ",
+               state.threads_on_events, state.threads_on_timers);
+      report.description = counts + why;
+    }
+  }
+  return report;
+}
+
+std::vector<ThreadId> ThreadsOnEventsLocked(const std::vector<RegisteredThread*>& threads) {
+  std::vector<ThreadId> tids;
+  for (const RegisteredThread* thread : threads) {
+    if (thread->source.kind == ThreadSourceKind::kPerfEvent) tids.push_back(thread->tid);
+  }
+  return tids;
+}
+
+void WaitForQueuedEventSignals(const std::vector<ThreadId>& threads, int signal_number) {
+  if (threads.empty() || signal_number <= 0) return;
+  const uint64_t bit = 1ULL << (signal_number - 1);
+  const timespec one_millisecond{0, 1000 * 1000};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    bool pending = false;
+    for (const ThreadId& tid : threads) {
+      char path[64];
+      snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid.ToNumber());
+      FILE* file = fopen(path, "re");
+      if (!file) continue;  // Exited: nothing pending.
+      char line[256];
+      while (fgets(line, sizeof(line), file)) {
+        unsigned long long mask = 0;
+        if (sscanf(line, "SigPnd: %llx", &mask) == 1) {
+          if ((mask & bit) != 0) pending = true;
+          break;
+        }
+      }
+      fclose(file);
+      if (pending) break;
+    }
+    if (!pending) return;
+    nanosleep(&one_millisecond, nullptr);
+  }
+  LogInfo("a thread still had a sampling signal pending after 100 ms");
+}
+
+void CloseSamplingSourcesInForkedChild() { PerfTaskClockEvent::CloseAllInForkedChild(); }
+
+}  // namespace base_internal
+}  // namespace strata

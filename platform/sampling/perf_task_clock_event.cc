@@ -1,0 +1,207 @@
+#include "platform/sampling/perf_task_clock_event.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace strata {
+namespace {
+
+// The table a forked child closes its copies from. A slot's fd is -1 when free, kClaimed while
+// its owner fills it, else the descriptor (published last, with release).
+constexpr int kClaimed = -2;
+struct TrackedEvent {
+  std::atomic<int> fd{-1};
+  dev_t device = 0;
+  ino_t inode = 0;
+  uint64_t event_id = 0;
+};
+TrackedEvent g_tracked[PerfTaskClockEvent::kMaxOpenEvents];
+std::atomic<int> g_open_count{0};
+
+int ClaimSlot() {
+  for (int i = 0; i < PerfTaskClockEvent::kMaxOpenEvents; ++i) {
+    int expected = -1;
+    if (g_tracked[i].fd.compare_exchange_strong(expected, kClaimed, std::memory_order_acquire)) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+// Whether `fd` names the anonymous inode (device, inode) and, asked through the perf ioctl, is
+// the event `event_id`. The ioctl is only issued on an anonymous-inode file (perf events,
+// eventfd, epoll, timerfd, signalfd...), none of which gives PERF_EVENT_IOC_ID another
+// meaning. Async-signal-safe.
+bool NamesEvent(int fd, dev_t device, ino_t inode, uint64_t event_id) {
+  if (fd < 0) return false;
+  const int saved_errno = errno;
+  struct stat status;
+  bool ours = fstat(fd, &status) == 0 && status.st_dev == device && status.st_ino == inode;
+  if (ours) {
+    uint64_t id = 0;
+    ours = ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 && id == event_id;
+  }
+  errno = saved_errno;
+  return ours;
+}
+
+}  // namespace
+
+int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_number) {
+  if (IsOpen()) return EBUSY;
+  if (!thread.IsSpecified() || period.ToNanoseconds() <= 0 || signal_number <= 0 ||
+      signal_number >= NSIG) {
+    return EINVAL;
+  }
+  const int slot = ClaimSlot();
+  if (slot < 0) return ENOSPC;
+  auto release_slot = [slot] { g_tracked[slot].fd.store(-1, std::memory_order_release); };
+
+  struct perf_event_attr attr;
+  std::memset(&attr, 0, sizeof(attr));
+  attr.size = sizeof(attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.sample_period = static_cast<uint64_t>(period.ToNanoseconds());
+  attr.exclude_hv = 1;
+  // Enabled only once the signal is set up: an overflow before F_SETSIG would send SIGIO,
+  // whose default action terminates the program.
+  attr.disabled = 1;
+  // User mode only, also where kernel mode is allowed (root): an overflow while the thread is
+  // in a system call would make the signal pending there, and select, poll, nanosleep,
+  // usleep... return EINTR at once whatever SA_RESTART says (seen: tests/sleeper_test failed
+  // 3 runs in 20 under load with kernel mode counted). A user-mode overflow's signal is
+  // delivered at the return from the timer interrupt, before the program's next system call.
+  attr.exclude_kernel = 1;
+  const long opened = syscall(SYS_perf_event_open, &attr, static_cast<pid_t>(thread.ToNumber()),
+                              -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (opened < 0) {
+    const int error = errno;
+    release_slot();
+    return error;
+  }
+  // Moved high first: fasync records the number it is registered on, and si_fd carries it.
+  if (!descriptor_.Adopt(static_cast<int>(opened))) {
+    release_slot();
+    return EBADF;
+  }
+  const int fd = descriptor_.UncheckedNumber();
+  int error = 0;
+  struct f_owner_ex owner;
+  owner.type = F_OWNER_TID;
+  owner.pid = static_cast<pid_t>(thread.ToNumber());
+  struct stat status;
+  uint64_t id = 0;
+  if (fcntl(fd, F_SETSIG, signal_number) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0) {
+    error = errno;
+  } else {
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_ASYNC) != 0) error = errno;
+  }
+  if (error == 0 && (fstat(fd, &status) != 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0)) {
+    error = errno;
+  }
+  if (error != 0) {
+    descriptor_.Close();  // Never enabled: no signal was sent.
+    release_slot();
+    return error;
+  }
+  event_id_ = id;
+  TrackedEvent& tracked = g_tracked[slot];
+  tracked.device = status.st_dev;
+  tracked.inode = status.st_ino;
+  tracked.event_id = id;
+  tracked.fd.store(fd, std::memory_order_release);
+  table_slot_ = slot;
+  g_open_count.fetch_add(1, std::memory_order_relaxed);
+  if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+    error = errno;
+    Close();
+    return error;
+  }
+  return 0;
+}
+
+void PerfTaskClockEvent::ReleaseTableSlot() {
+  if (table_slot_ < 0) return;
+  // Already emptied in a forked child (CloseAllInForkedChild): not counted twice.
+  if (g_tracked[table_slot_].fd.exchange(-1, std::memory_order_acq_rel) >= 0) {
+    g_open_count.fetch_sub(1, std::memory_order_relaxed);
+  }
+  table_slot_ = -1;
+}
+
+bool PerfTaskClockEvent::IsStillOurs() {
+  if (!IsOpen()) return false;
+  const int fd = descriptor_.UncheckedNumber();
+  const TrackedEvent& tracked = g_tracked[table_slot_];
+  if (NamesEvent(fd, tracked.device, tracked.inode, event_id_)) return true;
+  // Closed by the program, or its number reused: forget it, close nothing.
+  (void)descriptor_.Release();
+  ReleaseTableSlot();
+  return false;
+}
+
+void PerfTaskClockEvent::Close() {
+  if (!IsOpen()) return;
+  if (IsStillOurs()) {
+    const int saved_errno = errno;
+    const int fd = descriptor_.Release();
+    // Disabled first: another reference to the event (a forked child's copy not closed yet)
+    // would otherwise keep it counting and signalling.
+    (void)ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+    ReleaseTableSlot();
+    close(fd);
+    errno = saved_errno;
+  }
+  event_id_ = 0;
+}
+
+bool PerfTaskClockEvent::IsEventSignal(const siginfo_t& info,
+                                       const SamplingEventDescriptors& descriptors) {
+  if (info.si_code != POLL_IN && info.si_code != POLL_HUP) return false;
+  const int fd = info.si_fd;
+  if (fd < 0) return false;
+  return fd == descriptors.current.load(std::memory_order_relaxed) ||
+         fd == descriptors.retired.load(std::memory_order_relaxed);
+}
+
+void PerfTaskClockEvent::CloseAllInForkedChild() {
+  for (TrackedEvent& tracked : g_tracked) {
+    const int fd = tracked.fd.load(std::memory_order_acquire);
+    if (fd < 0) {
+      // A slot being filled at fork time: its descriptor (if already open) is close-on-exec
+      // and stays untracked in this child.
+      if (fd == kClaimed) tracked.fd.store(-1, std::memory_order_relaxed);
+      continue;
+    }
+    if (NamesEvent(fd, tracked.device, tracked.inode, tracked.event_id)) {
+      const int saved_errno = errno;
+      close(fd);  // The child's copy only: the parent's event goes on.
+      errno = saved_errno;
+    }
+    tracked.fd.store(-1, std::memory_order_relaxed);
+  }
+  g_open_count.store(0, std::memory_order_relaxed);
+}
+
+int PerfTaskClockEvent::OpenCount() { return g_open_count.load(std::memory_order_relaxed); }
+
+int PerfTaskClockEvent::ParanoidLevel() {
+  FILE* file = std::fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+  if (!file) return -100;
+  int level = -100;
+  if (std::fscanf(file, "%d", &level) != 1) level = -100;
+  std::fclose(file);
+  return level;
+}
+
+}  // namespace strata

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Scenario: the sampling rate is the interval, not the kernel tick (issue 17, "The sampling
+# rate is the kernel tick"), and the profile says what sampled it (docs/sampling.md,
+# "Sampling sources").
+#
+# tests/sampling_rate (no Strata include) runs a busy thread (1.5 s of its own CPU, measured
+# by itself) and a thread that sleeps 200 ms in nanosleep, preloaded with STRATA_STARTUP=1:
+# - default source (perf task-clock events where the kernel allows them): the busy thread has
+#   1 000 +- 5 % samples per second of its own CPU: real samples (CPU delta > 0: copies left
+#   out) plus droppedSamples (taken, but the 4-slot ring was full because the sampler thread
+#   waited for a CPU: not the source's doing), and >= 900 real ones in the profile; the
+#   sleep is not cut short; profilingLog.samplingSource names the perf source; meta.interval
+#   is the requested 1 ms. Where the kernel refuses perf events the profile must say so (and
+#   why) and the rate check is reported as not applicable.
+# - STRATA_SAMPLING_SOURCE=timer: samplingSource says "CPU-clock timers" and why; meta.interval
+#   tells the truth: the busy thread's CPU per real sample (its measured interval) is within
+#   15 % of meta.interval (about the 4 ms tick here, not 1 ms); requestedInterval is 1.
+# - perf_event_open refused by a seccomp filter (tests/deny_perf_event_open: EACCES, as at
+#   perf_event_paranoid 3, and ENOSYS with STRATA_SAMPLING_SOURCE=perf): the timers sample,
+#   samplingSource gives the refusal, meta.interval tells the truth, the output is unchanged.
+# - A bad STRATA_SAMPLING_SOURCE gets a clear error naming the accepted values.
+# - --daemon: the main thread closes every descriptor above 2 (close_range(3, ~0U, 0)) halfway,
+#   then opens and uses its own files: stdout and exit status byte-identical to the plain run
+#   (Strata's descriptors are not on the numbers the daemon gets back), the sleep is not cut
+#   short, and the busy thread is still sampled after the close (real samples in
+#   BurnAfterClose >= 85 % of its CPU after the close / meta.interval), with perf events and
+#   with timers forced.
+# Every output and status is compared with the plain run. Quiet and with load beside it.
+source "$(dirname "$0")/scenario_lib.sh"
+
+program="$(binary tests/sampling_rate)"
+
+meta_field() {  # NAME KEY: profilingLog.<pid>.KEY, or meta.KEY for "interval".
+  python3 - "$OUT/$1.json" "$2" <<'EOF'
+import json, sys
+profile = json.load(open(sys.argv[1]))
+key = sys.argv[2]
+if key == "interval":
+    print(profile["meta"]["interval"])
+else:
+    logs = list(profile.get("profilingLog", {}).values())
+    print(logs[0].get(key, "") if logs else "")
+EOF
+}
+
+busy_field() {  # NAME KEY: from the program's own sr-busy line on stderr.
+  awk -v key="$2" '$1 == "sampling_rate:" && $2 == "thread=sr-busy" {
+      for (i = 3; i <= NF; i++) if (index($i, key "=") == 1) { print substr($i, length(key) + 2); exit } }' "$WORK/$1.err"
+}
+
+check_sleeper() {
+  local name="$1"
+  if grep -q "^sampling_rate: thread=sr-sleeper .*status=ok" "$WORK/$name.err"; then
+    pass "$name: nanosleep(200 ms) returned 0 after the full time"
+  else
+    fail "$name: the sleep was cut short: $(grep sr-sleeper "$WORK/$name.err")"
+  fi
+}
+
+check_same_output() {
+  local name="$1" plain="$2"
+  if [[ $RUN_STATUS -eq 0 ]] && cmp -s "$WORK/$plain.out" "$WORK/$name.out"; then
+    pass "$name: exit status 0 and stdout byte-identical to the plain run"
+  else
+    fail "$name: status $RUN_STATUS or stdout differs from the plain run:"
+    diff "$WORK/$plain.out" "$WORK/$name.out" | sed 's/^/    /'
+  fi
+}
+
+"$program" >"$WORK/plain.out" 2>"$WORK/plain.err"
+plain_status=$?
+"$program" --daemon >"$WORK/plain_daemon.out" 2>"$WORK/plain_daemon.err"
+plain_daemon_status=$?
+if [[ $plain_status -ne 0 || $plain_daemon_status -ne 0 ]]; then
+  fail "the plain runs failed (status $plain_status, $plain_daemon_status)"
+  finish
+fi
+
+# --- Default source.
+name=rate_default
+run_profiled "$name" "$program"
+show_run "$name"
+check_same_output "$name" plain
+check_sleeper "$name"
+if require_profile "$name" && stats "$name"; then
+  source_text="$(meta_field "$name" samplingSource)"
+  interval="$(meta_field "$name" interval)"
+  cpu_ms="$(busy_field "$name" cpu_ms)"
+  real="$(field "$name" thread name=sr-busy cpu_samples)"
+  dropped="$(meta_field "$name" droppedSamples)"
+  rate=$(awk -v n="${real:-0}" -v c="${cpu_ms:-0}" 'BEGIN { if (c > 0) printf "%.1f", n * 1000 / c; else print 0 }')
+  # Samples the source delivered: the real ones plus those the thread's ring had no room for
+  # (droppedSamples: the sampler thread waited for a CPU longer than the ring lasts; the ring's
+  # size is not the source's doing). Both figures are printed.
+  taken=$(awk -v n="${real:-0}" -v d="${dropped:-0}" -v c="${cpu_ms:-0}" 'BEGIN { if (c > 0) printf "%.1f", (n + d) * 1000 / c; else print 0 }')
+  result "scenario=sampling_rate mode=default source=\"$source_text\" interval=$interval busy_cpu_ms=$cpu_ms real_samples=$real dropped=$dropped per_cpu_second=$rate with_dropped=$taken"
+  if [[ "$source_text" == "perf task-clock events"* ]]; then
+    pass "$name: samplingSource is '$source_text'"
+    if ge "$taken" 950 && ge 1050 "$taken"; then
+      pass "$name: $taken samples per CPU-second of the busy thread (1000 +- 5 %; $rate in the profile, $dropped dropped for want of ring space)"
+    else
+      fail "$name: $taken samples per CPU-second of the busy thread ($rate in the profile, $dropped dropped), expected 1000 +- 5 %"
+    fi
+    if ge "$rate" 900; then
+      pass "$name: $rate real samples per CPU-second in the profile (>= 900)"
+    else
+      fail "$name: only $rate real samples per CPU-second in the profile ($dropped dropped)"
+    fi
+    if [[ "$interval" == "1" || "$interval" == "1.0" ]]; then
+      pass "$name: meta.interval is the requested 1 ms"
+    else
+      fail "$name: meta.interval is $interval with perf events, expected 1"
+    fi
+  elif [[ "$source_text" == "CPU-clock timers: perf_event_open refused"* ]]; then
+    pass "$name: perf events refused here; the profile says so: '$source_text' (rate check not applicable)"
+  else
+    fail "$name: samplingSource is '$source_text', expected the perf source or the reason for timers"
+  fi
+  check_frontend "$name"
+fi
+
+# --- Timers forced.
+name=rate_timer
+STRATA_SAMPLING_SOURCE=timer run_profiled "$name" "$program"
+show_run "$name"
+check_same_output "$name" plain
+check_sleeper "$name"
+if require_profile "$name" && stats "$name"; then
+  source_text="$(meta_field "$name" samplingSource)"
+  interval="$(meta_field "$name" interval)"
+  requested="$(meta_field "$name" requestedInterval)"
+  measured="$(field "$name" thread name=sr-busy cpu_interval_ms)"
+  result "scenario=sampling_rate mode=timer source=\"$source_text\" interval=$interval requested=$requested busy_cpu_per_real_sample_ms=$measured"
+  if [[ "$source_text" == "CPU-clock timers: STRATA_SAMPLING_SOURCE=timer" ]]; then
+    pass "$name: samplingSource is '$source_text'"
+  else
+    fail "$name: samplingSource is '$source_text', expected the timers and the reason"
+  fi
+  if awk -v m="${measured:-0}" -v i="${interval:-0}" 'BEGIN { exit !(i > 0 && m / i > 0.85 && m / i < 1.15) }'; then
+    pass "$name: meta.interval $interval ms matches the busy thread's CPU per real sample ($measured ms)"
+  else
+    fail "$name: meta.interval $interval ms, but the busy thread's CPU per real sample is $measured ms"
+  fi
+  if [[ "$requested" == "1" || "$requested" == "1.0" ]]; then
+    pass "$name: requestedInterval is 1"
+  else
+    fail "$name: requestedInterval is '$requested', expected 1"
+  fi
+  check_frontend "$name"
+fi
+
+# --- perf_event_open refused (a seccomp filter, as a container's, or perf_event_paranoid=3):
+# CPU-clock timers, and the profile says why. With STRATA_SAMPLING_SOURCE=perf the refusal is
+# an error on stderr too.
+deny="$(binary tests/deny_perf_event_open)"
+for refusal in "13 auto EACCES" "38 perf ENOSYS"; do
+  read -r errno_number request errno_name <<<"$refusal"
+  name=refused_$errno_name
+  STRATA_SAMPLING_SOURCE=$request run_profiled "$name" "$deny" "$errno_number" "$program"
+  show_run "$name"
+  check_same_output "$name" plain
+  check_sleeper "$name"
+  if require_profile "$name" && stats "$name"; then
+    source_text="$(meta_field "$name" samplingSource)"
+    interval="$(meta_field "$name" interval)"
+    measured="$(field "$name" thread name=sr-busy cpu_interval_ms)"
+    result "scenario=sampling_rate mode=$name source=\"$source_text\" interval=$interval busy_cpu_per_real_sample_ms=$measured"
+    if [[ "$source_text" == "CPU-clock timers: perf_event_open refused ($errno_name"* ]]; then
+      pass "$name: samplingSource is '$source_text'"
+    else
+      fail "$name: samplingSource is '$source_text', expected CPU-clock timers and the refusal"
+    fi
+    if awk -v m="${measured:-0}" -v i="${interval:-0}" 'BEGIN { exit !(i > 0 && m / i > 0.85 && m / i < 1.15) }'; then
+      pass "$name: meta.interval $interval ms matches the busy thread's CPU per real sample ($measured ms)"
+    else
+      fail "$name: meta.interval $interval ms, but the busy thread's CPU per real sample is $measured ms"
+    fi
+    if [[ $request == perf ]]; then
+      if grep -q "STRATA_SAMPLING_SOURCE=perf: perf_event_open refused ($errno_name" "$WORK/$name.err"; then
+        pass "$name: the refusal is reported on stderr"
+      else
+        fail "$name: STRATA_SAMPLING_SOURCE=perf was refused silently"
+      fi
+    fi
+  fi
+done
+
+# --- A bad value: a clear error, the default used.
+name=rate_bad_value
+STRATA_SAMPLING_SOURCE=sometimes run_profiled "$name" "$program"
+if [[ $RUN_STATUS -eq 0 ]] && grep -q "STRATA_SAMPLING_SOURCE='sometimes' is not valid: expected auto, perf or timer" "$WORK/$name.err"; then
+  pass "$name: a bad STRATA_SAMPLING_SOURCE is reported with the accepted values"
+else
+  fail "$name: no clear error for STRATA_SAMPLING_SOURCE=sometimes (status $RUN_STATUS):"
+  sed 's/^/    /' "$WORK/$name.err" | head -5
+fi
+
+# --- The daemon: close_range(3, ~0U, 0) halfway, then its own files.
+for source_request in auto timer; do
+  name=daemon_$source_request
+  STRATA_SAMPLING_SOURCE=$source_request run_profiled "$name" "$program" --daemon
+  show_run "$name"
+  check_same_output "$name" plain_daemon
+  check_sleeper "$name"
+  if require_profile "$name" && stats "$name" "sr-busy:BurnAfterClose"; then
+    source_text="$(meta_field "$name" samplingSource)"
+    after_ms="$(busy_field "$name" after_close_cpu_ms)"
+    after_samples="$(awk '$1 == "match" && $2 == "thread=sr-busy" { for (i = 2; i <= NF; i++) if ($i ~ /^real_count=/) print substr($i, 12) }' "$WORK/$name.stats")"
+    expected_per_ms=1
+    [[ "$source_text" == CPU-clock* ]] && expected_per_ms="$(awk -v i="$(meta_field "$name" interval)" 'BEGIN { printf "%.4f", 1 / i }')"
+    ratio=$(awk -v n="${after_samples:-0}" -v c="${after_ms:-0}" -v e="$expected_per_ms" 'BEGIN { if (c > 0) printf "%.2f", n / (c * e); else print 0 }')
+    result "scenario=sampling_rate mode=$name source=\"$source_text\" after_close_cpu_ms=$after_ms after_close_samples=$after_samples ratio=$ratio lost=$(meta_field "$name" lostSamplingEvents)"
+    if ge "$ratio" 0.85; then
+      pass "$name: the busy thread is still sampled after the close ($after_samples samples for $after_ms ms of CPU; source '$source_text')"
+    else
+      fail "$name: $after_samples samples after the close for $after_ms ms of CPU (ratio $ratio; source '$source_text')"
+    fi
+  fi
+done
+
+finish
