@@ -4,7 +4,7 @@
 #
 # tests/cpu_accounting runs a busy thread, a bursty one (2 ms of CPU, 3 ms asleep), one that
 # uses less than an interval of CPU at a time, and one that pauses the session for 100 ms of
-# its CPU. Each prints its own CPU clock at its end. For every one:
+# its CPU. Each prints its own CPU clock at its end. In each sampling mode, for every one:
 # - the sum of its samples' CPU deltas (the first sample's included: it carries the CPU used
 #   since sampling started) is within 5 % of its CPU clock, less what it used while paused;
 # - no sample's CPU delta exceeds the wall time since the thread's previous sample by more than
@@ -16,11 +16,15 @@ program="$(binary tests/cpu_accounting)"
 readonly kTolerancePct=5
 readonly kTickMs=4
 
-for mode in default precise; do
+# default: perf task-clock events where the kernel allows them; timer: CPU-clock timers (the
+# fallback, tick-bound); precise: wall-clock timers.
+for mode in default timer precise; do
   name="accounting_$mode"
   features=stackwalk,threads,cpu
+  source=auto
   [[ $mode == precise ]] && features=stackwalk,threads,cpu,precise
-  STRATA_STARTUP_FEATURES=$features run_profiled "$name" "$program"
+  [[ $mode == timer ]] && source=timer
+  STRATA_SAMPLING_SOURCE=$source STRATA_STARTUP_FEATURES=$features run_profiled "$name" "$program"
   show_run "$name"
   if [[ $RUN_STATUS -ne 0 || ! -s "$OUT/$name.json" ]]; then
     fail "$name: the program failed (status $RUN_STATUS) or wrote no profile"

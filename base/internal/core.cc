@@ -407,14 +407,26 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
   if (thread->capturing.load(std::memory_order_acquire)) return;
   // No signal since the last loop: if the thread has not run at all since the previous loop
   // (blocked, or runnable but waiting for a CPU), record a copy of its previous sample
-  // without disturbing it. The copy carries the CPU the thread used between its previous
-  // sample and the moment it stopped (less than an interval of its CPU clock: a thread that
-  // ran more would have had a signal), so that no CPU is lost or moved to a later sample.
-  // A thread whose clock moved gets no copy: its signal will come. A parked thread that ran
-  // again is sampled at the real rate from now on.
+  // without disturbing it. A thread whose clock moved gets no copy: its signal will come. A
+  // parked thread that ran again is sampled at the real rate from now on.
+  // The CPU the thread used between its previous sample and stopping (the residual) stays
+  // with its next sample when it is less than an interval: a perf event keeps counting
+  // across the wait, so that sample comes one interval of CPU after the previous one, and a
+  // copy carries 0 (copies are then told from samples by their CPU delta). When the
+  // residual is an interval or more, the source missed signals (CPU-clock timers are
+  // tick-bound and, under load, sometimes silent for 20 ms of a thread's CPU; kernel-mode
+  // time, which perf events do not count): the copy carries it, so that no later sample
+  // claims more CPU than the wall time since its predecessor (docs/sampling.md).
   const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
   if (cpu && thread->last_seen_cpu && *cpu == *thread->last_seen_cpu) {
-    PutCopyOfLastSampleLocked(thread, *cpu, now);
+    const int64_t interval_ns =
+        TimeDuration::FromMilliseconds(settings.interval_ms).ToNanoseconds();
+    if (thread->last_sample_cpu_ns >= 0 &&
+        cpu->ToNanoseconds() - thread->last_sample_cpu_ns >= interval_ns) {
+      PutCopyOfLastSampleLocked(thread, *cpu, now);
+    } else {
+      GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, int64_t{0});
+    }
   } else if (thread->timer_parked &&
              thread->timer.Arm(TimeDuration::FromMilliseconds(settings.interval_ms)) == 0) {
     thread->timer_parked = false;
