@@ -11,11 +11,16 @@
 //
 // Memory. A slot keeps up to 1 024 native frames (Firefox's limit; 16 KiB of them), at the
 // end of the slot. Each slot is faulted in at construction up to its first
-// kFaultedInNativeFrames frames, so the usual sample takes no page fault in the handler: 3
-// pages per slot (slots are page-aligned; those pages hold the first ~290 frames), 48 KiB
-// resident for 4 slots against 40 KiB with the 128-frame cap of before. The rest (~12 KiB
-// per slot) is reserved but only becomes resident when a deeper walk first writes it (a few
-// minor page faults, once per slot, on threads with deep stacks).
+// kFaultedInNativeFrames frames, so the usual sample takes no page fault in the handler: 2
+// pages per slot (slots are page-aligned; the second page ends with the first 44 frames), so
+// 64 KiB resident for the 8 slots. Deeper frames are reserved but only become resident when
+// a walk first writes them (a minor page fault per page, once per slot, on threads with
+// deep stacks).
+//
+// Why 8 slots: at 1 kHz (perf task-clock events, docs/sampling.md) a busy thread fills one
+// slot per millisecond of its CPU, and the sampler thread, an ordinary thread on a busy
+// machine, sometimes waits several milliseconds for a CPU: with 4 slots, 20 takeovers under
+// 2 busy processes per CPU dropped 3 samples (issue 17); 8 slots hold 8 ms.
 //
 // Thread safety: as above. Async-signal safety: TryBeginWrite/CommitWrite are (no lock, no
 // allocation; atomics only); construction and destruction are not.
@@ -42,7 +47,7 @@ namespace base_internal {
 struct alignas(4096) SampleSlot {
   static constexpr uint32_t kMaxNativeFrames = 1024;
   // Native frames resident from the start (see the top of this file).
-  static constexpr uint32_t kFaultedInNativeFrames = 128;
+  static constexpr uint32_t kFaultedInNativeFrames = 44;
   static constexpr uint32_t kMaxLabels = 32;
   static constexpr uint32_t kMaxDynamicChars = 63;
   static constexpr uint32_t kMaxScriptFrames = 64;
@@ -91,10 +96,13 @@ struct alignas(4096) SampleSlot {
 };
 
 static_assert(SampleSlot::kScriptTextBytes <= UINT16_MAX, "script text offsets are 16-bit");
+static_assert(offsetof(SampleSlot, natives) +
+                      sizeof(NativeFrame) * SampleSlot::kFaultedInNativeFrames <= 2 * 4096,
+              "the faulted-in part of a slot is 2 pages (sample_ring.h, Memory)");
 
 class SampleRing {
  public:
-  static constexpr uint32_t kSlots = 4;
+  static constexpr uint32_t kSlots = 8;
 
   SampleRing();
   ~SampleRing();
