@@ -6,10 +6,9 @@
 # tests/sampling_rate (no Strata include) runs a busy thread (1.5 s of its own CPU, measured
 # by itself) and a thread that sleeps 200 ms in nanosleep, preloaded with STRATA_STARTUP=1:
 # - default source (perf task-clock events where the kernel allows them): the busy thread has
-#   1 000 +- 5 % samples per second of its own CPU: real samples (CPU delta > 0: copies left
-#   out) plus droppedSamples (taken, but the 4-slot ring was full because the sampler thread
-#   waited for a CPU: not the source's doing), and >= 900 real ones in the profile; the
-#   sleep is not cut short; profilingLog.samplingSource names the perf source; meta.interval
+#   1 000 +- 5 % real samples (CPU delta > 0: copies left out) per second of its own CPU in
+#   the profile (droppedSamples, samples the 8-slot ring had no room for while the sampler
+#   thread waited for a CPU, is printed); the sleep is not cut short; profilingLog.samplingSource names the perf source; meta.interval
 #   is the requested 1 ms. Where the kernel refuses perf events the profile must say so (and
 #   why) and the rate check is reported as not applicable.
 # - STRATA_SAMPLING_SOURCE=timer: samplingSource says "CPU-clock timers" and why; meta.interval
@@ -96,15 +95,10 @@ if require_profile "$name" && stats "$name"; then
   result "scenario=sampling_rate mode=default source=\"$source_text\" interval=$interval busy_cpu_ms=$cpu_ms real_samples=$real dropped=$dropped per_cpu_second=$rate with_dropped=$taken"
   if [[ "$source_text" == "perf task-clock events"* ]]; then
     pass "$name: samplingSource is '$source_text'"
-    if ge "$taken" 950 && ge 1050 "$taken"; then
-      pass "$name: $taken samples per CPU-second of the busy thread (1000 +- 5 %; $rate in the profile, $dropped dropped for want of ring space)"
+    if ge "$rate" 950 && ge 1050 "$rate"; then
+      pass "$name: $rate real samples per CPU-second of the busy thread in the profile (1000 +- 5 %; $dropped dropped for want of ring space)"
     else
-      fail "$name: $taken samples per CPU-second of the busy thread ($rate in the profile, $dropped dropped), expected 1000 +- 5 %"
-    fi
-    if ge "$rate" 900; then
-      pass "$name: $rate real samples per CPU-second in the profile (>= 900)"
-    else
-      fail "$name: only $rate real samples per CPU-second in the profile ($dropped dropped)"
+      fail "$name: $rate real samples per CPU-second of the busy thread in the profile ($dropped dropped), expected 1000 +- 5 %"
     fi
     if [[ "$interval" == "1" || "$interval" == "1.0" ]]; then
       pass "$name: meta.interval is the requested 1 ms"
@@ -210,7 +204,12 @@ for source_request in auto timer; do
     [[ "$source_text" == CPU-clock* ]] && expected_per_ms="$(awk -v i="$(meta_field "$name" interval)" 'BEGIN { printf "%.4f", 1 / i }')"
     ratio=$(awk -v n="${after_samples:-0}" -v c="${after_ms:-0}" -v e="$expected_per_ms" 'BEGIN { if (c > 0) printf "%.2f", n / (c * e); else print 0 }')
     result "scenario=sampling_rate mode=$name source=\"$source_text\" after_close_cpu_ms=$after_ms after_close_samples=$after_samples ratio=$ratio lost=$(meta_field "$name" lostSamplingEvents)"
-    if ge "$ratio" 0.85; then
+    # Perf events: 1 per ms of CPU after the close (the event reopened). CPU-clock timers hold
+    # no descriptor; their rate is tick-bound and, loaded, varies across the run (meta.interval
+    # is the session's mean): "still sampled" is at least half that mean rate.
+    min_ratio=0.85
+    [[ "$source_text" == CPU-clock* ]] && min_ratio=0.5
+    if ge "$ratio" "$min_ratio"; then
       pass "$name: the busy thread is still sampled after the close ($after_samples samples for $after_ms ms of CPU; source '$source_text')"
     else
       fail "$name: $after_samples samples after the close for $after_ms ms of CPU (ratio $ratio; source '$source_text')"
