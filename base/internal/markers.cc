@@ -9,7 +9,6 @@
 #include "base/internal/thread_registry.h"
 #include "base/markers.h"
 #include "platform/mutex.h"
-#include "platform/tsc_clock.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "shared/buffer/staging_area.h"
 

@@ -1,5 +1,9 @@
 // The sampler thread (sampler_thread.h): its loop, its period, and losing the sampling
 // signal's handler. See docs/sampling.md and docs/session.md.
+//
+// It measures no TSC calibration: since issue 17 every time stamp of base is
+// TimeStamp::Now() (docs/sampling.md, "One clock"); the only user of the process TSC
+// calibration is perfmon (full/perfmon), whose EnableMonitoring() measures it.
 #include "base/internal/sampler_thread.h"
 
 #include <pthread.h>
@@ -11,7 +15,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 
 #include "base/internal/core.h"
 #include "base/internal/counter_registry.h"
@@ -21,7 +24,6 @@
 #include "platform/mutex.h"
 #include "platform/sampling/sampling_signal.h"
 #include "platform/time_stamp.h"
-#include "platform/tsc_clock.h"
 #include "shared/buffer/entry_kinds.h"
 
 namespace strata {
@@ -120,17 +122,6 @@ void* SamplerThreadMain(void* arg) {
     ++priority.sched_priority;
     (void)pthread_setschedparam(pthread_self(), policy, &priority);
   }
-  // The TSC calibration for the handler's and markers' time stamps (once per process) is
-  // measured across the first loops, from two anchors kTscCalibrationWindow apart, not by
-  // sleeping through the window before the first loop: the rings hold 4 samples, and in
-  // precise mode at 1 ms every thread's ring overflowed meanwhile (16 samples per thread
-  // dropped at each session start). Until then time stamps come from the clock.
-  std::optional<TscAnchor> calibration_start;
-  if (!kTscIsHardwareCounter) {
-    (void)ProcessTscCalibration();  // Exact at once.
-  } else if (!ProcessTscCalibrationIfReady()) {
-    calibration_start = TscAnchor::Capture();
-  }
   // The loop's period, in requested intervals. With CPU-clock timers (default mode) the
   // kernel delivers a thread's signal at most once per scheduler tick, however short the
   // interval, and each signal says how many intervals it stands for (1 + si_overrun: 4 for
@@ -159,19 +150,6 @@ void* SamplerThreadMain(void* arg) {
     }
     if (params.cpu_time_timers && expirations > loop_intervals) {
       loop_intervals = std::min(expirations, kMaxLoopIntervals);
-    }
-    if (calibration_start) {
-      const TscAnchor anchor = TscAnchor::Capture();
-      if (anchor.time - calibration_start->time >= kTscCalibrationWindow) {
-        const TscCalibration calibration = TscCalibration::FromAnchors(*calibration_start, anchor);
-        if (calibration.IsValid()) {
-          (void)OfferProcessTscCalibration(calibration);
-          calibration_start.reset();
-        } else {
-          calibration_start = anchor;  // The clocks disagreed: measure again from here.
-        }
-      }
-      if (ProcessTscCalibrationIfReady()) calibration_start.reset();  // Another thread's.
     }
   }
   return nullptr;
