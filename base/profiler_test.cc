@@ -456,7 +456,7 @@ TEST_CASE("A marker put on another thread's track comes after that thread's earl
 
 // A real-time program: the sampler thread, which inherits its creator's scheduling policy,
 // takes one priority level above it, so that it is not left queued behind a busy thread of
-// equal priority that never yields (core.cc, SamplerThreadMain). Needs the right to use
+// equal priority that never yields (sampler_thread.cc, SamplerThreadMain). Needs the right to use
 // SCHED_FIFO (root or CAP_SYS_NICE); skipped with a message otherwise.
 TEST_CASE("A real-time creator's sampler runs one priority level above it") {
   std::string outcome;

@@ -1,5 +1,5 @@
-// OfferProcessTscCalibration: a calibration measured elsewhere (Strata's sampler measures
-// across its first loops instead of sleeping) becomes the process-wide one, and
+// OfferProcessTscCalibration: a calibration measured elsewhere (by a thread that takes two
+// anchors across its own work instead of sleeping) becomes the process-wide one, and
 // ProcessTscCalibration() then returns it without measuring. Its own binary: it must run
 // before anything in the process asked for the calibration.
 #include <thread>

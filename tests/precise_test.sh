@@ -50,7 +50,7 @@ for interval in 1 2; do
     fail "$name: meta.interval is $meta_interval, requested $interval"
 
   # The main thread is blocked in pthread_join for the whole run: its timer is parked after
-  # the first loop (core.cc, DrainLocked), so it is shown by copies of its sample, not woken
+  # the first loop (thread_sampling.cc, DrainLocked), so it is shown by copies of its sample, not woken
   # at every interval (before parking: every one of its samples was a wake-up).
   if ! skip_under_tsan "$name: the blocked main thread's parked timer"; then
     main_samples=$(field "$name" thread "name=GeckoMain" samples)

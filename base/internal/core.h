@@ -1,5 +1,8 @@
 // The base tier's core state: the session (settings, start time, the one profile buffer),
-// the thread registry, and the sampler (signal handler + sampler thread).
+// the thread registry, and the sampler (signal handler + sampler thread). Implemented in
+// core.cc (session life), thread_registry.cc, thread_sampling.cc, sample_capture.cc (signal
+// handler), sampler_thread.cc, counter_registry.cc and markers.cc; their shared state is
+// session_state.h.
 //
 // Locks, always taken in this order: session mutex -> registry mutex -> buffer -> chunk
 // manager. The signal handler takes none of them.

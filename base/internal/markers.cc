@@ -1,11 +1,16 @@
+// Markers (base/markers.h): the marker type registry, marker stacks, and recording a marker
+// into the calling thread's staging (shared/buffer/staging_area.h) or the session buffer.
+// Thread-safe; not async-signal-safe.
 #include <atomic>
 #include <mutex>
 
 #include "base/internal/core.h"
+#include "base/internal/session_state.h"
+#include "base/internal/thread_registry.h"
 #include "base/markers.h"
 #include "platform/mutex.h"
-#include "platform/tsc_clock.h"
 #include "platform/sampling/libunwind_walker.h"
+#include "shared/buffer/staging_area.h"
 
 namespace strata {
 namespace base_internal {
@@ -59,6 +64,107 @@ std::vector<MarkerTypeFunctions> RegisteredMarkerTypes() {
   MarkerTypeRegistry& registry = GetMarkerTypes();
   AutoLock lock(registry.mutex);
   return std::vector<MarkerTypeFunctions>(registry.types + 2, registry.types + registry.count);
+}
+
+// ---------------------------------------------------------------------------------------
+// Recording a marker (markers.h): into the recording thread's staging, or straight into the
+// session buffer.
+
+namespace {
+
+// A marker's times from its options, reading the clock only where one is missing:
+// TimeStamp::Now(), the clock of samples and of the caller's own Now() calls, so a marker
+// recorded after a Now() call is never earlier than it, nor one recorded before it later.
+__attribute__((always_inline)) inline void ResolveMarkerTimes(const MarkerTiming& timing,
+                                                              TimeStamp* start, TimeStamp* end) {
+  auto now = [] { return TimeStamp::Now(); };  // Never rdtsc where it is forbidden.
+  switch (timing.phase) {
+    case MarkerPhase::kInstant:
+    case MarkerPhase::kIntervalStart:
+      *start = timing.start.IsNull() ? now() : timing.start;
+      break;
+    case MarkerPhase::kInterval:
+      *start = timing.start.IsNull() ? now() : timing.start;
+      *end = timing.end.IsNull() ? (timing.start.IsNull() ? *start : now()) : timing.end;
+      break;
+    case MarkerPhase::kIntervalEnd:
+      *end = timing.end.IsNull() ? now() : timing.end;
+      break;
+  }
+}
+
+// The calling thread's staging, created at its first marker; null when the thread is not
+// registered (or in a forked child, where nothing is recorded into staging).
+__attribute__((always_inline)) inline StagingArea* CurrentThreadStagingArea(
+    RegisteredThread* thread) {
+  if (!thread || g_forked_child.load(std::memory_order_relaxed)) return nullptr;
+  StagingArea* staging = thread->marker_staging.load(std::memory_order_relaxed);
+  if (__builtin_expect(staging == nullptr, 0)) {
+    staging = new StagingArea;
+    thread->marker_staging.store(staging, std::memory_order_release);
+  }
+  return staging;
+}
+
+}  // namespace
+
+StagingArea* BeginMarker(const ProfilerString& name, Category category,
+                           const MarkerOptions& options, uint8_t payload_tag,
+                           MarkerHeaderRef* header) {
+  // The recording thread's staging, unless the marker goes on another thread's track or
+  // this thread is not registered.
+  RegisteredThread* const thread = t_registered_thread;
+  StagingArea* staging = nullptr;
+  if (options.thread().IsSpecified() && !(thread && options.thread() == thread->tid)) {
+    header->thread = options.thread();
+    // Written directly: the target thread's staged markers go first, so that its own
+    // markers recorded before this one (an IntervalStart this marker ends, say) stay before
+    // it in the buffer, where the front-end pairs them in order.
+    FlushStagedMarkersOfThread(options.thread());
+  } else if ((staging = CurrentThreadStagingArea(thread)) != nullptr) {
+    header->thread = thread->tid;
+  } else {
+    header->thread = CurrentThreadId();
+  }
+  header->phase = options.timing().phase;
+  ResolveMarkerTimes(options.timing(), &header->start, &header->end);
+  header->name = &name;
+  header->category = static_cast<uint8_t>(category);
+  header->payload_tag = payload_tag;
+  return staging;
+}
+
+uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOptions& options,
+                           uint8_t payload_tag, size_t payload_bytes, StagingArea** staging_out) {
+  RegisteredThread* const thread = t_registered_thread;
+  if (__builtin_expect(options.thread().IsSpecified() || options.capture_stack() ||
+                           name.length > profile::kMaxCommonMarkerNameLength,
+                       0)) {
+    return nullptr;
+  }
+  StagingArea* const staging = CurrentThreadStagingArea(thread);
+  if (__builtin_expect(staging == nullptr, 0)) return nullptr;
+  const size_t entry_bytes = 1 + profile::kCommonMarkerHeaderBytes + payload_bytes;
+  uint8_t* p = staging->TryReserveEntry(entry_bytes);
+  if (__builtin_expect(p == nullptr, 0)) {
+    // Full (or too large): the batch goes first, so this thread's order is kept.
+    staging->FlushAndRewind(GetSession().buffer);
+    p = staging->TryReserveEntry(entry_bytes);
+    if (p == nullptr) return nullptr;  // Too large to stage: the general path writes it.
+  }
+  const MarkerTiming& timing = options.timing();
+  TimeStamp start;
+  TimeStamp end;
+  ResolveMarkerTimes(timing, &start, &end);
+  *p++ = static_cast<uint8_t>(EntryKind::kMarker);
+  p = profile::WriteCommonMarkerHeader(p, thread->tid, timing.phase, start, end, name.chars,
+                                       name.length, static_cast<uint8_t>(category), payload_tag);
+  *staging_out = staging;
+  return p;
+}
+
+void FlushAndRewindMarkerStaging(StagingArea* staging) {
+  staging->FlushAndRewind(GetSession().buffer);
 }
 
 }  // namespace base_internal

@@ -79,7 +79,7 @@ struct alignas(4096) SampleSlot {
   int64_t cpu_ns;   // Thread CPU time then; -1 when not measured.
   int32_t overruns;
   // The signal interrupted a system call (the thread was blocked in it, or entering or
-  // leaving it). Set in precise mode only: it parks blocked threads' timers (core.cc).
+  // leaving it). Set in precise mode only: it parks blocked threads' timers (thread_sampling.cc).
   bool in_system_call;
   uint32_t native_count;
   uint32_t label_count;

@@ -21,6 +21,7 @@
 #include "base/internal/core.h"
 #include "base/internal/sample_ring.h"
 #include "base/internal/sampling_source.h"
+#include "base/internal/session_state.h"
 #include "base/labels.h"
 #include "base/profiler.h"
 #include "platform/cpu_time.h"
@@ -128,12 +129,16 @@ inline constexpr size_t kMinPruneBatch = 256;
 // cannot be deleted meanwhile).
 void FlushMarkersLocked(RegisteredThread* thread);
 
-// The sampler's side of one thread (core.cc), registry mutex held.
+// The sampler's side of one thread (thread_sampling.cc), registry mutex held.
 void StartSamplingLocked(Registry& registry, RegisteredThread* thread);
 void StopSamplingLocked(RegisteredThread* thread);
 // Writes the samples waiting in `thread`'s ring (and, when it has taken none since the last
-// call, a copy of its previous one if it did not run). See core.cc.
+// call, a copy of its previous one if it did not run). See thread_sampling.cc.
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr);
+// Writes the samples waiting in `thread`'s ring only (no copy); whether there were any.
+// For DrainLocked and for a session snapshot (core.cc, TakeSessionSnapshot).
+STRATA_BASE_HIDDEN bool DrainRingLocked(RegisteredThread* thread,
+                                        int* max_expirations = nullptr);
 // Writes a copy of `thread`'s previous sample at `now` carrying the CPU it used since that
 // sample (`cpu`: its CPU clock now), e.g. when it ends. Needs a previous sample (has_sample).
 void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeStamp now);

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     Walker walker;
     int depth;
   };
-  (void)ProcessTscCalibration();  // For kTscStamp, as the sampler thread calibrates it.
+  (void)ProcessTscCalibration();  // For kTscStamp (the TSC stamp base used before issue 17).
   const Config configs[] = {{Walker::kClockReads, 0},     {Walker::kMonotonicStamp, 0},
                             {Walker::kTscStamp, 0},       {Walker::kFramePointers, 0},
                             {Walker::kFramePointers, 40}, {Walker::kLibunwind, 0},

@@ -1,0 +1,96 @@
+// The counter registry (counter_registry.h) and ProfilerCounter's registration (counters.h).
+#include "base/internal/counter_registry.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "base/counters.h"
+#include "base/internal/core.h"
+#include "platform/mutex.h"
+#include "shared/buffer/entry_kinds.h"
+
+namespace strata {
+namespace base_internal {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Counters.
+
+struct CounterRegistry {
+  Mutex mutex{"strata counters"};
+  std::vector<ProfilerCounter*> counters;  // Index = counter id; null once destroyed.
+  std::vector<std::pair<int64_t, uint64_t>> last;  // Last sampled (value, operations).
+};
+CounterRegistry& GetCounters() {
+  static CounterRegistry* counters = new CounterRegistry;
+  return *counters;
+}
+
+}  // namespace
+
+void SampleCounters(TimeStamp now) {
+  CounterRegistry& counters = GetCounters();
+  AutoLock lock(counters.mutex);
+  for (size_t i = 0; i < counters.counters.size(); ++i) {
+    ProfilerCounter* counter = counters.counters[i];
+    if (!counter) continue;
+    const std::pair<int64_t, uint64_t> current(counter->value(), counter->operations());
+    if (current == counters.last[i]) continue;
+    counters.last[i] = current;
+    GetSession().buffer.PutObjects(EntryKind::kCounterSample, static_cast<uint32_t>(i), now,
+                                   current.first, current.second);
+  }
+}
+
+namespace {
+// A fork()ed child neither registers nor unregisters counters: nothing samples them there,
+// and the counter list's lock may be held by the parent's sampler thread, which the child
+// does not have.
+int RegisterCounter(ProfilerCounter* counter) {
+  if (IsForkedChild()) return -1;
+  CounterRegistry& counters = GetCounters();
+  AutoLock lock(counters.mutex);
+  counters.counters.push_back(counter);
+  counters.last.emplace_back(0, 0);
+  return static_cast<int>(counters.counters.size() - 1);
+}
+
+void UnregisterCounter(ProfilerCounter* counter) {
+  if (IsForkedChild()) return;
+  CounterRegistry& counters = GetCounters();
+  AutoLock lock(counters.mutex);
+  for (ProfilerCounter*& c : counters.counters) {
+    if (c == counter) c = nullptr;
+  }
+}
+
+}  // namespace
+
+std::vector<CounterDescription> CounterDescriptions() {
+  if (IsForkedChild()) return {};
+  CounterRegistry& counters = GetCounters();
+  AutoLock lock(counters.mutex);
+  std::vector<CounterDescription> out;
+  for (ProfilerCounter* c : counters.counters) {
+    out.push_back(c ? CounterDescription{c->name(), c->category(), c->description()}
+                    : CounterDescription{nullptr, nullptr, nullptr});
+  }
+  return out;
+}
+
+}  // namespace base_internal
+
+// ---------------------------------------------------------------------------------------
+// Public API (counters.h).
+
+using namespace base_internal;
+
+ProfilerCounter::ProfilerCounter(const char* name, const char* category, const char* description)
+    : name_(name), category_(category), description_(description) {
+  RegisterCounter(this);
+}
+ProfilerCounter::~ProfilerCounter() { UnregisterCounter(this); }
+
+}  // namespace strata

@@ -1,0 +1,184 @@
+// The sampler thread (sampler_thread.h): its loop, its period, and losing the sampling
+// signal's handler. See docs/sampling.md and docs/session.md.
+//
+// It measures no TSC calibration: since issue 17 every time stamp of base is
+// TimeStamp::Now() (docs/sampling.md, "One clock"); the only user of the process TSC
+// calibration is perfmon (full/perfmon), whose EnableMonitoring() measures it.
+#include "base/internal/sampler_thread.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "base/internal/core.h"
+#include "base/internal/counter_registry.h"
+#include "base/internal/log.h"
+#include "base/internal/thread_registry.h"
+#include "base/internal/tier_extension.h"
+#include "platform/mutex.h"
+#include "platform/sampling/sampling_signal.h"
+#include "platform/time_stamp.h"
+#include "shared/buffer/entry_kinds.h"
+
+namespace strata {
+namespace base_internal {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// The sampler thread.
+
+// One loop of the sampler thread. Returns the most timer expirations a drained sample stood
+// for (1 + si_overrun; 0 when no sample was drained).
+int SamplingLoopIteration() {
+  // The extension read here is used until the end of the iteration, and only under this lock.
+  AutoLock loop_lock(GetSession().sampler_loop_mutex);
+  const TimeStamp start = TimeStamp::Now();
+  int max_expirations = 0;
+  const TierExtension* extension = g_extension.load(std::memory_order_acquire);
+  Registry& registry = GetRegistry();
+  TimeStamp locked;
+  {
+    AutoLock lock(registry.mutex);
+    locked = TimeStamp::Now();
+    for (RegisteredThread* thread : registry.live) {
+      if (thread->sampling.load(std::memory_order_relaxed)) {
+        DrainLocked(thread, locked, &max_expirations);
+      }
+      FlushMarkersLocked(thread);
+    }
+  }
+  const TimeStamp threads_done = TimeStamp::Now();
+  SampleCounters(threads_done);
+  const TimeStamp counters_done = TimeStamp::Now();
+  if (extension && extension->on_sampling_loop) extension->on_sampling_loop(start);
+  const TimeStamp extension_done = TimeStamp::Now();
+  ChunkedBuffer& buffer = GetSession().buffer;
+  buffer.PrepareNextChunk();
+  if (extension && extension->record_overhead) {
+    buffer.PutObjects(EntryKind::kProfilerOverhead, start, locked - start, threads_done - locked,
+                      counters_done - threads_done, extension_done - counters_done);
+  }
+  return max_expirations;
+}
+
+// The kernel disposition of the sampling signal is no longer our handler: the program replaced
+// it with a raw rt_sigaction system call (the interposers see every libc call). A sample
+// would now reach the program's disposition (by default: terminate), so every timer is
+// destroyed, and the profile says why its samples end. Sampler thread.
+void StopSamplingAfterHandlerLost() {
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  if (!registry.sampling) return;
+  registry.sampling = false;
+  const TimeStamp now = TimeStamp::Now();
+  for (RegisteredThread* thread : registry.live) {
+    if (!thread->sampling.load(std::memory_order_relaxed)) continue;
+    StopSamplingLocked(thread);
+    DrainLocked(thread, now);
+  }
+  char reason[160];
+  snprintf(reason, sizeof(reason),
+           "the program replaced the handler of the sampling signal %d with a raw system call; "
+           "sampling stopped",
+           InstalledSamplingSignal());
+  registry.sampling_stopped = reason;
+  LogError("%s", reason);
+}
+
+struct SamplerThreadParams {
+  TimeDuration interval;
+  bool cpu_time_timers;  // Default mode (not precise): the threads' CPU-clock timers.
+};
+
+// The longest sampler loop with CPU-clock timers, in requested intervals.
+constexpr int kMaxLoopIntervals = 8;
+
+void* SamplerThreadMain(void* arg) {
+  pthread_setname_np(pthread_self(), "StrataSampler");
+  // The sampler never takes samples of itself, and must not receive the sampling signal.
+  BlockSamplingSignalOnCurrentThread();
+  const SamplerThreadParams params = *static_cast<SamplerThreadParams*>(arg);
+  delete static_cast<SamplerThreadParams*>(arg);
+  // A thread inherits its creator's scheduling policy. In a program whose threads run at a
+  // real-time priority (SCHED_FIFO, SCHED_RR), the sampler would queue behind a busy thread
+  // of equal priority that never yields, and the kernel does not always move a waiting
+  // real-time thread to an idle CPU: seen as the sampler not running for a whole 588 ms
+  // phase (runnable on the busy thread's CPU, the other CPU idle) in the takeover benchmark
+  // at SCHED_FIFO, in ~1 run of 20-80. So it takes one priority level above its creator's
+  // when allowed (it then preempts the program's real-time threads for its loop's few tens
+  // of microseconds, as the sampling signal does), and keeps the inherited one otherwise.
+  int policy = SCHED_OTHER;
+  sched_param priority{};
+  if (pthread_getschedparam(pthread_self(), &policy, &priority) == 0 &&
+      (policy == SCHED_FIFO || policy == SCHED_RR) &&
+      priority.sched_priority < sched_get_priority_max(policy)) {
+    ++priority.sched_priority;
+    (void)pthread_setschedparam(pthread_self(), policy, &priority);
+  }
+  // The loop's period, in requested intervals. With CPU-clock timers (default mode) the
+  // kernel delivers a thread's signal at most once per scheduler tick, however short the
+  // interval, and each signal says how many intervals it stands for (1 + si_overrun: 4 for
+  // 1 ms at HZ=250). Waking more often than samples can arrive drains nothing and costs the
+  // program samples: with two busy workers and two competing spinners on 2 CPUs, a loop
+  // every 1 ms left the workers 164-314 samples per CPU-second (median ~220; gperftools
+  // 230-250 in the same runs), a loop every 4 ms 231-268 (docs/benchmarks.md, "Default
+  // mode: the sampler's wake-ups"). So the loop follows the most expirations one signal has
+  // stood for in this session, capped (a thread gets at most one signal per tick, and its
+  // ring holds 4). Precise mode's wall-clock timers fire every interval: its loop keeps
+  // that period.
+  int64_t loop_intervals = 1;
+  TimeStamp next = TimeStamp::Now();
+  while (!g_sampler_stop.load(std::memory_order_acquire)) {
+    next = next + TimeDuration::FromNanoseconds(params.interval.ToNanoseconds() * loop_intervals);
+    const TimeStamp now = TimeStamp::Now();
+    if (next < now) next = now;  // Late (the machine is busy): do not try to catch up.
+    const int64_t ns = next.ToNanoseconds();
+    timespec deadline{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
+    }
+    if (g_sampler_stop.load(std::memory_order_acquire)) break;
+    const int expirations = SamplingLoopIteration();
+    if (!SamplingHandlerInstalled() && InstalledSamplingSignal() != 0) {
+      StopSamplingAfterHandlerLost();  // Idempotent.
+    }
+    if (params.cpu_time_timers && expirations > loop_intervals) {
+      loop_intervals = std::min(expirations, kMaxLoopIntervals);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Start and stop. Session mutex held.
+
+void StartSamplerThreadLocked(Session& session, const ProfilerSettings& settings) {
+  g_sampler_stop.store(false, std::memory_order_release);
+  auto* params = new SamplerThreadParams{
+      TimeDuration::FromMilliseconds(settings.interval_ms),
+      (settings.features & kFeaturePrecise) == 0};
+  const int rc = CreateProfilerThread(&session.sampler_thread, &SamplerThreadMain, params);
+  session.sampler_running = rc == 0;
+  if (rc != 0) {
+    delete params;
+    LogError("cannot start the sampler thread: %s", strerror(rc));
+  }
+}
+
+void StopSamplerThreadLocked(Session& session) {
+  if (!session.sampler_running) return;
+  g_sampler_stop.store(true, std::memory_order_release);
+  pthread_join(session.sampler_thread, nullptr);
+  session.sampler_running = false;
+}
+
+}  // namespace base_internal
+}  // namespace strata

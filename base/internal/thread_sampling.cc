@@ -1,0 +1,178 @@
+// Sampling of one registered thread, on the sampler's side (declared in thread_registry.h):
+// start and stop its sampling source, drain its ring into the session buffer, write copies
+// of its previous sample while it does not run, and the CPU accounting across pauses
+// (docs/sampling.md, "CPU accounting").
+//
+// Thread safety: every function here is called with the registry mutex held (by the sampler
+// thread, the session's start and stop, ProfilerPause/Resume, capture and a thread's
+// unregistration). Async-signal safety: none (the signal handler's side is
+// sample_capture.cc).
+#include <algorithm>
+#include <atomic>
+#include <optional>
+
+#include "base/internal/sample_entries.h"
+#include "base/internal/session_state.h"
+#include "base/internal/thread_registry.h"
+#include "platform/sampling/sampling_signal.h"
+#include "platform/sampling/stack_bounds.h"
+#include "platform/time_stamp.h"
+#include "shared/buffer/entry_kinds.h"
+
+namespace strata {
+namespace base_internal {
+
+// ---------------------------------------------------------------------------------------
+// Sampling of one thread: start, stop, drain. Registry mutex held (thread_registry.h).
+
+void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
+  if (thread->sampling.load(std::memory_order_relaxed)) return;
+  const ProfilerSettings& settings = registry.settings;
+  ThreadInfo& info = registry.infos[thread->info_index];
+  if (!NameMatchesFilters(info.name, thread->is_main, settings.thread_filters)) return;
+  const int signal_number = InstalledSamplingSignal();
+  if (signal_number == 0) return;  // No handler: a signal would kill the program.
+  // Once per thread, before its first signal; allocates (never in signal context). The
+  // thread is alive: it is in the registry, whose mutex is held.
+  if (thread->bounds.IsEmpty()) thread->bounds = StackBounds::OfThread(thread->pthread);
+  // A perf task-clock event, else a timer (sampling_source.h); logged when neither.
+  if (!StartThreadSamplingSourceLocked(thread, info.name, settings, signal_number)) return;
+  info.profiled = true;
+  thread->has_sample = false;
+  // The first sample carries the CPU used since sampling started, not since the thread did.
+  const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+  thread->last_sample_cpu_ns = cpu ? cpu->ToNanoseconds() : -1;
+  thread->last_seen_cpu = cpu;
+  thread->paused_at_cpu.reset();
+  if (ProfilerIsPaused()) thread->paused_at_cpu = cpu;
+  thread->timer_parked = false;
+  thread->sampling.store(true, std::memory_order_relaxed);
+}
+
+void StopSamplingLocked(RegisteredThread* thread) {
+  thread->sampling.store(false, std::memory_order_relaxed);
+  // No signal is generated after this returns (queued ones are still recognised).
+  StopThreadSamplingSourceLocked(thread);
+  thread->timer_parked = false;
+}
+
+// Writes the samples waiting in `thread`'s ring. Returns whether there were any. Raises
+// `*max_expirations`, if given, to the most timer expirations one of them stood for
+// (1 + overruns).
+bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
+  ChunkedBuffer& buffer = GetSession().buffer;
+  bool drained = false;
+  while (const SampleSlot* slot = thread->ring.TryBeginRead()) {
+    int64_t cpu_delta = -1;
+    thread->last_sample_in_system_call = slot->in_system_call;
+    if (slot->cpu_ns >= 0) {
+      // Never negative: a sample taken just before a pause's or a copy's clock reading.
+      if (thread->last_sample_cpu_ns >= 0) {
+        cpu_delta = std::max<int64_t>(0, slot->cpu_ns - thread->last_sample_cpu_ns);
+      }
+      thread->last_sample_cpu_ns = std::max(thread->last_sample_cpu_ns, slot->cpu_ns);
+    }
+    buffer.PutObjects(EntryKind::kSample, thread->tid, TimeStamp::FromNanoseconds(slot->time_ns),
+                      cpu_delta, slot->overruns, MergedStack{slot});
+    if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
+    NoteSampleExpirationsLocked(slot->overruns + 1);  // For meta.interval (sampling_source.h).
+    thread->ring.EndRead();
+    drained = true;
+  }
+  if (drained) GetRegistry().infos[thread->info_index].recorded = true;
+  return drained;
+}
+
+void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeStamp now) {
+  int64_t cpu_delta = 0;
+  if (thread->last_sample_cpu_ns >= 0) {
+    cpu_delta = std::max<int64_t>(0, cpu.ToNanoseconds() - thread->last_sample_cpu_ns);
+    thread->last_sample_cpu_ns += cpu_delta;
+  }
+  GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, cpu_delta);
+}
+
+void NotePauseLocked(Registry& registry) {
+  for (RegisteredThread* thread : registry.live) {
+    if (thread->sampling.load(std::memory_order_relaxed)) {
+      thread->paused_at_cpu = thread->cpu_clock.Read();
+    }
+  }
+}
+
+void NoteResumeLocked(Registry& registry) {
+  for (RegisteredThread* thread : registry.live) {
+    if (!thread->sampling.load(std::memory_order_relaxed)) continue;
+    // The samples taken before the pause, with the CPU deltas they had then.
+    if (DrainRingLocked(thread)) thread->has_sample = true;
+    const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+    if (cpu && thread->paused_at_cpu && thread->last_sample_cpu_ns >= 0) {
+      thread->last_sample_cpu_ns += (*cpu - *thread->paused_at_cpu).ToNanoseconds();
+    }
+    thread->paused_at_cpu.reset();
+    thread->last_seen_cpu = cpu;
+  }
+}
+
+void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) {
+  const ProfilerSettings& settings = GetRegistry().settings;
+  const bool precise = (settings.features & kFeaturePrecise) != 0;
+  if (DrainRingLocked(thread, max_expirations)) {
+    thread->has_sample = true;
+    const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+    // Precise mode: a thread interrupted in a system call that used less than an eighth of
+    // an interval of CPU (at least 50 us: our own handler's share) since the previous loop
+    // is blocked: park its timer. A thread waiting for a CPU is not parked: it was
+    // interrupted in its own code, and needs its samples as soon as it runs.
+    if (precise && !thread->timer_parked && thread->last_sample_in_system_call && cpu &&
+        thread->last_seen_cpu) {
+      const int64_t blocked_below_ns =
+          std::max<int64_t>(TimeDuration::FromMilliseconds(settings.interval_ms).ToNanoseconds() / 8,
+                            50000);
+      if ((*cpu - *thread->last_seen_cpu).ToNanoseconds() < blocked_below_ns &&
+          thread->timer.Disarm() == 0) {
+        thread->timer_parked = true;
+      }
+    }
+    thread->last_seen_cpu = cpu;
+    NoteThreadSampledLocked(thread, cpu);  // Lost-event detection (sampling_source.h).
+    return;
+  }
+  // A perf event whose descriptor the program closed sends nothing more: reopened here.
+  CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name,
+                                  settings, now);
+  if (!thread->has_sample || ProfilerIsPaused()) return;
+  // A sample being taken right now (its walk may be waiting for a lock, using no CPU): the
+  // thread is not idle, and its sample will come.
+  if (thread->capturing.load(std::memory_order_acquire)) return;
+  // No signal since the last loop: if the thread has not run at all since the previous loop
+  // (blocked, or runnable but waiting for a CPU), record a copy of its previous sample
+  // without disturbing it. A thread whose clock moved gets no copy: its signal will come. A
+  // parked thread that ran again is sampled at the real rate from now on.
+  // The CPU the thread used between its previous sample and stopping (the residual) stays
+  // with its next sample when it is less than an interval: a perf event keeps counting
+  // across the wait, so that sample comes one interval of CPU after the previous one, and a
+  // copy carries 0 (copies are then told from samples by their CPU delta). When the
+  // residual is an interval or more, the source missed signals (CPU-clock timers are
+  // tick-bound and, under load, sometimes silent for 20 ms of a thread's CPU; kernel-mode
+  // time, which perf events do not count): the copy carries it, so that no later sample
+  // claims more CPU than the wall time since its predecessor (docs/sampling.md).
+  const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+  if (cpu && thread->last_seen_cpu && *cpu == *thread->last_seen_cpu) {
+    const int64_t interval_ns =
+        TimeDuration::FromMilliseconds(settings.interval_ms).ToNanoseconds();
+    if (thread->last_sample_cpu_ns >= 0 &&
+        cpu->ToNanoseconds() - thread->last_sample_cpu_ns >= interval_ns) {
+      PutCopyOfLastSampleLocked(thread, *cpu, now);
+    } else {
+      GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, int64_t{0});
+    }
+  } else if (thread->timer_parked &&
+             thread->timer.Arm(TimeDuration::FromMilliseconds(settings.interval_ms)) == 0) {
+    thread->timer_parked = false;
+  }
+  thread->last_seen_cpu = cpu;
+}
+
+}  // namespace base_internal
+}  // namespace strata
