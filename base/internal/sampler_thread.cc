@@ -122,7 +122,9 @@ void* SamplerThreadMain(void* arg) {
     ++priority.sched_priority;
     (void)pthread_setschedparam(pthread_self(), policy, &priority);
   }
-  // The loop's period, in requested intervals. With CPU-clock timers (default mode) the
+  // The loop's period, in requested intervals. Perf task-clock events (the default source)
+  // signal once per interval of a thread's CPU: each signal stands for one interval, and the
+  // loop keeps the requested period. With CPU-clock timers (the fallback source) the
   // kernel delivers a thread's signal at most once per scheduler tick, however short the
   // interval, and each signal says how many intervals it stands for (1 + si_overrun: 4 for
   // 1 ms at HZ=250). Waking more often than samples can arrive drains nothing and costs the
@@ -131,7 +133,7 @@ void* SamplerThreadMain(void* arg) {
   // 230-250 in the same runs), a loop every 4 ms 231-268 (docs/benchmarks.md, "Default
   // mode: the sampler's wake-ups"). So the loop follows the most expirations one signal has
   // stood for in this session, capped (a thread gets at most one signal per tick, and its
-  // ring holds 4). Precise mode's wall-clock timers fire every interval: its loop keeps
+  // ring holds 8). Precise mode's wall-clock timers fire every interval: its loop keeps
   // that period.
   int64_t loop_intervals = 1;
   TimeStamp next = TimeStamp::Now();
