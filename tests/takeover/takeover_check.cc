@@ -92,22 +92,28 @@ double LargestCpuGapAcross(const Sampled& s, double from, double to, bool* found
   return gap;
 }
 
+// Calls fn(name, time) for every marker of `thread`, in profile order; the time is the start,
+// or the end for a marker that has only an end.
+template <typename Fn>
+void ForEachMarker(const rapidjson::Value& thread, Fn&& fn) {
+  const rapidjson::Value& strings = thread["stringTable"];
+  const rapidjson::Value& table = thread["markers"];
+  const int name_col = table["schema"]["name"].GetInt();
+  const int start_col = table["schema"]["startTime"].GetInt();
+  const int end_col = table["schema"]["endTime"].GetInt();
+  for (const auto& m : table["data"].GetArray()) {
+    fn(std::string(strings[m[name_col].GetInt()].GetString()),
+       m[start_col].IsNumber() ? m[start_col].GetDouble() : m[end_col].GetDouble());
+  }
+}
+
 // --cycles N.
 int CheckCycles(const rapidjson::Document& profile, const std::string& thread_name, int cycles,
                 bool strict_gaps) {
   std::map<std::string, double> marker_time;  // First occurrence.
   const rapidjson::Value* busy = nullptr;
   for (const auto& thread : profile["threads"].GetArray()) {
-    const rapidjson::Value& strings = thread["stringTable"];
-    const rapidjson::Value& table = thread["markers"];
-    const int name_col = table["schema"]["name"].GetInt();
-    const int start_col = table["schema"]["startTime"].GetInt();
-    const int end_col = table["schema"]["endTime"].GetInt();
-    for (const auto& m : table["data"].GetArray()) {
-      const std::string name = strings[m[name_col].GetInt()].GetString();
-      const double t = m[start_col].IsNumber() ? m[start_col].GetDouble() : m[end_col].GetDouble();
-      marker_time.emplace(name, t);
-    }
+    ForEachMarker(thread, [&](const std::string& name, double t) { marker_time.emplace(name, t); });
     if (thread_name == thread["name"].GetString()) busy = &thread;
   }
   Check(busy != nullptr, "thread '" + thread_name + "' is in the profile");
@@ -214,17 +220,10 @@ int main(int argc, char** argv) {
   double takeover_ms = -1;
   const rapidjson::Value* busy = nullptr;
   for (const auto& thread : profile["threads"].GetArray()) {
-    const rapidjson::Value& strings = thread["stringTable"];
-    const rapidjson::Value& table = thread["markers"];
-    const int name_col = table["schema"]["name"].GetInt();
-    const int start_col = table["schema"]["startTime"].GetInt();
-    const int end_col = table["schema"]["endTime"].GetInt();
-    for (const auto& m : table["data"].GetArray()) {
-      const std::string name = strings[m[name_col].GetInt()].GetString();
-      const double t = m[start_col].IsNumber() ? m[start_col].GetDouble() : m[end_col].GetDouble();
+    ForEachMarker(thread, [&](const std::string& name, double t) {
       markers.emplace_back(t, name);
       if (name == "takeover") takeover_ms = t;
-    }
+    });
     // Strictly increasing sample times.
     const rapidjson::Value& samples = thread["samples"];
     const int time_col = samples["schema"]["time"].GetInt();
