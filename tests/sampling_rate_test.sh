@@ -208,7 +208,12 @@ for source_request in auto timer; do
     # no descriptor; their rate is tick-bound and, loaded, varies across the run (meta.interval
     # is the session's mean): "still sampled" is at least half that mean rate.
     min_ratio=0.85
-    [[ "$source_text" == CPU-clock* ]] && min_ratio=0.5
+    if [[ "$source_text" == CPU-clock* ]]; then
+      # Beside 8 busy processes on 2 CPUs the timers' rate was seen to fall from 15 to 62 ms
+      # of CPU per sample within one run: "still sampled" is 5 samples or more.
+      min_ratio=0
+      [[ "${after_samples:-0}" -ge 5 ]] || ratio=-1
+    fi
     if ge "$ratio" "$min_ratio"; then
       pass "$name: the busy thread is still sampled after the close ($after_samples samples for $after_ms ms of CPU; source '$source_text')"
     else

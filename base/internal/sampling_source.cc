@@ -34,6 +34,9 @@ struct SourceState {
   uint64_t lost_events = 0;
   uint64_t samples = 0;
   uint64_t expirations = 0;
+  // Drained samples that carried CPU, and that CPU: what a sample stands for, measured.
+  uint64_t cpu_samples = 0;
+  int64_t cpu_ns = 0;
 };
 SourceState& State() {
   static SourceState* state = new SourceState;  // Leaked, as the registry.
@@ -222,10 +225,14 @@ void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const std::string
   }
 }
 
-void NoteSampleExpirationsLocked(int expirations) {
+void NoteSampleExpirationsLocked(int expirations, int64_t cpu_delta_ns) {
   SourceState& state = State();
   ++state.samples;
   state.expirations += static_cast<uint64_t>(expirations < 1 ? 1 : expirations);
+  if (cpu_delta_ns > 0) {
+    ++state.cpu_samples;
+    state.cpu_ns += cpu_delta_ns;
+  }
 }
 
 SamplingSourceReport SamplingSourceReportLocked(const ProfilerSettings& settings) {
@@ -235,11 +242,19 @@ SamplingSourceReport SamplingSourceReportLocked(const ProfilerSettings& settings
   report.lost_events = state.lost_events;
   // Perf events and wall-clock timers sample at the requested interval (a late wall-clock
   // expiry is the program not running, not a coarser rate).
-  report.effective_interval_ms =
-      state.samples == 0 || state.precise || state.threads_on_timers == 0
-          ? settings.interval_ms
-                         : settings.interval_ms * static_cast<double>(state.expirations) /
-                               static_cast<double>(state.samples);
+  // CPU-clock timers: the CPU the drained samples carried, per sample (with the `cpu`
+  // feature), else the timers' own count of intervals per signal (1 + si_overrun). The
+  // measured figure is the one that holds under load: beside 8 busy processes on 2 CPUs the
+  // overrun count said 41 ms per sample where the samples carried 15 ms.
+  if (state.samples == 0 || state.precise || state.threads_on_timers == 0) {
+    report.effective_interval_ms = settings.interval_ms;
+  } else if (state.cpu_samples > 0) {
+    report.effective_interval_ms =
+        static_cast<double>(state.cpu_ns) / 1e6 / static_cast<double>(state.cpu_samples);
+  } else {
+    report.effective_interval_ms = settings.interval_ms * static_cast<double>(state.expirations) /
+                                   static_cast<double>(state.samples);
+  }
   char counts[160];
   if (state.precise) {
     report.description = "wall-clock timers (precise mode)";

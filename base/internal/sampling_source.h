@@ -82,8 +82,9 @@ void NoteThreadSampledLocked(RegisteredThread* thread, const std::optional<TimeD
 void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
                                      const ProfilerSettings& settings, TimeStamp now);
 
-// Counts a drained sample standing for `expirations` intervals (1 + overruns).
-void NoteSampleExpirationsLocked(int expirations);
+// Counts a drained sample standing for `expirations` intervals (1 + overruns) and carrying
+// `cpu_delta_ns` of its thread's CPU (-1: unknown).
+void NoteSampleExpirationsLocked(int expirations, int64_t cpu_delta_ns);
 
 SamplingSourceReport SamplingSourceReportLocked(const ProfilerSettings& settings);
 

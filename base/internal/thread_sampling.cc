@@ -75,7 +75,8 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
     buffer.PutObjects(EntryKind::kSample, thread->tid, TimeStamp::FromNanoseconds(slot->time_ns),
                       cpu_delta, slot->overruns, MergedStack{slot});
     if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
-    NoteSampleExpirationsLocked(slot->overruns + 1);  // For meta.interval (sampling_source.h).
+    // For meta.interval (sampling_source.h).
+    NoteSampleExpirationsLocked(slot->overruns + 1, cpu_delta);
     thread->ring.EndRead();
     drained = true;
   }
