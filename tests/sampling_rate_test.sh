@@ -75,21 +75,21 @@ if [[ $plain_status -ne 0 || $plain_daemon_status -ne 0 ]]; then
   finish
 fi
 
-# The CPU one real sample stands for over the whole profile (every thread): the sum of the
-# CPU deltas over the number of samples that carried CPU (profile_stats' cpu_ms and
-# cpu_interval_ms per thread, first samples left out as there). meta.interval is that figure
-# for the session; one thread's own can differ on a loaded machine (each thread meets the
-# tick-bound timers' rate of its moment).
+# The CPU one sample stands for over the whole profile (every thread): the sum of every
+# sample's CPU delta (first samples included: profile_stats' cpu_all_ms) over the number of
+# samples that carried CPU (cpu_samples). meta.interval is that figure for the session; one
+# thread's own can differ on a loaded machine (each thread meets the tick-bound timers' rate
+# of its moment).
 session_cpu_per_sample() {
   awk '$1 == "thread" {
-      c = -1; i = 0
+      c = -1; n = 0
       for (k = 2; k <= NF; k++) {
-        if ($k ~ /^cpu_ms=/) c = substr($k, 8) + 0
-        if ($k ~ /^cpu_interval_ms=/) i = substr($k, 17) + 0
+        if ($k ~ /^cpu_all_ms=/) c = substr($k, 12) + 0
+        if ($k ~ /^cpu_samples=/) n = substr($k, 13) + 0
       }
-      if (c > 0 && i > 0) { cpu += c; n += c / i }
+      if (c > 0 && n > 0) { cpu += c; count += n }
     }
-    END { if (n > 0) printf "%.4f", cpu / n; else print 0 }' "$WORK/$1.stats"
+    END { if (count > 0) printf "%.4f", cpu / count; else print 0 }' "$WORK/$1.stats"
 }
 
 # --- Default source.

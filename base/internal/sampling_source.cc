@@ -34,7 +34,7 @@ struct SourceState {
   uint64_t lost_events = 0;
   uint64_t samples = 0;
   uint64_t expirations = 0;
-  // Drained samples that carried CPU, and that CPU: what a sample stands for, measured.
+  // Samples (and copies) that carried CPU, and that CPU: what a sample stands for, measured.
   uint64_t cpu_samples = 0;
   int64_t cpu_ns = 0;
 };
@@ -229,6 +229,14 @@ void NoteSampleExpirationsLocked(int expirations, int64_t cpu_delta_ns) {
   SourceState& state = State();
   ++state.samples;
   state.expirations += static_cast<uint64_t>(expirations < 1 ? 1 : expirations);
+  if (cpu_delta_ns > 0) {
+    ++state.cpu_samples;
+    state.cpu_ns += cpu_delta_ns;
+  }
+}
+
+void NoteCopyCpuLocked(int64_t cpu_delta_ns) {
+  SourceState& state = State();
   if (cpu_delta_ns > 0) {
     ++state.cpu_samples;
     state.cpu_ns += cpu_delta_ns;

@@ -85,6 +85,10 @@ void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const std::string
 // Counts a drained sample standing for `expirations` intervals (1 + overruns) and carrying
 // `cpu_delta_ns` of its thread's CPU (-1: unknown).
 void NoteSampleExpirationsLocked(int expirations, int64_t cpu_delta_ns);
+// Counts a copy of a thread's previous sample that carried `cpu_delta_ns` of its CPU (the
+// residual of missed signals, docs/sampling.md "CPU accounting"): it stands for that CPU in
+// the profile as a sample does.
+void NoteCopyCpuLocked(int64_t cpu_delta_ns);
 
 SamplingSourceReport SamplingSourceReportLocked(const ProfilerSettings& settings);
 

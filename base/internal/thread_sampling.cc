@@ -91,6 +91,7 @@ void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeS
     thread->last_sample_cpu_ns += cpu_delta;
   }
   GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, cpu_delta);
+  NoteCopyCpuLocked(cpu_delta);  // For meta.interval (sampling_source.h).
 }
 
 void NotePauseLocked(Registry& registry) {
