@@ -163,7 +163,10 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
   g_callbacks_running.fetch_sub(1, std::memory_order_release);
 }
 
-// A timer's signal, or an overflow of this thread's own perf event.
+// A timer's signal, or an overflow of this thread's own perf event. Runs in the handler: it
+// reads the siginfo and two relaxed atomics the thread registered (initial-exec TLS, set
+// outside signal context), so it cannot block, allocate, fault or be a cancellation point,
+// and it makes no system call (a descriptor number is compared, never used).
 bool IsSamplingSignal(const siginfo_t& info) {
   if (ThreadSamplingTimer::IsSamplingTimerSignal(info)) return true;
   const SamplingEventDescriptors* descriptors =
