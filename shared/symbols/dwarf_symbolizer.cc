@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "shared/symbols/debug_file.h"
 #include "shared/symbols/demangle.h"
 #include "shared/symbols/elf_symbol_table.h"
 
@@ -135,11 +136,11 @@ struct DwarfModuleCache::Impl {
     if (file->table.empty() && file->table.load_segments().empty()) return;  // Not ELF.
     file->usable = true;
     const std::string& build_id = !file->code_id.empty() ? file->code_id : file->table.code_id();
-    if (!vdso && !file->table.has_symtab() && !options.debug_directory.empty() && build_id.size() > 2) {
-      ElfSymbolTable debug = ElfSymbolTable::ReadFile(options.debug_directory + "/.build-id/" +
-                                                      build_id.substr(0, 2) + "/" +
-                                                      build_id.substr(2) + ".debug");
-      if (debug.has_symtab() && debug.code_id() == build_id) file->table = std::move(debug);
+    if (!vdso && !file->table.has_symtab()) {
+      ElfSymbolTable debug = ReadSeparateDebugSymbols(file->path, build_id,
+                                                      file->table.debug_link(),
+                                                      options.debug_directory);
+      if (debug.has_symtab()) file->table = std::move(debug);
     }
 
     file->dwfl = dwfl_begin(&callbacks);

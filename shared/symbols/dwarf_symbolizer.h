@@ -15,7 +15,8 @@
 //     DW_AT_call_file/DW_AT_call_line gives the file:line of the frame that contains it.
 // A module without DWARF still gets its ELF symbol names (no file:line, no inline frames).
 // Separate debug files are found by build-id and .gnu_debuglink under `debug_directory`
-// (libdwfl's standard lookup). A module whose file's build-id differs from the module's
+// (libdwfl's standard lookup for DWARF; shared/symbols/debug_file.h for the symbol table,
+// which also looks under <the module's directory>/debug). A module whose file's build-id differs from the module's
 // code_id gets no names (module+0x... only) rather than wrong ones. The vDSO
 // ("linux-vdso.so.1" / "[vdso]", no file on disk) is read from this process's own vDSO
 // when its build-id matches.

@@ -36,6 +36,7 @@ class ElfImageParser {
     ReadProgramHeaders(ehdr, &table);
     ReadSections(ehdr);
     if (table.code_id_.empty()) table.code_id_ = BuildIdFromSections();
+    table.debug_link_ = DebugLinkFromSections(ehdr);
     for (size_t i = 0; i < sections_.size(); ++i) {
       const uint32_t type = sections_[i].sh_type;
       if (type != SHT_SYMTAB && type != SHT_DYNSYM) continue;
@@ -135,6 +136,36 @@ class ElfImageParser {
     return std::string();
   }
 
+  // The .gnu_debuglink section (found by name through e_shstrndx): a NUL-terminated file
+  // name, padded to 4 bytes, then a 4-byte CRC. nullopt when absent or malformed.
+  std::optional<ElfSymbolTable::DebugLink> DebugLinkFromSections(const Elf64_Ehdr& ehdr) const {
+    if (ehdr.e_shstrndx == SHN_UNDEF || ehdr.e_shstrndx >= sections_.size()) return std::nullopt;
+    const Elf64_Shdr& names = sections_[ehdr.e_shstrndx];
+    if (names.sh_type != SHT_STRTAB || !Fits(names.sh_offset, names.sh_size)) return std::nullopt;
+    static constexpr char kName[] = ".gnu_debuglink";
+    for (const Elf64_Shdr& section : sections_) {
+      if (section.sh_type != SHT_PROGBITS || section.sh_name >= names.sh_size ||
+          names.sh_size - section.sh_name < sizeof(kName) ||
+          memcmp(data_ + names.sh_offset + section.sh_name, kName, sizeof(kName)) != 0) {
+        continue;
+      }
+      if (!Fits(section.sh_offset, section.sh_size) || section.sh_size < 8) return std::nullopt;
+      const char* text = reinterpret_cast<const char*>(data_ + section.sh_offset);
+      const void* nul = memchr(text, '\0', section.sh_size - 4);
+      if (nul == nullptr || nul == text) return std::nullopt;
+      const size_t length = static_cast<const char*>(nul) - text;
+      const uint64_t crc_at = (length + 1 + 3) & ~uint64_t{3};
+      if (crc_at + 4 > section.sh_size) return std::nullopt;
+      ElfSymbolTable::DebugLink link;
+      link.file_name.assign(text, length);
+      // A name with a directory part would let a file point anywhere: refused.
+      if (link.file_name.find('/') != std::string::npos) return std::nullopt;
+      memcpy(&link.crc, text + crc_at, 4);
+      return link;
+    }
+    return std::nullopt;
+  }
+
   // Appends the defined, named function symbols of one symbol table section to
   // candidates_. False when the section or its string table is unusable.
   bool ReadSymbols(const Elf64_Shdr& symbols) {
@@ -161,7 +192,9 @@ class ElfImageParser {
       const char* name = string_table + sym.st_name;
       const void* nul = memchr(name, '\0', string_table_size - sym.st_name);
       if (nul == nullptr) continue;  // Unterminated: the table is truncated.
-      const size_t length = static_cast<const char*>(nul) - name;
+      size_t length = static_cast<const char*>(nul) - name;
+      // A symbol version (`name@@GLIBC_2.34`, `name@GLIBC_2.2.5`) is not part of the name.
+      if (const void* at = memchr(name, '@', length)) length = static_cast<const char*>(at) - name;
       if (length == 0 || length > std::numeric_limits<uint32_t>::max()) continue;
       Candidate candidate;
       candidate.address = sym.st_value;

@@ -3,7 +3,12 @@
 // What is read: the section header table, then .symtab and .dynsym (both when both are
 // present: a stripped file keeps only .dynsym, the exported functions), keeping STT_FUNC
 // and STT_GNU_IFUNC symbols that are defined (not SHN_UNDEF) and named. Also the PT_LOAD
-// segments (for load-bias computations) and the GNU build-id note.
+// segments (for load-bias computations), the GNU build-id note and the .gnu_debuglink
+// section (the name and CRC of a separate debug file, shared/symbols/debug_file.h).
+//
+// Names: a symbol version appended by the linker (`__libc_start_main@@GLIBC_2.34`,
+// `memcpy@GLIBC_2.2.5`, as .symtab holds them since binutils 2.35) is cut off at the first
+// '@': names are the source's. Mangled C++ names never contain '@'.
 //
 // Addresses are the file's own virtual addresses (st_value, p_vaddr): add the module's load
 // bias to get a run-time address, subtract it from a run-time address before Find().
@@ -55,6 +60,13 @@ class ElfSymbolTable {
     bool executable = false;  // PF_X.
   };
 
+  // The .gnu_debuglink section: the separate debug file's base name and the CRC-32 of its
+  // whole contents (the polynomial of zlib's crc32 and gdb's gnu_debuglink_crc32).
+  struct DebugLink {
+    std::string file_name;
+    uint32_t crc = 0;
+  };
+
   static constexpr size_t kNotFound = static_cast<size_t>(-1);
 
   // Maps the regular file at `path` read-only and parses it. A missing, unreadable,
@@ -82,6 +94,8 @@ class ElfSymbolTable {
   // The GNU build-id in lower-case hex, as SharedLibrary::code_id; "" when there is none.
   const std::string& code_id() const { return code_id_; }
   const std::vector<LoadSegment>& load_segments() const { return load_segments_; }
+  // The .gnu_debuglink section, when the file has a well-formed one.
+  const std::optional<DebugLink>& debug_link() const { return debug_link_; }
 
   // The load bias (run-time address minus file address) of this file when a mapping that
   // starts at run-time address `map_start` maps it from file offset `map_offset` (the
@@ -111,6 +125,7 @@ class ElfSymbolTable {
   std::string names_;
   std::vector<LoadSegment> load_segments_;
   std::string code_id_;
+  std::optional<DebugLink> debug_link_;
   bool has_symtab_ = false;
   bool has_dynsym_ = false;
 };

@@ -253,6 +253,20 @@ TEST_CASE("Aliases keep one name: sized, then non-local, then fewer underscores,
   CHECK(NameAt(table, 0x1300) == "ab");
 }
 
+TEST_CASE("Symbol versions are cut from names") {
+  const ElfSymbolTable table = Read(BuildImage({
+      {"__libc_start_main@@GLIBC_2.34", 0x1000, 0x20},
+      {"memcpy@GLIBC_2.2.5", 0x1100, 0x20},
+      {"_ZN6strata3RunEv", 0x1200, 0x20},
+      {"@@ONLY_A_VERSION", 0x1300, 0x20},
+  }));
+  CHECK(NameAt(table, 0x1000) == "__libc_start_main");
+  CHECK(NameAt(table, 0x1100) == "memcpy");
+  CHECK(NameAt(table, 0x1200) == "_ZN6strata3RunEv");
+  CHECK(NameAt(table, 0x1300) == "<none>");  // Nothing left of the name: not kept.
+  CHECK(!table.debug_link().has_value());    // The synthetic image has no .gnu_debuglink.
+}
+
 TEST_CASE("Zero-size symbols reach the next symbol or their section's end") {
   const ElfSymbolTable table = Read(BuildImage({
       {"asm_one", 0x1100, 0},

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "shared/symbols/debug_file.h"
+
 namespace strata {
 
 ElfSymbolizer::ElfSymbolizer(std::vector<SharedLibrary> modules)
@@ -87,12 +89,12 @@ void ElfSymbolizer::ReadTable(Module& module) {
   if (!table.empty() && !IsLoadedFile(library, module.load_bias, table)) {
     table = ElfSymbolTable();
   }
-  // Without a .symtab, a separate debug file found by build-id may have one.
+  // Without a .symtab, a separate debug file (by build-id or .gnu_debuglink) may have one.
   const std::string& build_id = !library.code_id.empty() ? library.code_id : table.code_id();
-  if (!is_vdso && !table.has_symtab() && !options_.debug_directory.empty() && build_id.size() > 2) {
-    ElfSymbolTable debug =
-        ElfSymbolTable::ReadFile(options_.debug_directory + "/.build-id/" + build_id.substr(0, 2) +
-                                 "/" + build_id.substr(2) + ".debug");
+  if (!is_vdso && !table.has_symtab() && !library.path.empty() && library.path[0] == '/' &&
+      !table.load_segments().empty()) {
+    ElfSymbolTable debug = ReadSeparateDebugSymbols(library.path, build_id, table.debug_link(),
+                                                    options_.debug_directory);
     if (debug.has_symtab() && IsLoadedFile(library, module.load_bias, debug)) {
       table = std::move(debug);
     }

@@ -45,10 +45,12 @@
 namespace strata {
 
 struct ElfSymbolizerOptions {
-  // Modules without a .symtab (stripped system libraries) are looked up here by build-id,
-  // as <debug_directory>/.build-id/<first 2 hex digits>/<the rest>.debug (Debian's -dbgsym
-  // packages, Fedora's debuginfo); a file found is used when its own build-id matches.
-  // "" turns the lookup off.
+  // Modules without a .symtab (stripped binaries and system libraries) take the symbols of
+  // their separate debug file, looked up by build-id under this directory (Debian's -dbgsym
+  // packages, Fedora's debuginfo) and under <the module's directory>/debug (Strata's install
+  // layout), then by .gnu_debuglink beside the module (shared/symbols/debug_file.h). A file
+  // found is used when it is the module's (same build-id, or the debuglink's CRC). "" leaves
+  // out this directory only.
   std::string debug_directory = "/usr/lib/debug";
 };
 

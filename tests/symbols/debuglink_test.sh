@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# A binary stripped with a .gnu_debuglink (issue 20: "loses its outer frames' names,
+# sym_dbglink+0x1170 instead of main, HotLoop"): every way of profiling it names HotLoop and
+# main from the debug file beside it — preloaded (names resolved in the process), preloaded
+# with rawaddresses then `strata symbolicate` (DWARF: file:line too), and `strata record`.
+# No name carries a symbol version (`__libc_start_main@@GLIBC_2.34`). Control: the same
+# binary copied alone (no debug file beside it) has neither name, so the names come from the
+# debug file.
+source "$(dirname "$0")/../scenario_lib.sh"
+
+STRATA="$(binary tools/strata/strata)"
+program="$(binary tests/symbols/dbglink/sym_dbglink)"
+# The runfiles entry is a symlink: the debug file is beside the real file.
+program="$(readlink -f "$program")"
+[[ -f "$(dirname "$program")/sym_dbglink.debug" ]] || fail "no debug file beside $program"
+export STRATA_NO_PROGRESS=1
+iterations=300000000
+
+# names NAME FILE: HotLoop and main are frames of the profile, and no name has a version.
+names() {
+  local name="$1" file="$2"
+  "$GECKO_CHECK" --max-per-code=3 "$file" >"$WORK/$name.check" 2>&1 ||
+    fail "$name: the checker rejects the profile: $(head -5 "$WORK/$name.check")"
+  "$STRATA" summary --top 30 "$file" >"$WORK/$name.summary" 2>&1 || fail "$name: strata summary failed"
+  if grep -q 'HotLoop' "$WORK/$name.summary" && grep -qE '(^| )main( |$)' "$WORK/$name.summary"; then
+    pass "$name: HotLoop and main are named"
+  else
+    fail "$name: HotLoop or main missing:"
+    sed 's/^/    /' "$WORK/$name.summary" | head -30
+  fi
+  if grep -q '@' "$WORK/$name.summary"; then
+    fail "$name: a name with a symbol version: $(grep '@' "$WORK/$name.summary" | head -3)"
+  else
+    pass "$name: no symbol version in names"
+  fi
+}
+
+run_profiled preloaded "$program" "$iterations"
+[[ $RUN_STATUS -eq 0 && -s "$OUT/preloaded.json" ]] && names preloaded "$OUT/preloaded.json" ||
+  fail "preloaded: status $RUN_STATUS or no profile"
+
+STRATA_STARTUP_FEATURES=rawaddresses run_profiled raw "$program" "$iterations"
+if [[ $RUN_STATUS -eq 0 && -s "$OUT/raw.json" ]] &&
+  timeout 120 "$STRATA" symbolicate "$OUT/raw.json" -o "$OUT/raw_symbolicated.json" >"$WORK/sym.out" 2>&1; then
+  names raw_symbolicated "$OUT/raw_symbolicated.json"
+  grep -q 'hot_loop.cc' "$OUT/raw_symbolicated.json" && pass "raw_symbolicated: file:line from the debug file's DWARF" ||
+    fail "raw_symbolicated: no hot_loop.cc file name"
+else
+  fail "raw: status $RUN_STATUS, or strata symbolicate failed: $(cat "$WORK/sym.out" 2>/dev/null)"
+fi
+
+timeout 180 env "${SANITIZER_ENV[@]}" "$STRATA" record -q -o "$OUT/recorded.json" -- "$program" "$iterations" \
+  >"$WORK/recorded.out" 2>"$WORK/recorded.err" && [[ -s "$OUT/recorded.json" ]] &&
+  names recorded "$OUT/recorded.json" || fail "recorded: failed: $(tail -3 "$WORK/recorded.err")"
+
+# Control: the stripped binary alone.
+mkdir -p "$WORK/alone"
+cp "$program" "$WORK/alone/sym_dbglink"
+run_profiled alone "$WORK/alone/sym_dbglink" "$iterations"
+if [[ $RUN_STATUS -eq 0 && -s "$OUT/alone.json" ]]; then
+  "$STRATA" summary --top 30 "$OUT/alone.json" >"$WORK/alone.summary" 2>&1
+  grep -q 'HotLoop' "$WORK/alone.summary" && fail "alone: HotLoop named without the debug file?" ||
+    pass "alone: without its debug file the binary's functions have no names (the test exercises the link)"
+else
+  fail "alone: status $RUN_STATUS or no profile"
+fi
+
+finish
