@@ -28,6 +28,7 @@
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
 #include "tools/strata/progress.h"
+#include "tools/strata/view.h"
 
 extern char** environ;
 
@@ -544,7 +545,7 @@ int Record(const RecordOptions& options) {
   // Symbolicate.
   double symbolicate_seconds = 0;
   SymbolicateStats stats;
-  if (options.symbolicate && HasRawAddresses(root)) {
+  if (options.symbolicate && !options.view && HasRawAddresses(root)) {
     const auto start = Clock::now();
     auto cache = std::make_shared<DwarfModuleCache>();
     SymbolicateProfile(&root, [&](std::vector<SharedLibrary> libs) -> std::unique_ptr<Symbolizer> {
@@ -575,6 +576,17 @@ int Record(const RecordOptions& options) {
       std::fprintf(stderr, "strata record: %zu process(es) were stopped while saving; their profiles are missing\n",
                    unfinished);
     }
+  }
+  if (options.view) {
+    if (options.symbolicate && HasRawAddresses(root)) {
+      std::fprintf(stderr, "strata record: %s keeps raw addresses for the viewer; `strata symbolicate %s` names "
+                   "them in the file\n", options.output.c_str(), options.output.c_str());
+    }
+    ViewOptions view;
+    view.profile = options.output;
+    view.port = options.view_port;
+    view.open_browser = options.view_open_browser;
+    RunView(view);
   }
   return EndAsTheCommandDid(run, exit_status);
 }

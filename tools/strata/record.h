@@ -40,6 +40,12 @@ struct RecordOptions {
   int buffer_mb = 0;       // 0: default.
   bool children = true;    // Preload into every process the command starts.
   bool symbolicate = true;  // Raw addresses + offline DWARF symbolication.
+  // Then `strata view` the written profile (view.h) until Ctrl-C, before ending as the
+  // command did. The file keeps its raw addresses: the front-end symbolicates them through
+  // the view's symbol server (inline frames, file:line, the source view).
+  bool view = false;
+  int view_port = 3030;
+  bool view_open_browser = true;
   std::string base_library;  // "" : found next to the strata binary.
   std::string hook_library;  // "" : found next to the strata binary.
   bool quiet = false;

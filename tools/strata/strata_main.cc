@@ -21,6 +21,7 @@
 #include "tools/strata/record.h"
 #include "tools/strata/report.h"
 #include "tools/strata/terminal_text.h"
+#include "tools/strata/view.h"
 #include "tools/js/exec_strata_js.h"
 
 namespace strata {
@@ -176,6 +177,13 @@ int Main(int argc, char** argv) {
   record_command->add_flag("--no-symbolicate", no_symbolicate,
                            "Keep the names the processes found themselves (ELF symbols, no inline frames or "
                            "file:line) instead of recording raw addresses and symbolicating them with DWARF");
+  record_command->add_flag("--view", record.view,
+                           "Then serve the profile to the Firefox Profiler (strata view) until Ctrl-C; the file "
+                           "keeps raw addresses, which the viewer's symbol server names");
+  record_command->add_option("--port", record.view_port, "With --view: first port tried (0: any)")
+      ->check(CLI::Range(0, 65535));
+  bool record_no_open = false;
+  record_command->add_flag("--no-open", record_no_open, "With --view: print the address, do not open a browser");
   record_command->add_option("--lib", record.base_library, "libstrata_base.so to preload (default: next to strata)");
   record_command->add_flag("-q,--quiet", record.quiet, "No messages but errors");
   record_command->prefix_command();
@@ -207,6 +215,22 @@ int Main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"chrome", "pprof", "collapsed"}));
   convert_command->add_option("-o,--output", convert_output, "Output file ('-' for standard output)")->required();
+
+  // view
+  ViewOptions view_options;
+  bool view_no_open = false;
+  CLI::App* view_command = app.add_subcommand(
+      "view",
+      "Serve a profile to the Firefox Profiler (profiler.firefox.com) from this machine, with its symbols "
+      "and sources, and open it; Ctrl-C stops");
+  view_command->add_option("FILE", view_options.profile, "Profile (.json or .json.gz)")->required();
+  view_command->add_option("--port", view_options.port, "First port tried, then the next 9 (0: any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  view_command->add_flag("--no-open", view_no_open, "Print the address, do not open a browser");
+  view_command->add_option("--source-root", view_options.source_root,
+                           "Directory that relative source file names are read under (default: here)");
+  view_command->footer("Example: strata view strata-profile.json");
 
   // report
   std::string report_input, report_output = "report.html";
@@ -253,12 +277,17 @@ int Main(int argc, char** argv) {
     record.command = command;
     record.children = !no_children;
     record.symbolicate = !no_symbolicate;
+    record.view_open_browser = !record_no_open;
     return Record(record);
   }
   if (*symbolicate_command) return RunSymbolicate(symbolicate_input, symbolicate_output);
   if (*summary_command) return RunSummary(summary_files, top);
   if (*convert_command) return RunConvert(convert_input, convert_format, convert_output);
   if (*report_command) return RunReport(report_input, report_output, report_options);
+  if (*view_command) {
+    view_options.open_browser = !view_no_open;
+    return RunView(view_options);
+  }
   return 2;
 }
 
