@@ -35,6 +35,7 @@
 #include "full/internal/ipc.h"
 #include "full/internal/ipc_guards.h"
 #include "full/internal/ipc_link.h"
+#include "full/internal/sub_process_end.h"
 #include "full/ipc/global_controller.h"
 #include "full/ipc/messages.h"
 #include "full/ipc/transport.h"
@@ -1377,6 +1378,34 @@ void AdjustParentCapture(profile::CaptureInputs& inputs) {
       std::string copy = *exit.profile;
       splice(copy, nullptr, "the exit profile", exit.pid.ToNumber());
     }
+  };
+  // The children's captures end after this one's started, and a child's profile can begin
+  // before it: the range covers their data (their startTime shares this process's epoch
+  // mapping, above).
+  const int64_t epoch_offset_ns = parent->epoch_offset_ns();
+  inputs.sub_processes_range = [gather, epoch_offset_ns]() {
+    gather->Wait();
+    std::optional<EpochRangeNs> cover;
+    auto note = [&](const std::string& json) {
+      const std::optional<EpochRangeNs> range = SubProcessProfileRangeEpochNs(json);
+      if (!range) return;
+      if (!cover) {
+        cover = range;
+      } else {
+        cover->start = std::min(cover->start, range->start);
+        cover->end = std::max(cover->end, range->end);
+      }
+    };
+    for (const GatherChild& child : gather->children) {
+      if (child.outcome == Outcome::kGathered) note(child.profile);
+    }
+    for (const ExitRecord& exit : gather->exit_profiles) note(*exit.profile);
+    std::optional<profile::TimeRange> result;
+    if (cover) {
+      result = profile::TimeRange{TimeStamp::FromNanoseconds(cover->start - epoch_offset_ns),
+                                  TimeStamp::FromNanoseconds(cover->end - epoch_offset_ns)};
+    }
+    return result;
   };
   const TimeStamp start = inputs.start_time;
   inputs.profile_gathering_log = [gather, start](JsonWriter& w) {

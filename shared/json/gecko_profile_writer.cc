@@ -331,6 +331,20 @@ const std::string& GeckoProfileWriter::error() const {
   return misuse_.empty() ? out_.error() : misuse_;
 }
 
+namespace {
+
+// meta.profilingStartTime/EndTime (ms from meta.startTime), when both are known and ordered.
+template <typename Relative>
+void WriteProfilingRange(JsonWriter& w, const ProfileMeta& meta, const Relative& relative) {
+  if (meta.profiling_start_time && meta.profiling_end_time &&
+      *meta.profiling_end_time > *meta.profiling_start_time) {
+    w.TimeMsProperty("profilingStartTime", relative(*meta.profiling_start_time));
+    w.TimeMsProperty("profilingEndTime", relative(*meta.profiling_end_time));
+  }
+}
+
+}  // namespace
+
 void GeckoProfileWriter::WriteMeta(const ProfileMeta& meta) {
   JsonWriter& w = out_;
   const auto relative = [&](TimeStamp t) { return (t - meta.start_time).ToNanoseconds(); };
@@ -366,6 +380,10 @@ void GeckoProfileWriter::WriteMeta(const ProfileMeta& meta) {
   w.EndArray();
 
   if (kind_ == Kind::kSubProcess) {
+    // The range this process's data covers, for the parent (it widens its own range to
+    // cover every sub-process: full/internal/sub_process_end.h); the front-end reads only
+    // the top-level one.
+    WriteProfilingRange(w, meta, relative);
     w.EndObject();
     return;
   }
@@ -384,11 +402,7 @@ void GeckoProfileWriter::WriteMeta(const ProfileMeta& meta) {
   w.StringProperty("eventDelay", "ms");
   w.StringProperty("threadCPUDelta", "ns");
   w.EndObject();
-  if (meta.profiling_start_time && meta.profiling_end_time &&
-      *meta.profiling_end_time > *meta.profiling_start_time) {
-    w.TimeMsProperty("profilingStartTime", relative(*meta.profiling_start_time));
-    w.TimeMsProperty("profilingEndTime", relative(*meta.profiling_end_time));
-  }
+  WriteProfilingRange(w, meta, relative);
   if (!meta.platform.empty()) w.StringProperty("platform", meta.platform);
   if (!meta.oscpu.empty()) w.StringProperty("oscpu", meta.oscpu);
   if (!meta.abi.empty()) w.StringProperty("abi", meta.abi);

@@ -170,19 +170,36 @@ class ProfileBuilder {
   // Pass 1: every thread's entry count and first blocks, the latest sample time (moved into
   // *latest_sample), the counters and the sampler's overhead (small, kept in memory), and
   // the addresses to symbolicate.
-  void NoteEntry(EntryReader& reader, TimeStamp& latest_sample) {
+  void NoteEntry(EntryReader& reader, TimeStamp& latest_sample, TimeStamp& latest_marker,
+                 TimeStamp& earliest) {
+    const auto note_earliest = [&earliest](TimeStamp t) {
+      if (!t.IsNull() && (earliest.IsNull() || t < earliest)) earliest = t;
+    };
     EntryReader peek = reader;
     const EntryKind kind = peek.ReadObject<EntryKind>();
     switch (kind) {
       case EntryKind::kSample:
       case EntryKind::kSameSample:
       case EntryKind::kMarker: {
-        ThreadId tid;  // All three start with the thread; samples then with their time.
-        peek.ReadIntoObject(tid);
+        ThreadId tid;  // All three start with the thread; samples then with their time,
+        peek.ReadIntoObject(tid);  // markers with their phase, start and end (MarkerHeader).
         if (kind != EntryKind::kMarker) {
           TimeStamp time;
           peek.ReadIntoObject(time);
           if (!peek.Failed() && time > latest_sample) latest_sample = time;
+          if (!peek.Failed()) note_earliest(time);
+        } else {
+          MarkerPhase phase;
+          TimeStamp start, end;
+          peek.ReadIntoObject(phase);
+          peek.ReadIntoObject(start);
+          peek.ReadIntoObject(end);
+          if (!peek.Failed()) {
+            if (start > latest_marker) latest_marker = start;
+            if (end > latest_marker) latest_marker = end;
+            note_earliest(start);
+            note_earliest(end);
+          }
         }
         if (peek.Failed()) return;
         ThreadState& thread = ThreadFor(tid);
@@ -714,6 +731,13 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
   // The latest sample time up to last_block: samples keep arriving while the caller prepares
   // the capture, and a sample after meta.profilingEndTime would be dropped by the front-end.
   TimeStamp latest_sample;
+  // The latest marker time (start or end): a marker may end after the capture began (a
+  // program can give an interval's end in advance), and the front-end cuts off what is
+  // past meta.profilingEndTime.
+  TimeStamp latest_marker;
+  // The earliest sample or marker time: entries from before the session's start (a marker
+  // given an earlier start, a buffer kept across a restart) widen the range's start.
+  TimeStamp earliest_entry;
   {
     ProgressLogger phase = progress.CreateSubLogger(ProportionValue::Zero(), kAddressesEnd,
                                                     "capture: collecting addresses");
@@ -724,7 +748,7 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
     buffer.ReadEach([&](EntryReader& reader) {
       last_block = reader.CurrentBlockIndex();
       if (!pass.At(last_block)) return;
-      builder.NoteEntry(reader, latest_sample);
+      builder.NoteEntry(reader, latest_sample, latest_marker, earliest_entry);
     });
   }
   // A sample covers one interval from its time, and the front-end keeps samples strictly
@@ -735,6 +759,21 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
         latest_sample + TimeDuration::FromNanoseconds(
                             std::max<int64_t>(1, static_cast<int64_t>(meta.interval_ms * 1e6)));
     if (sample_end > *meta.profiling_end_time) meta.profiling_end_time = sample_end;
+  }
+  if (meta.profiling_end_time && !latest_marker.IsNull() &&
+      latest_marker > *meta.profiling_end_time) {
+    meta.profiling_end_time = latest_marker;
+  }
+  if (meta.profiling_start_time && !earliest_entry.IsNull() &&
+      earliest_entry < *meta.profiling_start_time) {
+    meta.profiling_start_time = earliest_entry;
+  }
+  if (meta.profiling_start_time && meta.profiling_end_time && inputs.sub_processes_range &&
+      !failure.Failed()) {
+    if (const std::optional<TimeRange> children = inputs.sub_processes_range()) {
+      if (children->start < *meta.profiling_start_time) meta.profiling_start_time = children->start;
+      if (children->end > *meta.profiling_end_time) meta.profiling_end_time = children->end;
+    }
   }
   if (!failure.Failed()) {
     ProgressLogger phase =

@@ -58,6 +58,11 @@ struct CaptureThread {
   bool is_main = false;
 };
 
+struct TimeRange {
+  TimeStamp start;
+  TimeStamp end;
+};
+
 struct CaptureCounter {
   const char* name = nullptr;  // null: the counter is gone, its samples are skipped.
   const char* category = nullptr;
@@ -85,6 +90,12 @@ struct CaptureInputs {
   // Parent only: adds the sub-process profiles ("processes") after this process's own data,
   // before profilingLog. Called once, on the capturing thread (it may wait for children).
   std::function<void(GeckoProfileWriter&)> sub_processes;
+  // Parent only: the range the sub-processes' profiles cover (each covers its own samples
+  // and markers), called before this process's meta is written: the parent's
+  // profilingStartTime/EndTime are widened to it, so that the front-end keeps every child's
+  // data (it drops what is outside). Called once, on the capturing thread (it may wait for the
+  // children's captures). Null, or an empty result: nothing to widen.
+  std::function<std::optional<TimeRange>()> sub_processes_range;
   // Parent only: the properties of the top-level "profileGatheringLog" object (what became
   // of each sub-process during gathering), written last. Null: no such object.
   std::function<void(JsonWriter&)> profile_gathering_log;

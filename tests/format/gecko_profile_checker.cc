@@ -174,6 +174,9 @@ struct ProcessContext {
   size_t sources_length = 0;
   bool has_gecko_main = false;
   double interval = 0;
+  // This process's meta.startTime minus the top level's (ms): its times + shift are on the
+  // top level's timeline, where meta.profilingStartTime/EndTime apply. NaN when unknown.
+  double shift = NAN;
 };
 
 class Checker {
@@ -421,6 +424,10 @@ class Checker {
       Error(mpath + ".version", "version", "must be 36 when present");
     }
     const Value* start = Member(*meta, "startTime");
+    if (start && start->IsNumber()) {
+      if (top) top_start_time_ = start->GetDouble();
+      ctx.shift = start->GetDouble() - top_start_time_;  // NaN until the top level's is known.
+    }
     if (!start || !start->IsNumber()) {
       Error(mpath + ".startTime", "start-time",
             "missing or not a number (epoch milliseconds of the process start)");
@@ -445,6 +452,9 @@ class Checker {
           (pe && !pe->IsNumber())) {
         Error(mpath, "profiling-range",
               "profilingStartTime and profilingEndTime must both be numbers, or both absent");
+      } else if (ps && pe) {
+        range_start_ = ps->GetDouble();
+        range_end_ = pe->GetDouble();
       }
     }
     if (const Value* shutdown = Member(*meta, "shutdownTime");
@@ -682,7 +692,7 @@ class Checker {
                    ctx);
     }
     if (markers_ok) {
-      CheckMarkers(markers, tpath + ".markers", string_count, stacks.size());
+      CheckMarkers(markers, tpath + ".markers", string_count, stacks.size(), ctx);
     }
   }
 
@@ -890,6 +900,17 @@ class Checker {
         gaps.push_back(t - previous);
       }
       previous = std::max(previous, t);
+      // The front-end's timeline is [profilingStartTime, profilingEndTime) when given: a
+      // sample outside it (a sub-process's last samples after the parent's end, typically) is
+      // dropped without a word.
+      if (!std::isnan(range_end_) && !std::isnan(ctx.shift) &&
+          (t + ctx.shift < range_start_ || t + ctx.shift >= range_end_)) {
+        Error(row(), "outside-profiling-range",
+              "sample at " + Show(*time) + " ms (" + std::to_string(t + ctx.shift) +
+                  " on the top level's timeline) is outside meta.profilingStartTime.." +
+                  "profilingEndTime [" + std::to_string(range_start_) + ", " +
+                  std::to_string(range_end_) + "): the front-end drops it silently");
+      }
       const double slack = std::max(ctx.interval, 1.0);
       if (t < register_time - slack || t > unregister_time + slack) {
         Warn(row(), "sample-lifetime",
@@ -929,7 +950,7 @@ class Checker {
   }
 
   void CheckMarkers(const Table& markers, const std::string& path, size_t string_count,
-                    size_t stack_count) {
+                    size_t stack_count, const ProcessContext& ctx) {
     const int col_name = markers.Column("name");
     const int col_phase = markers.Column("phase");
     const int col_start_time = markers.Column("startTime");
@@ -984,6 +1005,14 @@ class Checker {
             Error(row, "time-units",
                   "marker time " + Show(*t) + " looks absolute; times are ms relative to "
                   "meta.startTime");
+          } else if (t && t->IsNumber() && !std::isnan(range_end_) && !std::isnan(ctx.shift) &&
+                     (t->GetDouble() + ctx.shift < range_start_ ||
+                      t->GetDouble() + ctx.shift > range_end_)) {
+            Error(row, "outside-profiling-range",
+                  "marker time " + Show(*t) + " ms (" + std::to_string(t->GetDouble() + ctx.shift) +
+                      " on the top level's timeline) is outside meta.profilingStartTime.." +
+                      "profilingEndTime [" + std::to_string(range_start_) + ", " +
+                      std::to_string(range_end_) + "]: the front-end cuts it off");
           }
         }
         if (name_ok && ph == 2) ++open_by_name[name_index];
@@ -1135,6 +1164,10 @@ class Checker {
   bool sample_units_present_ = false;
   bool presymbolicated_ = false;
   double interval_ = 0;
+  // The top level's meta.startTime and meta.profilingStartTime/EndTime (NaN: absent).
+  double top_start_time_ = NAN;
+  double range_start_ = NAN;
+  double range_end_ = NAN;
   std::map<std::string, std::pair<size_t, bool>> counts_;  // Code -> (count, is error).
 };
 

@@ -231,6 +231,9 @@ const std::vector<BrokenVariant>& BrokenVariants() {
        "a marker schema using \"fields\" instead of \"data\""},
       {"version-37", "version", false, false, "meta.version 37"},
       {"missing-processes", "processes", false, false, "no top-level processes array"},
+      {"sub-process-sample-after-end", "outside-profiling-range", true, false,
+       "the parent's meta.profilingEndTime before a sub-process's last sample (the front-end "
+       "drops that sample)"},
   };
   return variants;
 }
@@ -312,6 +315,9 @@ std::string MakeBrokenVariant(const std::string& profile, std::string_view varia
     meta["version"].SetInt(37);
   } else if (variant == "missing-processes") {
     d.RemoveMember("processes");
+  } else if (variant == "sub-process-sample-after-end") {
+    // The sub-process starts 5 ms after the parent and has samples up to its 6 ms.
+    meta["profilingEndTime"].SetDouble(10.5);
   } else {
     return std::string();
   }
