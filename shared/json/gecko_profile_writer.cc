@@ -19,6 +19,15 @@ int64_t EpochNanoseconds(TimeStamp t) {
   return epoch_now - (now - t).ToNanoseconds();
 }
 
+std::string ChildProcessName(const std::string& program, int64_t pid) {
+  const std::string suffix = " (" + std::to_string(pid) + ")";
+  if (program.size() >= suffix.size() &&
+      program.compare(program.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return program;
+  }
+  return (program.empty() ? std::string("process") : program) + suffix;
+}
+
 void FillSystemInfo(ProfileMeta& meta) {
   utsname u;
   if (uname(&u) == 0) {

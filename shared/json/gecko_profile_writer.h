@@ -109,6 +109,11 @@ int64_t EpochNanoseconds(TimeStamp t);
 // /proc/cpuinfo.
 void FillSystemInfo(ProfileMeta& meta);
 
+// The processName of a child process in a multi-process profile: "<program> (<pid>)", so that
+// children running the same program are told apart (the front-end would number them
+// "(1/3)".."(3/3)"). Unchanged when `program` already ends with that suffix.
+std::string ChildProcessName(const std::string& program, int64_t pid);
+
 struct ThreadDescription {
   // "GeckoMain" marks the process's main thread for the front-end: counters attach only to
   // it, and it is never hidden. Name the primary thread of each process so.

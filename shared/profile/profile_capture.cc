@@ -378,6 +378,13 @@ class ProfileBuilder {
     ThreadDescription d;
     d.name = info.name;
     d.process_name = process_name_;
+    if (inputs_.kind == GeckoProfileWriter::Kind::kSubProcess) {
+      // A child of a multi-process profile: the front-end's child type (not "default", which
+      // it takes for the main process), and a name that tells it from its siblings running
+      // the same program.
+      d.process_type = "tab";
+      d.process_name = ChildProcessName(process_name_, pid_.ToNumber());
+    }
     d.pid = pid_;
     d.tid = info.tid;
     d.register_time = info.register_time;

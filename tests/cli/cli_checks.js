@@ -2,7 +2,7 @@
 // `key=value` lines; exit status 1 when a file is malformed.
 //
 //   node cli_checks.js processes PROFILE
-//       "process pid=P name=N threads=T samples=S start_offset_ms=O" per process (the parent
+//       "process pid=P name=N type=Y threads=T samples=S start_offset_ms=O" per process (the parent
 //       first), then "total processes=P threads=T samples=S hex_frames=H".
 //   node cli_checks.js share PROFILE FUNCTION...
 //       "share pid=P function=F count=K samples=N pct=Q": samples of process P whose stack has
@@ -79,7 +79,8 @@ if (command === 'processes') {
     threads += p.threads.length;
     samples += s;
     const name = p.threads.length ? p.threads[0].processName : '';
-    console.log(`process pid=${pidOf(p)} name=${clean(name)} threads=${p.threads.length} samples=${s} ` +
+    const type = p.threads.length ? p.threads[0].processType : '';
+    console.log(`process pid=${pidOf(p)} name=${clean(name)} type=${type} threads=${p.threads.length} samples=${s} ` +
                 `start_offset_ms=${(p.meta.startTime - profile.meta.startTime).toFixed(3)}`);
   }
   console.log(`total processes=${processesOf(profile).length} threads=${threads} samples=${samples} hex_frames=${hex}`);

@@ -64,6 +64,13 @@ samples=$(value samples <<<"$total_line")
 hex=$(value hex_frames <<<"$total_line")
 result "tree processes=$processes threads=$threads samples=$samples hex_frames=$hex"
 [[ "$processes" == 3 ]] && pass "tree: three processes in one profile" || fail "tree: $processes process(es), expected 3"
+# The parent is the main process; each child says it is a child, named with its pid (the
+# front-end would call them all "process_tree (1/3)".."(3/3)" otherwise).
+awk 'NR == 1 && !/ type=default / { bad = 1 }
+     NR > 1 && /^process / { split($2, p, "="); if ($0 !~ / type=tab / || $0 !~ ("name=process_tree_\\(" p[2] "\\) ")) bad = 1 }
+     END { exit bad }' "$WORK/tree.processes" &&
+  pass "tree: the parent is the main process, each child a child named with its pid" ||
+  fail "tree: process types or names (above)"
 if ((UNDER_TSAN)); then
   # Stale callers under TSan can be any word of the stack: unsymbolicated, and the functions'
   # shares mean nothing (scenario_lib.sh).

@@ -169,6 +169,8 @@ bool Reap(const Kid& kid, int timeout_ms = 10000) {
 struct ThreadView {
   std::string name;
   int pid = 0;
+  std::string process_type;
+  std::string process_name;
   size_t samples = 0;
   std::vector<double> sample_times;
   std::vector<std::pair<std::string, double>> markers;  // name, start (own process times)
@@ -201,6 +203,12 @@ ProcessView ReadProcess(const rapidjson::Value& p) {
     ThreadView thread;
     thread.name = t["name"].GetString();
     thread.pid = t["pid"].IsInt() ? t["pid"].GetInt() : std::atoi(t["pid"].GetString());
+    if (t.HasMember("processType") && t["processType"].IsString()) {
+      thread.process_type = t["processType"].GetString();
+    }
+    if (t.HasMember("processName") && t["processName"].IsString()) {
+      thread.process_name = t["processName"].GetString();
+    }
     view.pid = thread.pid;
     thread.samples = t["samples"]["data"].Size();
     const int time_col = t["samples"]["schema"]["time"].GetInt();
@@ -362,6 +370,8 @@ int Tree(const std::string& out) {
               view.parent.Thread("parent-worker")->samples > 0,
           "the parent's threads are sampled");
   }
+  Check(view.parent.Thread("GeckoMain") && view.parent.Thread("GeckoMain")->process_type == "default",
+        "the parent is the main process (processType default)");
   double worst_skew = 0, worst_woken = 0;
   for (const Kid& k : kids) {
     const ProcessView* child = view.Child(k.pid);
@@ -370,6 +380,12 @@ int Tree(const std::string& out) {
     const ThreadView* main = child->Thread("GeckoMain");
     const ThreadView* worker = child->Thread("child-worker");
     Check(main != nullptr, "child " + std::to_string(k.pid) + " has its main thread");
+    // The front-end takes "default" for the main process, and numbers same-named processes:
+    // a child says it is one, with its pid in its name.
+    const std::string child_name = "ipc_child (" + std::to_string(k.pid) + ")";
+    Check(main && main->process_type == "tab" && main->process_name == child_name,
+          "child " + std::to_string(k.pid) + " is a child process named '" + child_name + "' (got '" +
+              (main ? main->process_type + "', '" + main->process_name : std::string()) + "')");
     if (kUnderTsan) {
       SkippedUnderTsan("child " + std::to_string(k.pid) + "'s worker thread is in the profile, "
                        "with > 5 samples", kUnregisteredUnderTsan);

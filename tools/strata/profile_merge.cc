@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "shared/json/gecko_profile_writer.h"
 #include "shared/json/location.h"
 #include "tools/strata/progress.h"
 
@@ -134,6 +135,26 @@ void MergeProfiles(rapidjson::Document* parent, std::vector<rapidjson::Document>
   }
   std::stable_sort(processes.begin(), processes.end(),
                    [](const Value& a, const Value& b) { return StartTimeOf(a) < StartTimeOf(b); });
+
+  // Children: the front-end's child process type ("default" is its main process) and a
+  // processName that tells apart children running the same program.
+  for (Value& process : processes) {
+    if (!process.HasMember("threads") || !process["threads"].IsArray()) continue;
+    for (Value& thread : process["threads"].GetArray()) {
+      if (!thread.IsObject()) continue;
+      if (thread.HasMember("processType") && thread["processType"].IsString() &&
+          std::string(thread["processType"].GetString()) == "default") {
+        thread["processType"].SetString("tab", allocator);
+      }
+      int64_t pid = -1;
+      if (thread.HasMember("pid") && thread["pid"].IsInt64()) pid = thread["pid"].GetInt64();
+      if (thread.HasMember("pid") && thread["pid"].IsString()) pid = std::atoll(thread["pid"].GetString());
+      if (pid >= 0 && thread.HasMember("processName") && thread["processName"].IsString()) {
+        const std::string name = ChildProcessName(thread["processName"].GetString(), pid);
+        thread["processName"].SetString(name.c_str(), static_cast<rapidjson::SizeType>(name.size()), allocator);
+      }
+    }
+  }
 
   // Categories, unified by name into the parent's list.
   if (!parent_meta.HasMember("categories") || !parent_meta["categories"].IsArray()) {
