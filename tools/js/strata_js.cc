@@ -53,8 +53,10 @@ struct Options {
   double spin_ms = 0;
 };
 
-int Usage() {
-  std::fprintf(stderr,
+// The usage text; on stdout with status 0 for --help, on stderr with status 2 for a usage
+// error (docs/cli.md).
+int Usage(bool asked = false) {
+  std::fprintf(asked ? stdout : stderr,
                "usage: strata js [options] FILE.js\n"
                "  -o, --output PATH     profile to write (default: profile.json)\n"
                "  --interval MS         sampling interval in ms (default 1)\n"
@@ -64,8 +66,10 @@ int Usage() {
                "  --framepointers       walk native stacks with frame pointers\n"
                "  --no-memory-counter   no allocation counter\n"
                "  --stats               print sampling statistics and the run time\n"
-               "  --spin MS             spin MS ms in C++ before attaching (cost comparison)\n");
-  return 2;
+               "  --spin MS             spin MS ms in C++ before attaching (cost comparison)\n"
+               "  -h, --help            this text\n"
+               "Example: strata js script.js -o js-profile.json\n");
+  return asked ? 0 : 2;
 }
 
 bool ParseArguments(int argc, char** argv, Options* options) {
@@ -150,6 +154,9 @@ __attribute__((noinline)) double Spin(double ms) {
 
 int main(int argc, char** argv) {
   Options options;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "-h" || std::string(argv[i]) == "--help") return Usage(true);
+  }
   if (!ParseArguments(argc, argv, &options)) return Usage();
 
   std::string error;

@@ -138,10 +138,35 @@ bool ReadFileContents(const std::string& path, std::string* contents, std::strin
   return true;
 }
 
+const char* KnownNonProfileFormat(std::string_view text) {
+  if (text.substr(0, 8) == "PERFILE2" || text.substr(0, 8) == "PERFFILE") {
+    return "this is a perf.data file (perf record's format), not a Gecko profile; record with "
+           "`strata record -- CMD`, or load `perf script` output in profiler.firefox.com";
+  }
+  if (text.substr(0, 4) == "\x7f" "ELF") return "this is an ELF file (a program or library), not a profile";
+  if (text.substr(0, 4) == "PK\x03\x04") {
+    return "this is a zip archive; unpack the profile from it first";
+  }
+  if (text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f &&
+      static_cast<unsigned char>(text[1]) == 0x8b) {
+    return "gzip data inside gzip data (compressed twice?); decompress it once";
+  }
+  // pprof's profile.proto, gzipped (read back decompressed): field 1, sample_type (wire type 2).
+  if (text.size() >= 2 && text[0] == 0x0a && static_cast<unsigned char>(text[1]) < 0x80 &&
+      text.find('{') == std::string_view::npos) {
+    return "this looks like a pprof profile (profile.proto), not a Gecko profile";
+  }
+  return nullptr;
+}
+
 bool ParseProfileJson(const std::string& path, const std::string& text, rapidjson::Document* document,
                       std::string* error) {
   if (text.empty()) {
     *error = path + ": empty file (not a profile)";
+    return false;
+  }
+  if (const char* kind = KnownNonProfileFormat(text)) {
+    *error = path + ": " + kind;
     return false;
   }
   const size_t too_deep = TooDeepAt(text, kMaxNestingDepth);

@@ -28,6 +28,11 @@ bool ReadFileContents(const std::string& path, std::string* contents, std::strin
 bool ParseProfileJson(const std::string& path, const std::string& text, rapidjson::Document* document,
                       std::string* error);
 
+// What a file that is certainly not JSON is ("this is a perf.data file ...": perf.data, ELF,
+// zip, doubly gzipped data, pprof), from its first bytes; null otherwise. ParseProfileJson
+// gives this message instead of a JSON parse error.
+const char* KnownNonProfileFormat(std::string_view text);
+
 // ReadFileContents + ParseProfileJson.
 bool LoadProfileDocument(const std::string& path, rapidjson::Document* document, std::string* error);
 

@@ -558,15 +558,36 @@ int Record(const RecordOptions& options) {
   const auto write_start = Clock::now();
   uint64_t bytes = 0;
   std::string error;
+  // An existing profile is kept as FILE.old (as perf keeps perf.data.old), never silently
+  // replaced: a hard link keeps it while the new one is renamed over the name.
+  std::string kept_old;
+  {
+    struct stat existing;
+    if (options.output != "-" && stat(options.output.c_str(), &existing) == 0 && S_ISREG(existing.st_mode)) {
+      const std::string old_path = options.output + ".old";
+      unlink(old_path.c_str());
+      if (link(options.output.c_str(), old_path.c_str()) == 0 || rename(options.output.c_str(), old_path.c_str()) == 0) {
+        kept_old = old_path;
+      }
+    }
+  }
   if (!WriteJsonAtomically(options.output, root, &bytes, &error)) {
     std::fprintf(stderr, "strata record: %s\n", error.c_str());
     return EndAsTheCommandDid(run, exit_status);
   }
   const double write_seconds = Seconds(write_start);
   if (!options.quiet) {
-    std::fprintf(stderr, "strata record: saved %s: %zu process(es), %zu thread(s), %zu samples, %s%s\n",
+    // The size printed is the file's (compressed, for .gz).
+    struct stat written;
+    const uint64_t file_bytes =
+        stat(options.output.c_str(), &written) == 0 ? static_cast<uint64_t>(written.st_size) : bytes;
+    std::fprintf(stderr, "strata record: saved %s: %zu process(es), %zu thread(s), %zu samples, %s\n",
                  options.output.c_str(), documents.size(), CountThreads(root), CountSamples(root),
-                 HumanBytes(bytes).c_str(), WantsGzip(options.output) ? " before compression" : "");
+                 HumanBytes(file_bytes).c_str());
+    if (!kept_old.empty()) {
+      std::fprintf(stderr, "strata record: the previous %s is kept as %s\n", options.output.c_str(),
+                   kept_old.c_str());
+    }
     std::fprintf(stderr,
                  "strata record: run %.2f s, merge %.2f s, symbolicate %.2f s (%zu addresses, %zu named, %zu inline "
                  "frames), write %.2f s\n",
@@ -576,6 +597,12 @@ int Record(const RecordOptions& options) {
       std::fprintf(stderr, "strata record: %zu process(es) were stopped while saving; their profiles are missing\n",
                    unfinished);
     }
+  }
+  if (!options.quiet && !options.view) {
+    std::fprintf(stderr,
+                 "strata record: next: strata view %s   (the Firefox Profiler)\n"
+                 "               strata summary %s | strata report %s -o report.html\n",
+                 options.output.c_str(), options.output.c_str(), options.output.c_str());
   }
   if (options.view) {
     if (options.symbolicate && HasRawAddresses(root)) {

@@ -5,6 +5,10 @@
 //   strata convert FILE --to chrome|pprof|collapsed -o OUT
 //   strata report FILE [-o report.html]
 // Arguments are parsed with CLI11 (Debian libcli11-dev, header-only).
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -27,6 +31,22 @@
 namespace strata {
 namespace cli {
 namespace {
+
+// Levenshtein distance, for suggesting the nearest command.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
 
 constexpr const char* kFeatureNames[] = {"stackwalk", "threads", "cpu", "precise", "framepointers", "rawaddresses"};
 
@@ -129,8 +149,11 @@ int RunConvert(const std::string& input, const std::string& format, const std::s
     return 1;
   }
   if (output != "-") {
+    // The file's size (compressed, for pprof and .gz outputs).
+    struct stat written;
+    const uint64_t bytes = stat(output.c_str(), &written) == 0 ? static_cast<uint64_t>(written.st_size) : stats.bytes;
     std::fprintf(stderr, "strata convert: %s: %zu samples, %s\n", output.c_str(), stats.samples,
-                 HumanBytes(stats.bytes).c_str());
+                 HumanBytes(bytes).c_str());
   }
   return 0;
 }
@@ -187,7 +210,8 @@ int Main(int argc, char** argv) {
   record_command->add_option("--lib", record.base_library, "libstrata_base.so to preload (default: next to strata)");
   record_command->add_flag("-q,--quiet", record.quiet, "No messages but errors");
   record_command->prefix_command();
-  record_command->footer("Usage: strata record [OPTIONS] -- CMD [ARGS...]");
+  record_command->footer(
+      "Usage: strata record [OPTIONS] -- CMD [ARGS...]\nExample: strata record -o build.json -- make -j2");
 
   // symbolicate
   std::string symbolicate_input, symbolicate_output;
@@ -195,6 +219,7 @@ int Main(int argc, char** argv) {
       "symbolicate", "Replace raw native addresses (0x...) by function names, inline frames and file:line (DWARF)");
   symbolicate_command->add_option("FILE", symbolicate_input, "Profile (.json or .json.gz)")->required();
   symbolicate_command->add_option("-o,--output", symbolicate_output, "Where to write (default: FILE itself)");
+  symbolicate_command->footer("Example: strata symbolicate raw.json -o named.json");
 
   // summary
   std::vector<std::string> summary_files;
@@ -202,7 +227,10 @@ int Main(int argc, char** argv) {
   CLI::App* summary_command = app.add_subcommand(
       "summary", "Duration, processes, threads with samples and CPU, top functions, markers");
   summary_command->add_option("FILE", summary_files, "Profiles")->required();
-  summary_command->add_option("--top", top, "How many functions to list")->capture_default_str();
+  summary_command->add_option("--top", top, "How many functions to list (1-1000000)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1000000}));
+  summary_command->footer("Example: strata summary strata-profile.json --top 30");
 
   // convert
   std::string convert_input, convert_format, convert_output;
@@ -215,6 +243,12 @@ int Main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"chrome", "pprof", "collapsed"}));
   convert_command->add_option("-o,--output", convert_output, "Output file ('-' for standard output)")->required();
+  convert_command->footer("Example: strata convert strata-profile.json --to pprof -o profile.pb.gz");
+
+  // js: run by main() before this parser (tools/js, a binary of its own); listed for --help.
+  app.add_subcommand("js", "Run a JavaScript file in SpiderMonkey and profile its JS stacks (strata js --help)")
+      ->footer("Example: strata js script.js -o js-profile.json")
+      ->allow_extras();
 
   // view
   ViewOptions view_options;
@@ -239,6 +273,7 @@ int Main(int argc, char** argv) {
       "report", "One self-contained HTML file: flame graph and timeline per thread, top functions");
   report_command->add_option("FILE", report_input, "Profile")->required();
   report_command->add_option("-o,--output", report_output, "HTML file to write")->capture_default_str();
+  report_command->footer("Example: strata report strata-profile.json -o report.html");
   report_command->add_option("--max-samples", report_options.max_samples,
                              "Samples kept in the page over all threads (more are thinned evenly)")
       ->capture_default_str();
@@ -256,10 +291,41 @@ int Main(int argc, char** argv) {
       }
     }
   }
+  // An unknown command: say so, and suggest the nearest one.
+  if (argc >= 2 && argv[1][0] != '-') {
+    const std::string given = argv[1];
+    bool known = false;
+    std::string nearest;
+    size_t nearest_distance = SIZE_MAX;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == given;
+      const size_t distance = EditDistance(given, sub->get_name());
+      if (distance < nearest_distance) {
+        nearest_distance = distance;
+        nearest = sub->get_name();
+      }
+    }
+    if (!known) {
+      std::fprintf(stderr, "strata: unknown command '%s'", TerminalSafe(given).c_str());
+      if (nearest_distance <= std::max<size_t>(2, given.size() / 3)) {
+        std::fprintf(stderr, "; did you mean '%s'?", nearest.c_str());
+      }
+      std::fprintf(stderr, "\nRun 'strata --help' for the commands.\n");
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Every usage error exits 2 (docs/cli.md), whatever CLI11's own code for it.
+    app.exit(e);
+    return 2;
   }
 
   if (*record_command) {

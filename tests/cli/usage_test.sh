@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The command line's rough edges (issue 20, "The command line"): unknown commands suggest the
+# nearest, every usage error exits 2 (docs/cli.md), help lists `js` and shows an example per
+# command, bad values (`--top -3`) are refused, files that are not profiles say what they are,
+# `record` keeps an existing profile as FILE.old, prints the next step, and prints the size of
+# a compressed output as the file's.
+source "$(dirname "$0")/../scenario_lib.sh"
+
+STRATA="$(binary tools/strata/strata)"
+program="$(binary tests/symbols/hot_loop)"
+export STRATA_NO_PROGRESS=1
+
+# expect_exit NAME STATUS PATTERN CMD...: CMD's exit status is STATUS and its stderr/stdout
+# matches PATTERN (grep -E).
+expect_exit() {
+  local name="$1" want="$2" pattern="$3"
+  shift 3
+  "$@" >"$WORK/$name.out" 2>&1
+  local got=$?
+  if [[ $got -eq $want ]] && grep -qE -- "$pattern" "$WORK/$name.out"; then
+    pass "$name: exit $got, says '$(grep -E -- "$pattern" "$WORK/$name.out" | head -1 | cut -c1-100)'"
+  else
+    fail "$name: exit $got (want $want), output: $(head -3 "$WORK/$name.out")"
+  fi
+}
+
+expect_exit typo 2 "unknown command 'sumary'; did you mean 'summary'" "$STRATA" sumary x.json
+expect_exit unknown 2 "unknown command 'frobnicate'" "$STRATA" frobnicate
+expect_exit top_negative 2 "--top" "$STRATA" summary --top -3 x.json
+expect_exit no_file 2 "FILE is required" "$STRATA" summary
+expect_exit bad_option 2 "--no-such-option" "$STRATA" report --no-such-option x.json
+expect_exit bad_format 2 "--to" "$STRATA" convert x.json --to svg -o y
+expect_exit help 0 "^  js  " "$STRATA" --help
+for command in record symbolicate summary convert report view js; do
+  expect_exit "help_$command" 0 "Example: strata $command" "$STRATA" "$command" --help
+done
+
+printf 'PERFILE2\x68\x00\x00\x00\x00\x00\x00\x00' >"$WORK/perf.data"
+expect_exit perf_data 1 "is a perf.data file" "$STRATA" summary "$WORK/perf.data"
+expect_exit elf 1 "is an ELF file" "$STRATA" report "$program"
+
+# record twice to the same file: the first is kept as .old; the next step is printed.
+cd "$WORK" || fail "cd $WORK"
+"$STRATA" record -- "$program" 50000000 >"$WORK/r1.out" 2>"$WORK/r1.err" || fail "record 1: $(tail -3 "$WORK/r1.err")"
+grep -q 'next: strata view strata-profile.json' "$WORK/r1.err" && pass "record: prints the next step" ||
+  fail "record: no next step: $(cat "$WORK/r1.err")"
+first=$(cksum <"$WORK/strata-profile.json")
+"$STRATA" record -- "$program" 50000000 >"$WORK/r2.out" 2>"$WORK/r2.err" || fail "record 2: $(tail -3 "$WORK/r2.err")"
+if [[ -f "$WORK/strata-profile.json.old" && "$(cksum <"$WORK/strata-profile.json.old")" == "$first" ]] &&
+  grep -q 'kept as strata-profile.json.old' "$WORK/r2.err"; then
+  pass "record: the previous profile is kept as strata-profile.json.old, and it says so"
+else
+  fail "record: no .old kept: $(ls "$WORK") $(cat "$WORK/r2.err")"
+fi
+"$STRATA" record -o "$WORK/c.json.gz" -- "$program" 50000000 >/dev/null 2>"$WORK/r3.err"
+size=$(stat -c %s "$WORK/c.json.gz")
+printed=$(sed -n 's/.*samples, \([0-9.]* [A-Za-z]*\)$/\1/p' "$WORK/r3.err" | head -1)
+result "gz file $size bytes, printed '$printed'"
+expected=$(awk -v b="$size" 'BEGIN { if (b >= 1000000) printf "%.1f MB", b / 1e6; else if (b >= 1000) printf "%.0f kB", b / 1e3; else printf "%d B", b }')
+[[ "$printed" == "$expected" ]] && pass "record: a .gz output's printed size is the file's ($printed)" ||
+  fail "record: printed '$printed' for a $size-byte file (expected '$expected')"
+
+finish
