@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -189,9 +190,22 @@ struct DwarfModuleCache::Impl {
       symbol_offset = address - symbol.address;
     }
     Dwfl_Module* module = file.module;
+    // Stripped code: the function that the unwind tables delimit, one name per function.
+    std::optional<uint64_t> unwind_start;
+    if (symbol_name == nullptr) unwind_start = file.table.UnwindFunctionStart(address);
+    const auto push_unwind_function = [&] {
+      if (!unwind_start) return;
+      const size_t slash = file.path.rfind('/');
+      frames.push_back(Frame{Intern(UnwindFunctionDisplayName(
+                                 slash == std::string::npos ? file.path : file.path.substr(slash + 1),
+                                 *unwind_start)),
+                             nullptr, address - *unwind_start, 0, false});
+    };
     if (module == nullptr) {
       if (symbol_name != nullptr) {
         frames.push_back(Frame{Intern(demangler.Demangle(symbol_name)), nullptr, symbol_offset, 0, false});
+      } else {
+        push_unwind_function();
       }
       return;
     }
@@ -249,6 +263,8 @@ struct DwarfModuleCache::Impl {
     if (!have_outermost) {
       if (symbol_name != nullptr) {
         frames.push_back(Frame{Intern(demangler.Demangle(symbol_name)), file_name, symbol_offset, line, false});
+      } else if (frames.size() == first) {
+        push_unwind_function();
       } else if (frames.size() > first) {
         // Inlined frames without an enclosing subprogram (odd DWARF): the last is outermost.
         frames.back().inlined = false;

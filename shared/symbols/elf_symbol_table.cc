@@ -37,6 +37,7 @@ class ElfImageParser {
     ReadSections(ehdr);
     if (table.code_id_.empty()) table.code_id_ = BuildIdFromSections();
     table.debug_link_ = DebugLinkFromSections(ehdr);
+    table.unwind_function_starts_ = UnwindFunctionStarts(ehdr);
     for (size_t i = 0; i < sections_.size(); ++i) {
       const uint32_t type = sections_[i].sh_type;
       if (type != SHT_SYMTAB && type != SHT_DYNSYM) continue;
@@ -134,6 +135,66 @@ class ElfImageParser {
       if (!id.empty()) return id;
     }
     return std::string();
+  }
+
+  // The section named `name` (through e_shstrndx), or null.
+  const Elf64_Shdr* SectionNamed(const Elf64_Ehdr& ehdr, std::string_view name) const {
+    if (ehdr.e_shstrndx == SHN_UNDEF || ehdr.e_shstrndx >= sections_.size()) return nullptr;
+    const Elf64_Shdr& names = sections_[ehdr.e_shstrndx];
+    if (names.sh_type != SHT_STRTAB || !Fits(names.sh_offset, names.sh_size)) return nullptr;
+    for (const Elf64_Shdr& section : sections_) {
+      if (section.sh_name >= names.sh_size || names.sh_size - section.sh_name < name.size() + 1) {
+        continue;
+      }
+      const char* text = reinterpret_cast<const char*>(data_ + names.sh_offset + section.sh_name);
+      if (memcmp(text, name.data(), name.size()) == 0 && text[name.size()] == '\0') return &section;
+    }
+    return nullptr;
+  }
+
+  // The function start addresses of .eh_frame_hdr's binary-search table, sorted, with the
+  // end of the executable segment holding the last one appended as a sentinel. Only the
+  // encodings every toolchain emits are read (table: DW_EH_PE_datarel | DW_EH_PE_sdata4;
+  // the count: udata4; the eh_frame pointer: any 4-byte form); anything else gives none.
+  std::vector<uint64_t> UnwindFunctionStarts(const Elf64_Ehdr& ehdr) const {
+    std::vector<uint64_t> starts;
+    const Elf64_Shdr* header = SectionNamed(ehdr, ".eh_frame_hdr");
+    // x86-64 linkers type it SHT_X86_64_UNWIND, others SHT_PROGBITS (NOBITS in debug files).
+    constexpr uint32_t kX86_64Unwind = 0x70000001;
+    if (header == nullptr ||
+        (header->sh_type != SHT_PROGBITS && header->sh_type != kX86_64Unwind) || header->sh_size < 12 ||
+        !Fits(header->sh_offset, header->sh_size)) {
+      return starts;
+    }
+    const uint8_t* hdr = data_ + header->sh_offset;
+    constexpr uint8_t kDatarelSdata4 = 0x3b, kUdata4 = 0x03;
+    const uint8_t version = hdr[0], frame_pointer_encoding = hdr[1], count_encoding = hdr[2],
+                  table_encoding = hdr[3];
+    if (version != 1 || (frame_pointer_encoding & 0x0f) != 0x0b || count_encoding != kUdata4 ||
+        table_encoding != kDatarelSdata4) {
+      return starts;
+    }
+    uint32_t count;
+    memcpy(&count, hdr + 8, 4);
+    if (count == 0 || (header->sh_size - 12) / 8 < count) return starts;
+    starts.reserve(count + 1);
+    for (uint32_t i = 0; i < count; ++i) {
+      int32_t relative;
+      memcpy(&relative, hdr + 12 + uint64_t{i} * 8, 4);
+      starts.push_back(header->sh_addr + static_cast<int64_t>(relative));
+    }
+    std::sort(starts.begin(), starts.end());
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    // Sentinel: the end of the executable section holding the last function.
+    uint64_t end = 0;
+    for (const Elf64_Shdr& section : sections_) {
+      if ((section.sh_flags & SHF_EXECINSTR) != 0 && section.sh_addr <= starts.back() &&
+          starts.back() - section.sh_addr < section.sh_size) {
+        end = section.sh_addr + section.sh_size;
+      }
+    }
+    starts.push_back(end > starts.back() ? end : starts.back() + 1);
+    return starts;
   }
 
   // The .gnu_debuglink section (found by name through e_shstrndx): a NUL-terminated file
@@ -285,6 +346,16 @@ class ElfImageParser {
   std::vector<Candidate> candidates_;
 };
 
+std::optional<uint64_t> ElfSymbolTable::UnwindFunctionStart(uint64_t file_address) const {
+  if (unwind_function_starts_.size() < 2) return std::nullopt;
+  auto it = std::upper_bound(unwind_function_starts_.begin(), unwind_function_starts_.end(),
+                             file_address);
+  if (it == unwind_function_starts_.begin() || it == unwind_function_starts_.end()) {
+    return std::nullopt;  // Before the first function, or at/after the sentinel.
+  }
+  return *(it - 1);
+}
+
 ElfSymbolTable ElfSymbolTable::ReadImage(const void* data, size_t size) {
   if (data == nullptr) return ElfSymbolTable();
   return ElfImageParser(static_cast<const uint8_t*>(data), size).Parse();
@@ -382,7 +453,8 @@ std::optional<std::pair<uint64_t, uint64_t>> ElfSymbolTable::LoadedRange() const
 
 size_t ElfSymbolTable::MemoryUsage() const {
   return entries_.capacity() * sizeof(Entry) + names_.capacity() +
-         load_segments_.capacity() * sizeof(LoadSegment) + code_id_.capacity();
+         load_segments_.capacity() * sizeof(LoadSegment) + code_id_.capacity() +
+         unwind_function_starts_.capacity() * sizeof(uint64_t);
 }
 
 }  // namespace strata

@@ -97,6 +97,14 @@ class ElfSymbolTable {
   // The .gnu_debuglink section, when the file has a well-formed one.
   const std::optional<DebugLink>& debug_link() const { return debug_link_; }
 
+  // For an address no symbol covers: the start of the function that holds it according to
+  // the unwind tables (.eh_frame_hdr's sorted list of FDE start addresses, which stripped
+  // binaries keep), when the address lies between a function's start and the next one's.
+  // nullopt otherwise. Lets stripped code be grouped by function ("python3.11!0x1a2b0")
+  // instead of by instruction. O(log n).
+  std::optional<uint64_t> UnwindFunctionStart(uint64_t file_address) const;
+  size_t unwind_function_count() const { return unwind_function_starts_.size(); }
+
   // The load bias (run-time address minus file address) of this file when a mapping that
   // starts at run-time address `map_start` maps it from file offset `map_offset` (the
   // start and offset columns of /proc/self/maps): bias = map_start - map_offset + p_offset
@@ -126,6 +134,7 @@ class ElfSymbolTable {
   std::vector<LoadSegment> load_segments_;
   std::string code_id_;
   std::optional<DebugLink> debug_link_;
+  std::vector<uint64_t> unwind_function_starts_;  // Sorted, unique; last = end sentinel.
   bool has_symtab_ = false;
   bool has_dynsym_ = false;
 };

@@ -102,6 +102,12 @@ void ElfSymbolizer::ReadTable(Module& module) {
   module.table = std::move(table);
 }
 
+std::string_view ElfSymbolizer::UnwindFunctionName(Module& module, uint64_t start) {
+  auto [it, inserted] = module.unwind_names.try_emplace(start);
+  if (inserted) it->second = UnwindFunctionDisplayName(module.library.name, start);
+  return it->second;
+}
+
 std::string_view ElfSymbolizer::DemangledName(Module& module, size_t symbol_index) {
   auto [it, inserted] = module.demangled.try_emplace(static_cast<uint32_t>(symbol_index));
   if (inserted) {
@@ -136,6 +142,13 @@ void ElfSymbolizer::Symbolize(absl::Span<const uint64_t> addresses, SymbolizeRes
         SymbolizedFrame frame;
         frame.function = DemangledName(*module, index);
         frame.function_offset = out.module_offset - module->table.symbol(index).address;
+        result->frames.push_back(frame);
+        out.frame_count = 1;
+      } else if (const auto start = module->table.UnwindFunctionStart(out.module_offset)) {
+        // Stripped code: one name per function of the unwind tables, not per address.
+        SymbolizedFrame frame;
+        frame.function = UnwindFunctionName(*module, *start);
+        frame.function_offset = out.module_offset - *start;
         result->frames.push_back(frame);
         out.frame_count = 1;
       }

@@ -84,11 +84,14 @@ class ElfSymbolizer final : public Symbolizer {
     // Demangled names by symbol index. Node-based: the strings never move, so the
     // string_views handed out stay valid.
     std::unordered_map<uint32_t, std::string> demangled;
+    // Names of functions known only from the unwind tables, by start ("python3!0x1a2b0").
+    std::unordered_map<uint64_t, std::string> unwind_names;
   };
 
   Module* FindModule(uint64_t address);
   void ReadTable(Module& module);
   std::string_view DemangledName(Module& module, size_t symbol_index);
+  std::string_view UnwindFunctionName(Module& module, uint64_t start);
 
   const ElfSymbolizerOptions options_;
   mutable Mutex mutex_{"ElfSymbolizer"};

@@ -249,7 +249,7 @@ TEST_CASE("A dlopen'ed library's functions are named, internal ones from .symtab
   dlclose(handle);
 }
 
-TEST_CASE("A stripped library falls back to .dynsym; unexported code is module+offset") {
+TEST_CASE("A stripped library falls back to .dynsym; unexported code is named by its unwind-table function") {
   void* handle = OpenLibrary("libsymbols_test_library_stripped_for_testing.so");
   using Getter = void* (*)();
   const auto function = LibraryFunction<int (*)(int)>(handle, "StrataSymbolsLibraryFunction");
@@ -260,10 +260,12 @@ TEST_CASE("A stripped library falls back to .dynsym; unexported code is module+o
   CHECK(One(FunctionAddress(function)).function() == "StrataSymbolsLibraryFunction");
   CHECK(One(AddressOf(scale)).function() == "long strata_symbols_library::Scale<long>(long, int)");
 
-  // The internal function is in no table of the stripped file. The size check keeps it from
-  // being attributed to the exported function laid out before it.
+  // The internal function is in no symbol table of the stripped file. The size check keeps
+  // it from being attributed to the exported function laid out before it; the unwind tables
+  // (.eh_frame_hdr) still delimit it: every address in it gets one name, module!0xSTART.
   One unknown(AddressOf(internal) + 2);
-  CHECK(unknown.result.addresses[0].frame_count == 0);
+  One start(AddressOf(internal));
+  REQUIRE(unknown.result.addresses[0].frame_count == 1);
   CHECK(unknown.module() == module_name);
   // Its offset is the file address, which the unstripped file's .symtab confirms.
   const ElfSymbolTable full =
@@ -273,9 +275,11 @@ TEST_CASE("A stripped library falls back to .dynsym; unexported code is module+o
   CHECK(full.symbol(index).name == "_ZN12_GLOBAL__N_116InternalFunctionEi");
   CHECK(unknown.result.addresses[0].module_offset - full.symbol(index).address == 2);
   char expected[128];
-  snprintf(expected, sizeof(expected), "%s+0x%llx", module_name.c_str(),
-           static_cast<unsigned long long>(unknown.result.addresses[0].module_offset));
+  snprintf(expected, sizeof(expected), "%s!0x%llx", module_name.c_str(),
+           static_cast<unsigned long long>(full.symbol(index).address));
   CHECK(unknown.name() == expected);
+  CHECK(start.name() == expected);  // The same name for the function's first byte.
+  CHECK(unknown.result.frames[unknown.result.addresses[0].first_frame].function_offset == 2);
   dlclose(handle);
 }
 
@@ -313,7 +317,8 @@ TEST_CASE("A stripped library's separate debug file is found by build-id") {
   options.debug_directory = "";
   ElfSymbolizer without(libraries, options);
   without.Symbolize(addresses, &result);
-  CHECK(result.addresses[0].frame_count == 0);
+  // Without it: only the unwind tables' "module!0x..." name.
+  CHECK(result.NameOf(0).find("libsymbols_test_library_stripped_for_testing.so!0x") == 0);
   dlclose(handle);
 }
 

@@ -1,6 +1,14 @@
 #include "shared/symbols/symbolizer.h"
 
+#include <cstdio>
+
 namespace strata {
+
+std::string UnwindFunctionDisplayName(std::string_view module, uint64_t start) {
+  char hex[24];
+  snprintf(hex, sizeof(hex), "!0x%llx", static_cast<unsigned long long>(start));
+  return std::string(module.empty() ? std::string_view("?") : module) + hex;
+}
 
 std::string SymbolizeResult::NameOf(size_t index) const {
   const SymbolizedAddress& a = addresses[index];

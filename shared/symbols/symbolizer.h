@@ -30,6 +30,12 @@ namespace strata {
 // The address to look up for a return address found by a stack walk (not the leaf pc).
 constexpr uint64_t CallerAddress(uint64_t return_address) { return return_address - 1; }
 
+// The name of a function that no symbol names but the module's unwind tables delimit
+// (stripped code, ElfSymbolTable::UnwindFunctionStart): "<module>!0x<start in hex>", so that
+// all the addresses of one function share one name. Distinct from the per-address
+// "<module>+0x<offset>" of code no table delimits.
+std::string UnwindFunctionDisplayName(std::string_view module, uint64_t start);
+
 // One function at an address. Strings are owned by the symbolizer that produced them and
 // stay valid until it is destroyed.
 struct SymbolizedFrame {

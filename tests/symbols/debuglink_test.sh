@@ -53,7 +53,9 @@ timeout 180 env "${SANITIZER_ENV[@]}" "$STRATA" record -q -o "$OUT/recorded.json
   >"$WORK/recorded.out" 2>"$WORK/recorded.err" && [[ -s "$OUT/recorded.json" ]] &&
   names recorded "$OUT/recorded.json" || fail "recorded: failed: $(tail -3 "$WORK/recorded.err")"
 
-# Control: the stripped binary alone.
+# Control: the stripped binary alone. Its functions have no name, but its unwind tables
+# (.eh_frame_hdr) delimit them: all of HotLoop's addresses are one row, "sym_dbglink!0x<start>"
+# (issue 20: stripped binaries were listed per instruction address, "sym_dbglink+0x...").
 mkdir -p "$WORK/alone"
 cp "$program" "$WORK/alone/sym_dbglink"
 run_profiled alone "$WORK/alone/sym_dbglink" "$iterations"
@@ -61,8 +63,31 @@ if [[ $RUN_STATUS -eq 0 && -s "$OUT/alone.json" ]]; then
   "$STRATA" summary --top 30 "$OUT/alone.json" >"$WORK/alone.summary" 2>&1
   grep -q 'HotLoop' "$WORK/alone.summary" && fail "alone: HotLoop named without the debug file?" ||
     pass "alone: without its debug file the binary's functions have no names (the test exercises the link)"
+  self_section=$(sed -n '/by self CPU time/,/by total CPU time/p' "$WORK/alone.summary")
+  per_address=$(grep -c 'sym_dbglink+0x' <<<"$self_section")
+  top_row=$(sed -n '3p' <<<"$self_section")
+  top_share=$(awk '{ sub("%", "", $2); print $2 }' <<<"$top_row")
+  result "alone: top self row '$top_row', per-address rows $per_address"
+  if [[ "$top_row" == *'sym_dbglink!0x'* ]] && ge "${top_share:-0}" 90 && [[ $per_address -eq 0 ]]; then
+    pass "alone: the spinning function is one row of its own ($top_share% self), by its unwind-table start"
+  else
+    fail "alone: stripped code is not grouped by function:"
+    sed 's/^/    /' <<<"$self_section"
+  fi
 else
   fail "alone: status $RUN_STATUS or no profile"
+fi
+
+# The same through strata symbolicate (DWARF symbolizer, no DWARF here: the same grouping).
+STRATA_STARTUP_FEATURES=rawaddresses run_profiled alone_raw "$WORK/alone/sym_dbglink" "$iterations"
+if [[ $RUN_STATUS -eq 0 && -s "$OUT/alone_raw.json" ]] &&
+  "$STRATA" symbolicate "$OUT/alone_raw.json" -o "$OUT/alone_sym.json" >/dev/null 2>&1; then
+  "$STRATA" summary --top 30 "$OUT/alone_sym.json" >"$WORK/alone_sym.summary" 2>&1
+  top_row=$(sed -n '/by self CPU time/,/by total CPU time/p' "$WORK/alone_sym.summary" | sed -n '3p')
+  [[ "$top_row" == *'sym_dbglink!0x'* ]] && pass "alone, symbolicated: one row by unwind-table start" ||
+    fail "alone, symbolicated: top row '$top_row'"
+else
+  fail "alone_raw: status $RUN_STATUS, or symbolicate failed"
 fi
 
 finish
