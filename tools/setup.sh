@@ -15,6 +15,7 @@ PACKAGES=(
   catch2               # Catch2 2.13 single header
   libbenchmark-dev     # Google Benchmark 1.7.1
   libdw-dev            # elfutils libdw (symbolication)
+  debuginfod           # a local debuginfod server and debuginfod-find (tests/symbols)
   libelf-dev
   nodejs               # Node.js for the front-end import test (npm comes with it here)
   libgoogle-perftools-dev  # gperftools 2.10: CPU-profiler baseline in tests/ scenarios

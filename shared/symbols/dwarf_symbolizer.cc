@@ -5,6 +5,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <libelf.h>
 #include <link.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -136,7 +137,7 @@ struct DwarfModuleCache::Impl {
     }
     if (file->table.empty() && file->table.load_segments().empty()) return;  // Not ELF.
     file->usable = true;
-    const std::string& build_id = !file->code_id.empty() ? file->code_id : file->table.code_id();
+    const std::string build_id = !file->code_id.empty() ? file->code_id : file->table.code_id();
     if (!vdso && !file->table.has_symtab()) {
       ElfSymbolTable debug = ReadSeparateDebugSymbols(file->path, build_id,
                                                       file->table.debug_link(),
@@ -158,9 +159,22 @@ struct DwarfModuleCache::Impl {
     dwfl_report_end(file->dwfl, nullptr, nullptr);
     if (module == nullptr) return;
     Dwarf_Addr bias = 0;
-    if (dwfl_module_getdwarf(module, &bias) != nullptr) {
+    if (Dwarf* dwarf = dwfl_module_getdwarf(module, &bias)) {
       ++stats.files_with_dwarf;
       file->module = module;
+      // The file libdwfl found the DWARF in (the module itself, or a debug file found by
+      // build-id, debuglink, or fetched from a debuginfod server when DEBUGINFOD_URLS is
+      // set) also has the .symtab a stripped module lacks: the same names a local debug file
+      // gives.
+      Elf* debug_elf = dwarf_getelf(dwarf);
+      size_t size = 0;
+      const char* image = debug_elf != nullptr ? elf_rawfile(debug_elf, &size) : nullptr;
+      if (!file->table.has_symtab() && image != nullptr) {
+        ElfSymbolTable debug = ElfSymbolTable::ReadImage(image, size);
+        if (debug.has_symtab() && (build_id.empty() || debug.code_id() == build_id)) {
+          file->table = std::move(debug);
+        }
+      }
     }
   }
 
