@@ -9,7 +9,9 @@
 #   - summary: the sleeper's wall ms is its measured wait (within -10/+15 %) and its CPU ms
 #     about 0; the spinner's CPU ms is its measured CPU (within 10 %) and its wall ms its
 #     measured run time; sleeper_wait's total wall is the sleeper's, its total CPU about 0;
-#     sorted by wall the wait comes before spinner_burn, sorted by CPU spinner_burn comes first;
+#     the wait's leaf (clock_nanosleep) has that wall time as self time and no CPU; the
+#     function tables are sorted by wall time, or by CPU time (spinner_burn first) with
+#     --weight cpu;
 #   - --weight bogus: exit status 2, the accepted values named;
 #   - pprof: sample types samples/count, wall/nanoseconds, cpu/nanoseconds, default wall (cpu
 #     with --weight cpu); the sleeper's pprof wall and CPU are the summary's; read again by
@@ -88,15 +90,26 @@ result "summary sleeper_wait_total_wall_ms=$f_wall sleeper_wait_total_cpu_ms=$f_
 within "$f_wall" "$s_wall" 0.9 1.0001 && awk -v c="$f_cpu" 'BEGIN { exit !(c != "" && c < 10) }' \
   && pass "summary: sleeper_wait's total wall time $f_wall ms, CPU $f_cpu ms" \
   || fail "summary: sleeper_wait's total row: '$total_row'"
-# The first row of the self table, sorted by wall and by CPU.
+# The self table: sorted by wall (column 1) by default, by CPU (column 2) with --weight cpu;
+# the wait's row (clock_nanosleep, the leaf) has the sleeper's wall time and no CPU.
+sorted_by() {  # FILE COLUMN: the self table's rows are in descending order of COLUMN.
+  awk -v col="$2" '/^Top functions by self/ { t = 1; getline; next } t && /^$/ { exit } t {
+    if (n++ && $col > last + 1e-9) bad = 1; last = $col } END { exit !(n > 3 && !bad) }' "$1"
+}
 first_self() { awk '/^Top functions by self/ { t = 1; getline; next } t { print; exit }' "$1"; }
-wall_first_line=$(awk '/^Top functions by self/ { t = 1; next } t && /clock_nanosleep|sleeper_wait/ { print NR; exit }' "$WORK/summary.txt")
-spin_line=$(awk '/^Top functions by self/ { t = 1; next } t && /spinner_burn/ { print NR; exit }' "$WORK/summary.txt")
-[[ -n "$wall_first_line" && -n "$spin_line" && "$wall_first_line" -lt "$spin_line" ]] \
-  && pass "summary (wall): the sleeper's wait comes before spinner_burn" || fail "summary (wall): order of the self table"
+wait_row=$(awk '/^Top functions by self/ { t = 1; next } t && /clock_nanosleep/ { print; exit }' "$WORK/summary.txt")
+w_wall=$(awk '{ print $1 }' <<<"$wait_row")
+w_cpu=$(awk '{ print $2 }' <<<"$wait_row")
+within "$w_wall" "$s_wall" 0.9 1.0001 && awk -v c="$w_cpu" 'BEGIN { exit !(c != "" && c < 10) }' \
+  && pass "summary: the wait's leaf clock_nanosleep: self wall $w_wall ms, self CPU $w_cpu ms" \
+  || fail "summary: clock_nanosleep's self row: '$wait_row'"
+sorted_by "$WORK/summary.txt" 1 && grep -q "sorted by wall time" "$WORK/summary.txt" \
+  && pass "summary: the self table is sorted by wall time" || fail "summary: the self table is not sorted by wall time"
 "$STRATA" summary "$OUT/run.json" --top 40 --weight cpu >"$WORK/summary.cpu.txt" 2>&1
-first_self "$WORK/summary.cpu.txt" | grep -q "spinner_burn" && grep -q "sorted by CPU time" "$WORK/summary.cpu.txt" \
-  && pass "summary --weight cpu: spinner_burn first" || fail "summary --weight cpu: first row '$(first_self "$WORK/summary.cpu.txt")'"
+sorted_by "$WORK/summary.cpu.txt" 2 && first_self "$WORK/summary.cpu.txt" | grep -q "spinner_burn" \
+  && grep -q "sorted by CPU time" "$WORK/summary.cpu.txt" \
+  && pass "summary --weight cpu: sorted by CPU time, spinner_burn first" \
+  || fail "summary --weight cpu: first row '$(first_self "$WORK/summary.cpu.txt")'"
 
 # --- Bad weights -----------------------------------------------------------------------------
 for command in "summary $OUT/run.json" "report $OUT/run.json -o $WORK/x.html" "convert $OUT/run.json --to pprof -o $WORK/x"; do
