@@ -114,7 +114,7 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weigh
       const double ka = key(a), kb = key(b);
       return ka != kb ? ka > kb : profile.functions[a].name < profile.functions[b].name;
     });
-    out += Format("\nTop functions by %s time, sorted by %s (%% of all %s):\n  %10s %10s %7s %10s %10s %7s %9s  %s\n",
+    out += Format("\nTop functions by %s time, sorted by %s (%% of all %s):\n  %10s %10s %8s %11s %10s %8s %9s  %s\n",
                   title, sort_name, sort_name, "self wall", "self CPU", "self %", "total wall", "total CPU", "total %",
                   "samples", "function");
     const double all = std::max(times.Total(sort_by), 1e-12);
@@ -124,7 +124,7 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weigh
       const Function& function = profile.functions[order[i]];
       std::string name = Shorten(TerminalSafe(function.name), 90);
       if (!function.library.empty()) name += "  [" + TerminalSafe(function.library) + "]";
-      out += Format("  %10.1f %10.1f %6.1f%% %10.1f %10.1f %6.1f%% %9zu  %s\n", f.self_wall, f.self_cpu,
+      out += Format("  %10.1f %10.1f %7.1f%% %11.1f %10.1f %7.1f%% %9zu  %s\n", f.self_wall, f.self_cpu,
                     100.0 * f.Self(sort_by) / all, f.total_wall, f.total_cpu, 100.0 * f.Total(sort_by) / all,
                     f.total_samples, name.c_str());
     }
