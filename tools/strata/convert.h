@@ -5,7 +5,7 @@
 //   chrome://tracing): per process and thread a name ("M" metadata events); the samples of
 //   each thread as a stack chart of nested "B"/"E" slices (a frame is open from the sample
 //   where it appears on the stack until the first sample where it does not; a gap of more
-//   than GapMs() (max(100 ms, 20 intervals)) without samples closes everything; with weight
+//   than max(100 ms, 20 intervals) without samples closes everything; with weight
 //   cpu, a sample whose CPU delta is 0 closes everything too: the thread was off CPU);
 //   interval markers as async "b"/"e" pairs (their own tracks; start/end-only markers paired
 //   by name), instant markers as "i" events. Timestamps in µs from the parent process's start.

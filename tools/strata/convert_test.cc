@@ -117,9 +117,9 @@ TEST_CASE("pprof decodes with the profile.proto schema, same sample total") {
   CHECK(decoded.strings[static_cast<size_t>(decoded.sample_types[2].unit)] == "nanoseconds");
   CHECK(PprofTotal(decoded, 0) == static_cast<int64_t>(profile.total_samples));
   CHECK(PprofTotal(decoded, 2) == 1000000 + 500000 + 0 + 1000000 + 2000000 + 1000000 + 1000000);
-  // Wall: the parent's samples at 1, 2, 3, 4 ms, then 396 ms later (a gap: 1 ms), the last 1
-  // ms; the child's 1 ms apart: 4 + 1 + 4.
-  CHECK(PprofTotal(decoded, 1) == 9000000);
+  // Wall: the parent's samples at 1, 2, 3, 4 ms, then 396 ms later (a gap is wall time), the
+  // last 1 ms; the child's 1 ms apart: 400 + 4.
+  CHECK(PprofTotal(decoded, 1) == 404000000);
   CHECK(decoded.period == 1000000);
   bool found = false;
   for (const auto& s : decoded.samples) {

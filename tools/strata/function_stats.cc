@@ -55,14 +55,11 @@ double FunctionTimes::Total(Weight weight) const {
   return 0;
 }
 
-double GapMs(const Profile& profile) { return std::max(100.0, 20 * profile.interval_ms); }
-
 std::vector<double> SampleWallMs(const Profile& profile, const Thread& thread) {
   const size_t n = thread.sample_count();
   std::vector<double> wall(n, 0.0);
   if (n == 0) return wall;
   const double interval = std::isfinite(profile.interval_ms) && profile.interval_ms > 0 ? profile.interval_ms : 1.0;
-  const double gap = GapMs(profile);
   // Paused ranges by start, with the latest end among the first k: a gap (from, to) overlaps
   // one iff the latest end of those starting before `to` is after `from`.
   std::vector<std::pair<double, double>> paused = profile.processes[thread.process].paused_ranges;
@@ -75,8 +72,8 @@ std::vector<double> SampleWallMs(const Profile& profile, const Thread& thread) {
     const double from = thread.sample_time[i], to = thread.sample_time[i + 1];
     const double d = to - from;
     if (!(d > 0)) continue;  // Backwards, equal or NaN.
-    bool unsampled = d > gap;
-    if (!unsampled && !paused.empty()) {
+    bool unsampled = false;
+    if (!paused.empty()) {
       const size_t k = static_cast<size_t>(
           std::lower_bound(paused.begin(), paused.end(), to,
                            [](const std::pair<double, double>& r, double t) { return r.first < t; }) -

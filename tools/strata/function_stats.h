@@ -3,11 +3,13 @@
 //
 // Three weights a sample can have:
 // * wall: the wall time the sample stands for, i.e. the time to the thread's next sample
-//   (as the front-end's traced timing counts it), except that a gap longer than
-//   GapMs() (max(100 ms, 20 intervals)), or one that overlaps a paused range of the
-//   thread's process, counts as one interval: the thread was not being sampled then. The
-//   thread's last sample stands for one interval (the front-end's rule). A sample time that
-//   goes backwards gives 0.
+//   (as the front-end's traced timing counts it), except that a gap that overlaps a paused
+//   range of the thread's process counts as one interval: the thread was not being sampled
+//   then. Other gaps are not capped: the base tier writes a sample or a copy for every
+//   registered thread at every sampler loop, so a gap is the sampler or the thread waiting
+//   for a CPU, which is wall time (gaps of 430 ms were seen with 4 busy processes and a build
+//   on 2 CPUs). The thread's last sample stands for one interval (the front-end's rule). A
+//   sample time that goes backwards gives 0.
 // * cpu: the sample's CPU delta in ms (threadCPUDelta). The first sample of a thread, whose
 //   delta the front-end ignores, and unknown deltas weigh 0. A profile without CPU deltas
 //   (ProfileHasCpu() false) falls back to one interval per sample, and says so.
@@ -58,9 +60,6 @@ struct FunctionTimes {
 
   double Total(Weight weight) const;
 };
-
-// Gaps between two samples of a thread longer than this (ms) are not counted as wall time.
-double GapMs(const Profile& profile);
 
 // The wall weight (ms) of every sample of `thread`, in order.
 std::vector<double> SampleWallMs(const Profile& profile, const Thread& thread);

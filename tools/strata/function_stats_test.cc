@@ -51,20 +51,31 @@ TEST_CASE("Weight names parse, and only those") {
   CHECK(std::string(WeightNames()) == "wall, cpu, samples");
 }
 
-TEST_CASE("Wall time: to the next sample, gaps and paused ranges count one interval") {
+TEST_CASE("Wall time: to the next sample; a gap over a paused range counts one interval") {
   const Profile profile = Load(testing::WaitingProfileJson());
-  REQUIRE(profile.processes[0].paused_ranges.size() == 1);
+  REQUIRE(profile.processes[0].paused_ranges.size() == 2);
   CHECK(profile.processes[0].paused_ranges[0].first == Approx(302.5));
   const Thread& blocked = Named(profile, "blocked");
   const std::vector<double> wall = SampleWallMs(profile, blocked);
   REQUIRE(wall.size() == 58);
   CHECK(wall[0] == Approx(1));
-  CHECK(wall[52 - 3 + 3] == Approx(1));  // The sample at 52 ms, before the 248 ms gap.
+  CHECK(wall[52 - 3 + 3] == Approx(1));  // The sample at 52 ms, before the paused 248 ms.
   CHECK(wall[55] == Approx(1));          // At 302 ms, before the paused range.
   CHECK(wall[57] == Approx(1));          // The last one: one interval.
   CHECK(ThreadWallMs(profile, blocked) == Approx(58));
   CHECK(ThreadWallMs(profile, Named(profile, "busy")) == Approx(10));
-  CHECK(GapMs(profile) == Approx(100));
+
+  // Without a paused range a long gap is wall time (the sampler or the thread waited for a
+  // CPU), as in the front-end; the last sample stands for one interval.
+  testing::TestProcess p;
+  testing::TestThread t;
+  t.strings = {"main (in prog)"};
+  t.frames = {{0, 0}};
+  t.stacks = {{-1, 0}};
+  t.samples = {{0, 0.0, 1e6}, {0, 1.0, 1e6}, {0, 431.0, 1e6}, {0, 430.0, 0}};  // The last one goes back.
+  p.threads = {t};
+  const Profile gap = Load(testing::MakeProfileJson(p));
+  CHECK(SampleWallMs(gap, gap.threads[0]) == std::vector<double>{1, 430, 0, 1});
 }
 
 TEST_CASE("A blocked thread's wait is wall time, not CPU time; a busy thread's is both") {

@@ -222,7 +222,8 @@ int Main(int argc, char** argv) {
   std::vector<std::string> summary_files;
   size_t top = 15;
   CLI::App* summary_command = app.add_subcommand(
-      "summary", "Duration, processes, threads with samples and CPU, top functions, markers");
+      "summary",
+      "Duration, processes, threads with samples, wall and CPU time, top functions (wall and CPU columns), markers");
   summary_command->add_option("FILE", summary_files, "Profiles")->required();
   summary_command->add_option("--top", top, "How many functions to list")->capture_default_str();
   std::string summary_weight;

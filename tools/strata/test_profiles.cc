@@ -79,7 +79,8 @@ std::string MakeProfileJson(const TestProcess& p, const std::vector<std::string>
 std::string WaitingProfileJson(bool cpu) {
   const double ms = cpu ? 1e6 : -1;
   TestProcess p;
-  p.paused_ranges = R"([{"startTime":302.5,"endTime":310,"reason":"profiler-paused"}])";
+  p.paused_ranges = R"([{"startTime":302.5,"endTime":310,"reason":"profiler-paused"},)"
+                    R"({"startTime":60,"endTime":290,"reason":"profiler-paused"}])";
   TestThread busy;
   busy.name = "busy";
   busy.tid = 11;
