@@ -3,7 +3,8 @@
 # (marked_program) is recorded with `strata record`, its report loaded by headless Chromium
 # (Debian `chromium`, installed by tools/setup.sh): the page's script must finish without a
 # console message or error (the page sets #status to "ready", or to "error: ..." from
-# window.onerror), and a screenshot must show the flame graph (png_check.js: rows of the
+# window.onerror) — opened on each weight (wall, the default; --weight cpu and samples), its
+# table saying what it weighs — and a screenshot must show the flame graph (png_check.js: rows of the
 # flame graph's warm colours at least 600 pixels wide). Where Chromium is missing or cannot
 # start, the test says so and passes (SKIP).
 source "$(dirname "$0")/../scenario_lib.sh"
@@ -57,6 +58,24 @@ else
 fi
 grep -q "renderer" "$WORK/dom.html" && pass "the DOM has the data (thread names in the table scope)" \
   || fail "the DOM does not mention the renderer thread"
+
+# The page opened on each weight (--weight; the page's control redraws the same way): ready,
+# silent, and the table says what it weighs (wall is the default, checked above).
+grep -q '<span id="top-scope" class="hint">[^<]*wall time' "$WORK/dom.html" \
+  && pass "default weight: the table weighs wall time" || fail "default weight: the table scope does not say wall time"
+for weight in cpu samples; do
+  "$STRATA" report "$OUT/marked.json" --weight "$weight" -o "$OUT/marked.html" 2>>"$WORK/report.err"
+  chrome --dump-dom >"$WORK/dom.$weight.html" 2>"$WORK/chrome-dom.$weight.err"
+  words="CPU time"
+  [[ "$weight" == samples ]] && words="samples"
+  if grep -q 'data-state="ready"' "$WORK/dom.$weight.html" && ! grep -q ":CONSOLE" "$WORK/chrome-dom.$weight.err" &&
+    grep -q "<span id=\"top-scope\" class=\"hint\">[^<]*$words" "$WORK/dom.$weight.html"; then
+    pass "--weight $weight: the page is ready, silent, and its table weighs $words"
+  else
+    fail "--weight $weight: $(grep -o '<span id="top-scope"[^<]*' "$WORK/dom.$weight.html"; grep ":CONSOLE" "$WORK/chrome-dom.$weight.err" | head -3)"
+  fi
+done
+"$STRATA" report "$OUT/marked.json" -o "$OUT/marked.html" 2>>"$WORK/report.err"  # The screenshot's.
 
 chrome --window-size=1280,1000 --screenshot="$OUT/report.png" >/dev/null 2>"$WORK/chrome-shot.err"
 if [[ -s "$OUT/report.png" ]]; then

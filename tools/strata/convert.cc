@@ -75,7 +75,8 @@ using Flush = std::function<void(const std::string&)>;
 
 class ChromeTraceWriter {
  public:
-  ChromeTraceWriter(const Profile& profile, Flush flush) : profile_(profile), flush_(std::move(flush)) {}
+  ChromeTraceWriter(const Profile& profile, Weight weight, Flush flush)
+      : profile_(profile), off_cpu_ends_slices_(weight == Weight::kCpu && ProfileHasCpu(profile)), flush_(std::move(flush)) {}
 
   void Run() {
     out_.reserve(1 << 21);
@@ -160,7 +161,10 @@ class ChromeTraceWriter {
     for (size_t i = 0; i < thread.sample_count(); ++i) {
       const double t = thread.sample_time[i];
       if (!std::isnan(previous) && t - previous > gap) close_to(0, previous + profile_.interval_ms);
-      const int32_t stack = thread.sample_stack[i];
+      // --weight cpu: a sample that carries no CPU (a wait, a copy of an idle thread) shows
+      // the thread off CPU: every open slice ends.
+      const bool off_cpu = off_cpu_ends_slices_ && thread.sample_cpu_ms[i] == 0;
+      const int32_t stack = off_cpu ? -1 : thread.sample_stack[i];
       static const std::vector<uint32_t> kEmpty;
       const std::vector<uint32_t>* functions = &kEmpty;
       if (stack >= 0) {
@@ -214,6 +218,7 @@ class ChromeTraceWriter {
   }
 
   const Profile& profile_;
+  const bool off_cpu_ends_slices_;
   Flush flush_;
   std::string out_;
   bool first_ = true;
@@ -262,14 +267,21 @@ class ProtoWriter {
 
 class PprofBuilder {
  public:
-  explicit PprofBuilder(const Profile& profile) : profile_(profile) { String(""); }
+  PprofBuilder(const Profile& profile, Weight weight) : profile_(profile), weight_(weight) { String(""); }
 
   std::string Run() {
     const bool cpu = ProfileHasCpu(profile_);
-    const int64_t samples_type = String("samples"), count_unit = String("count");
-    const int64_t time_type = String(cpu ? "cpu" : "time"), ns_unit = String("nanoseconds");
+    const int64_t ns_unit = String("nanoseconds");
+    // Sample types: samples/count, wall/nanoseconds, and cpu/nanoseconds with CPU deltas.
+    std::vector<std::pair<int64_t, int64_t>> types = {{String("samples"), String("count")},
+                                                      {String("wall"), ns_unit}};
+    if (cpu) types.emplace_back(String("cpu"), ns_unit);
+    const int64_t cpu_type = cpu ? types[2].first : types[1].first;  // The sampling period's.
+    int64_t default_type = types[1].first;
+    if (weight_ == Weight::kSamples || (weight_ == Weight::kCpu && !cpu)) default_type = types[0].first;
+    if (weight_ == Weight::kCpu && cpu) default_type = types[2].first;
     ProtoWriter out;
-    for (const auto& [type, unit] : {std::make_pair(samples_type, count_unit), std::make_pair(time_type, ns_unit)}) {
+    for (const auto& [type, unit] : types) {
       ProtoWriter value_type;
       value_type.Int(1, type);
       value_type.Int(2, unit);
@@ -281,12 +293,19 @@ class PprofBuilder {
                   key_tid = String("thread_id");
     Progress progress("convert", profile_.total_samples);
     for (const Thread& thread : profile_.threads) {
-      // By stack + 1 (0: no stack): (count, ns).
-      std::vector<std::pair<int64_t, double>> by_stack(thread.stack_prefix.size() + 1, {0, 0.0});
+      // By stack + 1 (0: no stack): count, wall ns, CPU ns.
+      struct Values {
+        int64_t count = 0;
+        double wall_ns = 0;
+        double cpu_ns = 0;
+      };
+      std::vector<Values> by_stack(thread.stack_prefix.size() + 1);
+      const std::vector<double> wall = SampleWallMs(profile_, thread);
       for (size_t i = 0; i < thread.sample_count(); ++i) {
-        auto& entry = by_stack[static_cast<size_t>(thread.sample_stack[i] + 1)];
-        entry.first += 1;
-        entry.second += SampleWeight(thread, i, cpu, profile_.interval_ms) * 1e6;
+        Values& entry = by_stack[static_cast<size_t>(thread.sample_stack[i] + 1)];
+        entry.count += 1;
+        entry.wall_ns += wall[i] * 1e6;
+        entry.cpu_ns += SampleCpuMs(thread, i, true, profile_.interval_ms) * 1e6;
       }
       progress.Advance(thread.sample_count());
       const int64_t process_name =
@@ -296,7 +315,7 @@ class PprofBuilder {
       std::vector<uint64_t> locations;
       for (size_t index = 0; index < by_stack.size(); ++index) {
         const auto& value = by_stack[index];
-        if (value.first == 0) continue;
+        if (value.count == 0) continue;
         const int32_t stack = static_cast<int32_t>(index) - 1;
         ProtoWriter sample;
         locations.clear();
@@ -306,7 +325,9 @@ class PprofBuilder {
           locations.push_back(frame_location[frame]);
         }
         sample.Packed(1, locations);
-        sample.Packed(2, std::vector<int64_t>{value.first, std::llround(value.second)});
+        std::vector<int64_t> values = {value.count, std::llround(value.wall_ns)};
+        if (cpu) values.push_back(std::llround(value.cpu_ns));
+        sample.Packed(2, values);
         for (const auto& [key, str, num] : {std::make_tuple(key_process, process_name, int64_t{0}),
                                             std::make_tuple(key_pid, int64_t{0}, thread.pid),
                                             std::make_tuple(key_thread, thread_name, int64_t{0}),
@@ -345,12 +366,12 @@ class PprofBuilder {
     out.Int(9, static_cast<int64_t>(std::llround((profile_.start_epoch_ms + profile_.start_time) * 1e6)));
     out.Int(10, static_cast<int64_t>(std::llround(profile_.duration() * 1e6)));
     ProtoWriter period_type;
-    period_type.Int(1, time_type);
+    period_type.Int(1, cpu_type);
     period_type.Int(2, ns_unit);
     out.Message(11, period_type);
     out.Int(12, static_cast<int64_t>(std::llround(profile_.interval_ms * 1e6)));
     out.Packed(13, std::vector<int64_t>{comment});
-    out.Int(14, time_type);
+    out.Int(14, default_type);
     return out.Take();
   }
 
@@ -375,6 +396,7 @@ class PprofBuilder {
   }
 
   const Profile& profile_;
+  const Weight weight_;
   std::vector<std::string> strings_;
   std::unordered_map<std::string, int64_t> string_ids_;
   std::unordered_map<uint32_t, uint64_t> function_index_;  // Profile function -> pprof id.
@@ -395,14 +417,26 @@ std::string Sanitized(std::string s) {
   return TerminalSafe(s);
 }
 
-void WriteCollapsedLines(const Profile& profile, const Flush& flush) {
+void WriteCollapsedLines(const Profile& profile, Weight weight, const Flush& flush) {
   std::string out;
   Progress progress("convert", profile.threads.size());
+  const bool cpu = ProfileHasCpu(profile);
   for (const Thread& thread : profile.threads) {
     const std::string prefix = Sanitized(ProcessLabel(profile, profile.processes[thread.process])) + ";" +
                                Sanitized(thread.name + " (" + std::to_string(thread.tid) + ")");
-    std::vector<uint64_t> counts(thread.stack_prefix.size() + 1, 0);  // [0]: no stack.
-    for (int32_t s : thread.sample_stack) counts[static_cast<size_t>(s + 1)]++;
+    // Per stack + 1 ([0]: no stack): samples, or µs of wall or CPU time (rounded per line).
+    std::vector<uint64_t> counts(thread.stack_prefix.size() + 1, 0);
+    if (weight == Weight::kSamples) {
+      for (int32_t s : thread.sample_stack) counts[static_cast<size_t>(s + 1)]++;
+    } else {
+      std::vector<double> ms(counts.size(), 0.0);
+      const std::vector<double> wall = weight == Weight::kWall ? SampleWallMs(profile, thread) : std::vector<double>();
+      for (size_t i = 0; i < thread.sample_count(); ++i) {
+        ms[static_cast<size_t>(thread.sample_stack[i] + 1)] +=
+            weight == Weight::kWall ? wall[i] : SampleCpuMs(thread, i, cpu, profile.interval_ms);
+      }
+      for (size_t i = 0; i < ms.size(); ++i) counts[i] = static_cast<uint64_t>(std::llround(ms[i] * 1000));
+    }
     std::vector<std::string> names;  // Sanitized function names, by frame.
     names.reserve(thread.frames.size());
     for (const Frame& f : thread.frames) names.push_back(Sanitized(profile.functions[f.function].name));
@@ -452,35 +486,38 @@ bool WriteStreamed(const std::string& path, bool gzip, const std::function<void(
 
 }  // namespace
 
-std::string ChromeTraceJson(const Profile& profile) {
+std::string ChromeTraceJson(const Profile& profile, Weight weight) {
   std::string all;
-  ChromeTraceWriter(profile, [&](const std::string& text) { all += text; }).Run();
+  ChromeTraceWriter(profile, weight, [&](const std::string& text) { all += text; }).Run();
   return all;
 }
 
-std::string PprofProtobuf(const Profile& profile) { return PprofBuilder(profile).Run(); }
+std::string PprofProtobuf(const Profile& profile, Weight weight) { return PprofBuilder(profile, weight).Run(); }
 
-std::string CollapsedStacks(const Profile& profile) {
+std::string CollapsedStacks(const Profile& profile, Weight weight) {
   std::string all;
-  WriteCollapsedLines(profile, [&](const std::string& text) { all += text; });
+  WriteCollapsedLines(profile, weight, [&](const std::string& text) { all += text; });
   return all;
 }
 
-bool WriteChromeTrace(const Profile& profile, const std::string& path, ConvertStats* stats, std::string* error) {
+bool WriteChromeTrace(const Profile& profile, Weight weight, const std::string& path, ConvertStats* stats,
+                      std::string* error) {
   stats->samples = profile.total_samples;
-  return WriteStreamed(path, WantsGzip(path), [&](const Flush& flush) { ChromeTraceWriter(profile, flush).Run(); },
-                       stats, error);
+  return WriteStreamed(path, WantsGzip(path),
+                       [&](const Flush& flush) { ChromeTraceWriter(profile, weight, flush).Run(); }, stats, error);
 }
 
-bool WritePprof(const Profile& profile, const std::string& path, ConvertStats* stats, std::string* error) {
+bool WritePprof(const Profile& profile, Weight weight, const std::string& path, ConvertStats* stats,
+                std::string* error) {
   stats->samples = profile.total_samples;
-  return WriteText(path, PprofProtobuf(profile), true, stats, error);
+  return WriteText(path, PprofProtobuf(profile, weight), true, stats, error);
 }
 
-bool WriteCollapsed(const Profile& profile, const std::string& path, ConvertStats* stats, std::string* error) {
+bool WriteCollapsed(const Profile& profile, Weight weight, const std::string& path, ConvertStats* stats,
+                    std::string* error) {
   stats->samples = profile.total_samples;
-  return WriteStreamed(path, WantsGzip(path), [&](const Flush& flush) { WriteCollapsedLines(profile, flush); }, stats,
-                       error);
+  return WriteStreamed(path, WantsGzip(path),
+                       [&](const Flush& flush) { WriteCollapsedLines(profile, weight, flush); }, stats, error);
 }
 
 }  // namespace cli

@@ -110,12 +110,16 @@ TEST_CASE("pprof decodes with the profile.proto schema, same sample total") {
   std::string error;
   REQUIRE(DecodePprof(bytes, &decoded, &error));
   CHECK(ValidatePprof(decoded) == "");
-  REQUIRE(decoded.sample_types.size() == 2);
+  REQUIRE(decoded.sample_types.size() == 3);
   CHECK(decoded.strings[static_cast<size_t>(decoded.sample_types[0].type)] == "samples");
-  CHECK(decoded.strings[static_cast<size_t>(decoded.sample_types[1].type)] == "cpu");
-  CHECK(decoded.strings[static_cast<size_t>(decoded.sample_types[1].unit)] == "nanoseconds");
+  CHECK(decoded.strings[static_cast<size_t>(decoded.sample_types[1].type)] == "wall");
+  CHECK(decoded.strings[static_cast<size_t>(decoded.sample_types[2].type)] == "cpu");
+  CHECK(decoded.strings[static_cast<size_t>(decoded.sample_types[2].unit)] == "nanoseconds");
   CHECK(PprofTotal(decoded, 0) == static_cast<int64_t>(profile.total_samples));
-  CHECK(PprofTotal(decoded, 1) == 1000000 + 500000 + 0 + 1000000 + 2000000 + 1000000 + 1000000);
+  CHECK(PprofTotal(decoded, 2) == 1000000 + 500000 + 0 + 1000000 + 2000000 + 1000000 + 1000000);
+  // Wall: the parent's samples at 1, 2, 3, 4 ms, then 396 ms later (a gap is wall time), the
+  // last 1 ms; the child's 1 ms apart: 400 + 4.
+  CHECK(PprofTotal(decoded, 1) == 404000000);
   CHECK(decoded.period == 1000000);
   bool found = false;
   for (const auto& s : decoded.samples) {
@@ -143,6 +147,154 @@ TEST_CASE("pprof decodes with the profile.proto schema, same sample total") {
   // Gzipped, as written to files, decodes the same.
   PprofProfile garbage;
   CHECK_FALSE(DecodePprof(std::string("\x0a\xff\xff", 3), &garbage, &error));
+}
+
+Profile WaitingProfile(bool cpu = true) {
+  rapidjson::Document document;
+  document.Parse(testing::WaitingProfileJson(cpu).c_str());
+  REQUIRE_FALSE(document.HasParseError());
+  Profile profile;
+  std::string error;
+  REQUIRE(LoadProfileModel(document, &profile, &error));
+  return profile;
+}
+
+std::string TypeName(const PprofProfile& p, int64_t type) { return p.strings[static_cast<size_t>(type)]; }
+
+TEST_CASE("pprof carries samples, wall and CPU: a blocked thread's wait is wall time only") {
+  const Profile profile = WaitingProfile();
+  PprofProfile decoded;
+  std::string error;
+  REQUIRE(DecodePprof(PprofProtobuf(profile), &decoded, &error));
+  CHECK(ValidatePprof(decoded) == "");
+  REQUIRE(decoded.sample_types.size() == 3);
+  CHECK(TypeName(decoded, decoded.sample_types[0].type) + "/" + TypeName(decoded, decoded.sample_types[0].unit) ==
+        "samples/count");
+  CHECK(TypeName(decoded, decoded.sample_types[1].type) + "/" + TypeName(decoded, decoded.sample_types[1].unit) ==
+        "wall/nanoseconds");
+  CHECK(TypeName(decoded, decoded.sample_types[2].type) + "/" + TypeName(decoded, decoded.sample_types[2].unit) ==
+        "cpu/nanoseconds");
+  CHECK(TypeName(decoded, decoded.default_sample_type) == "wall");
+  CHECK(TypeName(decoded, decoded.period_type.type) == "cpu");
+  CHECK(PprofTotal(decoded, 0) == 68);
+  CHECK(PprofTotal(decoded, 1) == 68000000);
+  CHECK(PprofTotal(decoded, 2) == 15500000);
+  bool poll = false, busy = false;
+  for (const auto& s : decoded.samples) {
+    const auto stack = PprofStack(decoded, s);
+    REQUIRE(s.values.size() == 3);
+    if (stack == std::vector<std::string>{"poll", "wait_here", "main"}) {
+      poll = true;
+      CHECK(s.values == std::vector<int64_t>{50, 50000000, 0});
+    }
+    if (stack == std::vector<std::string>{"busy_loop", "main"}) {
+      busy = true;
+      CHECK(s.values == std::vector<int64_t>{10, 10000000, 9000000});
+    }
+  }
+  CHECK(poll);
+  CHECK(busy);
+
+  PprofProfile by_cpu, by_samples;
+  REQUIRE(DecodePprof(PprofProtobuf(profile, Weight::kCpu), &by_cpu, &error));
+  CHECK(TypeName(by_cpu, by_cpu.default_sample_type) == "cpu");
+  REQUIRE(DecodePprof(PprofProtobuf(profile, Weight::kSamples), &by_samples, &error));
+  CHECK(TypeName(by_samples, by_samples.default_sample_type) == "samples");
+
+  // Without CPU deltas: no cpu type; cpu asked for falls back to samples.
+  PprofProfile no_cpu;
+  REQUIRE(DecodePprof(PprofProtobuf(WaitingProfile(false), Weight::kCpu), &no_cpu, &error));
+  CHECK(ValidatePprof(no_cpu) == "");
+  REQUIRE(no_cpu.sample_types.size() == 2);
+  CHECK(TypeName(no_cpu, no_cpu.sample_types[1].type) == "wall");
+  CHECK(TypeName(no_cpu, no_cpu.default_sample_type) == "samples");
+  CHECK(TypeName(no_cpu, no_cpu.period_type.type) == "wall");
+  CHECK(PprofTotal(no_cpu, 1) == 68000000);
+}
+
+TEST_CASE("Collapsed stacks: samples, or µs of wall or CPU time") {
+  const Profile profile = WaitingProfile();
+  const std::string samples = CollapsedStacks(profile);
+  const std::string wall = CollapsedStacks(profile, Weight::kWall);
+  const std::string cpu = CollapsedStacks(profile, Weight::kCpu);
+  INFO(wall);
+  INFO(cpu);
+  CHECK(samples.find("prog (100);blocked (12);main;wait_here;poll 50\n") != std::string::npos);
+  CHECK(wall.find("prog (100);blocked (12);main;wait_here;poll 50000\n") != std::string::npos);
+  CHECK(wall.find("prog (100);busy (11);main;busy_loop 10000\n") != std::string::npos);
+  CHECK(cpu.find("prog (100);busy (11);main;busy_loop 9000\n") != std::string::npos);
+  CHECK(cpu.find("prog (100);blocked (12);main;after 4500\n") != std::string::npos);
+  CHECK(cpu.find("poll") == std::string::npos);  // No CPU: no line.
+}
+
+TEST_CASE("Chrome trace with --weight cpu: samples without CPU end the slices") {
+  const Profile profile = WaitingProfile();
+  auto slices = [](const std::string& json, const std::string& name) {
+    rapidjson::Document trace;
+    trace.Parse(json.c_str());
+    REQUIRE_FALSE(trace.HasParseError());
+    int count = 0;
+    for (const auto& e : trace["traceEvents"].GetArray()) {
+      if (std::string(e["ph"].GetString()) == "B" && name == e["name"].GetString()) ++count;
+    }
+    return count;
+  };
+  const std::string wall = ChromeTraceJson(profile);
+  const std::string cpu = ChromeTraceJson(profile, Weight::kCpu);
+  CHECK(slices(wall, "poll") == 1);
+  CHECK(slices(cpu, "poll") == 0);
+  CHECK(slices(wall, "busy_loop") == 1);
+  CHECK(slices(cpu, "busy_loop") == 1);
+}
+
+TEST_CASE("The report has a weight control and wall, CPU and sample weights per sample") {
+  const Profile profile = WaitingProfile();
+  ReportOptions options;
+  options.weight = Weight::kCpu;
+  const std::string html = ReportHtml(profile, "w.json", options);
+  CHECK(html.find("<select id=\"weight\"") != std::string::npos);
+  const std::string open = "<script type=\"application/json\" id=\"strata-data\">";
+  const size_t at = html.find(open);
+  REQUIRE(at != std::string::npos);
+  const size_t end = html.find("</script>", at);
+  rapidjson::Document data;
+  data.Parse(html.substr(at + open.size(), end - at - open.size()).c_str());
+  REQUIRE_FALSE(data.HasParseError());
+  CHECK(std::string(data["weight"].GetString()) == "cpu");
+  for (const auto& t : data["threads"].GetArray()) {
+    double wall = 0, cpu = 0, n = 0;
+    for (const auto& v : t["w"].GetArray()) wall += v.GetDouble();
+    for (const auto& v : t["c"].GetArray()) cpu += v.GetDouble();
+    for (const auto& v : t["n"].GetArray()) n += v.GetDouble();
+    if (std::string(t["name"].GetString()) == "blocked") {
+      CHECK(wall == Approx(58));
+      CHECK(cpu == Approx(6.5));
+      CHECK(n == 58);
+      CHECK(t["wallMs"].GetDouble() == Approx(58));
+    } else {
+      CHECK(wall == Approx(10));
+      CHECK(cpu == Approx(9));
+      CHECK(n == 10);
+    }
+  }
+  // Thinned (every 5th sample kept), the weights stay whole.
+  ReportOptions thin;
+  thin.max_samples = 14;
+  const std::string small = ReportHtml(profile, "w.json", thin);
+  const size_t at2 = small.find(open);
+  rapidjson::Document thinned;
+  thinned.Parse(small.substr(at2 + open.size(), small.find("</script>", at2) - at2 - open.size()).c_str());
+  REQUIRE_FALSE(thinned.HasParseError());
+  CHECK(std::string(thinned["weight"].GetString()) == "wall");
+  for (const auto& t : thinned["threads"].GetArray()) {
+    CHECK(t["thinned"].GetUint() == 5);
+    double wall = 0, n = 0;
+    for (const auto& v : t["w"].GetArray()) wall += v.GetDouble();
+    for (const auto& v : t["n"].GetArray()) n += v.GetDouble();
+    const bool blocked = std::string(t["name"].GetString()) == "blocked";
+    CHECK(wall == Approx(blocked ? 58 : 10));
+    CHECK(n == (blocked ? 58 : 10));
+  }
 }
 
 TEST_CASE("The report is one self-contained page with the data") {

@@ -1,16 +1,29 @@
-// Self and total time per function over a whole profile (all processes and threads), shared
-// by `summary` and `report`.
+// Sample weights and self/total time per function over a whole profile (all processes and
+// threads), shared by `summary`, `report` and `convert` (docs/cli.md, "Weights").
 //
-// Each sample weighs its CPU delta in ms when the profile has CPU deltas (the first sample
-// of a thread, whose delta the front-end ignores, and unknown deltas weigh 0), otherwise the
-// interval. Self time goes to the stack's leaf function; total time to every distinct
-// function on the stack (recursion counted once).
+// Three weights a sample can have:
+// * wall: the wall time the sample stands for, i.e. the time to the thread's next sample
+//   (as the front-end's traced timing counts it), except that a gap that overlaps a paused
+//   range of the thread's process counts as one interval: the thread was not being sampled
+//   then. Other gaps are not capped: the base tier writes a sample or a copy for every
+//   registered thread at every sampler loop, so a gap is the sampler or the thread waiting
+//   for a CPU, which is wall time (gaps of 430 ms were seen with 4 busy processes and a build
+//   on 2 CPUs). The thread's last sample stands for one interval (the front-end's rule). A
+//   sample time that goes backwards gives 0.
+// * cpu: the sample's CPU delta in ms (threadCPUDelta). The first sample of a thread, whose
+//   delta the front-end ignores, and unknown deltas weigh 0. A profile without CPU deltas
+//   (ProfileHasCpu() false) falls back to one interval per sample, and says so.
+// * samples: 1 per sample.
+// Self time goes to the stack's leaf function; total time to every distinct function on the
+// stack (recursion counted once).
 //
-// Thread safety: pure function of its input.
+// Thread safety: pure functions of their input.
 #ifndef STRATA_TOOLS_STRATA_FUNCTION_STATS_H_
 #define STRATA_TOOLS_STRATA_FUNCTION_STATS_H_
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "tools/strata/profile_model.h"
@@ -18,21 +31,42 @@
 namespace strata {
 namespace cli {
 
+enum class Weight { kWall, kCpu, kSamples };
+
+// "wall", "cpu", "samples".
+const char* WeightName(Weight weight);
+// The accepted names, for messages: "wall, cpu, samples".
+const char* WeightNames();
+bool ParseWeight(std::string_view name, Weight* weight);
+
 struct FunctionTime {
-  double self = 0;   // ms
-  double total = 0;  // ms
+  double self_wall = 0;  // ms
+  double total_wall = 0;
+  double self_cpu = 0;  // ms (interval per sample without CPU deltas)
+  double total_cpu = 0;
   size_t self_samples = 0;
   size_t total_samples = 0;
+
+  double Self(Weight weight) const;
+  double Total(Weight weight) const;
 };
 
 struct FunctionTimes {
-  bool cpu = false;   // Weights are CPU deltas.
-  double total = 0;   // ms over every sample.
+  bool cpu = false;  // The cpu weights are CPU deltas (false: interval per sample).
+  double wall = 0;   // ms over every sample.
+  double cpu_ms = 0;
+  size_t samples = 0;
   std::vector<FunctionTime> functions;  // Indexed like Profile::functions.
+
+  double Total(Weight weight) const;
 };
 
-// The weight of sample i of `thread` (see above).
-double SampleWeight(const Thread& thread, size_t i, bool cpu, double interval_ms);
+// The wall weight (ms) of every sample of `thread`, in order.
+std::vector<double> SampleWallMs(const Profile& profile, const Thread& thread);
+double ThreadWallMs(const Profile& profile, const Thread& thread);
+
+// The cpu weight (ms) of sample i of `thread`: its CPU delta when `cpu`, else the interval.
+double SampleCpuMs(const Thread& thread, size_t i, bool cpu, double interval_ms);
 
 // Whether the profile's samples carry CPU deltas that can be used as weights.
 bool ProfileHasCpu(const Profile& profile);

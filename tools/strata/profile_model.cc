@@ -64,6 +64,15 @@ class ModelBuilder {
     const Value& meta = document["meta"];
     Process process;
     process.start_offset = NumberOr(meta.HasMember("startTime") ? &meta["startTime"] : nullptr, root_start) - root_start;
+    if (document.HasMember("pausedRanges") && document["pausedRanges"].IsArray()) {
+      for (const Value& range : document["pausedRanges"].GetArray()) {
+        if (!range.IsObject()) continue;
+        const double start = NumberOr(range.HasMember("startTime") ? &range["startTime"] : nullptr, NAN);
+        const double end = NumberOr(range.HasMember("endTime") ? &range["endTime"] : nullptr, INFINITY);
+        if (std::isnan(start) || std::isnan(end)) continue;
+        process.paused_ranges.emplace_back(start + process.start_offset, end + process.start_offset);
+      }
+    }
     const size_t process_index = profile_->processes.size();
     profile_->processes.push_back(process);
     double start = std::numeric_limits<double>::infinity();

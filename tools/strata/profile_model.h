@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rapidjson/document.h"
@@ -81,6 +82,9 @@ struct Process {
   double start_time = 0;    // ms: first registration or sample.
   double end_time = 0;      // ms: last sample, marker or unregistration.
   std::vector<size_t> threads;  // Indexes into Profile::threads.
+  // The process's pausedRanges (profiler paused: no sample is taken), ms, in file order; an
+  // end still paused at the save is +infinity.
+  std::vector<std::pair<double, double>> paused_ranges;
 };
 
 struct Category {

@@ -91,13 +91,15 @@ TEST_CASE("A multi-process profile becomes one model with aligned times") {
 
   const FunctionTimes times = ComputeFunctionTimes(profile);
   CHECK(times.cpu);
-  CHECK(times.total == Approx(1 + 1 + 3));
+  CHECK(times.cpu_ms == Approx(1 + 1 + 3));
+  CHECK(times.wall == Approx(9));  // 3 threads: samples 1 ms apart, the last one an interval.
   for (size_t i = 0; i < profile.functions.size(); ++i) {
     if (profile.functions[i].name == "parent_work") {
-      CHECK(times.functions[i].self == Approx(2.0));   // Two threads x 1 ms.
-      CHECK(times.functions[i].total == Approx(2.0));  // Recursion counted once.
+      CHECK(times.functions[i].self_cpu == Approx(2.0));   // Two threads x 1 ms.
+      CHECK(times.functions[i].total_cpu == Approx(2.0));  // Recursion counted once.
+      CHECK(times.functions[i].total_wall == Approx(4.0));
     }
-    if (profile.functions[i].name == "main") CHECK(times.functions[i].total == Approx(5.0));
+    if (profile.functions[i].name == "main") CHECK(times.functions[i].total_cpu == Approx(5.0));
   }
 
   const std::string summary = SummarizeProfile(profile, 5);

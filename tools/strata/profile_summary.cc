@@ -45,9 +45,8 @@ struct MarkerStats {
 
 }  // namespace
 
-std::string SummarizeProfile(const Profile& profile, size_t top_functions) {
+std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weight sort_by) {
   const FunctionTimes times = ComputeFunctionTimes(profile);
-  const char* unit = times.cpu ? "CPU" : "sampled";
   std::string out;
   out += Format("Profile of %s: %.1f ms, %zu process(es), %zu thread(s), %zu samples, interval %.2f ms\n",
                 profile.product.empty() ? "?" : TerminalSafe(profile.product).c_str(), profile.duration(),
@@ -55,27 +54,36 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions) {
   for (const std::string& source : profile.sampling_sources) {
     out += Format("Sampled by (pid: source): %s\n", TerminalSafe(source).c_str());
   }
-  out += Format("Time below is %s time (%s).\n", unit,
+  out += Format("Wall ms: the time each sample stands for (to the thread's next sample). CPU ms: %s.\n",
                 times.cpu ? "per-sample CPU deltas" : "samples x interval; the profile has no CPU deltas");
+
+  // Per thread: wall and CPU time (the same weights as the functions').
+  std::vector<double> thread_wall(profile.threads.size()), thread_cpu(profile.threads.size());
+  for (size_t i = 0; i < profile.threads.size(); ++i) {
+    const Thread& t = profile.threads[i];
+    thread_wall[i] = ThreadWallMs(profile, t);
+    for (size_t j = 0; j < t.sample_count(); ++j) thread_cpu[i] += SampleCpuMs(t, j, times.cpu, profile.interval_ms);
+  }
 
   // Processes.
   std::vector<std::string> process_names;
   for (const Process& p : profile.processes) process_names.push_back(TerminalSafe(p.name));
   size_t name_width = 7;
   for (const std::string& name : process_names) name_width = Width(name.size(), name_width, 32);
-  out += Format("\nProcesses:\n  %8s  %-*s %10s %12s %8s %9s %11s\n", "pid", static_cast<int>(name_width), "process",
-                "start ms", "duration ms", "threads", "samples", "CPU ms");
+  out += Format("\nProcesses:\n  %8s  %-*s %10s %12s %8s %9s %11s %11s\n", "pid", static_cast<int>(name_width),
+                "process", "start ms", "duration ms", "threads", "samples", "wall ms", "CPU ms");
   for (size_t i = 0; i < profile.processes.size(); ++i) {
     const Process& p = profile.processes[i];
     size_t samples = 0;
-    double cpu = 0;
+    double cpu = 0, wall = 0;
     for (size_t t : p.threads) {
       samples += profile.threads[t].sample_count();
-      cpu += profile.threads[t].CpuMs();
+      cpu += thread_cpu[t];
+      wall += thread_wall[t];
     }
-    out += Format("  %8lld  %-*s %10.1f %12.1f %8zu %9zu %11.1f\n", static_cast<long long>(p.pid),
+    out += Format("  %8lld  %-*s %10.1f %12.1f %8zu %9zu %11.1f %11.1f\n", static_cast<long long>(p.pid),
                   static_cast<int>(name_width), Shorten(process_names[i], name_width).c_str(), p.start_time,
-                  p.end_time - p.start_time, p.threads.size(), samples, cpu);
+                  p.end_time - p.start_time, p.threads.size(), samples, wall, cpu);
   }
 
   // Threads.
@@ -83,39 +91,42 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions) {
   for (const Thread& t : profile.threads) thread_names.push_back(TerminalSafe(t.name));
   size_t thread_width = 6;
   for (const std::string& name : thread_names) thread_width = Width(name.size(), thread_width, 28);
-  out += Format("\nThreads:\n  %8s %8s  %-*s %9s %11s %7s\n", "pid", "tid", static_cast<int>(thread_width), "thread",
-                "samples", "CPU ms", "CPU %");
+  out += Format("\nThreads:\n  %8s %8s  %-*s %9s %11s %11s %7s\n", "pid", "tid", static_cast<int>(thread_width),
+                "thread", "samples", "wall ms", "CPU ms", "CPU %");
   for (size_t i = 0; i < profile.threads.size(); ++i) {
     const Thread& t = profile.threads[i];
     const double end = std::isnan(t.unregister_time) ? profile.processes[t.process].end_time : t.unregister_time;
     const double life = end - t.register_time;
-    const double cpu = t.CpuMs();
-    out += Format("  %8lld %8lld  %-*s %9zu %11.1f %6.1f%%\n", static_cast<long long>(t.pid),
+    const double cpu = thread_cpu[i];
+    out += Format("  %8lld %8lld  %-*s %9zu %11.1f %11.1f %6.1f%%\n", static_cast<long long>(t.pid),
                   static_cast<long long>(t.tid), static_cast<int>(thread_width),
-                  Shorten(thread_names[i], thread_width).c_str(), t.sample_count(), cpu,
+                  Shorten(thread_names[i], thread_width).c_str(), t.sample_count(), thread_wall[i], cpu,
                   life > 0 && t.has_cpu() ? 100.0 * cpu / life : 0.0);
   }
 
-  // Functions.
+  // Functions: wall and CPU columns, sorted by `sort_by`, % of all of it.
+  const char* sort_name = sort_by == Weight::kWall ? "wall time" : sort_by == Weight::kCpu ? "CPU time" : "samples";
   std::vector<size_t> order(times.functions.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto print_top = [&](const char* title, bool by_self) {
+    auto key = [&](size_t f) { return by_self ? times.functions[f].Self(sort_by) : times.functions[f].Total(sort_by); };
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const double ka = by_self ? times.functions[a].self : times.functions[a].total;
-      const double kb = by_self ? times.functions[b].self : times.functions[b].total;
+      const double ka = key(a), kb = key(b);
       return ka != kb ? ka > kb : profile.functions[a].name < profile.functions[b].name;
     });
-    out += Format("\nTop functions by %s %s time:\n  %10s %7s %10s %7s %9s  %s\n", title, unit, "self ms", "self",
-                  "total ms", "total", "samples", "function");
-    const double all = std::max(times.total, 1e-12);
+    out += Format("\nTop functions by %s time, sorted by %s (%% of all %s):\n  %10s %10s %8s %11s %10s %8s %9s  %s\n",
+                  title, sort_name, sort_name, "self wall", "self CPU", "self %", "total wall", "total CPU", "total %",
+                  "samples", "function");
+    const double all = std::max(times.Total(sort_by), 1e-12);
     for (size_t i = 0; i < order.size() && i < top_functions; ++i) {
       const FunctionTime& f = times.functions[order[i]];
-      if ((by_self ? f.self : f.total) <= 0) break;
+      if (key(order[i]) <= 0) break;
       const Function& function = profile.functions[order[i]];
       std::string name = Shorten(TerminalSafe(function.name), 90);
       if (!function.library.empty()) name += "  [" + TerminalSafe(function.library) + "]";
-      out += Format("  %10.1f %6.1f%% %10.1f %6.1f%% %9zu  %s\n", f.self, 100.0 * f.self / all, f.total,
-                    100.0 * f.total / all, f.total_samples, name.c_str());
+      out += Format("  %10.1f %10.1f %7.1f%% %11.1f %10.1f %7.1f%% %9zu  %s\n", f.self_wall, f.self_cpu,
+                    100.0 * f.Self(sort_by) / all, f.total_wall, f.total_cpu, 100.0 * f.Total(sort_by) / all,
+                    f.total_samples, name.c_str());
     }
   };
   print_top("self", true);

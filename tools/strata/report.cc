@@ -50,6 +50,8 @@ class ReportData {
     Number(w, profile_.interval_ms);
     w.Key("cpu");
     w.Bool(cpu);
+    w.Key("weight");
+    String(w, WeightName(options_.weight));
     w.Key("start");
     Number(w, profile_.start_time);
     w.Key("end");
@@ -146,6 +148,8 @@ class ReportData {
     w.Uint64(n);
     w.Key("cpuMs");
     Number(w, t.CpuMs());
+    w.Key("wallMs");
+    Number(w, ThreadWallMs(profile_, t));
     w.Key("thinned");
     w.Uint64(step);
     w.Key("sp");
@@ -181,15 +185,26 @@ class ReportData {
       w.Int(s >= 0 ? new_index[static_cast<size_t>(s)] : -1);
     }
     w.EndArray();
-    w.Key("w");
-    w.StartArray();
-    for (size_t i = 0; i < n; i += step) {
-      // A kept sample stands for the `step` samples from it on.
-      double weight = 0;
-      for (size_t j = i; j < std::min(n, i + step); ++j) weight += SampleWeight(t, j, cpu, profile_.interval_ms);
-      w.Double(weight);
+    // Weights of the kept samples, each standing for the `step` samples from it on: "w" wall
+    // ms, "c" CPU ms (interval per sample without CPU deltas), "n" samples.
+    const std::vector<double> wall = SampleWallMs(profile_, t);
+    for (const char* key : {"w", "c", "n"}) {
+      w.Key(key);
+      w.StartArray();
+      for (size_t i = 0; i < n; i += step) {
+        const size_t until = std::min(n, i + step);
+        if (key[0] == 'n') {
+          w.Uint64(until - i);
+          continue;
+        }
+        double weight = 0;
+        for (size_t j = i; j < until; ++j) {
+          weight += key[0] == 'w' ? wall[j] : SampleCpuMs(t, j, cpu, profile_.interval_ms);
+        }
+        w.Double(weight);
+      }
+      w.EndArray();
     }
-    w.EndArray();
     // Markers as spans (start/end pairs matched): [name index, start, end, instant], names
     // in "mn".
     std::vector<std::string> names;

@@ -3,9 +3,12 @@
 // coloured by category) and markers, and a sortable top-functions table. Dragging over the
 // timeline restricts the flame graph and the table to that time range.
 //
+// The flame graph and the table weigh samples by wall time, CPU time or sample count
+// (function_stats.h), switched by a control in the page; `weight` is the one it opens with.
+//
 // The page's data is embedded as JSON: functions used by the samples, and per thread the
-// stack table (pruned to the stacks samples use), the samples (time, stack, weight) and the
-// markers. A profile with more than `max_samples` samples in all is thinned evenly (every
+// stack table (pruned to the stacks samples use), the samples (time, stack, wall ms, CPU ms,
+// count) and the markers. A profile with more than `max_samples` samples in all is thinned evenly (every
 // k-th sample of each thread kept, with the weight of the k samples it stands for), so the
 // file stays loadable for large profiles (~25 bytes per kept sample).
 //
@@ -17,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tools/strata/function_stats.h"
 #include "tools/strata/profile_model.h"
 
 namespace strata {
@@ -25,6 +29,7 @@ namespace cli {
 struct ReportOptions {
   size_t max_samples = 300000;  // Over all threads.
   size_t max_markers = 20000;   // Per thread (the first ones are kept).
+  Weight weight = Weight::kWall;  // What the flame graph and the table weigh first.
 };
 
 // The HTML text. `source` names the profile in the page title.

@@ -1,9 +1,9 @@
 // The `strata` command line (docs/cli.md):
 //   strata record [-o FILE] [-i MS] [--features ...] [--filters ...] [--no-children] -- CMD ARGS
 //   strata symbolicate FILE [-o OUT]
-//   strata summary FILE... [--top N]
-//   strata convert FILE --to chrome|pprof|collapsed -o OUT
-//   strata report FILE [-o report.html]
+//   strata summary FILE... [--top N] [--weight wall|cpu|samples]
+//   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples]
+//   strata report FILE [-o report.html] [--weight wall|cpu|samples]
 // Arguments are parsed with CLI11 (Debian libcli11-dev, header-only).
 #include <sys/stat.h>
 
@@ -18,6 +18,7 @@
 #include "rapidjson/document.h"
 #include "shared/symbols/dwarf_symbolizer.h"
 #include "tools/strata/convert.h"
+#include "tools/strata/function_stats.h"
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
 #include "tools/strata/profile_model.h"
@@ -102,6 +103,28 @@ int RunSymbolicate(const std::string& input, std::string output) {
   return 0;
 }
 
+// CLI11 check for --weight.
+std::string CheckWeight(const std::string& value) {
+  Weight weight;
+  if (ParseWeight(value, &weight)) return "";
+  return "unknown weight '" + value + "' (accepted: " + WeightNames() + ")";
+}
+
+Weight WeightOr(const std::string& name, Weight fallback) {
+  Weight weight = fallback;
+  if (!name.empty()) ParseWeight(name, &weight);
+  return weight;
+}
+
+// A note on stderr when CPU weights are asked of a profile without CPU deltas.
+void NoteCpuFallback(const char* command, const Profile& profile, Weight weight) {
+  if (weight == Weight::kCpu && !ProfileHasCpu(profile)) {
+    std::fprintf(stderr, "strata %s: the profile has no CPU deltas; --weight cpu %s\n", command,
+                 std::string(command) == "convert" ? "falls back to samples (pprof: no cpu sample type)"
+                                                   : "counts one interval per sample");
+  }
+}
+
 bool LoadModel(const std::string& command, const std::string& path, Profile* profile) {
   rapidjson::Document document;
   std::string error;
@@ -117,7 +140,7 @@ bool LoadModel(const std::string& command, const std::string& path, Profile* pro
   return true;
 }
 
-int RunSummary(const std::vector<std::string>& files, size_t top) {
+int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight) {
   int status = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     Profile profile;
@@ -126,23 +149,29 @@ int RunSummary(const std::vector<std::string>& files, size_t top) {
       continue;
     }
     if (files.size() > 1) std::printf("%s== %s ==\n", i > 0 ? "\n" : "", TerminalSafe(files[i]).c_str());
-    std::fputs(SummarizeProfile(profile, top).c_str(), stdout);
+    NoteCpuFallback("summary", profile, weight);
+    std::fputs(SummarizeProfile(profile, top, weight).c_str(), stdout);
   }
   return status;
 }
 
-int RunConvert(const std::string& input, const std::string& format, const std::string& output) {
+int RunConvert(const std::string& input, const std::string& format, const std::string& output,
+               const std::string& weight_name) {
   Profile profile;
   if (!LoadModel("convert", input, &profile)) return 1;
+  // collapsed counts samples unless told otherwise (its values are counts by convention).
+  Weight weight = WeightOr(weight_name, format == "collapsed" ? Weight::kSamples : Weight::kWall);
+  NoteCpuFallback("convert", profile, weight);
+  if (weight == Weight::kCpu && !ProfileHasCpu(profile) && format == "collapsed") weight = Weight::kSamples;
   std::string error;
   ConvertStats stats;
   bool ok = false;
   if (format == "chrome") {
-    ok = WriteChromeTrace(profile, output, &stats, &error);
+    ok = WriteChromeTrace(profile, weight, output, &stats, &error);
   } else if (format == "pprof") {
-    ok = WritePprof(profile, output, &stats, &error);
+    ok = WritePprof(profile, weight, output, &stats, &error);
   } else {
-    ok = WriteCollapsed(profile, output, &stats, &error);
+    ok = WriteCollapsed(profile, weight, output, &stats, &error);
   }
   if (!ok) {
     std::fprintf(stderr, "strata convert: %s\n", TerminalSafe(error).c_str());
@@ -161,6 +190,7 @@ int RunConvert(const std::string& input, const std::string& format, const std::s
 int RunReport(const std::string& input, const std::string& output, const ReportOptions& options) {
   Profile profile;
   if (!LoadModel("report", input, &profile)) return 1;
+  NoteCpuFallback("report", profile, options.weight);
   std::string error;
   uint64_t bytes = 0;
   if (!WriteReport(profile, input, options, output, &bytes, &error)) {
@@ -225,11 +255,17 @@ int Main(int argc, char** argv) {
   std::vector<std::string> summary_files;
   size_t top = 15;
   CLI::App* summary_command = app.add_subcommand(
-      "summary", "Duration, processes, threads with samples and CPU, top functions, markers");
+      "summary",
+      "Duration, processes, threads with samples, wall and CPU time, top functions (wall and CPU columns), markers");
   summary_command->add_option("FILE", summary_files, "Profiles")->required();
   summary_command->add_option("--top", top, "How many functions to list (1-1000000)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1000000}));
+  std::string summary_weight;
+  summary_command->add_option("--weight", summary_weight,
+                              "What sorts the function tables (both wall and CPU columns are shown): wall "
+                              "(default), cpu or samples")
+      ->check(CLI::Validator(CheckWeight, "WEIGHT"));
   summary_command->footer("Example: strata summary strata-profile.json --top 30");
 
   // convert
@@ -243,6 +279,12 @@ int Main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"chrome", "pprof", "collapsed"}));
   convert_command->add_option("-o,--output", convert_output, "Output file ('-' for standard output)")->required();
+  std::string convert_weight;
+  convert_command->add_option("--weight", convert_weight,
+                              "wall, cpu or samples: pprof's default sample type (default wall; all are in "
+                              "the file), collapsed's values (default samples; wall and cpu in µs), chrome: "
+                              "cpu ends the slices at samples without CPU (default wall)")
+      ->check(CLI::Validator(CheckWeight, "WEIGHT"));
   convert_command->footer("Example: strata convert strata-profile.json --to pprof -o profile.pb.gz");
 
   // js: run by main() before this parser (tools/js, a binary of its own); listed for --help.
@@ -277,6 +319,11 @@ int Main(int argc, char** argv) {
   report_command->add_option("--max-samples", report_options.max_samples,
                              "Samples kept in the page over all threads (more are thinned evenly)")
       ->capture_default_str();
+  std::string report_weight;
+  report_command->add_option("--weight", report_weight,
+                             "What the flame graph and the table weigh when the page opens (a control in the "
+                             "page switches it): wall (default), cpu or samples")
+      ->check(CLI::Validator(CheckWeight, "WEIGHT"));
 
   // `record ... -- CMD ARGS`: everything after the first "--" is the command, untouched
   // (CLI11 would still look at it); without "--", the command starts at the first
@@ -316,16 +363,10 @@ int Main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // Every usage error exits 2 (docs/cli.md), whatever CLI11's own code for it.
-    app.exit(e);
-    return 2;
+    // --help and --help-all exit 0; every usage error (unknown option, bad value, missing
+    // argument) exits 2 (docs/cli.md), whatever CLI11's own code for it; its message on stderr.
+    return app.exit(e) == 0 ? 0 : 2;
   }
 
   if (*record_command) {
@@ -347,9 +388,12 @@ int Main(int argc, char** argv) {
     return Record(record);
   }
   if (*symbolicate_command) return RunSymbolicate(symbolicate_input, symbolicate_output);
-  if (*summary_command) return RunSummary(summary_files, top);
-  if (*convert_command) return RunConvert(convert_input, convert_format, convert_output);
-  if (*report_command) return RunReport(report_input, report_output, report_options);
+  if (*summary_command) return RunSummary(summary_files, top, WeightOr(summary_weight, Weight::kWall));
+  if (*convert_command) return RunConvert(convert_input, convert_format, convert_output, convert_weight);
+  if (*report_command) {
+    report_options.weight = WeightOr(report_weight, Weight::kWall);
+    return RunReport(report_input, report_output, report_options);
+  }
   if (*view_command) {
     view_options.open_browser = !view_no_open;
     return RunView(view_options);

@@ -68,12 +68,39 @@ std::string MakeProfileJson(const TestProcess& p, const std::vector<std::string>
                     ",\"stackwalk\":1,\"debug\":0,\"presymbolicated\":false,"
                     "\"sampleUnits\":{\"time\":\"ms\",\"eventDelay\":\"ms\",\"threadCPUDelta\":\"ns\"},"
                     "\"categories\":" + p.categories + ",\"markerSchema\":" + p.marker_schema + p.extra_meta + "},";
-  out += "\"libs\":" + p.libs + ",\"threads\":[";
+  out += "\"libs\":" + p.libs + ",\"pausedRanges\":" + p.paused_ranges + ",\"threads\":[";
   for (size_t i = 0; i < p.threads.size(); ++i) out += std::string(i ? "," : "") + ThreadJson(p.threads[i]);
   out += "],\"processes\":[";
   for (size_t i = 0; i < subprocesses.size(); ++i) out += std::string(i ? "," : "") + subprocesses[i];
   out += "]}";
   return out;
+}
+
+std::string WaitingProfileJson(bool cpu) {
+  const double ms = cpu ? 1e6 : -1;
+  TestProcess p;
+  p.paused_ranges = R"([{"startTime":302.5,"endTime":310,"reason":"profiler-paused"},)"
+                    R"({"startTime":60,"endTime":290,"reason":"profiler-paused"}])";
+  TestThread busy;
+  busy.name = "busy";
+  busy.tid = 11;
+  busy.strings = {"main (in prog)", "busy_loop (in prog)"};
+  busy.frames = {{0, 0}, {1, 0}};
+  busy.stacks = {{-1, 0}, {0, 1}};
+  for (int t = 0; t < 10; ++t) busy.samples.push_back({1, static_cast<double>(t), ms});
+  TestThread blocked;
+  blocked.name = "blocked";
+  blocked.tid = 12;
+  blocked.strings = {"main (in prog)", "prepare (in prog)", "wait_here (in prog)", "poll (in libc.so.6)",
+                     "after (in prog)"};
+  blocked.frames = {{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}};
+  blocked.stacks = {{-1, 0}, {0, 1}, {0, 2}, {2, 3}, {0, 4}};
+  for (int t = 0; t < 3; ++t) blocked.samples.push_back({1, static_cast<double>(t), ms});
+  for (int t = 3; t <= 52; ++t) blocked.samples.push_back({3, static_cast<double>(t), cpu ? 0.0 : -1.0});
+  blocked.samples.push_back({4, 300.0, cpu ? 0.5e6 : -1.0});
+  for (int t : {301, 302, 311, 312}) blocked.samples.push_back({4, static_cast<double>(t), ms});
+  p.threads = {busy, blocked};
+  return MakeProfileJson(p);
 }
 
 }  // namespace testing
