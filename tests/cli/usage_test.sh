@@ -52,6 +52,16 @@ if [[ -f "$WORK/strata-profile.json.old" && "$(cksum <"$WORK/strata-profile.json
 else
   fail "record: no .old kept: $(ls "$WORK") $(cat "$WORK/r2.err")"
 fi
+# The main thread is named after the program in our outputs (the file keeps "GeckoMain" for
+# the front-end, which finds the main thread by that name).
+"$STRATA" summary "$WORK/strata-profile.json" >"$WORK/summary.out" 2>&1
+"$STRATA" convert "$WORK/strata-profile.json" --to collapsed -o "$WORK/collapsed.txt" 2>/dev/null
+if grep -q '"GeckoMain"' "$WORK/strata-profile.json" && ! grep -q GeckoMain "$WORK/summary.out" "$WORK/collapsed.txt" &&
+  grep -qE '^ +[0-9]+ +[0-9]+ +hot_loop ' "$WORK/summary.out"; then
+  pass "summary and collapsed name the main thread hot_loop, the file keeps GeckoMain"
+else
+  fail "main thread naming: $(grep -E 'GeckoMain|hot_loop' "$WORK/summary.out" | head -3)"
+fi
 "$STRATA" record -o "$WORK/c.json.gz" -- "$program" 50000000 >/dev/null 2>"$WORK/r3.err"
 size=$(stat -c %s "$WORK/c.json.gz")
 printed=$(sed -n 's/.*samples, \([0-9.]* [A-Za-z]*\)$/\1/p' "$WORK/r3.err" | head -1)

@@ -56,6 +56,18 @@ bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// The program a main thread belongs to: its processName without the " (<pid>)" children carry
+// (gecko_profile_writer.h, ChildProcessName), else the product, else "main".
+std::string ProgramNameOf(const Thread& thread, const std::string& product) {
+  std::string name = thread.process_name;
+  const std::string suffix = " (" + std::to_string(thread.pid) + ")";
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    name.resize(name.size() - suffix.size());
+  }
+  if (name.empty()) name = product;
+  return name.empty() ? std::string("main") : name;
+}
+
 class ModelBuilder {
  public:
   ModelBuilder(Profile* profile, std::string* error) : profile_(profile), error_(error) {}
@@ -83,8 +95,13 @@ class ModelBuilder {
       if (!AddThread(threads[i], process_index, process.start_offset, &thread)) return false;
       Process& p = profile_->processes[process_index];
       if (p.pid == 0) p.pid = thread.pid;
-      if (p.name.empty() || thread.name == "GeckoMain") {
+      if (p.name.empty() || thread.is_main) {
         if (!thread.process_name.empty()) p.name = thread.process_name;
+      }
+      if (thread.is_main && StringOr(meta, "product").find("Firefox") == std::string::npos) {
+        // "GeckoMain" tells the front-end which thread is main (it keeps that name in the
+        // file); our own outputs name the main thread of other programs after the program.
+        thread.name = ProgramNameOf(thread, StringOr(meta, "product"));
       }
       start = std::min(start, thread.register_time);
       if (!thread.sample_time.empty()) {
@@ -150,6 +167,7 @@ class ModelBuilder {
       return false;
     }
     thread->name = StringOr(json, "name", "?");
+    thread->is_main = thread->name == "GeckoMain";
     thread->process_name = StringOr(json, "processName");
     thread->pid = IntOr(json, "pid", 0);
     thread->tid = IntOr(json, "tid", 0);

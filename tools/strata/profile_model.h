@@ -48,7 +48,10 @@ struct Marker {
 };
 
 struct Thread {
+  // The thread's name; a non-Firefox program's main thread (written "GeckoMain", which the
+  // front-end needs) is named after its program ("python3"), `is_main` set.
   std::string name;
+  bool is_main = false;
   std::string process_name;
   int64_t pid = 0;
   int64_t tid = 0;
