@@ -37,7 +37,13 @@ struct BatchMarker {
   }
 };
 
-strata::ProfilerCounter g_items_done("Example items", "Example", "Items processed so far");
+// A counter must outlive the session that samples it (counters.h). The profile is saved at
+// exit (STRATA_SHUTDOWN) after the program's static objects are destroyed, so this one is
+// never destroyed: a global ProfilerCounter would be gone from the saved profile.
+strata::ProfilerCounter& ItemsDone() {
+  static auto* counter = new strata::ProfilerCounter("Example items", "Example", "Items processed so far");
+  return *counter;
+}
 
 // The work the profile should show: kept out of line so that it has its own frame.
 __attribute__((noinline)) uint64_t ExampleBusyWork(uint64_t iterations) {
@@ -60,7 +66,7 @@ int main() {
     STRATA_LABEL("Example batch", kOther);
     const strata::TimeStamp start = strata::TimeStamp::Now();
     checksum ^= ExampleBusyWork(20'000'000);
-    g_items_done.Add(1000);
+    ItemsDone().Add(1000);
     STRATA_MARKER_UNTYPED("Example compute", kOther,
                           strata::MarkerOptions::Interval(start, strata::TimeStamp::Now()));
     STRATA_MARKER("Example batch done", kOther, strata::MarkerOptions::Instant(), BatchMarker,
