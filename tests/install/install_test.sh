@@ -14,6 +14,9 @@
 #      with STRATA_STARTUP=1 / STRATA_SHUTDOWN: same output and status, a profile the checker
 #      accepts, with ExampleBusyWork in most samples, the label, both markers, the typed
 #      marker's schema and the counter; the front-end imports one of them.
+#   4b. examples/api (docs/api.md: sessions, threads, labels, every kind of marker, counters,
+#      full tier, monitor, child process, C entry points) build with pkg-config, run, and
+#      their profiles pass the checker with what each records.
 #   5. The installed `strata record` (from another directory) profiles the installed example.
 #   6. gdb names a function that only the split debug info has (not .dynsym), from the file
 #      beside the library (.gnu_debuglink) and by build-id (set debug-file-directory); a
@@ -215,6 +218,39 @@ for name in cmake_full make_full; do
   [[ -s "$OUT/$name.json" ]] || continue
   grep -q '"Memory"' "$OUT/$name.json" || fail "$name: the full tier's memory counter is not in the profile"
 done
+
+# --- 4b. docs/api.md's examples (examples/api), built with pkg-config and run -----------------
+cp -r "$_runfiles/examples/api" "$EXAMPLES/"
+chmod -R u+w "$EXAMPLES/api"
+api_pkg_config() { PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" pkg-config "$@"; }
+# api_example NAME TIER COMPILER STD EXPECTED...: build, run (profile to $OUT/api_NAME.json),
+# checker, and each EXPECTED string in the profile.
+api_example() {
+  local name="$1" tier="$2" compiler="$3" std="$4" source
+  shift 4
+  source="$(ls "$EXAMPLES/api/$name".c* | head -1)"
+  if ! "${LIMIT[@]}" "$compiler" "-std=$std" -O1 -Wall -Wextra -Werror $(api_pkg_config --cflags "$tier") \
+      "$source" -o "$EXAMPLES/api/$name" -pthread $(api_pkg_config --libs "$tier") >"$WORK/api_$name.log" 2>&1; then
+    fail "examples/api/$(basename "$source") does not build:"
+    sed 's/^/    /' "$WORK/api_$name.log" | head -20
+    return
+  fi
+  (cd "$WORK" && STRATA_SHUTDOWN="$OUT/api_$name.json" "${LIMIT[@]}" "$EXAMPLES/api/$name" "$OUT/api_$name.json" \
+    >"$WORK/api_$name.out" 2>"$WORK/api_$name.err")
+  RUN_STATUS=$?
+  RUN_WALL_S=0
+  require_profile "api_$name" || return
+  check_format "api_$name"
+  local what
+  for what in "$@"; do
+    grep -qF "$what" "$OUT/api_$name.json" || fail "api_$name: the profile has no $what"
+  done
+}
+api_example session_threads strata-base g++ c++17 '"GeckoMain"' '"Worker loop"'
+api_example markers_counters strata-base g++ c++17 '"ApiRequest"' '"Requests in flight"' \
+  'cache miss for key 42' '"Frame start"' '"Load"'
+api_example full_tier strata-full g++ c++17 '"full tier example"'
+api_example c_api strata-full gcc c11 '"C example"'
 
 # --- 5. The installed `strata record` ----------------------------------------------------------
 if [[ -x "$EXAMPLES/make/strata_example" ]]; then
