@@ -11,6 +11,8 @@ source "$(dirname "$0")/../scenario_lib.sh"
 source_tree="$(dirname "$(readlink -f "$_runfiles/VERSION")")"
 [[ -f "$source_tree/WORKSPACE" && -f "$source_tree/examples/bazel/WORKSPACE" ]] ||
   { fail "no Strata source tree at $source_tree"; finish; }
+cmp -s "$source_tree/examples/bazel/strata_example.cc" "$source_tree/examples/cmake/strata_example.cc" ||
+  fail "examples/bazel and examples/cmake have different strata_example.cc (they are one program)"
 example="$WORK/bazel_example"
 rm -rf "$example"
 cp -r "$source_tree/examples/bazel" "$example"

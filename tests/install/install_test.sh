@@ -158,6 +158,8 @@ echo '#include <strata/perfmon_c.h>' | compile_check "<strata/perfmon_c.h> as C1
 pass "compiled ${#public_headers[@]} public headers alone and together (g++, clang++; C++17, C++20)"
 
 # --- 4. Examples outside the repository -------------------------------------------------------
+cmp -s "$_runfiles/examples/cmake/strata_example.cc" "$_runfiles/examples/make/strata_example.cc" ||
+  fail "examples/cmake and examples/make have different strata_example.cc (they are one program)"
 cp -r "$_runfiles/examples/cmake" "$_runfiles/examples/make" "$EXAMPLES/"
 chmod -R u+w "$EXAMPLES"
 if "${LIMIT[@]}" cmake -S "$EXAMPLES/cmake" -B "$EXAMPLES/cmake/build" -DCMAKE_PREFIX_PATH="$PREFIX" \
