@@ -8,6 +8,9 @@ set -euo pipefail
 PACKAGES=(
   bazel-bootstrap      # Bazel 4.2.3 (prints "no_version"; that is normal)
   bazel-platforms      # @platforms, used offline from /usr/share/bazel/tools/platforms
+  patchelf             # tools/install.sh: SONAMEs and RUNPATHs of the installed libraries
+  cmake                # tests/install: the CMake example against an installed Strata
+  pkgconf              # tests/install: the Make example (pkg-config)
   g++
   libabsl-dev          # abseil 20220623
   libunwind-dev        # libunwind 1.6.2
