@@ -31,6 +31,7 @@ expect_exit no_file 2 "FILE is required" "$STRATA" summary
 expect_exit bad_option 2 "--no-such-option" "$STRATA" report --no-such-option x.json
 expect_exit bad_format 2 "--to" "$STRATA" convert x.json --to svg -o y
 expect_exit help 0 "^  js  " "$STRATA" --help
+expect_exit version 0 "^strata $(tr -d ' \n' <"$(dirname "$0")/../../VERSION")$" "$STRATA" --version
 for command in record symbolicate summary convert report view js; do
   expect_exit "help_$command" 0 "Example: strata $command" "$STRATA" "$command" --help
 done

@@ -26,6 +26,7 @@
 #include "tools/strata/record.h"
 #include "tools/strata/report.h"
 #include "tools/strata/terminal_text.h"
+#include "tools/strata/version.h"
 #include "tools/strata/view.h"
 #include "tools/js/exec_strata_js.h"
 
@@ -204,6 +205,7 @@ int RunReport(const std::string& input, const std::string& output, const ReportO
 int Main(int argc, char** argv) {
   CLI::App app{"strata: record, symbolicate, summarise, report and convert profiles (Gecko profile JSON)", "strata"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("strata ") + STRATA_VERSION);
   app.set_help_all_flag("--help-all", "Help for every subcommand");
 
   // record
@@ -337,6 +339,11 @@ int Main(int argc, char** argv) {
         break;
       }
     }
+  }
+  // `strata --version` alone needs no command (require_subcommand would refuse it).
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    std::printf("strata %s\n", STRATA_VERSION);
+    return 0;
   }
   // An unknown command: say so, and suggest the nearest one.
   if (argc >= 2 && argv[1][0] != '-') {
