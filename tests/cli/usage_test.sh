@@ -63,6 +63,18 @@ if grep -q '"GeckoMain"' "$WORK/strata-profile.json" && ! grep -q GeckoMain "$WO
 else
   fail "main thread naming: $(grep -E 'GeckoMain|hot_loop' "$WORK/summary.out" | head -3)"
 fi
+# convert --to chrome: an independent consumer (the Firefox Profiler's Chrome importer, which
+# refuses events without a name and pairs E with B by name) reads every slice back.
+"$STRATA" convert "$WORK/strata-profile.json" --to chrome -o "$WORK/trace.json" 2>/dev/null
+CLI_JS="$(dirname "$(readlink -f "$0")")/../frontend/node_modules/@firefox-devtools/profiler-cli/dist/profiler-cli.js"
+session_dir=$(mktemp -d /tmp/strata-pq.XXXXXX)
+PROFILER_CLI_SESSION_DIR="$session_dir" timeout 300 node "$(dirname "$0")/chrome_import_check.js" "$WORK/trace.json" \
+  "$CLI_JS" >"$WORK/chrome_import.out" 2>&1
+chrome_status=$?
+PROFILER_CLI_SESSION_DIR="$session_dir" node "$CLI_JS" stop --all >/dev/null 2>&1 || true
+rm -rf "$session_dir"
+[[ $chrome_status -eq 0 ]] && pass "convert --to chrome: $(tail -1 "$WORK/chrome_import.out")" ||
+  fail "convert --to chrome: $(tail -3 "$WORK/chrome_import.out")"
 "$STRATA" record -o "$WORK/c.json.gz" -- "$program" 50000000 >/dev/null 2>"$WORK/r3.err"
 size=$(stat -c %s "$WORK/c.json.gz")
 printed=$(sed -n 's/.*samples, \([0-9.]* [A-Za-z]*\)$/\1/p' "$WORK/r3.err" | head -1)

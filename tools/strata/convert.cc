@@ -137,7 +137,10 @@ class ChromeTraceWriter {
     Begin(phase, thread.pid, thread.tid);
     out_ += ",\"ts\":";
     AppendMicros(&out_, ms);
-    if (phase == 'B') {
+    {
+      // Both ends carry the name and category: consumers match an "E" to its "B" by them
+      // (speedscope mis-nests without; the Firefox Profiler's importer refuses any event
+      // without a name).
       const Function& f = profile_.functions[function];
       out_ += ",\"name\":";
       AppendJsonString(&out_, f.name);
