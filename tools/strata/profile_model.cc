@@ -119,6 +119,11 @@ class ModelBuilder {
     }
     Process& p = profile_->processes[process_index];
     if (p.name.empty()) p.name = StringOr(meta, "product");
+    // The process's own profiling range: a process that lived without a sample (a compiler
+    // driver waiting for its child) still has its lifetime.
+    if (meta.HasMember("profilingEndTime") && meta["profilingEndTime"].IsNumber()) {
+      end = std::max(end, meta["profilingEndTime"].GetDouble() + process.start_offset);
+    }
     p.start_time = std::isfinite(start) ? start : p.start_offset;
     p.end_time = std::isfinite(end) ? std::max(end, p.start_time) : p.start_time;
     if (document.HasMember("processes") && document["processes"].IsArray()) {

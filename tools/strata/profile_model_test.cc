@@ -110,6 +110,43 @@ TEST_CASE("A multi-process profile becomes one model with aligned times") {
   CHECK(summary.find("Load") != std::string::npos);
 }
 
+TEST_CASE("A process without samples has its lifetime; the summary groups sampling sources") {
+  TestProcess parent;
+  parent.product = "make";
+  TestThread main;
+  main.strings = {"main (in make)"};
+  main.frames = {{0, 0}};
+  main.stacks = {{-1, 0}};
+  main.samples = {{0, 1, 0}, {0, 2, 1e6}};
+  parent.threads = {main};
+  parent.extra_meta = ",\"profilingStartTime\":0,\"profilingEndTime\":2000";
+  // A child that lived 800 ms (its own range) and was never sampled (waiting for its child).
+  TestProcess driver;
+  driver.start_time = parent.start_time + 100;
+  driver.product = "gcc";
+  TestThread idle;
+  idle.pid = idle.tid = 300;
+  driver.threads = {idle};
+  driver.extra_meta = ",\"profilingStartTime\":0,\"profilingEndTime\":800";
+  rapidjson::Document document;
+  document.Parse(MakeProfileJson(parent, {MakeProfileJson(driver)}).c_str());
+  REQUIRE_FALSE(document.HasParseError());
+  Profile profile;
+  std::string error;
+  REQUIRE(LoadProfileModel(document, &profile, &error));
+  REQUIRE(profile.processes.size() == 2);
+  CHECK(profile.processes[1].start_time == Approx(100));
+  CHECK(profile.processes[1].end_time - profile.processes[1].start_time == Approx(800));
+
+  profile.sampling_sources = {"1: perf task-clock events", "2: perf task-clock events", "3: CPU-clock timers",
+                              "4: perf task-clock events", "5: perf task-clock events", "6: perf task-clock events"};
+  const std::string summary = SummarizeProfile(profile, 5);
+  INFO(summary);
+  CHECK(summary.find("Sampled by: perf task-clock events (5 processes)\n") != std::string::npos);
+  CHECK(summary.find("Sampled by: CPU-clock timers (pid 3)\n") != std::string::npos);
+  CHECK(summary.find("      800.0 ") != std::string::npos);  // The driver's duration column.
+}
+
 TEST_CASE("Malformed profiles are refused with the thread named") {
   TestProcess p;
   TestThread t;

@@ -51,8 +51,24 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weigh
   out += Format("Profile of %s: %.1f ms, %zu process(es), %zu thread(s), %zu samples, interval %.2f ms\n",
                 profile.product.empty() ? "?" : TerminalSafe(profile.product).c_str(), profile.duration(),
                 profile.processes.size(), profile.threads.size(), profile.total_samples, profile.interval_ms);
-  for (const std::string& source : profile.sampling_sources) {
-    out += Format("Sampled by (pid: source): %s\n", TerminalSafe(source).c_str());
+  // One line per distinct source, with the processes it sampled ("pid: source" each).
+  std::vector<std::pair<std::string, std::vector<std::string>>> sources;
+  for (const std::string& entry : profile.sampling_sources) {
+    const size_t colon = entry.find(": ");
+    const std::string pid = colon == std::string::npos ? std::string() : entry.substr(0, colon);
+    const std::string source = colon == std::string::npos ? entry : entry.substr(colon + 2);
+    auto it = std::find_if(sources.begin(), sources.end(), [&](const auto& s) { return s.first == source; });
+    if (it == sources.end()) it = sources.insert(sources.end(), {source, {}});
+    it->second.push_back(pid);
+  }
+  for (const auto& [source, pids] : sources) {
+    std::string who;
+    if (pids.size() > 4) {
+      who = std::to_string(pids.size()) + " processes";
+    } else {
+      for (const std::string& pid : pids) who += (who.empty() ? "pid " : ", ") + pid;
+    }
+    out += Format("Sampled by: %s (%s)\n", TerminalSafe(source).c_str(), who.c_str());
   }
   out += Format("Wall ms: the time each sample stands for (to the thread's next sample). CPU ms: %s.\n",
                 times.cpu ? "per-sample CPU deltas" : "samples x interval; the profile has no CPU deltas");
