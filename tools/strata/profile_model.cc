@@ -119,9 +119,12 @@ class ModelBuilder {
     }
     Process& p = profile_->processes[process_index];
     if (p.name.empty()) p.name = StringOr(meta, "product");
-    // The process's own profiling range: a process that lived without a sample (a compiler
-    // driver waiting for its child) still has its lifetime.
-    if (meta.HasMember("profilingEndTime") && meta["profilingEndTime"].IsNumber()) {
+    // A process that lived without a sample (a compiler driver waiting for its child) still
+    // has its lifetime: its own profiling range (a parent's is widened to cover its children,
+    // so only a process without samples takes it).
+    bool sampled = false;
+    for (size_t t : p.threads) sampled = sampled || profile_->threads[t].sample_count() > 0;
+    if (!sampled && meta.HasMember("profilingEndTime") && meta["profilingEndTime"].IsNumber()) {
       end = std::max(end, meta["profilingEndTime"].GetDouble() + process.start_offset);
     }
     p.start_time = std::isfinite(start) ? start : p.start_offset;
