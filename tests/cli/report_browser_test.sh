@@ -88,4 +88,50 @@ if [[ -s "$OUT/report.png" ]]; then
 else
   fail "no screenshot: $(grep -v dbus "$WORK/chrome-shot.err" | tail -3)"
 fi
+
+# --- Deep stacks, a process tree with empty processes (issue 20): a Python workload (deep
+# native recursion now and then) started through a shell, so that processes which only exec or
+# wait are in the profile.
+if command -v python3 >/dev/null; then
+  env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$OUT/deep.json" -- \
+    sh -c "true; /bin/true; python3 '$HERE/deep_python.py' 40" >"$WORK/deep.out" 2>"$WORK/deep.err" ||
+    fail "record deep_python: $(tail -3 "$WORK/deep.err")"
+  "$STRATA" report "$OUT/deep.json" -o "$OUT/marked.html" 2>>"$WORK/report.err"
+  chrome --window-size=1280,1000 --dump-dom >"$WORK/dom.deep.html" 2>/dev/null
+  # The flame graph opens on its root (the bottom of the canvas).
+  grep -q 'id="flame"[^>]*data-scrolled-to-root="true"' "$WORK/dom.deep.html" &&
+    pass "deep stacks: the flame graph opens scrolled to its root" ||
+    fail "deep stacks: the flame graph is not scrolled to its root: $(grep -o '<canvas id="flame"[^>]*>' "$WORK/dom.deep.html")"
+  # Every axis label inside the timeline (the last one was cut at the right edge).
+  labels=$(grep -o 'data-axis-labels="[^"]*"' "$WORK/dom.deep.html" | sed 's/&quot;/"/g')
+  width=$(grep -o 'data-width="[0-9]*"' "$WORK/dom.deep.html" | head -1 | grep -o '[0-9]*')
+  if [[ -n "$labels" && -n "$width" ]] && node -e '
+      const labels = JSON.parse(process.argv[1].replace(/^data-axis-labels="|"$/g, ""));
+      const width = Number(process.argv[2]);
+      process.exit(labels.length > 1 && labels.every(([, l, r]) => l >= 0 && r <= width) ? 0 : 1);' "$labels" "$width"; then
+    pass "the time axis's labels are all inside the timeline ($width px)"
+  else
+    fail "a time axis label is cut: $labels (width $width)"
+  fi
+  # Processes that only exec'd (sh's children without samples) are not listed.
+  if grep -q 'without samples or markers not shown' "$WORK/dom.deep.html"; then
+    pass "empty processes are left out of the timeline (counted in the header)"
+  else
+    fail "empty processes: $(grep -o '<div id="facts"[^<]*' "$WORK/dom.deep.html")"
+  fi
+  chrome --window-size=1280,1000 --screenshot="$OUT/deep.png" >/dev/null 2>"$WORK/chrome-deep.err"
+  if [[ -s "$OUT/deep.png" ]]; then
+    node "$HERE/png_check.js" "$OUT/deep.png" >"$WORK/deep_png.txt" || fail "png_check deep"
+    sed 's/^/    /' "$WORK/deep_png.txt"
+    rows=$(sed -n 's/.*flame_rows=\([0-9]*\).*/\1/p' "$WORK/deep_png.txt")
+    result "deep_screenshot flame_rows=${rows:-0}"
+    # The root's full-width frames (process entry, interpreter main, ...): several rows of 16 px.
+    [[ "${rows:-0}" -ge 64 ]] && pass "deep stacks: the screenshot shows the flame graph's wide root frames ($rows rows)" \
+      || fail "deep stacks: the flame graph looks blank in the screenshot ($OUT/deep.png): ${rows:-0} rows"
+  else
+    fail "no deep screenshot: $(grep -v dbus "$WORK/chrome-deep.err" | tail -3)"
+  fi
+else
+  fail "python3 is missing (the deep-stack report check needs it)"
+fi
 finish
