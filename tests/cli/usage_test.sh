@@ -75,6 +75,17 @@ PROFILER_CLI_SESSION_DIR="$session_dir" node "$CLI_JS" stop --all >/dev/null 2>&
 rm -rf "$session_dir"
 [[ $chrome_status -eq 0 ]] && pass "convert --to chrome: $(tail -1 "$WORK/chrome_import.out")" ||
   fail "convert --to chrome: $(tail -3 "$WORK/chrome_import.out")"
+# A long recording on a terminal says it is still running (script(1) gives it a terminal).
+if command -v script >/dev/null; then
+  timeout 60 env -u STRATA_NO_PROGRESS script -qec "'$STRATA' record -o '$WORK/long.json' -- sleep 6" /dev/null 2>&1 | tr -d '\r' >"$WORK/long.out"
+  grep -q '^strata record: 5 s, 1 process(es) running' "$WORK/long.out" &&
+    pass "record on a terminal: a progress line after 5 s" || fail "record: no progress line: $(head -3 "$WORK/long.out")"
+  "$STRATA" record -o "$WORK/long2.json" -- sleep 6 >"$WORK/long2.out" 2>&1
+  grep -q 'process(es) running' "$WORK/long2.out" && fail "record: a progress line without a terminal" ||
+    pass "record without a terminal: no progress line"
+else
+  fail "script(1) is missing (util-linux)"
+fi
 "$STRATA" record -o "$WORK/c.json.gz" -- "$program" 50000000 >/dev/null 2>"$WORK/r3.err"
 size=$(stat -c %s "$WORK/c.json.gz")
 printed=$(sed -n 's/.*samples, \([0-9.]* [A-Za-z]*\)$/\1/p' "$WORK/r3.err" | head -1)

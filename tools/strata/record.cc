@@ -254,6 +254,9 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
 
   bool root_done = false;
   bool announced_wait = false;
+  const Clock::time_point run_start = Clock::now();
+  const bool show_progress = !options.quiet && Progress::Enabled();
+  double next_progress_s = 5;
   int interrupts = 0;
   bool terminated = false;  // SIGTERM sent to the tree.
   Clock::time_point first_interrupt;
@@ -303,6 +306,13 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
         }
         for (const auto& [pid, name] : rest) kill(pid, SIGTERM);
       }
+    }
+    // A long run says it is still recording: whole lines (the command shares the terminal,
+    // so nothing is redrawn in place), after 5 s and then every 30 s, only on a terminal.
+    if (show_progress && !root_done && Seconds(run_start) >= next_progress_s) {
+      std::fprintf(stderr, "strata record: %.0f s, %zu process(es) running (Ctrl-C stops and saves)\n",
+                   Seconds(run_start), Descendants().size());
+      next_progress_s += next_progress_s < 30 ? 25 : 30;
     }
     siginfo_t info;
     struct timespec timeout = {0, 250 * 1000 * 1000};
