@@ -15,8 +15,8 @@
 // Record size. A header of 40 bytes; native frames as their pcs (8 bytes) and their stack
 // pointers as 32-bit offsets above the lowest (12 bytes a frame; 16 when a walk's stack
 // pointers span 4 GiB or more); labels 24 bytes plus their dynamic text; script frames
-// 24 bytes plus their text. A typical sample (40 native frames, 4 labels) takes ~630 bytes:
-// the 80 KiB ring holds ~130 of them, ~130 ms of a busy thread's CPU at 1 kHz, where the 8
+// 24 bytes plus their text. A typical sample (40 native frames, 4 labels) takes 640-648 bytes:
+// the 80 KiB ring holds ~126 of them, ~126 ms of a busy thread's CPU at 1 kHz, where the 8
 // fixed slots before it held 8 ms (issue 17: a sampler thread starved ~30 ms beside busy
 // processes on 2 CPUs dropped 7 samples). A deep sample (1 024 frames) takes ~12 KiB.
 //
@@ -110,6 +110,12 @@ class SampleRing {
  public:
   // Bytes of the record ring (a multiple of 8).
   static constexpr size_t kRingBytes = 80 * 1024;
+  // A typical sample's record: 40 native frames and 4 labels (two with ~10 characters of
+  // dynamic text) take 640-648 bytes, so a ring holds at least kTypicalRecords (124) of them
+  // (sample_ring_test checks both). The sampler thread's period is bounded by it
+  // (sampler_thread.cc).
+  static constexpr size_t kTypicalRecordBytes = 656;
+  static constexpr size_t kTypicalRecords = kRingBytes / kTypicalRecordBytes;
 
   SampleRing();
   ~SampleRing();

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/internal/sampler_thread.h"
 #include "catch2/catch.hpp"
 
 namespace strata {
@@ -160,10 +161,12 @@ TEST_CASE("With the consumer stopped, a ring holds over 100 typical samples (100
     ++committed;
   }
   auto probe = std::make_unique<SampleSlot>();
-  FillSample(probe.get(), 1, kTypicalNatives, kTypicalLabels);
+  FillSample(probe.get(), committed - 1, kTypicalNatives, kTypicalLabels);
   INFO("typical record: " << SampleRing::RecordBytes(*probe) << " bytes; held " << committed);
   // The 8 fixed slots before held 8: 8 ms at 1 kHz. The sampler thread was seen starved ~30 ms.
   CHECK(committed >= 100);
+  CHECK(SampleRing::RecordBytes(*probe) <= SampleRing::kTypicalRecordBytes);
+  CHECK(committed >= SampleRing::kTypicalRecords);
   auto read = std::make_unique<SampleSlot>();
   for (uint64_t i = 0; i < committed; ++i) {
     REQUIRE(ring.TryRead(read.get()));
@@ -331,6 +334,20 @@ TEST_CASE("A record is not read before its commit, nor ever torn, with both side
   CHECK(intact);
   CHECK(records_read + dropped.load() == kRecords);
   CHECK(records_read > 0);
+}
+
+TEST_CASE("With perf events the sampler's period leaves a starved sampler seven periods of room") {
+  // 4 ms at 1 ms (a wake-up every interval costs threads on perf events their perf context
+  // switch), and the ring holds eight periods of typical samples at any rate.
+  CHECK(SamplerLoopIntervalsWithPerfEvents(TimeDuration::FromMilliseconds(1)) == 4);
+  for (double interval_ms : {0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 10.0, 100.0}) {
+    INFO("interval " << interval_ms << " ms");
+    const int64_t intervals =
+        SamplerLoopIntervalsWithPerfEvents(TimeDuration::FromMilliseconds(interval_ms));
+    CHECK(intervals >= 1);
+    CHECK(static_cast<size_t>(intervals) * 8 <= SampleRing::kTypicalRecords);
+    CHECK(intervals * interval_ms <= std::max(4.0, interval_ms) + 1e-9);
+  }
 }
 
 }  // namespace base_internal
