@@ -124,7 +124,8 @@ size_t SampleRing::RecordBytes(const SampleSlot& slot) {
 
 SampleSlot* SampleRing::BeginWrite() {
   if (!scratch_) return nullptr;
-  const uint64_t used = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire);
+  const uint64_t used =
+      head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire);
   // Room for at least a header and one frame (a record may still not fit at commit).
   if (kRingBytes - used < sizeof(RecordHeader) + sizeof(NativeFrame)) return nullptr;
   return scratch_;

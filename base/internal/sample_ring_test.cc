@@ -77,7 +77,7 @@ void FillSample(SampleSlot* slot, uint64_t seed, uint32_t natives, uint32_t labe
     const int length = snprintf(text, sizeof(text), "fn%u@%llu", i,
                                 static_cast<unsigned long long>(seed));
     SampleSlot::ScriptFrame& frame = slot->script_frames[i];
-    frame = SampleSlot::ScriptFrame{stack_top + 50 * i, i + 1, 2 * i, 
+    frame = SampleSlot::ScriptFrame{stack_top + 50 * i, i + 1, 2 * i,
                                     static_cast<uint16_t>(slot->script_text_bytes),
                                     static_cast<uint16_t>(length), 1, 2, 3, 0};
     std::memcpy(slot->script_text + slot->script_text_bytes, text, length);
@@ -317,7 +317,8 @@ TEST_CASE("A record is not read before its commit, nor ever torn, with both side
                read->label_count == expected->label_count &&
                std::memcmp(read->natives, expected->natives,
                            sizeof(NativeFrame) * expected->native_count) == 0 &&
-               read->natives[read->native_count - 1].pc == expected->natives[read->native_count - 1].pc;
+               read->natives[read->native_count - 1].pc ==
+                   expected->natives[read->native_count - 1].pc;
       for (uint32_t l = 0; intact && l < read->label_count; ++l) {
         intact = read->labels[l].label == expected->labels[l].label &&
                  read->labels[l].stack_address == expected->labels[l].stack_address &&

@@ -138,18 +138,18 @@ void* SamplerThreadMain(void* arg) {
   // that thread the perf context switch: in a bare C experiment (two busy threads on 2 CPUs,
   // perf task-clock events at 1 kHz, empty handler) a thread waking every 1 ms took the
   // workers' CPU overhead from +2.3 % to +3.3 %, while with CPU-clock timers the same waker
-  // cost +0.3 %. So with perf events the loop runs every SamplerLoopIntervalsWithPerfEvents (4 ms at 1 ms;
-  // docs/sampling.md, "The sampler's period"). With CPU-clock timers (the fallback source) the
-  // kernel delivers a thread's signal at most once per scheduler tick, however short the
-  // interval, and each signal says how many intervals it stands for (1 + si_overrun: 4 for
-  // 1 ms at HZ=250). Waking more often than samples can arrive drains nothing and costs the
-  // program samples: with two busy workers and two competing spinners on 2 CPUs, a loop
-  // every 1 ms left the workers 164-314 samples per CPU-second (median ~220; gperftools
-  // 230-250 in the same runs), a loop every 4 ms 231-268 (docs/benchmarks.md, "Default
-  // mode: the sampler's wake-ups"). So the loop follows the most expirations one signal has
-  // stood for in this session, capped (a thread gets at most one signal per tick, and its
-  // ring holds 8). Precise mode's wall-clock timers fire every interval: its loop keeps
-  // that period.
+  // cost +0.3 %. So with perf events the loop runs every SamplerLoopIntervalsWithPerfEvents
+  // (4 ms at 1 ms; docs/sampling.md, "The sampler's period").
+  // With CPU-clock timers (the fallback source) the kernel delivers a thread's signal at
+  // most once per scheduler tick, however short the interval, and each signal says how many
+  // intervals it stands for (1 + si_overrun: 4 for 1 ms at HZ=250). Waking more often than
+  // samples can arrive drains nothing and costs the program samples: with two busy workers
+  // and two competing spinners on 2 CPUs, a loop every 1 ms left the workers 164-314 samples
+  // per CPU-second (median ~220; gperftools 230-250 in the same runs), a loop every 4 ms
+  // 231-268 (docs/benchmarks.md, "Default mode: the sampler's wake-ups"). So the loop follows
+  // the most expirations one signal has stood for in this session, capped at
+  // kMaxLoopIntervals (a thread gets at most one signal per tick).
+  // Precise mode's wall-clock timers fire every interval: its loop keeps that period.
   int64_t loop_intervals = 1;
   const int64_t perf_loop_intervals = SamplerLoopIntervalsWithPerfEvents(params.interval);
   TimeStamp next = TimeStamp::Now();

@@ -41,7 +41,8 @@ inline constexpr int64_t kPerfLoopPeriodNs = 4000000;
 inline int64_t SamplerLoopIntervalsWithPerfEvents(TimeDuration interval) {
   const int64_t interval_ns = std::max<int64_t>(1, interval.ToNanoseconds());
   const int64_t by_period = std::max<int64_t>(1, kPerfLoopPeriodNs / interval_ns);
-  const int64_t by_ring = std::max<int64_t>(1, static_cast<int64_t>(SampleRing::kTypicalRecords / 8));
+  const int64_t by_ring =
+      std::max<int64_t>(1, static_cast<int64_t>(SampleRing::kTypicalRecords / 8));
   return std::min(by_period, by_ring);
 }
 
