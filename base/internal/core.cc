@@ -174,7 +174,7 @@ void StopLocked(Session& session) {
     threads_on_events = ThreadsOnEventsLocked(registry.live);
     for (RegisteredThread* thread : registry.live) {
       StopSamplingLocked(thread);
-      while (thread->ring.TryBeginRead()) thread->ring.EndRead();  // Discard.
+      thread->ring.DiscardAll();
       if (StagingArea* staging = thread->marker_staging.load(std::memory_order_acquire)) {
         staging->Discard();
       }

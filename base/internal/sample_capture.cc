@@ -56,7 +56,8 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
                             NativeWalkPlan* plan = nullptr) {
   RegisteredThread* thread = static_cast<RegisteredThread*>(context);
   if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return nullptr;
-  SampleSlot* slot = thread->ring.TryBeginWrite();
+  // The thread's scratch slot, null when its ring has no room left (sample_ring.h).
+  SampleSlot* slot = thread->ring.BeginWrite();
   if (!slot) {
     thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
@@ -205,7 +206,8 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
 
 void CommitSampleImpl(void* context) {
   RegisteredThread* thread = static_cast<RegisteredThread*>(context);
-  thread->ring.CommitWrite();
+  // The record does not fit in the free part of the ring: dropped, as when full at the start.
+  if (!thread->ring.CommitWrite()) thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
   thread->capturing.store(false, std::memory_order_release);
 }
 

@@ -5,8 +5,9 @@
 //
 // Async-signal safety: everything here runs in signal context on the sampled thread: no
 // lock, no allocation, no cancellation point, no errno left changed (the dispatcher in
-// platform/sampling saves it). Thread safety: only the sampled thread writes its ring slot;
-// the sampler thread reads it after CommitSample (sample_ring.h).
+// platform/sampling saves it). Thread safety: only the sampled thread writes its scratch slot
+// and its ring; the sampler thread reads a sample from the ring after CommitSample
+// (sample_ring.h).
 #ifndef STRATA_BASE_INTERNAL_SAMPLE_CAPTURE_H_
 #define STRATA_BASE_INTERNAL_SAMPLE_CAPTURE_H_
 

@@ -1,29 +1,35 @@
-// SampleRing: the few samples a thread's own signal handler takes between two sampling loops,
+// SampleRing: the samples a thread's own signal handler takes between two sampling loops,
 // waiting there for the sampler thread to move them into the profile buffer.
 //
 // The handler cannot write the buffer itself (it locks and may allocate, and the interrupted
-// thread may be holding that lock or malloc's). So the handler fills a fixed-size slot here —
-// registers, walked frames, a copy of the label stack — and the sampler thread, with no
-// signal-context constraints, merges and serializes it.
+// thread may be holding that lock or malloc's). So the handler fills a fixed-size scratch
+// slot here (registers, walked frames, a copy of the label stack; a later tier's script
+// frames), and at commit the used parts of the slot are copied into a byte ring as one
+// variable-size record. The sampler thread, with no signal-context constraints, decodes each
+// record back into a slot of its own, merges and serializes it.
 //
 // Single producer (the owning thread, in its signal handler), single consumer (the sampler
-// thread, under the registry lock). When the ring is full the sample is dropped and counted.
+// thread, under the registry lock). A record that does not fit in the free part of the ring
+// is dropped (and the caller counts it); nothing already committed is ever overwritten.
 //
-// Memory. A slot keeps up to 1 024 native frames (Firefox's limit; 16 KiB of them), at the
-// end of the slot. Each slot is faulted in at construction up to its first
-// kFaultedInNativeFrames frames, so the usual sample takes no page fault in the handler: 2
-// pages per slot (slots are page-aligned; the second page ends with the first 44 frames), so
-// 64 KiB resident for the 8 slots. Deeper frames are reserved but only become resident when
-// a walk first writes them (a minor page fault per page, once per slot, on threads with
-// deep stacks).
+// Record size. A header of 40 bytes; native frames as their pcs (8 bytes) and their stack
+// pointers as 32-bit offsets above the lowest (12 bytes a frame; 16 when a walk's stack
+// pointers span 4 GiB or more); labels 24 bytes plus their dynamic text; script frames
+// 24 bytes plus their text. A typical sample (40 native frames, 4 labels) takes 640-648 bytes:
+// the 80 KiB ring holds ~126 of them, ~126 ms of a busy thread's CPU at 1 kHz, where the 8
+// fixed slots before it held 8 ms (issue 17: a sampler thread starved ~30 ms beside busy
+// processes on 2 CPUs dropped 7 samples). A deep sample (1 024 frames) takes ~12 KiB.
 //
-// Why 8 slots: at 1 kHz (perf task-clock events, docs/sampling.md) a busy thread fills one
-// slot per millisecond of its CPU, and the sampler thread, an ordinary thread on a busy
-// machine, sometimes waits several milliseconds for a CPU: with 4 slots, 20 takeovers under
-// 2 busy processes per CPU dropped 3 samples (issue 17); 8 slots hold 8 ms.
+// Memory. The ring is faulted in at construction (80 KiB), and the scratch slot up to its
+// first kFaultedInNativeFrames frames (2 pages): 88 KiB resident per thread, and nothing
+// faulted in inside the handler for a usual sample. A slot keeps up to 1 024 native frames
+// (Firefox's limit; 16 KiB of them), at its end: the deeper frames of the scratch slot are
+// reserved but only become resident when a walk first writes them (a minor page fault per
+// page, once per thread, on threads with deep stacks).
 //
-// Thread safety: as above. Async-signal safety: TryBeginWrite/CommitWrite are (no lock, no
-// allocation; atomics only); construction and destruction are not.
+// Thread safety: as above. Async-signal safety: BeginWrite/CommitWrite are (no lock, no
+// allocation; atomics and copies only); construction, destruction and the consumer's side
+// are not meant for signal context.
 #ifndef STRATA_BASE_INTERNAL_SAMPLE_RING_H_
 #define STRATA_BASE_INTERNAL_SAMPLE_RING_H_
 
@@ -102,38 +108,51 @@ static_assert(offsetof(SampleSlot, natives) +
 
 class SampleRing {
  public:
-  static constexpr uint32_t kSlots = 8;
+  // Bytes of the record ring (a multiple of 8).
+  static constexpr size_t kRingBytes = 80 * 1024;
+  // A typical sample's record: 40 native frames and 4 labels (two with ~10 characters of
+  // dynamic text) take 640-648 bytes, so a ring holds at least kTypicalRecords (124) of them
+  // (sample_ring_test checks both). The sampler thread's period is bounded by it
+  // (sampler_thread.cc).
+  static constexpr size_t kTypicalRecordBytes = 656;
+  static constexpr size_t kTypicalRecords = kRingBytes / kTypicalRecordBytes;
 
   SampleRing();
   ~SampleRing();
   SampleRing(const SampleRing&) = delete;
   SampleRing& operator=(const SampleRing&) = delete;
 
-  bool ok() const { return slots_ != nullptr; }
+  bool ok() const { return scratch_ != nullptr; }
 
-  // Producer: a free slot to fill, or null when full (or not allocated).
-  SampleSlot* TryBeginWrite() {
-    if (!slots_) return nullptr;
-    const uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head - tail_.load(std::memory_order_acquire) >= kSlots) return nullptr;
-    return &slots_[head % kSlots];
-  }
-  void CommitWrite() { head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  // Producer (the owning thread's signal handler). The scratch slot to fill, or null when
+  // the ring has no room left for even the smallest record (or is not allocated): the
+  // sample is dropped before its walk. The slot stays the producer's until CommitWrite.
+  SampleSlot* BeginWrite();
+  // Copies the used parts of the scratch slot into the ring as one record, visible to the
+  // consumer once this returns. Returns false, writing nothing, when the record does not fit
+  // in the free part of the ring (the sample is dropped; the caller counts it).
+  bool CommitWrite();
 
-  // Consumer: the oldest filled slot, or null when empty.
-  const SampleSlot* TryBeginRead() const {
-    if (!slots_) return nullptr;
-    const uint64_t tail = tail_.load(std::memory_order_relaxed);
-    if (tail == head_.load(std::memory_order_acquire)) return nullptr;
-    return &slots_[tail % kSlots];
-  }
-  void EndRead() { tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  // Consumer (one thread at a time, e.g. under a lock). Decodes the oldest record into
+  // `*out` (its counts and the used parts of its arrays; the rest of `*out` is left as it
+  // was) and frees its bytes. Returns false when there is none.
+  bool TryRead(SampleSlot* out);
+  // Frees every committed record unread.
+  void DiscardAll();
+
+  // The bytes a record of `slot` takes in the ring (its header included; a multiple of 8).
+  static size_t RecordBytes(const SampleSlot& slot);
 
  private:
-  SampleSlot* slots_ = nullptr;
+  // Producer: the ring byte position a record of `bytes` starts at, writing a skip marker
+  // first when it would cross the end; false when it does not fit.
+  bool Reserve(size_t bytes, uint64_t* record_start, uint64_t* new_head);
+
+  SampleSlot* scratch_ = nullptr;
+  unsigned char* ring_ = nullptr;  // kRingBytes, 8-aligned.
   size_t mapped_bytes_ = 0;
-  std::atomic<uint64_t> head_{0};
-  std::atomic<uint64_t> tail_{0};
+  std::atomic<uint64_t> head_{0};  // Bytes ever committed (producer writes).
+  std::atomic<uint64_t> tail_{0};  // Bytes ever freed (consumer writes).
 };
 
 }  // namespace base_internal

@@ -19,6 +19,8 @@
 #include "base/internal/core.h"
 #include "base/internal/counter_registry.h"
 #include "base/internal/log.h"
+#include "base/internal/sample_ring.h"
+#include "base/internal/sampling_source.h"
 #include "base/internal/thread_registry.h"
 #include "base/internal/tier_extension.h"
 #include "platform/mutex.h"
@@ -34,13 +36,18 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // The sampler thread.
 
-// One loop of the sampler thread. Returns the most timer expirations a drained sample stood
-// for (1 + si_overrun; 0 when no sample was drained).
-int SamplingLoopIteration() {
+struct LoopResult {
+  int max_expirations = 0;   // The most timer expirations a drained sample stood for
+                             // (1 + si_overrun; 0 when no sample was drained).
+  bool perf_events = false;  // A sampled thread is on a perf task-clock event.
+};
+
+// One loop of the sampler thread.
+LoopResult SamplingLoopIteration() {
   // The extension read here is used until the end of the iteration, and only under this lock.
   AutoLock loop_lock(GetSession().sampler_loop_mutex);
   const TimeStamp start = TimeStamp::Now();
-  int max_expirations = 0;
+  LoopResult result;
   const TierExtension* extension = g_extension.load(std::memory_order_acquire);
   Registry& registry = GetRegistry();
   TimeStamp locked;
@@ -49,7 +56,8 @@ int SamplingLoopIteration() {
     locked = TimeStamp::Now();
     for (RegisteredThread* thread : registry.live) {
       if (thread->sampling.load(std::memory_order_relaxed)) {
-        DrainLocked(thread, locked, &max_expirations);
+        DrainLocked(thread, locked, &result.max_expirations);
+        result.perf_events |= thread->source.kind == ThreadSourceKind::kPerfEvent;
       }
       FlushMarkersLocked(thread);
     }
@@ -65,7 +73,7 @@ int SamplingLoopIteration() {
     buffer.PutObjects(EntryKind::kProfilerOverhead, start, locked - start, threads_done - locked,
                       counters_done - threads_done, extension_done - counters_done);
   }
-  return max_expirations;
+  return result;
 }
 
 // The kernel disposition of the sampling signal is no longer our handler: the program replaced
@@ -123,19 +131,27 @@ void* SamplerThreadMain(void* arg) {
     (void)pthread_setschedparam(pthread_self(), policy, &priority);
   }
   // The loop's period, in requested intervals. Perf task-clock events (the default source)
-  // signal once per interval of a thread's CPU: each signal stands for one interval, and the
-  // loop keeps the requested period. With CPU-clock timers (the fallback source) the
-  // kernel delivers a thread's signal at most once per scheduler tick, however short the
-  // interval, and each signal says how many intervals it stands for (1 + si_overrun: 4 for
-  // 1 ms at HZ=250). Waking more often than samples can arrive drains nothing and costs the
-  // program samples: with two busy workers and two competing spinners on 2 CPUs, a loop
-  // every 1 ms left the workers 164-314 samples per CPU-second (median ~220; gperftools
-  // 230-250 in the same runs), a loop every 4 ms 231-268 (docs/benchmarks.md, "Default
-  // mode: the sampler's wake-ups"). So the loop follows the most expirations one signal has
-  // stood for in this session, capped (a thread gets at most one signal per tick, and its
-  // ring holds 8). Precise mode's wall-clock timers fire every interval: its loop keeps
-  // that period.
+  // signal once per interval of a thread's CPU, each standing for one interval, and the
+  // handler's records wait in the thread's ring, which holds over 100 typical samples
+  // (sample_ring.h): the loop need not run every interval, and it costs the program to. A
+  // wake-up of the sampler that preempts a thread holding a per-thread perf event costs
+  // that thread the perf context switch: in a bare C experiment (two busy threads on 2 CPUs,
+  // perf task-clock events at 1 kHz, empty handler) a thread waking every 1 ms took the
+  // workers' CPU overhead from +2.3 % to +3.3 %, while with CPU-clock timers the same waker
+  // cost +0.3 %. So with perf events the loop runs every SamplerLoopIntervalsWithPerfEvents
+  // (4 ms at 1 ms; docs/sampling.md, "The sampler's period").
+  // With CPU-clock timers (the fallback source) the kernel delivers a thread's signal at
+  // most once per scheduler tick, however short the interval, and each signal says how many
+  // intervals it stands for (1 + si_overrun: 4 for 1 ms at HZ=250). Waking more often than
+  // samples can arrive drains nothing and costs the program samples: with two busy workers
+  // and two competing spinners on 2 CPUs, a loop every 1 ms left the workers 164-314 samples
+  // per CPU-second (median ~220; gperftools 230-250 in the same runs), a loop every 4 ms
+  // 231-268 (docs/benchmarks.md, "Default mode: the sampler's wake-ups"). So the loop follows
+  // the most expirations one signal has stood for in this session, capped at
+  // kMaxLoopIntervals (a thread gets at most one signal per tick).
+  // Precise mode's wall-clock timers fire every interval: its loop keeps that period.
   int64_t loop_intervals = 1;
+  const int64_t perf_loop_intervals = SamplerLoopIntervalsWithPerfEvents(params.interval);
   TimeStamp next = TimeStamp::Now();
   while (!g_sampler_stop.load(std::memory_order_acquire)) {
     next = next + TimeDuration::FromNanoseconds(params.interval.ToNanoseconds() * loop_intervals);
@@ -146,12 +162,18 @@ void* SamplerThreadMain(void* arg) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
     }
     if (g_sampler_stop.load(std::memory_order_acquire)) break;
-    const int expirations = SamplingLoopIteration();
+    const LoopResult loop = SamplingLoopIteration();
     if (!SamplingHandlerInstalled() && InstalledSamplingSignal() != 0) {
       StopSamplingAfterHandlerLost();  // Idempotent.
     }
-    if (params.cpu_time_timers && expirations > loop_intervals) {
-      loop_intervals = std::min(expirations, kMaxLoopIntervals);
+    if (params.cpu_time_timers) {
+      // Perf events (while any thread is on one), else the timers' most expirations so far.
+      if (loop.perf_events && loop_intervals < perf_loop_intervals) {
+        loop_intervals = perf_loop_intervals;
+      }
+      if (loop.max_expirations > loop_intervals) {
+        loop_intervals = std::min<int64_t>(loop.max_expirations, kMaxLoopIntervals);
+      }
     }
   }
   return nullptr;

@@ -61,8 +61,12 @@ void StopSamplingLocked(RegisteredThread* thread) {
 // (1 + overruns).
 bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
   ChunkedBuffer& buffer = GetSession().buffer;
+  // One slot the records are decoded into, for every thread (the registry mutex is held;
+  // leaked, as the registry is: threads may unregister during exit).
+  static SampleSlot* const decoded = new SampleSlot;
+  const SampleSlot* const slot = decoded;
   bool drained = false;
-  while (const SampleSlot* slot = thread->ring.TryBeginRead()) {
+  while (thread->ring.TryRead(decoded)) {
     int64_t cpu_delta = -1;
     thread->last_sample_in_system_call = slot->in_system_call;
     if (slot->cpu_ns >= 0) {
@@ -77,7 +81,6 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
     if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
     // For meta.interval (sampling_source.h).
     NoteSampleExpirationsLocked(slot->overruns + 1, cpu_delta);
-    thread->ring.EndRead();
     drained = true;
   }
   if (drained) GetRegistry().infos[thread->info_index].recorded = true;

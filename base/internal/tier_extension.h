@@ -88,9 +88,11 @@ bool SetCurrentThreadTierData(void* data);
 void* TierDataOf(void* thread_context);
 
 // Base's capture of one sample on the current thread, for a tier's signal callback: fills
-// a ring slot with time, CPU time, native frames and labels, and returns it (not yet
-// visible to the sampler), or null when this thread takes no sample now. The callback may
-// add to the slot, then must call CommitSample(). Async-signal-safe.
+// the thread's scratch slot with time, CPU time, native frames and labels, and returns it
+// (not yet visible to the sampler), or null when this thread takes no sample now. The
+// callback may add to the slot, then must call CommitSample(), which copies the slot's used
+// parts into the thread's ring (or drops the sample, counted, when they do not fit:
+// sample_ring.h). Async-signal-safe.
 SampleSlot* BeginSample(void* thread_context, ucontext_t* context, int overruns);
 void CommitSample(void* thread_context);
 
