@@ -5,6 +5,8 @@
 # and the medians of the process CPU time and wall time.
 #
 #   tools/bench/wait_cost.sh [ROUNDS] [ROUND_TRIPS]      defaults: 15, 200000
+# WAIT_COST_CPU=N pins the runs to CPU N (both threads on one CPU: no cross-CPU wake-ups,
+# steadier on a shared machine).
 # Build first: bazel build -c opt //tools/bench:pipe_ping_pong //base:libstrata_base.so
 set -euo pipefail
 rounds="${1:-15}"
@@ -18,7 +20,7 @@ for ((i = 0; i < rounds; i++)); do
     features=""
     [[ $mode == off ]] && features="-waitstacks"
     env LD_PRELOAD="$library" STRATA_STARTUP=1 STRATA_STARTUP_FEATURES="$features" \
-      STRATA_SHUTDOWN="$out/profile.json" "$program" "$trips" | tee -a "$out/$mode.txt" |
+      STRATA_SHUTDOWN="$out/profile.json" ${WAIT_COST_CPU:+taskset -c "$WAIT_COST_CPU"} "$program" "$trips" | tee -a "$out/$mode.txt" |
       sed "s/^/$mode /"
   done
 done
