@@ -84,13 +84,33 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
     count += WalkStackWithLibunwind(&context, thread->bounds, slot->natives + count,
                                     SampleSlot::kMaxNativeFrames - count);
   }
+  // The thread's labels (its label stack cannot change either: the thread is in the wrapper).
+  const ProfilingStack& labels = thread->profiling_stack;
+  const uint32_t depth =
+      std::min({labels.Depth(), ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
+  std::atomic_thread_fence(std::memory_order_acquire);
+  for (uint32_t i = 0; i < depth; ++i) {
+    const LabelFrame& frame = labels.frame(i);
+    SampleSlot::Label& label = slot->labels[i];
+    label.label = frame.label;
+    label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
+    label.category = frame.category;
+    label.has_dynamic = frame.dynamic_string != nullptr;
+    if (label.has_dynamic) {
+      size_t n = 0;
+      for (; n < SampleSlot::kMaxDynamicChars && frame.dynamic_string[n] != '\0'; ++n) {
+        label.dynamic[n] = frame.dynamic_string[n];
+      }
+      label.dynamic[n] = '\0';
+    }
+  }
   wait.walking.store(false, std::memory_order_release);
+  slot->label_count = depth;
   slot->time_ns = time.ToNanoseconds();
   slot->cpu_ns = -1;
   slot->overruns = 0;
   slot->in_system_call = false;
   slot->native_count = static_cast<uint32_t>(count);
-  slot->label_count = 0;
   slot->script_frame_count = 0;
   slot->script_text_bytes = 0;
   GetSession().buffer.PutObjects(EntryKind::kSample, thread->tid, time, int64_t{0}, int32_t{0},

@@ -7,7 +7,9 @@
 // call); pthread_mutex_lock and the rwlock locks try the lock first and mark a wait only when
 // it is contended. Nothing here changes what the wrapped function does: same arguments, same
 // result, same errno, same cancellation (the wait's mark is undone by a destructor, which also
-// runs when the thread is cancelled inside the call).
+// runs when the thread is cancelled inside the call). The real functions are looked up in the
+// library's constructor (ResolveWaitFunctions), so that a first call from a signal handler
+// calls no dlsym.
 #include "base/internal/wait_wrappers.h"
 
 #include <dlfcn.h>
@@ -123,11 +125,96 @@ Function Real(std::atomic<Function>& slot, const char* name, const char* version
   return real;
 }
 
-#define STRATA_REAL(function, ...)                                          \
-  [] {                                                                      \
-    static std::atomic<decltype(&::function)> slot{nullptr};                \
-    return ::strata::base_internal::Real(slot, #function, ##__VA_ARGS__); \
-  }()
+// The wrapped functions (and the try-lock functions the lock wrappers use).
+#define STRATA_FOR_EACH_WRAPPED_FUNCTION(X) \
+  X(pthread_mutex_lock) \
+  X(pthread_mutex_trylock) \
+  X(nanosleep) \
+  X(clock_nanosleep) \
+  X(usleep) \
+  X(sleep) \
+  X(poll) \
+  X(ppoll) \
+  X(select) \
+  X(pselect) \
+  X(epoll_wait) \
+  X(epoll_pwait) \
+  X(read) \
+  X(readv) \
+  X(write) \
+  X(recv) \
+  X(recvfrom) \
+  X(recvmsg) \
+  X(accept) \
+  X(accept4) \
+  X(connect) \
+  X(fsync) \
+  X(fdatasync) \
+  X(flock) \
+  X(pthread_join) \
+  X(pthread_cond_wait) \
+  X(pthread_cond_timedwait) \
+  X(pthread_cond_clockwait) \
+  X(sem_wait) \
+  X(sem_timedwait) \
+  X(waitpid) \
+  X(wait) \
+  X(wait4) \
+  X(waitid) \
+  X(pthread_rwlock_tryrdlock) \
+  X(pthread_rwlock_rdlock) \
+  X(pthread_rwlock_trywrlock) \
+  X(pthread_rwlock_wrlock)
+
+// Their real definitions, looked up by ResolveWaitFunctions (the library's constructor,
+// before the program runs) or at a wrapper's first call (from an object's constructor that
+// runs earlier). kVersionOf_*: the symbol version to look up where an unversioned lookup
+// could find an old one (the condition variables' GLIBC_2.2.5 compatibility symbols).
+#define STRATA_REAL_SLOT(function) std::atomic<decltype(&::function)> g_real_##function{nullptr};
+STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_REAL_SLOT)
+#undef STRATA_REAL_SLOT
+constexpr const char* kVersionOf_pthread_mutex_lock = nullptr;
+constexpr const char* kVersionOf_pthread_mutex_trylock = nullptr;
+constexpr const char* kVersionOf_nanosleep = nullptr;
+constexpr const char* kVersionOf_clock_nanosleep = nullptr;
+constexpr const char* kVersionOf_usleep = nullptr;
+constexpr const char* kVersionOf_sleep = nullptr;
+constexpr const char* kVersionOf_poll = nullptr;
+constexpr const char* kVersionOf_ppoll = nullptr;
+constexpr const char* kVersionOf_select = nullptr;
+constexpr const char* kVersionOf_pselect = nullptr;
+constexpr const char* kVersionOf_epoll_wait = nullptr;
+constexpr const char* kVersionOf_epoll_pwait = nullptr;
+constexpr const char* kVersionOf_read = nullptr;
+constexpr const char* kVersionOf_readv = nullptr;
+constexpr const char* kVersionOf_write = nullptr;
+constexpr const char* kVersionOf_recv = nullptr;
+constexpr const char* kVersionOf_recvfrom = nullptr;
+constexpr const char* kVersionOf_recvmsg = nullptr;
+constexpr const char* kVersionOf_accept = nullptr;
+constexpr const char* kVersionOf_accept4 = nullptr;
+constexpr const char* kVersionOf_connect = nullptr;
+constexpr const char* kVersionOf_fsync = nullptr;
+constexpr const char* kVersionOf_fdatasync = nullptr;
+constexpr const char* kVersionOf_flock = nullptr;
+constexpr const char* kVersionOf_pthread_join = nullptr;
+constexpr const char* kVersionOf_pthread_cond_wait = "GLIBC_2.3.2";
+constexpr const char* kVersionOf_pthread_cond_timedwait = "GLIBC_2.3.2";
+constexpr const char* kVersionOf_pthread_cond_clockwait = nullptr;
+constexpr const char* kVersionOf_sem_wait = nullptr;
+constexpr const char* kVersionOf_sem_timedwait = nullptr;
+constexpr const char* kVersionOf_waitpid = nullptr;
+constexpr const char* kVersionOf_wait = nullptr;
+constexpr const char* kVersionOf_wait4 = nullptr;
+constexpr const char* kVersionOf_waitid = nullptr;
+constexpr const char* kVersionOf_pthread_rwlock_tryrdlock = nullptr;
+constexpr const char* kVersionOf_pthread_rwlock_rdlock = nullptr;
+constexpr const char* kVersionOf_pthread_rwlock_trywrlock = nullptr;
+constexpr const char* kVersionOf_pthread_rwlock_wrlock = nullptr;
+
+#define STRATA_REAL(function)                                                          \
+  ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function, \
+                                ::strata::base_internal::kVersionOf_##function)
 
 // Records an "Awaiting lock" marker for a contended lock that waited [start, end].
 void RecordLockMarker(const void* lock, long holder, TimeStamp start, TimeStamp end) {
@@ -154,10 +241,9 @@ long MutexHolder(const pthread_mutex_t* mutex) {
 }  // namespace
 
 void ResolveWaitFunctions() {
-  // Each lookup runs once; the wrappers' own lookups then find them done. The list is kept
-  // short: the functions most programs call early (the others resolve at their first call).
-  (void)STRATA_REAL(pthread_mutex_lock);
-  (void)STRATA_REAL(pthread_mutex_trylock);
+#define STRATA_RESOLVE(function) (void)STRATA_REAL(function);
+  STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_RESOLVE)
+#undef STRATA_RESOLVE
 }
 
 }  // namespace base_internal
@@ -175,152 +261,152 @@ extern "C" {
 
 // --- Sleeps.
 int nanosleep(const timespec* duration, timespec* remaining) {
-  static const auto real = STRATA_REAL(nanosleep);
+  const auto real = STRATA_REAL(nanosleep);
   STRATA_WAIT_CALL(nanosleep, duration, remaining);
 }
 int clock_nanosleep(clockid_t clock, int flags, const timespec* duration, timespec* remaining) {
-  static const auto real = STRATA_REAL(clock_nanosleep);
+  const auto real = STRATA_REAL(clock_nanosleep);
   STRATA_WAIT_CALL(clock_nanosleep, clock, flags, duration, remaining);
 }
 int usleep(useconds_t microseconds) {
-  static const auto real = STRATA_REAL(usleep);
+  const auto real = STRATA_REAL(usleep);
   STRATA_WAIT_CALL(usleep, microseconds);
 }
 unsigned int sleep(unsigned int seconds) {
-  static const auto real = STRATA_REAL(sleep);
+  const auto real = STRATA_REAL(sleep);
   STRATA_WAIT_CALL(sleep, seconds);
 }
 
 // --- Waiting for descriptors.
 int poll(pollfd* fds, nfds_t count, int timeout_ms) {
-  static const auto real = STRATA_REAL(poll);
+  const auto real = STRATA_REAL(poll);
   STRATA_WAIT_CALL(poll, fds, count, timeout_ms);
 }
 int ppoll(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask) {
-  static const auto real = STRATA_REAL(ppoll);
+  const auto real = STRATA_REAL(ppoll);
   STRATA_WAIT_CALL(ppoll, fds, count, timeout, mask);
 }
 int select(int count, fd_set* readable, fd_set* writable, fd_set* exceptional, timeval* timeout) {
-  static const auto real = STRATA_REAL(select);
+  const auto real = STRATA_REAL(select);
   STRATA_WAIT_CALL(select, count, readable, writable, exceptional, timeout);
 }
 int pselect(int count, fd_set* readable, fd_set* writable, fd_set* exceptional,
             const timespec* timeout, const sigset_t* mask) {
-  static const auto real = STRATA_REAL(pselect);
+  const auto real = STRATA_REAL(pselect);
   STRATA_WAIT_CALL(pselect, count, readable, writable, exceptional, timeout, mask);
 }
 int epoll_wait(int epoll, epoll_event* events, int capacity, int timeout_ms) {
-  static const auto real = STRATA_REAL(epoll_wait);
+  const auto real = STRATA_REAL(epoll_wait);
   STRATA_WAIT_CALL(epoll_wait, epoll, events, capacity, timeout_ms);
 }
 int epoll_pwait(int epoll, epoll_event* events, int capacity, int timeout_ms,
                 const sigset_t* mask) {
-  static const auto real = STRATA_REAL(epoll_pwait);
+  const auto real = STRATA_REAL(epoll_pwait);
   STRATA_WAIT_CALL(epoll_pwait, epoll, events, capacity, timeout_ms, mask);
 }
 
 // --- Blocking I/O.
 ssize_t read(int fd, void* data, size_t size) {
-  static const auto real = STRATA_REAL(read);
+  const auto real = STRATA_REAL(read);
   STRATA_WAIT_CALL(read, fd, data, size);
 }
 ssize_t readv(int fd, const iovec* vectors, int count) {
-  static const auto real = STRATA_REAL(readv);
+  const auto real = STRATA_REAL(readv);
   STRATA_WAIT_CALL(readv, fd, vectors, count);
 }
 ssize_t write(int fd, const void* data, size_t size) {
-  static const auto real = STRATA_REAL(write);
+  const auto real = STRATA_REAL(write);
   STRATA_WAIT_CALL(write, fd, data, size);
 }
 ssize_t recv(int fd, void* data, size_t size, int flags) {
-  static const auto real = STRATA_REAL(recv);
+  const auto real = STRATA_REAL(recv);
   STRATA_WAIT_CALL(recv, fd, data, size, flags);
 }
 ssize_t recvfrom(int fd, void* data, size_t size, int flags, sockaddr* from,
                  socklen_t* from_size) {
-  static const auto real = STRATA_REAL(recvfrom);
+  const auto real = STRATA_REAL(recvfrom);
   STRATA_WAIT_CALL(recvfrom, fd, data, size, flags, from, from_size);
 }
 ssize_t recvmsg(int fd, msghdr* message, int flags) {
-  static const auto real = STRATA_REAL(recvmsg);
+  const auto real = STRATA_REAL(recvmsg);
   STRATA_WAIT_CALL(recvmsg, fd, message, flags);
 }
 int accept(int fd, sockaddr* address, socklen_t* address_size) {
-  static const auto real = STRATA_REAL(accept);
+  const auto real = STRATA_REAL(accept);
   STRATA_WAIT_CALL(accept, fd, address, address_size);
 }
 int accept4(int fd, sockaddr* address, socklen_t* address_size, int flags) {
-  static const auto real = STRATA_REAL(accept4);
+  const auto real = STRATA_REAL(accept4);
   STRATA_WAIT_CALL(accept4, fd, address, address_size, flags);
 }
 int connect(int fd, const sockaddr* address, socklen_t address_size) {
-  static const auto real = STRATA_REAL(connect);
+  const auto real = STRATA_REAL(connect);
   STRATA_WAIT_CALL(connect, fd, address, address_size);
 }
 int fsync(int fd) {
-  static const auto real = STRATA_REAL(fsync);
+  const auto real = STRATA_REAL(fsync);
   STRATA_WAIT_CALL(fsync, fd);
 }
 int fdatasync(int fd) {
-  static const auto real = STRATA_REAL(fdatasync);
+  const auto real = STRATA_REAL(fdatasync);
   STRATA_WAIT_CALL(fdatasync, fd);
 }
 int flock(int fd, int operation) {
-  static const auto real = STRATA_REAL(flock);
+  const auto real = STRATA_REAL(flock);
   STRATA_WAIT_CALL(flock, fd, operation);
 }
 
 // --- Threads and processes.
 int pthread_join(pthread_t thread, void** result) {
-  static const auto real = STRATA_REAL(pthread_join);
+  const auto real = STRATA_REAL(pthread_join);
   STRATA_WAIT_CALL(pthread_join, thread, result);
 }
 // The condition variables' current symbol version (an unversioned lookup may find the
 // GLIBC_2.2.5 compatibility one).
 int pthread_cond_wait(pthread_cond_t* condition, pthread_mutex_t* mutex) {
-  static const auto real = STRATA_REAL(pthread_cond_wait, "GLIBC_2.3.2");
+  const auto real = STRATA_REAL(pthread_cond_wait);
   STRATA_WAIT_CALL(pthread_cond_wait, condition, mutex);
 }
 int pthread_cond_timedwait(pthread_cond_t* condition, pthread_mutex_t* mutex,
                            const timespec* deadline) {
-  static const auto real = STRATA_REAL(pthread_cond_timedwait, "GLIBC_2.3.2");
+  const auto real = STRATA_REAL(pthread_cond_timedwait);
   STRATA_WAIT_CALL(pthread_cond_timedwait, condition, mutex, deadline);
 }
 int pthread_cond_clockwait(pthread_cond_t* condition, pthread_mutex_t* mutex, clockid_t clock,
                            const timespec* deadline) {
-  static const auto real = STRATA_REAL(pthread_cond_clockwait);
+  const auto real = STRATA_REAL(pthread_cond_clockwait);
   STRATA_WAIT_CALL(pthread_cond_clockwait, condition, mutex, clock, deadline);
 }
 int sem_wait(sem_t* semaphore) {
-  static const auto real = STRATA_REAL(sem_wait);
+  const auto real = STRATA_REAL(sem_wait);
   STRATA_WAIT_CALL(sem_wait, semaphore);
 }
 int sem_timedwait(sem_t* semaphore, const timespec* deadline) {
-  static const auto real = STRATA_REAL(sem_timedwait);
+  const auto real = STRATA_REAL(sem_timedwait);
   STRATA_WAIT_CALL(sem_timedwait, semaphore, deadline);
 }
 pid_t waitpid(pid_t pid, int* status, int options) {
-  static const auto real = STRATA_REAL(waitpid);
+  const auto real = STRATA_REAL(waitpid);
   STRATA_WAIT_CALL(waitpid, pid, status, options);
 }
 pid_t wait(int* status) {
-  static const auto real = STRATA_REAL(wait);
+  const auto real = STRATA_REAL(wait);
   STRATA_WAIT_CALL(wait, status);
 }
 pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
-  static const auto real = STRATA_REAL(wait4);
+  const auto real = STRATA_REAL(wait4);
   STRATA_WAIT_CALL(wait4, pid, status, options, usage);
 }
 int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
-  static const auto real = STRATA_REAL(waitid);
+  const auto real = STRATA_REAL(waitid);
   STRATA_WAIT_CALL(waitid, type, id, info, options);
 }
 
 // --- Locks: the lock is tried first; only a contended one marks a wait.
 int pthread_mutex_lock(pthread_mutex_t* mutex) {
   using namespace strata::base_internal;
-  static const auto real_try = STRATA_REAL(pthread_mutex_trylock);
-  static const auto real = STRATA_REAL(pthread_mutex_lock);
+  const auto real_try = STRATA_REAL(pthread_mutex_trylock);
+  const auto real = STRATA_REAL(pthread_mutex_lock);
   RegisteredThread* thread = t_registered_thread;
   if (!thread || !WaitStacksOn() || thread->wait.in_lock_marker) return real(mutex);
   const int tried = real_try(mutex);
@@ -342,15 +428,15 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
   return rc;
 }
 int pthread_rwlock_rdlock(pthread_rwlock_t* lock) {
-  static const auto real_try = STRATA_REAL(pthread_rwlock_tryrdlock);
-  static const auto real = STRATA_REAL(pthread_rwlock_rdlock);
+  const auto real_try = STRATA_REAL(pthread_rwlock_tryrdlock);
+  const auto real = STRATA_REAL(pthread_rwlock_rdlock);
   const int tried = real_try(lock);
   if (tried != EBUSY) return tried;
   STRATA_WAIT_CALL(pthread_rwlock_rdlock, lock);
 }
 int pthread_rwlock_wrlock(pthread_rwlock_t* lock) {
-  static const auto real_try = STRATA_REAL(pthread_rwlock_trywrlock);
-  static const auto real = STRATA_REAL(pthread_rwlock_wrlock);
+  const auto real_try = STRATA_REAL(pthread_rwlock_trywrlock);
+  const auto real = STRATA_REAL(pthread_rwlock_wrlock);
   const int tried = real_try(lock);
   if (tried != EBUSY) return tried;
   STRATA_WAIT_CALL(pthread_rwlock_wrlock, lock);
