@@ -3,7 +3,7 @@
 // work whether libstrata_base.so is preloaded or linked. Exported with C linkage (see
 // libstrata_base.lds).
 //
-// Fast paths stay fast: a wrapper costs a few stores and two clock reads (vDSO, no system
+// Fast paths stay fast: a wrapper costs a few stores and one clock read (vDSO, no system
 // call); pthread_mutex_lock and the rwlock locks try the lock first and mark a wait only when
 // it is contended. Nothing here changes what the wrapped function does: same arguments, same
 // result, same errno, same cancellation (the wait's mark is undone by a destructor, which also
