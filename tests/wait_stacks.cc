@@ -6,7 +6,8 @@
 // preloaded, or under `strata record` (tests/wait_stacks_test.sh).
 //
 // Output, one line each:
-//   wait_stacks: wait=NAME function=WaitInNAME real_ms=X
+//   wait_stacks: wait=NAME function=WaitInNAME real_ms=X   (the last one, after_siglongjmp:
+//                WaitInReadAgain, after a read left by siglongjmp from a signal handler)
 //   wait_stacks: contention waited_ms=X waits=N      (lock() calls that took >= 1 ms)
 //   wait_stacks: done status=ok|failed
 #include <arpa/inet.h>
@@ -14,6 +15,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -62,7 +65,10 @@ bool g_cond_ready = false;
 std::mutex g_held_mutex;
 std::atomic<bool> g_mutex_held{false};
 
-enum Request { kNone, kWritePipe, kSignalCond, kPostSem, kConnect, kHoldMutex, kQuit };
+pthread_t g_worker;
+sigjmp_buf g_jump;
+
+enum Request { kNone, kWritePipe, kSignalCond, kPostSem, kConnect, kHoldMutex, kInterrupt, kQuit };
 
 void* HelperMain(void*) {
   pthread_setname_np(pthread_self(), "ws-helper");
@@ -70,6 +76,11 @@ void* HelperMain(void*) {
     int request;
     while ((request = g_request.exchange(kNone)) == kNone) SleepMs(1);
     if (request == kQuit) return nullptr;
+    if (request == kInterrupt) {  // A signal whose handler siglongjmps out of the worker's read.
+      SleepMs(50);
+      pthread_kill(g_worker, SIGUSR1);
+      continue;
+    }
     if (request == kHoldMutex) {
       std::lock_guard<std::mutex> hold(g_held_mutex);
       g_mutex_held = true;
@@ -158,6 +169,32 @@ __attribute__((noinline)) void WaitInAccept() {
   close(fd);
 }
 
+// A read left by siglongjmp from a signal handler (its wrapper never returns), then a wait
+// elsewhere: that one must be seen as itself.
+void JumpOut(int) { siglongjmp(g_jump, 1); }
+__attribute__((noinline)) void ReadLeftBySiglongjmp() {
+  g_request = kInterrupt;
+  char byte;
+  (void)!read(g_pipe[0], &byte, 1);
+  Check(false, "read left by siglongjmp returned");
+}
+__attribute__((noinline)) void WaitInReadAgain() {
+  g_request = kWritePipe;
+  Check(read(g_pipe[0], &g_byte, 1) == 1, "read again");
+}
+__attribute__((noinline)) void WaitInReadAfterSiglongjmp() {
+  struct sigaction action {};
+  action.sa_handler = &JumpOut;
+  sigaction(SIGUSR1, &action, nullptr);
+  if (sigsetjmp(g_jump, 1) == 0) ReadLeftBySiglongjmp();
+  signal(SIGUSR1, SIG_DFL);
+  BurnBetweenWaits();
+  const double start = NowMs();
+  WaitInReadAgain();
+  std::printf("wait_stacks: wait=after_siglongjmp function=WaitInReadAgain real_ms=%.3f\n",
+              NowMs() - start);
+}
+
 struct Phase {
   const char* name;
   const char* function;
@@ -184,6 +221,9 @@ __attribute__((noinline)) void RunWaitPhases() {
     std::printf("wait_stacks: wait=%s function=%s real_ms=%.3f\n", phase.name, phase.function,
                 real_ms);
   }
+  // Last: a read left by siglongjmp, then a read (WaitInReadAgain) that must be seen as itself.
+  BurnBetweenWaits();
+  WaitInReadAfterSiglongjmp();
 }
 
 void* WorkerMain(void*) {
@@ -238,6 +278,7 @@ int main() {
   pthread_t helper, worker;
   pthread_create(&helper, nullptr, &HelperMain, nullptr);
   pthread_create(&worker, nullptr, &WorkerMain, nullptr);
+  g_worker = worker;
   MainJoinsThreads(&worker, 1);
   g_request = kQuit;
   MainJoinsThreads(&helper, 1);

@@ -12,6 +12,8 @@
 #   wait's wall time from samples is within 5 % of the real wait the program measured;
 # - main's samples show pthread_join under MainJoinsThreads;
 # - the fighters' "Awaiting lock" markers total within 5 % of their contended lock() calls;
+# - a read left by siglongjmp from a signal handler (its wrapper never returns) does not hide
+#   the next wait (WaitInReadAgain): it is sampled as itself (wait_wrappers.cc, abandoned waits);
 # - exit status and output (less the measured durations) are the plain run's.
 # Negative control: with the feature off (STRATA_STARTUP_FEATURES=-waitstacks) the checks
 # fail (the worker's blocked time shows copies of its last CPU sample): they can see a missing

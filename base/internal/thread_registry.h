@@ -153,9 +153,10 @@ void NoteResumeLocked(Registry& registry);
 // Wait stacks (wait_sampling.cc), registry mutex held, sampler side. Writes the samples of
 // the wrapped wait `thread` is in, one per interval of its wall time (the first one walks its
 // stack once, the others are copies); returns whether the thread is in such a wait (then it
-// gets no copy of its previous CPU sample). FinishEndedWaitLocked writes the samples still
+// gets no copy of its previous CPU sample). `ran`: the thread's ring had samples this loop.
+// FinishEndedWaitLocked writes the samples still
 // due for a wait that ended since the previous loop; call it before draining the ring.
-bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now);
+bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now, bool ran);
 void FinishEndedWaitLocked(RegisteredThread* thread);
 // Loads and warms libunwind outside signal context (core.cc).
 void WarmUpLibunwindForSampling();

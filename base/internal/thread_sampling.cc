@@ -141,14 +141,14 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
     }
     thread->last_seen_cpu = cpu;
     NoteThreadSampledLocked(thread, cpu);  // Lost-event detection (sampling_source.h).
-    SampleWaitLocked(thread, now);  // It ran, then blocked in a wrapped call.
+    SampleWaitLocked(thread, now, /*ran=*/true);  // It ran, then blocked in a wrapped call?
     return;
   }
   // A perf event whose descriptor the program closed sends nothing more: reopened here.
   CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name,
                                   settings, now);
   // A thread blocked in a wrapped call gets samples of where it waits instead of copies.
-  if (SampleWaitLocked(thread, now)) {
+  if (SampleWaitLocked(thread, now, /*ran=*/false)) {
     thread->last_seen_cpu = thread->cpu_clock.Read();
     return;
   }

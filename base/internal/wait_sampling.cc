@@ -172,10 +172,19 @@ void FinishEndedWaitLocked(RegisteredThread* thread) {
   wait.tracked_sequence.store(0, std::memory_order_relaxed);
 }
 
-bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now) {
+bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now, bool ran) {
   WaitState& wait = thread->wait;
   const uint64_t sequence = wait.sequence.load(std::memory_order_acquire);
-  if ((sequence & 1) == 0) return false;
+  if ((sequence & 1) == 0 || sequence == wait.abandoned_sequence) return false;
+  // The thread took CPU samples (an interval of CPU) since the previous loop while in a wait
+  // that loop already saw: it is running, so it left the wait without the wrapper's return
+  // (siglongjmp out of a signal handler: wait_wrappers.cc). Its snapshot describes frames that
+  // may be gone: never walked, no more samples for it.
+  if (ran && wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
+    wait.tracked_sequence.store(0, std::memory_order_relaxed);
+    wait.abandoned_sequence = sequence;
+    return false;
+  }
   if (wait.tracked_sequence.load(std::memory_order_relaxed) != sequence) {
     FinishEndedWaitLocked(thread);  // An earlier wait that ended (normally done already).
     const int64_t start = wait.start_ns.load(std::memory_order_relaxed);

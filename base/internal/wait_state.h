@@ -58,6 +58,8 @@ struct WaitState {
   int64_t samples_written = 0;
   bool stack_written = false;
   int64_t last_seen_waiting_ns = 0;
+  // A wait the thread left without the wrapper's return (wait_sampling.cc): not sampled.
+  uint64_t abandoned_sequence = 0;
 };
 
 }  // namespace base_internal

@@ -13,6 +13,7 @@
 #include "base/internal/wait_wrappers.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -33,6 +34,8 @@
 #include <cstdio>
 
 #include "base/internal/thread_registry.h"
+#include "platform/sampling/libunwind_imports.h"
+#include "platform/sampling/libunwind_loader.h"
 #include "base/markers.h"
 #include "base/profiler.h"
 #include "platform/time_stamp.h"
@@ -66,6 +69,61 @@ struct CallerRegisters {
         *static_cast<uintptr_t*>(__builtin_frame_address(0))                               \
   }
 
+// True when a call comes from the libunwind that Strata walks with (its cache lock, its
+// reads): such a call must never be a wait the sampler walks, since the sampler's own walk
+// needs that lock (a thread holding it and waiting for the walk to end would deadlock it).
+// The same object may also be the program's libunwind (dlopen returns the loaded copy).
+// Async-signal-safe: atomics and _dl_find_object.
+std::atomic<uintptr_t> g_libunwind_start{0};
+std::atomic<uintptr_t> g_libunwind_end{0};
+inline bool CalledFromLibunwind(uintptr_t return_address) {
+  uintptr_t start = g_libunwind_start.load(std::memory_order_acquire);
+  if (start == 0) {
+    const LibunwindFunctions* unwind = LoadedLibunwind();
+    dl_find_object object;
+    if (!unwind || _dl_find_object(reinterpret_cast<void*>(unwind->step), &object) != 0) {
+      return false;  // Not loaded yet: none of its code can be calling.
+    }
+    g_libunwind_end.store(reinterpret_cast<uintptr_t>(object.dlfo_map_end),
+                          std::memory_order_relaxed);
+    start = reinterpret_cast<uintptr_t>(object.dlfo_map_start);
+    g_libunwind_start.store(start, std::memory_order_release);
+  }
+  return return_address >= start &&
+         return_address < g_libunwind_end.load(std::memory_order_relaxed);
+}
+
+// Whether a wrapped call made now may be marked as a wait: on a registered, sampled thread of
+// a session with wait stacks; not from Strata's own sampling-signal handler or libunwind
+// walks, nor from libunwind's code.
+inline bool MayMarkWait(const RegisteredThread* thread, uintptr_t return_address) {
+  return thread && WaitStacksOn() && thread->sampling.load(std::memory_order_relaxed) &&
+         !thread->capturing.load(std::memory_order_relaxed) && !InStrataLibunwindWalk() &&
+         !CalledFromLibunwind(return_address);
+}
+
+// Waits for the sampler to finish a walk of this thread's stack (wait_state.h).
+inline void AwaitWalkEnd(WaitState& wait) {
+  while (wait.walking.load(std::memory_order_seq_cst)) sched_yield();
+}
+
+// A wrapped call made while the thread seems to be in another one is either nested (a signal
+// handler's, on a deeper part of the stack or on an alternate stack) or follows a wait that
+// was left without its wrapper returning (siglongjmp out of a signal handler that
+// interrupted it, or an exception thrown from one): then this call's frame is not below the
+// abandoned wrapper's, on the thread's own stack.
+inline bool OuterWaitWasAbandoned(const RegisteredThread* thread, uintptr_t caller_sp) {
+  return (thread->wait.sequence.load(std::memory_order_relaxed) & 1) != 0 &&
+         thread->bounds.Contains(caller_sp) &&
+         caller_sp >= thread->wait.caller_sp.load(std::memory_order_relaxed);
+}
+inline void EndAbandonedWait(WaitState& wait) {
+  wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
+                      std::memory_order_seq_cst);
+  AwaitWalkEnd(wait);
+  wait.depth = 0;
+}
+
 // Marks the calling thread as waiting in `function` for its lifetime (wait_state.h has the
 // protocol). Does nothing on an unregistered thread, without a session using wait stacks,
 // and inside another marked wait (a signal handler's call).
@@ -73,8 +131,9 @@ class ScopedWait {
  public:
   ScopedWait(const void* function, const CallerRegisters& caller) {
     RegisteredThread* thread = t_registered_thread;
-    if (!thread || !WaitStacksOn() || !thread->sampling.load(std::memory_order_relaxed)) return;
+    if (!MayMarkWait(thread, caller.pc)) return;
     WaitState& wait = thread->wait;
+    if (wait.depth != 0 && OuterWaitWasAbandoned(thread, caller.sp)) EndAbandonedWait(wait);
     const bool outermost = wait.depth++ == 0;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     thread_ = thread;
@@ -99,10 +158,10 @@ class ScopedWait {
       }
       wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
       // The sampler may be walking the frames this thread is about to return into.
-      while (wait.walking.load(std::memory_order_seq_cst)) sched_yield();
+      AwaitWalkEnd(wait);
     }
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    --wait.depth;
+    if (wait.depth > 0) --wait.depth;
   }
   ScopedWait(const ScopedWait&) = delete;
   ScopedWait& operator=(const ScopedWait&) = delete;
@@ -408,7 +467,10 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
   const auto real_try = STRATA_REAL(pthread_mutex_trylock);
   const auto real = STRATA_REAL(pthread_mutex_lock);
   RegisteredThread* thread = t_registered_thread;
-  if (!thread || !WaitStacksOn() || thread->wait.in_lock_marker) return real(mutex);
+  if (!thread || !WaitStacksOn() || thread->wait.in_lock_marker ||
+      !MayMarkWait(thread, reinterpret_cast<uintptr_t>(__builtin_return_address(0)))) {
+    return real(mutex);
+  }
   const int tried = real_try(mutex);
   if (tried != EBUSY) return tried;  // Taken (or an error the lock would also report).
   const long holder = MutexHolder(mutex);
