@@ -158,6 +158,9 @@ void NoteResumeLocked(Registry& registry);
 // due for a wait that ended since the previous loop; call it before draining the ring.
 bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now, bool ran);
 void FinishEndedWaitLocked(RegisteredThread* thread);
+// Forgets the wait being sampled (a new session's first loop starts afresh): when sampling
+// of the thread starts.
+void ResetWaitSamplingLocked(RegisteredThread* thread);
 // Loads and warms libunwind outside signal context (core.cc).
 void WarmUpLibunwindForSampling();
 

@@ -46,6 +46,7 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   thread->paused_at_cpu.reset();
   if (ProfilerIsPaused()) thread->paused_at_cpu = cpu;
   thread->timer_parked = false;
+  ResetWaitSamplingLocked(thread);  // A wait tracked in an earlier session (wait_sampling.cc).
   thread->sampling.store(true, std::memory_order_relaxed);
 }
 

@@ -159,6 +159,14 @@ void WriteDueWaitSamplesLocked(RegisteredThread* thread, int64_t due, uint64_t s
 
 }  // namespace
 
+void ResetWaitSamplingLocked(RegisteredThread* thread) {
+  WaitState& wait = thread->wait;
+  wait.tracked_sequence.store(0, std::memory_order_relaxed);
+  wait.samples_written = 0;
+  wait.stack_written = false;
+  wait.abandoned_sequence = 0;
+}
+
 void FinishEndedWaitLocked(RegisteredThread* thread) {
   WaitState& wait = thread->wait;
   const uint64_t tracked = wait.tracked_sequence.load(std::memory_order_relaxed);
