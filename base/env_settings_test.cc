@@ -131,7 +131,7 @@ TEST_CASE("Help lists every variable and feature") {
     INFO(name);
     CHECK(help.find(name) != std::string::npos);
   }
-  CHECK(FeatureNames(kDefaultFeatures) == "stackwalk,threads,cpu");
+  CHECK(FeatureNames(kDefaultFeatures) == "stackwalk,threads,cpu,waitstacks");
 }
 
 }  // namespace

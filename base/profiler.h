@@ -39,8 +39,11 @@ enum ProfilerFeature : uint32_t {
                                     // sampled threads may be cut short (EINTR).
   kFeatureFramePointers = 1u << 4,  // [framepointers] walk frame pointers, not libunwind.
   kFeatureRawAddresses = 1u << 5,   // [rawaddresses] no symbolication at capture.
+  kFeatureWaitStacks = 1u << 6,     // [waitstacks] exact stacks of threads blocked in wrapped
+                                    // libc calls, without a signal (docs/sampling.md).
 };
-inline constexpr uint32_t kDefaultFeatures = kFeatureStackWalk | kFeatureThreads | kFeatureCpu;
+inline constexpr uint32_t kDefaultFeatures =
+    kFeatureStackWalk | kFeatureThreads | kFeatureCpu | kFeatureWaitStacks;
 
 // What sends the sampling signal in the default (non-precise) mode (STRATA_SAMPLING_SOURCE;
 // docs/sampling.md, "Sampling sources").

@@ -28,6 +28,8 @@ constexpr FeatureName kFeatureNames[] = {
      "walk frame pointers instead of libunwind (cheaper; loses callers of frameless leaves)"},
     {"rawaddresses", kFeatureRawAddresses,
      "write raw addresses and libs instead of function names (symbolicate offline)"},
+    {"waitstacks", kFeatureWaitStacks,
+     "exact stacks of threads blocked in wrapped libc calls, without a signal (default on)"},
 };
 
 constexpr double kMinIntervalMs = 0.05;
@@ -52,7 +54,7 @@ constexpr VariableHelp kVariables[] = {
      "oldest data is dropped when it is full."},
     {"STRATA_STARTUP_FEATURES",
      "=<list>: comma-separated features added to the defaults; '-name' removes one. Default: "
-     "stackwalk,threads,cpu."},
+     "stackwalk,threads,cpu,waitstacks."},
     {"STRATA_STARTUP_FILTERS",
      "=<list>: comma-separated thread-name substrings (case-insensitive); only matching threads "
      "are profiled. Default: every thread."},
@@ -214,7 +216,7 @@ EnvironmentSettings ReadEnvironment(
       std::string accepted = "a comma-separated list of";
       for (const FeatureName& f : kFeatureNames) accepted += std::string(" ") + f.name;
       accepted += " (each optionally prefixed with '-'); unknown: " + Abbreviated(unknown);
-      bad("STRATA_STARTUP_FEATURES", value, accepted, "stackwalk,threads,cpu");
+      bad("STRATA_STARTUP_FEATURES", value, accepted, "stackwalk,threads,cpu,waitstacks");
     } else {
       env.settings.features = features;
     }

@@ -33,7 +33,7 @@ constexpr const char* kVariableNames[] = {
 };
 constexpr uint32_t kKnownFeatures = kFeatureStackWalk | kFeatureThreads | kFeatureCpu |
                                     kFeaturePrecise | kFeatureFramePointers |
-                                    kFeatureRawAddresses;
+                                    kFeatureRawAddresses | kFeatureWaitStacks;
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

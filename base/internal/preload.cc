@@ -29,6 +29,7 @@
 #include "base/internal/log.h"
 #include "base/internal/shutdown_path.h"
 #include "base/internal/thread_restrictions.h"
+#include "base/internal/wait_wrappers.h"
 #include "base/profiler.h"
 #include "platform/sampling/libunwind_walker.h"
 
@@ -93,6 +94,7 @@ void Initialize() {
     _exit(0);
   }
   ProfilerInit();
+  ResolveWaitFunctions();
   // A process started by another profiled process with the same path saves to its own file.
   const std::string shutdown_path =
       ShutdownPathForThisProcess(env.shutdown_path, reinterpret_cast<const void*>(&Initialize));

@@ -22,6 +22,7 @@
 #include "base/internal/sample_ring.h"
 #include "base/internal/sampling_source.h"
 #include "base/internal/session_state.h"
+#include "base/internal/wait_state.h"
 #include "base/labels.h"
 #include "base/profiler.h"
 #include "platform/cpu_time.h"
@@ -78,6 +79,8 @@ struct RegisteredThread {
   // and re-arms the timer at the first loop after it has run. Sampler thread only.
   bool timer_parked = false;
   bool last_sample_in_system_call = false;  // Of the latest sample drained.
+  // Wait stacks: the blocking call the thread is in, if any (wait_state.h).
+  WaitState wait;
 };
 
 struct Registry {
@@ -147,6 +150,17 @@ void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeS
 // sample's CPU delta (paused CPU is not profiled).
 void NotePauseLocked(Registry& registry);
 void NoteResumeLocked(Registry& registry);
+// Wait stacks (wait_sampling.cc), registry mutex held, sampler side. Writes the samples of
+// the wrapped wait `thread` is in, one per interval of its wall time (the first one walks its
+// stack once, the others are copies); returns whether the thread is in such a wait (then it
+// gets no copy of its previous CPU sample). `ran`: the thread's ring had samples this loop.
+// FinishEndedWaitLocked writes the samples still
+// due for a wait that ended since the previous loop; call it before draining the ring.
+bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now, bool ran);
+void FinishEndedWaitLocked(RegisteredThread* thread);
+// Forgets the wait being sampled (a new session's first loop starts afresh): when sampling
+// of the thread starts.
+void ResetWaitSamplingLocked(RegisteredThread* thread);
 // Loads and warms libunwind outside signal context (core.cc).
 void WarmUpLibunwindForSampling();
 

@@ -46,6 +46,7 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   thread->paused_at_cpu.reset();
   if (ProfilerIsPaused()) thread->paused_at_cpu = cpu;
   thread->timer_parked = false;
+  ResetWaitSamplingLocked(thread);  // A wait tracked in an earlier session (wait_sampling.cc).
   thread->sampling.store(true, std::memory_order_relaxed);
 }
 
@@ -122,6 +123,9 @@ void NoteResumeLocked(Registry& registry) {
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) {
   const ProfilerSettings& settings = GetRegistry().settings;
   const bool precise = (settings.features & kFeaturePrecise) != 0;
+  // Wait stacks (wait_sampling.cc): the samples still due for a wait that ended, before the
+  // samples the thread took after it.
+  FinishEndedWaitLocked(thread);
   if (DrainRingLocked(thread, max_expirations)) {
     thread->has_sample = true;
     const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
@@ -141,11 +145,17 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
     }
     thread->last_seen_cpu = cpu;
     NoteThreadSampledLocked(thread, cpu);  // Lost-event detection (sampling_source.h).
+    SampleWaitLocked(thread, now, /*ran=*/true);  // It ran, then blocked in a wrapped call?
     return;
   }
   // A perf event whose descriptor the program closed sends nothing more: reopened here.
   CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name,
                                   settings, now);
+  // A thread blocked in a wrapped call gets samples of where it waits instead of copies.
+  if (SampleWaitLocked(thread, now, /*ran=*/false)) {
+    thread->last_seen_cpu = thread->cpu_clock.Read();
+    return;
+  }
   if (!thread->has_sample || ProfilerIsPaused()) return;
   // A sample being taken right now (its walk may be waiting for a lock, using no CPU): the
   // thread is not idle, and its sample will come.

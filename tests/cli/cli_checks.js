@@ -5,8 +5,9 @@
 //       "process pid=P name=N type=Y threads=T samples=S start_offset_ms=O" per process (the parent
 //       first), then "total processes=P threads=T samples=S hex_frames=H".
 //   node cli_checks.js share PROFILE FUNCTION...
-//       "share pid=P function=F count=K samples=N pct=Q": samples of process P whose stack has
-//       a native frame of function F ("F (in lib)...", or exactly F).
+//       "share pid=P function=F count=K samples=N pct=Q": CPU samples of process P (those whose
+//       threadCPUDelta is not 0: not a blocked thread's wait samples or copies) whose stack
+//       has a native frame of function F ("F (in lib)...", or exactly F).
 //   node cli_checks.js frames PROFILE FUNCTION
 //       "frame pid=P location=L line=N parent=PL" for each distinct frame of FUNCTION used by a
 //       stack (spaces in values as '_').
@@ -92,7 +93,10 @@ if (command === 'processes') {
       for (const t of p.threads) {
         const locations = stackLocations(t);
         const stackCol = t.samples.schema.stack;
+        const cpuCol = t.samples.schema.threadCPUDelta;
         for (const row of t.samples.data) {
+          // CPU samples only: a blocked thread's samples (wait stacks, copies) carry 0.
+          if (cpuCol !== undefined && row[cpuCol] === 0) continue;
           total++;
           if (locations(row[stackCol]).some((l) => matchesFunction(l, fn))) count++;
         }

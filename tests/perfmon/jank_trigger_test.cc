@@ -206,6 +206,12 @@ TEST_CASE("A jank alert saves a profile ending with its marker, samples over the
     first = std::min(first, t);
     last_time = std::max(last_time, t);
     if (!s[cpu_col].IsNull()) cpu_inside_ns += s[cpu_col].GetInt64();
+    // A sample of the iteration's sleep (wait stacks, issue 18: CPU delta 0, the stack where
+    // the thread waits) is not one of its CPU samples.
+    if (!s[cpu_col].IsNull() && s[cpu_col].GetInt64() == 0) {
+      --inside;
+      continue;
+    }
     if (s[stack_col].IsNull()) continue;
     for (const std::string& name : StackNames(*thread, s[stack_col].GetInt())) {
       if (name.find("JankBusyLoop") != std::string::npos) {

@@ -1,0 +1,68 @@
+// Wait stacks (docs/sampling.md, "Wait stacks"): what a registered thread publishes when it
+// enters one of the blocking functions that wait_wrappers.cc wraps, and what the sampler
+// thread keeps about it (wait_sampling.cc).
+//
+// Protocol (a sequence lock plus a handshake):
+//   - The thread, on entry: fills `function`, `caller_pc/sp/fp`, `start_ns` (relaxed stores),
+//     then makes `sequence` odd (release). No system call, no lock.
+//   - The thread, on exit: if the sampler tracks this very wait (`tracked_sequence`), stores
+//     `end_ns` and `end_sequence`; makes `sequence` even again (seq_cst); then, if the sampler
+//     is walking its stack (`walking`), waits for the walk to finish before it returns into
+//     the frames being walked (a few tens of microseconds, only when the wait ended during a
+//     walk).
+//   - The sampler, to walk: reads an odd `sequence` and the snapshot (acquire), sets
+//     `walking` (seq_cst), re-reads `sequence`: unchanged, the thread is still inside the
+//     wrapper and cannot leave it before `walking` is cleared, so the frames above the
+//     wrapper's (the program's, down to the blocking call) stay as they are during the walk.
+//
+// Thread safety: the fields marked "thread" are written only by the owning thread; those
+// marked "sampler" only by the sampler thread under the registry mutex; the atomics are the
+// interface between the two. Async-signal safety: the thread's side is (plain stores and
+// atomics); a wrapper called from a signal handler while the thread is already in a wait
+// does not mark a second wait (`depth`).
+#ifndef STRATA_BASE_INTERNAL_WAIT_STATE_H_
+#define STRATA_BASE_INTERNAL_WAIT_STATE_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace strata {
+namespace base_internal {
+
+struct WaitState {
+  // Odd while the thread waits in a wrapped function; +2 per wait.
+  std::atomic<uint64_t> sequence{0};
+  // The sampler is walking the thread's stack from the snapshot.
+  std::atomic<bool> walking{false};
+  // Thread: nesting depth of wrapped calls (signal handlers, wrappers calling wrappers).
+  int depth = 0;
+  // Thread: recording a lock marker (its own locks are not measured).
+  bool in_lock_marker = false;
+  // Snapshot (thread, published by `sequence`): the wrapper's own address (the wait's leaf
+  // frame), and the registers of its caller: return address, stack pointer (the wrapper's
+  // CFA) and frame pointer.
+  std::atomic<uintptr_t> function{0};
+  std::atomic<uintptr_t> caller_pc{0};
+  std::atomic<uintptr_t> caller_sp{0};
+  std::atomic<uintptr_t> caller_fp{0};
+  std::atomic<int64_t> start_ns{0};  // TimeStamp nanoseconds.
+  // Set by the sampler to the sequence of the wait it emits samples for; the thread then
+  // notes when that wait ended (end_sequence == that sequence).
+  std::atomic<uint64_t> tracked_sequence{0};
+  std::atomic<uint64_t> end_sequence{0};
+  std::atomic<int64_t> end_ns{0};
+
+  // Sampler: the wait being sampled (tracked_sequence), its start, the wait samples written
+  // for it, whether its stack was walked and written, and the latest loop that saw it.
+  int64_t tracked_start_ns = 0;
+  int64_t samples_written = 0;
+  bool stack_written = false;
+  int64_t last_seen_waiting_ns = 0;
+  // A wait the thread left without the wrapper's return (wait_sampling.cc): not sampled.
+  uint64_t abandoned_sequence = 0;
+};
+
+}  // namespace base_internal
+}  // namespace strata
+
+#endif  // STRATA_BASE_INTERNAL_WAIT_STATE_H_

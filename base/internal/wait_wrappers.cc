@@ -1,0 +1,507 @@
+// The blocking libc functions wrapped for wait stacks (wait_wrappers.h; docs/sampling.md,
+// "Wait stacks"). Each wrapper calls the real function found with dlsym(RTLD_NEXT), so they
+// work whether libstrata_base.so is preloaded or linked. Exported with C linkage (see
+// libstrata_base.lds).
+//
+// Fast paths stay fast: a wrapper costs a few stores and one clock read (vDSO, no system
+// call); pthread_mutex_lock and the rwlock locks try the lock first and mark a wait only when
+// it is contended. Nothing here changes what the wrapped function does: same arguments, same
+// result, same errno, same cancellation (the wait's mark is undone by a destructor, which also
+// runs when the thread is cancelled inside the call). The real functions are looked up in the
+// library's constructor (ResolveWaitFunctions), so that a first call from a signal handler
+// calls no dlsym.
+#include "base/internal/wait_wrappers.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+
+#include "base/internal/thread_registry.h"
+#include "platform/sampling/libunwind_imports.h"
+#include "platform/sampling/libunwind_loader.h"
+#include "base/markers.h"
+#include "base/profiler.h"
+#include "platform/time_stamp.h"
+
+// decltype(&::read) and the like carry the declarations' attributes (nonnull, access), which
+// a template argument cannot: they are not needed for the call through the pointer.
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+
+namespace strata {
+namespace base_internal {
+namespace {
+
+// Whether waits are marked: a session runs with 'waitstacks' and without 'precise' (whose
+// wall-clock timers sample blocked threads themselves).
+inline bool WaitStacksOn() {
+  const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
+  return (features & (kFeatureWaitStacks | kFeaturePrecise)) == kFeatureWaitStacks;
+}
+
+// The caller's registers at a wrapper's entry, taken in the wrapper itself (it has a frame
+// record: base is built with frame pointers, and __builtin_frame_address forces one).
+struct CallerRegisters {
+  uintptr_t pc;
+  uintptr_t sp;
+  uintptr_t fp;
+};
+#define STRATA_CALLER_REGISTERS()                                                          \
+  ::strata::base_internal::CallerRegisters {                                               \
+    reinterpret_cast<uintptr_t>(__builtin_return_address(0)),                              \
+        reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 2 * sizeof(uintptr_t),   \
+        *static_cast<uintptr_t*>(__builtin_frame_address(0))                               \
+  }
+
+// True when a call comes from the libunwind that Strata walks with (its cache lock, its
+// reads): such a call must never be a wait the sampler walks, since the sampler's own walk
+// needs that lock (a thread holding it and waiting for the walk to end would deadlock it).
+// The same object may also be the program's libunwind (dlopen returns the loaded copy).
+// Async-signal-safe: atomics and _dl_find_object.
+std::atomic<uintptr_t> g_libunwind_start{0};
+std::atomic<uintptr_t> g_libunwind_end{0};
+inline bool CalledFromLibunwind(uintptr_t return_address) {
+  uintptr_t start = g_libunwind_start.load(std::memory_order_acquire);
+  if (start == 0) {
+    const LibunwindFunctions* unwind = LoadedLibunwind();
+    dl_find_object object;
+    if (!unwind || _dl_find_object(reinterpret_cast<void*>(unwind->step), &object) != 0) {
+      return false;  // Not loaded yet: none of its code can be calling.
+    }
+    g_libunwind_end.store(reinterpret_cast<uintptr_t>(object.dlfo_map_end),
+                          std::memory_order_relaxed);
+    start = reinterpret_cast<uintptr_t>(object.dlfo_map_start);
+    g_libunwind_start.store(start, std::memory_order_release);
+  }
+  return return_address >= start &&
+         return_address < g_libunwind_end.load(std::memory_order_relaxed);
+}
+
+// Whether a wrapped call made now may be marked as a wait: on a registered, sampled thread of
+// a session with wait stacks; not from Strata's own sampling-signal handler or libunwind
+// walks, nor from libunwind's code.
+inline bool MayMarkWait(const RegisteredThread* thread, uintptr_t return_address) {
+  return thread && WaitStacksOn() && thread->sampling.load(std::memory_order_relaxed) &&
+         !thread->capturing.load(std::memory_order_relaxed) && !InStrataLibunwindWalk() &&
+         !CalledFromLibunwind(return_address);
+}
+
+// Waits for the sampler to finish a walk of this thread's stack (wait_state.h).
+inline void AwaitWalkEnd(WaitState& wait) {
+  while (wait.walking.load(std::memory_order_seq_cst)) sched_yield();
+}
+
+// A wrapped call made while the thread seems to be in another one is either nested (a signal
+// handler's, on a deeper part of the stack or on an alternate stack) or follows a wait that
+// was left without its wrapper returning (siglongjmp out of a signal handler that
+// interrupted it, or an exception thrown from one): then this call's frame is not below the
+// abandoned wrapper's, on the thread's own stack.
+inline bool OuterWaitWasAbandoned(const RegisteredThread* thread, uintptr_t caller_sp) {
+  return (thread->wait.sequence.load(std::memory_order_relaxed) & 1) != 0 &&
+         thread->bounds.Contains(caller_sp) &&
+         caller_sp >= thread->wait.caller_sp.load(std::memory_order_relaxed);
+}
+inline void EndAbandonedWait(WaitState& wait) {
+  wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
+                      std::memory_order_seq_cst);
+  AwaitWalkEnd(wait);
+  wait.depth = 0;
+}
+
+// Marks the calling thread as waiting in `function` for its lifetime (wait_state.h has the
+// protocol). Does nothing on an unregistered thread, without a session using wait stacks,
+// and inside another marked wait (a signal handler's call).
+class ScopedWait {
+ public:
+  ScopedWait(const void* function, const CallerRegisters& caller) {
+    RegisteredThread* thread = t_registered_thread;
+    if (!MayMarkWait(thread, caller.pc)) return;
+    WaitState& wait = thread->wait;
+    if (wait.depth != 0 && OuterWaitWasAbandoned(thread, caller.sp)) EndAbandonedWait(wait);
+    const bool outermost = wait.depth++ == 0;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    thread_ = thread;
+    if (!outermost) return;
+    marked_ = true;
+    wait.function.store(reinterpret_cast<uintptr_t>(function), std::memory_order_relaxed);
+    wait.caller_pc.store(caller.pc, std::memory_order_relaxed);
+    wait.caller_sp.store(caller.sp, std::memory_order_relaxed);
+    wait.caller_fp.store(caller.fp, std::memory_order_relaxed);
+    wait.start_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
+    wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_release);
+  }
+  ~ScopedWait() {
+    if (!thread_) return;
+    WaitState& wait = thread_->wait;
+    if (marked_) {
+      const uint64_t sequence = wait.sequence.load(std::memory_order_relaxed);
+      if (wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
+        wait.end_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
+        wait.end_sequence.store(sequence, std::memory_order_release);
+      }
+      wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
+      // The sampler may be walking the frames this thread is about to return into.
+      AwaitWalkEnd(wait);
+    }
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (wait.depth > 0) --wait.depth;
+  }
+  ScopedWait(const ScopedWait&) = delete;
+  ScopedWait& operator=(const ScopedWait&) = delete;
+
+ private:
+  RegisteredThread* thread_ = nullptr;
+  bool marked_ = false;
+};
+
+// The real definition of a wrapped function: dlsym(RTLD_NEXT) (dlvsym with `version`),
+// looked up once.
+template <typename Function>
+Function Real(std::atomic<Function>& slot, const char* name, const char* version = nullptr) {
+  Function real = slot.load(std::memory_order_acquire);
+  if (real) return real;
+  void* found = version ? dlvsym(RTLD_NEXT, name, version) : nullptr;
+  if (!found) found = dlsym(RTLD_NEXT, name);
+  real = reinterpret_cast<Function>(found);
+  slot.store(real, std::memory_order_release);
+  return real;
+}
+
+// The wrapped functions (and the try-lock functions the lock wrappers use).
+#define STRATA_FOR_EACH_WRAPPED_FUNCTION(X) \
+  X(pthread_mutex_lock) \
+  X(pthread_mutex_trylock) \
+  X(nanosleep) \
+  X(clock_nanosleep) \
+  X(usleep) \
+  X(sleep) \
+  X(poll) \
+  X(ppoll) \
+  X(select) \
+  X(pselect) \
+  X(epoll_wait) \
+  X(epoll_pwait) \
+  X(read) \
+  X(readv) \
+  X(write) \
+  X(recv) \
+  X(recvfrom) \
+  X(recvmsg) \
+  X(accept) \
+  X(accept4) \
+  X(connect) \
+  X(fsync) \
+  X(fdatasync) \
+  X(flock) \
+  X(pthread_join) \
+  X(pthread_cond_wait) \
+  X(pthread_cond_timedwait) \
+  X(pthread_cond_clockwait) \
+  X(sem_wait) \
+  X(sem_timedwait) \
+  X(waitpid) \
+  X(wait) \
+  X(wait4) \
+  X(waitid) \
+  X(pthread_rwlock_tryrdlock) \
+  X(pthread_rwlock_rdlock) \
+  X(pthread_rwlock_trywrlock) \
+  X(pthread_rwlock_wrlock)
+
+// Their real definitions, looked up by ResolveWaitFunctions (the library's constructor,
+// before the program runs) or at a wrapper's first call (from an object's constructor that
+// runs earlier). kVersionOf_*: the symbol version to look up where an unversioned lookup
+// could find an old one (the condition variables' GLIBC_2.2.5 compatibility symbols).
+#define STRATA_REAL_SLOT(function) std::atomic<decltype(&::function)> g_real_##function{nullptr};
+STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_REAL_SLOT)
+#undef STRATA_REAL_SLOT
+constexpr const char* kVersionOf_pthread_mutex_lock = nullptr;
+constexpr const char* kVersionOf_pthread_mutex_trylock = nullptr;
+constexpr const char* kVersionOf_nanosleep = nullptr;
+constexpr const char* kVersionOf_clock_nanosleep = nullptr;
+constexpr const char* kVersionOf_usleep = nullptr;
+constexpr const char* kVersionOf_sleep = nullptr;
+constexpr const char* kVersionOf_poll = nullptr;
+constexpr const char* kVersionOf_ppoll = nullptr;
+constexpr const char* kVersionOf_select = nullptr;
+constexpr const char* kVersionOf_pselect = nullptr;
+constexpr const char* kVersionOf_epoll_wait = nullptr;
+constexpr const char* kVersionOf_epoll_pwait = nullptr;
+constexpr const char* kVersionOf_read = nullptr;
+constexpr const char* kVersionOf_readv = nullptr;
+constexpr const char* kVersionOf_write = nullptr;
+constexpr const char* kVersionOf_recv = nullptr;
+constexpr const char* kVersionOf_recvfrom = nullptr;
+constexpr const char* kVersionOf_recvmsg = nullptr;
+constexpr const char* kVersionOf_accept = nullptr;
+constexpr const char* kVersionOf_accept4 = nullptr;
+constexpr const char* kVersionOf_connect = nullptr;
+constexpr const char* kVersionOf_fsync = nullptr;
+constexpr const char* kVersionOf_fdatasync = nullptr;
+constexpr const char* kVersionOf_flock = nullptr;
+constexpr const char* kVersionOf_pthread_join = nullptr;
+constexpr const char* kVersionOf_pthread_cond_wait = "GLIBC_2.3.2";
+constexpr const char* kVersionOf_pthread_cond_timedwait = "GLIBC_2.3.2";
+constexpr const char* kVersionOf_pthread_cond_clockwait = nullptr;
+constexpr const char* kVersionOf_sem_wait = nullptr;
+constexpr const char* kVersionOf_sem_timedwait = nullptr;
+constexpr const char* kVersionOf_waitpid = nullptr;
+constexpr const char* kVersionOf_wait = nullptr;
+constexpr const char* kVersionOf_wait4 = nullptr;
+constexpr const char* kVersionOf_waitid = nullptr;
+constexpr const char* kVersionOf_pthread_rwlock_tryrdlock = nullptr;
+constexpr const char* kVersionOf_pthread_rwlock_rdlock = nullptr;
+constexpr const char* kVersionOf_pthread_rwlock_trywrlock = nullptr;
+constexpr const char* kVersionOf_pthread_rwlock_wrlock = nullptr;
+
+#define STRATA_REAL(function)                                                          \
+  ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function, \
+                                ::strata::base_internal::kVersionOf_##function)
+
+// Records an "Awaiting lock" marker for a contended lock that waited [start, end].
+void RecordLockMarker(const void* lock, long holder, TimeStamp start, TimeStamp end) {
+  RegisteredThread* thread = t_registered_thread;
+  if (!thread || thread->wait.in_lock_marker || !ProfilerIsActive()) return;
+  thread->wait.in_lock_marker = true;  // Its own locks, if any, are not measured.
+  char text[96];
+  if (holder > 0) {
+    snprintf(text, sizeof(text), "mutex %p, held by thread %ld", lock, holder);
+  } else {
+    snprintf(text, sizeof(text), "mutex %p", lock);
+  }
+  AddTextMarker(ProfilerString::Literal("Awaiting lock"), Category::kOther,
+                MarkerOptions::Interval(start, end), text);
+  thread->wait.in_lock_marker = false;
+}
+
+// glibc keeps the owner's thread id of a normal (or recursive, error-checking) mutex in
+// __data.__owner; 0 when unknown. Read racily: a hint for the marker.
+long MutexHolder(const pthread_mutex_t* mutex) {
+  return __atomic_load_n(&mutex->__data.__owner, __ATOMIC_RELAXED);
+}
+
+}  // namespace
+
+void ResolveWaitFunctions() {
+#define STRATA_RESOLVE(function) (void)STRATA_REAL(function);
+  STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_RESOLVE)
+#undef STRATA_RESOLVE
+}
+
+}  // namespace base_internal
+}  // namespace strata
+
+using strata::base_internal::ScopedWait;
+
+// A wrapper: marks the wait, calls the real function, returns its result (errno untouched:
+// the destructor only stores to memory and, rarely, calls sched_yield, which cannot fail).
+#define STRATA_WAIT_CALL(function, ...)                                                  \
+  ScopedWait wait(reinterpret_cast<const void*>(&::function), STRATA_CALLER_REGISTERS()); \
+  return real(__VA_ARGS__)
+
+extern "C" {
+
+// --- Sleeps.
+int nanosleep(const timespec* duration, timespec* remaining) {
+  const auto real = STRATA_REAL(nanosleep);
+  STRATA_WAIT_CALL(nanosleep, duration, remaining);
+}
+int clock_nanosleep(clockid_t clock, int flags, const timespec* duration, timespec* remaining) {
+  const auto real = STRATA_REAL(clock_nanosleep);
+  STRATA_WAIT_CALL(clock_nanosleep, clock, flags, duration, remaining);
+}
+int usleep(useconds_t microseconds) {
+  const auto real = STRATA_REAL(usleep);
+  STRATA_WAIT_CALL(usleep, microseconds);
+}
+unsigned int sleep(unsigned int seconds) {
+  const auto real = STRATA_REAL(sleep);
+  STRATA_WAIT_CALL(sleep, seconds);
+}
+
+// --- Waiting for descriptors.
+int poll(pollfd* fds, nfds_t count, int timeout_ms) {
+  const auto real = STRATA_REAL(poll);
+  STRATA_WAIT_CALL(poll, fds, count, timeout_ms);
+}
+int ppoll(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask) {
+  const auto real = STRATA_REAL(ppoll);
+  STRATA_WAIT_CALL(ppoll, fds, count, timeout, mask);
+}
+int select(int count, fd_set* readable, fd_set* writable, fd_set* exceptional, timeval* timeout) {
+  const auto real = STRATA_REAL(select);
+  STRATA_WAIT_CALL(select, count, readable, writable, exceptional, timeout);
+}
+int pselect(int count, fd_set* readable, fd_set* writable, fd_set* exceptional,
+            const timespec* timeout, const sigset_t* mask) {
+  const auto real = STRATA_REAL(pselect);
+  STRATA_WAIT_CALL(pselect, count, readable, writable, exceptional, timeout, mask);
+}
+int epoll_wait(int epoll, epoll_event* events, int capacity, int timeout_ms) {
+  const auto real = STRATA_REAL(epoll_wait);
+  STRATA_WAIT_CALL(epoll_wait, epoll, events, capacity, timeout_ms);
+}
+int epoll_pwait(int epoll, epoll_event* events, int capacity, int timeout_ms,
+                const sigset_t* mask) {
+  const auto real = STRATA_REAL(epoll_pwait);
+  STRATA_WAIT_CALL(epoll_pwait, epoll, events, capacity, timeout_ms, mask);
+}
+
+// --- Blocking I/O.
+ssize_t read(int fd, void* data, size_t size) {
+  const auto real = STRATA_REAL(read);
+  STRATA_WAIT_CALL(read, fd, data, size);
+}
+ssize_t readv(int fd, const iovec* vectors, int count) {
+  const auto real = STRATA_REAL(readv);
+  STRATA_WAIT_CALL(readv, fd, vectors, count);
+}
+ssize_t write(int fd, const void* data, size_t size) {
+  const auto real = STRATA_REAL(write);
+  STRATA_WAIT_CALL(write, fd, data, size);
+}
+ssize_t recv(int fd, void* data, size_t size, int flags) {
+  const auto real = STRATA_REAL(recv);
+  STRATA_WAIT_CALL(recv, fd, data, size, flags);
+}
+ssize_t recvfrom(int fd, void* data, size_t size, int flags, sockaddr* from,
+                 socklen_t* from_size) {
+  const auto real = STRATA_REAL(recvfrom);
+  STRATA_WAIT_CALL(recvfrom, fd, data, size, flags, from, from_size);
+}
+ssize_t recvmsg(int fd, msghdr* message, int flags) {
+  const auto real = STRATA_REAL(recvmsg);
+  STRATA_WAIT_CALL(recvmsg, fd, message, flags);
+}
+int accept(int fd, sockaddr* address, socklen_t* address_size) {
+  const auto real = STRATA_REAL(accept);
+  STRATA_WAIT_CALL(accept, fd, address, address_size);
+}
+int accept4(int fd, sockaddr* address, socklen_t* address_size, int flags) {
+  const auto real = STRATA_REAL(accept4);
+  STRATA_WAIT_CALL(accept4, fd, address, address_size, flags);
+}
+int connect(int fd, const sockaddr* address, socklen_t address_size) {
+  const auto real = STRATA_REAL(connect);
+  STRATA_WAIT_CALL(connect, fd, address, address_size);
+}
+int fsync(int fd) {
+  const auto real = STRATA_REAL(fsync);
+  STRATA_WAIT_CALL(fsync, fd);
+}
+int fdatasync(int fd) {
+  const auto real = STRATA_REAL(fdatasync);
+  STRATA_WAIT_CALL(fdatasync, fd);
+}
+int flock(int fd, int operation) {
+  const auto real = STRATA_REAL(flock);
+  STRATA_WAIT_CALL(flock, fd, operation);
+}
+
+// --- Threads and processes.
+int pthread_join(pthread_t thread, void** result) {
+  const auto real = STRATA_REAL(pthread_join);
+  STRATA_WAIT_CALL(pthread_join, thread, result);
+}
+// The condition variables' current symbol version (an unversioned lookup may find the
+// GLIBC_2.2.5 compatibility one).
+int pthread_cond_wait(pthread_cond_t* condition, pthread_mutex_t* mutex) {
+  const auto real = STRATA_REAL(pthread_cond_wait);
+  STRATA_WAIT_CALL(pthread_cond_wait, condition, mutex);
+}
+int pthread_cond_timedwait(pthread_cond_t* condition, pthread_mutex_t* mutex,
+                           const timespec* deadline) {
+  const auto real = STRATA_REAL(pthread_cond_timedwait);
+  STRATA_WAIT_CALL(pthread_cond_timedwait, condition, mutex, deadline);
+}
+int pthread_cond_clockwait(pthread_cond_t* condition, pthread_mutex_t* mutex, clockid_t clock,
+                           const timespec* deadline) {
+  const auto real = STRATA_REAL(pthread_cond_clockwait);
+  STRATA_WAIT_CALL(pthread_cond_clockwait, condition, mutex, clock, deadline);
+}
+int sem_wait(sem_t* semaphore) {
+  const auto real = STRATA_REAL(sem_wait);
+  STRATA_WAIT_CALL(sem_wait, semaphore);
+}
+int sem_timedwait(sem_t* semaphore, const timespec* deadline) {
+  const auto real = STRATA_REAL(sem_timedwait);
+  STRATA_WAIT_CALL(sem_timedwait, semaphore, deadline);
+}
+pid_t waitpid(pid_t pid, int* status, int options) {
+  const auto real = STRATA_REAL(waitpid);
+  STRATA_WAIT_CALL(waitpid, pid, status, options);
+}
+pid_t wait(int* status) {
+  const auto real = STRATA_REAL(wait);
+  STRATA_WAIT_CALL(wait, status);
+}
+pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
+  const auto real = STRATA_REAL(wait4);
+  STRATA_WAIT_CALL(wait4, pid, status, options, usage);
+}
+int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
+  const auto real = STRATA_REAL(waitid);
+  STRATA_WAIT_CALL(waitid, type, id, info, options);
+}
+
+// --- Locks: the lock is tried first; only a contended one marks a wait.
+int pthread_mutex_lock(pthread_mutex_t* mutex) {
+  using namespace strata::base_internal;
+  const auto real_try = STRATA_REAL(pthread_mutex_trylock);
+  const auto real = STRATA_REAL(pthread_mutex_lock);
+  RegisteredThread* thread = t_registered_thread;
+  if (!thread || !WaitStacksOn() || thread->wait.in_lock_marker ||
+      !MayMarkWait(thread, reinterpret_cast<uintptr_t>(__builtin_return_address(0)))) {
+    return real(mutex);
+  }
+  const int tried = real_try(mutex);
+  if (tried != EBUSY) return tried;  // Taken (or an error the lock would also report).
+  const long holder = MutexHolder(mutex);
+  const strata::TimeStamp start = strata::TimeStamp::Now();
+  int rc;
+  {
+    ScopedWait wait(reinterpret_cast<const void*>(&::pthread_mutex_lock),
+                    STRATA_CALLER_REGISTERS());
+    rc = real(mutex);
+  }
+  const strata::TimeStamp end = strata::TimeStamp::Now();
+  if ((end - start).ToNanoseconds() >= kLockMarkerThresholdNs) {
+    const int saved_errno = errno;
+    RecordLockMarker(mutex, holder, start, end);
+    errno = saved_errno;
+  }
+  return rc;
+}
+int pthread_rwlock_rdlock(pthread_rwlock_t* lock) {
+  const auto real_try = STRATA_REAL(pthread_rwlock_tryrdlock);
+  const auto real = STRATA_REAL(pthread_rwlock_rdlock);
+  const int tried = real_try(lock);
+  if (tried != EBUSY) return tried;
+  STRATA_WAIT_CALL(pthread_rwlock_rdlock, lock);
+}
+int pthread_rwlock_wrlock(pthread_rwlock_t* lock) {
+  const auto real_try = STRATA_REAL(pthread_rwlock_trywrlock);
+  const auto real = STRATA_REAL(pthread_rwlock_wrlock);
+  const int tried = real_try(lock);
+  if (tried != EBUSY) return tried;
+  STRATA_WAIT_CALL(pthread_rwlock_wrlock, lock);
+}
+
+}  // extern "C"
