@@ -50,7 +50,8 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-constexpr const char* kFeatureNames[] = {"stackwalk", "threads", "cpu", "precise", "framepointers", "rawaddresses"};
+constexpr const char* kFeatureNames[] = {"stackwalk",     "threads",      "cpu",       "precise",
+                                         "framepointers", "rawaddresses", "waitstacks"};
 
 // CLI11 check for --features: a comma list of known names, each optionally with '-'.
 std::string CheckFeatures(const std::string& value) {
@@ -220,7 +221,7 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.05, 1000.0));
   record_command->add_option("--features", record.features,
                              "Features added to the defaults, comma-separated, '-name' removes one: stackwalk, "
-                             "threads, cpu, precise, framepointers, rawaddresses")
+                             "threads, cpu, precise, framepointers, rawaddresses, waitstacks")
       ->check(CLI::Validator(CheckFeatures, "LIST"));
   record_command->add_option("--filters", record.filters,
                              "Profile only threads whose name contains one of these (comma-separated)");
