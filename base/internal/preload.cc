@@ -22,6 +22,7 @@
 #include <new>
 #include <string>
 
+#include "platform/next_definition.h"
 #include "base/internal/capture.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
@@ -165,7 +166,7 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
 
 int pthread_setname_np(pthread_t thread, const char* name) {
   using Function = int (*)(pthread_t, const char*);
-  static Function real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "pthread_setname_np"));
+  static Function real = reinterpret_cast<Function>(strata::NextDefinition("pthread_setname_np"));
   if (!real) return ENOSYS;
   const int rc = real(thread, name);
   if (rc == 0) strata::base_internal::OnThreadRenamed(thread, name);
@@ -177,7 +178,7 @@ int pthread_setname_np(pthread_t thread, const char* name) {
 // the objects loaded before and those gone after, with the times.
 int dlclose(void* handle) {
   using Function = int (*)(void*);
-  static Function real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "dlclose"));
+  static Function real = reinterpret_cast<Function>(strata::NextDefinition("dlclose"));
   if (!real) return -1;
   strata::base_internal::NoteLibrariesMayChange();  // What was loaded since the last look.
   const int rc = real(handle);
@@ -205,7 +206,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
   static Function real_function = nullptr;
   Function real = __atomic_load_n(&real_function, __ATOMIC_ACQUIRE);
   if (!real) {
-    real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, "dl_iterate_phdr"));
+    real = reinterpret_cast<Function>(strata::NextDefinition("dl_iterate_phdr"));
     __atomic_store_n(&real_function, real, __ATOMIC_RELEASE);
   }
   if (!real) return 0;

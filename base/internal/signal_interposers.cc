@@ -33,6 +33,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "platform/next_definition.h"
 #include "base/internal/core.h"
 #include "platform/sampling/libunwind_loader.h"
 #include "platform/sampling/sampling_signal.h"
@@ -53,7 +54,7 @@ template <typename Function>
 Function Real(std::atomic<Function>& cache, const char* name) {
   Function real = cache.load(std::memory_order_acquire);
   if (real == nullptr) {
-    real = reinterpret_cast<Function>(dlsym(RTLD_NEXT, name));
+    real = reinterpret_cast<Function>(NextDefinition(name));
     cache.store(real, std::memory_order_release);
   }
   return real;

@@ -1,4 +1,5 @@
 // The thread registry of the base tier. See thread_registry.h and docs/session.md.
+#include "platform/next_definition.h"
 #include "base/internal/thread_registry.h"
 
 #include <dlfcn.h>
@@ -229,7 +230,7 @@ void FlushStagedMarkersOfThread(ThreadId tid) {
 
 PthreadCreateFunction RealPthreadCreate() {
   static PthreadCreateFunction real = []() {
-    void* symbol = dlsym(RTLD_NEXT, "pthread_create");
+    void* symbol = NextDefinition("pthread_create");
     return symbol ? reinterpret_cast<PthreadCreateFunction>(symbol) : &pthread_create;
   }();
   return real;

@@ -1,4 +1,5 @@
 // The prctl() and syscall() wrappers of libstrata_base.so; see thread_restrictions.h.
+#include "platform/next_definition.h"
 #include "base/internal/thread_restrictions.h"
 
 #include <dlfcn.h>
@@ -37,7 +38,7 @@ std::atomic<SyscallFunction> g_real_syscall{nullptr};
 PrctlFunction RealPrctl() {
   PrctlFunction real = g_real_prctl.load(std::memory_order_acquire);
   if (!real) {
-    real = reinterpret_cast<PrctlFunction>(dlsym(RTLD_NEXT, "prctl"));
+    real = reinterpret_cast<PrctlFunction>(NextDefinition("prctl"));
     g_real_prctl.store(real, std::memory_order_release);
   }
   return real;
@@ -46,7 +47,7 @@ PrctlFunction RealPrctl() {
 SyscallFunction RealSyscall() {
   SyscallFunction real = g_real_syscall.load(std::memory_order_acquire);
   if (!real) {
-    real = reinterpret_cast<SyscallFunction>(dlsym(RTLD_NEXT, "syscall"));
+    real = reinterpret_cast<SyscallFunction>(NextDefinition("syscall"));
     g_real_syscall.store(real, std::memory_order_release);
   }
   return real;

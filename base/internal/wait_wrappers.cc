@@ -10,6 +10,7 @@
 // runs when the thread is cancelled inside the call). The real functions are looked up in the
 // library's constructor (ResolveWaitFunctions), so that a first call from a signal handler
 // calls no dlsym.
+#include "platform/next_definition.h"
 #include "base/internal/wait_wrappers.h"
 
 #include <dlfcn.h>
@@ -177,9 +178,7 @@ template <typename Function>
 Function Real(std::atomic<Function>& slot, const char* name, const char* version = nullptr) {
   Function real = slot.load(std::memory_order_acquire);
   if (real) return real;
-  void* found = version ? dlvsym(RTLD_NEXT, name, version) : nullptr;
-  if (!found) found = dlsym(RTLD_NEXT, name);
-  real = reinterpret_cast<Function>(found);
+  real = reinterpret_cast<Function>(NextDefinition(name, version));
   slot.store(real, std::memory_order_release);
   return real;
 }

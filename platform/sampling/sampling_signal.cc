@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "platform/next_definition.h"
 #include "platform/sampling/thread_sampling_timer.h"
 
 namespace strata {
@@ -54,7 +55,8 @@ void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context);
 SigactionFunction RealSigaction() {
   SigactionFunction real = g_real_sigaction.load(std::memory_order_acquire);
   if (real == nullptr) {
-    real = reinterpret_cast<SigactionFunction>(dlsym(RTLD_NEXT, "sigaction"));
+    // Not `&::sigaction`: inside libstrata_base.so that is the preload tier's interposer.
+    real = reinterpret_cast<SigactionFunction>(NextDefinition("sigaction"));
     if (real == nullptr) real = &::sigaction;
     g_real_sigaction.store(real, std::memory_order_release);
   }

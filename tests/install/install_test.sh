@@ -253,6 +253,16 @@ api_example markers_counters strata-base g++ c++17 '"ApiRequest"' '"Requests in 
   'cache miss for key 42' '"Frame start"' '"Load"'
 api_example full_tier strata-full g++ c++17 '"full tier example"'
 api_example c_api strata-full gcc c11 '"C example"'
+# A C program linked with the full tier only loads libstrata_base.so after libc: base's
+# interposers still find libc's functions (platform/next_definition.h), and it is sampled
+# (before: it crashed in a wrapper with no real function, or got no sampling handler).
+if [[ -s "$OUT/api_c_api.json" ]]; then
+  c_samples=$(node -e 'const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    console.log(p.threads.reduce((n, t) => n + t.samples.data.length, 0))' "$OUT/api_c_api.json")
+  result "api_c_api samples=$c_samples"
+  [[ "${c_samples:-0}" -ge 5 ]] && pass "api_c_api: the C program linked with the full tier only is sampled ($c_samples samples)" ||
+    fail "api_c_api: ${c_samples:-0} samples"
+fi
 
 # --- 5. The installed `strata record` ----------------------------------------------------------
 if [[ -x "$EXAMPLES/make/strata_example" ]]; then
