@@ -43,38 +43,7 @@ if "${LIMIT[@]}" bash "$_runfiles/tools/install_tree.sh" "$_runfiles" "$_runfile
 else
   fail "install_tree.sh failed:"
   sed 's/^/    /' "$WORK/install.log"
-  # --- 7. `strata symbolicate` reads the split debug info ------------------------------------------
-# A raw-address profile of a program whose samples are mostly inside libstrata_base: the
-# installed strata names those frames with file:line, which only the debug file has (libdwfl
-# finds it through the .gnu_debuglink in lib/.debug/). Strata's sources are the only ones
-# with paths under shared/, base/ or platform/ here; frames read "NAME (in libstrata_base.so.0)
-# (FILE:LINE)".
-if ! "${LIMIT[@]}" g++ -std=c++17 -O2 -I"$PREFIX/include" "$_runfiles/tests/install/marker_loop.cc" \
-    -o "$WORK/marker_loop" -L"$PREFIX/lib" -Wl,-rpath,"$PREFIX/lib" -lstrata_base >"$WORK/loop.log" 2>&1; then
-  fail "marker_loop did not build:"
-  sed 's/^/    /' "$WORK/loop.log" | head -20
-else
-  (cd "$WORK" && STRATA_STARTUP=1 STRATA_STARTUP_FEATURES=rawaddresses STRATA_SHUTDOWN="$OUT/raw.json" \
-    "${LIMIT[@]}" "$WORK/marker_loop" >/dev/null 2>"$WORK/raw.err")
-  if [[ ! -s "$OUT/raw.json" ]]; then
-    fail "marker_loop wrote no raw profile: $(head -5 "$WORK/raw.err")"
-  elif ! "${LIMIT[@]}" "$PREFIX/bin/strata" symbolicate "$OUT/raw.json" -o "$OUT/symbolicated.json" \
-      2>"$WORK/symbolicate.err"; then
-    fail "strata symbolicate failed: $(cat "$WORK/symbolicate.err")"
-  else
-    sed 's/^/    /' "$WORK/symbolicate.err"
-    sources=$(grep -oE '\(in libstrata_base\.so\.[0-9]+\) \((\./)?(shared|base|platform)/[a-z_/]+\.(h|cc):[0-9]+\)' \
-      "$OUT/symbolicated.json" | sed 's/^(in [^)]*) (\(.*\):[0-9]*)$/\1/' | sort -u)
-    result "strata_source_files_named=$(grep -c . <<<"$sources")"
-    if [[ -n "$sources" ]]; then
-      pass "strata symbolicate names libstrata_base frames with file:line ($(head -3 <<<"$sources" | tr '\n' ' '))"
-    else
-      fail "strata symbolicate gave no file:line in Strata's sources: the split debug info was not read"
-    fi
-  fi
-fi
-
-finish
+  finish
 fi
 version="$(tr -d ' \n' <"$_runfiles/VERSION")"
 soversion="${version%%.*}"
