@@ -94,7 +94,7 @@ within "$f_wall" "$s_wall" 0.9 1.0001 && awk -v c="$f_cpu" 'BEGIN { exit !(c != 
 # the wait's row (clock_nanosleep, the leaf) has the sleeper's wall time and no CPU.
 sorted_by() {  # FILE COLUMN: the self table's rows are in descending order of COLUMN.
   awk -v col="$2" '/^Top functions by self/ { t = 1; getline; next } t && /^$/ { exit } t {
-    if (n++ && $col > last + 1e-9) bad = 1; last = $col } END { exit !(n > 3 && !bad) }' "$1"
+    if (n++ && $col > last + 1e-9) bad = 1; last = $col } END { exit !(n >= 3 && !bad) }' "$1"
 }
 first_self() { awk '/^Top functions by self/ { t = 1; getline; next } t { print; exit }' "$1"; }
 wait_row=$(awk '/^Top functions by self/ { t = 1; next } t && /clock_nanosleep/ { print; exit }' "$WORK/summary.txt")

@@ -63,10 +63,10 @@ if [[ $RUN_STATUS -eq 0 && -s "$OUT/alone.json" ]]; then
   "$STRATA" summary --top 30 "$OUT/alone.json" >"$WORK/alone.summary" 2>&1
   grep -q 'HotLoop' "$WORK/alone.summary" && fail "alone: HotLoop named without the debug file?" ||
     pass "alone: without its debug file the binary's functions have no names (the test exercises the link)"
-  self_section=$(sed -n '/by self CPU time/,/by total CPU time/p' "$WORK/alone.summary")
+  self_section=$(sed -n '/by self time/,/by total time/p' "$WORK/alone.summary")
   per_address=$(grep -c 'sym_dbglink+0x' <<<"$self_section")
   top_row=$(sed -n '3p' <<<"$self_section")
-  top_share=$(awk '{ sub("%", "", $2); print $2 }' <<<"$top_row")
+  top_share=$(awk '{ sub("%", "", $3); print $3 }' <<<"$top_row")  # self wall, self CPU, self %
   result "alone: top self row '$top_row', per-address rows $per_address"
   if [[ "$top_row" == *'sym_dbglink!0x'* ]] && ge "${top_share:-0}" 90 && [[ $per_address -eq 0 ]]; then
     pass "alone: the spinning function is one row of its own ($top_share% self), by its unwind-table start"
@@ -83,7 +83,7 @@ STRATA_STARTUP_FEATURES=rawaddresses run_profiled alone_raw "$WORK/alone/sym_dbg
 if [[ $RUN_STATUS -eq 0 && -s "$OUT/alone_raw.json" ]] &&
   "$STRATA" symbolicate "$OUT/alone_raw.json" -o "$OUT/alone_sym.json" >/dev/null 2>&1; then
   "$STRATA" summary --top 30 "$OUT/alone_sym.json" >"$WORK/alone_sym.summary" 2>&1
-  top_row=$(sed -n '/by self CPU time/,/by total CPU time/p' "$WORK/alone_sym.summary" | sed -n '3p')
+  top_row=$(sed -n '/by self time/,/by total time/p' "$WORK/alone_sym.summary" | sed -n '3p')
   [[ "$top_row" == *'sym_dbglink!0x'* ]] && pass "alone, symbolicated: one row by unwind-table start" ||
     fail "alone, symbolicated: top row '$top_row'"
 else
