@@ -22,7 +22,6 @@
 #include <new>
 #include <string>
 
-#include "platform/next_definition.h"
 #include "base/internal/capture.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
@@ -32,6 +31,7 @@
 #include "base/internal/thread_restrictions.h"
 #include "base/internal/wait_wrappers.h"
 #include "base/profiler.h"
+#include "platform/next_definition.h"
 #include "platform/sampling/libunwind_walker.h"
 
 namespace strata {

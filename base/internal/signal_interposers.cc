@@ -33,9 +33,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "platform/next_definition.h"
 #include "base/internal/core.h"
 #include "platform/sampling/libunwind_loader.h"
+#include "platform/next_definition.h"
 #include "platform/sampling/sampling_signal.h"
 
 namespace strata {

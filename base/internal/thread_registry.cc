@@ -1,5 +1,4 @@
 // The thread registry of the base tier. See thread_registry.h and docs/session.md.
-#include "platform/next_definition.h"
 #include "base/internal/thread_registry.h"
 
 #include <dlfcn.h>
@@ -15,6 +14,7 @@
 
 #include "base/internal/log.h"
 #include "base/internal/tier_extension.h"
+#include "platform/next_definition.h"
 #include "platform/sampling/sampling_signal.h"
 
 namespace strata {

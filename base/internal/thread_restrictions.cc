@@ -1,5 +1,4 @@
 // The prctl() and syscall() wrappers of libstrata_base.so; see thread_restrictions.h.
-#include "platform/next_definition.h"
 #include "base/internal/thread_restrictions.h"
 
 #include <dlfcn.h>
@@ -15,6 +14,7 @@
 #include "base/internal/log.h"
 #include "base/markers.h"
 #include "base/profiler.h"
+#include "platform/next_definition.h"
 #include "platform/process_thread_ids.h"
 #include "platform/time_stamp.h"
 

@@ -1,5 +1,5 @@
 // The blocking libc functions wrapped for wait stacks (wait_wrappers.h; docs/sampling.md,
-// "Wait stacks"). Each wrapper calls the real function found with dlsym(RTLD_NEXT), so they
+// "Wait stacks"). Each wrapper calls the real function (platform/next_definition.h), so they
 // work whether libstrata_base.so is preloaded or linked. Exported with C linkage (see
 // libstrata_base.lds).
 //
@@ -10,7 +10,6 @@
 // runs when the thread is cancelled inside the call). The real functions are looked up in the
 // library's constructor (ResolveWaitFunctions), so that a first call from a signal handler
 // calls no dlsym.
-#include "platform/next_definition.h"
 #include "base/internal/wait_wrappers.h"
 
 #include <dlfcn.h>
@@ -35,6 +34,7 @@
 #include <cstdio>
 
 #include "base/internal/thread_registry.h"
+#include "platform/next_definition.h"
 #include "platform/sampling/libunwind_imports.h"
 #include "platform/sampling/libunwind_loader.h"
 #include "base/markers.h"
