@@ -4,7 +4,9 @@
 #   2. the unit tests (every cc_test: Catch2 tests and fuzz-corpus replays) again under
 #      AddressSanitizer + UndefinedBehaviorSanitizer (--config=asan_ubsan), except those tagged
 #      "exclusive" (timing and rate checks, which a 2-5x sanitizer slowdown invalidates). The
-#      whole suite under sanitizers is run by hand (docs/reliability.md "Sanitizers").
+#      whole suite under sanitizers is run by hand (docs/reliability.md "Sanitizers"), and
+#   3. //tests/install:base_size_test in an optimised build (-c opt): the stripped
+#      libstrata_base.so stays within 512 KiB.
 # Ends with the plain line "N passed, N failed": both runs' per-target results added up, and
 # exits non-zero on any failure (including a build that fails before tests run).
 # With arguments, only `bazel test //...` runs, with them (for example --config=tsan).
@@ -49,6 +51,7 @@ else
     run_suite "unit tests under ASan+UBSan" //... "${flags[@]}" --config=asan_ubsan \
       --build_tests_only --test_lang_filters=cc --test_tag_filters=-exclusive
   fi
+  run_suite "library size (-c opt)" //tests/install:base_size_test "${flags[@]}" -c opt
 fi
 echo "${total_passed} passed, ${total_failed} failed"
 [[ $total_failed -eq 0 ]]

@@ -14,11 +14,14 @@
 namespace strata {
 namespace {
 
-// The table a forked child closes its copies from. A slot's fd is -1 when free, kClaimed while
-// its owner fills it, else the descriptor (published last, with release).
-constexpr int kClaimed = -2;
+// The table a forked child closes its copies from. A slot's `fd_plus_one` is 0 when free,
+// kClaimed while its owner fills it, else the descriptor + 1 (published last, with release).
+// Free is all-zero bits so that the table is zero-initialized (.bss): as -1 it put 32 KiB of
+// initialized data into libstrata_base.so.
+constexpr int kFree = 0;
+constexpr int kClaimed = -1;
 struct TrackedEvent {
-  std::atomic<int> fd{-1};
+  std::atomic<int> fd_plus_one{kFree};
   dev_t device = 0;
   ino_t inode = 0;
   uint64_t event_id = 0;
@@ -28,8 +31,8 @@ std::atomic<int> g_open_count{0};
 
 int ClaimSlot() {
   for (int i = 0; i < PerfTaskClockEvent::kMaxOpenEvents; ++i) {
-    int expected = -1;
-    if (g_tracked[i].fd.compare_exchange_strong(expected, kClaimed, std::memory_order_acquire)) {
+    int expected = kFree;
+    if (g_tracked[i].fd_plus_one.compare_exchange_strong(expected, kClaimed, std::memory_order_acquire)) {
       return i;
     }
   }
@@ -63,7 +66,7 @@ int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_nu
   }
   const int slot = ClaimSlot();
   if (slot < 0) return ENOSPC;
-  auto release_slot = [slot] { g_tracked[slot].fd.store(-1, std::memory_order_release); };
+  auto release_slot = [slot] { g_tracked[slot].fd_plus_one.store(kFree, std::memory_order_release); };
 
   struct perf_event_attr attr;
   std::memset(&attr, 0, sizeof(attr));
@@ -119,7 +122,7 @@ int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_nu
   tracked.device = status.st_dev;
   tracked.inode = status.st_ino;
   tracked.event_id = id;
-  tracked.fd.store(fd, std::memory_order_release);
+  tracked.fd_plus_one.store(fd + 1, std::memory_order_release);
   table_slot_ = slot;
   g_open_count.fetch_add(1, std::memory_order_relaxed);
   if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
@@ -133,7 +136,7 @@ int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_nu
 void PerfTaskClockEvent::ReleaseTableSlot() {
   if (table_slot_ < 0) return;
   // Already emptied in a forked child (CloseAllInForkedChild): not counted twice.
-  if (g_tracked[table_slot_].fd.exchange(-1, std::memory_order_acq_rel) >= 0) {
+  if (g_tracked[table_slot_].fd_plus_one.exchange(kFree, std::memory_order_acq_rel) > 0) {
     g_open_count.fetch_sub(1, std::memory_order_relaxed);
   }
   table_slot_ = -1;
@@ -176,11 +179,11 @@ bool PerfTaskClockEvent::IsEventSignal(const siginfo_t& info,
 
 void PerfTaskClockEvent::CloseAllInForkedChild() {
   for (TrackedEvent& tracked : g_tracked) {
-    const int fd = tracked.fd.load(std::memory_order_acquire);
+    const int fd = tracked.fd_plus_one.load(std::memory_order_acquire) - 1;
     if (fd < 0) {
       // A slot being filled at fork time: its descriptor (if already open) is close-on-exec
       // and stays untracked in this child.
-      if (fd == kClaimed) tracked.fd.store(-1, std::memory_order_relaxed);
+      if (fd + 1 == kClaimed) tracked.fd_plus_one.store(kFree, std::memory_order_relaxed);
       continue;
     }
     if (NamesEvent(fd, tracked.device, tracked.inode, tracked.event_id)) {
@@ -188,7 +191,7 @@ void PerfTaskClockEvent::CloseAllInForkedChild() {
       close(fd);  // The child's copy only: the parent's event goes on.
       errno = saved_errno;
     }
-    tracked.fd.store(-1, std::memory_order_relaxed);
+    tracked.fd_plus_one.store(kFree, std::memory_order_relaxed);
   }
   g_open_count.store(0, std::memory_order_relaxed);
 }

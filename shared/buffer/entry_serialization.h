@@ -206,7 +206,9 @@ class EntryReader {
   const Byte* ContiguousRemaining() const { return second_ == second_end_ ? cursor_ : nullptr; }
 
   // Copies `bytes` bytes out; on overrun copies nothing, zero-fills and fails.
-  void ReadBytes(void* destination, size_t bytes) {
+  // Always inlined: the profile writer reads every entry through it, and its file is compiled
+  // for size (.bazelrc), where GCC would otherwise call it.
+  __attribute__((always_inline)) void ReadBytes(void* destination, size_t bytes) {
     if (__builtin_expect(bytes <= static_cast<size_t>(end_ - cursor_), 1)) {
       if (bytes != 0) std::memcpy(destination, cursor_, bytes);  // (null data(): see WriteBytes)
       cursor_ += bytes;
@@ -227,7 +229,7 @@ class EntryReader {
   }
 
   template <typename T>
-  T ReadULEB128() {
+  __attribute__((always_inline)) T ReadULEB128() {
     T value = 0;
     unsigned shift = 0;
     for (size_t i = 0; i < ULEB128MaxSize<T>(); ++i) {

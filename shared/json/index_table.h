@@ -18,7 +18,7 @@ namespace json_internal {
 
 // A 64-bit finalizer (from MurmurHash3 / splitmix64): spreads every input bit, so that
 // structured integer keys (prefix << 32 | frame, addresses) work with power-of-two tables.
-inline uint64_t MixHash(uint64_t x) {
+__attribute__((always_inline)) inline uint64_t MixHash(uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
   x ^= x >> 33;
@@ -30,7 +30,7 @@ inline uint64_t MixHash(uint64_t x) {
 // A hash of `size` bytes at `bytes` (may be null when size is 0), a word at a time and
 // inline: the keys hashed here (strings, frame lists) are mostly short, and std::hash's
 // out-of-line Murmur cost more than the table itself.
-inline uint64_t HashBytes(const void* bytes, size_t size) {
+__attribute__((always_inline)) inline uint64_t HashBytes(const void* bytes, size_t size) {
   const char* data = static_cast<const char*>(bytes);
   uint64_t h = MixHash(size + 0x9e3779b97f4a7c15ULL);
   size_t i = 0;

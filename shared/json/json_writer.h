@@ -209,7 +209,7 @@ class JsonWriter {
   static constexpr size_t kMaxNumberChars = 32;
 
   // Comma handling before a value; returns false (and latches an error) on misuse.
-  bool BeforeValue() {
+  __attribute__((always_inline)) bool BeforeValue() {
     if (after_key_) {
       after_key_ = false;
       return true;
@@ -226,7 +226,7 @@ class JsonWriter {
   // Writable room for `bytes` more bytes at pending_.data() + pos_ (the caller advances pos_
   // by what it wrote). The pending area is a string kept at its full size, so that writing
   // needs no per-call capacity bookkeeping of std::string.
-  char* Room(size_t bytes) {
+  __attribute__((always_inline)) char* Room(size_t bytes) {
     if (__builtin_expect(pos_ + bytes > pending_.size(), 0)) Grow(bytes);
     return pending_.data() + pos_;
   }
