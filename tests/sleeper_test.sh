@@ -16,6 +16,13 @@
 #   longer than the unprofiled runs a call took is printed, not asserted (issue 17: no test
 #   asserts a wall-clock duration; on a loaded machine wake-ups are late for reasons of the
 #   machine's, with or without Strata). One round, no retry.
+# - Signals delivered to a blocked thread, counted (issue 18: 0 in the default mode, wait
+#   stacks on): the default-mode run again under strace, which reports every signal delivered
+#   to the process ("--- SIGRT_32 ...") and every blocking call a signal interrupted, whether
+#   it then restarted or not ("= ? ERESTART..." / "= -1 EINTR"); the sleep, poll, select,
+#   epoll, read, futex (condition, semaphore) and wait calls are traced. The sampling signal
+#   must be delivered (> 0: the count means something) and interrupt no call. Negative control:
+#   the EINTR injector under strace shows interrupted calls.
 # - For information only (not a failure): the same under precise mode, which is documented
 #   to interrupt sleeps.
 source "$(dirname "$0")/scenario_lib.sh"
@@ -104,6 +111,39 @@ if [[ "$compared" -ge 12 && "$differing" == 0 ]]; then
   pass "behaviour unchanged: $compared calls with the same results and statuses as without Strata, none returned early (largest excess over the unprofiled runs: ${max_delta} ms, information)"
 else
   fail "behaviour changed under Strata: $differing of ${compared:-0} calls differ (lines marked DIFF above)"
+fi
+
+# Signals delivered to blocked threads, counted by strace (see the top of this file).
+traced_calls=nanosleep,clock_nanosleep,poll,ppoll,select,pselect6,epoll_wait,epoll_pwait,read,futex,wait4,waitid
+count_signals() {  # NAME PRELOAD [ENV...]: strace the sleeper; prints "delivered interrupted".
+  local name="$1" preload="$2"
+  shift 2
+  local -a env_args=(-E "LD_PRELOAD=$preload")
+  local assignment
+  for assignment in "$@"; do env_args+=(-E "$assignment"); done
+  timeout -s KILL 120 strace -f -qq -o "$WORK/$name.strace" -e trace="$traced_calls" \
+    "${env_args[@]}" "$program" >"$WORK/$name.out" 2>&1
+  echo "$(grep -- '--- SIG' "$WORK/$name.strace" | grep -vc -- '--- SIGCHLD') \
+$(grep -cE '= \? ERESTART|= -1 EINTR' "$WORK/$name.strace")"
+}
+if ! command -v strace >/dev/null; then
+  fail "strace is missing (tools/setup.sh installs it)"
+else
+  read -r delivered interrupted < <(count_signals strace_default "$STRATA_PRELOAD" \
+    STRATA_STARTUP=1 "STRATA_SHUTDOWN=$WORK/strace_default.json")
+  result "scenario=sleeper mode=default-under-strace signals_delivered=$delivered interrupted_calls=$interrupted"
+  if [[ "$delivered" -gt 0 && "$interrupted" -eq 0 ]]; then
+    pass "0 signals delivered to a blocked thread ($delivered sampling signals delivered, 0 blocking calls interrupted)"
+  else
+    fail "signals to blocked threads: $delivered delivered, $interrupted blocking calls interrupted (want > 0 and 0):"
+    grep -E '= \? ERESTART|= -1 EINTR' "$WORK/strace_default.strace" | head -5 | sed 's/^/    /'
+  fi
+  read -r delivered interrupted < <(count_signals strace_control "$(preload_value "$injector")")
+  if [[ "$interrupted" -gt 0 ]]; then
+    pass "control: the EINTR injector under strace interrupts $interrupted blocking calls ($delivered signals)"
+  else
+    fail "control: the EINTR injector under strace interrupted no call: the count cannot see interruptions"
+  fi
 fi
 
 # Information only.

@@ -11,6 +11,7 @@ PACKAGES=(
   patchelf             # tools/install.sh: SONAMEs and RUNPATHs of the installed libraries
   cmake                # tests/install: the CMake example against an installed Strata
   pkgconf              # tests/install: the Make example (pkg-config)
+  strace               # tests/sleeper_test: counts signals delivered to blocked threads
   g++
   libabsl-dev          # abseil 20220623
   libunwind-dev        # libunwind 1.6.2
