@@ -309,6 +309,15 @@ int UninstallSamplingSignalHandler() {
   if (real(signal_number, nullptr, &current) != 0) {
     result = errno;
   } else if (IsOurHandler(current)) {
+    // Instances still queued for a thread that has not run since its event or timer was
+    // closed would reach the program's action (by default: terminate the process). Setting
+    // SIG_IGN discards every pending instance of the signal, process-wide and per thread
+    // (POSIX; the kernel flushes them in sigaction), whatever the scheduler does; nothing of
+    // ours can queue a new one now. A foreign instance pending at this instant is discarded too.
+    struct sigaction ignore;
+    std::memset(&ignore, 0, sizeof(ignore));
+    ignore.sa_handler = SIG_IGN;
+    (void)real(signal_number, &ignore, nullptr);
     if (real(signal_number, &program, nullptr) != 0) result = errno;
   }
   return result;

@@ -93,7 +93,9 @@ bool IsAllowedSamplingSignal(int signal_number);
 
 // Stops calling the callback, waits (bounded: ~1 s) until no callback runs on any thread, and
 // gives the kernel the program's action back -- unless something else replaced our handler
-// since (a raw system call: then it is left alone). Idempotent; returns 0, sigaction's errno,
+// since (a raw system call: then it is left alone). Instances of the signal still pending
+// (queued by a closed event for a thread that has not run since) are discarded first, so
+// they never reach the program's action. Idempotent; returns 0, sigaction's errno,
 // or ETIMEDOUT when a callback was still running after the wait: then our handler stays
 // installed with no callback (sampling signals are dropped, foreign ones still chained) and
 // the program's calls keep being served. The caller must guarantee: it does not run in the

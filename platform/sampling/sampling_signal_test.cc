@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 
 #include "catch2/catch.hpp"
+#include "platform/fork_for_testing.h"
 #include "platform/process_thread_ids.h"
 #include "platform/sampling/thread_sampling_timer.h"
 #include "platform/time_stamp.h"
@@ -137,6 +139,34 @@ TEST_CASE("UninstallSamplingSignalHandler: restores the previous disposition",
     CHECK(CurrentAction(SIGPROF).sa_sigaction == &ProgramHandler);
   }
   SetPlainAction(SIGPROF, SIG_DFL);
+}
+
+TEST_CASE("UninstallSamplingSignalHandler: an instance still pending never reaches SIG_DFL",
+          "[platform][sampling]") {
+  // A closed event's signal queued for a thread that has not run since (a busy machine): once
+  // the handler is gone, SIG_DFL would terminate the process when the thread runs. In a child:
+  // the signal is queued while blocked (raw rt_sigprocmask: no interposer in the way), the
+  // handler uninstalled, the signal unblocked.
+  const int signal_number = SIGRTMIN + 3;
+  const testing::ChildResult child = testing::RunInForkedChild([signal_number] {
+    SetPlainAction(signal_number, SIG_DFL);
+    if (InstallSamplingSignalHandler(signal_number, &CountingCallback) != 0) _exit(2);
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, signal_number);
+    if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, nullptr, sizeof(uint64_t)) != 0) _exit(3);
+    if (syscall(SYS_tgkill, getpid(), static_cast<pid_t>(syscall(SYS_gettid)), signal_number) != 0) {
+      _exit(4);
+    }
+    sigset_t pending;
+    if (sigpending(&pending) != 0 || sigismember(&pending, signal_number) != 1) _exit(5);
+    if (UninstallSamplingSignalHandler() != 0) _exit(6);
+    if (CurrentAction(signal_number).sa_handler != SIG_DFL) _exit(7);
+    if (syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &block, nullptr, sizeof(uint64_t)) != 0) _exit(8);
+    _exit(0);  // Still alive: the pending instance was discarded.
+  });
+  INFO(child.Describe());
+  CHECK(child.ExitedWith(0));
 }
 
 TEST_CASE("Sampling signal handler: the program's own signals go to the program's handler",
