@@ -163,7 +163,7 @@ fi
 if command -v perf >/dev/null && timeout 120 perf record -q -F 999 -o "$WORK/perf.data" "$program" "$iterations" \
   >/dev/null 2>"$WORK/perf.err"; then
   perf report -i "$WORK/perf.data" --no-children --no-inline --sort sym --stdio 2>/dev/null |
-    awk '/%/ && $1 !~ /^#/ { sub("%", "", $1); if ($1 >= 2) printf "%s %s\n", $3, $1 }' | head -10 >"$WORK/perf.self"
+    awk '/%/ && $1 !~ /^#/ { sub("%", "", $1); if ($1 + 0 >= 2) printf "%s %s\n", $3, $1 }' | head -10 >"$WORK/perf.self"
   result "perf --no-inline self (>= 2 %): $(tr '\n' ',' <"$WORK/perf.self")"
 else
   echo "    (perf not usable here: $(head -c 120 "$WORK/perf.err" 2>/dev/null))"
