@@ -23,6 +23,7 @@ uint64_t UniqueStacks::Hash(const FrameKey& k) {
   h = Mix(h, (uint64_t{k.line} << 32) | k.column);
   h = Mix(h, (uint64_t{k.category} << 32) | k.subcategory);
   h = Mix(h, (uint64_t{k.implementation} << 1) | (k.relevant_for_js ? 1 : 0));
+  h = Mix(h, k.relative ^ (uint64_t{k.lib} << 48));
   return Mix(h, k.inner_window_id);
 }
 
@@ -30,7 +31,10 @@ uint32_t UniqueStacks::FrameForKey(const FrameKey& key) {
   const uint32_t next = static_cast<uint32_t>(frames_.size());
   const uint32_t index =
       frame_index_.FindOrInsert(Hash(key), next, [&](uint32_t i) { return frames_[i] == key; });
-  if (index == next) frames_.push_back(key);
+  if (index == next) {
+    frames_.push_back(key);
+    has_native_addresses_ = has_native_addresses_ || key.lib != kNull;
+  }
   return index;
 }
 
@@ -45,6 +49,8 @@ uint32_t UniqueStacks::Frame(const FrameInfo& frame) {
   key.subcategory = frame.category ? OrNull(frame.subcategory, kNull) : kNull;
   key.inner_window_id = frame.inner_window_id;
   key.relevant_for_js = frame.relevant_for_js;
+  key.lib = frame.native ? frame.native->lib : kNull;
+  key.relative = frame.native ? frame.native->relative : 0;
   return FrameForKey(key);
 }
 
@@ -72,10 +78,12 @@ uint32_t UniqueStacks::AddressFrame(uint64_t address, std::optional<uint32_t> ca
 uint32_t UniqueStacks::NativeSymbolFrame(std::string_view name, std::string_view library,
                                          std::optional<uint32_t> category,
                                          std::optional<uint32_t> subcategory,
-                                         std::optional<uint32_t> line) {
+                                         std::optional<uint32_t> line,
+                                         std::optional<NativeAddress> native) {
   std::string location = NativeSymbolLocation(name, library);
   FrameInfo info;
   info.location = location;
+  info.native = native;
   info.category = category;
   info.subcategory = subcategory;
   info.line = line;
@@ -152,9 +160,15 @@ void UniqueStacks::WriteFrameTable(JsonWriter& w) const {
   };
   w.StartObject();
   w.Key("schema");
-  w.Splice(
-      R"({"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,)"
-      R"("column":5,"category":6,"subcategory":7})");
+  if (has_native_addresses_) {
+    w.Splice(
+        R"({"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,)"
+        R"("column":5,"category":6,"subcategory":7,"address":8,"lib":9})");
+  } else {
+    w.Splice(
+        R"({"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,)"
+        R"("column":5,"category":6,"subcategory":7})");
+  }
   w.StartArrayProperty("data");
   for (const FrameKey& f : frames_) {
     w.StartArray();
@@ -170,6 +184,15 @@ void UniqueStacks::WriteFrameTable(JsonWriter& w) const {
       w.Uint(0);
     } else {
       nullable(f.subcategory);
+    }
+    if (has_native_addresses_) {
+      if (f.lib == kNull) {
+        w.Null();
+        w.Null();
+      } else {
+        w.Uint(f.relative);
+        w.Uint(f.lib);
+      }
     }
     w.EndArray();
   }

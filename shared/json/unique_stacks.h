@@ -16,6 +16,12 @@
 // AddressFrame writes "0x...", NativeSymbolFrame "name (in lib)", LabelFrame a string that is
 // guaranteed to stay a label, Frame() takes the location verbatim.
 //
+// A native frame named at capture can keep where it was sampled: its library (an index into
+// the process's `libs`) and the library-relative address (docs/symbols.md, "Addresses kept
+// beside names"). They are written as two extra frameTable columns, "address" and "lib", only
+// when some frame of the thread has them (null for the other frames); the front-end's Gecko
+// importer ignores columns it does not know, `strata symbolicate` reads them.
+//
 // Thread safety: none (one per thread writer). Not async-signal-safe.
 #ifndef STRATA_SHARED_JSON_UNIQUE_STACKS_H_
 #define STRATA_SHARED_JSON_UNIQUE_STACKS_H_
@@ -31,6 +37,16 @@
 
 namespace strata {
 
+// Where a native frame was sampled: the library (index into the process's `libs`, as
+// written) and the address relative to it (absolute - (lib.start - lib.offset), the
+// front-end's lib-relative address). A raw, unadjusted address: a return address for a
+// caller frame, the pc for the leaf (as in "0x..." frames).
+struct NativeAddress {
+  uint64_t relative = 0;
+  uint32_t lib = 0;
+  bool operator==(const NativeAddress& o) const { return relative == o.relative && lib == o.lib; }
+};
+
 // One frameTable row, as given by the caller.
 struct FrameInfo {
   std::string_view location;            // Used verbatim.
@@ -41,6 +57,7 @@ struct FrameInfo {
   bool relevant_for_js = false;         // Label frames only: keep in the JS-only view.
   uint64_t inner_window_id = 0;         // Browser page id; 0 = none.
   std::string_view implementation;      // Old JIT tier label; "" = null (ignored by importer).
+  std::optional<NativeAddress> native;  // Where a named native frame was sampled.
 };
 
 class UniqueStacks {
@@ -60,10 +77,12 @@ class UniqueStacks {
                         std::optional<uint32_t> subcategory = std::nullopt);
   // A symbolicated native function "name (in library)" (library = file base name); line,
   // if known, goes to the line column (never into the name: "f (x.cc:12)" reads as JS).
+  // `native`, when given, keeps the frame's address beside the name (one frame per address).
   uint32_t NativeSymbolFrame(std::string_view name, std::string_view library,
                              std::optional<uint32_t> category = std::nullopt,
                              std::optional<uint32_t> subcategory = std::nullopt,
-                             std::optional<uint32_t> line = std::nullopt);
+                             std::optional<uint32_t> line = std::nullopt,
+                             std::optional<NativeAddress> native = std::nullopt);
   // A label frame (profiling-stack label, thread root, ...): the string is adjusted if the
   // front-end would otherwise read it as an address, a native or a JS function.
   uint32_t LabelFrame(std::string_view label, uint32_t category, uint32_t subcategory = 0,
@@ -81,7 +100,8 @@ class UniqueStacks {
   size_t stack_count() const { return stacks_.size(); }
 
   // {"schema":{"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,
-  //  "column":5,"category":6,"subcategory":7},"data":[...]}
+  //  "column":5,"category":6,"subcategory":7},"data":[...]}, plus "address":8,"lib":9 when
+  //  some frame has a NativeAddress.
   void WriteFrameTable(JsonWriter& writer) const;
   // {"schema":{"prefix":0,"frame":1},"data":[[prefix|null,frame],...]}
   void WriteStackTable(JsonWriter& writer) const;
@@ -97,10 +117,13 @@ class UniqueStacks {
     uint32_t subcategory;
     uint64_t inner_window_id;
     bool relevant_for_js;
+    uint32_t lib;          // kNull: no native address.
+    uint64_t relative;
     bool operator==(const FrameKey& o) const {
       return location == o.location && implementation == o.implementation && line == o.line &&
              column == o.column && category == o.category && subcategory == o.subcategory &&
-             inner_window_id == o.inner_window_id && relevant_for_js == o.relevant_for_js;
+             inner_window_id == o.inner_window_id && relevant_for_js == o.relevant_for_js &&
+             lib == o.lib && relative == o.relative;
     }
   };
   static uint64_t Hash(const FrameKey& k);
@@ -121,6 +144,7 @@ class UniqueStacks {
 
   UniqueStrings& strings_;
   std::vector<FrameKey> frames_;
+  bool has_native_addresses_ = false;        // Some frame has lib/relative.
   json_internal::IndexTable frame_index_;    // Into frames_.
   std::vector<AddressEntry> addresses_;      // AddressFrame() cache.
   json_internal::IndexTable address_index_;  // Into addresses_.

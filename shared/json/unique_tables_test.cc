@@ -119,6 +119,55 @@ TEST_CASE("address, symbol and label frames") {
   }
 }
 
+TEST_CASE("named native frames keep their library and lib-relative address") {
+  UniqueStrings strings;
+  UniqueStacks stacks(strings);
+  // Without any native address: the schema has no address/lib columns (files unchanged).
+  {
+    UniqueStrings plain_strings;
+    UniqueStacks plain(plain_strings);
+    plain.NativeSymbolFrame("Foo::run", "libfoo.so");
+    ChunkedJsonWriter w;
+    plain.WriteFrameTable(w);
+    rapidjson::Document d = Parse(w.TakeString());
+    CHECK_FALSE(d["schema"].HasMember("address"));
+    CHECK_FALSE(d["schema"].HasMember("lib"));
+  }
+  const uint32_t at_10 = stacks.NativeSymbolFrame("Foo::run", "libfoo.so", std::nullopt, std::nullopt,
+                                                  std::nullopt, NativeAddress{0x10, 2});
+  const uint32_t at_20 = stacks.NativeSymbolFrame("Foo::run", "libfoo.so", std::nullopt, std::nullopt,
+                                                  std::nullopt, NativeAddress{0x20, 2});
+  const uint32_t other_lib = stacks.NativeSymbolFrame("Foo::run", "libfoo.so", std::nullopt, std::nullopt,
+                                                      std::nullopt, NativeAddress{0x10, 3});
+  const uint32_t no_address = stacks.NativeSymbolFrame("Foo::run", "libfoo.so");
+  const uint32_t label = stacks.LabelFrame("main", 0);
+  // One frame per address: the address is part of the frame's identity.
+  CHECK(at_10 != at_20);
+  CHECK(at_10 != other_lib);
+  CHECK(at_10 != no_address);
+  CHECK(stacks.NativeSymbolFrame("Foo::run", "libfoo.so", std::nullopt, std::nullopt, std::nullopt,
+                                 NativeAddress{0x10, 2}) == at_10);
+
+  ChunkedJsonWriter w;
+  stacks.WriteFrameTable(w);
+  rapidjson::Document d = Parse(w.TakeString());
+  const auto& schema = d["schema"];
+  const auto& data = d["data"];
+  REQUIRE(schema.HasMember("address"));
+  REQUIRE(schema.HasMember("lib"));
+  const unsigned address = schema["address"].GetUint();
+  const unsigned lib = schema["lib"].GetUint();
+  CHECK(data[at_20][address].GetUint64() == 0x20);
+  CHECK(data[at_20][lib].GetUint() == 2);
+  CHECK(data[other_lib][lib].GetUint() == 3);
+  CHECK(data[no_address][address].IsNull());
+  CHECK(data[no_address][lib].IsNull());
+  CHECK(data[label][address].IsNull());
+  // Still read as a native function of libfoo.so by the front-end.
+  CHECK(ClassifyLocation(std::string(strings.Get(data[at_10][schema["location"].GetUint()].GetUint()))) ==
+        LocationKind::kNative);
+}
+
 TEST_CASE("stacks are de-duplicated by (prefix, frame); prefixes come first") {
   UniqueStrings strings;
   UniqueStacks stacks(strings);

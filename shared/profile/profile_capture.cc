@@ -22,6 +22,9 @@ namespace {
 // Native addresses of the session resolved in one batch. Leaf addresses are looked up as
 // they are, return addresses one byte earlier (inside the call instruction). The keys are
 // de-duplicated in a flat table (every frame of every sample passes through Note()).
+// A named frame keeps its library (index into `libs`, the list the profile writes) and its
+// raw lib-relative address, so that `strata symbolicate` can later add inline frames and
+// file:line from DWARF (docs/symbols.md, "Addresses kept beside names").
 class AddressNames {
  public:
   void Note(uint64_t address, bool is_leaf) {
@@ -32,7 +35,11 @@ class AddressNames {
       keys_.push_back(key);
     }
   }
-  void Resolve(Symbolizer& symbolizer) { symbolizer.Symbolize(keys_, &result_); }
+  // `libs` (sorted by start, as the symbolizer's) must outlive the Frame() calls.
+  void Resolve(Symbolizer& symbolizer, const std::vector<SharedLibrary>& libs) {
+    libs_ = &libs;
+    symbolizer.Symbolize(keys_, &result_);
+  }
   // Writes the frame for `address` into `stacks` (the caller caches the answer per thread).
   uint32_t Frame(UniqueStacks& stacks, uint64_t address, bool is_leaf) {
     const uint64_t key = is_leaf ? address : CallerAddress(address);
@@ -43,10 +50,24 @@ class AddressNames {
     if (found == absent || found >= result_.addresses.size()) return stacks.AddressFrame(address);
     const SymbolizedAddress& a = result_.addresses[found];
     if (a.module.empty()) return stacks.AddressFrame(address);
-    return stacks.NativeSymbolFrame(result_.NameOf(found), a.module);
+    return stacks.NativeSymbolFrame(result_.NameOf(found), a.module, std::nullopt, std::nullopt,
+                                    std::nullopt, NativeAddressOf(address, key));
   }
 
  private:
+  // The library holding `key` (the looked-up address) and `address` relative to it.
+  std::optional<NativeAddress> NativeAddressOf(uint64_t address, uint64_t key) const {
+    if (libs_ == nullptr) return std::nullopt;
+    const std::vector<SharedLibrary>& libs = *libs_;
+    auto after = std::upper_bound(libs.begin(), libs.end(), key,
+                                  [](uint64_t k, const SharedLibrary& l) { return k < l.start; });
+    if (after == libs.begin()) return std::nullopt;
+    const SharedLibrary& lib = *(after - 1);
+    if (key >= lib.end || lib.start < lib.offset) return std::nullopt;
+    return NativeAddress{address - (lib.start - lib.offset), static_cast<uint32_t>(after - 1 - libs.begin())};
+  }
+
+  const std::vector<SharedLibrary>* libs_ = nullptr;
   json_internal::IndexTable index_;  // Into keys_.
   std::vector<uint64_t> keys_;
   SymbolizeResult result_;
@@ -306,7 +327,7 @@ class ProfileBuilder {
     if (!symbolicate_) return;
     // The names stay owned by the symbolizer: it lives as long as the builder.
     symbolizer_ = std::make_unique<ElfSymbolizer>(timeline_.libs());
-    names_.Resolve(*symbolizer_);
+    names_.Resolve(*symbolizer_, timeline_.libs());
   }
 
   // Pass 2: every entry into its writer.

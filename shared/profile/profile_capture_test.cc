@@ -259,6 +259,45 @@ TEST_CASE("a latch failed from another thread during the capture stops it") {
   CHECK(progress.Progress().IsExactlyOne());
 }
 
+TEST_CASE("named native frames keep their library and lib-relative address") {
+  // Marker 0 has a two-frame backtrace of an address of this test program.
+  FilledBuffer filled(1);
+  bool ok = false;
+  std::string error;
+  const std::string json = Capture(filled.Inputs(), filled.buffer, &ok, &error);
+  REQUIRE(ok);
+  rapidjson::Document d;
+  d.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(d.HasParseError());
+  const auto& libs = d["libs"];
+  size_t checked = 0;
+  for (const auto& thread : d["threads"].GetArray()) {
+    const auto& frames = thread["frameTable"];
+    if (!frames["schema"].HasMember("address")) continue;
+    const unsigned location = frames["schema"]["location"].GetUint();
+    const unsigned address_column = frames["schema"]["address"].GetUint();
+    const unsigned lib_column = frames["schema"]["lib"].GetUint();
+    for (const auto& row : frames["data"].GetArray()) {
+      if (row[lib_column].IsNull()) continue;
+      const std::string name = thread["stringTable"][row[location].GetUint()].GetString();
+      INFO(name);
+      // Named ("FilledBuffer::FilledBuffer(int) (in ...)"), not an address.
+      CHECK(name.find("FilledBuffer") != std::string::npos);
+      CHECK(name.rfind("0x", 0) != 0);
+      const unsigned lib = row[lib_column].GetUint();
+      REQUIRE(lib < libs.Size());
+      const uint64_t bias = libs[lib]["start"].GetUint64() - libs[lib]["offset"].GetUint64();
+      const uint64_t absolute = bias + row[address_column].GetUint64();
+      // The raw return address the marker recorded: inside that library's mapping.
+      CHECK(absolute > libs[lib]["start"].GetUint64());
+      CHECK(absolute <= libs[lib]["end"].GetUint64());
+      CHECK(name.find(std::string("(in ") + libs[lib]["name"].GetString() + ")") != std::string::npos);
+      ++checked;
+    }
+  }
+  CHECK(checked >= 1);
+}
+
 }  // namespace
 }  // namespace profile
 }  // namespace strata

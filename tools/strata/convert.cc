@@ -314,18 +314,24 @@ class PprofBuilder {
       const int64_t process_name =
           String(ProcessLabel(profile_, profile_.processes[thread.process]));
       const int64_t thread_name = String(thread.name);
-      std::vector<uint64_t> frame_location(thread.frames.size(), 0);  // 0: not looked up yet.
       std::vector<uint64_t> locations;
+      std::vector<const Frame*> inlined;  // Leaf first: frames inlined into the next outer one.
       for (size_t index = 0; index < by_stack.size(); ++index) {
         const auto& value = by_stack[index];
         if (value.count == 0) continue;
         const int32_t stack = static_cast<int32_t>(index) - 1;
         ProtoWriter sample;
         locations.clear();
+        // One location per address: a function and the functions inlined into it (inlineDepth
+        // > 0, from DWARF) are one location's lines, innermost first, as pprof encodes inlining
+        // (`pprof -noinlines` then reports by the outer function, as perf --no-inline does).
+        inlined.clear();
         for (int32_t s = stack; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
-          const uint32_t frame = thread.stack_frame[static_cast<size_t>(s)];
-          if (frame_location[frame] == 0) frame_location[frame] = LocationFor(thread.frames[frame]);
-          locations.push_back(frame_location[frame]);
+          const Frame& frame = thread.frames[thread.stack_frame[static_cast<size_t>(s)]];
+          inlined.push_back(&frame);
+          if (frame.inline_depth > 0 && thread.stack_prefix[static_cast<size_t>(s)] >= 0) continue;
+          locations.push_back(LocationFor(inlined));
+          inlined.clear();
         }
         sample.Packed(1, locations);
         std::vector<int64_t> values = {value.count, std::llround(value.wall_ns)};
@@ -348,10 +354,12 @@ class PprofBuilder {
     for (size_t i = 0; i < location_keys_.size(); ++i) {
       ProtoWriter location;
       location.Int(1, static_cast<int64_t>(i + 1));
-      ProtoWriter line;
-      line.Int(1, static_cast<int64_t>(location_keys_[i].first));
-      line.Int(2, location_keys_[i].second);
-      location.Message(4, line);
+      for (const auto& [function_id, line_number] : location_keys_[i]) {
+        ProtoWriter line;
+        line.Int(1, static_cast<int64_t>(function_id));
+        line.Int(2, line_number);
+        location.Message(4, line);
+      }
       out.Message(4, location);
     }
     for (size_t i = 0; i < function_ids_.size(); ++i) {
@@ -386,15 +394,19 @@ class PprofBuilder {
     return it->second;
   }
 
-  uint64_t LocationFor(const Frame& frame) {
-    auto f = function_index_.find(frame.function);
-    if (f == function_index_.end()) {
-      f = function_index_.emplace(frame.function, function_ids_.size() + 1).first;
-      function_ids_.push_back(frame.function);
+  // The location of `frames` (innermost first; the last is the outer function).
+  uint64_t LocationFor(const std::vector<const Frame*>& frames) {
+    LocationKey key;
+    for (const Frame* frame : frames) {
+      auto f = function_index_.find(frame->function);
+      if (f == function_index_.end()) {
+        f = function_index_.emplace(frame->function, function_ids_.size() + 1).first;
+        function_ids_.push_back(frame->function);
+      }
+      key.emplace_back(f->second, frame->line);
     }
-    const std::pair<uint64_t, int64_t> key(f->second, frame.line);
     auto [it, inserted] = location_index_.emplace(key, location_keys_.size() + 1);
-    if (inserted) location_keys_.push_back(key);
+    if (inserted) location_keys_.push_back(std::move(key));
     return it->second;
   }
 
@@ -404,8 +416,10 @@ class PprofBuilder {
   std::unordered_map<std::string, int64_t> string_ids_;
   std::unordered_map<uint32_t, uint64_t> function_index_;  // Profile function -> pprof id.
   std::vector<uint32_t> function_ids_;                     // pprof id - 1 -> profile function.
-  std::map<std::pair<uint64_t, int64_t>, uint64_t> location_index_;
-  std::vector<std::pair<uint64_t, int64_t>> location_keys_;  // id - 1 -> (function id, line)
+  // A location's lines, innermost first: (function id, line).
+  using LocationKey = std::vector<std::pair<uint64_t, int64_t>>;
+  std::map<LocationKey, uint64_t> location_index_;
+  std::vector<LocationKey> location_keys_;  // id - 1 -> lines
 };
 
 // --- collapsed ------------------------------------------------------------------------------

@@ -152,6 +152,64 @@ TEST_CASE("pprof decodes with the profile.proto schema, same sample total") {
   CHECK_FALSE(DecodePprof(std::string("\x0a\xff\xff", 3), &garbage, &error));
 }
 
+TEST_CASE("pprof: a function and the functions inlined into it are one location's lines") {
+  // main > malloc > tcache_get (inlined into malloc: inlineDepth 1, as strata symbolicate
+  // writes it).
+  testing::TestProcess p;
+  testing::TestThread t;
+  t.strings = {"main (in prog)", "malloc (in libc.so.6)", "tcache_get (in libc.so.6)"};
+  t.frames = {{0, 0}, {1, -1}, {2, -1}};
+  t.stacks = {{-1, 0}, {0, 1}, {1, 2}};
+  t.samples = {{2, 1.0, -1}, {1, 2.0, 1000000}};
+  p.threads = {t};
+  rapidjson::Document document;
+  document.Parse(testing::MakeProfileJson(p).c_str());
+  REQUIRE_FALSE(document.HasParseError());
+  auto& allocator = document.GetAllocator();
+  rapidjson::Value& frames = document["threads"][0]["frameTable"];
+  frames["schema"].AddMember("inlineDepth", 8, allocator);
+  for (rapidjson::SizeType i = 0; i < frames["data"].Size(); ++i) {
+    rapidjson::Value& row = frames["data"][i];
+    while (row.Size() < 8) row.PushBack(rapidjson::Value(), allocator);
+    row.PushBack(i == 2 ? 1 : 0, allocator);
+  }
+  Profile profile;
+  std::string error;
+  REQUIRE(LoadProfileModel(document, &profile, &error));
+  PprofProfile decoded;
+  REQUIRE(DecodePprof(PprofProtobuf(profile), &decoded, &error));
+  CHECK(ValidatePprof(decoded) == "");
+  auto name_of = [&](uint64_t function_id) {
+    for (const auto& f : decoded.functions) {
+      if (f.id == function_id) return decoded.strings[static_cast<size_t>(f.name)];
+    }
+    return std::string("?");
+  };
+  std::map<size_t, std::vector<std::vector<std::string>>> by_depth;  // stack depth -> lines per location
+  for (const auto& sample : decoded.samples) {
+    std::vector<std::vector<std::string>> stack;
+    for (uint64_t id : sample.location_ids) {
+      std::vector<std::string> lines;
+      for (const auto& l : decoded.locations[id - 1].lines) lines.push_back(name_of(l.function_id));
+      stack.push_back(lines);
+    }
+    by_depth[stack.size()] = stack;
+  }
+  // Both samples are two locations deep: tcache_get does not add a location of its own.
+  REQUIRE(by_depth.count(2) == 1);
+  CHECK(by_depth.size() == 1);
+  const auto& stacks = by_depth[2];
+  CHECK(stacks[1] == std::vector<std::string>{"main"});
+  CHECK((stacks[0] == std::vector<std::string>{"tcache_get", "malloc"} || stacks[0] == std::vector<std::string>{"malloc"}));
+  bool inlined_location = false;
+  for (const auto& location : decoded.locations) {
+    std::vector<std::string> lines;
+    for (const auto& l : location.lines) lines.push_back(name_of(l.function_id));
+    inlined_location = inlined_location || lines == std::vector<std::string>{"tcache_get", "malloc"};
+  }
+  CHECK(inlined_location);
+}
+
 Profile WaitingProfile(bool cpu = true) {
   rapidjson::Document document;
   document.Parse(testing::WaitingProfileJson(cpu).c_str());

@@ -124,7 +124,7 @@ FunctionTimes ComputeFunctionTimes(const Profile& profile) {
       times.samples++;
       int32_t s = thread.sample_stack[i];
       if (s < 0) continue;
-      const uint32_t leaf = thread.frames[thread.stack_frame[static_cast<size_t>(s)]].function;
+      const uint32_t leaf = thread.SelfFunction(s);
       FunctionTime& l = times.functions[leaf];
       l.self_wall += w;
       l.self_cpu += c;

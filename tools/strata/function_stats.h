@@ -14,8 +14,11 @@
 //   delta the front-end ignores, and unknown deltas weigh 0. A profile without CPU deltas
 //   (ProfileHasCpu() false) falls back to one interval per sample, and says so.
 // * samples: 1 per sample.
-// Self time goes to the stack's leaf function; total time to every distinct function on the
-// stack (recursion counted once).
+// Self time goes to the stack's leaf function, or, when the leaf is an inlined function
+// (DWARF inline frames), to the function it is inlined into (Thread::SelfFunction): the same
+// function in a profile named at capture and in one symbolicated with DWARF, as perf's
+// `--no-inline` report. Total time goes to every distinct function on the stack, inlined ones
+// included (recursion counted once).
 //
 // Thread safety: pure functions of their input.
 #ifndef STRATA_TOOLS_STRATA_FUNCTION_STATS_H_

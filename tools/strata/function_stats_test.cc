@@ -38,6 +38,42 @@ const FunctionTime& Of(const Profile& profile, const FunctionTimes& times, const
   return times.functions[0];
 }
 
+TEST_CASE("An inlined leaf's self time goes to the function it is inlined into") {
+  // main > malloc > tcache_get, tcache_get inlined into malloc (DWARF, inlineDepth 1): as
+  // `strata symbolicate` writes it. Two samples stop in tcache_get's code, one in malloc's own.
+  testing::TestProcess p;
+  testing::TestThread t;
+  t.strings = {"main (in prog)", "malloc (in libc.so.6)", "tcache_get (in libc.so.6)"};
+  t.frames = {{0, 0}, {1, -1}, {2, -1}};
+  t.stacks = {{-1, 0}, {0, 1}, {1, 2}};
+  t.samples = {{2, 1.0, -1}, {2, 2.0, 1000000}, {1, 3.0, 1000000}};
+  p.threads = {t};
+  rapidjson::Document document;
+  document.Parse(testing::MakeProfileJson(p).c_str());
+  REQUIRE_FALSE(document.HasParseError());
+  auto& allocator = document.GetAllocator();
+  rapidjson::Value& frames = document["threads"][0]["frameTable"];
+  frames["schema"].AddMember("inlineDepth", 8, allocator);
+  for (rapidjson::SizeType i = 0; i < frames["data"].Size(); ++i) {
+    rapidjson::Value& row = frames["data"][i];
+    while (row.Size() < 8) row.PushBack(rapidjson::Value(), allocator);
+    row.PushBack(i == 2 ? 1 : 0, allocator);
+  }
+  Profile profile;
+  std::string error;
+  REQUIRE(LoadProfileModel(document, &profile, &error));
+  const FunctionTimes times = ComputeFunctionTimes(profile);
+  // Self: malloc, as perf --no-inline and a profile named at capture (no inline frames) say.
+  CHECK(Of(profile, times, "malloc").self_samples == 3);
+  CHECK(Of(profile, times, "tcache_get").self_samples == 0);
+  // Total: the inlined function is still on the stacks.
+  CHECK(Of(profile, times, "tcache_get").total_samples == 2);
+  CHECK(Of(profile, times, "malloc").total_samples == 3);
+  const Thread& thread = profile.threads[0];
+  CHECK(profile.functions[thread.SelfFunction(2)].name == "malloc");
+  CHECK(profile.functions[thread.SelfFunction(1)].name == "malloc");
+}
+
 TEST_CASE("Weight names parse, and only those") {
   Weight w = Weight::kWall;
   CHECK(ParseWeight("cpu", &w));

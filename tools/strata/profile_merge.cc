@@ -277,6 +277,35 @@ bool HasRawAddresses(const Value& profile) {
   return found;
 }
 
+bool HasAddressesToSymbolicate(const Value& profile) {
+  if (HasRawAddresses(profile)) return true;
+  bool found = false;
+  ForEachProcess(profile, [&](const Value& process) {
+    for (const Value& thread : process["threads"].GetArray()) {
+      if (found || !thread.IsObject() || !IsTable(thread, "frameTable")) continue;
+      const Value& table = thread["frameTable"];
+      const int address = Column(table, "address");
+      const int lib = Column(table, "lib");
+      const int depth = Column(table, "inlineDepth");
+      if (address < 0 || lib < 0) continue;
+      for (const Value& row : table["data"].GetArray()) {
+        if (!row.IsArray()) continue;
+        auto cell = [&](int column) -> const Value* {
+          return column >= 0 && static_cast<SizeType>(column) < row.Size() ? &row[static_cast<SizeType>(column)] : nullptr;
+        };
+        const Value* a = cell(address);
+        const Value* l = cell(lib);
+        const Value* d = cell(depth);
+        if (a && a->IsUint64() && l && l->IsUint() && (d == nullptr || d->IsNull())) {
+          found = true;
+          break;
+        }
+      }
+    }
+  });
+  return found;
+}
+
 std::vector<SharedLibrary> ReadLibs(const Value& process_profile) {
   std::vector<SharedLibrary> libs;
   if (!process_profile.HasMember("libs") || !process_profile["libs"].IsArray()) return libs;
@@ -306,11 +335,67 @@ std::vector<SharedLibrary> ReadLibs(const Value& process_profile) {
 
 namespace {
 
+// A process's `libs` entry by its index in the file (frames' "lib" column refer to it);
+// `valid` false for an entry without integer start/end/offset.
+struct LibRange {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t bias = 0;  // start - offset: absolute = bias + lib-relative.
+  bool valid = false;
+};
+
+std::vector<LibRange> ReadLibRanges(const Value& process_profile) {
+  std::vector<LibRange> ranges;
+  if (!process_profile.HasMember("libs") || !process_profile["libs"].IsArray()) return ranges;
+  for (const Value& lib : process_profile["libs"].GetArray()) {
+    LibRange r;
+    if (lib.IsObject() && lib.HasMember("start") && lib["start"].IsUint64() && lib.HasMember("end") &&
+        lib["end"].IsUint64() && lib.HasMember("offset") && lib["offset"].IsUint64() &&
+        lib["offset"].GetUint64() <= lib["start"].GetUint64()) {
+      r.start = lib["start"].GetUint64();
+      r.end = lib["end"].GetUint64();
+      r.bias = r.start - lib["offset"].GetUint64();
+      r.valid = true;
+    }
+    ranges.push_back(r);
+  }
+  return ranges;
+}
+
+// Finds the lib holding an address (libs in any order; the first match wins).
+class LibFinder {
+ public:
+  explicit LibFinder(const std::vector<LibRange>& libs) : libs_(libs) {
+    for (size_t i = 0; i < libs.size(); ++i) {
+      if (libs[i].valid) by_start_.push_back(i);
+    }
+    std::stable_sort(by_start_.begin(), by_start_.end(),
+                     [&](size_t a, size_t b) { return libs_[a].start < libs_[b].start; });
+  }
+  // The index of the lib holding `address`, or -1.
+  int64_t Find(uint64_t address) const {
+    auto after = std::upper_bound(by_start_.begin(), by_start_.end(), address,
+                                  [&](uint64_t a, size_t i) { return a < libs_[i].start; });
+    while (after != by_start_.begin()) {
+      --after;
+      if (address < libs_[*after].end) return static_cast<int64_t>(*after);
+      if (libs_[*after].start < address) break;  // Sorted and non-overlapping in practice.
+    }
+    return -1;
+  }
+
+ private:
+  const std::vector<LibRange>& libs_;
+  std::vector<size_t> by_start_;
+};
+
 // Symbolicates one thread of a process with `symbolizer`.
 class ThreadSymbolicator {
  public:
-  ThreadSymbolicator(Value& thread, Allocator& allocator, Symbolizer& symbolizer, SymbolicateStats* stats)
-      : thread_(thread), allocator_(allocator), symbolizer_(symbolizer), stats_(stats) {}
+  ThreadSymbolicator(Value& thread, Allocator& allocator, Symbolizer& symbolizer, const std::vector<LibRange>& libs,
+                     const LibFinder& lib_finder, SymbolicateStats* stats)
+      : thread_(thread), allocator_(allocator), symbolizer_(symbolizer), libs_(libs), lib_finder_(lib_finder),
+        stats_(stats) {}
 
   void Run() {
     if (!thread_.IsObject() || !thread_.HasMember("stringTable") || !thread_["stringTable"].IsArray() ||
@@ -323,19 +408,34 @@ class ThreadSymbolicator {
     location_ = Column(frame_table, "location");
     if (location_ < 0) return;
 
-    // Which frames are raw addresses.
+    // Which frames are to be looked up: raw addresses ("0x..."), and frames named at capture
+    // that kept their address (address and lib columns, no inlineDepth: ELF names only).
+    address_column_ = Column(frame_table, "address");
+    lib_column_ = Column(frame_table, "lib");
+    inline_column_ = Column(frame_table, "inlineDepth");
     const SizeType frame_count = frames.Size();
     std::vector<uint64_t> frame_address(frame_count, 0);
-    std::vector<bool> is_address(frame_count, false);
+    std::vector<bool> is_address(frame_count, false);  // To be looked up.
+    std::vector<bool> is_raw(frame_count, false);      // ... and written as "0x...".
     size_t address_frames = 0;
     for (SizeType i = 0; i < frame_count; ++i) {
       Value* l = Cell(frames[i], location_);
       if (l == nullptr || !l->IsUint() || l->GetUint() >= strings.Size() || !strings[l->GetUint()].IsString()) continue;
       const char* s = strings[l->GetUint()].GetString();
-      if (ClassifyLocation(s) != LocationKind::kAddress) continue;
-      char* end = nullptr;
-      frame_address[i] = std::strtoull(s + 2, &end, 16);
-      is_address[i] = end != s + 2;
+      if (ClassifyLocation(s) == LocationKind::kAddress) {
+        char* end = nullptr;
+        frame_address[i] = std::strtoull(s + 2, &end, 16);
+        is_address[i] = is_raw[i] = end != s + 2;
+      } else {
+        const Value* relative = Cell(frames[i], address_column_);
+        const Value* lib = Cell(frames[i], lib_column_);
+        const Value* depth = Cell(frames[i], inline_column_);
+        if (relative && relative->IsUint64() && lib && lib->IsUint() && lib->GetUint() < libs_.size() &&
+            libs_[lib->GetUint()].valid && (depth == nullptr || depth->IsNull())) {
+          frame_address[i] = libs_[lib->GetUint()].bias + relative->GetUint64();
+          is_address[i] = true;
+        }
+      }
       address_frames += is_address[i];
     }
     if (address_frames == 0) return;
@@ -368,25 +468,48 @@ class ThreadSymbolicator {
 
     // Look every address up once per role.
     std::vector<uint64_t> lookups;
+    std::vector<bool> raw_lookup;  // Wanted by a "0x..." frame.
     std::unordered_map<uint64_t, size_t> lookup_index;
-    auto want = [&](uint64_t address) {
-      if (lookup_index.emplace(address, lookups.size()).second) lookups.push_back(address);
+    auto want = [&](uint64_t address, bool raw) {
+      auto [it, inserted] = lookup_index.emplace(address, lookups.size());
+      if (inserted) {
+        lookups.push_back(address);
+        raw_lookup.push_back(false);
+      }
+      if (raw) raw_lookup[it->second] = true;
     };
     for (SizeType i = 0; i < stack_count; ++i) {
       if (frame[i] < 0 || !is_address[static_cast<size_t>(frame[i])]) continue;
       const uint64_t address = frame_address[static_cast<size_t>(frame[i])];
-      if (caller[i]) want(CallerAddress(address));
-      if (leaf[i]) want(address);
+      const bool raw = is_raw[static_cast<size_t>(frame[i])];
+      if (caller[i]) want(CallerAddress(address), raw);
+      if (leaf[i]) want(address, raw);
     }
     SymbolizeResult result;
     symbolizer_.Symbolize(lookups, &result);
     stats_->lookups += lookups.size();
+    // Nothing to add (no function found, no raw address placed in a module): the thread stays
+    // as it is, so that symbolicating again changes nothing.
+    bool changes = false;
+    for (size_t k = 0; k < lookups.size() && !changes; ++k) {
+      changes = !result.FramesOf(k).empty() || (raw_lookup[k] && !result.addresses[k].module.empty());
+    }
+    if (!changes) return;
 
     // The new frame table: every non-address frame as it was, then the symbolicated ones.
     frame_columns_ = 0;
     for (auto& m : frame_table["schema"].GetObject()) {
       if (m.value.IsInt()) frame_columns_ = std::max(frame_columns_, m.value.GetInt() + 1);
     }
+    // The address, lib and inlineDepth columns, added to the schema when missing.
+    auto ensure_column = [&](const char* name, int* column) {
+      if (*column >= 0) return;
+      *column = frame_columns_++;
+      frame_table["schema"].AddMember(Value(name, allocator_), Value(*column), allocator_);
+    };
+    ensure_column("address", &address_column_);
+    ensure_column("lib", &lib_column_);
+    ensure_column("inlineDepth", &inline_column_);
     line_column_ = Column(frame_table, "line");
     relevant_column_ = Column(frame_table, "relevantForJS");
     window_column_ = Column(frame_table, "innerWindowID");
@@ -410,6 +533,19 @@ class ThreadSymbolicator {
       const Value& old_row = frames[old_frame];  // Moved-from only for non-address frames.
       const SymbolizedAddress& a = result.addresses[lookup];
       const auto symbolized = result.FramesOf(lookup);
+      // Where the frame was sampled: its lib and lib-relative raw address, kept on every frame
+      // made for it.
+      std::optional<std::pair<uint64_t, uint32_t>> native;
+      if (const int64_t lib = lib_finder_.Find(a.address); lib >= 0) {
+        native.emplace(original - libs_[static_cast<size_t>(lib)].bias, static_cast<uint32_t>(lib));
+      }
+      if (symbolized.empty() && !is_raw[old_frame]) {
+        // A frame named at capture that DWARF does not improve (its file is gone, say): kept
+        // as it was, address included, for a later try.
+        chain.push_back(new_frames.Size());
+        new_frames.PushBack(Value(old_row, allocator_), allocator_);
+        return chain;
+      }
       if (symbolized.empty()) {
         std::string location;
         if (a.module.empty()) {
@@ -419,9 +555,11 @@ class ThreadSymbolicator {
           std::snprintf(hex, sizeof(hex), "+0x%llx", static_cast<unsigned long long>(a.module_offset));
           location = NativeSymbolLocation(std::string(a.module) + hex, a.module);
         }
-        chain.push_back(AddFrame(new_frames, strings, location, 0, old_row));
+        chain.push_back(AddFrame(new_frames, strings, location, 0, old_row, native, std::nullopt));
         return chain;
       }
+      // Outermost first; inlineDepth 0 is the function the code belongs to (its ELF symbol),
+      // 1, 2, ... the functions inlined into it.
       for (size_t j = symbolized.size(); j-- > 0;) {
         const SymbolizedFrame& f = symbolized[j];
         std::string location = NativeSymbolLocation(f.function, a.module.empty() ? std::string_view("?") : a.module);
@@ -429,7 +567,8 @@ class ThreadSymbolicator {
           std::string with_file = location + " (" + std::string(f.file) + ":" + std::to_string(f.line) + ")";
           if (ClassifyLocation(with_file) == LocationKind::kNative) location = std::move(with_file);
         }
-        chain.push_back(AddFrame(new_frames, strings, location, f.line, old_row));
+        chain.push_back(AddFrame(new_frames, strings, location, f.line, old_row, native,
+                                 static_cast<uint32_t>(symbolized.size() - 1 - j)));
       }
       return chain;
     };
@@ -526,7 +665,8 @@ class ThreadSymbolicator {
   }
 
   uint32_t AddFrame(Value& new_frames, Value& strings, const std::string& location, uint32_t line,
-                    const Value& old_row) {
+                    const Value& old_row, const std::optional<std::pair<uint64_t, uint32_t>>& native,
+                    std::optional<uint32_t> inline_depth) {
     Value row(rapidjson::kArrayType);
     for (int c = 0; c < frame_columns_; ++c) row.PushBack(Value(), allocator_);
     auto set = [&](int column, Value value) {
@@ -541,6 +681,11 @@ class ThreadSymbolicator {
     set(relevant_column_, Value(false));
     set(window_column_, Value(0));
     if (line > 0) set(line_column_, Value(line));
+    if (native) {
+      set(address_column_, Value(static_cast<uint64_t>(native->first)));
+      set(lib_column_, Value(native->second));
+    }
+    if (inline_depth) set(inline_column_, Value(*inline_depth));
     copy(category_column_);
     copy(subcategory_column_);
     const uint32_t index = new_frames.Size();
@@ -551,8 +696,13 @@ class ThreadSymbolicator {
   Value& thread_;
   Allocator& allocator_;
   Symbolizer& symbolizer_;
+  const std::vector<LibRange>& libs_;
+  const LibFinder& lib_finder_;
   SymbolicateStats* stats_;
   int location_ = -1;
+  int address_column_ = -1;
+  int lib_column_ = -1;
+  int inline_column_ = -1;
   int frame_columns_ = 0;
   int line_column_ = -1;
   int relevant_column_ = -1;
@@ -573,9 +723,11 @@ void SymbolicateProfile(rapidjson::Document* profile, const SymbolizerFactory& m
   ForEachProcess(static_cast<Value&>(*profile), [&](Value& process) {
     std::unique_ptr<Symbolizer> symbolizer;
     const size_t before = stats->address_frames;
+    const std::vector<LibRange> libs = ReadLibRanges(process);
+    const LibFinder lib_finder(libs);
     for (Value& thread : process["threads"].GetArray()) {
       if (!symbolizer) symbolizer = make_symbolizer(ReadLibs(process));
-      ThreadSymbolicator(thread, allocator, *symbolizer, stats).Run();
+      ThreadSymbolicator(thread, allocator, *symbolizer, libs, lib_finder, stats).Run();
       progress.Advance(1);
     }
     if (stats->address_frames > before) ++stats->processes;

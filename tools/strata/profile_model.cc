@@ -196,6 +196,7 @@ class ModelBuilder {
     const int location = Column(*frames, "location");
     const int line = Column(*frames, "line");
     const int frame_category = Column(*frames, "category");
+    const int inline_depth = Column(*frames, "inlineDepth");
     const Value& frame_rows = (*frames)["data"];
     thread->frames.reserve(frame_rows.Size());
     for (rapidjson::SizeType i = 0; i < frame_rows.Size(); ++i) {
@@ -210,6 +211,8 @@ class ModelBuilder {
       if (ln != nullptr && ln->IsUint()) frame.line = ln->GetUint();
       const Value* c = Cell(frame_rows[i], frame_category);
       if (c != nullptr && c->IsInt()) frame.category = c->GetInt();
+      const Value* depth = Cell(frame_rows[i], inline_depth);
+      if (depth != nullptr && depth->IsUint()) frame.inline_depth = depth->GetUint();
       thread->frames.push_back(frame);
     }
 
@@ -319,6 +322,15 @@ std::vector<uint32_t> Thread::StackFunctions(int32_t stack) const {
   }
   std::reverse(functions.begin(), functions.end());
   return functions;
+}
+
+uint32_t Thread::SelfFunction(int32_t stack) const {
+  int32_t s = stack;
+  // Up through inlined frames; a chain without its outer frame (odd input) keeps the root's.
+  while (frames[stack_frame[static_cast<size_t>(s)]].inline_depth > 0 && stack_prefix[static_cast<size_t>(s)] >= 0) {
+    s = stack_prefix[static_cast<size_t>(s)];
+  }
+  return frames[stack_frame[static_cast<size_t>(s)]].function;
 }
 
 double Thread::CpuMs() const {

@@ -36,6 +36,10 @@ struct Frame {
   uint32_t function = 0;  // Index into Profile::functions.
   uint32_t line = 0;      // 0: unknown.
   int32_t category = -1;  // Index into Profile::categories; -1: inherited / none.
+  // The frameTable's inlineDepth (written by `strata symbolicate`): 0 for the function the
+  // code belongs to (its ELF symbol), k > 0 for a function inlined k levels into it. 0 when
+  // the column is absent.
+  uint32_t inline_depth = 0;
 };
 
 struct Marker {
@@ -72,6 +76,12 @@ struct Thread {
   size_t sample_count() const { return sample_time.size(); }
   // Functions of a stack, root first.
   std::vector<uint32_t> StackFunctions(int32_t stack) const;
+  // The function a sample with this stack spends its self time in: the leaf frame's, or,
+  // when the leaf is an inlined function, the function it was inlined into (the stack's
+  // nearest frame with inline depth 0; docs/symbols.md, "Self time"). So a function is the
+  // same in a profile named at capture (ELF symbols, no inline frames) and one symbolicated
+  // with DWARF, and the same as perf's (`perf report --no-inline`).
+  uint32_t SelfFunction(int32_t stack) const;
   // Total CPU ms over the samples with a known delta (the first sample's delta is ignored,
   // as the front-end does).
   double CpuMs() const;

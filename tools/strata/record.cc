@@ -555,7 +555,7 @@ int Record(const RecordOptions& options) {
   // Symbolicate.
   double symbolicate_seconds = 0;
   SymbolicateStats stats;
-  if (options.symbolicate && !options.view && HasRawAddresses(root)) {
+  if (options.symbolicate && !options.view && HasAddressesToSymbolicate(root)) {
     const auto start = Clock::now();
     auto cache = std::make_shared<DwarfModuleCache>();
     SymbolicateProfile(&root, [&](std::vector<SharedLibrary> libs) -> std::unique_ptr<Symbolizer> {

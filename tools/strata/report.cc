@@ -168,6 +168,13 @@ class ReportData {
       if (used[s]) w.Int(FunctionId(t.frames[t.stack_frame[s]].function));
     }
     w.EndArray();
+    // "ss": the function each stack's self time goes to (an inlined leaf's outer function).
+    w.Key("ss");
+    w.StartArray();
+    for (size_t s = 0; s < used.size(); ++s) {
+      if (used[s]) w.Int(FunctionId(t.SelfFunction(static_cast<int32_t>(s))));
+    }
+    w.EndArray();
     w.Key("sc");
     w.StartArray();
     for (size_t s = 0; s < used.size(); ++s) {

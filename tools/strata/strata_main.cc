@@ -81,9 +81,11 @@ int RunSymbolicate(const std::string& input, std::string output) {
     std::fprintf(stderr, "strata symbolicate: %s\n", TerminalSafe(error).c_str());
     return 1;
   }
-  if (!HasRawAddresses(document)) {
-    std::fprintf(stderr, "strata symbolicate: %s has no raw addresses (already symbolicated)%s\n", input.c_str(),
-                 output == input ? "" : "; writing it unchanged");
+  if (!HasAddressesToSymbolicate(document)) {
+    std::fprintf(stderr,
+                 "strata symbolicate: %s has nothing to symbolicate: no raw addresses, and no names saved with "
+                 "their addresses (already symbolicated with DWARF, or saved by an older Strata)%s\n",
+                 input.c_str(), output == input ? "" : "; writing it unchanged");
     if (output == input) return 0;
   }
   auto cache = std::make_shared<DwarfModuleCache>();
