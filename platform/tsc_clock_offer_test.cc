@@ -40,9 +40,10 @@ TEST_CASE("OfferProcessTscCalibration: the first offer is put in force, for ever
   for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { seen[i] = &ProcessTscCalibration(); });
   for (auto& t : threads) t.join();
   for (const TscCalibration* s : seen) REQUIRE(s == &in_force);
-  // Nobody measured: a measurement would be this machine's rate, not the offered
-  // 3 ticks per ns to 1e-8 (a measurement is noisier than that). (No wall-clock bound: on a loaded machine four threads may wait longer
-  // than a calibration window to be scheduled; CI failed on that once.)
+  // Nobody measured: a measurement would give this machine's rate, not the offered 3 ticks
+  // per ns to 1e-8 (a measurement is noisier than that). No wall-clock bound: on a loaded
+  // machine four threads may wait longer than a calibration window to be scheduled (a CI run
+  // failed on that once).
   CHECK(ProcessTscCalibrationIfReady()->TicksPerNanosecond() == Approx(3.0).epsilon(1e-8));
   const TscCalibration second = TscCalibration::FromAnchors(earlier, TscAnchor{later.ticks * 2, later.time});
   CHECK(&OfferProcessTscCalibration(second) == &in_force);
