@@ -21,16 +21,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from wait_stacks_check import stacks_of, has  # noqa: E402
-
-failures = 0
-
-
-def check(condition, message):
-    global failures
-    print(("ok " if condition else "FAIL ") + message)
-    if not condition:
-        failures += 1
+import wait_stacks_check as checks  # noqa: E402
+from wait_stacks_check import stacks_of, has, check  # noqa: E402
 
 
 def read_intervals(thread):
@@ -63,7 +55,7 @@ def main():
         threads.setdefault(thread["name"], []).append(thread)
     for name in ("GeckoMain", "renderer", "io-worker", "compute"):
         check(len(threads.get(name, [])) == 1, f"one {name} thread")
-    if failures:
+    if checks.failures:
         return 1
 
     def cpu_score(thread):
@@ -105,7 +97,7 @@ def main():
         joins = [s for _, s in stacks_of(main_thread) if has(s, "pthread_join") and has(s, "main")]
         check(len(joins) >= 1, f"main thread: {len(joins)} samples in pthread_join under main (the "
               "join of the three threads at the end)")
-    return 1 if failures else 0
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":

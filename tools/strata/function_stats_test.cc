@@ -46,19 +46,12 @@ TEST_CASE("An inlined leaf's self time goes to the function it is inlined into")
   t.strings = {"main (in prog)", "malloc (in libc.so.6)", "tcache_get (in libc.so.6)"};
   t.frames = {{0, 0}, {1, -1}, {2, -1}};
   t.stacks = {{-1, 0}, {0, 1}, {1, 2}};
+  t.inline_depths = {0, 0, 1};
   t.samples = {{2, 1.0, -1}, {2, 2.0, 1000000}, {1, 3.0, 1000000}};
   p.threads = {t};
   rapidjson::Document document;
   document.Parse(testing::MakeProfileJson(p).c_str());
   REQUIRE_FALSE(document.HasParseError());
-  auto& allocator = document.GetAllocator();
-  rapidjson::Value& frames = document["threads"][0]["frameTable"];
-  frames["schema"].AddMember("inlineDepth", 8, allocator);
-  for (rapidjson::SizeType i = 0; i < frames["data"].Size(); ++i) {
-    rapidjson::Value& row = frames["data"][i];
-    while (row.Size() < 8) row.PushBack(rapidjson::Value(), allocator);
-    row.PushBack(i == 2 ? 1 : 0, allocator);
-  }
   Profile profile;
   std::string error;
   REQUIRE(LoadProfileModel(document, &profile, &error));

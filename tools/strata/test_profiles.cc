@@ -47,12 +47,16 @@ std::string ThreadJson(const TestThread& t) {
            (t.stacks[i].first < 0 ? std::string("null") : std::to_string(t.stacks[i].first)) + "," +
            std::to_string(t.stacks[i].second) + "]";
   }
+  const bool inline_depths = !t.inline_depths.empty();
   out += "]},\"frameTable\":{\"schema\":{\"location\":0,\"relevantForJS\":1,\"innerWindowID\":2,\"implementation\":3,"
-         "\"line\":4,\"column\":5,\"category\":6,\"subcategory\":7},\"data\":[";
+         "\"line\":4,\"column\":5,\"category\":6,\"subcategory\":7";
+  out += inline_depths ? ",\"inlineDepth\":8},\"data\":[" : "},\"data\":[";
   for (size_t i = 0; i < t.frames.size(); ++i) {
     const int category = t.frames[i].second;
     out += std::string(i ? "," : "") + "[" + std::to_string(t.frames[i].first) + ",false,0,null,null,null," +
-           (category < 0 ? std::string("null,null") : std::to_string(category) + ",0") + "]";
+           (category < 0 ? std::string("null,null") : std::to_string(category) + ",0");
+    if (inline_depths) out += "," + std::to_string(t.inline_depths.at(i));
+    out += "]";
   }
   out += "]},\"stringTable\":[";
   for (size_t i = 0; i < t.strings.size(); ++i) out += std::string(i ? "," : "") + Quoted(t.strings[i]);

@@ -24,6 +24,10 @@ struct TestThread {
   double register_time = 0;
   std::vector<std::string> strings;             // The string table.
   std::vector<std::pair<int, int>> frames;      // (location string, category; -1 = null).
+  // Non-empty: one per frame, written as the frameTable's `inlineDepth` column (0: the
+  // function the code belongs to; 1, 2, ...: functions inlined into it), as `strata
+  // symbolicate` writes it.
+  std::vector<int> inline_depths;
   std::vector<std::pair<int, int>> stacks;      // (prefix or -1, frame).
   std::vector<TestSample> samples;
   std::string markers_data = "[]";              // Rows of {name,startTime,endTime,phase,category,data}.
