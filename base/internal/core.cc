@@ -114,7 +114,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   g_sampling_features.store(settings.features, std::memory_order_relaxed);
 
   const TierExtension* extension = g_extension.load(std::memory_order_acquire);
-  // A real-time signal nobody uses, or the one asked for (STRATA_SIGNAL); docs/sampling.md.
+  // A real-time signal nobody uses, or the one asked for (STRATA_SAMPLING_SIGNAL); docs/sampling.md.
   PrepareSignalInterposers();
   int signal_number = settings.sampling_signal;
   if (signal_number == 0) signal_number = InstalledSamplingSignal();
