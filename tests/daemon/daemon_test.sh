@@ -199,6 +199,24 @@ else
   fail "preload: profile files $files (wanted daemon-1.json daemon-2.json daemon-3.json)"
 fi
 
+# --- STRATA_STARTUP=1: the session runs from load; the first signal saves it and stops.
+start_server startup LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_SIGNAL=usr2 \
+  STRATA_SHUTDOWN="$OUT/startup.json" --
+ask "phase before" "ok before"
+ask "wait before 100" "before reached 100"
+signal_server USR2
+await "the startup profile ($OUT/startup-1.json)" test -s "$OUT/startup-1.json"
+await "the end of the startup session" no_thread StrataSampler
+ask "phase gamma" "ok gamma"
+ask "wait gamma 30" "gamma reached 30"
+end_server
+if [[ $END_STATUS -eq 3 && "$(cd "$OUT" && ls startup*.json)" == startup-1.json ]]; then
+  pass "startup: status 3, one profile (the first signal stopped the session)"
+else
+  fail "startup: status $END_STATUS, files $(cd "$OUT" && ls startup*.json | tr '\n' ' ')"
+fi
+[[ -s "$OUT/startup-1.json" ]] && check_format startup-1 && check_window startup-1 PhaseBefore PhaseGamma
+
 # --- A refused value: said with the accepted values, no control, the server as plain.
 start_server bad LD_PRELOAD="$STRATA_PRELOAD" STRATA_SIGNAL=SIGSEGV STRATA_SHUTDOWN="$OUT/bad.json" --
 ask "phase before" "ok before"
