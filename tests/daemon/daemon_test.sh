@@ -14,9 +14,10 @@
 # message, server unaffected), and a server with its own SIGUSR2 handler (it keeps it).
 # No wall-clock assertion: every wait is for an event (an answer, a thread, a file), bounded.
 source "$(dirname "$0")/../scenario_lib.sh"
+trap '' PIPE  # A server that died must fail the checks, not kill this script.
 
 SERVER="$(binary tests/daemon/server)"
-DEADLINE_S=120  # Bound of every wait for an event (a busy machine is slow, never that slow).
+DEADLINE_S="${DEADLINE_S:-120}"  # Bound of every wait for an event (a busy machine is slow, never that slow).
 
 # start_server NAME [ENV...] -- [ARGS...]: starts the server with stdin from a FIFO (fd 7 of
 # this shell writes to it), stdout/stderr in $WORK/NAME.{out,err}; SERVER_PID.
@@ -47,6 +48,10 @@ await() {
   local what="$1" end=$((SECONDS + DEADLINE_S))
   shift
   until "$@"; do
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      fail "$SERVER_NAME: the server ended while waiting for $what: $(tail -1 "$WORK/$SERVER_NAME.err")"
+      return 1
+    fi
     if ((SECONDS > end)); then
       fail "$SERVER_NAME: gave up waiting for $what"
       return 1
@@ -57,6 +62,7 @@ await() {
 
 # ask COMMAND EXPECTED: sends COMMAND, waits for the answer line EXPECTED.
 ask() {
+  kill -0 "$SERVER_PID" 2>/dev/null || { fail "$SERVER_NAME: the server is gone before '$1'"; return 1; }
   echo "$1" >&7
   await "'$2'" grep -qx "$2" "$WORK/$SERVER_NAME.out"
 }
@@ -68,7 +74,11 @@ has_thread() {  # has_thread NAME: the server has a thread named NAME now.
 }
 no_thread() { ! has_thread "$1"; }
 
-signal_server() { kill -"$1" "$(server_process)"; }
+signal_server() {
+  local pid
+  pid="$(server_process)"
+  [[ -n "$pid" ]] && kill -"$1" "$pid"
+}
 
 # end_server: SIGTERM, then the exit status in END_STATUS.
 end_server() {
