@@ -32,16 +32,30 @@ start_server() {
   shift
   rm -f "$WORK/$name.fifo"
   mkfifo "$WORK/$name.fifo"
+  local -a launcher=()
+  [[ $name == *_record ]] && launcher=("$STRATA" record -q -o "$OUT/$name.json" --)
   # Only the server loads the library (timeout would be a profiled ancestor: its own file).
-  timeout -s KILL 300 env "${environment[@]}" "$SERVER" "$@" <"$WORK/$name.fifo" \
+  timeout -s KILL 300 env "${environment[@]}" "${launcher[@]}" "$SERVER" "$@" <"$WORK/$name.fifo" \
     >"$WORK/$name.out" 2>"$WORK/$name.err" &
   SERVER_PID=$!
   exec 7>"$WORK/$name.fifo"
   SERVER_NAME="$name"
 }
 
-# The server's own pid (timeout's child).
-server_process() { pgrep -P "$SERVER_PID" -x server | head -1; }
+# The server's own pid: the process named server below $SERVER_PID (timeout, or strata record).
+server_process() {
+  local candidate ancestor
+  for candidate in $(pgrep -x server); do
+    ancestor="$candidate"
+    while [[ -n "$ancestor" && "$ancestor" -gt 1 ]]; do
+      if [[ "$ancestor" == "$SERVER_PID" ]]; then
+        echo "$candidate"
+        return 0
+      fi
+      ancestor="$(awk '{ print $4 }' "/proc/$ancestor/stat" 2>/dev/null)"
+    done
+  done
+}
 
 # await DESCRIPTION COMMAND...: runs COMMAND until it succeeds (DEADLINE_S at most).
 await() {
@@ -262,6 +276,28 @@ if [[ $STATUS_own -eq $STATUS_plain ]] && cmp -s "$WORK/own_plain.out" "$WORK/ow
 else
   fail "own: status $STATUS_own (plain $STATUS_plain); stderr: $(head -3 "$WORK/own.err")"
   diff "$WORK/own_plain.out" "$WORK/own.out" | head -10 | sed 's/^/    /'
+fi
+
+# --- Under `strata record`, a caller's STRATA_SIGNAL is dropped: SIGUSR2 keeps its meaning
+# for the program (here: its default action ends it), as in a plain run.
+STRATA="$(binary tools/strata/strata)"
+export STRATA_BASE_LIB="$STRATA_LIB" STRATA_NO_PROGRESS=1
+for way in plain record; do
+  if [[ $way == plain ]]; then
+    start_server usr2_plain --
+  else
+    start_server usr2_record STRATA_SIGNAL=SIGUSR2 "${SANITIZER_ENV[@]}" -- 
+  fi
+  ask "phase before" "ok before"
+  signal_server USR2
+  exec 7>&-
+  wait "$SERVER_PID"
+  eval "STATUS_$way=$?"
+done
+if [[ $STATUS_record -eq $STATUS_plain ]] && cmp -s "$WORK/usr2_plain.out" "$WORK/usr2_record.out"; then
+  pass "record: STRATA_SIGNAL of the caller dropped; SIGUSR2 ended the server as plain (status $STATUS_record)"
+else
+  fail "record: status $STATUS_record (plain $STATUS_plain); $(tail -2 "$WORK/usr2_record.err")"
 fi
 
 finish
