@@ -45,7 +45,7 @@ start_server() {
 # The server's own pid: the process named server below $SERVER_PID (timeout, or strata record).
 server_process() {
   local candidate ancestor
-  for candidate in $(pgrep -x server); do
+  for candidate in $(pgrep -x 'server(_full)?'); do
     ancestor="$candidate"
     while [[ -n "$ancestor" && "$ancestor" -gt 1 ]]; do
       if [[ "$ancestor" == "$SERVER_PID" ]]; then
@@ -277,6 +277,46 @@ else
   fail "own: status $STATUS_own (plain $STATUS_plain); stderr: $(head -3 "$WORK/own.err")"
   diff "$WORK/own_plain.out" "$WORK/own.out" | head -10 | sed 's/^/    /'
 fi
+
+# --- The full tier in charge (server_full calls strata_full_start at the top of main: a full
+# session from then on): the control stops and saves that session, and the sessions it starts
+# are the full tier's too (its memory counter is in every profile).
+SERVER_PLAIN="$SERVER"
+SERVER="$(binary tests/daemon/server_full)"
+start_server full LD_PRELOAD="$STRATA_PRELOAD" LD_LIBRARY_PATH="$_runfiles/full" \
+  STRATA_SIGNAL=SIGUSR2 STRATA_SHUTDOWN="$OUT/full.json" --
+ask "phase before" "ok before"
+ask "wait before 100" "before reached 100"
+signal_server USR2
+await "the full session's profile ($OUT/full-1.json)" test -s "$OUT/full-1.json"
+await "the end of the full session" no_thread StrataSampler
+ask "phase gamma" "ok gamma"
+ask "wait gamma 30" "gamma reached 30"
+ask "phase idle" "ok idle"
+signal_server USR2
+await "the session of signal 2" has_thread StrataSampler
+ask "phase delta" "ok delta"
+ask "wait delta 150" "delta reached 150"
+signal_server USR2
+await "the second full profile ($OUT/full-2.json)" test -s "$OUT/full-2.json"
+end_server
+SERVER="$SERVER_PLAIN"
+if [[ $END_STATUS -eq 3 && "$(cd "$OUT" && ls full*.json | tr '\n' ' ')" == "full-1.json full-2.json " ]]; then
+  pass "full: status 3, two profiles"
+else
+  fail "full: status $END_STATUS, files $(cd "$OUT" && ls full*.json | tr '\n' ' '); $(head -3 "$WORK/full.err")"
+fi
+for name in full-1 full-2; do
+  [[ -s "$OUT/$name.json" ]] || continue
+  check_format "$name"
+  if grep -q '"counters":\[{"name":"malloc","category":"Memory"' "$OUT/$name.json"; then
+    pass "$name: the full tier's memory counter is there (a full session)"
+  else
+    fail "$name: no memory counter: not the full tier's session"
+  fi
+done
+[[ -s "$OUT/full-1.json" ]] && check_window full-1 PhaseBefore PhaseGamma PhaseDelta
+[[ -s "$OUT/full-2.json" ]] && check_window full-2 PhaseDelta PhaseBefore PhaseGamma
 
 # --- Under `strata record`, a caller's STRATA_SIGNAL is dropped: SIGUSR2 keeps its meaning
 # for the program (here: its default action ends it), as in a plain run.

@@ -7,6 +7,8 @@
 //   wait NAME N     answers "NAME reached N" once the current phase NAME did N units of work
 // SIGTERM ends it: "server: SIGTERM after K commands" and exit status 3. With --own-usr2 it
 // installs its own SIGUSR2 handler first, which writes "server: SIGUSR2" for each.
+// Built once more as server_full (SERVER_STARTS_FULL), the only Strata-aware variant: it
+// starts the full tier at the top of main (strata_full_start: a session of the full tier).
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -17,6 +19,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#ifdef SERVER_STARTS_FULL
+#include "full/full.h"
+#endif
 
 namespace {
 
@@ -112,6 +118,9 @@ void Serve(const std::string& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef SERVER_STARTS_FULL
+  (void)strata_full_start();
+#endif
   struct sigaction term;
   memset(&term, 0, sizeof(term));
   term.sa_handler = &OnTerm;  // No SA_RESTART: the blocking read returns EINTR.
