@@ -153,7 +153,13 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
       thread->info_index = live_infos.size() - 1;
     }
     registry.infos = std::move(live_infos);
-    for (RegisteredThread* thread : registry.live) StartSamplingLocked(registry, thread);
+    for (RegisteredThread* thread : registry.live) {
+      // A handler of the previous session that passed its check before the stop may have
+      // committed its sample after the stop emptied the ring (no handler runs any more: the
+      // stop waited for them): never drain that one into this session.
+      thread->ring.DiscardAll();
+      StartSamplingLocked(registry, thread);
+    }
   }
   g_profiler_state.store(kStateActive, std::memory_order_relaxed);
 
