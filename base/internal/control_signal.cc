@@ -46,9 +46,8 @@ ProfilerSettings* g_settings = nullptr;  // Leaked: the thread may run during ex
 std::string* g_path_template = nullptr;  // Expanded: the base of the numbered files.
 int g_next_number = 1;
 
-bool IsDefaultAction(const struct sigaction& action) {
-  return (action.sa_flags & SA_SIGINFO) == 0 && action.sa_handler == SIG_DFL;
-}
+// SIG_DFL, also as a null SA_SIGINFO handler (the same storage, the same meaning).
+bool IsDefaultAction(const struct sigaction& action) { return action.sa_handler == SIG_DFL; }
 
 // What `oldact` says while the control is on: the program's SIG_DFL.
 void ReportDefaultAction(struct sigaction* old_action) {
