@@ -12,6 +12,9 @@
 # not in any profile; stdout and exit status (the server's SIGTERM handler, status 3) are
 # those of a plain run with the same commands. Then: a refused STRATA_SIGNAL value (clear
 # message, server unaffected), and a server with its own SIGUSR2 handler (it keeps it).
+# The same control then works linked and with the full tier in charge (server_full: the base
+# session of STRATA_STARTUP=1 taken over by the full tier), and `strata record` drops a
+# caller's STRATA_SIGNAL.
 # No wall-clock assertion: every wait is for an event (an answer, a thread, a file), bounded.
 source "$(dirname "$0")/../scenario_lib.sh"
 trap '' PIPE  # A server that died must fail the checks, not kill this script.
@@ -32,10 +35,13 @@ start_server() {
   shift
   rm -f "$WORK/$name.fifo"
   mkfifo "$WORK/$name.fifo"
-  local -a launcher=()
+  local -a launcher=() ignoring=()
   [[ $name == *_record ]] && launcher=("$STRATA" record -q -o "$OUT/$name.json" --)
+  # *_ignored: started with SIGUSR2 ignored, as `nohup`-style launchers leave signals.
+  [[ $name == *_ignored ]] && ignoring=(bash -c 'trap "" USR2; exec "$@"' ignoring)
   # Only the server loads the library (timeout would be a profiled ancestor: its own file).
-  timeout -s KILL 300 env "${environment[@]}" "${launcher[@]}" "$SERVER" "$@" <"$WORK/$name.fifo" \
+  timeout -s KILL 300 "${ignoring[@]}" env "${environment[@]}" "${launcher[@]}" "$SERVER" "$@" \
+    <"$WORK/$name.fifo" \
     >"$WORK/$name.out" 2>"$WORK/$name.err" &
   SERVER_PID=$!
   exec 7>"$WORK/$name.fifo"
@@ -278,13 +284,41 @@ else
   diff "$WORK/own_plain.out" "$WORK/own.out" | head -10 | sed 's/^/    /'
 fi
 
-# --- The full tier in charge (server_full calls strata_full_start at the top of main: a full
-# session from then on): the control stops and saves that session, and the sessions it starts
-# are the full tier's too (its memory counter is in every profile).
+# --- SIGUSR2 already ignored when the library loads (inherited SIG_IGN): left to the program,
+# said once, no control (the signal stays ignored, as in the plain run).
+for way in plain ignored; do
+  if [[ $way == plain ]]; then
+    start_server usr2_plain_ignored --
+  else
+    start_server usr2_ignored LD_PRELOAD="$STRATA_PRELOAD" STRATA_SIGNAL=SIGUSR2 \
+      STRATA_SHUTDOWN="$OUT/ignored.json" --
+  fi
+  ask "phase before" "ok before"
+  signal_server USR2
+  ask "wait before 10" "before reached 10"
+  signal_server USR2
+  end_server
+  eval "STATUS_$way=$END_STATUS"
+done
+if [[ $STATUS_ignored -eq $STATUS_plain ]] && cmp -s "$WORK/usr2_plain_ignored.out" "$WORK/usr2_ignored.out" &&
+    grep -q "STRATA_SIGNAL: signal $(kill -l SIGUSR2) is ignored (SIG_IGN) in this process: left to it; no control signal" "$WORK/usr2_ignored.err" &&
+    [[ "$(grep -c . "$WORK/usr2_ignored.err")" -eq 1 && -z "$(ls "$OUT"/ignored*.json 2>/dev/null)" ]]; then
+  pass "ignored: SIGUSR2 stays ignored, output as plain (status $STATUS_ignored): $(cat "$WORK/usr2_ignored.err")"
+else
+  fail "ignored: status $STATUS_ignored (plain $STATUS_plain); stderr: $(head -3 "$WORK/usr2_ignored.err")"
+fi
+
+# --- Linked, and the full tier's takeover: server_full links libstrata_full.so (and through it
+# libstrata_base.so; nothing preloaded but a sanitizer build's runtimes) and calls
+# strata_full_start at the top of main. With STRATA_STARTUP=1 the base session started at
+# load is taken over in place by the full tier: the first signal saves that one session and
+# stops it, and the sessions the control starts afterwards are the full tier's (its memory
+# counter is in both profiles).
 SERVER_PLAIN="$SERVER"
 SERVER="$(binary tests/daemon/server_full)"
-start_server full LD_PRELOAD="$STRATA_PRELOAD" LD_LIBRARY_PATH="$_runfiles/full" \
-  STRATA_SIGNAL=SIGUSR2 STRATA_SHUTDOWN="$OUT/full.json" --
+start_server full ${SANITIZER_RUNTIMES:+LD_PRELOAD="$SANITIZER_RUNTIMES"} \
+  LD_LIBRARY_PATH="$_runfiles/full" STRATA_STARTUP=1 STRATA_SIGNAL=SIGUSR2 STRATA_LOGGING=1 \
+  STRATA_SHUTDOWN="$OUT/full.json" --
 ask "phase before" "ok before"
 ask "wait before 100" "before reached 100"
 signal_server USR2
@@ -301,6 +335,11 @@ signal_server USR2
 await "the second full profile ($OUT/full-2.json)" test -s "$OUT/full-2.json"
 end_server
 SERVER="$SERVER_PLAIN"
+if grep -q "tier 'full' took over the running session" "$WORK/full.err"; then
+  pass "full: the full tier took over the session started at load"
+else
+  fail "full: no takeover logged: $(grep -v "^strata.*sampl" "$WORK/full.err" | head -3)"
+fi
 if [[ $END_STATUS -eq 3 && "$(cd "$OUT" && ls full*.json | tr '\n' ' ')" == "full-1.json full-2.json " ]]; then
   pass "full: status 3, two profiles"
 else
