@@ -57,12 +57,13 @@ void ReportDefaultAction(struct sigaction* old_action) {
   sigemptyset(&old_action->sa_mask);
 }
 
+// ---- Signal context begins: async-signal-safe only (no lock, no allocation). ----
+// Also called by HandleProgramControlSignalAction, which a program's handler may reach.
 void WakeControlThread() {
   __atomic_add_fetch(&g_events, 1, __ATOMIC_RELEASE);
   syscall(SYS_futex, &g_events, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-// ---- Signal context begins: async-signal-safe only (no lock, no allocation). ----
 void ControlSignalHandler(int) {
   const int saved_errno = errno;
   __atomic_add_fetch(&g_requests, 1, __ATOMIC_RELEASE);
