@@ -94,7 +94,7 @@ TEST_CASE("Bad values name the variable and range, and keep the default") {
   }
 }
 
-TEST_CASE("STRATA_SIGNAL: real-time signals by name or number, a few others; the rest refused") {
+TEST_CASE("STRATA_SAMPLING_SIGNAL: real-time signals by name or number, a few others; the rest refused") {
   const struct {
     const char* value;
     int expected;  // 0: refused.
@@ -107,13 +107,14 @@ TEST_CASE("STRATA_SIGNAL: real-time signals by name or number, a few others; the
   };
   for (const auto& c : cases) {
     Env env;
-    env.values = {{"STRATA_SIGNAL", c.value}};
+    env.values = {{"STRATA_SAMPLING_SIGNAL", c.value}};
     const EnvironmentSettings s = env.Read();
     INFO(c.value);
     CHECK(s.settings.sampling_signal == c.expected);
+    CHECK(s.control_signal == 0);
     if (c.expected == 0) {
       REQUIRE(env.reports.size() == 1);
-      CHECK(env.reports[0].find("STRATA_SIGNAL") != std::string::npos);
+      CHECK(env.reports[0].find("STRATA_SAMPLING_SIGNAL") != std::string::npos);
       CHECK(env.reports[0].find("SIGRTMIN+n") != std::string::npos);
       CHECK(env.reports[0].find(std::to_string(SIGRTMAX)) != std::string::npos);
     } else {
@@ -122,12 +123,72 @@ TEST_CASE("STRATA_SIGNAL: real-time signals by name or number, a few others; the
   }
 }
 
+TEST_CASE("STRATA_SIGNAL: the control signal by name or number; uncatchable and fault signals refused") {
+  const struct {
+    const char* value;
+    int expected;  // 0: refused.
+  } cases[] = {
+      {"SIGUSR2", SIGUSR2},         {"usr1", SIGUSR1},         {"12", SIGUSR2},
+      {" Sighup ", SIGHUP},         {"SIGRTMIN+3", SIGRTMIN + 3}, {"rtmax", SIGRTMAX},
+      {"SIGTERM", SIGTERM},         {"SIGWINCH", SIGWINCH},    {"64", 64},
+      {"SIGKILL", 0},               {"9", 0},                  {"SIGSTOP", 0},
+      {"19", 0},                    {"SIGSEGV", 0},            {"11", 0},
+      {"SIGBUS", 0},                {"SIGFPE", 0},             {"SIGILL", 0},
+      {"SIGABRT", 0},               {"SIGTRAP", 0},            {"SIGSYS", 0},
+      {"SIGCHLD", 0},               {"SIGCONT", 0},            {"SIGTSTP", 0},
+      {"32", 0},                    {"33", 0},                 {"0", 0},
+      {"65", 0},                    {"", 0},                   {"USR3", 0},
+      {"SIGRTMIN+99", 0},           {"-12", 0},                {"12abc", 0},
+  };
+  for (const auto& c : cases) {
+    Env env;
+    env.values = {{"STRATA_SIGNAL", c.value}};
+    const EnvironmentSettings s = env.Read();
+    INFO("STRATA_SIGNAL='" << c.value << "'");
+    CHECK(s.control_signal == c.expected);
+    CHECK(ParseControlSignal(c.value) == c.expected);
+    // Never taken as the sampling signal (it was, before the rename).
+    CHECK(s.settings.sampling_signal == 0);
+    if (c.expected == 0) {
+      REQUIRE(env.reports.size() == 1);
+      CHECK(s.errors == 1);
+      CHECK(env.reports[0].find("STRATA_SIGNAL='") != std::string::npos);
+      CHECK(env.reports[0].find("SIGUSR2") != std::string::npos);
+      CHECK(env.reports[0].find(std::to_string(SIGRTMAX)) != std::string::npos);
+      CHECK(env.reports[0].find("no control signal") != std::string::npos);
+    } else {
+      CHECK(env.reports.empty());
+    }
+  }
+}
+
+TEST_CASE("STRATA_SIGNAL equal to STRATA_SAMPLING_SIGNAL is refused; both may be set apart") {
+  {
+    Env env;
+    env.values = {{"STRATA_SIGNAL", "SIGUSR2"}, {"STRATA_SAMPLING_SIGNAL", "12"}};
+    const EnvironmentSettings s = env.Read();
+    CHECK(s.settings.sampling_signal == SIGUSR2);
+    CHECK(s.control_signal == 0);
+    REQUIRE(env.reports.size() == 1);
+    CHECK(env.reports[0].find("STRATA_SIGNAL='SIGUSR2'") != std::string::npos);
+    CHECK(env.reports[0].find("STRATA_SAMPLING_SIGNAL") != std::string::npos);
+  }
+  {
+    Env env;
+    env.values = {{"STRATA_SIGNAL", "SIGUSR2"}, {"STRATA_SAMPLING_SIGNAL", "SIGRTMIN+5"}};
+    const EnvironmentSettings s = env.Read();
+    CHECK(env.reports.empty());
+    CHECK(s.settings.sampling_signal == SIGRTMIN + 5);
+    CHECK(s.control_signal == SIGUSR2);
+  }
+}
+
 TEST_CASE("Help lists every variable and feature") {
   const std::string help = EnvironmentHelpText();
   for (const char* name :
        {"STRATA_HELP", "STRATA_STARTUP", "STRATA_STARTUP_INTERVAL", "STRATA_STARTUP_BUFFER_MB",
         "STRATA_STARTUP_FEATURES", "STRATA_STARTUP_FILTERS", "STRATA_SHUTDOWN", "STRATA_LOGGING",
-        "stackwalk", "threads", "cpu", "precise", "framepointers", "rawaddresses"}) {
+        "STRATA_SIGNAL", "STRATA_SAMPLING_SIGNAL", "stackwalk", "threads", "cpu", "precise", "framepointers", "rawaddresses"}) {
     INFO(name);
     CHECK(help.find(name) != std::string::npos);
   }

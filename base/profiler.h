@@ -59,7 +59,7 @@ struct ProfilerSettings {
   uint32_t features = kDefaultFeatures;
   // Thread-name substrings (case-insensitive); empty = every thread.
   std::vector<std::string> thread_filters;
-  // The sampling signal (STRATA_SIGNAL): 0 lets Strata choose a free real-time signal at
+  // The sampling signal (STRATA_SAMPLING_SIGNAL): 0 lets Strata choose a free real-time signal at
   // start (docs/sampling.md); else SIGRTMIN..SIGRTMAX, SIGPROF, SIGVTALRM, SIGUSR1 or SIGUSR2.
   int sampling_signal = 0;
   SamplingSourceRequest sampling_source = SamplingSourceRequest::kAuto;

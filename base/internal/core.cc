@@ -114,7 +114,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   g_sampling_features.store(settings.features, std::memory_order_relaxed);
 
   const TierExtension* extension = g_extension.load(std::memory_order_acquire);
-  // A real-time signal nobody uses, or the one asked for (STRATA_SIGNAL); docs/sampling.md.
+  // A real-time signal nobody uses, or the one asked for (STRATA_SAMPLING_SIGNAL); docs/sampling.md.
   PrepareSignalInterposers();
   int signal_number = settings.sampling_signal;
   if (signal_number == 0) signal_number = InstalledSamplingSignal();
@@ -153,7 +153,13 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
       thread->info_index = live_infos.size() - 1;
     }
     registry.infos = std::move(live_infos);
-    for (RegisteredThread* thread : registry.live) StartSamplingLocked(registry, thread);
+    for (RegisteredThread* thread : registry.live) {
+      // A handler of the previous session that passed its check before the stop may have
+      // committed its sample after the stop emptied the ring (no handler runs any more: the
+      // stop waited for them): never drain that one into this session.
+      thread->ring.DiscardAll();
+      StartSamplingLocked(registry, thread);
+    }
   }
   g_profiler_state.store(kStateActive, std::memory_order_relaxed);
 

@@ -63,8 +63,8 @@ constexpr VariableHelp kVariables[] = {
      "Without '%p', processes started by a profiled process with the same path save to "
      "<path> with .<pid> before .json. Default: not saved."},
     {"STRATA_LOGGING", "=1: log what the profiler does on stderr. Default: off."},
-    {"STRATA_SIGNAL",
-     "=<signal>: the sampling signal: SIGRTMIN+n, SIGRTMAX-n or a number from SIGRTMIN to "
+    {"STRATA_SAMPLING_SIGNAL",
+     "=<signal>: the sampling signal (was STRATA_SIGNAL before): SIGRTMIN+n, SIGRTMAX-n or a number from SIGRTMIN to "
      "SIGRTMAX, or SIGPROF, SIGVTALRM, SIGUSR1, SIGUSR2. Default: the highest real-time signal "
      "from SIGRTMIN+4 with no handler (gdb: 'handle SIGnn nostop noprint pass')."},
     {"STRATA_SAMPLING_SOURCE",
@@ -72,6 +72,13 @@ constexpr VariableHelp kVariables[] = {
      "events (one sample per interval of a thread's CPU time) or CPU-clock timers (one per "
      "scheduler tick at most). Default: auto (perf events where the kernel allows them, else "
      "timers; the profile's meta says which and why)."},
+    {"STRATA_SIGNAL",
+     "=<signal>: a control signal for daemons (like gperftools' CPUPROFILESIGNAL): each one "
+     "received starts a session, the next stops it and saves the profile to a new numbered "
+     "file (<STRATA_SHUTDOWN or $TMPDIR/strata-%p.json with -N before .json>); with "
+     "STRATA_STARTUP=1 the first one stops. SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, "
+     "SIGPIPE, SIGALRM, SIGTERM, SIGURG, SIGWINCH, SIGPROF, SIGVTALRM or SIGRTMIN..SIGRTMAX, "
+     "by name or number; not the sampling signal. Default: none."},
 };
 
 std::string Trim(std::string s) {
@@ -116,9 +123,23 @@ bool ParseBool(const char* text, bool* out) {
   return false;
 }
 
-// A signal as STRATA_SIGNAL takes it: SIGRTMIN+n, SIGRTMAX-n (also without "SIG"), a number,
-// or one of the named non-real-time signals a sampler may use. 0 if not one of those.
-int ParseSamplingSignal(const std::string& text) {
+// A signal by name or number: SIGRTMIN+n, SIGRTMAX-n, RTMIN, RTMAX, a number from 1 to
+// SIGRTMAX, or one of the names of kNamedSignals (with or without "SIG", any case). 0 if none.
+struct SignalName {
+  const char* name;
+  int number;
+};
+constexpr SignalName kNamedSignals[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},     {"ILL", SIGILL},
+    {"TRAP", SIGTRAP}, {"ABRT", SIGABRT}, {"BUS", SIGBUS},       {"FPE", SIGFPE},
+    {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},     {"USR2", SIGUSR2},
+    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM},     {"CHLD", SIGCHLD},
+    {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},     {"TTIN", SIGTTIN},
+    {"TTOU", SIGTTOU}, {"URG", SIGURG},   {"XCPU", SIGXCPU},     {"XFSZ", SIGXFSZ},
+    {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}, {"WINCH", SIGWINCH}, {"SYS", SIGSYS},
+};
+
+int ParseSignal(const std::string& text) {
   std::string v = Trim(text);
   for (char& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (v.rfind("SIG", 0) == 0) v = v.substr(3);
@@ -131,13 +152,10 @@ int ParseSamplingSignal(const std::string& text) {
     return true;
   };
   int number = 0;
-  if (parse_number(v, &number)) {
-    return number >= SIGRTMIN && number <= SIGRTMAX ? number : 0;
+  if (parse_number(v, &number)) return number >= 1 && number <= SIGRTMAX ? number : 0;
+  for (const SignalName& named : kNamedSignals) {
+    if (v == named.name) return named.number;
   }
-  if (v == "PROF") return SIGPROF;
-  if (v == "VTALRM") return SIGVTALRM;
-  if (v == "USR1") return SIGUSR1;
-  if (v == "USR2") return SIGUSR2;
   if (v == "RTMIN") return SIGRTMIN;
   if (v == "RTMAX") return SIGRTMAX;
   int offset = 0;
@@ -150,7 +168,37 @@ int ParseSamplingSignal(const std::string& text) {
   return 0;
 }
 
+// A signal as STRATA_SAMPLING_SIGNAL takes it: a real-time one, or one of the named
+// non-real-time signals a sampler may use. 0 if not one of those.
+int ParseSamplingSignal(const std::string& text) {
+  const int number = ParseSignal(text);
+  if (number >= SIGRTMIN && number <= SIGRTMAX) return number;
+  if (number == SIGPROF || number == SIGVTALRM || number == SIGUSR1 || number == SIGUSR2) {
+    return number;
+  }
+  return 0;
+}
+
 }  // namespace
+
+bool IsAllowedControlSignal(int number) {
+  if (number >= SIGRTMIN && number <= SIGRTMAX) return true;
+  switch (number) {
+    case SIGHUP: case SIGINT: case SIGQUIT: case SIGUSR1: case SIGUSR2: case SIGPIPE:
+    case SIGALRM: case SIGTERM: case SIGURG: case SIGWINCH: case SIGPROF: case SIGVTALRM:
+      return true;
+    default:
+      // SIGKILL and SIGSTOP cannot be caught; faults (SEGV, BUS, FPE, ILL, TRAP, ABRT, SYS)
+      // belong to crash handlers; job control and CHLD to the shell and wait(); 32 and 33
+      // are glibc's own.
+      return false;
+  }
+}
+
+int ParseControlSignal(const std::string& text) {
+  const int number = ParseSignal(text);
+  return IsAllowedControlSignal(number) ? number : 0;
+}
 
 EnvironmentSettings ReadEnvironment(
     const std::function<const char*(const char*)>& getenv_function,
@@ -226,10 +274,10 @@ EnvironmentSettings ReadEnvironment(
     env.settings.thread_filters = SplitList(value);
   }
 
-  if (const char* value = getenv_function("STRATA_SIGNAL")) {
+  if (const char* value = getenv_function("STRATA_SAMPLING_SIGNAL")) {
     const int signal_number = ParseSamplingSignal(value);
     if (signal_number == 0) {
-      bad("STRATA_SIGNAL", value,
+      bad("STRATA_SAMPLING_SIGNAL", value,
           "SIGRTMIN+n or SIGRTMAX-n (SIGRTMIN=" + std::to_string(SIGRTMIN) +
               ", SIGRTMAX=" + std::to_string(SIGRTMAX) + "), a number from " +
               std::to_string(SIGRTMIN) + " to " + std::to_string(SIGRTMAX) +
@@ -237,6 +285,25 @@ EnvironmentSettings ReadEnvironment(
           "a free real-time signal chosen at start");
     } else {
       env.settings.sampling_signal = signal_number;
+    }
+  }
+
+  // The control signal (daemons): never a fallback for the sampling signal.
+  if (const char* value = getenv_function("STRATA_SIGNAL")) {
+    const int signal_number = ParseControlSignal(value);
+    const std::string accepted =
+        "SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGURG, "
+        "SIGWINCH, SIGPROF, SIGVTALRM, or SIGRTMIN+n / SIGRTMAX-n / a number from " +
+        std::to_string(SIGRTMIN) + " to " + std::to_string(SIGRTMAX) +
+        " (by name or number; not the sampling signal; STRATA_SIGNAL no longer names the "
+        "sampling signal: that is STRATA_SAMPLING_SIGNAL)";
+    if (signal_number == 0) {
+      bad("STRATA_SIGNAL", value, accepted, "no control signal");
+    } else if (signal_number == env.settings.sampling_signal) {
+      bad("STRATA_SIGNAL", value, accepted + "; it is STRATA_SAMPLING_SIGNAL's",
+          "no control signal");
+    } else {
+      env.control_signal = signal_number;
     }
   }
 

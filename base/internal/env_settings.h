@@ -23,6 +23,7 @@ struct EnvironmentSettings {
   bool startup = false;    // STRATA_STARTUP
   bool logging = false;    // STRATA_LOGGING
   std::string shutdown_path;  // STRATA_SHUTDOWN, with %p not yet replaced
+  int control_signal = 0;     // STRATA_SIGNAL (control_signal.h); 0: none.
   ProfilerSettings settings;  // STRATA_STARTUP_INTERVAL, _BUFFER_MB, _FEATURES, _FILTERS
   int errors = 0;             // Bad values reported (defaults used instead).
 };
@@ -38,6 +39,15 @@ std::string EnvironmentHelpText();
 
 // `path` with every "%p" replaced by `pid`.
 std::string ExpandShutdownPath(const std::string& path, int pid);
+
+// Whether STRATA_SIGNAL accepts `signal_number` as the control signal: SIGHUP, SIGINT,
+// SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGURG, SIGWINCH, SIGPROF, SIGVTALRM
+// and SIGRTMIN..SIGRTMAX; never SIGKILL/SIGSTOP, fault signals, job control or SIGCHLD.
+bool IsAllowedControlSignal(int signal_number);
+
+// A STRATA_SIGNAL value (name with or without "SIG", any case, SIGRTMIN+n, SIGRTMAX-n, or a
+// number) as a signal number, or 0 when it is not one IsAllowedControlSignal accepts.
+int ParseControlSignal(const std::string& text);
 
 // Feature names as STRATA_STARTUP_FEATURES takes them, for help and for the profile.
 std::string FeatureNames(uint32_t features);

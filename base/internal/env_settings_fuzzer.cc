@@ -11,6 +11,8 @@
 //  - the settings are always within the documented ranges (interval 0.05-1000 ms, buffer
 //    1-4096 MiB, only known feature bits); a variable that was reported keeps its default;
 //  - a variable that was not set leaves its setting at the default;
+//  - a control signal (STRATA_SIGNAL) is one IsAllowedControlSignal accepts and never the
+//    sampling signal;
 //  - FeatureNames() of the features read back parses to the same features (plus defaults);
 //  - ExpandShutdownPath() leaves no "%p" behind and only ever replaces "%p".
 #include <array>
@@ -30,6 +32,8 @@ constexpr const char* kVariableNames[] = {
     "STRATA_STARTUP_INTERVAL", "STRATA_STARTUP_BUFFER_MB", "STRATA_STARTUP_FEATURES",
     "STRATA_STARTUP_FILTERS",  "STRATA_SHUTDOWN",          "STRATA_HELP",
     "STRATA_STARTUP",          "STRATA_LOGGING",           "STRATA_SAMPLING_SOURCE",
+    // Appended (issue 20), so the corpus's earlier values keep their variables.
+    "STRATA_SAMPLING_SIGNAL",  "STRATA_SIGNAL",
 };
 constexpr uint32_t kKnownFeatures = kFeatureStackWalk | kFeatureThreads | kFeatureCpu |
                                     kFeaturePrecise | kFeatureFramePointers |
@@ -97,6 +101,11 @@ EnvironmentSettings ReadAndCheck(const Values& values) {
   kept_default("STRATA_STARTUP", !env.startup);
   kept_default("STRATA_LOGGING", !env.logging);
   kept_default("STRATA_SAMPLING_SOURCE", s.sampling_source == defaults.sampling_source);
+  kept_default("STRATA_SAMPLING_SIGNAL", s.sampling_signal == defaults.sampling_signal);
+  kept_default("STRATA_SIGNAL", env.control_signal == 0);
+  STRATA_CHECK(env.control_signal == 0 || (IsAllowedControlSignal(env.control_signal) &&
+                                           env.control_signal != s.sampling_signal),
+               "a control signal that is refused or is the sampling signal");
   for (const std::string& filter : s.thread_filters) {
     STRATA_CHECK(!filter.empty() && !Contains(filter, ","), "an empty or unsplit thread filter");
   }

@@ -3,7 +3,8 @@
 // At load (ELF constructor), the library reads the STRATA_* environment, registers the main
 // thread and, with STRATA_STARTUP=1, starts a session; at exit (an atexit handler registered
 // then, so it runs after the program's own exit handlers and static destructors registered
-// later), it saves the profile to STRATA_SHUTDOWN and stops.
+// later), it saves the profile to STRATA_SHUTDOWN and stops. With STRATA_SIGNAL, the control
+// signal toggles the session (control_signal.h).
 //
 // pthread_create is wrapped so that new threads register themselves (feature 'threads'):
 // the thread starts in a trampoline that registers it and runs the program's start routine;
@@ -23,6 +24,7 @@
 #include <string>
 
 #include "base/internal/capture.h"
+#include "base/internal/control_signal.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
 #include "base/internal/library_history.h"
@@ -106,6 +108,8 @@ void Initialize() {
   SetShutdownPath(shutdown_path);
   g_auto_register_threads.store((env.settings.features & kFeatureThreads) != 0);
   atexit(&OnExit);
+  // Before the session: the sampling signal is then never chosen equal to the control one.
+  StartControlSignal(env.control_signal, env.settings, shutdown_path);
   if (env.startup) ProfilerStart(env.settings);
 }
 

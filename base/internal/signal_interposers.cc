@@ -13,6 +13,10 @@
 //       that view, whatever its creator set.)
 //   signalfd, sigwait, sigwaitinfo, sigtimedwait  S is removed from the set: the program never
 //       reads a sample.
+// The control signal C (STRATA_SIGNAL, control_signal.h) is not the sampling signal: its
+// sigaction/signal calls go to HandleProgramControlSignalAction (SIG_DFL recorded, `oldact`
+// SIG_DFL; a handler or SIG_IGN is given to the kernel and ends the control). Masks and
+// sigwait-style calls for C are forwarded unchanged: a program that blocks C keeps it.
 // Everything else, every other signal and every call while no session samples (S == 0) is
 // forwarded unchanged. Calls made by libunwind (loaded by the profiler, or by the program: one
 // object) are forwarded unchanged: it blocks every signal around its locks, which must then
@@ -33,6 +37,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/internal/control_signal.h"
 #include "base/internal/core.h"
 #include "platform/sampling/libunwind_loader.h"
 #include "platform/next_definition.h"
@@ -147,10 +152,14 @@ const sigset_t* WithoutSignal(const sigset_t* set, int signal_number, sigset_t* 
 // an SA_SIGINFO handler, as glibc's signal() returns it.)
 sighandler_t HandlerOf(const struct sigaction& action) { return action.sa_handler; }
 
-// signal() and its variants for the sampling signal: true if handled (result in *old).
+// signal() and its variants for the sampling or the control signal: true if handled
+// (result in *old).
 bool RecordSignalCall(int signal_number, sighandler_t handler, int flags, bool mask_itself,
                       sighandler_t* old) {
-  if (signal_number != InstalledSamplingSignal() || signal_number == 0) return false;
+  if (signal_number == 0 || (signal_number != InstalledSamplingSignal() &&
+                             signal_number != ControlSignal())) {
+    return false;
+  }
   if (handler == SIG_ERR) {
     errno = EINVAL;
     *old = SIG_ERR;
@@ -162,9 +171,16 @@ bool RecordSignalCall(int signal_number, sighandler_t handler, int flags, bool m
   action.sa_flags = flags;
   sigemptyset(&action.sa_mask);
   if (mask_itself) sigaddset(&action.sa_mask, signal_number);
-  if (!RecordProgramAction(signal_number, &action, &previous)) return false;
-  *old = HandlerOf(previous);
-  return true;
+  int result = 0;
+  if (RecordProgramAction(signal_number, &action, &previous)) {
+    *old = HandlerOf(previous);
+    return true;
+  }
+  if (HandleProgramControlSignalAction(signal_number, &action, &previous, &result)) {
+    *old = result == 0 ? HandlerOf(previous) : SIG_ERR;
+    return true;
+  }
+  return false;
 }
 
 // The [begin, end) of the loaded object whose code contains `address` (its PT_LOAD segments).
@@ -214,6 +230,8 @@ extern "C" {
 
 int sigaction(int signal_number, const struct sigaction* action, struct sigaction* old_action) {
   if (!IsInSamplingHandler() && RecordProgramAction(signal_number, action, old_action)) return 0;
+  int result = 0;
+  if (HandleProgramControlSignalAction(signal_number, action, old_action, &result)) return result;
   const SigactionFunction real = Real(g_sigaction, "sigaction");
   if (real == nullptr) {
     errno = ENOSYS;

@@ -6,7 +6,7 @@
 //   - A real-time signal that nobody uses, chosen at start: ChooseSamplingSignal() returns
 //     the highest of SIGRTMIN+kLowestChoosableRealtimeOffset..SIGRTMAX whose disposition is
 //     SIG_DFL and that the calling thread does not block (a caller may impose one instead,
-//     e.g. from STRATA_SIGNAL). SIGPROF, the traditional choice, is the program's own:
+//     e.g. from STRATA_SAMPLING_SIGNAL). SIGPROF, the traditional choice, is the program's own:
 //     programs use it with ITIMER_PROF, signalfd, or in cleanup handlers that reset and
 //     re-raise it (GNU sort), and every one of those broke when Strata shared it.
 //   - The price: gdb stops and prints at every real-time signal by default; debug a profiled

@@ -169,6 +169,17 @@ check_variable() {
         check "${tag}_${case%%:*}" "$var" "${case#*:}" "refused:1 or 0" "$profile" "$settings"
       done
       ;;
+    STRATA_SIGNAL | STRATA_SAMPLING_SIGNAL)
+      # Signals: a refused value keeps the default (no control signal; the chosen sampling
+      # signal), and the profile is saved to STRATA_SHUTDOWN as without the variable.
+      local tag need="no control signal"
+      tag=$(tr 'A-Z' 'a-z' <<<"${var#STRATA_}")
+      [[ "$var" == STRATA_SAMPLING_SIGNAL ]] && need="SIGRTMIN+n"
+      for case in "empty:" "negative:-1" "huge:$huge_number" "text:abc" "long:$long_text" \
+          "kill:SIGKILL" "segv:11"; do
+        check "${tag}_${case%%:*}" "$var" "${case#*:}" "refused:$need" written "$default_settings"
+      done
+      ;;
     *)
       fail "unknown variable $var"
       ;;
@@ -178,7 +189,7 @@ check_variable() {
 variables=("$@")
 ((${#variables[@]} == 0)) && variables=(STRATA_STARTUP_INTERVAL STRATA_STARTUP_BUFFER_MB
   STRATA_STARTUP_FEATURES STRATA_STARTUP_FILTERS STRATA_SHUTDOWN STRATA_HELP STRATA_STARTUP
-  STRATA_LOGGING)
+  STRATA_LOGGING STRATA_SIGNAL STRATA_SAMPLING_SIGNAL)
 for var in "${variables[@]}"; do
   check_variable "$var"
 done

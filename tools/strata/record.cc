@@ -181,8 +181,12 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     const std::string entry = *e;
     const std::string key = entry.substr(0, entry.find('='));
     // Our settings replace the caller's; a stray STRATA_STARTUP_* of the caller is dropped
-    // too, so that the recording has the options it was given.
-    if (set.count(key) != 0 || key.rfind("STRATA_STARTUP", 0) == 0 || key == "STRATA_RECORD_ROOT_ONLY") continue;
+    // too, so that the recording has the options it was given, and so is STRATA_SIGNAL (a
+    // control signal would stop the recording's sessions and save numbered files of its own).
+    if (set.count(key) != 0 || key.rfind("STRATA_STARTUP", 0) == 0 ||
+        key == "STRATA_RECORD_ROOT_ONLY" || key == "STRATA_SIGNAL") {
+      continue;
+    }
     environment.push_back(entry);
   }
   for (const auto& [key, value] : set) environment.push_back(key + "=" + value);

@@ -17,7 +17,9 @@
 #   tiny_stack           a PTHREAD_STACK_MIN thread deep in recursion; crashed in the handler
 #   raw_ignore           SIG_IGN for SIGPROF and every real-time signal by raw system call;
 #                        sampling silently stopped (now: stopped, and said in the profile)
-# plus STRATA_SIGNAL: a bad value is refused with the accepted range, a good one is used.
+# plus STRATA_SAMPLING_SIGNAL (called STRATA_SIGNAL before issue 20, which gave that name to
+# the control signal): a bad value is refused with the accepted range, a good one is used, and
+# STRATA_SIGNAL no longer chooses the sampling signal.
 source "$(dirname "$0")/../../scenario_lib.sh"
 
 STRATA="$(binary tools/strata/strata)"
@@ -34,6 +36,7 @@ run_three() {
   timeout 60 "$@" >"$WORK/$name.plain.out" 2>"$WORK/$name.plain.err"
   STATUS_PLAIN=$?
   timeout 60 env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_SHUTDOWN="$OUT/$name.json" \
+    ${STRATA_SAMPLING_SIGNAL:+STRATA_SAMPLING_SIGNAL="$STRATA_SAMPLING_SIGNAL"} \
     ${STRATA_SIGNAL:+STRATA_SIGNAL="$STRATA_SIGNAL"} "$@" >"$WORK/$name.preload.out" 2>"$WORK/$name.preload.err"
   STATUS_PRELOAD=$?
   RUN_STATUS=$STATUS_PRELOAD
@@ -167,26 +170,41 @@ else
   fail "$name: no samplingStopped note in the profile (${samples:-no} samples)"
 fi
 
-# --- STRATA_SIGNAL.
+# --- STRATA_SAMPLING_SIGNAL.
 name=signal_bad
-STRATA_SIGNAL=SIGSEGV run_three "$name" "$(binary $DIR/reset_dispositions)"
+STRATA_SAMPLING_SIGNAL=SIGSEGV run_three "$name" "$(binary $DIR/reset_dispositions)"
 same_as_plain "$name"
-if [[ "$RUN_STATUS" -eq 0 ]] && grep -q "STRATA_SIGNAL='SIGSEGV' is not valid: expected SIGRTMIN+n" "$WORK/$name.preload.err" &&
+if [[ "$RUN_STATUS" -eq 0 ]] && grep -q "STRATA_SAMPLING_SIGNAL='SIGSEGV' is not valid: expected SIGRTMIN+n" "$WORK/$name.preload.err" &&
     [[ "$(meta_number "$name" samplingSignal)" -eq "$(kill -l SIGRTMAX)" ]]; then
   pass "$name: refused with the accepted range, default used: $(head -1 "$WORK/$name.preload.err")"
 else
   fail "$name: status $RUN_STATUS, stderr: $(head -2 "$WORK/$name.preload.err")"
 fi
 name=signal_chosen
-STRATA_SIGNAL=SIGRTMIN+5 run_three "$name" "$(binary $DIR/reset_dispositions)"
+STRATA_SAMPLING_SIGNAL=SIGRTMIN+5 run_three "$name" "$(binary $DIR/reset_dispositions)"
 same_as_plain "$name"
 want=$(kill -l SIGRTMIN+5)
 got=$(meta_number "$name" samplingSignal)
 samples=$(main_samples "$name")
 if [[ "$RUN_STATUS" -eq 0 && "$got" -eq "$want" && "${samples:-0}" -gt 0 ]]; then
-  pass "$name: STRATA_SIGNAL=SIGRTMIN+5 samples with signal $got ($samples samples)"
+  pass "$name: STRATA_SAMPLING_SIGNAL=SIGRTMIN+5 samples with signal $got ($samples samples)"
 else
   fail "$name: status $RUN_STATUS, signal $got (wanted $want), ${samples:-no} samples"
+fi
+# The old name now means the control signal: SIGRTMIN+5 there is a control signal, never the
+# sampling signal (the default one is used); reset_dispositions sets SIG_DFL for every signal,
+# which the control records (it stays on), so the run is as plain. With a control signal the
+# exit save goes to the next numbered file, <path>-1.json.
+name=signal_old_name
+STRATA_SIGNAL=SIGRTMIN+5 run_three "$name" "$(binary $DIR/reset_dispositions)"
+same_as_plain "$name"
+got=$(meta_number "$name-1" samplingSignal)
+samples=$(main_samples "$name-1")
+if [[ "$RUN_STATUS" -eq 0 && "$got" -eq "$(kill -l SIGRTMAX)" && "${samples:-0}" -gt 0 ]] &&
+    ! grep -q "STRATA_SIGNAL" "$WORK/$name.preload.err"; then
+  pass "$name: STRATA_SIGNAL=SIGRTMIN+5 is a control signal; sampling with signal $got ($samples samples)"
+else
+  fail "$name: status $RUN_STATUS, sampling signal $got (wanted the default $(kill -l SIGRTMAX)), ${samples:-no} samples; $(head -2 "$WORK/$name.preload.err")"
 fi
 
 finish
