@@ -72,6 +72,10 @@ constexpr VariableHelp kVariables[] = {
      "events (one sample per interval of a thread's CPU time) or CPU-clock timers (one per "
      "scheduler tick at most). Default: auto (perf events where the kernel allows them, else "
      "timers; the profile's meta says which and why)."},
+    {"STRATA_FLIGHT_RECORDER",
+     "=<directory>: keep the profile buffer in a file there, strata-<pid>-<start>.flight, that "
+     "survives a crash or a kill; `strata recover FILE` turns it into a profile "
+     "(docs/flight-recorder.md). Must be an existing writable directory. Default: off."},
 };
 
 std::string Trim(std::string s) {

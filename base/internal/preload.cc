@@ -25,6 +25,7 @@
 #include "base/internal/capture.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
+#include "base/internal/flight_recorder.h"
 #include "base/internal/library_history.h"
 #include "base/internal/log.h"
 #include "base/internal/shutdown_path.h"
@@ -105,6 +106,7 @@ void Initialize() {
   }
   SetShutdownPath(shutdown_path);
   g_auto_register_threads.store((env.settings.features & kFeatureThreads) != 0);
+  ConfigureFlightRecorder(getenv("STRATA_FLIGHT_RECORDER"));
   atexit(&OnExit);
   if (env.startup) ProfilerStart(env.settings);
 }

@@ -153,7 +153,7 @@ struct ThreadState {
 class ProfileBuilder {
  public:
   explicit ProfileBuilder(const CaptureInputs& inputs)
-      : inputs_(inputs), symbolicate_(inputs.symbolicate), pid_(CurrentProcessId()),
+      : inputs_(inputs), symbolicate_(inputs.symbolicate), pid_(inputs.pid.value_or(CurrentProcessId())),
         process_name_(inputs.process_name) {
     // Live threads (and the main thread) are listed even without data; an ended thread
     // only once its data is met in the buffer, so that a process that made many short
@@ -861,7 +861,7 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
     }
     if (!failure.Failed()) {
       const ChunkedBuffer::State state = buffer.GetState();
-      profile.WriteProfilingLog(CurrentProcessId(), [&](JsonWriter& w) {
+      profile.WriteProfilingLog(inputs.pid.value_or(CurrentProcessId()), [&](JsonWriter& w) {
         if (inputs.profiling_log) inputs.profiling_log(w);
         w.UintProperty("bufferBlocksPushed", state.pushed_block_count);
         w.UintProperty("bufferBlocksCleared", state.cleared_block_count);
