@@ -500,6 +500,14 @@ void StopFlightRecorderLocked() {
   g_file.store(nullptr, std::memory_order_release);
 }
 
+void RemoveFlightRecorderFile() {
+  Recorder& recorder = GetRecorder();
+  AutoLock lock(recorder.mutex);
+  if (g_file.load(std::memory_order_acquire) == nullptr || recorder.path.empty()) return;
+  unlink(recorder.path.c_str());
+  LogInfo("flight recorder: %s removed (profile saved)", recorder.path.c_str());
+}
+
 std::string FlightRecorderPath() {
   Recorder& recorder = GetRecorder();
   AutoLock lock(recorder.mutex);

@@ -49,6 +49,10 @@ void FlightRecorderOnSamplerLoop();
 // file as it is.
 void StopFlightRecorderLocked();
 
+// Removes the running session's file (its profile was saved at exit: nothing to recover).
+// The mapping stays; the space goes when the process ends.
+void RemoveFlightRecorderFile();
+
 // The running session's file, or "".
 std::string FlightRecorderPath();
 

@@ -125,6 +125,7 @@ void ProfilerShutdown() {
     std::string error;
     if (SaveSessionProfile(expanded, &error)) {
       LogInfo("profile saved to %s", expanded.c_str());
+      RemoveFlightRecorderFile();  // Saved: nothing to recover.
     } else {
       LogError("could not save the profile to STRATA_SHUTDOWN=%s: %s", expanded.c_str(),
                error.c_str());

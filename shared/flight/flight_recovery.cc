@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <deque>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -187,6 +187,7 @@ bool WriteRecoveredProfile(const FlightContents& contents, const RecoveryOptions
   inputs.process_name = session.program;
   inputs.pid = ProcessId::FromNumber(static_cast<int32_t>(session.pid));
   inputs.symbolicate = options.symbolicate;
+  inputs.untrusted_literals = &resolver;
   ProfileMeta& meta = inputs.meta;
   meta.start_time = start;
   meta.start_time_epoch_ns = session.start_epoch_ns;

@@ -290,6 +290,9 @@ class ProfileBuilder {
         if (list != FrameListTable::kNone && !added) return;  // Its addresses are noted already.
       }
       EntryReader frames_reader = EntryReader::OverBytes(frames_);
+      if (inputs_.untrusted_literals) {
+        frames_reader.SetUntrustedWithResolver(inputs_.untrusted_literals);
+      }
       if (!ReadFrames(frames_reader, sample_, sample_frames_)) return;
       MoveAddresses(sample_.frames.data(), sample_frames_, sample_.time);
       NoteFrames(sample_.frames.data(), sample_frames_);
@@ -475,6 +478,9 @@ class ProfileBuilder {
       return cache[list];
     }
     EntryReader frames_reader = EntryReader::OverBytes(frames_);
+    if (inputs_.untrusted_literals) {
+      frames_reader.SetUntrustedWithResolver(inputs_.untrusted_literals);
+    }
     if (!ReadFrames(frames_reader, sample_, sample_frames_)) {
       failed_frames_ = true;
       return std::nullopt;

@@ -28,6 +28,7 @@
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
 #include "tools/strata/progress.h"
+#include "tools/strata/recover.h"
 #include "tools/strata/view.h"
 
 extern char** environ;
@@ -161,6 +162,9 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
   set["LD_PRELOAD"] = ld_preload;
   set["STRATA_STARTUP"] = "1";
   set["STRATA_SHUTDOWN"] = directory + "/%p.json";
+  // Each process's buffer in a file there: a process that dies without saving is recovered
+  // from it (docs/flight-recorder.md); one that saves removes its file.
+  if (options.flight_recorder) set["STRATA_FLIGHT_RECORDER"] = directory;
   if (options.interval_ms > 0) {
     char text[32];
     std::snprintf(text, sizeof(text), "%g", options.interval_ms);
@@ -182,7 +186,10 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     const std::string key = entry.substr(0, entry.find('='));
     // Our settings replace the caller's; a stray STRATA_STARTUP_* of the caller is dropped
     // too, so that the recording has the options it was given.
-    if (set.count(key) != 0 || key.rfind("STRATA_STARTUP", 0) == 0 || key == "STRATA_RECORD_ROOT_ONLY") continue;
+    if (set.count(key) != 0 || key.rfind("STRATA_STARTUP", 0) == 0 || key == "STRATA_RECORD_ROOT_ONLY" ||
+        key == "STRATA_FLIGHT_RECORDER") {
+      continue;
+    }
     environment.push_back(entry);
   }
   for (const auto& [key, value] : set) environment.push_back(key + "=" + value);
@@ -194,6 +201,9 @@ struct ProcessResult {
   int start_errno = 0;
   int status = 0;  // waitpid status of the command's own process.
   pid_t pid = 0;
+  // The wait status of every process of the tree this process reaped (its children, and the
+  // orphans it inherited as a subreaper).
+  std::map<pid_t, int> reaped;
 };
 
 // Runs the command and waits for its whole process tree.
@@ -267,6 +277,7 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
       int status = 0;
       const pid_t pid = waitpid(-1, &status, WNOHANG);
       if (pid > 0) {
+        result.reaped[pid] = status;
         if (pid == child) {
           root_done = true;
           result.status = status;
@@ -415,6 +426,59 @@ std::map<pid_t, std::string> SavedProfiles(const std::string& directory, size_t*
   return profiles;
 }
 
+// For each flight recorder file left in `directory` (strata-<pid>-<start>.flight): a process
+// that saved its profile removed its file, so a file left means the process died without
+// saving (a signal, _exit, a crash of the save). Its data is recovered into <pid>.json, marked
+// as crashed with the signal when this process reaped it. Returns how many were recovered.
+size_t RecoverUnsavedProcesses(const std::string& directory, const ProcessResult& run,
+                               const RecordOptions& options) {
+  std::vector<std::pair<pid_t, std::string>> files;
+  if (DIR* dir = opendir(directory.c_str())) {
+    while (dirent* entry = readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (name.rfind("strata-", 0) == 0 && name.size() > 7 &&
+          name.compare(name.size() - 7, 7, ".flight") == 0) {
+        files.emplace_back(static_cast<pid_t>(std::atol(name.c_str() + 7)), directory + "/" + name);
+      }
+    }
+    closedir(dir);
+  }
+  size_t recovered = 0;
+  for (const auto& [pid, path] : files) {
+    const std::string json = directory + "/" + std::to_string(pid) + ".json";
+    if (IsFile(json)) {  // Saved after all (a file kept by an older library): nothing to do.
+      unlink(path.c_str());
+      continue;
+    }
+    flight::RecoveryOptions recovery;
+    recovery.symbolicate = !options.symbolicate;  // Else the merged profile is symbolicated.
+    recovery.crashed = true;
+    const auto status = run.reaped.find(pid);
+    if (status != run.reaped.end() && WIFSIGNALED(status->second)) {
+      recovery.end_reason = "killed by " + SignalName(WTERMSIG(status->second)) +
+                            (WCOREDUMP(status->second) ? " (core dumped)" : "");
+    } else if (status != run.reaped.end() && WIFEXITED(status->second)) {
+      recovery.end_reason = "exited with status " + std::to_string(WEXITSTATUS(status->second)) +
+                            " without saving its profile";
+    } else {
+      recovery.end_reason = "ended without saving its profile (crashed or killed)";
+    }
+    std::string summary, error;
+    if (RecoverFlightFile(path, json, recovery, &summary, &error)) {
+      ++recovered;
+      if (!options.quiet) {
+        std::fprintf(stderr, "strata record: process %d %s: recovered %s\n", pid,
+                     recovery.end_reason.c_str(), summary.c_str());
+      }
+    } else if (!options.quiet) {
+      std::fprintf(stderr, "strata record: process %d saved no profile and its flight recorder file could not "
+                   "be recovered: %s\n", pid, error.c_str());
+    }
+    unlink(path.c_str());
+  }
+  return recovered;
+}
+
 size_t CountThreads(const rapidjson::Value& profile) {
   size_t n = profile["threads"].Size();
   if (profile.HasMember("processes") && profile["processes"].IsArray()) {
@@ -496,6 +560,9 @@ int Record(const RecordOptions& options) {
     std::fprintf(stderr, "strata record: %s was killed by %s\n", CommandText(options.command).c_str(),
                  SignalName(WTERMSIG(run.status)).c_str());
   }
+
+  // Processes that died without saving: their flight recorder files.
+  const size_t recovered = RecoverUnsavedProcesses(directory, run, options);
 
   // Merge.
   const auto merge_start = Clock::now();
@@ -606,6 +673,10 @@ int Record(const RecordOptions& options) {
     if (unfinished > 0) {
       std::fprintf(stderr, "strata record: %zu process(es) were stopped while saving; their profiles are missing\n",
                    unfinished);
+    }
+    if (recovered > 0) {
+      std::fprintf(stderr, "strata record: %zu process(es) died without saving; recovered from their flight "
+                   "recorder files (marked \"Process crashed\")\n", recovered);
     }
   }
   if (!options.quiet && !options.view) {

@@ -231,6 +231,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   bool no_children = false;
   record_command->add_flag("--no-children", no_children, "Profile the command's own process only");
+  bool no_flight_recorder = false;
+  record_command->add_flag("--no-flight-recorder", no_flight_recorder,
+                           "Do not keep each process's buffer in a file (a process that dies without saving is then "
+                           "missing from the profile)");
   bool no_symbolicate = false;
   record_command->add_flag("--no-symbolicate", no_symbolicate,
                            "Keep the names the processes found themselves (ELF symbols, no inline frames or "
@@ -408,6 +412,7 @@ int Main(int argc, char** argv) {
     record.command = command;
     record.children = !no_children;
     record.symbolicate = !no_symbolicate;
+    record.flight_recorder = !no_flight_recorder;
     record.view_open_browser = !record_no_open;
     return Record(record);
   }
