@@ -97,6 +97,7 @@ class FlightFile final : public ChunkStorage {
     h.fixed_checksum = flight::Checksum(&h, flight::kFixedHeaderChecksummedBytes);
     file->LogAt(0)->used_bytes = flight::kLogHeaderBytes;
     file->LogAt(0)->generation = 1;
+    file->SetSlotsBegin();
     file->slots_.resize(slot_count);
     for (size_t i = slot_count; i > 0; --i) file->free_.push_back(static_cast<uint32_t>(i - 1));
     return file;
@@ -115,7 +116,18 @@ class FlightFile final : public ChunkStorage {
   }
   bool Contains(const void* p) const override {
     const uint8_t* byte = static_cast<const uint8_t*>(p);
-    return byte >= base_ + header_->slots_offset && byte < base_ + bytes_;
+    return byte >= slots_begin_ && byte < base_ + bytes_;
+  }
+
+  // Unmaps the file once no chunk lives in it (a later session has its own); false when
+  // chunks remain (the mapping then stays for good). The object stays (see Unregister).
+  bool ReleaseIfUnused() {
+    AutoLock lock(mutex_);
+    if (free_.size() != slots_.size() || unmapped_) return unmapped_;
+    ChunkStorage::Unregister(this);
+    munmap(base_, bytes_);
+    unmapped_ = true;
+    return true;
   }
   void OnChunkDone(const BufferChunk& chunk) override {
     AutoLock lock(mutex_);
@@ -195,6 +207,12 @@ class FlightFile final : public ChunkStorage {
     header_->active_log = other;
   }
 
+  void Stats(size_t* file_bytes, size_t* heap_chunks) {
+    AutoLock lock(mutex_);
+    *file_bytes = bytes_;
+    *heap_chunks = header_->heap_chunks;
+  }
+
   // Clean end: the file keeps what it holds now; later chunk changes are not written.
   void Freeze(TimeStamp end) {
     AutoLock lock(mutex_);
@@ -213,6 +231,8 @@ class FlightFile final : public ChunkStorage {
 
   FlightFile(uint8_t* base, size_t bytes)
       : base_(base), bytes_(bytes), header_(reinterpret_cast<FileHeader*>(base)) {}
+
+  void SetSlotsBegin() { slots_begin_ = base_ + header_->slots_offset; }
 
   uint8_t* SlotBase(uint32_t slot) const {
     return base_ + header_->slots_offset + size_t{slot} * header_->slot_stride;
@@ -291,6 +311,8 @@ class FlightFile final : public ChunkStorage {
   uint8_t* const base_;
   const size_t bytes_;
   FileHeader* const header_;
+  const uint8_t* slots_begin_ = nullptr;
+  bool unmapped_ = false;
   Mutex mutex_{"strata flight recorder"};
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
@@ -306,6 +328,7 @@ struct Recorder {
   std::string directory;  // Empty: off.
   std::string path;
   TimeStamp start_time;
+  std::vector<FlightFile*> previous;  // Earlier sessions' files still mapped (chunks left).
   // What the metadata records last said, to write only changes (sampler thread only).
   std::string threads_payload;
   unsigned long long loader_adds = ~0ull, loader_subs = ~0ull;
@@ -450,7 +473,15 @@ ChunkStorage* StartFlightRecorderLocked(size_t limit_bytes, size_t chunk_bytes,
                                         TimeStamp start_time, const ProfilerSettings& settings) {
   Recorder& recorder = GetRecorder();
   AutoLock lock(recorder.mutex);
-  g_file.store(nullptr, std::memory_order_release);
+  if (FlightFile* last = g_file.exchange(nullptr, std::memory_order_acq_rel)) {
+    recorder.previous.push_back(last);
+  }
+  // Files of earlier sessions whose chunks are all gone are unmapped (their lookups freed).
+  std::vector<FlightFile*> kept;
+  for (FlightFile* f : recorder.previous) {
+    if (!f->ReleaseIfUnused()) kept.push_back(f);
+  }
+  recorder.previous = std::move(kept);
   recorder.path.clear();
   if (recorder.directory.empty()) return nullptr;
   std::string path, error;
@@ -477,13 +508,26 @@ ChunkStorage* StartFlightRecorderLocked(size_t limit_bytes, size_t chunk_bytes,
   return file;
 }
 
-void FlightRecorderOnSamplerLoop() {
+void FlightRecorderPublishChunks(ChunkedBuffer& buffer) {
   FlightFile* file = g_file.load(std::memory_order_acquire);
   if (file == nullptr) return;
-  SessionBuffer().WithSettledCurrentChunk([file](const BufferChunk* chunk) {
+  buffer.WithSettledCurrentChunk([file](const BufferChunk* chunk) {
     if (chunk) file->Publish(*chunk);
   });
   file->SealDoneChunks();
+}
+
+bool FlightRecorderStats(size_t* file_bytes, size_t* heap_chunks) {
+  FlightFile* file = g_file.load(std::memory_order_acquire);
+  if (file == nullptr) return false;
+  file->Stats(file_bytes, heap_chunks);
+  return true;
+}
+
+void FlightRecorderOnSamplerLoop() {
+  FlightFile* file = g_file.load(std::memory_order_acquire);
+  if (file == nullptr) return;
+  FlightRecorderPublishChunks(SessionBuffer());
   Recorder& recorder = GetRecorder();
   WriteThreadsIfChanged(*file, recorder);
   WriteLibrariesIfChanged(*file, recorder);
@@ -498,6 +542,9 @@ void StopFlightRecorderLocked() {
   file->SealDoneChunks();
   file->Freeze(TimeStamp::Now());
   g_file.store(nullptr, std::memory_order_release);
+  Recorder& recorder = GetRecorder();
+  AutoLock lock(recorder.mutex);
+  recorder.previous.push_back(file);  // Unmapped by a later start once its chunks are gone.
 }
 
 void RemoveFlightRecorderFile() {

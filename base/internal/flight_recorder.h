@@ -26,6 +26,7 @@
 #include "base/profiler.h"
 #include "platform/time_stamp.h"
 #include "shared/buffer/chunk.h"
+#include "shared/buffer/chunked_buffer.h"
 
 namespace strata {
 namespace base_internal {
@@ -43,6 +44,15 @@ ChunkStorage* StartFlightRecorderLocked(size_t limit_bytes, size_t chunk_bytes,
 
 // Each sampler loop, after the buffer got the loop's samples and markers (no lock held).
 void FlightRecorderOnSamplerLoop();
+
+// The part of a loop that concerns the chunks: publishes how much of `buffer`'s current chunk
+// is final and seals done chunks (the sampler loop does it for the session buffer; tests for
+// a buffer of their own whose manager took the storage). No lock held.
+void FlightRecorderPublishChunks(ChunkedBuffer& buffer);
+
+// The running session's storage's file header fields, for tests: the file size and the
+// chunks it had to leave on the heap. False when no file is running.
+bool FlightRecorderStats(size_t* file_bytes, size_t* heap_chunks);
 
 // At session stop, before the buffer drops its chunks (session mutex held): publishes the last
 // data, seals it and marks the file as cleanly ended; later chunk destructions leave the

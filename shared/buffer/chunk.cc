@@ -25,11 +25,17 @@ bool ChunkStorage::Register(ChunkStorage* storage) {
   return false;
 }
 
+void ChunkStorage::Unregister(ChunkStorage* storage) {
+  for (std::atomic<ChunkStorage*>& slot : g_storages) {
+    ChunkStorage* expected = storage;
+    if (slot.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel)) return;
+  }
+}
+
 ChunkStorage* ChunkStorage::Owner(const void* p) {
   for (const std::atomic<ChunkStorage*>& slot : g_storages) {
     ChunkStorage* storage = slot.load(std::memory_order_acquire);
-    if (storage == nullptr) return nullptr;  // Registered in order, never removed.
-    if (storage->Contains(p)) return storage;
+    if (storage != nullptr && storage->Contains(p)) return storage;
   }
   return nullptr;
 }

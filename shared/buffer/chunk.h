@@ -55,12 +55,16 @@ class ChunkStorage {
   // Registers `storage` for the address lookup of BufferChunk's operator delete; false when
   // the table is full (the storage must then not be used).
   static bool Register(ChunkStorage* storage);
+  // Removes `storage` from the lookup once no chunk of it is left (its object must stay
+  // valid: a concurrent lookup may still call its Contains()).
+  static void Unregister(ChunkStorage* storage);
   // The registered storage whose memory holds `p`, or null.
   static ChunkStorage* Owner(const void* p);
 
   // `bytes` of memory for one chunk (object + storage), 8-byte aligned, or null.
   virtual void* Allocate(size_t bytes) = 0;
-  // Whether [p, p+1) lies in this storage's memory.
+  // Whether [p, p+1) lies in this storage's memory (from the storage object's own fields:
+  // called also after its memory is gone).
   virtual bool Contains(const void* p) const = 0;
   // Life of a chunk made in this storage: its storage bytes are final up to its
   // OffsetPastLastBlock() (MarkDone); it is emptied for reuse (MarkRecycled); it is being
