@@ -325,6 +325,13 @@ bool ReadFlightContents(const uint8_t* data, size_t bytes, FlightContents* out, 
     return false;
   }
   const uint64_t slot_overhead = kSlotHeaderBytes;
+  // Bounds first, so that no sum below can wrap around.
+  constexpr uint64_t kMaxOffset = uint64_t{1} << 48;
+  if (h.metadata_offset > kMaxOffset || h.slots_offset > kMaxOffset || h.slot_count > (1u << 24) ||
+      h.file_bytes > kMaxOffset + (uint64_t{1} << 56)) {
+    *error = "the flight recorder file's header describes an impossible layout";
+    return false;
+  }
   if (h.header_bytes != kFileHeaderBytes || h.metadata_offset < kFileHeaderBytes ||
       h.metadata_half_bytes < kLogHeaderBytes || h.metadata_half_bytes > (uint64_t{1} << 32) ||
       h.slots_offset < h.metadata_offset + 2 * h.metadata_half_bytes || h.slot_stride == 0 ||
