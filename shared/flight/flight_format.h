@@ -34,16 +34,28 @@ inline constexpr size_t kSlotHeaderBytes = 128;
 inline constexpr size_t kMetadataHalfBytes = 1 << 20;
 inline constexpr size_t kLogHeaderBytes = 64;
 
-// A 64-bit checksum of bytes (multiply-xor over 8-byte words; not cryptographic: it tells a
-// torn or scribbled region from a whole one).
+// A 64-bit checksum of bytes: four independent multiply-xor lanes over 32-byte blocks (so
+// that sealing a chunk runs near memory speed), then the tail. Not cryptographic: it tells a
+// torn or scribbled region from a whole one.
 inline uint64_t Checksum(const void* data, size_t bytes, uint64_t seed = 0x5354524154414652) {
   const uint8_t* p = static_cast<const uint8_t*>(data);
-  uint64_t h = seed ^ (bytes * 0x9E3779B97F4A7C15ull);
+  constexpr uint64_t kMul = 0xBF58476D1CE4E5B9ull;
+  uint64_t lanes[4] = {seed ^ (bytes * 0x9E3779B97F4A7C15ull), seed + 1, seed + 2, seed + 3};
   size_t i = 0;
+  for (; i + 32 <= bytes; i += 32) {
+    for (int lane = 0; lane < 4; ++lane) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * lane, 8);
+      lanes[lane] = (lanes[lane] ^ w) * kMul;
+      lanes[lane] ^= lanes[lane] >> 31;
+    }
+  }
+  uint64_t h = lanes[0];
+  for (int lane = 1; lane < 4; ++lane) h = (h ^ lanes[lane]) * kMul;
   for (; i + 8 <= bytes; i += 8) {
     uint64_t w;
     std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ w) * kMul;
     h ^= h >> 31;
   }
   uint64_t tail = 0;
