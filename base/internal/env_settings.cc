@@ -1,5 +1,8 @@
 #include "base/internal/env_settings.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <signal.h>
 
 #include <cctype>
@@ -266,6 +269,17 @@ EnvironmentSettings ReadEnvironment(
       bad("STRATA_SHUTDOWN", value, "a file path", "no profile saved");
     } else {
       env.shutdown_path = value;
+    }
+  }
+
+  if (const char* value = getenv_function("STRATA_FLIGHT_RECORDER")) {
+    struct stat st {};
+    if (value[0] == '\0' || stat(value, &st) != 0 || !S_ISDIR(st.st_mode) ||
+        access(value, W_OK | X_OK) != 0) {
+      bad("STRATA_FLIGHT_RECORDER", value, "an existing directory this process can write to",
+          "no flight recorder");
+    } else {
+      env.flight_recorder_directory = value;
     }
   }
   return env;

@@ -23,6 +23,7 @@ struct EnvironmentSettings {
   bool startup = false;    // STRATA_STARTUP
   bool logging = false;    // STRATA_LOGGING
   std::string shutdown_path;  // STRATA_SHUTDOWN, with %p not yet replaced
+  std::string flight_recorder_directory;  // STRATA_FLIGHT_RECORDER, checked to be a writable dir
   ProfilerSettings settings;  // STRATA_STARTUP_INTERVAL, _BUFFER_MB, _FEATURES, _FILTERS
   int errors = 0;             // Bad values reported (defaults used instead).
 };

@@ -468,10 +468,8 @@ void ConfigureFlightRecorder(const char* directory) {
   char resolved[PATH_MAX];
   const bool usable = directory[0] != '\0' && stat(directory, &st) == 0 && S_ISDIR(st.st_mode) &&
                       access(directory, W_OK | X_OK) == 0 && realpath(directory, resolved);
-  if (!usable) {
-    LogError("STRATA_FLIGHT_RECORDER=%s: accepted values: an existing directory this process "
-             "can write to; the flight recorder is off",
-             directory);
+  if (!usable) {  // (STRATA_FLIGHT_RECORDER's value was checked and reported already.)
+    LogError("flight recorder: the directory is not usable; recording without it");
     return;
   }
   Recorder& recorder = GetRecorder();

@@ -31,8 +31,9 @@
 namespace strata {
 namespace base_internal {
 
-// STRATA_FLIGHT_RECORDER's value, at load (null: off). A value that is not a writable
-// directory is reported with what is accepted, and the recorder stays off.
+// STRATA_FLIGHT_RECORDER's value, at load, as env_settings.h checked it (a writable
+// directory; a bad value is reported there with what is accepted, and never gets here).
+// Resolved to an absolute path now, so that a later chdir does not matter.
 void ConfigureFlightRecorder(const char* directory);
 
 // At session start, before the buffer takes a chunk (session mutex held): creates the file

@@ -106,7 +106,9 @@ void Initialize() {
   }
   SetShutdownPath(shutdown_path);
   g_auto_register_threads.store((env.settings.features & kFeatureThreads) != 0);
-  ConfigureFlightRecorder(getenv("STRATA_FLIGHT_RECORDER"));
+  if (!env.flight_recorder_directory.empty()) {
+    ConfigureFlightRecorder(env.flight_recorder_directory.c_str());
+  }
   atexit(&OnExit);
   if (env.startup) ProfilerStart(env.settings);
 }

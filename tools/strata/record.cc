@@ -427,9 +427,12 @@ std::map<pid_t, std::string> SavedProfiles(const std::string& directory, size_t*
 }
 
 // For each flight recorder file left in `directory` (strata-<pid>-<start>.flight): a process
-// that saved its profile removed its file, so a file left means the process died without
-// saving (a signal, _exit, a crash of the save). Its data is recovered into <pid>.json, marked
-// as crashed with the signal when this process reaped it. Returns how many were recovered.
+// that saved its profile removed its file, so a file left means the process ended without
+// saving. When this process reaped it (its child, or an orphan it inherited) and it exited
+// (_exit, as shells do), that is no crash: the file is dropped, as the profile was before.
+// Otherwise — killed by a signal, or reaped by its own parent so that how it ended is unknown
+// — its data is recovered into <pid>.json, marked as crashed (with the signal when known).
+// Returns how many were recovered.
 size_t RecoverUnsavedProcesses(const std::string& directory, const ProcessResult& run,
                                const RecordOptions& options) {
   std::vector<std::pair<pid_t, std::string>> files;
@@ -454,12 +457,15 @@ size_t RecoverUnsavedProcesses(const std::string& directory, const ProcessResult
     recovery.symbolicate = !options.symbolicate;  // Else the merged profile is symbolicated.
     recovery.crashed = true;
     const auto status = run.reaped.find(pid);
+    if (status != run.reaped.end() && WIFEXITED(status->second)) {
+      // It exited without saving (_exit, as shells do): not a crash. As without the flight
+      // recorder, its profile is missing (the merge's note says so for the command itself).
+      unlink(path.c_str());
+      continue;
+    }
     if (status != run.reaped.end() && WIFSIGNALED(status->second)) {
       recovery.end_reason = "killed by " + SignalName(WTERMSIG(status->second)) +
                             (WCOREDUMP(status->second) ? " (core dumped)" : "");
-    } else if (status != run.reaped.end() && WIFEXITED(status->second)) {
-      recovery.end_reason = "exited with status " + std::to_string(WEXITSTATUS(status->second)) +
-                            " without saving its profile";
     } else {
       recovery.end_reason = "ended without saving its profile (crashed or killed)";
     }

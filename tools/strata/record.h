@@ -18,7 +18,8 @@
 //      (SIGKILL).
 //   3b. A process that died without saving (its flight recorder file is left: a process
 //      that saves removes it) is recovered from that file, marked as crashed with the signal
-//      from its wait status when this process reaped it.
+//      from its wait status when this process reaped it. One this process reaped that exited
+//      (_exit, as shells do) is not recovered: it did not crash.
 //   4. The profiles are merged (the command's own process is the parent; when it saved none,
 //      e.g. a shell that ends with _exit, the earliest one is), raw addresses are
 //      symbolicated with the DWARF symbolizer, and the file is written atomically (gzip
