@@ -426,65 +426,6 @@ std::map<pid_t, std::string> SavedProfiles(const std::string& directory, size_t*
   return profiles;
 }
 
-// For each flight recorder file left in `directory` (strata-<pid>-<start>.flight): a process
-// that saved its profile removed its file, so a file left means the process ended without
-// saving. When this process reaped it (its child, or an orphan it inherited) and it exited
-// (_exit, as shells do), that is no crash: the file is dropped, as the profile was before.
-// Otherwise — killed by a signal, or reaped by its own parent so that how it ended is unknown
-// — its data is recovered into <pid>.json, marked as crashed (with the signal when known).
-// Returns how many were recovered.
-size_t RecoverUnsavedProcesses(const std::string& directory, const ProcessResult& run,
-                               const RecordOptions& options) {
-  std::vector<std::pair<pid_t, std::string>> files;
-  if (DIR* dir = opendir(directory.c_str())) {
-    while (dirent* entry = readdir(dir)) {
-      const std::string name = entry->d_name;
-      if (name.rfind("strata-", 0) == 0 && name.size() > 7 &&
-          name.compare(name.size() - 7, 7, ".flight") == 0) {
-        files.emplace_back(static_cast<pid_t>(std::atol(name.c_str() + 7)), directory + "/" + name);
-      }
-    }
-    closedir(dir);
-  }
-  size_t recovered = 0;
-  for (const auto& [pid, path] : files) {
-    const std::string json = directory + "/" + std::to_string(pid) + ".json";
-    if (IsFile(json)) {  // Saved after all (a file kept by an older library): nothing to do.
-      unlink(path.c_str());
-      continue;
-    }
-    flight::RecoveryOptions recovery;
-    recovery.symbolicate = !options.symbolicate;  // Else the merged profile is symbolicated.
-    recovery.crashed = true;
-    const auto status = run.reaped.find(pid);
-    if (status != run.reaped.end() && WIFEXITED(status->second)) {
-      // It exited without saving (_exit, as shells do): not a crash. As without the flight
-      // recorder, its profile is missing (the merge's note says so for the command itself).
-      unlink(path.c_str());
-      continue;
-    }
-    if (status != run.reaped.end() && WIFSIGNALED(status->second)) {
-      recovery.end_reason = "killed by " + SignalName(WTERMSIG(status->second)) +
-                            (WCOREDUMP(status->second) ? " (core dumped)" : "");
-    } else {
-      recovery.end_reason = "ended without saving its profile (crashed or killed)";
-    }
-    std::string summary, error;
-    if (RecoverFlightFile(path, json, recovery, &summary, &error)) {
-      ++recovered;
-      if (!options.quiet) {
-        std::fprintf(stderr, "strata record: process %d %s: recovered %s\n", pid,
-                     recovery.end_reason.c_str(), summary.c_str());
-      }
-    } else if (!options.quiet) {
-      std::fprintf(stderr, "strata record: process %d saved no profile and its flight recorder file could not "
-                   "be recovered: %s\n", pid, error.c_str());
-    }
-    unlink(path.c_str());
-  }
-  return recovered;
-}
-
 size_t CountThreads(const rapidjson::Value& profile) {
   size_t n = profile["threads"].Size();
   if (profile.HasMember("processes") && profile["processes"].IsArray()) {
@@ -568,7 +509,8 @@ int Record(const RecordOptions& options) {
   }
 
   // Processes that died without saving: their flight recorder files.
-  const size_t recovered = RecoverUnsavedProcesses(directory, run, options);
+  const size_t recovered =
+      RecoverUnsavedProcesses(directory, run.reaped, !options.symbolicate, options.quiet);
 
   // Merge.
   const auto merge_start = Clock::now();

@@ -7,6 +7,10 @@
 #ifndef STRATA_TOOLS_STRATA_RECOVER_H_
 #define STRATA_TOOLS_STRATA_RECOVER_H_
 
+#include <sys/types.h>
+
+#include <cstddef>
+#include <map>
 #include <string>
 
 #include "shared/flight/flight_recovery.h"
@@ -31,6 +35,16 @@ int RunRecover(const RecoverOptions& options);
 bool RecoverFlightFile(const std::string& flight_path, const std::string& json_path,
                        const flight::RecoveryOptions& options, std::string* summary,
                        std::string* error);
+
+// `strata record`'s step for the processes that ended without saving: each flight recorder
+// file left in `directory` (strata-<pid>-<start>.flight; a process that saved removed its
+// own) is recovered into <pid>.json and removed, except for a process reaped by `strata
+// record` (`reaped`: its wait statuses) that exited (_exit, as shells do: not a crash; the
+// file is just removed). Marked "killed by SIGx" when the status says so, else "ended
+// without saving its profile (crashed or killed)". `symbolicate`: ELF names now (false when
+// the merged profile is symbolicated later). Returns how many were recovered.
+size_t RecoverUnsavedProcesses(const std::string& directory, const std::map<pid_t, int>& reaped,
+                               bool symbolicate, bool quiet);
 
 }  // namespace cli
 }  // namespace strata
