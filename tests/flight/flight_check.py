@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Compares a profile recovered from a flight recorder file with a control profile.
+"""Compares a profile recovered from a flight recorder file with a reference profile (a
+normal save by the same process before it died).
 
-  flight_check.py CONTROL.json RECOVERED.json --end-name NAME [--end-text TEXT]
+  flight_check.py REFERENCE.json RECOVERED.json --end-name NAME [--end-text TEXT]
                   [--min-ratio 0.95] [--tail-ms 100]
 
 Counts, in each, the samples of the threads GeckoMain and flight-worker taken while they ran
@@ -75,14 +76,14 @@ def main():
     end_time = ends[-1]["start"] if ends else None
     sample_ratio = r_samples / c_samples if c_samples else 0
     step_ratio = r_steps / c_steps if c_steps else 0
-    print(f"RESULT control_samples={c_samples} recovered_samples={r_samples} sample_ratio={sample_ratio:.3f} "
-          f"control_steps={c_steps} recovered_steps={r_steps} step_ratio={step_ratio:.3f}")
-    if c_samples < 100 or c_steps < 100:
-        failures.append(f"the control run has too little data ({c_samples} samples, {c_steps} steps)")
+    print(f"RESULT reference_samples={c_samples} recovered_samples={r_samples} sample_ratio={sample_ratio:.3f} "
+          f"reference_steps={c_steps} recovered_steps={r_steps} step_ratio={step_ratio:.3f}")
+    if c_samples < 100 or c_steps < 1000:
+        failures.append(f"the reference profile has too little data ({c_samples} samples, {c_steps} steps)")
     if sample_ratio < args.min_ratio:
-        failures.append(f"recovered samples {r_samples} < {args.min_ratio} x control {c_samples}")
+        failures.append(f"recovered samples {r_samples} < {args.min_ratio} x reference {c_samples}")
     if step_ratio < args.min_ratio:
-        failures.append(f"recovered Step markers {r_steps} < {args.min_ratio} x control {c_steps}")
+        failures.append(f"recovered Step markers {r_steps} < {args.min_ratio} x reference {c_steps}")
     if not ends:
         failures.append(f"no '{args.end_name}' marker in the recovered profile")
     else:

@@ -4,8 +4,9 @@
 // run plain it behaves the same (the markers and labels then record nothing).
 //
 //   flight_program --end exit|segv|abort|kill [--ms N] [--ready FILE] [--handler]
+//                  [--reference FILE]
 //
-// Two threads (main, "flight-worker") each run steps of ~5 ms of their own CPU time under the
+// Two threads (main, "flight-worker") each run steps of ~1 ms of their own CPU time under the
 // label "Crunch" until N ms (default 2000) of that thread's CPU, with an interval marker
 // "Step" per step. Then:
 //   exit   returns 0 (the control run: a normal save at exit);
@@ -13,6 +14,9 @@
 //   abort  calls abort() (SIGABRT);
 //   kill   once both threads have done their N ms, writes FILE (--ready) and goes on with
 //          steps until it is killed from outside.
+// --reference FILE: after the N ms, saves the profile there (ProfilerSaveProfile, the one
+// profiler call: a normal save at that moment, for the scenario to compare the recovered
+// profile with), then runs 300 ms more of steps on both threads before the ending.
 // --handler installs SIGSEGV and SIGABRT handlers that print "flight_program: handler for
 // signal N" and re-raise with the default action (the program's own crash handling, which
 // the profiler must leave as it is).
@@ -27,14 +31,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "base/labels.h"
 #include "base/markers.h"
+#include "base/profiler.h"
 
 namespace {
 
 volatile uint64_t g_sink;
+const char* reference = nullptr;
 double g_ms = 2000;
 
 double ThreadCpuMs() {
@@ -55,9 +62,11 @@ __attribute__((noinline)) void flight_step() {
   STRATA_LABEL("Crunch", kOther);
   const strata::TimeStamp start = strata::TimeStamp::Now();
   uint64_t x = 11;
-  const double end = ThreadCpuMs() + 5;
+  // 1 ms of CPU: short steps, so that the step in progress at a crash (its marker is
+  // recorded at its end) spans little wall time even on a loaded machine.
+  const double end = ThreadCpuMs() + 1;
   while (ThreadCpuMs() < end) {
-    for (int i = 0; i < 200; ++i) x = flight_mix(x);
+    for (int i = 0; i < 40; ++i) x = flight_mix(x);
   }
   g_sink = x;
   STRATA_MARKER_UNTYPED("Step", kOther, strata::MarkerOptions::Interval(start, strata::TimeStamp::Now()));
@@ -90,10 +99,13 @@ int main(int argc, char** argv) {
       g_ms = atof(argv[++i]);
     } else if (!strcmp(argv[i], "--ready") && i + 1 < argc) {
       ready = argv[++i];
+    } else if (!strcmp(argv[i], "--reference") && i + 1 < argc) {
+      reference = argv[++i];
     } else if (!strcmp(argv[i], "--handler")) {
       handler = true;
     } else {
-      fprintf(stderr, "usage: flight_program --end exit|segv|abort|kill [--ms N] [--ready FILE] [--handler]\n");
+      fprintf(stderr, "usage: flight_program --end exit|segv|abort|kill [--ms N] [--ready FILE] [--handler] "
+                      "[--reference FILE]\n");
       return 2;
     }
   }
@@ -103,15 +115,29 @@ int main(int argc, char** argv) {
   }
   const bool until_killed = !strcmp(end, "kill");
   static std::atomic<bool> worker_done{false};
+  static std::atomic<bool> saved{false};
   std::thread worker([until_killed] {
     pthread_setname_np(pthread_self(), "flight-worker");
     Work(g_ms);
     worker_done.store(true);
-    if (until_killed) Work(-1);
+    if (until_killed) {
+      Work(-1);
+    } else if (reference) {
+      while (!saved.load()) flight_step();
+      Work(300);
+    }
   });
   Work(g_ms);
-  if (until_killed) {
-    while (!worker_done.load()) flight_step();  // Both threads' N ms before "ready".
+  if (until_killed || reference) {
+    while (!worker_done.load()) flight_step();  // Both threads' N ms first.
+  }
+  if (reference) {
+    std::string error;
+    if (!strata::ProfilerSaveProfile(reference, &error)) {
+      fprintf(stderr, "flight_program: reference not saved: %s\n", error.c_str());
+    }
+    saved.store(true);
+    if (!until_killed) Work(300);
   }
   printf("flight_program: work done, ending by %s\n", end);
   fflush(stdout);
