@@ -4,6 +4,7 @@
 #   entry_deserializer  shared/buffer/entry_deserializer_fuzzer.cc   buffer entry deserializers
 #   message_decoder     full/ipc/message_decoder_fuzzer.cc           IPC frames and payloads
 #   env_settings        base/internal/env_settings_fuzzer.cc         STRATA_* variable parsers
+#   flight_reader       shared/flight/flight_reader_fuzzer.cc        flight recorder files
 #
 # Each target is built with clang++ straight from the sources (Bazel's toolchain is gcc) with
 # -fsanitize=fuzzer,address,undefined, run for --runs executions (default 10 M) starting from
@@ -50,15 +51,17 @@ declare -A SOURCES=(
   [entry_deserializer]="shared/buffer/entry_deserializer_fuzzer.cc platform/check.cc shared/profile/sample_entry.cc"
   [message_decoder]="full/ipc/message_decoder_fuzzer.cc full/ipc/messages.cc shared/buffer/controlled_chunk_manager.cc platform/check.cc"
   [env_settings]="base/internal/env_settings_fuzzer.cc base/internal/env_settings.cc platform/check.cc"
+  [flight_reader]="shared/flight/flight_reader_fuzzer.cc shared/flight/flight_reader.cc shared/buffer/chunked_buffer.cc shared/buffer/chunk.cc shared/buffer/local_limit_chunk_manager.cc shared/buffer/controlled_chunk_manager.cc shared/profile/sample_entry.cc platform/check.cc platform/mutex.cc platform/process_thread_ids.cc platform/time_stamp.cc"
 )
 # The code each target is meant to test (its coverage is reported).
 declare -A TESTED=(
   [entry_deserializer]="shared/buffer/entry_serialization.h shared/buffer/entry_kinds.h shared/profile/sample_entry.cc shared/profile/marker_entry.h"
   [message_decoder]="full/ipc/messages.cc"
   [env_settings]="base/internal/env_settings.cc"
+  [flight_reader]="shared/flight/flight_reader.cc"
 )
-declare -A MAX_LEN=([entry_deserializer]=512 [message_decoder]=512 [env_settings]=256)
-ALL_TARGETS=(entry_deserializer message_decoder env_settings)
+declare -A MAX_LEN=([entry_deserializer]=512 [message_decoder]=512 [env_settings]=256 [flight_reader]=4096)
+ALL_TARGETS=(entry_deserializer message_decoder env_settings flight_reader)
 ((${#targets[@]} == 0)) && targets=("${ALL_TARGETS[@]}")
 for t in "${targets[@]}"; do
   [[ -n "${SOURCES[$t]:-}" ]] || { echo "fuzz.sh: unknown target $t (${ALL_TARGETS[*]})" >&2; exit 2; }

@@ -26,6 +26,7 @@
 #include <optional>
 
 #include "base/internal/env_settings.h"
+#include "base/internal/flight_recorder.h"
 #include "base/internal/log.h"
 #include "base/internal/sample_capture.h"
 #include "base/internal/sampler_thread.h"
@@ -108,9 +109,14 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   const size_t limit = static_cast<size_t>(settings.buffer_megabytes) << 20;
   auto manager = std::make_unique<LocalLimitChunkManager>(
       limit, static_cast<BufferChunk::Length>(ChunkBytesFor(limit)));
+  session.start_time = TimeStamp::Now();
+  // STRATA_FLIGHT_RECORDER: the chunks live in a file that outlives a crash.
+  if (ChunkStorage* storage = StartFlightRecorderLocked(limit, manager->ChunkMinBufferBytes(),
+                                                        session.start_time, settings)) {
+    manager->SetChunkStorage(storage);
+  }
   session.controlled_manager = manager.get();
   session.buffer.SetChunkManager(std::move(manager));
-  session.start_time = TimeStamp::Now();
   g_sampling_features.store(settings.features, std::memory_order_relaxed);
 
   const TierExtension* extension = g_extension.load(std::memory_order_acquire);
@@ -172,6 +178,7 @@ void StopLocked(Session& session) {
   if (!ProfilerIsActive()) return;
   g_profiler_state.store(0, std::memory_order_relaxed);
   StopSamplerThreadLocked(session);
+  StopFlightRecorderLocked();  // A clean end: the file keeps the session's data.
   Registry& registry = GetRegistry();
   std::vector<ThreadId> threads_on_events;
   {

@@ -1,5 +1,8 @@
 #include "base/internal/env_settings.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <signal.h>
 
 #include <cctype>
@@ -79,6 +82,10 @@ constexpr VariableHelp kVariables[] = {
      "STRATA_STARTUP=1 the first one stops. SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, "
      "SIGPIPE, SIGALRM, SIGTERM, SIGURG, SIGWINCH, SIGPROF, SIGVTALRM or SIGRTMIN..SIGRTMAX, "
      "by name or number; not the sampling signal. Default: none."},
+    {"STRATA_FLIGHT_RECORDER",
+     "=<directory>: keep the profile buffer in a file there, strata-<pid>-<start>.flight, that "
+     "survives a crash or a kill; `strata recover FILE` turns it into a profile "
+     "(docs/flight-recorder.md). Must be an existing writable directory. Default: off."},
 };
 
 std::string Trim(std::string s) {
@@ -329,6 +336,17 @@ EnvironmentSettings ReadEnvironment(
       bad("STRATA_SHUTDOWN", value, "a file path", "no profile saved");
     } else {
       env.shutdown_path = value;
+    }
+  }
+
+  if (const char* value = getenv_function("STRATA_FLIGHT_RECORDER")) {
+    struct stat st {};
+    if (value[0] == '\0' || stat(value, &st) != 0 || !S_ISDIR(st.st_mode) ||
+        access(value, W_OK | X_OK) != 0) {
+      bad("STRATA_FLIGHT_RECORDER", value, "an existing directory this process can write to",
+          "no flight recorder");
+    } else {
+      env.flight_recorder_directory = value;
     }
   }
   return env;

@@ -24,6 +24,7 @@ struct EnvironmentSettings {
   bool logging = false;    // STRATA_LOGGING
   std::string shutdown_path;  // STRATA_SHUTDOWN, with %p not yet replaced
   int control_signal = 0;     // STRATA_SIGNAL (control_signal.h); 0: none.
+  std::string flight_recorder_directory;  // STRATA_FLIGHT_RECORDER, checked to be a writable dir
   ProfilerSettings settings;  // STRATA_STARTUP_INTERVAL, _BUFFER_MB, _FEATURES, _FILTERS
   int errors = 0;             // Bad values reported (defaults used instead).
 };

@@ -27,6 +27,7 @@
 #include "base/internal/control_signal.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
+#include "base/internal/flight_recorder.h"
 #include "base/internal/library_history.h"
 #include "base/internal/log.h"
 #include "base/internal/shutdown_path.h"
@@ -107,6 +108,9 @@ void Initialize() {
   }
   SetShutdownPath(shutdown_path);
   g_auto_register_threads.store((env.settings.features & kFeatureThreads) != 0);
+  if (!env.flight_recorder_directory.empty()) {
+    ConfigureFlightRecorder(env.flight_recorder_directory.c_str());
+  }
   atexit(&OnExit);
   // Before the session: the sampling signal is then never chosen equal to the control one.
   StartControlSignal(env.control_signal, env.settings, shutdown_path);
@@ -127,6 +131,7 @@ void ProfilerShutdown() {
     std::string error;
     if (SaveSessionProfile(expanded, &error)) {
       LogInfo("profile saved to %s", expanded.c_str());
+      RemoveFlightRecorderFile();  // Saved: nothing to recover.
     } else {
       LogError("could not save the profile to STRATA_SHUTDOWN=%s: %s", expanded.c_str(),
                error.c_str());

@@ -18,6 +18,7 @@
 
 #include "base/internal/core.h"
 #include "base/internal/counter_registry.h"
+#include "base/internal/flight_recorder.h"
 #include "base/internal/log.h"
 #include "base/internal/sample_ring.h"
 #include "base/internal/sampling_source.h"
@@ -73,6 +74,7 @@ LoopResult SamplingLoopIteration() {
     buffer.PutObjects(EntryKind::kProfilerOverhead, start, locked - start, threads_done - locked,
                       counters_done - threads_done, extension_done - counters_done);
   }
+  FlightRecorderOnSamplerLoop();  // Publishes what this loop put into the buffer.
   return result;
 }
 

@@ -13,16 +13,48 @@ std::atomic<size_t> g_live_buffer_bytes{0};
 // The storage follows the object; keep it 8-byte aligned.
 constexpr size_t StorageOffset() { return sizeof(BufferChunk); }
 static_assert(sizeof(BufferChunk) % 8 == 0, "storage must stay 8-byte aligned");
+
+std::atomic<ChunkStorage*> g_storages[ChunkStorage::kMaxRegistered];
 }  // namespace
 
-std::unique_ptr<BufferChunk> BufferChunk::Create(Length min_buffer_bytes) {
+bool ChunkStorage::Register(ChunkStorage* storage) {
+  for (std::atomic<ChunkStorage*>& slot : g_storages) {
+    ChunkStorage* expected = nullptr;
+    if (slot.compare_exchange_strong(expected, storage, std::memory_order_acq_rel)) return true;
+  }
+  return false;
+}
+
+void ChunkStorage::Unregister(ChunkStorage* storage) {
+  for (std::atomic<ChunkStorage*>& slot : g_storages) {
+    ChunkStorage* expected = storage;
+    if (slot.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel)) return;
+  }
+}
+
+ChunkStorage* ChunkStorage::Owner(const void* p) {
+  for (const std::atomic<ChunkStorage*>& slot : g_storages) {
+    ChunkStorage* storage = slot.load(std::memory_order_acquire);
+    if (storage != nullptr && storage->Contains(p)) return storage;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<BufferChunk> BufferChunk::Create(Length min_buffer_bytes, ChunkStorage* storage) {
   STRATA_CHECK(min_buffer_bytes > 0, "a chunk needs some storage");
   // Round the storage up so the allocation is a multiple of 8 bytes.
   const size_t buffer_bytes = (static_cast<size_t>(min_buffer_bytes) + 7) & ~size_t{7};
   if (buffer_bytes > UINT32_MAX) return nullptr;
-  void* memory = ::operator new(StorageOffset() + buffer_bytes, std::nothrow);
+  void* memory = storage ? storage->Allocate(StorageOffset() + buffer_bytes) : nullptr;
+  if (memory == nullptr) {
+    storage = nullptr;
+    memory = ::operator new(StorageOffset() + buffer_bytes, std::nothrow);
+  }
   if (memory == nullptr) return nullptr;
-  return std::unique_ptr<BufferChunk>(new (memory) BufferChunk(static_cast<Length>(buffer_bytes)));
+  auto chunk =
+      std::unique_ptr<BufferChunk>(new (memory) BufferChunk(static_cast<Length>(buffer_bytes)));
+  chunk->storage_ = storage;
+  return chunk;
 }
 
 BufferChunk::BufferChunk(Length buffer_bytes) {
@@ -37,6 +69,7 @@ BufferChunk::~BufferChunk() {
   // Destroy a long chain iteratively, not by recursion through next_.
   std::unique_ptr<BufferChunk> next = std::move(next_);
   while (next) next = std::move(next->next_);
+  if (storage_) storage_->OnChunkDestroyed(*this);
 }
 
 size_t BufferChunk::AllocationBytes() const { return StorageOffset() + header_.buffer_bytes; }
@@ -82,10 +115,12 @@ void BufferChunk::MarkDone(TimeStamp done) {
                 "a chunk is done only once its copies are in");
   header_.done_time_stamp = done;
   state_ = State::kDone;
+  if (storage_) storage_->OnChunkDone(*this);
 }
 
 void BufferChunk::MarkRecycled() {
   STRATA_DCHECK(state_ == State::kDone, "only a done chunk can be recycled");
+  if (storage_) storage_->OnChunkRecycled(*this);
   const Length buffer_bytes = header_.buffer_bytes;
   header_ = Header{};
   header_.buffer_bytes = buffer_bytes;

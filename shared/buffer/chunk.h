@@ -39,6 +39,44 @@
 
 namespace strata {
 
+class BufferChunk;
+
+// Where a chunk's memory can come from instead of the heap: the flight recorder's slots in a
+// file-backed shared mapping (base/internal/flight_recorder.h). The storage is told of each
+// step of a chunk's life so that it can describe the chunk to a reader of its memory.
+// Its memory must stay mapped as long as any chunk of it lives (in practice: until the
+// process ends). Registered storages are found by address when a chunk is deleted.
+// Thread safety: implementations must be thread-safe; the hooks run under the buffer's or
+// the manager's lock (lock order: buffer, manager, storage). Not async-signal-safe.
+class ChunkStorage {
+ public:
+  // At most this many storages can be registered in a process.
+  static constexpr int kMaxRegistered = 4;
+  // Registers `storage` for the address lookup of BufferChunk's operator delete; false when
+  // the table is full (the storage must then not be used).
+  static bool Register(ChunkStorage* storage);
+  // Removes `storage` from the lookup once no chunk of it is left (its object must stay
+  // valid: a concurrent lookup may still call its Contains()).
+  static void Unregister(ChunkStorage* storage);
+  // The registered storage whose memory holds `p`, or null.
+  static ChunkStorage* Owner(const void* p);
+
+  // `bytes` of memory for one chunk (object + storage), 8-byte aligned, or null.
+  virtual void* Allocate(size_t bytes) = 0;
+  // Whether [p, p+1) lies in this storage's memory (from the storage object's own fields:
+  // called also after its memory is gone).
+  virtual bool Contains(const void* p) const = 0;
+  // Life of a chunk made in this storage: its storage bytes are final up to its
+  // OffsetPastLastBlock() (MarkDone); it is emptied for reuse (MarkRecycled); it is being
+  // destroyed (its memory is free again once this returns).
+  virtual void OnChunkDone(const BufferChunk& chunk) = 0;
+  virtual void OnChunkRecycled(const BufferChunk& chunk) = 0;
+  virtual void OnChunkDestroyed(const BufferChunk& chunk) = 0;
+
+ protected:
+  ~ChunkStorage() = default;
+};
+
 class BufferChunk {
  public:
   using Length = uint32_t;
@@ -71,14 +109,19 @@ class BufferChunk {
 
   // A chunk with at least `min_buffer_bytes` of storage (rounded up so the whole allocation
   // is a multiple of 8), or nullptr if memory is exhausted.
-  static std::unique_ptr<BufferChunk> Create(Length min_buffer_bytes);
+  // With `storage`, the chunk's memory comes from it (the heap when it has none left).
+  static std::unique_ptr<BufferChunk> Create(Length min_buffer_bytes,
+                                             ChunkStorage* storage = nullptr);
 
   ~BufferChunk();
   BufferChunk(const BufferChunk&) = delete;
   BufferChunk& operator=(const BufferChunk&) = delete;
 
-  // Chunks come from Create(); these keep `delete` symmetric with its allocation.
-  static void operator delete(void* p) { ::operator delete(p); }
+  // Chunks come from Create(); these keep `delete` symmetric with its allocation (a
+  // storage's memory was given back by the destructor).
+  static void operator delete(void* p) {
+    if (ChunkStorage::Owner(p) == nullptr) ::operator delete(p);
+  }
 
   // Starts using this chunk (created or recycled): its first byte gets global index
   // `range_start`; records the start time and the process id.
@@ -183,6 +226,7 @@ class BufferChunk {
   explicit BufferChunk(Length buffer_bytes);
 
   Header header_;
+  ChunkStorage* storage_ = nullptr;  // Null: on the heap.
   std::unique_ptr<BufferChunk> next_;
   std::atomic<uint32_t> copies_in_flight_{0};
   State state_ = State::kCreated;

@@ -380,6 +380,7 @@ void ChunkedBuffer::VisitFromChunk(const BufferChunk* chunk, size_t offset, bool
       return EntryReader(there + (header_bytes - here_bytes), static_cast<size_t>(entry_bytes),
                          nullptr, 0, this_block, next_block);
     }();
+    if (untrusted_reading_) reader.SetUntrustedWithResolver(literal_resolver_);
     visitor.Visit(reader);
     if (only_first) return;
 

@@ -111,6 +111,23 @@ class ChunkedBuffer {
   // Stores raw bytes as one entry.
   BlockIndex PutFrom(const void* source, size_t bytes);
 
+  // Readers of this buffer are untrusted (entries recovered from a file), with `resolver`
+  // for literal-string addresses (entry_serialization.h). Call before reading.
+  void SetUntrustedReading(const LiteralResolver* resolver) {
+    untrusted_reading_ = true;
+    literal_resolver_ = resolver;
+  }
+
+  // Calls `f(const BufferChunk* current)` (null when there is no current chunk) under the
+  // buffer's lock, once the current chunk's copies in flight are in: its storage bytes up to
+  // OffsetPastLastBlock() are final while `f` runs (the flight recorder publishes them).
+  template <typename F>
+  void WithSettledCurrentChunk(F&& f) {
+    MaybeAutoLock lock(mutex_);
+    if (current_chunk_) current_chunk_->WaitForCopiesInFlight();
+    std::forward<F>(f)(static_cast<const BufferChunk*>(current_chunk_.get()));
+  }
+
   // Prepares the next chunk ahead of need (the manager's FulfillChunkRequests), so that
   // writers do not allocate. Call from a thread where allocation is fine (the sampler loop).
   void PrepareNextChunk();
@@ -239,6 +256,8 @@ class ChunkedBuffer {
   // possibly not): atomics.
   std::atomic<BufferIndex> range_start_{kFirstBufferIndex};
   std::atomic<uint64_t> cleared_block_count_{0};
+  bool untrusted_reading_ = false;
+  const LiteralResolver* literal_resolver_ = nullptr;
 };
 
 }  // namespace strata

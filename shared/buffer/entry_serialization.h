@@ -164,6 +164,19 @@ class EntryWriter {
 // ---------------------------------------------------------------------------------------
 // EntryReader
 
+// Turns a literal-string address met by an untrusted reader into characters of the reading
+// process: entries recovered from a dead process's flight recorder file name its string
+// literals by their addresses there (shared/flight/flight_recovery.h reads them from the
+// library files). Returns `length` characters that stay valid as long as the resolver, or
+// null (the read then fails). Thread safety: as the implementation says.
+class LiteralResolver {
+ public:
+  virtual const char* Resolve(uint64_t address, size_t length) const = 0;
+
+ protected:
+  ~LiteralResolver() = default;
+};
+
 class EntryReader {
  public:
   using Byte = uint8_t;
@@ -200,6 +213,13 @@ class EntryReader {
   // refused.
   void SetUntrusted() { trusted_ = false; }
   bool IsTrusted() const { return trusted_; }
+  // Untrusted, and literal-string addresses are resolved by `resolver` (which must outlive
+  // the reader and its copies) instead of refused.
+  void SetUntrustedWithResolver(const LiteralResolver* resolver) {
+    trusted_ = false;
+    resolver_ = resolver;
+  }
+  const LiteralResolver* Resolver() const { return resolver_; }
 
   // Where the remaining bytes are when they lie in one piece (the entry does not continue
   // in a second span from here), else null. Valid as long as the bytes read are.
@@ -273,6 +293,7 @@ class EntryReader {
   BlockIndex next_block_index_;
   bool failed_ = false;
   bool trusted_ = true;
+  const LiteralResolver* resolver_ = nullptr;
 };
 
 inline void EntryReader::ReadBytesAcrossSpans(Byte* destination, size_t bytes) {
@@ -484,7 +505,13 @@ struct StringEncoding {
     if (header & 1) {
       const char* chars = nullptr;
       reader.ReadBytes(&chars, sizeof(chars));
-      if (!reader.IsTrusted()) reader.SetFailed();
+      if (!reader.IsTrusted() && !reader.Failed()) {
+        const LiteralResolver* resolver = reader.Resolver();
+        chars = resolver ? resolver->Resolve(reinterpret_cast<uintptr_t>(chars),
+                                             static_cast<size_t>(length))
+                         : nullptr;
+        if (chars == nullptr) reader.SetFailed();
+      }
       if (reader.Failed()) return;
       on_literal(chars, static_cast<size_t>(length));
       return;

@@ -48,7 +48,7 @@ std::unique_ptr<BufferChunk> LocalLimitChunkManager::TakeOrMakeChunkLocked() {
     chunk = std::move(recycled_chunk_);
     ++stats_.chunks_recycled;
   } else {
-    chunk = BufferChunk::Create(chunk_min_buffer_bytes_);
+    chunk = BufferChunk::Create(chunk_min_buffer_bytes_, storage_);
     if (!chunk) return nullptr;
     ++stats_.chunks_allocated;
   }

@@ -71,6 +71,11 @@ class LocalLimitChunkManager final : public ChunkManager, public ControlledChunk
 
   BufferChunk::Length ChunkMinBufferBytes() const { return chunk_min_buffer_bytes_; }
 
+  // New chunks come from `storage` (the flight recorder's file) rather than the heap, falling
+  // back to the heap when it has no room. Call before the first GetChunk(); `storage` must
+  // outlive every chunk.
+  void SetChunkStorage(ChunkStorage* storage) { storage_ = storage; }
+
  protected:
   const BufferChunk* PeekExtantReleasedChunksAndLock() override;
   void UnlockAfterPeekExtantReleasedChunks() override;
@@ -89,6 +94,7 @@ class LocalLimitChunkManager final : public ChunkManager, public ControlledChunk
 
   const size_t max_total_bytes_;
   const BufferChunk::Length chunk_min_buffer_bytes_;
+  ChunkStorage* storage_ = nullptr;
 
   mutable Mutex mutex_{"LocalLimitChunkManager"};
   size_t unreleased_bytes_ = 0;

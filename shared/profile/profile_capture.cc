@@ -174,7 +174,7 @@ struct ThreadState {
 class ProfileBuilder {
  public:
   explicit ProfileBuilder(const CaptureInputs& inputs)
-      : inputs_(inputs), symbolicate_(inputs.symbolicate), pid_(CurrentProcessId()),
+      : inputs_(inputs), symbolicate_(inputs.symbolicate), pid_(inputs.pid.value_or(CurrentProcessId())),
         process_name_(inputs.process_name) {
     // Live threads (and the main thread) are listed even without data; an ended thread
     // only once its data is met in the buffer, so that a process that made many short
@@ -311,6 +311,9 @@ class ProfileBuilder {
         if (list != FrameListTable::kNone && !added) return;  // Its addresses are noted already.
       }
       EntryReader frames_reader = EntryReader::OverBytes(frames_);
+      if (inputs_.untrusted_literals) {
+        frames_reader.SetUntrustedWithResolver(inputs_.untrusted_literals);
+      }
       if (!ReadFrames(frames_reader, sample_, sample_frames_)) return;
       MoveAddresses(sample_.frames.data(), sample_frames_, sample_.time);
       NoteFrames(sample_.frames.data(), sample_frames_);
@@ -496,6 +499,9 @@ class ProfileBuilder {
       return cache[list];
     }
     EntryReader frames_reader = EntryReader::OverBytes(frames_);
+    if (inputs_.untrusted_literals) {
+      frames_reader.SetUntrustedWithResolver(inputs_.untrusted_literals);
+    }
     if (!ReadFrames(frames_reader, sample_, sample_frames_)) {
       failed_frames_ = true;
       return std::nullopt;
@@ -882,7 +888,7 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
     }
     if (!failure.Failed()) {
       const ChunkedBuffer::State state = buffer.GetState();
-      profile.WriteProfilingLog(CurrentProcessId(), [&](JsonWriter& w) {
+      profile.WriteProfilingLog(inputs.pid.value_or(CurrentProcessId()), [&](JsonWriter& w) {
         if (inputs.profiling_log) inputs.profiling_log(w);
         w.UintProperty("bufferBlocksPushed", state.pushed_block_count);
         w.UintProperty("bufferBlocksCleared", state.cleared_block_count);

@@ -73,7 +73,14 @@ struct CaptureInputs {
   ProfileMeta meta;             // start_time, interval, product, categories, schemas, ...
   TimeStamp start_time;         // Session start (same as meta.start_time).
   std::string process_name;
+  // The process the buffer's data is from; null: this one (a recovered flight recorder
+  // file gives the dead process's).
+  std::optional<ProcessId> pid;
   bool symbolicate = true;      // false: raw addresses (rawaddresses).
+  // Entries from outside this process (a recovered flight recorder file): the buffer reads
+  // them untrusted (ChunkedBuffer::SetUntrustedReading), and so must the capture's own
+  // readers of their parts, resolving literal-string addresses with this.
+  const LiteralResolver* untrusted_literals = nullptr;
   // Threads to write: live ones (no unregister_time) and the main thread always, ended ones
   // only when the buffer holds entries of theirs (met in pass 1, and, for a thread not
   // streamed, still there when its rows are read). Threads found in the buffer but not here

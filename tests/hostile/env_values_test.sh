@@ -157,6 +157,18 @@ check_variable() {
       check shutdown_huge "$var" "$huge_number" accepted "cwd:$huge_number"
       check shutdown_text "$var" "abc" accepted "cwd:abc"
       ;;
+    STRATA_FLIGHT_RECORDER)
+      # An existing writable directory; anything else is refused and the program runs without
+      # the recorder. Accepted: the profile is saved at exit and the file removed.
+      local need="an existing directory this process can write to"
+      for case in "empty:" "missing:/nonexistent/strata-flight" "file:/etc/passwd" "long:$long_text"; do
+        check "flight_${case%%:*}" "$var" "${case#*:}" "refused:$need" written "$default_settings"
+      done
+      check flight_valid "$var" "." accepted written "$default_settings"
+      if compgen -G "$WORK/flight_valid.cwd/*.flight" >/dev/null; then
+        fail "flight_valid: a flight recorder file was left although the profile was saved"
+      fi
+      ;;
     STRATA_HELP | STRATA_STARTUP | STRATA_LOGGING)
       local tag profile="written"
       tag=$(tr 'A-Z' 'a-z' <<<"${var#STRATA_}")
@@ -189,7 +201,7 @@ check_variable() {
 variables=("$@")
 ((${#variables[@]} == 0)) && variables=(STRATA_STARTUP_INTERVAL STRATA_STARTUP_BUFFER_MB
   STRATA_STARTUP_FEATURES STRATA_STARTUP_FILTERS STRATA_SHUTDOWN STRATA_HELP STRATA_STARTUP
-  STRATA_LOGGING STRATA_SIGNAL STRATA_SAMPLING_SIGNAL)
+  STRATA_LOGGING STRATA_SIGNAL STRATA_SAMPLING_SIGNAL STRATA_FLIGHT_RECORDER)
 for var in "${variables[@]}"; do
   check_variable "$var"
 done

@@ -28,6 +28,7 @@
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
 #include "tools/strata/progress.h"
+#include "tools/strata/recover.h"
 #include "tools/strata/view.h"
 
 extern char** environ;
@@ -161,6 +162,9 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
   set["LD_PRELOAD"] = ld_preload;
   set["STRATA_STARTUP"] = "1";
   set["STRATA_SHUTDOWN"] = directory + "/%p.json";
+  // Each process's buffer in a file there: a process that dies without saving is recovered
+  // from it (docs/flight-recorder.md); one that saves removes its file.
+  if (options.flight_recorder) set["STRATA_FLIGHT_RECORDER"] = directory;
   if (options.interval_ms > 0) {
     char text[32];
     std::snprintf(text, sizeof(text), "%g", options.interval_ms);
@@ -184,7 +188,8 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     // too, so that the recording has the options it was given, and so is STRATA_SIGNAL (a
     // control signal would stop the recording's sessions and save numbered files of its own).
     if (set.count(key) != 0 || key.rfind("STRATA_STARTUP", 0) == 0 ||
-        key == "STRATA_RECORD_ROOT_ONLY" || key == "STRATA_SIGNAL") {
+        key == "STRATA_RECORD_ROOT_ONLY" || key == "STRATA_SIGNAL" ||
+        key == "STRATA_FLIGHT_RECORDER") {
       continue;
     }
     environment.push_back(entry);
@@ -198,6 +203,9 @@ struct ProcessResult {
   int start_errno = 0;
   int status = 0;  // waitpid status of the command's own process.
   pid_t pid = 0;
+  // The wait status of every process of the tree this process reaped (its children, and the
+  // orphans it inherited as a subreaper).
+  std::map<pid_t, int> reaped;
 };
 
 // Runs the command and waits for its whole process tree.
@@ -271,6 +279,7 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
       int status = 0;
       const pid_t pid = waitpid(-1, &status, WNOHANG);
       if (pid > 0) {
+        result.reaped[pid] = status;
         if (pid == child) {
           root_done = true;
           result.status = status;
@@ -501,6 +510,10 @@ int Record(const RecordOptions& options) {
                  SignalName(WTERMSIG(run.status)).c_str());
   }
 
+  // Processes that died without saving: their flight recorder files.
+  const size_t recovered =
+      RecoverUnsavedProcesses(directory, run.reaped, !options.symbolicate, options.quiet);
+
   // Merge.
   const auto merge_start = Clock::now();
   size_t unfinished = 0;
@@ -610,6 +623,10 @@ int Record(const RecordOptions& options) {
     if (unfinished > 0) {
       std::fprintf(stderr, "strata record: %zu process(es) were stopped while saving; their profiles are missing\n",
                    unfinished);
+    }
+    if (recovered > 0) {
+      std::fprintf(stderr, "strata record: %zu process(es) died without saving; recovered from their flight "
+                   "recorder files (marked \"Process crashed\")\n", recovered);
     }
   }
   if (!options.quiet && !options.view) {

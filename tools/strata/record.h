@@ -16,6 +16,10 @@
 //      first interrupt once it has ended (a shell's background jobs ignore SIGINT); a second
 //      interrupt sends SIGTERM to the rest of the tree at once; a third kills the tree
 //      (SIGKILL).
+//   3b. A process that died without saving (its flight recorder file is left: a process
+//      that saves removes it) is recovered from that file, marked as crashed with the signal
+//      from its wait status when this process reaped it. One this process reaped that exited
+//      (_exit, as shells do) is not recovered: it did not crash.
 //   4. The profiles are merged (the command's own process is the parent; when it saved none,
 //      e.g. a shell that ends with _exit, the earliest one is), raw addresses are
 //      symbolicated with the DWARF symbolizer, and the file is written atomically (gzip
@@ -49,6 +53,11 @@ struct RecordOptions {
   std::string base_library;  // "" : found next to the strata binary.
   std::string hook_library;  // "" : found next to the strata binary.
   bool quiet = false;
+  // Each process keeps its buffer in a flight recorder file in the temporary directory, so
+  // that one that dies without saving (a crash, SIGKILL) is recovered into the profile,
+  // marked "Process crashed" with the signal when known (docs/flight-recorder.md). Costs disk
+  // space: each running process's buffer limit, reserved up front.
+  bool flight_recorder = true;
   std::vector<std::string> command;
 };
 

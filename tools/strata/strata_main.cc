@@ -1,6 +1,7 @@
 // The `strata` command line (docs/cli.md):
 //   strata record [-o FILE] [-i MS] [--features ...] [--filters ...] [--no-children] -- CMD ARGS
 //   strata symbolicate FILE [-o OUT]
+//   strata recover FILE.flight [-o OUT] [--raw] [--reason TEXT]
 //   strata summary FILE... [--top N] [--weight wall|cpu|samples]
 //   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples]
 //   strata report FILE [-o report.html] [--weight wall|cpu|samples]
@@ -24,6 +25,7 @@
 #include "tools/strata/profile_model.h"
 #include "tools/strata/profile_summary.h"
 #include "tools/strata/record.h"
+#include "tools/strata/recover.h"
 #include "tools/strata/report.h"
 #include "tools/strata/terminal_text.h"
 #include "tools/strata/version.h"
@@ -206,7 +208,7 @@ int RunReport(const std::string& input, const std::string& output, const ReportO
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{"strata: record, symbolicate, summarise, report and convert profiles (Gecko profile JSON)", "strata"};
+  CLI::App app{"strata: record, symbolicate, recover, summarise, report and convert profiles (Gecko profile JSON)", "strata"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("strata ") + STRATA_VERSION);
   app.set_help_all_flag("--help-all", "Help for every subcommand");
@@ -231,6 +233,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   bool no_children = false;
   record_command->add_flag("--no-children", no_children, "Profile the command's own process only");
+  bool no_flight_recorder = false;
+  record_command->add_flag("--no-flight-recorder", no_flight_recorder,
+                           "Do not keep each process's buffer in a file (a process that dies without saving is then "
+                           "missing from the profile)");
   bool no_symbolicate = false;
   record_command->add_flag("--no-symbolicate", no_symbolicate,
                            "Keep the names the processes found themselves (ELF symbols, no inline frames or "
@@ -255,6 +261,20 @@ int Main(int argc, char** argv) {
   symbolicate_command->add_option("FILE", symbolicate_input, "Profile (.json or .json.gz)")->required();
   symbolicate_command->add_option("-o,--output", symbolicate_output, "Where to write (default: FILE itself)");
   symbolicate_command->footer("Example: strata symbolicate raw.json -o named.json");
+
+  // recover
+  RecoverOptions recover;
+  CLI::App* recover_command = app.add_subcommand(
+      "recover",
+      "Turn the flight recorder file a crashed or killed process left (STRATA_FLIGHT_RECORDER=DIR) into a "
+      "profile, with a marker where its data ends");
+  recover_command->add_option("FILE", recover.input, "The .flight file")->required();
+  recover_command->add_option("-o,--output", recover.output, "Profile to write (default: FILE with .json for .flight)");
+  recover_command->add_flag("--raw", recover.raw, "Keep raw addresses (then: strata symbolicate)");
+  recover_command->add_option("--reason", recover.reason,
+                              "Why the process ended, for the end marker (e.g. \"killed by SIGKILL\"); marks it crashed");
+  recover_command->add_flag("-q,--quiet", recover.quiet, "No messages but errors");
+  recover_command->footer("Example: strata recover /tmp/flight/strata-1234-5678.flight -o crash.json");
 
   // summary
   std::vector<std::string> summary_files;
@@ -394,10 +414,12 @@ int Main(int argc, char** argv) {
     record.command = command;
     record.children = !no_children;
     record.symbolicate = !no_symbolicate;
+    record.flight_recorder = !no_flight_recorder;
     record.view_open_browser = !record_no_open;
     return Record(record);
   }
   if (*symbolicate_command) return RunSymbolicate(symbolicate_input, symbolicate_output);
+  if (*recover_command) return RunRecover(recover);
   if (*summary_command) return RunSummary(summary_files, top, WeightOr(summary_weight, Weight::kWall));
   if (*convert_command) return RunConvert(convert_input, convert_format, convert_output, convert_weight);
   if (*report_command) {

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Scenario: the flight recorder (issue 21, docs/flight-recorder.md). flight_program runs 2 s of
+# CPU on two threads (label "Crunch", a "Step" interval marker per ~1 ms step), then:
+#   control  exits normally (its profile saved at exit, STRATA_SHUTDOWN);
+#   segv     writes through a null pointer, with its own SIGSEGV handler (prints, re-raises);
+#   abort    calls abort(), with its own SIGABRT handler;
+#   kill     is SIGKILLed from outside after its 2 s (it goes on with steps until then).
+# Each dying run is made with LD_PRELOAD=libstrata_base.so STRATA_STARTUP=1
+# STRATA_FLIGHT_RECORDER=<dir>, and plain:
+#   - exit status (signal) and the handler's output are the same with and without Strata;
+#   - exactly one .flight file is left; `strata recover` turns it into a profile that passes
+#     the format checker and the front-end import;
+#   - it has >= 95 % of the samples (GeckoMain + flight-worker, while running) and Step
+#     markers of the profile the same process saved after its 2 s (ProfilerSaveProfile; then
+#     it ran 300 ms more, or until killed), data (a Step marker and a sample) within the last
+#     100 ms before its end, and the end marker "Process crashed";
+# The control's own file: a process that saved at exit removes it (none left).
+# Without STRATA_FLIGHT_RECORDER no file is written (the feature is what recovers the data).
+source "$(dirname "$0")/../scenario_lib.sh"
+
+STRATA="$(binary tools/strata/strata)"
+PROGRAM="$(binary tests/flight/flight_program)"
+CHECK="$(dirname "$(readlink -f "$0")")/flight_check.py"
+export STRATA_NO_PROGRESS=1
+ulimit -c 0  # No core files in the test's directory; the status still says the signal.
+
+# flight_run NAME END [DIR]: the program preloaded, flight recorder in DIR (none when "").
+flight_run() {
+  local name="$1" end="$2" dir="${3-}"
+  local -a extra=(--end "$end" --handler)
+  [[ "$end" != exit && -n "$dir" ]] && extra+=(--reference "$OUT/$name-reference.json")
+  if [[ "$end" == kill ]]; then
+    rm -f "$WORK/$name.ready"
+    extra+=(--ready "$WORK/$name.ready")
+  fi
+  local -a env_flight=()
+  [[ -n "$dir" ]] && env_flight=(STRATA_FLIGHT_RECORDER="$dir")
+  timeout -s KILL 120 env "${env_flight[@]}" LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 \
+    STRATA_SHUTDOWN="$OUT/$name.json" "$PROGRAM" "${extra[@]}" \
+    >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  local pid=$!
+  if [[ "$end" == kill ]]; then
+    for _ in $(seq 1 1200); do
+      [[ -e "$WORK/$name.ready" ]] && break
+      sleep 0.1
+    done
+    sleep 0.3
+    pkill -KILL -P "$pid" -x flight_program
+  fi
+  wait "$pid"
+  RUN_STATUS=$?
+}
+
+# plain_run END: the program without Strata; sets PLAIN_STATUS and PLAIN_HANDLER.
+plain_run() {
+  local end="$1"
+  local -a extra=(--end "$end" --handler)
+  [[ "$end" == kill ]] && extra+=(--ready "$WORK/plain-$end.ready")
+  rm -f "$WORK/plain-$end.ready"
+  timeout -s KILL 120 "$PROGRAM" "${extra[@]}" >"$WORK/plain-$end.out" 2>"$WORK/plain-$end.err" &
+  local pid=$!
+  if [[ "$end" == kill ]]; then
+    for _ in $(seq 1 1200); do
+      [[ -e "$WORK/plain-$end.ready" ]] && break
+      sleep 0.1
+    done
+    pkill -KILL -P "$pid" -x flight_program
+  fi
+  wait "$pid"
+  PLAIN_STATUS=$?
+  PLAIN_HANDLER=$(grep -c "handler for signal" "$WORK/plain-$end.err")
+}
+
+# --- Control: a normal save at exit.
+mkdir -p "$WORK/fr-control"
+flight_run control exit "$WORK/fr-control"
+if [[ $RUN_STATUS -ne 0 || ! -s "$OUT/control.json" ]]; then
+  fail "control: status $RUN_STATUS, profile $(ls "$OUT/control.json" 2>&1)"
+  sed 's/^/    /' "$WORK/control.err" | head -20
+  finish
+fi
+pass "control: exit 0, profile saved"
+left=$(find "$WORK/fr-control" -name '*.flight' | wc -l)
+[[ $left -eq 0 ]] && pass "control: the saved process removed its flight recorder file" \
+  || fail "control: $left flight recorder file(s) left after a normal save"
+
+# --- Without the recorder: nothing to recover.
+mkdir -p "$WORK/fr-off"
+flight_run off segv ""
+left=$(find "$WORK/fr-off" -name '*.flight' | wc -l)
+[[ $left -eq 0 ]] && pass "without STRATA_FLIGHT_RECORDER: no file" || fail "without STRATA_FLIGHT_RECORDER: $left file(s)"
+
+for end in segv abort kill; do
+  plain_run "$end"
+  dir="$WORK/fr-$end"
+  mkdir -p "$dir"
+  flight_run "$end" "$end" "$dir"
+  handler=$(grep -c "handler for signal" "$WORK/$end.err")
+  result "end=$end plain_status=$PLAIN_STATUS profiled_status=$RUN_STATUS plain_handler=$PLAIN_HANDLER profiled_handler=$handler"
+  if [[ $RUN_STATUS -eq $PLAIN_STATUS && $handler -eq $PLAIN_HANDLER && $RUN_STATUS -gt 128 ]]; then
+    pass "$end: status $RUN_STATUS (signal $((RUN_STATUS - 128))) and handler output as without Strata"
+  else
+    fail "$end: status $RUN_STATUS / handler lines $handler with Strata, $PLAIN_STATUS / $PLAIN_HANDLER without"
+    sed 's/^/    /' "$WORK/$end.err" | head -20
+  fi
+  mapfile -t files < <(find "$dir" -name '*.flight')
+  if [[ ${#files[@]} -ne 1 ]]; then
+    fail "$end: ${#files[@]} flight recorder files in $dir (expected 1)"
+    continue
+  fi
+  if ! "$STRATA" recover "${files[0]}" -o "$OUT/$end.json" >"$WORK/$end.recover" 2>&1; then
+    fail "$end: strata recover failed:"
+    sed 's/^/    /' "$WORK/$end.recover"
+    continue
+  fi
+  sed 's/^/    /' "$WORK/$end.recover"
+  check_format "$end"
+  # Against the save the same process made at the end of its 2 s (then it ran 300 ms more):
+  # everything that save had must be there.
+  if python3 "$CHECK" "$OUT/$end-reference.json" "$OUT/$end.json" --end-name "Process crashed" \
+    >"$WORK/$end.check" 2>&1; then
+    pass "$end: recovered >= 95 % of the samples and markers of a save at 2 s, and data up to the last 100 ms"
+  else
+    fail "$end: the recovered profile falls short:"
+  fi
+  sed 's/^/    /' "$WORK/$end.check"
+  grep '^RESULT' "$WORK/$end.check" | sed "s/^RESULT /RESULT end=$end /"
+  if stats "$end"; then
+    check_frontend "$end" "flight-worker:flight_mix"
+  fi
+done
+
+finish

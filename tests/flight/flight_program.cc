@@ -1,0 +1,158 @@
+// A program for the flight recorder scenarios (tests/flight, issue 21): labelled work with
+// markers, then an ending chosen on the command line. Linked with the base tier
+// (//base:strata_base) for its labels and markers only: it calls no profiler function, so
+// run plain it behaves the same (the markers and labels then record nothing).
+//
+//   flight_program --end exit|segv|abort|kill [--ms N] [--ready FILE] [--handler]
+//                  [--reference FILE]
+//
+// Two threads (main, "flight-worker") each run steps of ~1 ms of their own CPU time under the
+// label "Crunch" until N ms (default 2000) of that thread's CPU, with an interval marker
+// "Step" per step. Then:
+//   exit   returns 0 (the control run: a normal save at exit);
+//   segv   writes through a null pointer (SIGSEGV);
+//   abort  calls abort() (SIGABRT);
+//   kill   once both threads have done their N ms, writes FILE (--ready) and goes on with
+//          steps until it is killed from outside.
+// --reference FILE: after the N ms, saves the profile there (ProfilerSaveProfile, the one
+// profiler call: a normal save at that moment, for the scenario to compare the recovered
+// profile with), then runs 300 ms more of steps on both threads before the ending.
+// --handler installs SIGSEGV and SIGABRT handlers that print "flight_program: handler for
+// signal N" and re-raise with the default action (the program's own crash handling, which
+// the profiler must leave as it is).
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "base/labels.h"
+#include "base/markers.h"
+#include "base/profiler.h"
+
+namespace {
+
+volatile uint64_t g_sink;
+const char* reference = nullptr;
+double g_ms = 2000;
+
+double ThreadCpuMs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+__attribute__((noipa)) uint64_t flight_mix(uint64_t x) {
+  for (int i = 0; i < 64; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    x ^= x >> 29;
+  }
+  return x;
+}
+
+__attribute__((noinline)) void flight_step() {
+  STRATA_LABEL("Crunch", kOther);
+  const strata::TimeStamp start = strata::TimeStamp::Now();
+  uint64_t x = 11;
+  // 1 ms of CPU: short steps, so that the step in progress at a crash (its marker is
+  // recorded at its end) spans little wall time even on a loaded machine.
+  const double end = ThreadCpuMs() + 1;
+  while (ThreadCpuMs() < end) {
+    for (int i = 0; i < 40; ++i) x = flight_mix(x);
+  }
+  g_sink = x;
+  STRATA_MARKER_UNTYPED("Step", kOther, strata::MarkerOptions::Interval(start, strata::TimeStamp::Now()));
+}
+
+// Steps until `ms` of this thread's CPU (forever when ms < 0).
+void Work(double ms) {
+  const double end = ThreadCpuMs() + ms;
+  while (ms < 0 || ThreadCpuMs() < end) flight_step();
+}
+
+void OnFatalSignal(int signal_number) {
+  char text[64];
+  const int n = snprintf(text, sizeof(text), "flight_program: handler for signal %d\n", signal_number);
+  (void)!write(STDERR_FILENO, text, n);
+  signal(signal_number, SIG_DFL);
+  raise(signal_number);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* end = "exit";
+  const char* ready = nullptr;
+  bool handler = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--end") && i + 1 < argc) {
+      end = argv[++i];
+    } else if (!strcmp(argv[i], "--ms") && i + 1 < argc) {
+      g_ms = atof(argv[++i]);
+    } else if (!strcmp(argv[i], "--ready") && i + 1 < argc) {
+      ready = argv[++i];
+    } else if (!strcmp(argv[i], "--reference") && i + 1 < argc) {
+      reference = argv[++i];
+    } else if (!strcmp(argv[i], "--handler")) {
+      handler = true;
+    } else {
+      fprintf(stderr, "usage: flight_program --end exit|segv|abort|kill [--ms N] [--ready FILE] [--handler] "
+                      "[--reference FILE]\n");
+      return 2;
+    }
+  }
+  if (handler) {
+    signal(SIGSEGV, &OnFatalSignal);
+    signal(SIGABRT, &OnFatalSignal);
+  }
+  const bool until_killed = !strcmp(end, "kill");
+  static std::atomic<bool> worker_done{false};
+  static std::atomic<bool> saved{false};
+  std::thread worker([until_killed] {
+    pthread_setname_np(pthread_self(), "flight-worker");
+    Work(g_ms);
+    worker_done.store(true);
+    if (until_killed) {
+      Work(-1);
+    } else if (reference) {
+      while (!saved.load()) flight_step();
+      Work(300);
+    }
+  });
+  Work(g_ms);
+  if (until_killed || reference) {
+    while (!worker_done.load()) flight_step();  // Both threads' N ms first.
+  }
+  if (reference) {
+    std::string error;
+    if (!strata::ProfilerSaveProfile(reference, &error)) {
+      fprintf(stderr, "flight_program: reference not saved: %s\n", error.c_str());
+    }
+    saved.store(true);
+    if (!until_killed) Work(300);
+  }
+  printf("flight_program: work done, ending by %s\n", end);
+  fflush(stdout);
+  if (until_killed) {
+    if (ready) {
+      const int fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd >= 0) close(fd);
+    }
+    Work(-1);
+  }
+  worker.join();
+  if (!strcmp(end, "segv")) {
+    *static_cast<volatile int*>(nullptr) = 1;
+  } else if (!strcmp(end, "abort")) {
+    abort();
+  }
+  return 0;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Checks the merged profile of `strata record -- flight_parent ...` (record_child_test.sh).
+
+  record_check.py PROFILE.json KILLED_PID
+
+The profile must hold the parent and its three flight_program children; every child has
+both work threads with samples; the killed child has >= 95 % of the Step markers of its
+1000 ms per thread (2 x 1000, 1 ms steps), a "Process crashed" end marker, and data (a Step marker and a
+sample) within 100 ms before that marker. Prints RESULT lines, FAIL lines; exit 1 on failure.
+"""
+import sys
+from flight_check import markers
+
+
+def processes(profile):
+    yield profile
+    for p in profile.get("processes", []):
+        yield from processes(p)
+
+
+def main():
+    import json
+    profile = json.load(open(sys.argv[1]))
+    killed = int(sys.argv[2])
+    failures = []
+    children = {}
+    for p in processes(profile):
+        for t in p["threads"]:
+            if t.get("processName", "").startswith("flight_program"):
+                children.setdefault(int(t["pid"]), []).append(t)
+    print(f"RESULT processes={sum(1 for _ in processes(profile))} flight_program_children={len(children)}")
+    if len(children) != 3:
+        failures.append(f"{len(children)} flight_program processes in the profile (expected 3)")
+    for pid, threads in sorted(children.items()):
+        names = sorted(t["name"] for t in threads)
+        samples = {t["name"]: len(t["samples"]["data"]) for t in threads}
+        steps = sum(1 for t in threads for m in markers(t) if m["name"] == "Step")
+        crashed = [m for t in threads for m in markers(t) if m["name"] == "Process crashed"]
+        print(f"RESULT pid={pid} killed={int(pid == killed)} threads={','.join(names)} samples={samples} "
+              f"steps={steps} crash_markers={len(crashed)}")
+        if any(samples.get(n, 0) == 0 for n in ("GeckoMain", "flight-worker")):
+            failures.append(f"process {pid}: a work thread without samples ({samples})")
+        if pid != killed:
+            if crashed:
+                failures.append(f"process {pid} ended normally but has a 'Process crashed' marker")
+            continue
+        if steps < 0.95 * 2000:
+            failures.append(f"killed process {pid}: {steps} Step markers (expected >= 1900)")
+        if not crashed:
+            failures.append(f"killed process {pid}: no 'Process crashed' marker")
+            continue
+        end = crashed[-1]["start"]
+        last_step = max((m["end"] or m["start"] for t in threads for m in markers(t) if m["name"] == "Step"),
+                        default=None)
+        print(f"RESULT killed_tail_step_ms={end - last_step if last_step is not None else -1:.1f} "
+              f"text='{(crashed[-1]['data'] or {}).get('name', '')}'")
+        if last_step is None or last_step < end - 100:
+            failures.append(f"killed process {pid}: last Step marker {last_step} more than 100 ms before {end}")
+    if killed not in children:
+        failures.append(f"the killed child {killed} is not in the profile")
+    for f in failures:
+        print("FAIL: " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
