@@ -219,6 +219,14 @@ TEST_CASE("ThreadSamplingTimer: creating a timer for an exited thread fails",
   pthread_t thread;
   REQUIRE(pthread_create(&thread, nullptr, &ReturnImmediately, &gone) == 0);
   pthread_join(thread, nullptr);
+  // pthread_join returns when the kernel clears the thread's tid word, which happens in its
+  // exit before the task leaves the thread group: on a busy machine it can still be there
+  // (and take a timer) for a while. Wait until it is gone from /proc (not a time bound: the
+  // condition itself; the loop's cap only turns a hang into a failure).
+  char task_path[64];
+  std::snprintf(task_path, sizeof(task_path), "/proc/self/task/%d", gone.tid.ToNumber());
+  for (int i = 0; i < 30000 && access(task_path, F_OK) == 0; ++i) usleep(1000);
+  REQUIRE(access(task_path, F_OK) != 0);
   ThreadSamplingTimer timer;
   CHECK(timer.CreateForThread(gone.tid, gone.cpu_clock, kTestSamplingSignal) == EINVAL);
   CHECK_FALSE(timer.IsCreated());
