@@ -16,13 +16,16 @@
 #     100 ms before its end, and the end marker "Process crashed";
 # The control's own file: a process that saved at exit removes it (none left).
 # Without STRATA_FLIGHT_RECORDER no file is written (the feature is what recovers the data).
+# Core dumps: with the core limit raised, the segv and abort runs dump core (the kernel's
+# WCOREDUMP flag in the wait status) with the recorder as without Strata.
 source "$(dirname "$0")/../scenario_lib.sh"
 
 STRATA="$(binary tools/strata/strata)"
 PROGRAM="$(binary tests/flight/flight_program)"
 CHECK="$(dirname "$(readlink -f "$0")")/flight_check.py"
 export STRATA_NO_PROGRESS=1
-ulimit -c 0  # No core files in the test's directory; the status still says the signal.
+ulimit -S -c 0  # No core files by default; the status still says the signal. (Soft limit
+                # only: the core-dump case below raises it for its own runs.)
 
 # flight_run NAME END [DIR]: the program preloaded, flight recorder in DIR (none when "").
 flight_run() {
@@ -129,5 +132,40 @@ for end in segv abort kill; do
     check_frontend "$end" "flight-worker:flight_mix"
   fi
 done
+
+# --- Core dumps: the same as without Strata.
+# core_dumped DIR ARGS...: runs ARGS in DIR with the core limit raised to the hard limit; prints
+# "SIGNAL COREDUMP" from the wait status (os.WCOREDUMP: set when the kernel dumped core, whatever
+# kernel.core_pattern says).
+core_dumped() {
+  python3 - "$@" <<'PY'
+import os, resource, subprocess, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+child = subprocess.Popen(sys.argv[2:], cwd=sys.argv[1], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+_, status = os.waitpid(child.pid, 0)
+signaled = os.WIFSIGNALED(status)
+print(os.WTERMSIG(status) if signaled else -1, int(signaled and os.WCOREDUMP(status)))
+PY
+}
+if [[ "$(ulimit -H -c)" == 0 ]]; then
+  result "core dumps not compared: the hard core limit is 0"
+else
+  for end in segv abort; do
+    mkdir -p "$WORK/core-plain-$end" "$WORK/core-flight-$end" "$WORK/fr-core-$end"
+    plain_core=$(core_dumped "$WORK/core-plain-$end" "$PROGRAM" --end "$end" --handler)
+    flight_core=$(core_dumped "$WORK/core-flight-$end" env STRATA_FLIGHT_RECORDER="$WORK/fr-core-$end" \
+      LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_SHUTDOWN="$OUT/core-$end.json" \
+      "$PROGRAM" --end "$end" --handler)
+    result "core end=$end plain='$plain_core' flight='$flight_core' (signal, core dumped)"
+    if [[ "$plain_core" == "$flight_core" && "${plain_core#* }" == 1 ]]; then
+      pass "$end: core dumped with the flight recorder as without Strata ($flight_core)"
+    else
+      fail "$end: without Strata '$plain_core', with the recorder '$flight_core' (signal, core dumped)"
+    fi
+    rm -rf "$WORK/core-plain-$end" "$WORK/core-flight-$end"
+  done
+fi
 
 finish
