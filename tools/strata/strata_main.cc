@@ -257,7 +257,7 @@ int Main(int argc, char** argv) {
   // symbolicate
   std::string symbolicate_input, symbolicate_output;
   CLI::App* symbolicate_command = app.add_subcommand(
-      "symbolicate", "Replace raw native addresses (0x...) by function names, inline frames and file:line (DWARF)");
+      "symbolicate", "Replace raw native addresses (0x...), and names saved with their addresses, by function names, inline frames and file:line (DWARF)");
   symbolicate_command->add_option("FILE", symbolicate_input, "Profile (.json or .json.gz)")->required();
   symbolicate_command->add_option("-o,--output", symbolicate_output, "Where to write (default: FILE itself)");
   symbolicate_command->footer("Example: strata symbolicate raw.json -o named.json");
