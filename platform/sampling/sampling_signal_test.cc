@@ -1,6 +1,7 @@
 #include "platform/sampling/sampling_signal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -167,6 +168,41 @@ TEST_CASE("UninstallSamplingSignalHandler: an instance still pending never reach
   });
   INFO(child.Describe());
   CHECK(child.ExitedWith(0));
+}
+
+TEST_CASE("Sampling signal handler: a late descriptor notification never takes SIG_DFL's action",
+          "[platform][sampling]") {
+  // A thread past its unregistration no longer names its closed perf event: a notification of
+  // that event still in flight (si_code POLL_IN, F_SETSIG) must not terminate the process. Made
+  // here with a pipe set to signal the sampling signal on input. A tgkill of the same signal
+  // (the program's or someone's own, SI_TKILL) still takes the default action.
+  const int signal_number = SIGRTMIN + 3;
+  auto run = [signal_number](bool notification) {
+    return testing::RunInForkedChild([signal_number, notification] {
+      SetPlainAction(signal_number, SIG_DFL);
+      if (InstallSamplingSignalHandler(signal_number, &CountingCallback) != 0) _exit(2);
+      if (notification) {
+        int fds[2];
+        if (pipe(fds) != 0) _exit(3);
+        f_owner_ex owner{F_OWNER_TID, static_cast<pid_t>(syscall(SYS_gettid))};
+        if (fcntl(fds[0], F_SETSIG, signal_number) != 0 || fcntl(fds[0], F_SETOWN_EX, &owner) != 0 ||
+            fcntl(fds[0], F_SETFL, O_ASYNC | O_NONBLOCK) != 0) {
+          _exit(4);
+        }
+        if (write(fds[1], "x", 1) != 1) _exit(5);
+        // Delivered on the return from write at the latest.
+        _exit(StrayNotificationsDropped() >= 1 ? 0 : 6);
+      }
+      syscall(SYS_tgkill, getpid(), static_cast<pid_t>(syscall(SYS_gettid)), signal_number);
+      _exit(7);  // Not reached: the default action terminates.
+    });
+  };
+  const testing::ChildResult stray = run(true);
+  INFO("notification: " << stray.Describe());
+  CHECK(stray.ExitedWith(0));
+  const testing::ChildResult sent = run(false);
+  INFO("tgkill: " << sent.Describe());
+  CHECK(sent.KilledBy(signal_number));
 }
 
 TEST_CASE("Sampling signal handler: the program's own signals go to the program's handler",
