@@ -24,7 +24,7 @@ columns_check="$(dirname "$(readlink -f "$0")")/symbol_columns_check.py"
 export STRATA_NO_PROGRESS=1
 iterations=60000
 
-# self_table NAME FILE: "function self%" of the self-time section (by samples), top 30.
+# self_table NAME FILE: "function<TAB>self%" of the self-time section (by samples), top 30.
 self_table() {
   local name="$1" file="$2"
   "$STRATA" summary --top 30 --weight samples "$file" >"$WORK/$name.summary" 2>&1 ||
@@ -32,7 +32,7 @@ self_table() {
   sed -n '/by self time/,/by total time/p' "$WORK/$name.summary" |
     awk 'NR > 2 && NF >= 9 && $1 ~ /^[0-9.]+$/ && $3 ~ /%$/ {
            name = $8; for (i = 9; i < NF; i++) name = name " " $i
-           sub("%", "", $3); print name, $3 }' >"$WORK/$name.self"
+           sub("%", "", $3); print name "\t" $3 }' >"$WORK/$name.self"  # names have spaces
 }
 
 # columns NAME FILE: symbol_columns_check output into $WORK/NAME.columns.
@@ -106,25 +106,25 @@ else
   diff "$WORK/preloaded.self" "$WORK/preloaded_symbolicated.self" | head -20 | sed 's/^/    /'
 fi
 echo "    self % by samples: preloaded+symbolicate | recorded"
-join -a1 -a2 -e - -o 0,1.2,2.2 <(sort "$WORK/preloaded_symbolicated.self") <(sort "$WORK/recorded.self") |
-  sort -k2 -rn | head -12 | sed 's/^/    /'
+join -t $'\t' -a1 -a2 -e - -o 0,1.2,2.2 <(sort -t $'\t' -k1,1 "$WORK/preloaded_symbolicated.self") \
+  <(sort -t $'\t' -k1,1 "$WORK/recorded.self") | sort -t $'\t' -k2 -rn | head -12 | sed 's/^/    /'
 # Every function with >= 5 % self in one profile has >= 1.5 % in the other.
 compare_sets() {  # A B
-  awk 'NR == FNR { other[$1] = $2; next } $2 >= 5 && !(($1 in other) && other[$1] >= 1.5) { print $1, $2 }' \
+  awk -F '\t' 'NR == FNR { other[$1] = $2; next } $2 >= 5 && !(($1 in other) && other[$1] >= 1.5) { print $1 " (" $2 " %)" }' \
     "$WORK/$2.self" "$WORK/$1.self"
 }
 missing="$(compare_sets preloaded_symbolicated recorded; compare_sets recorded preloaded_symbolicated)"
-top_count=$(awk '$2 >= 5' "$WORK/recorded.self" | wc -l)
+top_count=$(awk -F '\t' '$2 >= 5' "$WORK/recorded.self" | wc -l)
 result "top self functions (>= 5 %): recorded $top_count, missing in the other profile: ${missing:-none}"
 [[ -z "$missing" && $top_count -ge 4 ]] &&
   pass "record and the preload recipe have the same top self functions" ||
   fail "top self functions differ: $missing"
 for f in OwnWork malloc; do
-  grep -q "^$f " "$WORK/recorded.self" && grep -q "^$f " "$WORK/preloaded.self" &&
+  grep -q "^$f"$'\t' "$WORK/recorded.self" && grep -q "^$f"$'\t' "$WORK/preloaded.self" &&
     pass "$f has self time both ways" || fail "$f has no self time in one of the profiles"
 done
-if grep -qE '^(tcache_get|tcache_put|checked_request2size|Mix) ' "$WORK/recorded.self" "$WORK/preloaded_symbolicated.self"; then
-  fail "an inlined function has self time: $(grep -hE '^(tcache_get|tcache_put|checked_request2size|Mix) ' "$WORK"/*.self | head -3)"
+if grep -qE '^(tcache_get|tcache_put|checked_request2size|Mix)[[:space:]]' "$WORK/recorded.self" "$WORK/preloaded_symbolicated.self"; then
+  fail "an inlined function has self time: $(grep -hE '^(tcache_get|tcache_put|checked_request2size|Mix)[[:space:]]' "$WORK"/*.self | head -3)"
 else
   pass "no inlined function has self time of its own"
 fi
