@@ -131,6 +131,11 @@ class FlightFile final : public ChunkStorage {
     ChunkStorage::Unregister(this);
     munmap(base_, bytes_);
     unmapped_ = true;
+    // The object itself stays (a lock-free ChunkStorage::Owner lookup may still hold it, and
+    // the recorder keeps it reachable); what it owns goes now.
+    std::vector<Slot>().swap(slots_);
+    std::vector<uint32_t>().swap(free_);
+    std::map<RecordType, std::string>().swap(latest_);
     return true;
   }
   void OnChunkDone(const BufferChunk& chunk) override {
@@ -339,6 +344,9 @@ struct Recorder {
   std::string path;
   TimeStamp start_time;
   std::vector<FlightFile*> previous;  // Earlier sessions' files still mapped (chunks left).
+  // Earlier sessions' files already unmapped: their small objects are kept for good (a
+  // lock-free lookup may still hold one); each gave back its slots and metadata when released.
+  std::vector<FlightFile*> released;
   // What the metadata records last said, to write only changes (sampler thread only).
   std::string threads_payload;
   unsigned long long loader_adds = ~0ull, loader_subs = ~0ull;
@@ -487,7 +495,11 @@ ChunkStorage* StartFlightRecorderLocked(size_t limit_bytes, size_t chunk_bytes,
   // Files of earlier sessions whose chunks are all gone are unmapped (their lookups freed).
   std::vector<FlightFile*> kept;
   for (FlightFile* f : recorder.previous) {
-    if (!f->ReleaseIfUnused()) kept.push_back(f);
+    if (!f->ReleaseIfUnused()) {
+      kept.push_back(f);
+    } else {
+      recorder.released.push_back(f);
+    }
   }
   recorder.previous = std::move(kept);
   recorder.path.clear();
