@@ -156,11 +156,7 @@ TEST_CASE("pprof: a function and the functions inlined into it are one location'
   // main > malloc > tcache_get (inlined into malloc: inlineDepth 1, as strata symbolicate
   // writes it).
   testing::TestProcess p;
-  testing::TestThread t;
-  t.strings = {"main (in prog)", "malloc (in libc.so.6)", "tcache_get (in libc.so.6)"};
-  t.frames = {{0, 0}, {1, -1}, {2, -1}};
-  t.stacks = {{-1, 0}, {0, 1}, {1, 2}};
-  t.inline_depths = {0, 0, 1};
+  testing::TestThread t = testing::InlinedLeafThread();
   t.samples = {{2, 1.0, -1}, {1, 2.0, 1000000}};
   p.threads = {t};
   rapidjson::Document document;

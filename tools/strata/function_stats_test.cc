@@ -42,11 +42,7 @@ TEST_CASE("An inlined leaf's self time goes to the function it is inlined into")
   // main > malloc > tcache_get, tcache_get inlined into malloc (DWARF, inlineDepth 1): as
   // `strata symbolicate` writes it. Two samples stop in tcache_get's code, one in malloc's own.
   testing::TestProcess p;
-  testing::TestThread t;
-  t.strings = {"main (in prog)", "malloc (in libc.so.6)", "tcache_get (in libc.so.6)"};
-  t.frames = {{0, 0}, {1, -1}, {2, -1}};
-  t.stacks = {{-1, 0}, {0, 1}, {1, 2}};
-  t.inline_depths = {0, 0, 1};
+  testing::TestThread t = testing::InlinedLeafThread();
   t.samples = {{2, 1.0, -1}, {2, 2.0, 1000000}, {1, 3.0, 1000000}};
   p.threads = {t};
   rapidjson::Document document;

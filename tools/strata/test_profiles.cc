@@ -66,6 +66,15 @@ std::string ThreadJson(const TestThread& t) {
 
 }  // namespace
 
+TestThread InlinedLeafThread() {
+  TestThread t;
+  t.strings = {"main (in prog)", "malloc (in libc.so.6)", "tcache_get (in libc.so.6)"};
+  t.frames = {{0, 0}, {1, -1}, {2, -1}};
+  t.stacks = {{-1, 0}, {0, 1}, {1, 2}};
+  t.inline_depths = {0, 0, 1};
+  return t;
+}
+
 std::string MakeProfileJson(const TestProcess& p, const std::vector<std::string>& subprocesses) {
   std::string out = "{\"meta\":{\"version\":36,\"startTime\":" + Number(p.start_time) +
                     ",\"shutdownTime\":null,\"interval\":1,\"processType\":0,\"product\":" + Quoted(p.product) +

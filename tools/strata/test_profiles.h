@@ -46,6 +46,11 @@ struct TestProcess {
   std::string paused_ranges = "[]";  // The process's pausedRanges.
 };
 
+// One thread main > malloc > tcache_get, tcache_get inlined into malloc (inlineDepth 1, as
+// `strata symbolicate` writes it); stack 1 ends in malloc's own code, stack 2 in tcache_get's.
+// The caller adds the samples.
+TestThread InlinedLeafThread();
+
 // The profile's JSON text; `subprocesses` go under "processes" as they are.
 std::string MakeProfileJson(const TestProcess& process, const std::vector<std::string>& subprocesses = {});
 
