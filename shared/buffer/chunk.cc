@@ -10,6 +10,13 @@
 namespace strata {
 namespace {
 std::atomic<size_t> g_live_buffer_bytes{0};
+std::atomic<std::atomic<int64_t>*> g_live_bytes_total_too{nullptr};
+
+void AddLiveBytes(int64_t delta) {
+  g_live_buffer_bytes.fetch_add(static_cast<size_t>(delta), std::memory_order_relaxed);
+  std::atomic<int64_t>* total = g_live_bytes_total_too.load(std::memory_order_relaxed);
+  if (total != nullptr) total->fetch_add(delta, std::memory_order_relaxed);
+}
 // The storage follows the object; keep it 8-byte aligned.
 constexpr size_t StorageOffset() { return sizeof(BufferChunk); }
 static_assert(sizeof(BufferChunk) % 8 == 0, "storage must stay 8-byte aligned");
@@ -59,13 +66,13 @@ std::unique_ptr<BufferChunk> BufferChunk::Create(Length min_buffer_bytes, ChunkS
 
 BufferChunk::BufferChunk(Length buffer_bytes) {
   header_.buffer_bytes = buffer_bytes;
-  g_live_buffer_bytes.fetch_add(buffer_bytes, std::memory_order_relaxed);
+  AddLiveBytes(static_cast<int64_t>(buffer_bytes));
 }
 
 BufferChunk::~BufferChunk() {
   STRATA_DCHECK(copies_in_flight_.load(std::memory_order_relaxed) == 0,
                 "chunk destroyed with a copy in flight");
-  g_live_buffer_bytes.fetch_sub(header_.buffer_bytes, std::memory_order_relaxed);
+  AddLiveBytes(-static_cast<int64_t>(header_.buffer_bytes));
   // Destroy a long chain iteratively, not by recursion through next_.
   std::unique_ptr<BufferChunk> next = std::move(next_);
   while (next) next = std::move(next->next_);
@@ -145,6 +152,13 @@ size_t BufferChunk::ChainLength() const {
 
 size_t BufferChunk::LiveBufferBytes() {
   return g_live_buffer_bytes.load(std::memory_order_relaxed);
+}
+
+void BufferChunk::AlsoCountLiveBytesIn(std::atomic<int64_t>* total) {
+  if (total != nullptr) {
+    total->fetch_add(static_cast<int64_t>(LiveBufferBytes()), std::memory_order_relaxed);
+  }
+  g_live_bytes_total_too.store(total, std::memory_order_relaxed);
 }
 
 }  // namespace strata

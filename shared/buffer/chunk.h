@@ -221,6 +221,13 @@ class BufferChunk {
   // Storage bytes of all chunks alive in this process (for memory tests and the soak test;
   // one relaxed atomic add per chunk creation and destruction).
   static size_t LiveBufferBytes();
+  // From this call on, every change of LiveBufferBytes() is also added to `*total`, and its
+  // current value is added at once (null: stop adding). Several processes may add to one
+  // counter in shared memory, which then holds the live buffer bytes of the whole tree at
+  // every instant, where per-process copies read one after another could be torn (memory
+  // tests of the IPC limit). Call it while no chunk is being created or destroyed (before the
+  // session starts); `*total` must outlive every chunk. One extra relaxed add per chunk.
+  static void AlsoCountLiveBytesIn(std::atomic<int64_t>* total);
 
  private:
   explicit BufferChunk(Length buffer_bytes);

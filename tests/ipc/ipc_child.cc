@@ -33,8 +33,11 @@
 #include "full/full.h"
 #include "full/multiprocess.h"
 #include "shared/buffer/chunk.h"
+#include "tests/ipc/writer_slots.h"
 
 namespace {
+
+using strata_test::kTreeLiveSlot;
 
 std::atomic<bool> g_stop{false};
 
@@ -133,6 +136,8 @@ int Writer(int cmd, int ack, const char* slots_path, int slot, int duration_ms,
       mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   close(fd);
   if (slots == MAP_FAILED) return 7;
+  strata::BufferChunk::AlsoCountLiveBytesIn(
+      reinterpret_cast<std::atomic<int64_t>*>(slots + kTreeLiveSlot));
   strata::full::StartFull();
   WaitUntilFollowing();
   // The slot is also refreshed between markers: chunks are prepared by the sampler thread
