@@ -6,8 +6,8 @@
 //   start     ProfilerStart(settings): a session: buffer, sampling of registered threads.
 //   pause     ProfilerPause()/ProfilerResume(): no samples, markers still recorded.
 //   stop      ProfilerStop(): the session ends and its data is dropped (save it first).
-//   shutdown  ProfilerShutdown(): stop, and with STRATA_SHUTDOWN the profile is saved; runs
-//             by itself at exit.
+//   shutdown  ProfilerShutdown(): with STRATA_SHUTDOWN, pause sampling and save the profile;
+//             then stop. Runs by itself at exit.
 //
 // Everything may be called at any time from any thread; calls that need a session do
 // nothing without one. ProfilerIsActive() is one relaxed atomic load.
@@ -87,7 +87,8 @@ void ProfilerStart(const ProfilerSettings& settings);
 void ProfilerStop();
 void ProfilerPause();
 void ProfilerResume();
-// Saves (with STRATA_SHUTDOWN) and stops. Idempotent.
+// Saves (with STRATA_SHUTDOWN; sampling paused first, so the save is not in its own
+// profile) and stops. Idempotent.
 void ProfilerShutdown();
 
 // The settings of the running session (defaults when none).

@@ -127,6 +127,9 @@ void ProfilerShutdown() {
   if (IsForkedChild()) return;
   const std::string path = ShutdownPath();
   if (!path.empty() && ProfilerIsActive()) {
+    // The session ends here: the save's own work (and a multi-process capture's gathering)
+    // is Strata's, not the program's, and is not sampled into the profile it writes.
+    ProfilerPause();
     const std::string expanded = ExpandShutdownPath(path, getpid());
     std::string error;
     if (SaveSessionProfile(expanded, &error)) {
