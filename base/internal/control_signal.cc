@@ -17,6 +17,7 @@
 #include "base/internal/capture.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
+#include "base/internal/flight_recorder.h"
 #include "base/internal/log.h"
 #include "base/internal/thread_restrictions.h"
 #include "platform/mutex.h"
@@ -39,8 +40,13 @@ uint32_t g_requests = 0;
 uint32_t g_events = 0;
 std::atomic<bool> g_program_took_signal{false};
 
-// The control thread's state, under g_control_mutex (also taken by the exit handler).
-Mutex g_control_mutex{"strata control signal"};
+// The control thread's state, under ControlMutex() (also taken by the exit handler). Never
+// destroyed: a static destructor at exit would find it held by the control thread, or, in a
+// forked child, by the copy of a lock the control thread held at the fork (fatal).
+Mutex& ControlMutex() {
+  static Mutex* const mutex = new Mutex("strata control signal");
+  return *mutex;
+}
 bool g_exiting = false;
 ProfilerSettings* g_settings = nullptr;  // Leaked: the thread may run during exit.
 std::string* g_path_template = nullptr;  // Expanded: the base of the numbered files.
@@ -114,6 +120,7 @@ void OnControlRequestLocked(int signal_number) {
   std::string error;
   if (SaveSessionProfile(path, &error)) {
     g_next_number = number + 1;
+    RemoveFlightRecorderFile();  // Saved: nothing to recover (as the exit save does).
     LogInfo("STRATA_SIGNAL: signal %d: profile saved to %s; profiling stopped", signal_number,
             path.c_str());
   } else {
@@ -145,7 +152,7 @@ void* ControlThreadMain(void* argument) {
     ++handled;
     // Under a seccomp filter for every thread the save's system calls could kill the program.
     if (CurrentThreadMustNotCallStrata() || IsForkedChild()) continue;
-    AutoLock lock(g_control_mutex);
+    AutoLock lock(ControlMutex());
     if (!g_exiting) OnControlRequestLocked(signal_number);
   }
   return nullptr;
@@ -154,7 +161,10 @@ void* ControlThreadMain(void* argument) {
 // Runs before the library's exit save (registered after it): from here on the control thread
 // does nothing; a session it started is saved by the exit save, to the next numbered file.
 void OnExit() {
-  AutoLock lock(g_control_mutex);
+  // A forked child has no control thread, and its copy of the mutex may be locked for ever
+  // (the control thread held it at the fork, in the middle of a start or a save).
+  if (IsForkedChild()) return;
+  AutoLock lock(ControlMutex());
   g_exiting = true;
 }
 
@@ -248,14 +258,14 @@ void StartControlSignal(int signal_number, const ProfilerSettings& settings,
   }
   g_control_signal.store(signal_number, std::memory_order_release);
   {
-    AutoLock lock(g_control_mutex);
+    AutoLock lock(ControlMutex());
     AimExitSaveLocked();
   }
   atexit(&OnExit);
   int number = 0;
   std::string first;
   {
-    AutoLock lock(g_control_mutex);
+    AutoLock lock(ControlMutex());
     first = NextFreePathLocked(&number);
   }
   LogInfo("STRATA_SIGNAL: signal %d starts and stops the session; the next profile goes to %s",

@@ -56,8 +56,12 @@ const TierExtension kFullExtension = [] {
   return e;
 }();
 
-Mutex g_full_mutex("strata full tier");
-// Written under g_full_mutex; read without it by ScriptProfilingWanted().
+// Never destroyed: at exit (or in a forked child's exit) it may still be held.
+Mutex& FullMutex() {
+  static Mutex* const mutex = new Mutex("strata full tier");
+  return *mutex;
+}
+// Written under FullMutex(); read without it by ScriptProfilingWanted().
 std::atomic<bool> g_in_charge{false};
 
 }  // namespace
@@ -69,7 +73,7 @@ std::atomic<bool> g_in_charge{false};
 StartReport StartFull(const ProfilerSettings& session, const FullSettings& settings) {
   StartReport report;
   if (base_internal::IsForkedChild()) return report;
-  AutoLock lock(g_full_mutex);
+  AutoLock lock(FullMutex());
   EnableMemoryCounter(settings.memory_counter);
   script::internal::NoteSessionStart();
   g_spy_unregistered.store(settings.unregistered_threads, std::memory_order_relaxed);
@@ -91,14 +95,14 @@ StartReport StartFull(const ProfilerSettings& session, const FullSettings& setti
 
 void StopFull() {
   if (base_internal::IsForkedChild()) return;
-  AutoLock lock(g_full_mutex);
+  AutoLock lock(FullMutex());
   ProfilerStop();
   script::internal::NotifySessionEnd();
 }
 
 void ShutdownFull() {
   if (base_internal::IsForkedChild()) return;
-  AutoLock lock(g_full_mutex);
+  AutoLock lock(FullMutex());
   if (!g_in_charge) return;
   IpcOnShutdownFull();  // [ipc] exit profile to the parent; stop listening
   base_internal::DetachTierExtension(&kFullExtension);
@@ -110,7 +114,7 @@ void ShutdownFull() {
 
 bool FullIsInCharge() {
   if (base_internal::IsForkedChild()) return false;
-  AutoLock lock(g_full_mutex);
+  AutoLock lock(FullMutex());
   return g_in_charge;
 }
 

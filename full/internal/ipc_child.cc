@@ -261,6 +261,9 @@ void IpcChild::Send(const ipc::Message& message) {
 void IpcChild::LoseParent(const std::string& why, bool is_error) {
   if (!connection_ || parent_lost_) return;
   parent_lost_ = true;  // Logged once, whatever the path.
+  // A failed read or write can be the first sign that the program took the descriptor (closed
+  // between the last check and the call): look again, so that it is told the same way.
+  if (!connection_->lost() && !connection_->closed()) (void)connection_->StillOurs();
   if (connection_->lost()) {
     LogError("ipc: the connection to the parent was closed by the program (its descriptor "
              "number was closed or reused); profiling alone, the program's descriptors are "

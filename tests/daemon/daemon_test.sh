@@ -247,6 +247,41 @@ else
 fi
 [[ -s "$OUT/startup-1.json" ]] && check_format startup-1 && check_window startup-1 PhaseBefore PhaseGamma
 
+# --- Saves while the program forks (pre-forked workers, a shell's commands): a child forked
+# while the control thread held its lock in the middle of a start or a save must still exit
+# (its exit handlers once waited for that lock for ever). With the flight recorder on, each
+# saved session's file is removed, as the exit save does: none is left behind.
+mkdir -p "$WORK/flight"
+start_server forks LD_PRELOAD="$STRATA_PRELOAD" STRATA_SIGNAL=usr2 \
+  STRATA_FLIGHT_RECORDER="$WORK/flight" STRATA_SHUTDOWN="$OUT/forks.json" --
+await "the control thread (StrataControl)" has_thread StrataControl
+ask "phase before" "ok before"
+ask "forks start" "forking"
+for cycle in 1 2 3 4 5; do
+  signal_server USR2
+  await "the session of cycle $cycle" has_thread StrataSampler
+  ask "wait before $((cycle * 40))" "before reached $((cycle * 40))"
+  signal_server USR2
+  await "profile $cycle ($OUT/forks-$cycle.json)" test -s "$OUT/forks-$cycle.json"
+  await "the end of session $cycle" no_thread StrataSampler
+done
+echo "forks stop" >&7
+await "the fork count" grep -qE "^forks: [0-9]+ children, [0-9]+ hung$" "$WORK/forks.out"
+forks_line="$(grep -E "^forks: " "$WORK/forks.out")"
+end_server
+result "forks_status=$END_STATUS $forks_line"
+if [[ $END_STATUS -eq 3 && "$forks_line" =~ ^forks:\ ([0-9]+)\ children,\ 0\ hung$ && ${BASH_REMATCH[1]} -gt 0 ]]; then
+  pass "forks: 5 saves while forking, $forks_line"
+else
+  fail "forks: status $END_STATUS; ${forks_line:-no fork count}"
+fi
+left="$(ls "$WORK/flight")"
+if [[ -z "$left" ]]; then
+  pass "forks: no flight recorder file left after 5 saved sessions"
+else
+  fail "forks: flight recorder files left after their sessions were saved: $(echo $left)"
+fi
+
 # --- A refused value: said with the accepted values, no control, the server as plain.
 start_server bad LD_PRELOAD="$STRATA_PRELOAD" STRATA_SIGNAL=SIGSEGV STRATA_SHUTDOWN="$OUT/bad.json" --
 ask "phase before" "ok before"

@@ -5,13 +5,19 @@
 //   phase NAME      the worker thread switches to NAME's work (before, idle, beta, gamma,
 //                   delta, epsilon, zeta); answers "ok NAME" once the worker runs it
 //   wait NAME N     answers "NAME reached N" once the current phase NAME did N units of work
+//   forks start     a thread forks children one after another, each calling exit(0) at once
+//                   (its exit handlers run, as a pre-forked worker's would); answers "forking"
+//   forks stop      stops it; answers "forks: N children, M hung" (M: children that did not
+//                   end by themselves, killed by their alarm(10))
 // SIGTERM ends it: "server: SIGTERM after K commands" and exit status 3. With --own-usr2 it
 // installs its own SIGUSR2 handler first, which writes "server: SIGUSR2" for each.
 // Built once more as server_full (SERVER_STARTS_FULL), the only Strata-aware variant: it
 // starts the full tier at the top of main (strata_full_start: a session of the full tier).
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +77,32 @@ void* Worker(void*) {
   return nullptr;
 }
 
+std::atomic<bool> g_forking{false};
+std::atomic<long> g_forked{0};
+std::atomic<long> g_hung{0};
+pthread_t g_forker;
+
+void* Forker(void*) {
+  pthread_setname_np(pthread_self(), "forker");
+  while (g_forking.load()) {
+    const pid_t child = fork();
+    if (child == 0) {
+      alarm(10);  // A child stuck in its exit handlers is ended by SIGALRM, and counted.
+      exit(0);
+    }
+    if (child < 0) continue;
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    g_forked.fetch_add(1);
+    if (!WIFEXITED(status)) {
+      g_hung.fetch_add(1);
+      if (WIFSIGNALED(status)) fprintf(stderr, "child %d: signal %d\n", child, WTERMSIG(status));
+    }
+  }
+  return nullptr;
+}
+
 void Say(const std::string& line) {
   const std::string text = line + "\n";
   (void)!write(STDOUT_FILENO, text.data(), text.size());
@@ -110,6 +142,15 @@ void Serve(const std::string& command) {
       Pause();
     }
     Say(std::string(name) + " reached " + std::to_string(count));
+  } else if (command == "forks start" && !g_forking.load()) {
+    g_forking.store(true);
+    pthread_create(&g_forker, nullptr, &Forker, nullptr);
+    Say("forking");
+  } else if (command == "forks stop" && g_forking.load()) {
+    g_forking.store(false);
+    pthread_join(g_forker, nullptr);
+    Say("forks: " + std::to_string(g_forked.load()) + " children, " +
+        std::to_string(g_hung.load()) + " hung");
   } else {
     Say("unknown command: " + command);
   }
