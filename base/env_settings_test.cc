@@ -123,14 +123,15 @@ TEST_CASE("STRATA_SAMPLING_SIGNAL: real-time signals by name or number, a few ot
   }
 }
 
-TEST_CASE("STRATA_SIGNAL: the control signal by name or number; uncatchable and fault signals refused") {
+TEST_CASE("STRATA_SIGNAL: the control signal by name or number; uncatchable, fault and system-sent signals refused") {
   const struct {
     const char* value;
     int expected;  // 0: refused.
   } cases[] = {
       {"SIGUSR2", SIGUSR2},         {"usr1", SIGUSR1},         {"12", SIGUSR2},
       {" Sighup ", SIGHUP},         {"SIGRTMIN+3", SIGRTMIN + 3}, {"rtmax", SIGRTMAX},
-      {"SIGTERM", SIGTERM},         {"SIGWINCH", SIGWINCH},    {"64", 64},
+      {"SIGTERM", SIGTERM},         {"SIGPROF", SIGPROF},      {"64", 64},
+      {"SIGWINCH", 0},              {"SIGURG", 0},             {"28", 0},
       {"SIGKILL", 0},               {"9", 0},                  {"SIGSTOP", 0},
       {"19", 0},                    {"SIGSEGV", 0},            {"11", 0},
       {"SIGBUS", 0},                {"SIGFPE", 0},             {"SIGILL", 0},

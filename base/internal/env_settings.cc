@@ -80,7 +80,7 @@ constexpr VariableHelp kVariables[] = {
      "received starts a session, the next stops it and saves the profile to a new numbered "
      "file (<STRATA_SHUTDOWN or $TMPDIR/strata-%p.json with -N before .json>); with "
      "STRATA_STARTUP=1 the first one stops. SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, "
-     "SIGPIPE, SIGALRM, SIGTERM, SIGURG, SIGWINCH, SIGPROF, SIGVTALRM or SIGRTMIN..SIGRTMAX, "
+     "SIGPIPE, SIGALRM, SIGTERM, SIGPROF, SIGVTALRM or SIGRTMIN..SIGRTMAX, "
      "by name or number; not the sampling signal. Default: none."},
     {"STRATA_FLIGHT_RECORDER",
      "=<directory>: keep the profile buffer in a file there, strata-<pid>-<start>.flight, that "
@@ -192,9 +192,11 @@ bool IsAllowedControlSignal(int number) {
   if (number >= SIGRTMIN && number <= SIGRTMAX) return true;
   switch (number) {
     case SIGHUP: case SIGINT: case SIGQUIT: case SIGUSR1: case SIGUSR2: case SIGPIPE:
-    case SIGALRM: case SIGTERM: case SIGURG: case SIGWINCH: case SIGPROF: case SIGVTALRM:
+    case SIGALRM: case SIGTERM: case SIGPROF: case SIGVTALRM:
       return true;
     default:
+      // SIGURG and SIGWINCH are ignored by default and sent by the system (out-of-band data,
+      // Go's preemption; every terminal resize): they would toggle the session unasked.
       // SIGKILL and SIGSTOP cannot be caught; faults (SEGV, BUS, FPE, ILL, TRAP, ABRT, SYS)
       // belong to crash handlers; job control and CHLD to the shell and wait(); 32 and 33
       // are glibc's own.
@@ -299,8 +301,8 @@ EnvironmentSettings ReadEnvironment(
   if (const char* value = getenv_function("STRATA_SIGNAL")) {
     const int signal_number = ParseControlSignal(value);
     const std::string accepted =
-        "SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGURG, "
-        "SIGWINCH, SIGPROF, SIGVTALRM, or SIGRTMIN+n / SIGRTMAX-n / a number from " +
+        "SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGPROF, "
+        "SIGVTALRM, or SIGRTMIN+n / SIGRTMAX-n / a number from " +
         std::to_string(SIGRTMIN) + " to " + std::to_string(SIGRTMAX) +
         " (by name or number; not the sampling signal; STRATA_SIGNAL no longer names the "
         "sampling signal: that is STRATA_SAMPLING_SIGNAL)";

@@ -323,14 +323,22 @@ int UninstallSamplingSignalHandler() {
     result = errno;
   } else if (IsOurHandler(current)) {
     // Instances still queued for a thread that has not run since its event or timer was
-    // closed would reach the program's action (by default: terminate the process). Setting
-    // SIG_IGN discards every pending instance of the signal, process-wide and per thread
-    // (POSIX; the kernel flushes them in sigaction), whatever the scheduler does; nothing of
-    // ours can queue a new one now. A foreign instance pending at this instant is discarded too.
-    struct sigaction ignore;
-    std::memset(&ignore, 0, sizeof(ignore));
-    ignore.sa_handler = SIG_IGN;
-    (void)real(signal_number, &ignore, nullptr);
+    // closed would reach the program's action. When that action is SIG_DFL (terminate the
+    // process), setting SIG_IGN first discards every pending instance of the signal,
+    // process-wide and per thread (POSIX; the kernel flushes them in sigaction), whatever the
+    // scheduler does; nothing of ours can queue a new one now. An instance the program sent
+    // itself and left pending would have killed it: discarding it changes nothing it could
+    // rely on. With a handler of the program's, nothing is discarded (its own pending signals
+    // are its data): a late instance of ours reaches that handler, as it could during the
+    // session. SIG_IGN discards them by itself.
+    const bool has_handler = (program.sa_flags & SA_SIGINFO) != 0 ||
+                             (program.sa_handler != SIG_DFL && program.sa_handler != SIG_IGN);
+    if (!has_handler && program.sa_handler == SIG_DFL) {
+      struct sigaction ignore;
+      std::memset(&ignore, 0, sizeof(ignore));
+      ignore.sa_handler = SIG_IGN;
+      (void)real(signal_number, &ignore, nullptr);
+    }
     if (real(signal_number, &program, nullptr) != 0) result = errno;
   }
   return result;

@@ -170,6 +170,32 @@ TEST_CASE("UninstallSamplingSignalHandler: an instance still pending never reach
   CHECK(child.ExitedWith(0));
 }
 
+TEST_CASE("UninstallSamplingSignalHandler: the program's own pending signal reaches its handler",
+          "[platform][sampling]") {
+  // The program handles the signal Strata samples with (STRATA_SAMPLING_SIGNAL=SIGUSR1 with a
+  // program that uses SIGUSR1) and has one of its own pending on a thread that blocks it when
+  // the session stops: after uninstallation it is delivered to the program's handler, as
+  // without Strata (the flush of pending instances is for SIG_DFL only).
+  const int signal_number = SIGUSR1;
+  const testing::ChildResult child = testing::RunInForkedChild([signal_number] {
+    SetAction(signal_number, &ProgramHandler, SA_RESTART);
+    g_program_handler_calls.store(0);
+    if (InstallSamplingSignalHandler(signal_number, &CountingCallback) != 0) _exit(2);
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, signal_number);
+    if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, nullptr, sizeof(uint64_t)) != 0) _exit(3);
+    if (syscall(SYS_tgkill, getpid(), static_cast<pid_t>(syscall(SYS_gettid)), signal_number) != 0) {
+      _exit(4);
+    }
+    if (UninstallSamplingSignalHandler() != 0) _exit(6);
+    if (syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &block, nullptr, sizeof(uint64_t)) != 0) _exit(8);
+    _exit(g_program_handler_calls.load() == 1 ? 0 : 10 + g_program_handler_calls.load());
+  });
+  INFO(child.Describe());
+  CHECK(child.ExitedWith(0));
+}
+
 TEST_CASE("Sampling signal handler: a late descriptor notification never takes SIG_DFL's action",
           "[platform][sampling]") {
   // A thread past its unregistration no longer names its closed perf event: a notification of
