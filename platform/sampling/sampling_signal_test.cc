@@ -142,6 +142,23 @@ TEST_CASE("UninstallSamplingSignalHandler: restores the previous disposition",
   SetPlainAction(SIGPROF, SIG_DFL);
 }
 
+// Blocks `signal_number` in the current thread (raw rt_sigprocmask: no interposer in the way)
+// and queues one instance to it (tgkill): it stays pending.
+static bool QueueBlockedToCurrentThread(int signal_number) {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, signal_number);
+  return syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, nullptr, sizeof(uint64_t)) == 0 &&
+         syscall(SYS_tgkill, getpid(), static_cast<pid_t>(syscall(SYS_gettid)), signal_number) == 0;
+}
+
+static bool UnblockInCurrentThread(int signal_number) {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, signal_number);
+  return syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &block, nullptr, sizeof(uint64_t)) == 0;
+}
+
 TEST_CASE("UninstallSamplingSignalHandler: an instance still pending never reaches SIG_DFL",
           "[platform][sampling]") {
   // A closed event's signal queued for a thread that has not run since (a busy machine): once
@@ -152,18 +169,12 @@ TEST_CASE("UninstallSamplingSignalHandler: an instance still pending never reach
   const testing::ChildResult child = testing::RunInForkedChild([signal_number] {
     SetPlainAction(signal_number, SIG_DFL);
     if (InstallSamplingSignalHandler(signal_number, &CountingCallback) != 0) _exit(2);
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, signal_number);
-    if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, nullptr, sizeof(uint64_t)) != 0) _exit(3);
-    if (syscall(SYS_tgkill, getpid(), static_cast<pid_t>(syscall(SYS_gettid)), signal_number) != 0) {
-      _exit(4);
-    }
+    if (!QueueBlockedToCurrentThread(signal_number)) _exit(3);
     sigset_t pending;
     if (sigpending(&pending) != 0 || sigismember(&pending, signal_number) != 1) _exit(5);
     if (UninstallSamplingSignalHandler() != 0) _exit(6);
     if (CurrentAction(signal_number).sa_handler != SIG_DFL) _exit(7);
-    if (syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &block, nullptr, sizeof(uint64_t)) != 0) _exit(8);
+    if (!UnblockInCurrentThread(signal_number)) _exit(8);
     _exit(0);  // Still alive: the pending instance was discarded.
   });
   INFO(child.Describe());
@@ -181,15 +192,9 @@ TEST_CASE("UninstallSamplingSignalHandler: the program's own pending signal reac
     SetAction(signal_number, &ProgramHandler, SA_RESTART);
     g_program_handler_calls.store(0);
     if (InstallSamplingSignalHandler(signal_number, &CountingCallback) != 0) _exit(2);
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, signal_number);
-    if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, nullptr, sizeof(uint64_t)) != 0) _exit(3);
-    if (syscall(SYS_tgkill, getpid(), static_cast<pid_t>(syscall(SYS_gettid)), signal_number) != 0) {
-      _exit(4);
-    }
+    if (!QueueBlockedToCurrentThread(signal_number)) _exit(3);
     if (UninstallSamplingSignalHandler() != 0) _exit(6);
-    if (syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &block, nullptr, sizeof(uint64_t)) != 0) _exit(8);
+    if (!UnblockInCurrentThread(signal_number)) _exit(8);
     _exit(g_program_handler_calls.load() == 1 ? 0 : 10 + g_program_handler_calls.load());
   });
   INFO(child.Describe());
