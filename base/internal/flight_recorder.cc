@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,8 +47,8 @@ constexpr size_t kSealBudgetBytesPerLoop = 1 << 20;
 constexpr size_t kSlotOverheadBytes = flight::kSlotHeaderBytes + sizeof(BufferChunk);
 
 // One session's file, mapped. A ChunkStorage: chunks of the session's manager live in its
-// slots. Never unmapped (chunks may outlive the session in a reader's hands; a new session
-// makes a new file).
+// slots. Unmapped only by ReleaseIfUnused, once no chunk lives in it (chunks may outlive the
+// session in a reader's hands; a new session makes a new file); the object is never freed.
 class FlightFile final : public ChunkStorage {
  public:
   static FlightFile* Create(const std::string& directory, size_t limit_bytes, size_t chunk_bytes,
@@ -59,6 +60,13 @@ class FlightFile final : public ChunkStorage {
     const size_t file_bytes = slots_offset + slot_count * stride;
     if (slot_count > UINT32_MAX || stride > UINT32_MAX) {
       *error = "buffer too large for a flight recorder file";
+      return nullptr;
+    }
+    // Past RLIMIT_FSIZE (ulimit -f) sizing the file would raise SIGXFSZ, killing the program.
+    rlimit fsize{};
+    if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur < file_bytes) {
+      *error = "the file size limit (ulimit -f) is " + std::to_string(fsize.rlim_cur) +
+               " bytes, the file needs " + std::to_string(file_bytes);
       return nullptr;
     }
     *path = directory + "/strata-" + std::to_string(getpid()) + "-" +
@@ -380,15 +388,28 @@ std::string SessionPayload(TimeStamp start, const ProfilerSettings& settings) {
   return w.bytes();
 }
 
+// The thread table is rewritten whole when it changes: bounded to a quarter of a metadata log
+// (~6000 threads), so that it always fits and compacts. Past that the oldest threads of the
+// registry are left out (docs/flight-recorder.md, "Limits").
+constexpr size_t kThreadTableBudgetBytes = flight::kMetadataHalfBytes / 4;
+
 void WriteThreadsIfChanged(FlightFile& file, Recorder& recorder) {
   PayloadWriter w;
   {
     Registry& registry = GetRegistry();
     AutoLock lock(registry.mutex);
-    uint32_t n = 0;
-    for (const ThreadInfo& info : registry.infos) n += info.profiled || info.is_main;
+    // Newest first, while within the budget (a thread's entry: 25 bytes and its name).
+    size_t first = registry.infos.size(), n = 0;
+    for (size_t bytes = 4; first > 0; --first) {
+      const ThreadInfo& info = registry.infos[first - 1];
+      if (!info.profiled && !info.is_main) continue;
+      bytes += 25 + info.name.size();
+      if (bytes > kThreadTableBudgetBytes) break;
+      ++n;
+    }
     w.U32(n);
-    for (const ThreadInfo& info : registry.infos) {
+    for (size_t i = first; i < registry.infos.size(); ++i) {
+      const ThreadInfo& info = registry.infos[i];
       if (!info.profiled && !info.is_main) continue;
       w.U32(static_cast<uint32_t>(info.tid.ToNumber()));
       w.String(info.name);

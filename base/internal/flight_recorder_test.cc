@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/internal/core.h"
+#include "base/internal/thread_registry.h"
 #include "catch2/catch.hpp"
 #include "shared/buffer/chunked_buffer.h"
 #include "shared/buffer/local_limit_chunk_manager.h"
@@ -227,6 +229,40 @@ TEST_CASE("Many sessions one after the other: each gets a file, the old ones are
     FlightRecorderPublishChunks(recording.buffer);
     StopFlightRecorderLocked();
   }
+}
+
+// The thread table is rewritten whole when it changes; a session with more threads than a
+// metadata log holds (30000 x ~40 bytes > 1 MiB) once made it fail to fit, every loop, and
+// the recovered file had no thread table. Now it is capped: the newest threads are listed.
+TEST_CASE("More threads than a metadata log holds: the newest ones are listed") {
+  const std::string directory = TempDirectory();
+  Recording recording(directory, 64 << 10, 16 << 10);
+  Registry& registry = GetRegistry();
+  size_t before = 0;
+  constexpr int kThreads = 30000;
+  {
+    AutoLock lock(registry.mutex);
+    before = registry.infos.size();
+    for (int i = 0; i < kThreads; ++i) {
+      ThreadInfo info;
+      info.tid = ThreadId::FromNumber(1000000 + i);
+      info.name = "fake-thread-" + std::to_string(i);
+      info.register_time = TimeStamp::Now();
+      info.profiled = true;
+      registry.infos.push_back(std::move(info));
+    }
+  }
+  StopFlightRecorderLocked();  // Its last loop writes the thread table.
+  {
+    AutoLock lock(registry.mutex);
+    registry.infos.resize(before);
+  }
+  const flight::FlightContents contents = Read(recording.path);
+  CHECK(contents.header.metadata_dropped == 0);
+  REQUIRE(!contents.threads.empty());
+  CHECK(contents.threads.back().tid == 1000000 + kThreads - 1);
+  CHECK(contents.threads.size() > 5000);
+  CHECK(contents.threads.size() < static_cast<size_t>(kThreads));
 }
 
 }  // namespace

@@ -14,7 +14,9 @@
 // write leaves the other), each metadata record, and a done chunk's data once sealed.
 // All integers are little-endian (the writer's own layout: x86-64 and AArch64).
 //
-// Thread safety: plain data and pure functions. Async-signal safety: yes.
+// Thread safety: plain data, pure functions, and payload writers/readers used by one thread
+// at a time. Async-signal safety: the structs and the checksum functions yes; PayloadWriter
+// and PayloadReader::String allocate (no).
 #ifndef STRATA_SHARED_FLIGHT_FLIGHT_FORMAT_H_
 #define STRATA_SHARED_FLIGHT_FLIGHT_FORMAT_H_
 

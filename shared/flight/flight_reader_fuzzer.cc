@@ -1,6 +1,8 @@
 // libFuzzer target: the flight recorder file reader (flight_reader.h), the first thing
 // `strata recover` runs on a file a dead process left, then the recovered entries read back
-// through an untrusted buffer reader with a literal resolver, as the recovery's capture does.
+// through an untrusted buffer reader with a literal resolver, then the recovered profile
+// written from them (flight_recovery.h, WriteRecoveredProfile: the capture of a normal save,
+// reading literals from the library paths the file names; not symbolicated).
 //
 // Input layout: [flags][FileHeader bytes][rest]. The file read is the FileHeader bytes, zeros
 // up to kFileHeaderBytes, then the rest. So that the fuzzer gets past the checksums and the
@@ -14,7 +16,9 @@
 //  - what is recovered is bounded by the file: entries' bytes <= the file's size, chunks read
 //    <= slots;
 //  - reading the recovered entries untrusted never dereferences an address from the file
-//    (the resolver hands out its own bytes) and never reads past an entry.
+//    (the resolver hands out its own bytes) and never reads past an entry;
+//  - writing the profile neither crashes nor overflows (UBSan: damaged time stamps near the
+//    int64 limits), and when it succeeds the JSON is well formed as far as the writer knows.
 // Built with clang + libFuzzer by tools/fuzz.sh, and replayed over its corpus
 // (fuzz_corpus/flight_reader_fuzzer/) by tools/testing/fuzz_replay_main.cc.
 #include <cstddef>
@@ -30,6 +34,8 @@
 #include "shared/buffer/local_limit_chunk_manager.h"
 #include "shared/flight/flight_format.h"
 #include "shared/flight/flight_reader.h"
+#include "shared/flight/flight_recovery.h"
+#include "shared/json/json_writer.h"
 #include "shared/profile/marker_entry.h"
 #include "shared/profile/sample_entry.h"
 
@@ -158,5 +164,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   });
+
+  // The recovered profile, as `strata recover --raw` writes it.
+  flight::RecoveryOptions options;
+  options.symbolicate = false;
+  options.crashed = (flags & 8) != 0;
+  ChunkedJsonWriter out;
+  std::string write_error;
+  if (flight::WriteRecoveredProfile(contents, options, out, &write_error)) {
+    STRATA_CHECK(out.ok(), "a written profile with a writer error");
+  } else {
+    STRATA_CHECK(!write_error.empty(), "a failed write must say why");
+  }
   return 0;
 }

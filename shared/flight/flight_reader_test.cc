@@ -1,8 +1,13 @@
 // The reader on the fuzzer's hand-made seed (fuzz_corpus/flight_reader_fuzzer/seed-two-chunks,
 // built by the fuzzer's fix-up rules): a block straddling two chunks is joined, the metadata
-// decoded. (The writer and the reader together: base/internal/flight_recorder_test.cc.)
+// decoded; its recovery with a FIFO for a library file does not hang. (The writer and the
+// reader together: base/internal/flight_recorder_test.cc.)
 #include "shared/flight/flight_reader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -10,14 +15,17 @@
 
 #include "catch2/catch.hpp"
 #include "shared/flight/flight_format.h"
+#include "shared/flight/flight_recovery.h"
+#include "shared/json/json_writer.h"
 
 namespace strata {
 namespace flight {
 namespace {
 
-TEST_CASE("The seed file: metadata and a block across two chunks") {
+// The fuzzer's hand-made seed as a file, its checksums fixed ("" when unreadable).
+std::string SeedFile() {
   std::ifstream in("shared/flight/fuzz_corpus/flight_reader_fuzzer/seed-two-chunks", std::ios::binary);
-  REQUIRE(in);
+  if (!in) return "";
   const std::string input((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // The fuzzer's layout: [flags][FileHeader][rest], the file being the header padded to
   // kFileHeaderBytes then the rest; the seed's checksums are left to the fuzzer's fix-up, so
@@ -51,7 +59,14 @@ TEST_CASE("The seed file: metadata and a block across two chunks") {
   }
   h.fixed_checksum = Checksum(&h, kFixedHeaderChecksummedBytes);
   std::memcpy(&file[0], &h, sizeof(h));
+  return file;
+}
 
+TEST_CASE("The seed file: metadata and a block across two chunks") {
+  const std::string file = SeedFile();
+  REQUIRE(!file.empty());
+  FileHeader h;
+  std::memcpy(&h, file.data(), sizeof(h));
   FlightContents contents;
   std::string error;
   REQUIRE(ReadFlightContents(reinterpret_cast<const uint8_t*>(file.data()), file.size(), &contents, &error));
@@ -75,6 +90,34 @@ TEST_CASE("The seed file: metadata and a block across two chunks") {
   CHECK(partial.chunks_damaged == 1);
   CHECK(partial.chunks_read == 1);
   CHECK(partial.entries.size() < contents.entries.size());
+}
+
+// A library path read from the file is untrusted: a FIFO there (no writer) must not hang the
+// recovery, neither reading literals (marker names at 0x401000) nor symbolicating (frames at
+// 0x401234). alarm() bounds the test: a blocking open() is killed by SIGALRM and fails it.
+TEST_CASE("Recovery: a library path naming a FIFO is not opened for reading") {
+  const std::string file = SeedFile();
+  REQUIRE(!file.empty());
+  FlightContents contents;
+  std::string error;
+  REQUIRE(ReadFlightContents(reinterpret_cast<const uint8_t*>(file.data()), file.size(), &contents, &error));
+  REQUIRE(contents.libraries.size() == 1);
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string fifo = std::string(tmp ? tmp : "/tmp") + "/flight-library-fifo";
+  unlink(fifo.c_str());
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  contents.libraries[0].library.path = fifo;
+  RecoveryOptions options;
+  options.symbolicate = true;
+  alarm(60);
+  ChunkedJsonWriter out;
+  size_t samples = 0;
+  REQUIRE(WriteRecoveredProfile(contents, options, out, &error, &samples));
+  alarm(0);
+  const std::string json = out.TakeString();
+  CHECK(samples == 12);
+  CHECK(json.find("\"????\"") != std::string::npos);  // The unreadable marker name.
+  unlink(fifo.c_str());
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -33,6 +35,18 @@ constexpr const char kTextMarkerSchema[] =
 
 constexpr size_t kMaxLiteralBytes = 4096;
 
+// Opens a path read from the file (untrusted) if it names a regular file; -1 otherwise. Never
+// blocks: a FIFO there (no writer) would hang a blocking open, and a device is never read.
+int OpenRegularFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  struct stat st {};
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // Reads string literals of the dead process from its libraries' files.
 class LibraryLiteralResolver final : public LiteralResolver {
  public:
@@ -61,7 +75,7 @@ class LibraryLiteralResolver final : public LiteralResolver {
       for (const Segment& s : SegmentsOf(l.library.path)) {
         if (file_address < s.vaddr || file_address - s.vaddr + length > s.filesz) continue;
         std::string text(length, '\0');
-        const int fd = open(l.library.path.c_str(), O_RDONLY | O_CLOEXEC);
+        const int fd = OpenRegularFile(l.library.path);
         if (fd < 0) break;
         const ssize_t n = pread(fd, text.data(), length,
                                 static_cast<off_t>(s.offset + (file_address - s.vaddr)));
@@ -78,7 +92,7 @@ class LibraryLiteralResolver final : public LiteralResolver {
   const std::vector<Segment>& SegmentsOf(const std::string& path) const {
     auto [it, inserted] = segments_.try_emplace(path);
     if (!inserted) return it->second;
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = OpenRegularFile(path);
     if (fd < 0) return it->second;
     Elf64_Ehdr eh;
     if (pread(fd, &eh, sizeof(eh), 0) == sizeof(eh) && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
@@ -195,7 +209,11 @@ bool WriteRecoveredProfile(const FlightContents& contents, const RecoveryOptions
   meta.product = session.program;
   meta.presymbolicated = options.symbolicate;
   meta.profiling_start_time = start;
-  meta.profiling_end_time = last + TimeDuration::FromMilliseconds(1);
+  // A damaged time stamp may be near INT64_MAX: no overflow past it.
+  constexpr int64_t kEndMarginNs = 1000000;
+  meta.profiling_end_time = last.ToNanoseconds() > INT64_MAX - kEndMarginNs
+                                ? last
+                                : last + TimeDuration::FromNanoseconds(kEndMarginNs);
   for (const auto& [name, color] : session.categories) meta.categories.push_back({name, color, {}});
   FillSystemInfo(meta);
   meta.marker_schemas.push_back(kTextMarkerSchema);

@@ -52,7 +52,9 @@ uint32_t DebugLinkCrc32(uint32_t crc, const void* data, size_t size) {
 }
 
 std::optional<uint32_t> FileDebugLinkCrc32(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO named by an untrusted path (a flight recorder file's library list)
+  // must not hang the open; only a regular file is read.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

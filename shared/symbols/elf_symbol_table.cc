@@ -362,7 +362,9 @@ ElfSymbolTable ElfSymbolTable::ReadImage(const void* data, size_t size) {
 }
 
 ElfSymbolTable ElfSymbolTable::ReadFile(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO named by an untrusted path (a flight recorder file's library list)
+  // must not hang the open; only a regular file is read.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return ElfSymbolTable();
   ElfSymbolTable table;
   struct stat st;

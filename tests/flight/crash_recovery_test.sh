@@ -87,6 +87,27 @@ left=$(find "$WORK/fr-control" -name '*.flight' | wc -l)
 [[ $left -eq 0 ]] && pass "control: the saved process removed its flight recorder file" \
   || fail "control: $left flight recorder file(s) left after a normal save"
 
+# --- A file size limit (ulimit -f) below the file's size: sizing the file would raise SIGXFSZ
+# (terminate + core); the recorder must stay off, with the reason on stderr, and the program
+# end as without Strata (a 1 MiB limit; the file needs the 64 MiB buffer limit + ~2 MiB).
+mkdir -p "$WORK/fr-fsize"
+timeout -s KILL 120 bash -c 'ulimit -f 1024; exec "$@"' _ "$PROGRAM" --end exit --ms 100 \
+  >"$WORK/fsize-plain.out" 2>&1
+fsize_plain=$?
+timeout -s KILL 120 bash -c 'ulimit -f 1024; exec "$@"' _ env STRATA_FLIGHT_RECORDER="$WORK/fr-fsize" \
+  LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 "$PROGRAM" --end exit --ms 100 \
+  >"$WORK/fsize.out" 2>"$WORK/fsize.err"
+fsize_status=$?
+result "fsize plain_status=$fsize_plain profiled_status=$fsize_status"
+if [[ $fsize_status -eq $fsize_plain ]] && grep -q "file size limit.*recording without it" "$WORK/fsize.err"; then
+  pass "ulimit -f 1024: status $fsize_status as without Strata, the recorder off with the reason logged"
+else
+  fail "ulimit -f 1024: status $fsize_status with the recorder, $fsize_plain without; stderr:"
+  sed 's/^/    /' "$WORK/fsize.err" | head -10
+fi
+left=$(find "$WORK/fr-fsize" -name '*.flight' | wc -l)
+[[ $left -eq 0 ]] && pass "ulimit -f 1024: no flight recorder file" || fail "ulimit -f 1024: $left file(s) left"
+
 # --- Without the recorder: nothing to recover.
 mkdir -p "$WORK/fr-off"
 flight_run off segv ""

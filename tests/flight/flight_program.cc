@@ -1,9 +1,9 @@
 // A program for the flight recorder scenarios (tests/flight, issue 21): labelled work with
 // markers, then an ending chosen on the command line. Linked with the base tier
-// (//base:strata_base) for its labels and markers only: it calls no profiler function, so
-// run plain it behaves the same (the markers and labels then record nothing).
+// (//base:strata_base) for its labels and markers (and the profiler calls of --reference and
+// --end stop): run plain it behaves the same (the markers and labels then record nothing).
 //
-//   flight_program --end exit|segv|abort|kill [--ms N] [--ready FILE] [--handler]
+//   flight_program --end exit|segv|abort|kill|stop [--ms N] [--ready FILE] [--handler]
 //                  [--reference FILE]
 //
 // Two threads (main, "flight-worker") each run steps of ~1 ms of their own CPU time under the
@@ -12,6 +12,7 @@
 //   exit   returns 0 (the control run: a normal save at exit);
 //   segv   writes through a null pointer (SIGSEGV);
 //   abort  calls abort() (SIGABRT);
+//   stop   calls ProfilerStop() (a clean end of the session, nothing saved), then _exit(0);
 //   kill   once both threads have done their N ms, writes FILE (--ready) and goes on with
 //          steps until it is killed from outside.
 // --reference FILE: after the N ms, saves the profile there (ProfilerSaveProfile, the one
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
     } else if (!strcmp(argv[i], "--handler")) {
       handler = true;
     } else {
-      fprintf(stderr, "usage: flight_program --end exit|segv|abort|kill [--ms N] [--ready FILE] [--handler] "
+      fprintf(stderr, "usage: flight_program --end exit|segv|abort|kill|stop [--ms N] [--ready FILE] [--handler] "
                       "[--reference FILE]\n");
       return 2;
     }
@@ -153,6 +154,9 @@ int main(int argc, char** argv) {
     *static_cast<volatile int*>(nullptr) = 1;
   } else if (!strcmp(end, "abort")) {
     abort();
+  } else if (!strcmp(end, "stop")) {
+    strata::ProfilerStop();
+    _exit(0);
   }
   return 0;
 }

@@ -5,6 +5,8 @@
 # recovered from its flight recorder file with its data up to the kill and a "Process
 # crashed" marker; the two that ended normally have none. strata's exit status is the
 # parent's (0). With --no-flight-recorder the killed child is missing (what the feature adds).
+# Then children that exec twice before they crash (several files per pid: the last image's is
+# the one recovered) and one that ends its session cleanly (exec_check.py).
 source "$(dirname "$0")/../scenario_lib.sh"
 
 STRATA="$(binary tools/strata/strata)"
@@ -13,6 +15,8 @@ PARENT="$(binary tests/flight/flight_parent)"
 HERE="$(dirname "$(readlink -f "$0")")"
 export STRATA_BASE_LIB="$STRATA_LIB"
 export STRATA_NO_PROGRESS=1
+
+ulimit -S -c 0  # The exec case's SIGSEGVs dump no core.
 
 for variant in recorder no-recorder; do
   rm -f "$WORK/$variant.ready"
@@ -58,5 +62,26 @@ for variant in recorder no-recorder; do
     grep '^RESULT\|^FAIL' "$WORK/$variant.check" | sed 's/^/    /'
   fi
 done
+
+# --- Several files per pid: each of three children execs twice (sh -> sh -> flight_program)
+# then dies by SIGSEGV; a fourth ends its session (ProfilerStop) and _exits. Per pid only the
+# newest file (the last image's) is recovered, the older ones removed; the clean end is not
+# reported as a crash.
+timeout -s KILL 300 env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$OUT/exec.json" -- \
+  "$HERE/exec_children.sh" "$PROGRAM" >"$WORK/exec.out" 2>"$WORK/exec.err"
+status=$?
+sed 's/^/    /' "$WORK/exec.out" "$WORK/exec.err"
+if [[ $status -ne 0 || ! -s "$OUT/exec.json" ]]; then
+  fail "exec: strata record status $status, profile $(ls "$OUT/exec.json" 2>&1)"
+else
+  check_format exec
+  if PYTHONPATH="$HERE" python3 "$HERE/exec_check.py" "$OUT/exec.json" >"$WORK/exec.check" 2>&1; then
+    pass "exec: each pid recovered from its last image's file (3 crashed, 1 recording ended)"
+  else
+    fail "exec: the recovered processes are not the last images':"
+  fi
+  sed 's/^/    /' "$WORK/exec.check"
+  grep '^RESULT' "$WORK/exec.check"
+fi
 
 finish

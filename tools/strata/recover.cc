@@ -83,22 +83,42 @@ int RunRecover(const RecoverOptions& options) {
 }
 
 // (recover.h) A process that saved its profile removed its own file: every file left is a
-// process that ended without saving.
+// process that ended without saving. One pid may have left several (an exec, or a stop and a
+// new start): only its newest session's file is the image that ended.
 size_t RecoverUnsavedProcesses(const std::string& directory, const std::map<pid_t, int>& reaped,
                                bool symbolicate, bool quiet) {
-  std::vector<std::pair<pid_t, std::string>> files;
+  struct Newest {
+    long long start_ns = -1;
+    std::string path;
+  };
+  std::map<pid_t, Newest> newest;
+  std::vector<std::string> older;
   if (DIR* dir = opendir(directory.c_str())) {
     while (dirent* entry = readdir(dir)) {
       const std::string name = entry->d_name;
-      if (name.rfind("strata-", 0) == 0 && name.size() > 7 &&
-          name.compare(name.size() - 7, 7, ".flight") == 0) {
-        files.emplace_back(static_cast<pid_t>(std::atol(name.c_str() + 7)), directory + "/" + name);
+      if (name.rfind("strata-", 0) != 0 || name.size() <= 7 + 7 ||
+          name.compare(name.size() - 7, 7, ".flight") != 0) {
+        continue;
+      }
+      // strata-<pid>-<session start ns>.flight
+      char* after_pid = nullptr;
+      const pid_t pid = static_cast<pid_t>(std::strtol(name.c_str() + 7, &after_pid, 10));
+      const long long start_ns = *after_pid == '-' ? std::strtoll(after_pid + 1, nullptr, 10) : 0;
+      Newest& n = newest[pid];
+      std::string path = directory + "/" + name;
+      if (start_ns > n.start_ns) {
+        if (!n.path.empty()) older.push_back(std::move(n.path));
+        n = {start_ns, std::move(path)};
+      } else {
+        older.push_back(std::move(path));
       }
     }
     closedir(dir);
   }
+  for (const std::string& path : older) unlink(path.c_str());  // Images replaced by an exec.
   size_t recovered = 0;
-  for (const auto& [pid, path] : files) {
+  for (const auto& [pid, file] : newest) {
+    const std::string& path = file.path;
     const std::string json = directory + "/" + std::to_string(pid) + ".json";
     struct stat st {};
     // Saved after all (the record hook saves on SIGINT/SIGTERM/SIGHUP, then dies by the
@@ -109,7 +129,6 @@ size_t RecoverUnsavedProcesses(const std::string& directory, const std::map<pid_
     }
     flight::RecoveryOptions recovery;
     recovery.symbolicate = symbolicate;
-    recovery.crashed = true;
     const auto status = reaped.find(pid);
     if (status != reaped.end() && WIFEXITED(status->second)) {
       // It exited without saving (_exit, as shells do): not a crash. As without the flight
@@ -117,18 +136,22 @@ size_t RecoverUnsavedProcesses(const std::string& directory, const std::map<pid_
       unlink(path.c_str());
       continue;
     }
+    std::string reason = "ended without saving its profile";
     if (status != reaped.end() && WIFSIGNALED(status->second)) {
+      recovery.crashed = true;
       recovery.end_reason = "killed by " + SignalName(WTERMSIG(status->second)) +
                             (WCOREDUMP(status->second) ? " (core dumped)" : "");
-    } else {
-      recovery.end_reason = "ended without saving its profile (crashed or killed)";
+      reason = recovery.end_reason;
     }
+    // Else the status is unknown (reaped by its own parent): a file without a clean end is
+    // marked "Process crashed" by the recovery, one whose session ended cleanly
+    // (ProfilerStop) "Recording ended".
     std::string summary, error;
     if (RecoverFlightFile(path, json, recovery, &summary, &error)) {
       ++recovered;
       if (!quiet) {
-        std::fprintf(stderr, "strata record: process %d %s: recovered %s\n", pid,
-                     recovery.end_reason.c_str(), summary.c_str());
+        std::fprintf(stderr, "strata record: process %d %s: recovered %s\n", pid, reason.c_str(),
+                     summary.c_str());
       }
     } else if (!quiet) {
       std::fprintf(stderr, "strata record: process %d saved no profile and its flight recorder file could not "

@@ -36,13 +36,16 @@ bool RecoverFlightFile(const std::string& flight_path, const std::string& json_p
                        const flight::RecoveryOptions& options, std::string* summary,
                        std::string* error);
 
-// `strata record`'s step for the processes that ended without saving: each flight recorder
-// file left in `directory` (strata-<pid>-<start>.flight; a process that saved removed its
-// own) is recovered into <pid>.json and removed, except for a process reaped by `strata
-// record` (`reaped`: its wait statuses) that exited (_exit, as shells do: not a crash; the
-// file is just removed). Marked "killed by SIGx" when the status says so, else "ended
-// without saving its profile (crashed or killed)". `symbolicate`: ELF names now (false when
-// the merged profile is symbolicated later). Returns how many were recovered.
+// `strata record`'s step for the processes that ended without saving: of the flight recorder
+// files left in `directory` (strata-<pid>-<start>.flight; a process that saved removed its
+// own), the newest of each pid (by <start>: an exec or a new session leaves several, and only
+// the last is the image that ended; the older ones are removed) is recovered into <pid>.json
+// and removed, except for a process reaped by `strata record` (`reaped`: its wait statuses)
+// that exited (_exit, as shells do: not a crash; the file is just removed). Marked "killed by
+// SIGx" when the status says so; with no status, from the file: "Recording ended" after a
+// clean end (ProfilerStop), else "ended without saving its profile (crashed or killed)".
+// `symbolicate`: ELF names now (false when the merged profile is symbolicated later).
+// Returns how many were recovered.
 size_t RecoverUnsavedProcesses(const std::string& directory, const std::map<pid_t, int>& reaped,
                                bool symbolicate, bool quiet);
 
