@@ -53,10 +53,23 @@ class TimeDuration {
   constexpr double ToMilliseconds() const { return static_cast<double>(ns_) / 1e6; }
   constexpr double ToSeconds() const { return static_cast<double>(ns_) / 1e9; }
 
-  constexpr TimeDuration operator+(TimeDuration o) const { return TimeDuration(ns_ + o.ns_); }
-  constexpr TimeDuration operator-(TimeDuration o) const { return TimeDuration(ns_ - o.ns_); }
-  TimeDuration& operator+=(TimeDuration o) { ns_ += o.ns_; return *this; }
-  TimeDuration& operator-=(TimeDuration o) { ns_ -= o.ns_; return *this; }
+  // Sums and differences wrap around (two's complement) instead of overflowing: values read
+  // from damaged data (a recovered flight recorder file) give wrong numbers, never undefined
+  // behaviour. Same instructions as plain int64_t arithmetic.
+  constexpr TimeDuration operator+(TimeDuration o) const {
+    return TimeDuration(WrappingAdd(ns_, o.ns_));
+  }
+  constexpr TimeDuration operator-(TimeDuration o) const {
+    return TimeDuration(WrappingSubtract(ns_, o.ns_));
+  }
+  TimeDuration& operator+=(TimeDuration o) { ns_ = WrappingAdd(ns_, o.ns_); return *this; }
+  TimeDuration& operator-=(TimeDuration o) { ns_ = WrappingSubtract(ns_, o.ns_); return *this; }
+  static constexpr int64_t WrappingAdd(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  }
+  static constexpr int64_t WrappingSubtract(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  }
   constexpr bool operator==(TimeDuration o) const { return ns_ == o.ns_; }
   constexpr bool operator!=(TimeDuration o) const { return ns_ != o.ns_; }
   constexpr bool operator<(TimeDuration o) const { return ns_ < o.ns_; }
@@ -114,13 +127,13 @@ class TimeStamp {
   constexpr bool IsNull() const { return ns_ == 0; }
 
   constexpr TimeDuration operator-(TimeStamp o) const {
-    return TimeDuration::FromNanoseconds(ns_ - o.ns_);
+    return TimeDuration::FromNanoseconds(TimeDuration::WrappingSubtract(ns_, o.ns_));
   }
   constexpr TimeStamp operator+(TimeDuration d) const {
-    return TimeStamp(ns_ + d.ToNanoseconds());
+    return TimeStamp(TimeDuration::WrappingAdd(ns_, d.ToNanoseconds()));
   }
   constexpr TimeStamp operator-(TimeDuration d) const {
-    return TimeStamp(ns_ - d.ToNanoseconds());
+    return TimeStamp(TimeDuration::WrappingSubtract(ns_, d.ToNanoseconds()));
   }
   constexpr bool operator==(TimeStamp o) const { return ns_ == o.ns_; }
   constexpr bool operator!=(TimeStamp o) const { return ns_ != o.ns_; }

@@ -552,8 +552,19 @@ void GeckoProfileWriter::WriteProfilerOverhead(const std::vector<OverheadSample>
   w.StartArrayProperty("data");
   TimeDuration total, max_locking, max_cleaning, max_counters, max_threads, max_overhead,
       sum_locking, sum_cleaning, sum_counters, sum_threads, max_interval;
+  // A sampler loop's phases last microseconds; a duration outside [0, 1 h] comes from damaged
+  // data (a recovered flight recorder file) and is clamped, so that the sums below cannot
+  // overflow.
+  const TimeDuration kLongest = TimeDuration::FromSeconds(3600);
+  auto sane = [&](TimeDuration d) {
+    return d < TimeDuration() ? TimeDuration() : (d > kLongest ? kLongest : d);
+  };
   for (size_t i = 0; i < samples.size(); ++i) {
-    const OverheadSample& s = samples[i];
+    OverheadSample s = samples[i];
+    s.locking = sane(s.locking);
+    s.marker_cleaning = sane(s.marker_cleaning);
+    s.counters = sane(s.counters);
+    s.threads = sane(s.threads);
     w.StartArray();
     w.Double(us(s.time - start_time_));
     w.Double(us(s.locking));

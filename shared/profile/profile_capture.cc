@@ -652,12 +652,15 @@ class ProfileBuilder {
     uint64_t operations = 0;
     reader.ReadIntoObjects(id, time, value, operations);
     if (reader.Failed()) return;
+    // An id past every counter known (a counter destroyed since, or damaged data: a
+    // recovered flight recorder file) names nothing.
+    if (id >= inputs_.counters.size()) return;
     if (counters_.size() <= id) {
       counters_.resize(id + 1);
     }
     CounterState& counter = counters_[id];
     if (!counter.writer) {
-      if (id >= inputs_.counters.size() || !inputs_.counters[id].name) {
+      if (!inputs_.counters[id].name) {
         return;  // A counter destroyed since: its name is gone.
       }
       const CaptureCounter& d = inputs_.counters[id];
@@ -665,7 +668,10 @@ class ProfileBuilder {
                                                             d.description ? d.description : "",
                                                             inputs_.start_time);
     }
-    counter.writer->AddSample(time, value - counter.last_value, operations - counter.last_operations);
+    // Differences wrap (two's complement) rather than overflow on damaged values.
+    const int64_t value_delta =
+        static_cast<int64_t>(static_cast<uint64_t>(value) - static_cast<uint64_t>(counter.last_value));
+    counter.writer->AddSample(time, value_delta, operations - counter.last_operations);
     counter.last_value = value;
     counter.last_operations = operations;
   }
