@@ -1,7 +1,10 @@
 #include "shared/json/atomic_file.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <optional>
@@ -128,6 +131,36 @@ TEST_CASE("a pipe (or device, or socket) at the path is never replaced") {
   REQUIRE(stat(pipe_path.c_str(), &st) == 0);
   CHECK(S_ISFIFO(st.st_mode));
   CHECK(List(dir) == std::vector<std::string>{"profile.json"});  // No temporary file either.
+}
+
+TEST_CASE("AtomicJsonFile: a profile larger than ulimit -f is an error, never SIGXFSZ") {
+  // The kernel sends SIGXFSZ (terminate, by default) to a process that writes past its file
+  // size limit. The save must fail cleanly instead: in a child, with the limit at 4 KiB, a
+  // 100 KB document is refused, the destination untouched, no temporary file left.
+  const std::string dir = MakeTempDir();
+  const std::string path = dir + "/big.json";
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rlimit limit{4096, 4096};
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(2);
+    AtomicJsonFile file(path);
+    if (!file.ok()) _exit(3);
+    file.writer().StartArray();
+    for (int i = 0; i < 10000; ++i) file.writer().String("0123456789");
+    file.writer().EndArray();
+    if (file.Commit()) _exit(4);
+    if (file.error().find("ulimit -f") == std::string::npos) _exit(5);
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  INFO("child status " << status << (WIFSIGNALED(status) ? " (signal)" : ""));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  struct stat st {};
+  CHECK(stat(path.c_str(), &st) != 0);
+  CHECK(List(dir).empty());
 }
 
 }  // namespace

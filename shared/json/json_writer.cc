@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,7 +56,19 @@ std::string ChunkedJsonOutput::ToString() const {
   return out;
 }
 
+bool FdJsonOutput::FitsFileSizeLimit(size_t bytes) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return true;
+  struct stat st {};
+  if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return true;  // Pipes have no such limit.
+  const off_t offset = lseek(fd_, 0, SEEK_CUR);
+  if (offset < 0 || static_cast<uint64_t>(offset) + bytes <= limit.rlim_cur) return true;
+  SetError("write(" + name_ + "): the profile is larger than the file size limit (ulimit -f)");
+  return false;
+}
+
 void FdJsonOutput::Consume(std::string* chunk) {
+  if (!ok() || !FitsFileSizeLimit(chunk->size())) return;
   const char* data = chunk->data();
   size_t left = chunk->size();
   while (ok() && left > 0) {

@@ -90,7 +90,9 @@ class ChunkedJsonOutput final : public JsonOutput {
 };
 
 // Writes every chunk to a file descriptor (loops on short writes and EINTR). Does not own or
-// close the descriptor. `name` is used in error messages.
+// close the descriptor. `name` is used in error messages. On a regular file, a write that
+// would pass the file size limit (RLIMIT_FSIZE, `ulimit -f`) is not made: the kernel would
+// send SIGXFSZ, which terminates the program by default. It is an error instead.
 class FdJsonOutput final : public JsonOutput {
  public:
   FdJsonOutput(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
@@ -98,6 +100,9 @@ class FdJsonOutput final : public JsonOutput {
   size_t bytes_written() const { return bytes_written_; }
 
  private:
+  // False (and the error set) when writing `bytes` more would pass the file size limit.
+  bool FitsFileSizeLimit(size_t bytes);
+
   int fd_;
   std::string name_;
   size_t bytes_written_ = 0;
