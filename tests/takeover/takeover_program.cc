@@ -13,7 +13,10 @@
 // tier takes the running session over ("takeover-<i>" ... "taken-over-<i>" markers around
 // the call), and after as much CPU again gives it back (ShutdownFull: "detach-<i>" ...
 // "detached-<i>"). Phases are measured in the busy thread's CPU time, not in wall time, so a
-// loaded machine gives each phase the same number of samples. The session is saved to
+// loaded machine gives each phase the same number of samples. Each of those markers carries
+// the busy thread's CPU clock read around its time, and the second of each pair the CPU clock
+// just before and just after the hand-over call (MarkWithBusyCpu): takeover_check places the
+// calls among the busy thread's samples with them. The session is saved to
 // $TAKEOVER_PROFILE at the end.
 // The hand-over must not need another thread to run. The program checks that the sampler
 // thread (by tid) and the process's POSIX timers (/proc/self/timers) are the same through
@@ -116,8 +119,29 @@ void WaitForThreadCpu(clockid_t clock, double ms) {
   while (ThreadCpuMs(clock) < until) std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
-void Mark(const std::string& name) {
-  strata::AddMarker(strata::ProfilerString::Dynamic(name), strata::Category::kProfiler);
+int64_t ThreadCpuNs(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return now.tv_sec * int64_t{1000000000} + now.tv_nsec;
+}
+
+// A marker whose text ties the profile's clock to the busy thread's CPU clock: the marker's
+// time is read between two readings of that CPU clock ("busy_cpu_ns=<before>..<after>").
+// With `handover` (the CPU clock just before and just after a hand-over call) the text also
+// says where in the busy thread's CPU time the call lay ("handover_busy_cpu_ns=<a>..<b>"),
+// so takeover_check can place the call among the thread's samples.
+void MarkWithBusyCpu(const std::string& name, clockid_t busy_clock,
+                     const std::pair<int64_t, int64_t>* handover = nullptr) {
+  const int64_t before = ThreadCpuNs(busy_clock);
+  const strata::TimeStamp at = strata::TimeStamp::Now();
+  const int64_t after = ThreadCpuNs(busy_clock);
+  std::string text = "busy_cpu_ns=" + std::to_string(before) + ".." + std::to_string(after);
+  if (handover) {
+    text += " handover_busy_cpu_ns=" + std::to_string(handover->first) + ".." +
+            std::to_string(handover->second);
+  }
+  strata::AddTextMarker(strata::ProfilerString::Dynamic(name), strata::Category::kProfiler,
+                        strata::MarkerOptions::Instant(at), text);
 }
 
 // The full tier's start and shutdown, linked or through dlopen.
@@ -223,24 +247,29 @@ int RepeatTakeovers(int cycles) {
   for (int i = 1; i <= cycles; ++i) {
     WaitForThreadCpu(busy_clock, phase_cpu_ms);
     const std::string n = std::to_string(i);
-    Mark("takeover-" + n);
-    uint64_t dropped_before = dropped_so_far();
+    MarkWithBusyCpu("takeover-" + n, busy_clock);
+    uint64_t dropped_before = dropped_so_far();  // Every ring drained.
     const SchedulingState sampler_before = SchedulingOf(sampler);
+    std::pair<int64_t, int64_t> call_cpu;  // The busy thread's CPU clock around the call.
+    call_cpu.first = ThreadCpuNs(busy_clock);
     auto t0 = std::chrono::steady_clock::now();
     if (tier.start() != 0) Fail("the full tier did not take over the running session");
     auto t1 = std::chrono::steady_clock::now();
+    call_cpu.second = ThreadCpuNs(busy_clock);
     const SchedulingState sampler_after = SchedulingOf(sampler);
-    Mark("taken-over-" + n);
+    MarkWithBusyCpu("taken-over-" + n, busy_clock, &call_cpu);
     dropped_in_handovers += dropped_so_far() - dropped_before;
     if (sampler_before.sleeping && sampler_before == sampler_after) ++without_sampler;
     if (SamplerTid() != sampler) ++sampler_changed;
     WaitForThreadCpu(busy_clock, phase_cpu_ms);
-    Mark("detach-" + n);
+    MarkWithBusyCpu("detach-" + n, busy_clock);
     dropped_before = dropped_so_far();
+    call_cpu.first = ThreadCpuNs(busy_clock);
     auto t2 = std::chrono::steady_clock::now();
     tier.shutdown();
     auto t3 = std::chrono::steady_clock::now();
-    Mark("detached-" + n);
+    call_cpu.second = ThreadCpuNs(busy_clock);
+    MarkWithBusyCpu("detached-" + n, busy_clock, &call_cpu);
     dropped_in_handovers += dropped_so_far() - dropped_before;
     if (!strata::ProfilerIsActive()) Fail("the session stopped with the full tier");
     if (SamplerTid() != sampler) ++sampler_changed;
