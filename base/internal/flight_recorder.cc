@@ -390,7 +390,7 @@ std::string SessionPayload(TimeStamp start, const ProfilerSettings& settings) {
 
 // The thread table is rewritten whole when it changes: bounded to a quarter of a metadata log
 // (~6000 threads), so that it always fits and compacts. Past that the oldest threads of the
-// registry are left out (docs/flight-recorder.md, "Limits").
+// registry are left out, never the main thread (docs/flight-recorder.md, "Limits").
 constexpr size_t kThreadTableBudgetBytes = flight::kMetadataHalfBytes / 4;
 
 void WriteThreadsIfChanged(FlightFile& file, Recorder& recorder) {
@@ -398,19 +398,27 @@ void WriteThreadsIfChanged(FlightFile& file, Recorder& recorder) {
   {
     Registry& registry = GetRegistry();
     AutoLock lock(registry.mutex);
-    // Newest first, while within the budget (a thread's entry: 25 bytes and its name).
-    size_t first = registry.infos.size(), n = 0;
-    for (size_t bytes = 4; first > 0; --first) {
+    // A thread's entry: 25 bytes and its name. The main thread first, then the others newest
+    // first, while within the budget.
+    auto entry_bytes = [](const ThreadInfo& info) { return 25 + info.name.size(); };
+    size_t bytes = 4, n = 0;
+    for (const ThreadInfo& info : registry.infos) {
+      if (!info.is_main) continue;
+      bytes += entry_bytes(info);
+      ++n;
+    }
+    size_t first = registry.infos.size();  // Other threads from this index on are listed.
+    for (; first > 0; --first) {
       const ThreadInfo& info = registry.infos[first - 1];
-      if (!info.profiled && !info.is_main) continue;
-      bytes += 25 + info.name.size();
-      if (bytes > kThreadTableBudgetBytes) break;
+      if (!info.profiled || info.is_main) continue;
+      if (bytes + entry_bytes(info) > kThreadTableBudgetBytes) break;
+      bytes += entry_bytes(info);
       ++n;
     }
     w.U32(n);
-    for (size_t i = first; i < registry.infos.size(); ++i) {
+    for (size_t i = 0; i < registry.infos.size(); ++i) {
       const ThreadInfo& info = registry.infos[i];
-      if (!info.profiled && !info.is_main) continue;
+      if (!info.is_main && (!info.profiled || i < first)) continue;
       w.U32(static_cast<uint32_t>(info.tid.ToNumber()));
       w.String(info.name);
       w.I64(info.register_time.ToNanoseconds());

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <fstream>
@@ -233,8 +234,9 @@ TEST_CASE("Many sessions one after the other: each gets a file, the old ones are
 
 // The thread table is rewritten whole when it changes; a session with more threads than a
 // metadata log holds (30000 x ~40 bytes > 1 MiB) once made it fail to fit, every loop, and
-// the recovered file had no thread table. Now it is capped: the newest threads are listed.
-TEST_CASE("More threads than a metadata log holds: the newest ones are listed") {
+// the recovered file had no thread table. Now it is capped: the newest threads are listed,
+// and the main thread, however old (it once fell out with the oldest).
+TEST_CASE("More threads than a metadata log holds: the main thread and the newest are listed") {
   const std::string directory = TempDirectory();
   Recording recording(directory, 64 << 10, 16 << 10);
   Registry& registry = GetRegistry();
@@ -243,6 +245,13 @@ TEST_CASE("More threads than a metadata log holds: the newest ones are listed") 
   {
     AutoLock lock(registry.mutex);
     before = registry.infos.size();
+    ThreadInfo main_thread;  // Registered before all the others.
+    main_thread.tid = ThreadId::FromNumber(999999);
+    main_thread.name = "fake-main";
+    main_thread.register_time = TimeStamp::Now();
+    main_thread.profiled = true;
+    main_thread.is_main = true;
+    registry.infos.push_back(std::move(main_thread));
     for (int i = 0; i < kThreads; ++i) {
       ThreadInfo info;
       info.tid = ThreadId::FromNumber(1000000 + i);
@@ -261,6 +270,10 @@ TEST_CASE("More threads than a metadata log holds: the newest ones are listed") 
   CHECK(contents.header.metadata_dropped == 0);
   REQUIRE(!contents.threads.empty());
   CHECK(contents.threads.back().tid == 1000000 + kThreads - 1);
+  const auto main_entry = std::find_if(contents.threads.begin(), contents.threads.end(),
+                                       [](const auto& t) { return t.tid == 999999; });
+  REQUIRE(main_entry != contents.threads.end());
+  CHECK(main_entry->is_main);
   CHECK(contents.threads.size() > 5000);
   CHECK(contents.threads.size() < static_cast<size_t>(kThreads));
 }
