@@ -6,10 +6,11 @@
 //       A busy thread ("child-worker") burns CPU for 300 ms, then naps. The main thread
 //       answers one-byte commands from <cmd-fd>: 'm' adds the next "sync-<n>" marker and
 //       acks 'a'; 'M' + 8 bytes of the parent's TimeStamp adds "sync-<n>" at that instant and
-//       "sync-<n>-woken" at its own wake-up, and acks 'a'; 's' answers the session as the child has it (32 bytes: "active paused
-//       interval_ms buffer_megabytes"); 'x' adds an "early-exit" marker and exits (normally:
-//       the exit profile goes to the parent); 'q' exits. 'r' is acked once the parent's
-//       session is followed.
+//       "sync-<n>-woken" at its own wake-up, and acks 'a'; 's' answers the session as the
+//       child has it (32 bytes: "active paused interval_ms buffer_megabytes"); 'x' adds 20000
+//       "filler" markers, then an "early-exit" marker with the main thread's CPU time
+//       ("main_cpu_ns=<n>"), and exits (normally: the exit profile goes to the parent); 'q'
+//       exits. 'r' is acked once the parent's session is followed.
 //   ipc_child writer <cmd-fd> <ack-fd> <slots-file> <slot> <duration-ms> <bytes-per-ms>
 //       Writes text markers ("w <seq>") at the given rate for the given time, storing the
 //       process's live buffer bytes in its slot of the shared file after every marker, then
@@ -117,7 +118,18 @@ int Worker(int cmd, int ack) {
                     settings.buffer_megabytes);
       if (write(ack, line, sizeof(line)) != static_cast<ssize_t>(sizeof(line))) std::exit(5);
     } else if (c == 'x') {
-      strata::AddMarker(strata::ProfilerString::Literal("early-exit"), strata::Category::kOther);
+      // A buffer that takes the exit profile's capture tens of ms of this thread's CPU: that
+      // capture is Strata's work and must not be sampled into the profile it makes. The last
+      // marker says how much CPU this thread had used before exiting.
+      for (int i = 0; i < 20000; ++i) {
+        strata::AddTextMarker(strata::ProfilerString::Literal("filler"), strata::Category::kOther,
+                              strata::MarkerOptions(), std::string(100, 'f'));
+      }
+      timespec cpu{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+      const long long cpu_ns = cpu.tv_sec * 1000000000ll + cpu.tv_nsec;
+      strata::AddTextMarker(strata::ProfilerString::Literal("early-exit"), strata::Category::kOther,
+                            strata::MarkerOptions(), "main_cpu_ns=" + std::to_string(cpu_ns));
       break;
     } else if (c == 'q') {
       break;

@@ -174,9 +174,12 @@ struct ThreadView {
   int pid = 0;
   std::string process_type;
   std::string process_name;
+  bool is_main = false;
   size_t samples = 0;
   std::vector<double> sample_times;
+  double sampled_cpu_ms = 0;  // The sum of the samples' CPU deltas.
   std::vector<std::pair<std::string, double>> markers;  // name, start (own process times)
+  std::map<std::string, std::string> marker_text;       // name -> a Text marker's text
 };
 struct ProcessView {
   double start_time = 0;  // meta.startTime (epoch ms)
@@ -213,19 +216,28 @@ ProcessView ReadProcess(const rapidjson::Value& p) {
       thread.process_name = t["processName"].GetString();
     }
     view.pid = thread.pid;
+    // The Gecko format names a process's main thread "GeckoMain" (docs/gecko-format.md).
+    thread.is_main = thread.name == "GeckoMain";
     thread.samples = t["samples"]["data"].Size();
     const int time_col = t["samples"]["schema"]["time"].GetInt();
+    const int cpu_col = t["samples"]["schema"]["threadCPUDelta"].GetInt();
     for (const auto& row : t["samples"]["data"].GetArray()) {
       thread.sample_times.push_back(row[time_col].GetDouble());
+      if (row[cpu_col].IsNumber()) thread.sampled_cpu_ms += row[cpu_col].GetDouble() / 1e6;
     }
     const auto& strings = t["stringTable"];
     const auto& table = t["markers"];
     const int name_col = table["schema"]["name"].GetInt();
     const int start_col = table["schema"]["startTime"].GetInt();
+    const int data_col = table["schema"]["data"].GetInt();
     for (const auto& m : table["data"].GetArray()) {
       if (!m[start_col].IsNumber()) continue;
-      thread.markers.emplace_back(strings[m[name_col].GetInt()].GetString(),
-                                  m[start_col].GetDouble());
+      const std::string name = strings[m[name_col].GetInt()].GetString();
+      thread.markers.emplace_back(name, m[start_col].GetDouble());
+      const auto& data = m[data_col];
+      if (data.IsObject() && data.HasMember("type") && data["type"] == "Text") {
+        thread.marker_text.emplace(name, data["name"].GetString());
+      }
     }
     view.threads.push_back(std::move(thread));
   }
@@ -647,6 +659,29 @@ int Exits(const std::string& out) {
   Check(exited != nullptr, "the early child's exit profile is in the profile");
   Check(exited && exited->Marker("early-exit", 0).has_value(),
         "its last marker arrived with it");
+  // The exit profile's capture (20000 markers to write) is Strata's work: the child's main
+  // thread, which captures at exit, has samples for no more CPU than it had used at its last
+  // marker, plus an interval and its way to exit. (It holds because the capture reads the
+  // buffer as it was when it began; its own samples come after. Base's exit save pauses
+  // sampling because a multi-process capture gathers children before it reads.)
+  const ThreadView* exited_main = nullptr;
+  if (exited) {
+    for (const ThreadView& t : exited->threads) {
+      if (t.is_main) exited_main = &t;
+    }
+  }
+  double main_cpu_ms = -1;
+  if (exited_main) {
+    auto text = exited_main->marker_text.find("early-exit");
+    if (text != exited_main->marker_text.end()) {
+      main_cpu_ms = std::atof(text->second.c_str() + std::strlen("main_cpu_ns=")) / 1e6;
+    }
+  }
+  std::printf("RESULT exit_main_cpu_ms=%.3f exit_main_sampled_cpu_ms=%.3f\n", main_cpu_ms,
+              exited_main ? exited_main->sampled_cpu_ms : -1.0);
+  Check(exited_main && main_cpu_ms > 0 && exited_main->sampled_cpu_ms <= main_cpu_ms + 2,
+        "the exit profile's capture is not sampled into it (main thread's samples within its "
+        "CPU at the last marker + 2 ms)");
   Check(view.Child(stays.pid) != nullptr, "the running child is gathered");
   Check(view.Child(killed.pid) == nullptr, "the killed child has no profile");
   Check(view.EventMentions(std::to_string(killed.pid)) &&
