@@ -100,8 +100,9 @@ double LargestCpuGapAcross(const Sampled& s, double from, double to, bool* found
   for (size_t i = last_before + 1; i < s.times.size(); ++i) {
     gap = std::max(gap, s.cpu_ms[i]);
     if (in_window) (*in_window)[i] = true;
-    // A copy (CPU delta 0) does not end it: the CPU since the previous sample is in the
-    // next signalled one.
+    // A copy with CPU delta 0 does not end it: the CPU since the previous sample is in the
+    // next signalled one. (A copy that carries missed CPU cannot be told from a signalled
+    // sample: docs/takeover.md.)
     if (s.times[i] >= to && s.cpu_ms[i] > 0) {
       *found = true;
       break;
@@ -170,9 +171,9 @@ CpuPlacement PlaceSamplesOnCpuClock(const Sampled& s, const std::vector<BusyCpuM
   double low = -1e300, high = 1e300;
   for (const BusyCpuMark& m : marks) {
     // The last sample at or before the marker, and the first signalled one at or after it: a
-    // copy (CPU delta 0) leaves the CPU the thread used since its previous sample, less than
-    // an interval, to its next sample (base/internal/thread_sampling.cc), so the running sum
-    // lags the clock there.
+    // copy with CPU delta 0 leaves the CPU the thread used since its previous sample (less
+    // than an interval) to its next sample (base/internal/thread_sampling.cc), so the running
+    // sum lags the clock there. (A copy with a delta carries all of it: exact.)
     size_t after = std::lower_bound(s.times.begin(), s.times.end(), m.time_ms) - s.times.begin();
     while (after < s.times.size() && !(s.cpu_ms[after] > 0)) ++after;
     size_t before = std::upper_bound(s.times.begin(), s.times.end(), m.time_ms) - s.times.begin();
@@ -339,6 +340,8 @@ int CheckCycles(const rapidjson::Document& profile, const std::string& thread_na
                            "run's own largest gap away from hand-overs (" +
                            std::to_string(over) + " over)";
   if (strict_gaps) {
+    Check(placed.ok && placed.uncertainty_ms <= 0.1 * interval,
+          "the samples are placed on the busy thread's CPU clock within 0.1 interval");
     Check(placed_calls == 2 * cycles,
           "every hand-over call placed on the busy thread's CPU clock (" +
               std::to_string(placed_calls) + " of " + std::to_string(2 * cycles) + ")");
@@ -472,7 +475,7 @@ int main(int argc, char** argv) {
         handover_cpu_gap = std::max(handover_cpu_gap, cpu_ms[i]);
         handover_wall_gap = std::max(handover_wall_gap, times[i] - times[i - 1]);
         if (times[i] < handover_end_ms) ++handover_samples;
-        // Not at a copy (CPU delta 0): the CPU since the last sample is in the next signalled one.
+        // Not at a copy with CPU delta 0: the CPU since the last sample is in the next one.
         if (times[i] >= handover_end_ms && cpu_ms[i] > 0) break;
       }
     }

@@ -248,8 +248,10 @@ int RepeatTakeovers(int cycles) {
     WaitForThreadCpu(busy_clock, phase_cpu_ms);
     const std::string n = std::to_string(i);
     MarkWithBusyCpu("takeover-" + n, busy_clock);
-    uint64_t dropped_before = dropped_so_far();  // Every ring drained.
     const SchedulingState sampler_before = SchedulingOf(sampler);
+    // Every ring drained right before the call: a sample the busy thread took before the
+    // call's first CPU reading is in the buffer (takeover_check relies on it).
+    uint64_t dropped_before = dropped_so_far();
     std::pair<int64_t, int64_t> call_cpu;  // The busy thread's CPU clock around the call.
     call_cpu.first = ThreadCpuNs(busy_clock);
     auto t0 = std::chrono::steady_clock::now();
