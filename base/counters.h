@@ -1,11 +1,15 @@
 // Counters: numbers the program maintains (bytes in a cache, requests in flight) sampled by
 // the profiler at every sampling loop and shown as a track.
 //
-//   static strata::ProfilerCounter g_cache_bytes("Cache bytes", "Memory", "Bytes in the cache");
-//   g_cache_bytes.Add(+4096);
+//   static auto* const g_cache_bytes =  // Never destroyed (below).
+//       new strata::ProfilerCounter("Cache bytes", "Memory", "Bytes in the cache");
+//   g_cache_bytes->Add(+4096);
 //
-// A counter registers itself at construction and unregisters at destruction; it must outlive
-// any session that samples it (a static, typically). "Memory" as category makes the
+// A counter registers itself at construction and unregisters at destruction; a profile lists
+// only the counters registered when it is written, so a counter must outlive every session
+// that samples it. A global or static ProfilerCounter object is destroyed when main returns,
+// before the exit save (STRATA_SHUTDOWN) writes the profile, and is then missing from it:
+// allocate it and never destroy it, as above (docs/api.md). "Memory" as category makes the
 // front-end draw an accumulated-bytes graph.
 //
 // In a fork()ed child, construction and destruction do not touch the counter list (nothing

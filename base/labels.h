@@ -8,8 +8,8 @@
 //     ...
 //   }
 //
-// Cost: inactive, one relaxed atomic load; active, a few stores (no lock, no allocation, no
-// clock read). Defining STRATA_PROFILER_DISABLED makes the macros compile to nothing.
+// Cost: inactive, one relaxed atomic load, and the dynamic string is not evaluated; active, a
+// few stores (no lock, no allocation, no clock read). Defining STRATA_PROFILER_DISABLED makes the macros compile to nothing.
 //
 // Contract: `label` must have static storage (a literal); a dynamic string must stay valid
 // and unchanged for the scope (a sample copies up to 63 bytes of it). Labels are scoped:
@@ -80,6 +80,14 @@ class AutoLabel {
     stack_ = strata_t_profiling_stack;
     if (stack_) stack_->Push(label, dynamic_string, this, category);
   }
+  // The dynamic string from `get_dynamic_string()` (returning const char*), called only when
+  // a session is active: STRATA_LABEL_DYNAMIC does not evaluate its argument otherwise.
+  template <typename GetDynamicString>
+  AutoLabel(const char* label, Category category, GetDynamicString&& get_dynamic_string) {
+    if (__builtin_expect(!ProfilerIsActive(), 1)) return;
+    stack_ = strata_t_profiling_stack;
+    if (stack_) stack_->Push(label, get_dynamic_string(), this, category);
+  }
   ~AutoLabel() {
     if (stack_) stack_->Pop();
   }
@@ -102,9 +110,11 @@ class AutoLabel {
 // A label for the rest of the scope. `category` is a strata::Category enumerator name.
 #define STRATA_LABEL(label, category) \
   ::strata::AutoLabel STRATA_INTERNAL_CONCAT(strata_label_, __LINE__)(label, ::strata::Category::category)
+// `dynamic_string` (a const char*) is evaluated only while a session is active.
 #define STRATA_LABEL_DYNAMIC(label, category, dynamic_string)                             \
   ::strata::AutoLabel STRATA_INTERNAL_CONCAT(strata_label_, __LINE__)(                    \
-      label, ::strata::Category::category, dynamic_string)
+      label, ::strata::Category::category,                                                \
+      [&]() -> const char* { return (dynamic_string); })
 #endif
 
 #endif  // STRATA_BASE_LABELS_H_

@@ -82,7 +82,8 @@ inline bool ProfilerIsPaused() {
 }
 
 void ProfilerInit();
-// Starts a session (stopping a running one first).
+// Starts a session (stopping a running one first). An interval outside 0.05-1000 ms or a
+// buffer outside 1-4096 MiB is logged as an error with the range, and the default is used.
 void ProfilerStart(const ProfilerSettings& settings);
 void ProfilerStop();
 void ProfilerPause();
@@ -112,13 +113,23 @@ void ProfilerRegisterThread(const char* name);
 void ProfilerUnregisterThread();
 bool ProfilerIsThreadRegistered();
 
-// RAII: registers the thread for the scope.
+// RAII: registers the thread for the scope. A thread already registered (by pthread_create's
+// wrapper, or an earlier call) stays registered under its first name, and stays registered
+// after the scope: only a registration made here is undone at its end.
 class AutoProfilerRegisterThread {
  public:
-  explicit AutoProfilerRegisterThread(const char* name) { ProfilerRegisterThread(name); }
-  ~AutoProfilerRegisterThread() { ProfilerUnregisterThread(); }
+  explicit AutoProfilerRegisterThread(const char* name)
+      : registered_here_(!ProfilerIsThreadRegistered()) {
+    if (registered_here_) ProfilerRegisterThread(name);
+  }
+  ~AutoProfilerRegisterThread() {
+    if (registered_here_) ProfilerUnregisterThread();
+  }
   AutoProfilerRegisterThread(const AutoProfilerRegisterThread&) = delete;
   AutoProfilerRegisterThread& operator=(const AutoProfilerRegisterThread&) = delete;
+
+ private:
+  bool registered_here_;
 };
 
 // RAII: a session for the scope.

@@ -122,6 +122,16 @@ rapidjson::Document ParseProfile(const std::string& json) {
 
 TEST_CASE("Inactive: every call is a harmless no-op") {
   REQUIRE_FALSE(strata::ProfilerIsActive());
+  int evaluated = 0;
+  auto dynamic_string = [&] {
+    ++evaluated;
+    return "evaluated";
+  };
+  {
+    STRATA_LABEL_DYNAMIC("nothing", kOther, dynamic_string());  // Not evaluated (docs/api.md).
+    STRATA_MARKER_TEXT("nothing", kOther, {}, dynamic_string());
+  }
+  CHECK(evaluated == 0);
   STRATA_LABEL("nothing", kOther);
   STRATA_MARKER_UNTYPED("nothing", kOther);
   STRATA_MARKER_TEXT("nothing", kOther, {}, "text");
@@ -131,6 +141,23 @@ TEST_CASE("Inactive: every call is a harmless no-op") {
   std::string error;
   CHECK_FALSE(strata::ProfilerSaveProfile("/tmp/strata-never.json", &error));
   CHECK(error.find("no profiling session") != std::string::npos);
+}
+
+TEST_CASE("Settings out of range start a session with the defaults; no session, defaults") {
+  strata::ProfilerSettings bad;
+  bad.interval_ms = 0;
+  bad.buffer_megabytes = 0;
+  bad.thread_filters = {"main"};
+  strata::ProfilerStart(bad);  // Logs both errors with the accepted ranges.
+  REQUIRE(strata::ProfilerIsActive());
+  const strata::ProfilerSettings running = strata::ProfilerCurrentSettings();
+  CHECK(running.interval_ms == strata::ProfilerSettings().interval_ms);
+  CHECK(running.buffer_megabytes == strata::ProfilerSettings().buffer_megabytes);
+  CHECK(running.thread_filters == bad.thread_filters);  // The valid ones are kept.
+  strata::ProfilerStop();
+  const strata::ProfilerSettings none = strata::ProfilerCurrentSettings();
+  CHECK(none.interval_ms == strata::ProfilerSettings().interval_ms);
+  CHECK(none.thread_filters.empty());
 }
 
 TEST_CASE("A session records labels inside sampled stacks, markers and counters") {

@@ -342,7 +342,7 @@ void ProfilerStart(const ProfilerSettings& settings) {
   Session& session = GetSession();
   AutoLock lock(session.mutex);
   StopLocked(session);
-  StartLocked(session, settings);
+  StartLocked(session, ValidSessionSettings(settings, "ProfilerStart"));
 }
 
 void ProfilerStop() {
@@ -376,6 +376,8 @@ ProfilerSettings ProfilerCurrentSettings() {
   if (IsForkedChild()) return ProfilerSettings();  // No session there.
   Registry& registry = GetRegistry();
   AutoLock lock(registry.mutex);
+  // The registry keeps a stopped session's settings: not the running session's.
+  if (!ProfilerIsActive()) return ProfilerSettings();
   return registry.settings;
 }
 

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/internal/log.h"
+
 namespace strata {
 namespace base_internal {
 namespace {
@@ -187,6 +189,22 @@ int ParseSamplingSignal(const std::string& text) {
 }
 
 }  // namespace
+
+ProfilerSettings ValidSessionSettings(const ProfilerSettings& settings, const char* caller) {
+  ProfilerSettings valid = settings;
+  const ProfilerSettings defaults;
+  if (!(settings.interval_ms >= kMinIntervalMs && settings.interval_ms <= kMaxIntervalMs)) {
+    LogError("%s: interval_ms %g is not from 0.05 to 1000; using %g", caller,
+             settings.interval_ms, defaults.interval_ms);
+    valid.interval_ms = defaults.interval_ms;
+  }
+  if (settings.buffer_megabytes < kMinBufferMb || settings.buffer_megabytes > kMaxBufferMb) {
+    LogError("%s: buffer_megabytes %u is not from 1 to 4096; using %u", caller,
+             settings.buffer_megabytes, defaults.buffer_megabytes);
+    valid.buffer_megabytes = defaults.buffer_megabytes;
+  }
+  return valid;
+}
 
 bool IsAllowedControlSignal(int number) {
   if (number >= SIGRTMIN && number <= SIGRTMAX) return true;

@@ -50,6 +50,11 @@ bool IsAllowedControlSignal(int signal_number);
 // number) as a signal number, or 0 when it is not one IsAllowedControlSignal accepts.
 int ParseControlSignal(const std::string& text);
 
+// `settings` with an interval or a buffer size outside the ranges STRATA_STARTUP_INTERVAL and
+// STRATA_STARTUP_BUFFER_MB accept (0.05-1000 ms, 1-4096 MiB) replaced by the default, each
+// replacement logged as an error naming `caller`. Every session starts with these.
+ProfilerSettings ValidSessionSettings(const ProfilerSettings& settings, const char* caller);
+
 // Feature names as STRATA_STARTUP_FEATURES takes them, for help and for the profile.
 std::string FeatureNames(uint32_t features);
 

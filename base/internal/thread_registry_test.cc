@@ -34,6 +34,33 @@ void RunShortThreads(int count, F work) {
 
 }  // namespace
 
+// A thread registered before (by pthread_create's wrapper or by the program) keeps its
+// registration after an AutoProfilerRegisterThread scope: the scope undoes only its own.
+TEST_CASE("AutoProfilerRegisterThread undoes only a registration it made") {
+  std::thread([] {
+    // Registered by pthread_create's wrapper: this scope leaves it registered.
+    const bool registered_at_start = strata::ProfilerIsThreadRegistered();
+    {
+      strata::AutoProfilerRegisterThread scoped("scoped");
+    }
+    CHECK(strata::ProfilerIsThreadRegistered() == registered_at_start);
+    strata::ProfilerUnregisterThread();
+    CHECK_FALSE(strata::ProfilerIsThreadRegistered());
+    {
+      strata::AutoProfilerRegisterThread scoped("scoped");
+      CHECK(strata::ProfilerIsThreadRegistered());
+    }
+    CHECK_FALSE(strata::ProfilerIsThreadRegistered());
+    strata::ProfilerRegisterThread("first");
+    {
+      strata::AutoProfilerRegisterThread scoped("second");
+      CHECK(strata::ProfilerIsThreadRegistered());
+    }
+    CHECK(strata::ProfilerIsThreadRegistered());  // Unregistered here before.
+    strata::ProfilerUnregisterThread();
+  }).join();
+}
+
 TEST_CASE("Out of session, ended threads leave no registry entry behind") {
   REQUIRE_FALSE(strata::ProfilerIsActive());
   const size_t before = RegistryEntries();
