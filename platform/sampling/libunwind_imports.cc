@@ -130,6 +130,18 @@ int ReplacementMsync(void* address, size_t length, int flags) {
   return static_cast<int>(result);
 }
 
+// dl_iterate_phdr: during a walk, answered for the object of the pc being unwound without
+// the loader's list lock (ServeDlIteratePhdrDuringWalk); otherwise libc's (through the
+// preload tier's wrapper where it is loaded). In a signal handler that interrupted its own
+// thread inside dlopen(), the real one waits for a lock that very thread holds: glibc's
+// recursive list lock is not re-entrant in the window between taking the lock word and
+// storing its owner (seen: libunwind_walker_test hung there, in _dl_add_to_namespace_list).
+int ReplacementDlIteratePhdr(int (*callback)(dl_phdr_info*, size_t, void*), void* data) {
+  int result = 0;
+  if (ServeDlIteratePhdrDuringWalk(callback, data, &result)) return result;
+  return dl_iterate_phdr(callback, data);
+}
+
 struct Redirection {
   const char* name;
   void* replacement;
@@ -145,6 +157,7 @@ const Redirection kRedirections[] = {
     {"open", reinterpret_cast<void*>(&ReplacementOpen)},
     {"open64", reinterpret_cast<void*>(&ReplacementOpen)},
     {"msync", reinterpret_cast<void*>(&ReplacementMsync)},
+    {"dl_iterate_phdr", reinterpret_cast<void*>(&ReplacementDlIteratePhdr)},
 };
 
 void* ReplacementFor(const char* name) {
@@ -387,6 +400,47 @@ void MarkStrataLibunwindWalk(bool walking) {
 }
 
 bool InStrataLibunwindWalk() { return Walking(); }
+
+// --- The dynamic loader's list during walks (declared in libunwind_walker.h). -------------
+
+namespace {
+__thread uintptr_t t_lookup_pc __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace
+
+void SetLibunwindLookupPc(uintptr_t pc) {
+  t_lookup_pc = pc;
+  MarkStrataLibunwindWalk(pc != 0);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+// Not instrumented (called through the dl_iterate_phdr wrapper while sanitizers initialise).
+__attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlIteratePhdrDuringWalk(
+    int (*callback)(dl_phdr_info*, size_t, void*), void* data, int* result) {
+  const uintptr_t pc = t_lookup_pc;
+  if (pc == 0) return false;
+  *result = 0;
+  dl_find_object found;
+  if (_dl_find_object(reinterpret_cast<void*>(pc), &found) != 0 || !found.dlfo_link_map) {
+    return true;
+  }
+  // The program headers, from the ELF header at the start of the object's mapping (the first
+  // PT_LOAD segment maps file offset 0 in every object the loader maps).
+  const auto* header = static_cast<const ElfW(Ehdr)*>(found.dlfo_map_start);
+  if (header->e_ident[EI_MAG0] != ELFMAG0 || header->e_ident[EI_MAG1] != ELFMAG1 ||
+      header->e_ident[EI_MAG2] != ELFMAG2 || header->e_ident[EI_MAG3] != ELFMAG3 ||
+      header->e_phentsize != sizeof(ElfW(Phdr))) {
+    return true;
+  }
+  dl_phdr_info info = {};
+  info.dlpi_addr = found.dlfo_link_map->l_addr;
+  info.dlpi_name = found.dlfo_link_map->l_name;
+  info.dlpi_phdr = reinterpret_cast<const ElfW(Phdr)*>(
+      static_cast<const char*>(found.dlfo_map_start) + header->e_phoff);
+  info.dlpi_phnum = header->e_phnum;
+  // Only the classic fields: libunwind's callback reads no further (dlpi_adds, TLS ...).
+  *result = callback(&info, offsetof(dl_phdr_info, dlpi_adds), data);
+  return true;
+}
 
 bool IsLibunwindValidationDescriptor(long number) {
   return number == kValidationReadEnd || number == kValidationWriteEnd;

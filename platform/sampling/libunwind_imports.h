@@ -34,6 +34,10 @@
 //   open          while a Strata walk runs: -1 with errno EACCES (no file is opened by a
 //                 walk; an object without .eh_frame_hdr is then not unwound through its
 //                 .debug_frame). Otherwise libc's open().
+//   dl_iterate_phdr  while a lookup pc is set (SetLibunwindLookupPc): answered for the
+//                 object of that pc, without the loader's list lock
+//                 (ServeDlIteratePhdrDuringWalk). Otherwise libc's (or the preload tier's
+//                 wrapper, where that is loaded).
 // The readability check asks the kernel to read the address, never dereferencing it: with
 // rt_sigprocmask(invalid how, address, NULL, 8), which copies the 8 aligned bytes first
 // (EFAULT: unreadable) and then refuses `how` (EINVAL), changing nothing (~0.15 us; a pipe
@@ -50,7 +54,7 @@
 //
 // "A Strata walk runs on the calling thread" between ScopedStrataLibunwindWalk's constructor
 // and destructor (the walkers of libunwind_walker.h open one around every use of libunwind),
-// and while SetLibunwindLookupPc() (libunwind_walker.h) has a pc set.
+// and while SetLibunwindLookupPc() (below) has a pc set.
 // Outside, libunwind's calls keep libc's semantics except for the validation pipe.
 //
 // When the program has loaded libunwind.so.8 itself, dlopen() returns that very object and it
@@ -71,6 +75,8 @@
 // of them is a cancellation point on the paths taken during a Strata walk.
 #ifndef STRATA_PLATFORM_SAMPLING_LIBUNWIND_IMPORTS_H_
 #define STRATA_PLATFORM_SAMPLING_LIBUNWIND_IMPORTS_H_
+
+#include <link.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -93,13 +99,27 @@ class ScopedStrataLibunwindWalk {
 };
 
 // Marks (true) or unmarks (false) the calling thread as running a Strata walk, without
-// nesting: for SetLibunwindLookupPc() (libunwind_walker.h), which callers that drive
+// nesting: for SetLibunwindLookupPc() (below), which callers that drive
 // libunwind's cursor themselves set around their walks. Async-signal-safe.
 void MarkStrataLibunwindWalk(bool walking);
 
 // True while the calling thread runs a Strata walk (a ScopedStrataLibunwindWalk is alive or
 // the mark is set). Async-signal-safe.
 bool InStrataLibunwindWalk();
+
+// The address whose unwind information the calling thread's libunwind walk looks up next (the
+// interrupted pc for the first step, a return address - 1 for the others); 0 when the thread
+// is not walking. For callers that drive libunwind's cursor themselves. While it is set, the
+// thread also counts as running a Strata walk for libunwind's redirected imports
+// (libunwind_imports.h: no descriptor is touched, no file opened).
+void SetLibunwindLookupPc(uintptr_t pc);
+
+// For the dl_iterate_phdr wrapper (the preload tier's, and libunwind's redirected import): when the calling thread is walking (a lookup pc is set),
+// calls `callback` once, for the loaded object that contains the lookup pc (none when no object
+// does), stores its result (0 when not called) in *result and returns true, without taking
+// any lock. Returns false when the thread is not walking: call the real dl_iterate_phdr.
+bool ServeDlIteratePhdrDuringWalk(int (*callback)(dl_phdr_info*, size_t, void*),
+                                  void* data, int* result);
 
 // True for the impossible descriptor numbers that the redirected pipe2() hands out.
 bool IsLibunwindValidationDescriptor(long number);

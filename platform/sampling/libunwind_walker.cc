@@ -144,45 +144,6 @@ namespace {
 __thread int t_dl_iterate_phdr_depth __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace
 
-namespace {
-__thread uintptr_t t_lookup_pc __attribute__((tls_model("initial-exec"))) = 0;
-}  // namespace
-
-void SetLibunwindLookupPc(uintptr_t pc) {
-  t_lookup_pc = pc;
-  MarkStrataLibunwindWalk(pc != 0);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-}
-
-// Not instrumented (called through the dl_iterate_phdr wrapper while sanitizers initialise).
-__attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlIteratePhdrDuringWalk(
-    int (*callback)(dl_phdr_info*, size_t, void*), void* data, int* result) {
-  const uintptr_t pc = t_lookup_pc;
-  if (pc == 0) return false;
-  *result = 0;
-  dl_find_object found;
-  if (_dl_find_object(reinterpret_cast<void*>(pc), &found) != 0 || !found.dlfo_link_map) {
-    return true;
-  }
-  // The program headers, from the ELF header at the start of the object's mapping (the first
-  // PT_LOAD segment maps file offset 0 in every object the loader maps).
-  const auto* header = static_cast<const ElfW(Ehdr)*>(found.dlfo_map_start);
-  if (header->e_ident[EI_MAG0] != ELFMAG0 || header->e_ident[EI_MAG1] != ELFMAG1 ||
-      header->e_ident[EI_MAG2] != ELFMAG2 || header->e_ident[EI_MAG3] != ELFMAG3 ||
-      header->e_phentsize != sizeof(ElfW(Phdr))) {
-    return true;
-  }
-  dl_phdr_info info = {};
-  info.dlpi_addr = found.dlfo_link_map->l_addr;
-  info.dlpi_name = found.dlfo_link_map->l_name;
-  info.dlpi_phdr = reinterpret_cast<const ElfW(Phdr)*>(
-      static_cast<const char*>(found.dlfo_map_start) + header->e_phoff);
-  info.dlpi_phnum = header->e_phnum;
-  // Only the classic fields: libunwind's callback reads no further (dlpi_adds, TLS ...).
-  *result = callback(&info, offsetof(dl_phdr_info, dlpi_adds), data);
-  return true;
-}
-
 bool PcInLoadedObject(uintptr_t pc) {
   dl_find_object found;
   return _dl_find_object(reinterpret_cast<void*>(pc), &found) == 0;

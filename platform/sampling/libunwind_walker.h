@@ -30,10 +30,13 @@
 //   - libunwind's own lock is held only with all signals blocked, so the handler can never
 //     interrupt its own thread while that thread holds it; another thread holding it is
 //     running and will release it (nothing is suspended in this design).
-//   - On a cache miss dl_iterate_phdr() takes glibc's dl_load_write_lock, which is a
-//     recursive lock: a sample that lands while this very thread is inside dl_iterate_phdr()
-//     or updating the list of loaded objects in dlopen()/dlclose() re-enters it instead of
-//     deadlocking; another thread holding it releases it shortly.
+//   - On a cache miss libunwind calls dl_iterate_phdr(), which would take glibc's
+//     dl_load_write_lock. During a walk that call never reaches glibc: libunwind's import is
+//     redirected (libunwind_imports.h) to ServeDlIteratePhdrDuringWalk(), which answers
+//     without the lock. The lock is recursive, but re-entering it from a handler is not safe:
+//     a sample that lands between the moment dlopen() takes the lock word and the moment it
+//     stores the owner waits for itself forever (seen in libunwind_walker_test, in
+//     _dl_add_to_namespace_list, about once in a hundred runs before the redirection).
 //   - libunwind is never handed a pc that lies in no loaded object (glibc's lock-free
 //     _dl_find_object tells; JIT code, for example): for it libunwind has no unwind
 //     information and would fall back to reading through %rbp, trusting a 4-page cache of
@@ -76,6 +79,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "platform/sampling/libunwind_imports.h"
 #include "platform/sampling/native_frame.h"
 #include "platform/sampling/stack_bounds.h"
 
@@ -103,8 +107,9 @@ size_t WalkStackWithLibunwind(ucontext_t* context, const StackBounds& bounds, Na
 // dlclose, waits for malloc's. So a walk in a handler must never wait for the loader's lock:
 //
 // - While a thread walks with libunwind (WalkStackWithLibunwind, WarmUpLibunwind, or a caller's
-//   own step loop between SetLibunwindLookupPc(pc) and SetLibunwindLookupPc(0)), the preload
-//   tier's dl_iterate_phdr wrapper asks ServeDlIteratePhdrDuringWalk() first, which reports
+//   own step loop between SetLibunwindLookupPc(pc) and SetLibunwindLookupPc(0)), libunwind's
+//   redirected dl_iterate_phdr import (and the preload tier's dl_iterate_phdr wrapper, for
+//   any other caller) asks ServeDlIteratePhdrDuringWalk() first, which reports
 //   only the object containing the pc being unwound, found with glibc's lock-free
 //   _dl_find_object, without taking the loader's lock. That object cannot be unloaded while
 //   its code is on the walking thread's own stack.
@@ -135,19 +140,8 @@ class ScopedDlIteratePhdrCall {
 // which this is false (use pc - 1 for a return address).
 bool PcInLoadedObject(uintptr_t pc);
 
-// The address whose unwind information the calling thread's libunwind walk looks up next (the
-// interrupted pc for the first step, a return address - 1 for the others); 0 when the thread
-// is not walking. For callers that drive libunwind's cursor themselves. While it is set, the
-// thread also counts as running a Strata walk for libunwind's redirected imports
-// (libunwind_imports.h: no descriptor is touched, no file opened).
-void SetLibunwindLookupPc(uintptr_t pc);
-
-// For the dl_iterate_phdr wrapper: when the calling thread is walking (a lookup pc is set),
-// calls `callback` once, for the loaded object that contains the lookup pc (none when no object
-// does), stores its result (0 when not called) in *result and returns true, without taking
-// any lock. Returns false when the thread is not walking: call the real dl_iterate_phdr.
-bool ServeDlIteratePhdrDuringWalk(int (*callback)(dl_phdr_info*, size_t, void*),
-                                  void* data, int* result);
+// SetLibunwindLookupPc() and ServeDlIteratePhdrDuringWalk(): libunwind_imports.h (libunwind's
+// own dl_iterate_phdr import is redirected to the latter during walks).
 
 // Loads libunwind (libunwind_loader.h) on the first call in the process, then initialises
 // libunwind's process-wide state (its one-time set-up takes locks and opens files) by walking
