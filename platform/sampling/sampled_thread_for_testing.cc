@@ -108,7 +108,15 @@ extern "C" __attribute__((noinline)) void* strata_test_sampled_thread_main(void*
   const TimeStamp wall_start = TimeStamp::Now();
   uint64_t sink = 0;
   if (run->timer_error == 0) {
-    while (ThreadCpuTimeNow() - cpu_start < arguments->cpu_time) {
+    const TimeDuration cpu_cap =
+        TimeDuration::FromNanoseconds(arguments->cpu_time.ToNanoseconds() * 10);
+    for (;;) {
+      const TimeDuration used = ThreadCpuTimeNow() - cpu_start;
+      if (used >= cpu_cap) break;
+      if (used >= arguments->cpu_time &&
+          recorder->signals.load(std::memory_order_relaxed) >= kMinSamplesPerRun) {
+        break;
+      }
       sink += strata_test_chain_outer(1000);
       if (arguments->extra_work != nullptr) arguments->extra_work();
     }

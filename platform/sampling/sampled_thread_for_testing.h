@@ -71,9 +71,13 @@ constexpr bool kHandlerRunsWhereSignalled = true;
 #endif
 
 // Runs strata_test_chain_outer in a loop on a new thread (its start routine is
-// strata_test_sampled_thread_main) until that thread has used `cpu_time` of CPU, with a
+// strata_test_sampled_thread_main) until that thread has used `cpu_time` of CPU and has been
+// sampled kMinSamplesPerRun times (up to 10 x `cpu_time` for those), with a
 // ThreadSamplingTimer on its CPU clock armed at `interval` and the handler walking with
-// `walkers`. `extra_work`, if set, runs on the sampled thread between chain calls.
+// `walkers`. `extra_work`, if set, runs on the sampled thread between chain calls. (CPU-clock
+// timers are tick-bound, and on a loaded machine fire far less than once a tick: 47 samples
+// per CPU-second were seen, where 600 ms had been enough for 30 samples.)
+inline constexpr size_t kMinSamplesPerRun = 60;
 ChainRun RunChainOnSampledThread(unsigned walkers, TimeDuration interval, TimeDuration cpu_time,
                                  void (*extra_work)() = nullptr);
 
