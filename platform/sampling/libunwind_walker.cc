@@ -2,7 +2,6 @@
 
 #include <link.h>
 
-#include <elf.h>
 #include <errno.h>
 
 #include <algorithm>
