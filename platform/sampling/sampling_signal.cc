@@ -2,12 +2,14 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cstring>
 
 #include "platform/next_definition.h"
@@ -19,8 +21,17 @@ namespace {
 using SigactionFunction = int (*)(int, const struct sigaction*, struct sigaction*);
 
 std::atomic<SamplingCallback> g_callback{nullptr};
-// Handler invocations between loading g_callback and returning from the callback.
-std::atomic<int> g_callbacks_running{0};
+// Handler invocations between loading g_callback and returning from the callback, counted in
+// two slots by the low bit of the epoch they read before loading it. Retiring a callback
+// flips the epoch and waits for the previous epoch's slot only: handlers that begin after the
+// flip load the new callback and count in the other slot, so on a busy process the wait ends
+// when the handlers already under way end, not when every thread happens to be outside one.
+std::atomic<uint32_t> g_callback_epoch{0};
+std::atomic<int> g_callbacks_running[2] = {{0}, {0}};  // 32-bit futex words.
+static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free,
+              "a futex word");
+// Threads in WaitForCallbacksOfPreviousEpoch: a handler that empties a slot then wakes them.
+std::atomic<int> g_callback_waiters{0};
 std::atomic<int> g_installed_signal{0};
 // Uninstall gave up waiting for a callback: our handler is still the kernel disposition.
 std::atomic<bool> g_uninstall_abandoned{false};
@@ -167,15 +178,24 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
       return;
     }
   }
-  // seq_cst pairs with Uninstall: either it sees this increment, or we see its null.
-  g_callbacks_running.fetch_add(1, std::memory_order_seq_cst);
+  // seq_cst pairs with WaitForCallbacksOfPreviousEpoch: either the waiter sees this increment,
+  // or the callback loaded below is the one stored before the epoch was flipped (or later).
+  std::atomic<int>& running =
+      g_callbacks_running[g_callback_epoch.load(std::memory_order_seq_cst) & 1];
+  running.fetch_add(1, std::memory_order_seq_cst);
   const SamplingCallback callback = g_callback.load(std::memory_order_seq_cst);
   void* const thread_context = t_thread_context.load(std::memory_order_relaxed);
   if (callback != nullptr && thread_context != nullptr) {
     callback(thread_context, static_cast<ucontext_t*>(context),
              ThreadSamplingTimer::Overruns(info));
   }
-  g_callbacks_running.fetch_sub(1, std::memory_order_release);
+  // The last handler of a slot wakes a waiter (only while one waits: a retirement, a few per
+  // session). FUTEX_WAKE neither blocks nor allocates; errno is restored by our caller.
+  if (running.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      g_callback_waiters.load(std::memory_order_seq_cst) != 0) {
+    syscall(SYS_futex, reinterpret_cast<int*>(&running), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+            nullptr, 0);
+  }
 }
 
 // A timer's signal, or an overflow of this thread's own perf event. Runs in the handler: it
@@ -219,18 +239,53 @@ void FillEverySignal(sigset_t* set) {
   }
 }
 
-// Spins, then sleeps, for about a second in all, until no callback runs. Not signal-safe.
-bool WaitUntilNoCallbackRuns() {
-  for (int i = 0; i < 1000; ++i) {
-    if (g_callbacks_running.load(std::memory_order_seq_cst) == 0) return true;
-    sched_yield();
+int64_t MonotonicNs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * int64_t{1000000000} + now.tv_nsec;
+}
+
+// Sleeps until `running` reads 0 or the deadline passes; returns whether it read 0. Woken by
+// the handler that empties it (g_callback_waiters), so it takes no CPU while it waits.
+bool WaitForSlotToDrain(std::atomic<int>& running, int64_t deadline_ns) {
+  if (running.load(std::memory_order_seq_cst) == 0) return true;
+  g_callback_waiters.fetch_add(1, std::memory_order_seq_cst);
+  bool drained = false;
+  while (true) {
+    const int count = running.load(std::memory_order_seq_cst);
+    if (count == 0) {
+      drained = true;
+      break;
+    }
+    const int64_t left_ns = deadline_ns - MonotonicNs();
+    if (left_ns <= 0) break;
+    const timespec timeout{static_cast<time_t>(left_ns / 1000000000),
+                           static_cast<long>(left_ns % 1000000000)};
+    // Returns at a wake, a change of the count (EAGAIN), a signal of the program's (EINTR:
+    // only this internal wait is cut short, and it waits again) or the timeout.
+    syscall(SYS_futex, reinterpret_cast<int*>(&running), FUTEX_WAIT_PRIVATE, count, &timeout,
+            nullptr, 0);
   }
-  const timespec one_millisecond{0, 1000 * 1000};
-  for (int i = 0; i < 1000; ++i) {
-    if (g_callbacks_running.load(std::memory_order_seq_cst) == 0) return true;
-    nanosleep(&one_millisecond, nullptr);
-  }
-  return g_callbacks_running.load(std::memory_order_seq_cst) == 0;
+  g_callback_waiters.fetch_sub(1, std::memory_order_seq_cst);
+  return drained;
+}
+
+// Waits until no handler runs a callback it may have loaded before the caller's last change
+// of g_callback. Flips the epoch and sleeps until the previous epoch's slot is empty: handlers
+// that begin after the flip count in the other slot and load the new callback, so the wait
+// lasts as long as the handlers already under way, however many threads are sampled. No
+// polling: a polling loop here (sched_yield, then 1 ms sleeps) was seen to stretch detaches
+// under load to 100-550 ms. The slot that new handlers will use is drained first: it can
+// still hold a handler counted under an older epoch (one that read the epoch just before a
+// flip, or one a timed-out wait left behind), and that handler may run an old callback.
+// Bounded at about a second in all; false if a handler may still run the old callback then.
+// Not signal-safe. Callers are serialized (Install/Uninstall's contract, the session mutex).
+bool WaitForCallbacksOfPreviousEpoch() {
+  const int64_t deadline_ns = MonotonicNs() + 1000000000;
+  const uint32_t epoch = g_callback_epoch.load(std::memory_order_seq_cst);
+  if (!WaitForSlotToDrain(g_callbacks_running[(epoch + 1) & 1], deadline_ns)) return false;
+  g_callback_epoch.store(epoch + 1, std::memory_order_seq_cst);
+  return WaitForSlotToDrain(g_callbacks_running[epoch & 1], deadline_ns);
 }
 
 }  // namespace
@@ -309,7 +364,7 @@ int UninstallSamplingSignalHandler() {
   if (signal_number == 0) return 0;
   g_callback.store(nullptr, std::memory_order_seq_cst);
   // A handler that loaded the callback before the store above may still be running it.
-  if (!WaitUntilNoCallbackRuns()) {
+  if (!WaitForCallbacksOfPreviousEpoch()) {
     g_uninstall_abandoned.store(true);
     return ETIMEDOUT;
   }
@@ -349,7 +404,7 @@ SamplingCallback ReplaceSamplingCallback(SamplingCallback callback) {
   const SamplingCallback previous = g_callback.exchange(callback, std::memory_order_seq_cst);
   // Handlers that loaded the previous callback before the exchange may still be running it;
   // once they are done, it is never called again.
-  if (!WaitUntilNoCallbackRuns()) return nullptr;
+  if (!WaitForCallbacksOfPreviousEpoch()) return nullptr;
   return previous;
 }
 

@@ -91,7 +91,8 @@ bool IsAllowedSamplingSignal(int signal_number);
 // the same signal again succeeds.
 [[nodiscard]] int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback);
 
-// Stops calling the callback, waits (bounded: ~1 s) until no callback runs on any thread, and
+// Stops calling the callback, waits (bounded: ~1 s) until no handler runs the callback any
+// more (handlers that began before this call; the wait sleeps, woken by the last one), and
 // gives the kernel the program's action back -- unless something else replaced our handler
 // since (a raw system call: then it is left alone). Instances of the signal still pending
 // (queued by a closed event for a thread that has not run since) are discarded first, so
@@ -103,7 +104,8 @@ bool IsAllowedSamplingSignal(int signal_number);
 [[nodiscard]] int UninstallSamplingSignalHandler();
 
 // Replaces the callback of the installed handler without a moment uninstalled. Returns the
-// previous callback once no handler is running it any more (bounded wait, ~1 s), so its code
+// previous callback once no handler is running it any more (bounded wait, ~1 s, for the
+// handlers already under way only: it sleeps until the last of them wakes it), so its code
 // may then go away; returns null when no handler is installed, `callback` is null (nothing
 // changed then), or the wait timed out (the new callback is in place, the old one may still
 // be running somewhere: keep its code). Not async-signal-safe (it waits).

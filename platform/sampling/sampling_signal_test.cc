@@ -406,6 +406,78 @@ TEST_CASE("ReplaceSamplingCallback: switches callbacks with the timer running, l
 }
 
 
+// A replacement waits for the handlers that may run the old callback, not for a moment when
+// no callback runs anywhere: on a process with many sampled threads there may be no such
+// moment for a long time. Staged with two sampled threads: Y is inside the old callback when
+// the replacement begins, and stays there until X has entered the new one; X then stays in
+// the new one until the replacement has returned. A wait for "no callback anywhere" cannot
+// end before its bound (and then reports a timeout); the right wait ends when Y leaves.
+int g_thread_x_tag = 0;
+int g_thread_y_tag = 0;
+std::atomic<bool> g_y_should_linger{false};
+std::atomic<bool> g_y_in_old_callback{false};
+std::atomic<bool> g_x_in_new_callback{false};
+std::atomic<bool> g_replacement_returned{false};
+std::atomic<bool> g_staged_threads_stop{false};
+std::atomic<int> g_old_callback_starts_after_replacement{0};
+
+template <typename Done>
+void SpinUntil(Done done, TimeDuration limit) {
+  const TimeStamp deadline = TimeStamp::Now() + limit;
+  while (!done() && TimeStamp::Now() < deadline) {
+  }
+}
+
+void StagedOldCallback(void* context, ucontext_t*, int) {
+  if (g_replacement_returned.load()) g_old_callback_starts_after_replacement.fetch_add(1);
+  if (context == &g_thread_y_tag && g_y_should_linger.exchange(false)) {
+    g_y_in_old_callback.store(true);
+    SpinUntil([] { return g_x_in_new_callback.load(); }, TimeDuration::FromSeconds(5));
+  }
+}
+
+void StagedNewCallback(void* context, ucontext_t*, int) {
+  if (context == &g_thread_x_tag && !g_x_in_new_callback.exchange(true)) {
+    SpinUntil([] { return g_replacement_returned.load(); }, TimeDuration::FromSeconds(5));
+  }
+}
+
+void* StagedSampledThread(void* tag) {
+  SetSamplingThreadContext(tag);
+  ThreadSamplingTimer timer;
+  if (timer.CreateForCurrentThread(SIGRTMIN + 2) == 0 &&
+      timer.Arm(TimeDuration::FromMilliseconds(1)) == 0) {
+    BurnCpuUntil([] { return g_staged_threads_stop.load(); }, TimeDuration::FromSeconds(60));
+    timer.Destroy();
+  }
+  SetSamplingThreadContext(nullptr);
+  return nullptr;
+}
+
+TEST_CASE(
+    "ReplaceSamplingCallback: waits only for the handlers that may run the old callback, "
+    "not for a moment with no callback on any thread",
+    "[platform][sampling]") {
+  REQUIRE(InstallSamplingSignalHandler(SIGRTMIN + 2, &StagedOldCallback) == 0);
+  pthread_t x, y;
+  REQUIRE(pthread_create(&x, nullptr, &StagedSampledThread, &g_thread_x_tag) == 0);
+  REQUIRE(pthread_create(&y, nullptr, &StagedSampledThread, &g_thread_y_tag) == 0);
+  g_y_should_linger.store(true);
+  SpinUntil([] { return g_y_in_old_callback.load(); }, TimeDuration::FromSeconds(20));
+  REQUIRE(g_y_in_old_callback.load());
+  const SamplingCallback previous = ReplaceSamplingCallback(&StagedNewCallback);
+  g_replacement_returned.store(true);
+  CHECK(previous == &StagedOldCallback);  // Returned when Y left, with X still in the new one.
+  CHECK(g_x_in_new_callback.load());
+  usleep(20 * 1000);
+  g_staged_threads_stop.store(true);
+  pthread_join(x, nullptr);
+  pthread_join(y, nullptr);
+  REQUIRE(UninstallSamplingSignalHandler() == 0);
+  CHECK(g_old_callback_starts_after_replacement.load() == 0);
+  SetPlainAction(SIGRTMIN + 2, SIG_DFL);
+}
+
 // ---- Signal ownership (issue 16) ----
 
 TEST_CASE("ChooseSamplingSignal: the highest free real-time signal, never a used or blocked one",
