@@ -37,10 +37,24 @@ constexpr FeatureName kFeatureNames[] = {
      "exact stacks of threads blocked in wrapped libc calls, without a signal (default on)"},
 };
 
-constexpr double kMinIntervalMs = 0.05;
-constexpr double kMaxIntervalMs = 1000.0;
-constexpr unsigned long kMinBufferMb = 1;
-constexpr unsigned long kMaxBufferMb = 4096;
+// The accepted ranges, written once: as numbers for the checks and as text (compile-time
+// string literals) for the help and the error messages.
+#define STRATA_INTERVAL_RANGE_MIN 0.05
+#define STRATA_INTERVAL_RANGE_MAX 1000
+#define STRATA_BUFFER_RANGE_MIN 1
+#define STRATA_BUFFER_RANGE_MAX 4096
+#define STRATA_RANGE_TEXT_(x) #x
+#define STRATA_RANGE_TEXT(x) STRATA_RANGE_TEXT_(x)
+#define STRATA_INTERVAL_RANGE                           \
+  "from " STRATA_RANGE_TEXT(STRATA_INTERVAL_RANGE_MIN) " to " \
+      STRATA_RANGE_TEXT(STRATA_INTERVAL_RANGE_MAX)
+#define STRATA_BUFFER_RANGE                           \
+  "from " STRATA_RANGE_TEXT(STRATA_BUFFER_RANGE_MIN) " to " \
+      STRATA_RANGE_TEXT(STRATA_BUFFER_RANGE_MAX)
+constexpr double kMinIntervalMs = STRATA_INTERVAL_RANGE_MIN;
+constexpr double kMaxIntervalMs = STRATA_INTERVAL_RANGE_MAX;
+constexpr unsigned long kMinBufferMb = STRATA_BUFFER_RANGE_MIN;
+constexpr unsigned long kMaxBufferMb = STRATA_BUFFER_RANGE_MAX;
 
 struct VariableHelp {
   const char* name;
@@ -51,11 +65,11 @@ constexpr VariableHelp kVariables[] = {
     {"STRATA_HELP", "=1: print this help and exit."},
     {"STRATA_STARTUP", "=1: start profiling when the library loads. Default: off."},
     {"STRATA_STARTUP_INTERVAL",
-     "=<ms>: sampling interval in milliseconds, a number from 0.05 to 1000. Default: 1. With "
+     "=<ms>: sampling interval in milliseconds, a number " STRATA_INTERVAL_RANGE ". Default: 1. With "
      "CPU-clock timers (STRATA_SAMPLING_SOURCE) sampling is limited by the kernel tick (4 ms "
      "here); see 'precise'."},
     {"STRATA_STARTUP_BUFFER_MB",
-     "=<MiB>: memory limit of the profile buffer, an integer from 1 to 4096. Default: 64. The "
+     "=<MiB>: memory limit of the profile buffer, an integer " STRATA_BUFFER_RANGE ". Default: 64. The "
      "oldest data is dropped when it is full."},
     {"STRATA_STARTUP_FEATURES",
      "=<list>: comma-separated features added to the defaults; '-name' removes one. Default: "
@@ -194,12 +208,12 @@ ProfilerSettings ValidSessionSettings(const ProfilerSettings& settings, const ch
   ProfilerSettings valid = settings;
   const ProfilerSettings defaults;
   if (!(settings.interval_ms >= kMinIntervalMs && settings.interval_ms <= kMaxIntervalMs)) {
-    LogError("%s: interval_ms %g is not from 0.05 to 1000; using %g", caller,
+    LogError("%s: interval_ms %g is not " STRATA_INTERVAL_RANGE "; using %g", caller,
              settings.interval_ms, defaults.interval_ms);
     valid.interval_ms = defaults.interval_ms;
   }
   if (settings.buffer_megabytes < kMinBufferMb || settings.buffer_megabytes > kMaxBufferMb) {
-    LogError("%s: buffer_megabytes %u is not from 1 to 4096; using %u", caller,
+    LogError("%s: buffer_megabytes %u is not " STRATA_BUFFER_RANGE "; using %u", caller,
              settings.buffer_megabytes, defaults.buffer_megabytes);
     valid.buffer_megabytes = defaults.buffer_megabytes;
   }
@@ -253,7 +267,7 @@ EnvironmentSettings ReadEnvironment(
     const double ms = std::strtod(value, &end);
     const bool parsed = end != value && *end == '\0' && errno == 0 && std::isfinite(ms);
     if (!parsed || ms < kMinIntervalMs || ms > kMaxIntervalMs) {
-      bad("STRATA_STARTUP_INTERVAL", value, "a number of milliseconds from 0.05 to 1000", "1");
+      bad("STRATA_STARTUP_INTERVAL", value, "a number of milliseconds " STRATA_INTERVAL_RANGE, "1");
     } else {
       env.settings.interval_ms = ms;
     }
@@ -266,7 +280,7 @@ EnvironmentSettings ReadEnvironment(
     const bool parsed = end != value && *end == '\0' && errno == 0;
     if (!parsed || mb < static_cast<long long>(kMinBufferMb) ||
         mb > static_cast<long long>(kMaxBufferMb)) {
-      bad("STRATA_STARTUP_BUFFER_MB", value, "an integer number of MiB from 1 to 4096", "64");
+      bad("STRATA_STARTUP_BUFFER_MB", value, "an integer number of MiB " STRATA_BUFFER_RANGE, "64");
     } else {
       env.settings.buffer_megabytes = static_cast<uint32_t>(mb);
     }
