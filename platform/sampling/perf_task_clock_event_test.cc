@@ -99,10 +99,14 @@ TEST_CASE("A task-clock event signals every overflow without a refresh", "[perf]
   CHECK(g_poll_hup.load() == 0);
   CHECK(g_last_fd.load() == fd);
   // One per millisecond of CPU, not one per 4 ms tick: the timers gave ~250 per CPU-second
-  // here. A ratio of CPU time, true quiet or loaded.
+  // here. A ratio of CPU time. The lower bound is the mechanism's, not the exact rate's: the
+  // kernel skips an overflow whose hrtimer fires while the thread is in kernel mode
+  // (exclude_kernel), which a loaded machine makes more frequent; in 300 ms of CPU this bare
+  // handler got 889 per CPU-second once, in a CI run beside a build and 4 busy processes.
+  // Strata's own rate, 1000 +- 5 % over 1.5 s of CPU, is asserted by //tests:sampling_rate_test.
   const double per_cpu_second = g_poll_in.load() * 1000.0 / cpu_ms;
   INFO("signals " << g_poll_in.load() << " in " << cpu_ms << " ms of CPU");
-  CHECK(per_cpu_second > 900);
+  CHECK(per_cpu_second > 700);
   CHECK(per_cpu_second < 1050);
 }
 

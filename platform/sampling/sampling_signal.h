@@ -38,7 +38,9 @@
 // SamplesSkippedForLowStack) instead of overflowing into its guard page.
 //
 // Thread safety: Install and Uninstall are NOT thread-safe: call them from one thread at a
-// time, once each, at start and stop (a second Install fails with EBUSY). The handler may
+// time, once each, at start and stop (a second Install fails with EBUSY). Calls of
+// ReplaceSamplingCallback must not overlap each other or Install/Uninstall (the base tier
+// holds its session mutex): they stay correct, but the wait may then last its bound. The handler may
 // run on any thread at any time. Set/GetSamplingThreadContext and the stack bounds act on the
 // calling thread.
 // Async-signal safety: the handler itself; Set/GetSamplingThreadContext,
@@ -92,7 +94,8 @@ bool IsAllowedSamplingSignal(int signal_number);
 [[nodiscard]] int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback);
 
 // Stops calling the callback, waits (bounded: ~1 s) until no handler runs the callback any
-// more (handlers that began before this call; the wait sleeps, woken by the last one), and
+// more (the handlers under way when the callback changed, and any that read the epoch just
+// before; the wait sleeps, woken by the last of them), and
 // gives the kernel the program's action back -- unless something else replaced our handler
 // since (a raw system call: then it is left alone). Instances of the signal still pending
 // (queued by a closed event for a thread that has not run since) are discarded first, so
@@ -105,7 +108,9 @@ bool IsAllowedSamplingSignal(int signal_number);
 
 // Replaces the callback of the installed handler without a moment uninstalled. Returns the
 // previous callback once no handler is running it any more (bounded wait, ~1 s, for the
-// handlers already under way only: it sleeps until the last of them wakes it), so its code
+// handlers under way when the callback changed, and any that read the epoch just before: it
+// sleeps until the last of them wakes it; a handler stuck in an older callback past an earlier
+// timeout makes this wait time out too), so its code
 // may then go away; returns null when no handler is installed, `callback` is null (nothing
 // changed then), or the wait timed out (the new callback is in place, the old one may still
 // be running somewhere: keep its code). Not async-signal-safe (it waits).

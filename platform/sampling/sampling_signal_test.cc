@@ -410,16 +410,21 @@ TEST_CASE("ReplaceSamplingCallback: switches callbacks with the timer running, l
 // no callback runs anywhere: on a process with many sampled threads there may be no such
 // moment for a long time. Staged with two sampled threads: Y is inside the old callback when
 // the replacement begins, and stays there until X has entered the new one; X then stays in
-// the new one until the replacement has returned. A wait for "no callback anywhere" cannot
-// end before its bound (and then reports a timeout); the right wait ends when Y leaves.
+// the new one until the replacement has returned (at most 500 ms). The right wait returns
+// once Y has left, with X still inside; a wait for "no callback anywhere" cannot return
+// before X leaves. An attempt can also miss if X read the epoch just before the flip and the
+// callback just after (X is then waited for, correctly): up to 3 attempts.
 int g_thread_x_tag = 0;
 int g_thread_y_tag = 0;
 std::atomic<bool> g_y_should_linger{false};
 std::atomic<bool> g_y_in_old_callback{false};
+std::atomic<bool> g_x_should_linger{false};
+std::atomic<bool> g_x_entered_new_callback{false};
 std::atomic<bool> g_x_in_new_callback{false};
 std::atomic<bool> g_replacement_returned{false};
+std::atomic<bool> g_old_callback_retired{false};
+std::atomic<int> g_old_callback_starts_while_retired{0};
 std::atomic<bool> g_staged_threads_stop{false};
-std::atomic<int> g_old_callback_starts_after_replacement{0};
 
 template <typename Done>
 void SpinUntil(Done done, TimeDuration limit) {
@@ -429,16 +434,20 @@ void SpinUntil(Done done, TimeDuration limit) {
 }
 
 void StagedOldCallback(void* context, ucontext_t*, int) {
-  if (g_replacement_returned.load()) g_old_callback_starts_after_replacement.fetch_add(1);
+  if (g_old_callback_retired.load()) g_old_callback_starts_while_retired.fetch_add(1);
   if (context == &g_thread_y_tag && g_y_should_linger.exchange(false)) {
     g_y_in_old_callback.store(true);
-    SpinUntil([] { return g_x_in_new_callback.load(); }, TimeDuration::FromSeconds(5));
+    SpinUntil([] { return g_x_entered_new_callback.load(); }, TimeDuration::FromSeconds(5));
+    g_y_in_old_callback.store(false);
   }
 }
 
 void StagedNewCallback(void* context, ucontext_t*, int) {
-  if (context == &g_thread_x_tag && !g_x_in_new_callback.exchange(true)) {
-    SpinUntil([] { return g_replacement_returned.load(); }, TimeDuration::FromSeconds(5));
+  if (context == &g_thread_x_tag && g_x_should_linger.exchange(false)) {
+    g_x_in_new_callback.store(true);
+    g_x_entered_new_callback.store(true);
+    SpinUntil([] { return g_replacement_returned.load(); }, TimeDuration::FromMilliseconds(500));
+    g_x_in_new_callback.store(false);
   }
 }
 
@@ -454,28 +463,61 @@ void* StagedSampledThread(void* tag) {
   return nullptr;
 }
 
+// Stops and joins the staged threads and uninstalls, also when a REQUIRE ends the test early.
+struct StagedThreads {
+  pthread_t x{}, y{};
+  bool started = false;
+  ~StagedThreads() {
+    g_staged_threads_stop.store(true);
+    g_replacement_returned.store(true);
+    if (started) {
+      pthread_join(x, nullptr);
+      pthread_join(y, nullptr);
+    }
+    CHECK(UninstallSamplingSignalHandler() == 0);
+    SetPlainAction(SIGRTMIN + 2, SIG_DFL);
+  }
+};
+
 TEST_CASE(
     "ReplaceSamplingCallback: waits only for the handlers that may run the old callback, "
     "not for a moment with no callback on any thread",
     "[platform][sampling]") {
   REQUIRE(InstallSamplingSignalHandler(SIGRTMIN + 2, &StagedOldCallback) == 0);
-  pthread_t x, y;
-  REQUIRE(pthread_create(&x, nullptr, &StagedSampledThread, &g_thread_x_tag) == 0);
-  REQUIRE(pthread_create(&y, nullptr, &StagedSampledThread, &g_thread_y_tag) == 0);
-  g_y_should_linger.store(true);
-  SpinUntil([] { return g_y_in_old_callback.load(); }, TimeDuration::FromSeconds(20));
-  REQUIRE(g_y_in_old_callback.load());
-  const SamplingCallback previous = ReplaceSamplingCallback(&StagedNewCallback);
-  g_replacement_returned.store(true);
-  CHECK(previous == &StagedOldCallback);  // Returned when Y left, with X still in the new one.
-  CHECK(g_x_in_new_callback.load());
-  usleep(20 * 1000);
-  g_staged_threads_stop.store(true);
-  pthread_join(x, nullptr);
-  pthread_join(y, nullptr);
-  REQUIRE(UninstallSamplingSignalHandler() == 0);
-  CHECK(g_old_callback_starts_after_replacement.load() == 0);
-  SetPlainAction(SIGRTMIN + 2, SIG_DFL);
+  {
+    StagedThreads threads;
+    REQUIRE(pthread_create(&threads.x, nullptr, &StagedSampledThread, &g_thread_x_tag) == 0);
+    if (pthread_create(&threads.y, nullptr, &StagedSampledThread, &g_thread_y_tag) != 0) {
+      g_staged_threads_stop.store(true);
+      pthread_join(threads.x, nullptr);
+      FAIL("pthread_create");
+    }
+    threads.started = true;
+    bool returned_with_y_out_and_x_in = false;
+    for (int attempt = 0; attempt < 3 && !returned_with_y_out_and_x_in; ++attempt) {
+      g_replacement_returned.store(false);
+      g_x_entered_new_callback.store(false);
+      g_x_should_linger.store(true);
+      g_y_should_linger.store(true);
+      SpinUntil([] { return g_y_in_old_callback.load(); }, TimeDuration::FromSeconds(20));
+      REQUIRE(g_y_in_old_callback.load());
+      const SamplingCallback previous = ReplaceSamplingCallback(&StagedNewCallback);
+      const bool y_out = !g_y_in_old_callback.load();
+      const bool x_in = g_x_in_new_callback.load();
+      g_replacement_returned.store(true);
+      CHECK(previous == &StagedOldCallback);  // Returned, not timed out.
+      CHECK(y_out);  // Never before the handler running the old callback left.
+      returned_with_y_out_and_x_in = previous == &StagedOldCallback && y_out && x_in;
+      // Once returned, the old callback never starts again (until it is put back).
+      g_old_callback_retired.store(true);
+      usleep(20 * 1000);
+      g_old_callback_retired.store(false);
+      g_x_should_linger.store(false);
+      REQUIRE(ReplaceSamplingCallback(&StagedOldCallback) == &StagedNewCallback);
+    }
+    CHECK(returned_with_y_out_and_x_in);
+  }
+  CHECK(g_old_callback_starts_while_retired.load() == 0);
 }
 
 // ---- Signal ownership (issue 16) ----
