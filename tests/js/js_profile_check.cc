@@ -18,6 +18,10 @@
 //                              ("ion,baseline", "blinterp", or "none" = interpreter only)
 //     --lines                  the interpreter/blinterp frames of hot functions carry a line
 //     --max-malformed-percent P  with --well-formed: tolerate P % malformed samples
+//     --max-cut-roots-percent P  with --well-formed: tolerate P % samples whose root is the
+//                              engine's js::RunScript label, the runner's native frames lost
+//                              (known and rare: docs/js.md, "Lost native roots"); otherwise
+//                              well-formed. Default 0. Any other problem still fails.
 //     --well-formed            every sample: a native root, native frames before any JS frame,
 //                              every JS function after an engine entry (js::RunScript label or
 //                              a libmozjs frame), known implementations only
@@ -201,6 +205,7 @@ int main(int argc, char** argv) {
   double min_percent = 90;
   bool lines = false, well_formed = false;
   double max_malformed_percent = 0;
+  double max_cut_roots_percent = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string {
@@ -217,6 +222,7 @@ int main(int argc, char** argv) {
     else if (arg == "--lines") lines = true;
     else if (arg == "--well-formed") well_formed = true;
     else if (arg == "--max-malformed-percent") max_malformed_percent = std::atof(next().c_str());
+    else if (arg == "--max-cut-roots-percent") max_cut_roots_percent = std::atof(next().c_str());
     else if (arg == "--label") labels.push_back(next());
     else if (arg == "--marker") marker_specs.push_back(next());
     else Fatal("unknown option " + arg);
@@ -337,13 +343,21 @@ int main(int argc, char** argv) {
   }
 
   if (well_formed) {
-    size_t bad = 0, js_samples = 0;
+    size_t bad = 0, js_samples = 0, cut_roots = 0;
     std::string first_problem;
     std::set<std::string> implementations;
     for (const Sample& s : js->samples) {
       std::string problem;
       bool has_js = false, seen_native = false, seen_entry = false;
-      if (!s.frames.empty() && !IsNativeLocation(js->frames[s.frames[0]])) {
+      // A lost native root: the stack starts at the engine's entry label. What follows it
+      // must still be well-formed.
+      const bool cut_root = !s.frames.empty() &&
+                            js->frames[s.frames[0]].kind == strata::LocationKind::kLabel &&
+                            IsEngineEntry(js->frames[s.frames[0]]);
+      if (cut_root) {
+        ++cut_roots;
+        seen_native = true;
+      } else if (!s.frames.empty() && !IsNativeLocation(js->frames[s.frames[0]])) {
         problem = "root frame is not native: " + js->frames[s.frames[0]].location;
       }
       for (int index : s.frames) {
@@ -367,15 +381,21 @@ int main(int argc, char** argv) {
         if (first_problem.empty()) first_problem = problem;
       }
     }
-    std::printf("RESULT well_formed_samples=%zu js_samples=%zu bad=%zu\n",
-                js->samples.size() - bad, js_samples, bad);
+    std::printf("RESULT well_formed_samples=%zu js_samples=%zu bad=%zu cut_roots=%zu\n",
+                js->samples.size() - bad - cut_roots, js_samples, bad, cut_roots);
     if (max_malformed_percent <= 0) {
       Check(bad == 0, "every sample is well-formed" +
+                          std::string(cut_roots ? ", apart from lost native roots" : "") +
                           (first_problem.empty() ? "" : " (first problem: " + first_problem + ")"));
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    "%zu of %zu samples lost their native root (at most %g %%; docs/js.md)",
+                    cut_roots, js->samples.size(), max_cut_roots_percent);
+      Check(100.0 * cut_roots <= max_cut_roots_percent * js->samples.size(), text);
     } else {
-      // Only the attach/detach stress uses a tolerance: a sample taken while a context is
-      // being attached or detached can lose its native root (known, rare; see docs/js.md).
-      Check(100.0 * bad <= max_malformed_percent * js->samples.size(),
+      // The attach/detach stress: a sample taken while a context is being attached or
+      // detached loses its native root more often (no cached segment yet; docs/js.md).
+      Check(100.0 * (bad + cut_roots) <= max_malformed_percent * js->samples.size(),
             "at most " + std::to_string(max_malformed_percent) + " % malformed samples" +
                 (first_problem.empty() ? "" : " (first problem: " + first_problem + ")"));
     }

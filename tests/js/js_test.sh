@@ -56,7 +56,7 @@ js_check() {
     local -a kept=() skipped=()
     while (($# > 0)); do
       case "$1" in
-        --hot | --file | --native | --min-percent | --tiers | --max-malformed-percent)
+        --hot | --file | --native | --min-percent | --tiers | --max-malformed-percent | --max-cut-roots-percent)
           skipped+=("$1 $2"); shift 2 ;;
         --lines | --well-formed) skipped+=("$1"); shift ;;
         *) kept+=("$1"); shift ;;
@@ -119,12 +119,18 @@ frontend_unless_tsan() {
 }
 
 HOT=(--window run --hot a,b --file tests/js/scripts/nested.js --native "main (in strata_js)")
+# With JIT code: a sample whose walk finds no way back from the JIT code to the runner's native
+# frames starts at the js::RunScript label (docs/js.md, "Lost native roots": known, ~0.02 % of
+# the attach/detach stress's samples; 1 of 2 209 samples once in js_gc_test, in a fresh-clone
+# CI run beside 4 busy processes). Up to 0.1 % of such samples pass; any other malformed
+# sample fails, and so would a cut rate five times the stress's.
+CUT_ROOTS=(--max-cut-roots-percent 0.1)
 
 case "$mode" in
   jit)
     run_js jit nested.js || finish
     js_check jit "${HOT[@]}" --min-percent 90 --tiers ion --lines --well-formed \
-      --marker run:2 --marker run:3
+      "${CUT_ROOTS[@]}" --marker run:2 --marker run:3
     format jit
     frontend_unless_tsan jit nested.js a:13,b:5 run
     ;;
@@ -141,19 +147,19 @@ case "$mode" in
       || fail "late: profiling was not turned on (see the runner's statistics above)"
     # The session started inside the run: no "run" start marker; count every sample.
     js_check late --hot a,b --file tests/js/scripts/nested.js --native "main (in strata_js)" \
-      --min-percent 90 --tiers ion --well-formed
+      --min-percent 90 --tiers ion --well-formed "${CUT_ROOTS[@]}"
     format late
     ;;
   gc)
     run_js gc gc.js || finish
-    js_check gc --well-formed --label Nursery --label "script compilation" \
+    js_check gc --well-formed "${CUT_ROOTS[@]}" --label Nursery --label "script compilation" \
       --window run --hot compileMany --file tests/js/scripts/gc.js --native "main (in strata_js)" \
       --min-percent 5
     format gc
     ;;
   markers)
     run_js markers markers.js || finish
-    js_check markers --well-formed --marker instant-plain:0 --marker "instant-text:0:hello from JS" \
+    js_check markers --well-formed "${CUT_ROOTS[@]}" --marker instant-plain:0 --marker "instant-text:0:hello from JS" \
       --marker phase:2 --marker "phase:3:phase done" --marker "interval:1:interval text"
     format markers
     frontend markers markers.js work:2 instant-plain,instant-text,phase,interval
