@@ -190,7 +190,8 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
              ThreadSamplingTimer::Overruns(info));
   }
   // The last handler of a slot wakes a waiter (only while one waits: a retirement, a few per
-  // session). FUTEX_WAKE neither blocks nor allocates; errno is restored by our caller.
+  // session). FUTEX_WAKE on a static word neither blocks, faults nor allocates, and a raw
+  // syscall() is not a cancellation point; errno is restored by our caller.
   if (running.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
       g_callback_waiters.load(std::memory_order_seq_cst) != 0) {
     syscall(SYS_futex, reinterpret_cast<int*>(&running), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
