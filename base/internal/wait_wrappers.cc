@@ -33,6 +33,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "base/internal/core.h"
 #include "base/internal/thread_registry.h"
 #include "platform/next_definition.h"
 #include "platform/sampling/libunwind_imports.h"
@@ -40,6 +41,8 @@
 #include "base/markers.h"
 #include "base/profiler.h"
 #include "platform/time_stamp.h"
+#include "shared/buffer/chunked_buffer.h"
+#include "shared/buffer/staging_area.h"
 
 // decltype(&::read) and the like carry the declarations' attributes (nonnull, access), which
 // a template argument cannot: they are not needed for the call through the pointer.
@@ -278,6 +281,15 @@ constexpr const char* kVersionOf_pthread_rwlock_wrlock = nullptr;
 void RecordLockMarker(const void* lock, long holder, TimeStamp start, TimeStamp end) {
   RegisteredThread* thread = t_registered_thread;
   if (!thread || thread->wait.in_lock_marker || !ProfilerIsActive()) return;
+  // A lock that Strata's own code waited for while this thread holds the session buffer's
+  // lock or moves its staged markers into the buffer (a chunk manager's callback under the
+  // buffer's lock, such as the IPC link's std::mutex): recording the marker would take those
+  // locks again ("locked recursively", an abort: fork_full_test in a CI run). Not recorded.
+  const StagingArea* staging = thread->marker_staging.load(std::memory_order_acquire);
+  if (SessionBuffer().IsLockedOnCurrentThread() ||
+      (staging != nullptr && staging->IsBeingMovedOnCurrentThread())) {
+    return;
+  }
   thread->wait.in_lock_marker = true;  // Its own locks, if any, are not measured.
   char text[96];
   if (holder > 0) {

@@ -59,6 +59,11 @@ class ChunkedBuffer {
   // manager (whose owner may still read them).
   void ResetChunkManager();
   bool IsInSession() const;
+  // True when the calling thread holds this (thread-safe) buffer's lock: it is inside one of
+  // the buffer's calls, or a chunk manager's callback made from one. Exact for the caller.
+  bool IsLockedOnCurrentThread() const {
+    return mutex_.IsThreadSafe() && mutex_.IsLockedOnCurrentThread();
+  }
 
   // Drops all data (released chunks are destroyed), keeps the session.
   void Clear();

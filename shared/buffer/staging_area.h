@@ -69,6 +69,9 @@ class StagingArea {
   // Owner only: publishes the block TryReserveEntry() returned last (one release store,
   // a plain `mov` on x86-64).
   void CommitEntry() { head_.store(reserved_head_, std::memory_order_release); }
+  // True while the calling thread moves this area's entries into a buffer (FlushInto,
+  // FlushAndRewind) or discards them. Exact for the calling thread.
+  bool IsBeingMovedOnCurrentThread() const { return consumer_mutex_.IsLockedOnCurrentThread(); }
 
   // Owner only: `values` as one entry (entry_serialization.h) — staged, or, when too large
   // to stage, put directly into `buffer` after everything staged (order kept).
