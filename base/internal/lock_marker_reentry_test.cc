@@ -38,7 +38,7 @@ void OnChunkUpdate(strata::ControlledChunkManager::Update&&) {
 
 }  // namespace
 
-TEST_CASE("a lock waited for under the buffer's lock records no marker and does not abort") {
+TEST_CASE("a lock waited for under the buffer's lock does not abort the program") {
   strata::ProfilerSettings settings;  // Wait stacks on (default features).
   strata::ProfilerStart(settings);
   REQUIRE(strata::ProfilerIsActive());
