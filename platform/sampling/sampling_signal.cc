@@ -61,6 +61,11 @@ __attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_low = 
 __attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_high = 0;
 // Nesting depth of our handler's own work on this thread (not of a program's chained handler).
 __attribute__((tls_model("initial-exec"))) thread_local int t_in_handler = 0;
+// Sampling signals taken on this thread (SamplingSignalsTakenOnCurrentThread). Written only by
+// this thread's handler, which no signal interrupts (every signal is blocked in it), and read
+// by the thread itself: a relaxed load and store, no read-modify-write needed.
+__attribute__((tls_model("initial-exec"))) thread_local std::atomic<uint64_t>
+    t_sampling_signals_taken{0};
 
 void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context);
 
@@ -213,6 +218,8 @@ bool IsSamplingSignal(const siginfo_t& info) {
 void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   if (info != nullptr && IsSamplingSignal(*info)) {
+    t_sampling_signals_taken.store(t_sampling_signals_taken.load(std::memory_order_relaxed) + 1,
+                                   std::memory_order_relaxed);
     ++t_in_handler;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     RunSamplingCallback(*info, context);
@@ -470,6 +477,10 @@ void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high) {
 
 uint64_t StrayNotificationsDropped() {
   return g_stray_notifications_dropped.load(std::memory_order_relaxed);
+}
+
+uint64_t SamplingSignalsTakenOnCurrentThread() {
+  return t_sampling_signals_taken.load(std::memory_order_relaxed);
 }
 
 uint64_t SamplesSkippedForLowStack() {

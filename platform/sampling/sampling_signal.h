@@ -45,7 +45,8 @@
 // calling thread.
 // Async-signal safety: the handler itself; Set/GetSamplingThreadContext,
 // SetSamplingThreadStackBounds, IsInSamplingHandler, RecordProgramAction,
-// SamplesSkippedForLowStack and InstalledSamplingSignal are async-signal-safe (a program's
+// SamplesSkippedForLowStack, SamplingSignalsTakenOnCurrentThread and InstalledSamplingSignal are
+// async-signal-safe (a program's
 // handler may call sigaction). Install, Uninstall, ReplaceSamplingCallback and
 // ChooseSamplingSignal are NOT (they wait or resolve symbols).
 #ifndef STRATA_PLATFORM_SAMPLING_SAMPLING_SIGNAL_H_
@@ -162,6 +163,14 @@ void SetSamplingThreadEventDescriptors(const SamplingEventDescriptors* descripto
 // The calling thread's stack [low, high), for the handler's free-stack check; {0, 0} (the
 // default) turns the check off (e.g. the main thread, whose stack grows on demand).
 void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high);
+
+// Sampling signals (a timer's or the thread's own perf event's) the handler has taken on the
+// calling thread since it started, whatever became of them: a sample, a skip for want of
+// stack, or nothing (no callback or no context). A signal the kernel never sent is not
+// counted, so comparing it with the thread's samples tells a sample the kernel never asked
+// for from one Strata lost (tests/takeover). The program's own instances of the signal are
+// not counted. Async-signal-safe; one thread-local load.
+uint64_t SamplingSignalsTakenOnCurrentThread();
 
 // Samples skipped because the thread had less than kSamplingHandlerStackNeed bytes of stack
 // left (or the handler ran outside the given bounds, e.g. on an alternate signal stack).

@@ -244,6 +244,7 @@ TEST_CASE("Sampling signal handler: the program's own signals go to the program'
   REQUIRE(InstallSamplingSignalHandler(SIGPROF, &CountingCallback) == 0);
   int context_object = 0;
   SetSamplingThreadContext(&context_object);
+  const uint64_t taken_at_start = SamplingSignalsTakenOnCurrentThread();
 
   // A plain raise() (si_code SI_TKILL).
   raise(SIGPROF);
@@ -266,14 +267,18 @@ TEST_CASE("Sampling signal handler: the program's own signals go to the program'
   timer_delete(program_timer);
   CHECK(g_program_handler_calls.load() == 2);
   CHECK(g_program_handler_last_code.load() == SI_TIMER);
+  // The program's own instances are not sampling signals.
+  CHECK(SamplingSignalsTakenOnCurrentThread() == taken_at_start);
 
-  // A sampling timer's signal goes to the callback only.
+  // A sampling timer's signal goes to the callback only, and each one taken is counted.
   ThreadSamplingTimer timer;
   REQUIRE(timer.CreateForCurrentThread(SIGPROF) == 0);
   REQUIRE(timer.Arm(TimeDuration::FromMilliseconds(1)) == 0);
   BurnCpuUntil([] { return g_callback_calls.load() >= 3; }, TimeDuration::FromSeconds(2));
   timer.Destroy();
   CHECK(g_callback_calls.load() >= 3);
+  CHECK(SamplingSignalsTakenOnCurrentThread() - taken_at_start ==
+        static_cast<uint64_t>(g_callback_calls.load()));
   CHECK(g_callback_last_context.load() == &context_object);
   CHECK(g_program_handler_calls.load() == 2);
 
@@ -617,12 +622,18 @@ TEST_CASE("Sampling signal handler: a thread with too little stack left skips th
   REQUIRE(timer.Arm(TimeDuration::FromMilliseconds(1)) == 0);
   // Bounds that pretend only 1 KiB is left below the current frame.
   const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const uint64_t taken_before = SamplingSignalsTakenOnCurrentThread();
   const uint64_t skipped_before = SamplesSkippedForLowStack();
   SetSamplingThreadStackBounds(sp - 1024, sp + 4096);
   BurnCpuUntil([&] { return SamplesSkippedForLowStack() >= skipped_before + 3; },
                TimeDuration::FromSeconds(2));
   CHECK(SamplesSkippedForLowStack() >= skipped_before + 3);
   CHECK(g_callback_calls.load() == 0);
+  // A skipped sample's signal was still taken: the kernel did send it. (The handler counts
+  // the signal before it skips: read in this order, the skips are a lower bound.)
+  const uint64_t skipped_now = SamplesSkippedForLowStack();
+  const uint64_t taken_now = SamplingSignalsTakenOnCurrentThread();
+  CHECK(taken_now - taken_before >= skipped_now - skipped_before);
   // Real bounds: samples again.
   SetSamplingThreadStackBounds(sp - 256 * 1024, sp + 4096);
   BurnCpuUntil([] { return g_callback_calls.load() >= 3; }, TimeDuration::FromSeconds(2));

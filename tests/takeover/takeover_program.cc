@@ -26,6 +26,13 @@
 // or joins the sampler never can; at least one of the N must. Samples dropped (a full ring)
 // during each hand-over are counted from the session's own count (every ring drained just
 // before it): there must be none.
+//
+// TAKEOVER_SIGNAL_LOG=FILE: the busy thread also notes on its own CPU clock every sampling
+// signal its handler took (SamplingSignalsTakenOnCurrentThread, read between rounds of its
+// loop: one CPU clock reading per signal, none otherwise), and writes them to FILE as
+// "<cpu_ns> <signals>" lines once it stops. takeover_check --signal-log tells with them a gap
+// the kernel left (no signal reached the thread) from one Strata made (a signal taken and no
+// sample for it).
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -46,6 +53,7 @@
 #include "base/internal/core.h"
 #include "base/markers.h"
 #include "base/profiler.h"
+#include "platform/sampling/sampling_signal.h"
 #include "shared/buffer/entry_kinds.h"
 #include "shared/profile/marker_entry.h"
 #ifdef TAKEOVER_LINKED
@@ -56,15 +64,56 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
+// Sampling signals the busy thread took, on its CPU clock (TAKEOVER_SIGNAL_LOG). Written by
+// the busy thread only, read after it was joined.
+struct SignalArrival {
+  int64_t cpu_ns;    // The thread's CPU clock when its loop saw the count change.
+  uint64_t signals;  // How many were taken since the previous arrival (usually 1).
+};
+std::vector<SignalArrival> g_arrivals;
+bool g_log_signals = false;
+bool g_arrivals_overflowed = false;
+
+int64_t ThreadCpuNs(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return now.tv_sec * int64_t{1000000000} + now.tv_nsec;
+}
+
 __attribute__((noinline)) uint64_t BusyTakeoverLeaf(uint64_t x) {
   return x * 6364136223846793005ull + 1442695040888963407ull;
 }
 __attribute__((noinline)) void BusyTakeoverLoop() {
   uint64_t x = 1;
+  uint64_t taken = strata::SamplingSignalsTakenOnCurrentThread();
   while (!g_stop.load(std::memory_order_relaxed)) {
-    for (int i = 0; i < 1000; ++i) x = BusyTakeoverLeaf(x) ^ (x >> 7);
+    for (int i = 0; i < 1000; ++i) x = BusyTakeoverLeaf(x) ^ (x >> 7);  // ~3 us.
+    if (!g_log_signals) continue;
+    const uint64_t now = strata::SamplingSignalsTakenOnCurrentThread();
+    if (now == taken) continue;
+    if (g_arrivals.size() < g_arrivals.capacity()) {  // Never allocates while it runs.
+      g_arrivals.push_back({ThreadCpuNs(CLOCK_THREAD_CPUTIME_ID), now - taken});
+    } else {
+      g_arrivals_overflowed = true;
+    }
+    taken = now;
   }
   if (x == 42) std::puts("");
+}
+
+// Writes the busy thread's signal arrivals to $TAKEOVER_SIGNAL_LOG (after it was joined).
+void WriteSignalLog() {
+  const char* path = std::getenv("TAKEOVER_SIGNAL_LOG");
+  if (path == nullptr) return;
+  std::ofstream out(path);
+  for (const SignalArrival& a : g_arrivals) out << a.cpu_ns << ' ' << a.signals << '\n';
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "takeover_program: cannot write %s\n", path);
+    std::exit(3);
+  }
+  std::printf("signal log: %zu arrivals%s\n", g_arrivals.size(),
+              g_arrivals_overflowed ? " (log full: later ones not noted)" : "");
 }
 
 void Fail(const char* what) {
@@ -117,12 +166,6 @@ double ThreadCpuMs(clockid_t clock) {
 void WaitForThreadCpu(clockid_t clock, double ms) {
   const double until = ThreadCpuMs(clock) + ms;
   while (ThreadCpuMs(clock) < until) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-}
-
-int64_t ThreadCpuNs(clockid_t clock) {
-  timespec now{};
-  clock_gettime(clock, &now);
-  return now.tv_sec * int64_t{1000000000} + now.tv_nsec;
 }
 
 // A marker whose text ties the profile's clock to the busy thread's CPU clock: the marker's
@@ -223,6 +266,11 @@ SchedulingState SchedulingOf(pid_t tid) {
 int RepeatTakeovers(int cycles) {
   const char* phase_env = std::getenv("TAKEOVER_PHASE_CPU_MS");
   const double phase_cpu_ms = phase_env ? std::atof(phase_env) : 60;
+  if (std::getenv("TAKEOVER_SIGNAL_LOG") != nullptr) {
+    // ~2.5 s of the busy thread's CPU at 1 kHz takes ~2 500 entries.
+    g_arrivals.reserve(1 << 18);
+    g_log_signals = true;
+  }
   std::thread busy([] {
     pthread_setname_np(pthread_self(), "busy-worker");
     BusyTakeoverLoop();
@@ -303,6 +351,7 @@ int RepeatTakeovers(int cycles) {
   if (path && !strata::ProfilerSaveProfile(path, &error)) Fail(error.c_str());
   g_stop = true;
   busy.join();
+  WriteSignalLog();
   std::printf("takeover_program: ok\n");
   return 0;
 }

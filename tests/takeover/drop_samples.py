@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Makes the takeover check's failure case on purpose, to show it can fail (takeover_test.sh).
+
+  drop_samples.py samples PROFILE OUT THREAD MARKER N
+      Copies PROFILE to OUT without N consecutive signalled samples of THREAD around the time
+      of MARKER (the closing marker of a hand-over), as if Strata had lost them: the sample
+      after them carries their CPU, as a real gap's would.
+  drop_samples.py signals LOG OUT CHECK_OUTPUT
+      Copies the busy thread's signal log LOG to OUT without the signals taken inside the gaps
+      that takeover_check reported ("GAP ... open_cpu_ms=a close_cpu_ms=b margin_ms=m"), as if
+      the kernel had sent none there.
+"""
+import json
+import re
+import sys
+
+
+def drop_samples(profile_path, out_path, thread_name, marker, count):
+    with open(profile_path) as f:
+        profile = json.load(f)
+    marker_time = None
+    for thread in profile["threads"]:
+        names = thread["stringTable"]
+        schema = thread["markers"]["schema"]
+        for m in thread["markers"]["data"]:
+            if names[m[schema["name"]]] == marker:
+                marker_time = m[schema["startTime"]]
+                if marker_time is None:
+                    marker_time = m[schema["endTime"]]
+    if marker_time is None:
+        sys.exit("no marker " + marker)
+    busy = next(t for t in profile["threads"] if t["name"] == thread_name)
+    schema = busy["samples"]["schema"]
+    time_col, cpu_col = schema["time"], schema["threadCPUDelta"]
+    rows = busy["samples"]["data"]
+    signalled = [i for i, r in enumerate(rows) if (r[cpu_col] or 0) > 0]
+    # The signalled samples around the marker: half before it, half after.
+    after = next(k for k, i in enumerate(signalled) if rows[i][time_col] >= marker_time)
+    first = max(1, after - count // 2)
+    doomed = signalled[first:first + count]
+    keep_next = signalled[first + count]
+    carried = sum(rows[i][cpu_col] for i in doomed)
+    # Copies in between carry no CPU; they go too, so no sample is left inside the gap.
+    gone = set(range(doomed[0], keep_next))
+    rows[keep_next][cpu_col] += carried
+    busy["samples"]["data"] = [r for i, r in enumerate(rows) if i not in gone]
+    with open(out_path, "w") as f:
+        json.dump(profile, f)
+    print("dropped %d samples (%.3f ms of CPU) before %s" % (len(gone), carried / 1e6, marker))
+
+
+def drop_signals(log_path, out_path, check_output_path):
+    gaps = []
+    with open(check_output_path) as f:
+        for line in f:
+            m = re.search(r"open_cpu_ms=([\d.]+) close_cpu_ms=([\d.]+) margin_ms=([\d.]+)", line)
+            if line.startswith("GAP ") and m:
+                a, b, margin = map(float, m.groups())
+                gaps.append((a + margin, b - margin))
+    if not gaps:
+        sys.exit("no GAP line in " + check_output_path)
+    kept = dropped = 0
+    with open(log_path) as f, open(out_path, "w") as out:
+        for line in f:
+            cpu_ms = int(line.split()[0]) / 1e6
+            if any(lo < cpu_ms < hi for lo, hi in gaps):
+                dropped += 1
+            else:
+                out.write(line)
+                kept += 1
+    print("dropped %d signal arrivals in %d gaps, kept %d" % (dropped, len(gaps), kept))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 7 and sys.argv[1] == "samples":
+        drop_samples(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+    elif len(sys.argv) == 5 and sys.argv[1] == "signals":
+        drop_signals(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        sys.exit(__doc__)
