@@ -7,8 +7,8 @@
       after them carries their CPU, as a real gap's would.
   drop_samples.py signals LOG OUT CHECK_OUTPUT
       Copies the busy thread's signal log LOG to OUT without the signals taken inside the gaps
-      that takeover_check reported ("GAP ... open_cpu_ms=a close_cpu_ms=b margin_ms=m"), as if
-      the kernel had sent none there.
+      that takeover_check reported ("GAP ... open_cpu_ms=a close_cpu_ms=b"), as if the kernel
+      had sent none there.
 """
 import json
 import re
@@ -53,10 +53,12 @@ def drop_signals(log_path, out_path, check_output_path):
     gaps = []
     with open(check_output_path) as f:
         for line in f:
-            m = re.search(r"open_cpu_ms=([\d.]+) close_cpu_ms=([\d.]+) margin_ms=([\d.]+)", line)
+            m = re.search(r"open_cpu_ms=([\d.]+) close_cpu_ms=([\d.]+)", line)
             if line.startswith("GAP ") and m:
-                a, b, margin = map(float, m.groups())
-                gaps.append((a + margin, b - margin))
+                open_ms, close_ms = map(float, m.groups())
+                # Each signal's arrival is noted just after its sample: the opening sample's
+                # within a few tenths of a ms of it, the closing one's after the gap.
+                gaps.append((open_ms + 0.4, close_ms))
     if not gaps:
         sys.exit("no GAP line in " + check_output_path)
     kept = dropped = 0
