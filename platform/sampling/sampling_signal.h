@@ -167,9 +167,11 @@ void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high);
 // Sampling signals (a timer's or the thread's own perf event's) the handler has taken on the
 // calling thread since it started, whatever became of them: a sample, a skip for want of
 // stack, or nothing (no callback or no context). A signal the kernel never sent is not
-// counted, so comparing it with the thread's samples tells a sample the kernel never asked
-// for from one Strata lost (tests/takeover). The program's own instances of the signal are
-// not counted. Async-signal-safe; one thread-local load.
+// counted, so comparing it with the thread's samples tells a signal that reached the handler
+// and left no sample from one that never came (tests/takeover). It cannot tell a signal the
+// kernel sent late from one held back while the thread blocked it. The program's own
+// instances of the signal, and strays (StrayNotificationsDropped), are not counted.
+// Async-signal-safe; one thread-local load.
 uint64_t SamplingSignalsTakenOnCurrentThread();
 
 // Samples skipped because the thread had less than kSamplingHandlerStackNeed bytes of stack

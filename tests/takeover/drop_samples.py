@@ -2,9 +2,9 @@
 """Makes the takeover check's failure case on purpose, to show it can fail (takeover_test.sh).
 
   drop_samples.py samples PROFILE OUT THREAD MARKER N
-      Copies PROFILE to OUT without N consecutive signalled samples of THREAD around the time
-      of MARKER (the closing marker of a hand-over), as if Strata had lost them: the sample
-      after them carries their CPU, as a real gap's would.
+      Copies PROFILE to OUT without the first N signalled samples of THREAD after MARKER (the
+      closing marker of a hand-over), as if Strata had lost them: the sample after them
+      carries their CPU, as a real gap's would.
   drop_samples.py signals LOG OUT CHECK_OUTPUT
       Copies the busy thread's signal log LOG to OUT without the signals taken inside the gaps
       that takeover_check reported ("GAP ... open_cpu_ms=a close_cpu_ms=b"), as if the kernel
@@ -34,9 +34,11 @@ def drop_samples(profile_path, out_path, thread_name, marker, count):
     time_col, cpu_col = schema["time"], schema["threadCPUDelta"]
     rows = busy["samples"]["data"]
     signalled = [i for i, r in enumerate(rows) if (r[cpu_col] or 0) > 0]
-    # The signalled samples around the marker: half before it, half after.
-    after = next(k for k, i in enumerate(signalled) if rows[i][time_col] >= marker_time)
-    first = max(1, after - count // 2)
+    # The signalled samples right after the marker (after the hand-over call returned), so
+    # the whole gap is the hand-over's own.
+    first = next((k for k, i in enumerate(signalled) if rows[i][time_col] >= marker_time), None)
+    if first is None or first + count >= len(signalled):
+        sys.exit("not %d signalled samples after %s" % (count + 1, marker))
     doomed = signalled[first:first + count]
     keep_next = signalled[first + count]
     carried = sum(rows[i][cpu_col] for i in doomed)
@@ -46,7 +48,7 @@ def drop_samples(profile_path, out_path, thread_name, marker, count):
     busy["samples"]["data"] = [r for i, r in enumerate(rows) if i not in gone]
     with open(out_path, "w") as f:
         json.dump(profile, f)
-    print("dropped %d samples (%.3f ms of CPU) before %s" % (len(gone), carried / 1e6, marker))
+    print("dropped %d samples (%.3f ms of CPU) after %s" % (len(gone), carried / 1e6, marker))
 
 
 def drop_signals(log_path, out_path, check_output_path):
@@ -64,6 +66,9 @@ def drop_signals(log_path, out_path, check_output_path):
     kept = dropped = 0
     with open(log_path) as f, open(out_path, "w") as out:
         for line in f:
+            if line.startswith("#"):  # The trailer: the process's counts, kept.
+                out.write(line)
+                continue
             cpu_ms = int(line.split()[0]) / 1e6
             if any(lo < cpu_ms < hi for lo, hi in gaps):
                 dropped += 1

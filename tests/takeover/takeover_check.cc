@@ -34,14 +34,18 @@
 // (no sample dropped during a hand-over: then every sample the timers delivered is there,
 // and a gap across a hand-over is the timers' own).
 // With --signal-log FILE (takeover_program's TAKEOVER_SIGNAL_LOG: the busy thread's CPU clock
-// at every sampling signal its handler took), a gap across a hand-over that fails the bounds
-// above is the kernel's, and passes, when every signal the thread took there has its sample
-// (UnexplainedSignals: each arrival matched in order with the samples placed since the
-// previous one, on the same CPU clock): the handler cannot lose what it never got, and the
-// hand-over touches no timer or event (docs/takeover.md). A signal taken inside such a gap
-// with no sample for it fails it. The whole run's count of signals with no sample is printed.
+// at every sampling signal its handler took), every hand-over window over the bound (from the
+// last sample before the call to the first signalled one after it) is checked for signals
+// taken there that no sample accounts for (SignalDeficits): any such signal fails it,
+// whatever the run's other gaps. A window that fails the bounds above passes as the kernel's
+// gap only when every signal taken in it has its sample, no two signals or samples came
+// together in it (signals held back by a long handler), the log covers it and the process
+// dropped no stray and skipped no sampling signal (the log's trailer): the handler cannot
+// lose what it never got, and the hand-over touches no timer or event (docs/takeover.md).
+// The whole run's count of signals without a sample is printed.
 // Prints "RESULT ..." lines and exits 1 on any failed check.
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -211,40 +215,59 @@ struct SignalArrival {
   int signals;
 };
 
-bool ReadSignalLog(const std::string& path, std::vector<SignalArrival>* out) {
+struct SignalLog {
+  std::vector<SignalArrival> arrivals;
+  // The process's sampling signals that reached no sample without being taken on a thread
+  // (its trailer line): strays dropped, samples skipped for want of stack. -1: not given.
+  long long stray_notifications = -1, skipped_low_stack = -1;
+};
+
+bool ReadSignalLog(const std::string& path, SignalLog* out) {
   std::ifstream in(path);
   if (!in) return false;
-  long long cpu_ns = 0;
-  int signals = 0;
-  while (in >> cpu_ns >> signals) out->push_back({cpu_ns / 1e6, signals});
-  return in.eof();
+  std::string line;
+  while (std::getline(in, line)) {
+    long long cpu_ns = 0;
+    int signals = 0;
+    if (std::sscanf(line.c_str(), "# stray_notifications_dropped %lld samples_skipped_low_stack %lld",
+                    &out->stray_notifications, &out->skipped_low_stack) == 2) {
+      continue;
+    }
+    if (std::sscanf(line.c_str(), "%lld %d", &cpu_ns, &signals) != 2) return false;
+    out->arrivals.push_back({cpu_ns / 1e6, signals});
+  }
+  return true;
 }
 
-// For each arrival, how many of its signals no sample accounts for. A signal's handler counts
-// it, then reads the CPU clock for its sample; the busy thread notes the count's change after
-// the handler returns, usually microseconds later, but up to ~0.3 ms of its CPU was seen (a
-// handler and a loop round on a vCPU the host took away). So the signalled samples placed
-// after the previous arrival and up to this one (both with `slack_ms` for the placement) are
-// the handlers of this arrival's signals, matched in order; `sample_cpu_ms` is sorted.
-std::vector<int> UnexplainedSignals(const std::vector<SignalArrival>& log,
-                                    const std::vector<double>& sample_cpu_ms, double slack_ms) {
-  std::vector<int> unexplained(log.size(), 0);
-  size_t next_sample = 0;
+// For each arrival, the signals taken up to it that no sample accounts for, up to a constant
+// (the running count of signals less the signalled samples placed up to it). A signal's
+// handler counts it, then reads the CPU clock for its sample; the busy thread reads its
+// clock between two equal readings of the count, after the handler returned (usually
+// microseconds later; once 0.32 ms of its CPU later, beside a 20 ms wait for a CPU). So the
+// samples up to an arrival (plus `slack_ms` for the placement) are those of its signals and
+// of earlier ones. A lost signal raises the deficit for good; a sample counted one arrival
+// early (a late notice followed at once by the next signal) lowers it for one arrival only;
+// a copy that carries CPU, or a sample before the log began, lowers it for good.
+// `sample_cpu_ms` is sorted.
+std::vector<long long> SignalDeficits(const std::vector<SignalArrival>& log,
+                                      const std::vector<double>& sample_cpu_ms,
+                                      double slack_ms) {
+  std::vector<long long> deficit(log.size(), 0);
+  size_t samples = 0;
+  long long signals = 0;
   for (size_t i = 0; i < log.size(); ++i) {
-    int samples = 0;
-    while (next_sample < sample_cpu_ms.size() &&
-           sample_cpu_ms[next_sample] <= log[i].cpu_ms + slack_ms) {
+    signals += log[i].signals;
+    while (samples < sample_cpu_ms.size() && sample_cpu_ms[samples] <= log[i].cpu_ms + slack_ms) {
       ++samples;
-      ++next_sample;
     }
-    unexplained[i] = std::max(0, log[i].signals - samples);
+    deficit[i] = signals - static_cast<long long>(samples);
   }
-  return unexplained;
+  return deficit;
 }
 
 // --cycles N.
 int CheckCycles(const rapidjson::Document& profile, const std::string& thread_name, int cycles,
-                bool strict_gaps, const std::vector<SignalArrival>* signal_log) {
+                bool strict_gaps, const SignalLog* signal_log) {
   std::map<std::string, double> marker_time;  // First occurrence.
   std::map<std::string, std::pair<double, double>> call_cpu;  // Hand-over call, busy CPU ms.
   std::vector<BusyCpuMark> cpu_marks;
@@ -294,8 +317,8 @@ int CheckCycles(const rapidjson::Document& profile, const std::string& thread_na
   struct Gap {
     std::string from, to;
     double gap_ms, own_ms, span_ms;
-    // The busy thread's CPU clock at the samples around the hand-over's largest own gap
-    // (placed calls only; else both 0).
+    // The busy thread's CPU clock at its last sample before the call and its first signalled
+    // one after it returned: the hand-over's whole window (placed calls only; else both 0).
     double open_cpu_ms, close_cpu_ms;
   };
   std::vector<Gap> gaps_over;
@@ -334,11 +357,9 @@ int CheckCycles(const rapidjson::Document& profile, const std::string& thread_na
               counted = at[j] - (call_start - interval * 1.05);
               ++lost_before_call;
             }
-            if (counted > own) {
-              own = counted;
-              open_cpu = at[j - 1];
-              close_cpu = at[j];
-            }
+            own = std::max(own, counted);
+            open_cpu = at[last_before];
+            close_cpu = at[j];
             if (at[j] >= call_end) {
               found = true;
               break;
@@ -366,67 +387,117 @@ int CheckCycles(const rapidjson::Document& profile, const std::string& thread_na
     if (!in_window[i]) away_max = std::max(away_max, s.cpu_ms[i]);
   }
   const double own_limit = limit + (placed.ok ? placed.uncertainty_ms : 0);
-  // Signals taken that no sample accounts for, per arrival (the samples on the CPU clock).
+  // The signal log: signals taken that no sample accounts for (SignalDeficits).
   const double arrival_slack = (placed.ok ? placed.uncertainty_ms : 0) + 0.05;
-  std::vector<int> unexplained;
+  std::vector<long long> deficit;
   std::vector<double> signalled_cpu;  // The busy thread's signalled samples on its CPU clock.
   if (signal_log != nullptr && placed.ok) {
     for (size_t i = 0; i < placed.cpu_ms.size(); ++i) {
       if (s.cpu_ms[i] > 0) signalled_cpu.push_back(placed.cpu_ms[i]);
     }
-    unexplained = UnexplainedSignals(*signal_log, signalled_cpu, arrival_slack);
+    deficit = SignalDeficits(signal_log->arrivals, signalled_cpu, arrival_slack);
   }
-  // Those noted after the sample that opens a gap and up to half an interval after the one
-  // that closes it (a lost signal's count may be noted together with the closing one's).
+  const std::vector<SignalArrival>* arrivals = signal_log ? &signal_log->arrivals : nullptr;
+  // Signals taken from the window's opening sample to half an interval after its closing one
+  // (a lost signal's count may be noted with the closing one's) that no sample accounts for:
+  // the deficit's rise over its highest at the 3 arrivals before the window.
   auto lost_within = [&](double open_ms, double close_ms) {
-    int lost = 0;
-    for (size_t i = 0; i < unexplained.size(); ++i) {
-      const double at = (*signal_log)[i].cpu_ms;
-      if (at > open_ms && at <= close_ms + 0.5 * interval) lost += unexplained[i];
+    long long before = LLONG_MIN, highest = LLONG_MIN;
+    size_t before_seen = 0;
+    for (size_t i = deficit.size(); i-- > 0;) {
+      const double at = (*arrivals)[i].cpu_ms;
+      if (at > open_ms && at <= close_ms + 0.5 * interval) highest = std::max(highest, deficit[i]);
+      if (at <= open_ms && before_seen < 3) {
+        before = std::max(before, deficit[i]);
+        ++before_seen;
+      }
     }
-    return lost;
+    if (highest == LLONG_MIN) return 0LL;
+    if (before == LLONG_MIN) before = 0;
+    return std::max(0LL, highest - before);
   };
-  int kernel_gaps = 0;
+  // Why a window with every signal sampled may still be Strata's: signals held back and then
+  // delivered together (a handler that ran long with every signal blocked: two counted at
+  // once, or two samples within a quarter interval), signals taken on no thread or skipped
+  // (the trailer's counts), or a log that ends before the window does.
+  auto not_the_kernels = [&](double open_ms, double close_ms) -> std::string {
+    if (signal_log->stray_notifications < 0 || signal_log->skipped_low_stack < 0) {
+      return "the log does not give the process's stray and skipped signals";
+    }
+    if (signal_log->stray_notifications != 0 || signal_log->skipped_low_stack != 0) {
+      return "sampling signals were dropped as strays or skipped in the process";
+    }
+    if (arrivals->empty() || arrivals->back().cpu_ms <= close_ms) return "the log ends before it";
+    for (const SignalArrival& a : *arrivals) {
+      if (a.cpu_ms > open_ms && a.cpu_ms <= close_ms + 0.5 * interval && a.signals > 1) {
+        return "signals were taken together in it";
+      }
+    }
+    for (size_t i = 1; i < signalled_cpu.size(); ++i) {
+      if (signalled_cpu[i] >= open_ms && signalled_cpu[i - 1] <= close_ms + 0.5 * interval &&
+          signalled_cpu[i] - signalled_cpu[i - 1] < 0.25 * interval) {
+        return "two samples came together in it";
+      }
+    }
+    return "";
+  };
+  int kernel_gaps = 0, lost_at_handovers = 0;
   for (const Gap& g : gaps_over) {
     const bool own_over = g.own_ms > own_limit;
     const bool worse_than_run = own_over && g.own_ms > away_max + 0.5;
     std::string why = !own_over ? ": a sample due before the call was never delivered"
                       : !worse_than_run ? "; the run has as large a gap away from hand-overs"
                                         : "";
-    bool kernels = false;
-    if (worse_than_run && !unexplained.empty() && g.close_cpu_ms > g.open_cpu_ms) {
-      const int lost = lost_within(g.open_cpu_ms, g.close_cpu_ms);
-      kernels = lost == 0;
+    bool failed = worse_than_run, kernels = false;
+    if (own_over && !deficit.empty() && g.close_cpu_ms > g.open_cpu_ms) {
+      const long long lost = lost_within(g.open_cpu_ms, g.close_cpu_ms);
+      const std::string not_kernels = not_the_kernels(g.open_cpu_ms, g.close_cpu_ms);
       // Where, for tests/takeover/drop_samples.py and for a reader of a failure.
-      std::printf("GAP %s open_cpu_ms=%.6f close_cpu_ms=%.6f signals_without_sample=%d\n",
-                  g.from.c_str(), g.open_cpu_ms, g.close_cpu_ms, lost);
-      why = kernels ? "; every signal the busy thread took has its sample: the kernel's gap"
-                    : "; " + std::to_string(lost) +
-                          " sampling signal(s) taken inside it left no sample";
+      std::printf("GAP %s open_cpu_ms=%.6f close_cpu_ms=%.6f signals_without_sample=%lld%s%s\n",
+                  g.from.c_str(), g.open_cpu_ms, g.close_cpu_ms, lost,
+                  not_kernels.empty() ? "" : " not_the_kernels: ", not_kernels.c_str());
+      if (lost > 0) {
+        // Whatever the run's other gaps: a signal taken and left without a sample.
+        failed = true;
+        lost_at_handovers += static_cast<int>(lost);
+        why = "; " + std::to_string(lost) + " sampling signal(s) taken inside it left no sample";
+      } else if (worse_than_run && not_kernels.empty()) {
+        failed = false;
+        kernels = true;
+        why = "; every signal the busy thread took has its sample: the kernel's gap";
+      } else if (worse_than_run) {
+        why += "; not the kernel's: " + not_kernels;
+      }
     }
     if (kernels) ++kernel_gaps;
-    if (worse_than_run && !kernels) ++over;
+    if (failed) ++over;
     std::printf("  %s: largest CPU gap %.3f ms = %.2f effective intervals (%.3f ms to %s); "
                 "the hand-over's own %.3f ms%s\n",
                 g.from.c_str(), g.gap_ms, g.gap_ms / interval, g.span_ms, g.to.c_str(), g.own_ms,
                 why.c_str());
   }
-  if (!unexplained.empty()) {
-    // The whole run: signals taken while the profile was recorded (from its first signalled
-    // sample to its last sample), and those no sample accounts for.
-    int taken = 0, without_sample = 0;
-    for (size_t i = 0; i < unexplained.size(); ++i) {
-      const double cpu = (*signal_log)[i].cpu_ms;
+  if (!deficit.empty()) {
+    // The whole run, from its first signalled sample to its last sample: signals taken, and
+    // the deficit's rise (signals no sample accounts for, less copies that carried CPU).
+    int taken = 0;
+    long long first = LLONG_MIN, highest = LLONG_MIN;
+    int first_seen = 0;
+    for (size_t i = 0; i < deficit.size(); ++i) {
+      const double cpu = (*arrivals)[i].cpu_ms;
       if (signalled_cpu.empty() || cpu < signalled_cpu.front() - arrival_slack ||
           cpu > placed.cpu_ms.back()) {
         continue;
       }
-      taken += (*signal_log)[i].signals;
-      without_sample += unexplained[i];
+      taken += (*arrivals)[i].signals;
+      if (first_seen++ < 3) first = std::max(first, deficit[i]);
+      highest = std::max(highest, deficit[i]);
     }
     std::printf("RESULT signal_log arrivals=%zu signals_taken_in_profile_span=%d "
-                "signalled_samples=%zu signals_without_sample=%d kernel_gaps_at_handovers=%d\n",
-                signal_log->size(), taken, signalled_cpu.size(), without_sample, kernel_gaps);
+                "signalled_samples=%zu signals_without_sample=%lld lost_at_handovers=%d "
+                "kernel_gaps_at_handovers=%d stray=%lld skipped_low_stack=%lld\n",
+                arrivals->size(), taken, signalled_cpu.size(),
+                highest == LLONG_MIN ? 0 : std::max(0LL, highest - first), lost_at_handovers,
+                kernel_gaps, signal_log->stray_notifications, signal_log->skipped_low_stack);
   }
   std::printf("RESULT thread=%s cycles=%d samples=%zu effective_interval_ms=%.3f "
               "worst_takeover_cpu_gap_ms=%.3f (%.2f intervals) worst_detach_cpu_gap_ms=%.3f "
@@ -493,7 +564,7 @@ int main(int argc, char** argv) {
     std::printf("FAIL: %s is not a profile\n", argv[1]);
     return 1;
   }
-  std::vector<SignalArrival> signal_log;
+  SignalLog signal_log;
   if (!signal_log_path.empty() && !ReadSignalLog(signal_log_path, &signal_log)) {
     std::printf("FAIL: cannot read the signal log %s\n", signal_log_path.c_str());
     return 1;

@@ -30,7 +30,8 @@
 // TAKEOVER_SIGNAL_LOG=FILE: the busy thread also notes on its own CPU clock every sampling
 // signal its handler took (SamplingSignalsTakenOnCurrentThread, read between rounds of its
 // loop: one CPU clock reading per signal, none otherwise), and writes them to FILE as
-// "<cpu_ns> <signals>" lines once it stops. takeover_check --signal-log tells with them a gap
+// "<cpu_ns> <signals>" lines once it stops, then a "# stray_notifications_dropped N
+// samples_skipped_low_stack M" line (process-wide counts). takeover_check --signal-log tells with them a gap
 // the kernel left (no signal reached the thread) from one Strata made (a signal taken and no
 // sample for it).
 #include <dirent.h>
@@ -91,8 +92,12 @@ __attribute__((noinline)) void BusyTakeoverLoop() {
     if (!g_log_signals) continue;
     const uint64_t now = strata::SamplingSignalsTakenOnCurrentThread();
     if (now == taken) continue;
+    // The clock read between two equal counts: after the handlers of the signals counted,
+    // before the next one's (else it is read again after the next round).
+    const int64_t cpu_ns = ThreadCpuNs(CLOCK_THREAD_CPUTIME_ID);
+    if (strata::SamplingSignalsTakenOnCurrentThread() != now) continue;
     if (g_arrivals.size() < g_arrivals.capacity()) {  // Never allocates while it runs.
-      g_arrivals.push_back({ThreadCpuNs(CLOCK_THREAD_CPUTIME_ID), now - taken});
+      g_arrivals.push_back({cpu_ns, now - taken});
     } else {
       g_arrivals_overflowed = true;
     }
@@ -105,15 +110,22 @@ __attribute__((noinline)) void BusyTakeoverLoop() {
 void WriteSignalLog() {
   const char* path = std::getenv("TAKEOVER_SIGNAL_LOG");
   if (path == nullptr) return;
+  // A log that stopped early would show no signal where signals came: it is no evidence.
+  if (g_arrivals_overflowed) {
+    std::fprintf(stderr, "takeover_program: FAIL: the signal log filled up\n");
+    std::exit(3);
+  }
   std::ofstream out(path);
   for (const SignalArrival& a : g_arrivals) out << a.cpu_ns << ' ' << a.signals << '\n';
+  // The process's sampling signals that reached no thread's count or no sample.
+  out << "# stray_notifications_dropped " << strata::StrayNotificationsDropped()
+      << " samples_skipped_low_stack " << strata::SamplesSkippedForLowStack() << '\n';
   out.close();
   if (!out) {
     std::fprintf(stderr, "takeover_program: cannot write %s\n", path);
     std::exit(3);
   }
-  std::printf("signal log: %zu arrivals%s\n", g_arrivals.size(),
-              g_arrivals_overflowed ? " (log full: later ones not noted)" : "");
+  std::printf("signal log: %zu arrivals\n", g_arrivals.size());
 }
 
 void Fail(const char* what) {

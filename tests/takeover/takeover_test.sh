@@ -69,10 +69,11 @@ case "$mode" in
       --signal-log "$OUT/signals.txt" \
       || fail "gaps or dropped samples across the hand-overs"
     if [[ ${#strict[@]} -gt 0 ]]; then
-      # The signal log cannot excuse a lost sample: the same profile with 50 signalled samples
-      # taken out around takeover 5 (the next one carrying their CPU, as in a real gap) fails
-      # the check while the log shows the signals taken there; with those signals also taken
-      # out of the log, it is a gap no signal entered, the kernel's, and passes.
+      # The signal log cannot excuse a lost sample: the same profile with the 50 signalled
+      # samples after takeover 5 taken out (the next one carrying their CPU, as in a real gap)
+      # fails the check while the log shows the signals taken there; with those signals also
+      # taken out of the log, it is a gap no signal entered, the kernel's, and passes (or, on
+      # a run with a 50 ms gap of its own elsewhere, passes as no worse than the run).
       dropper="$(dirname "$(readlink -f "$0")")/drop_samples.py"
       [[ -f "$dropper" ]] || dropper="$_runfiles/tests/takeover/drop_samples.py"
       python3 "$dropper" samples "$OUT/taken.json" "$WORK/cut.json" busy-worker taken-over-5 50 \
@@ -82,7 +83,8 @@ case "$mode" in
         cat "$WORK/cut.check"
         fail "a hand-over gap with signals taken in it and no sample passed the check"
       else
-        grep -q "sampling signal(s) taken inside it left no sample" "$WORK/cut.check" \
+        grep -q "^  takeover-5: .*sampling signal(s) taken inside it left no sample" \
+          "$WORK/cut.check" \
           && pass "50 samples taken out at a takeover: the check fails, signals were taken there" \
           || { cat "$WORK/cut.check"; fail "the cut profile failed for another reason"; }
       fi
@@ -90,7 +92,8 @@ case "$mode" in
         || fail "drop_samples.py signals"
       "$CHECK" "$WORK/cut.json" --thread busy-worker --cycles $cycles --strict-gaps \
         --signal-log "$WORK/cut_signals.txt" > "$WORK/cut_kernel.check" 2>&1 \
-        && grep -q "the kernel's gap" "$WORK/cut_kernel.check" \
+        && grep -qE "^  takeover-5: .*(the kernel's gap|the run has as large a gap)" \
+          "$WORK/cut_kernel.check" \
         && pass "with no signal taken in that gap either, it is the kernel's gap and passes" \
         || { cat "$WORK/cut_kernel.check"; fail "a gap no signal entered was not told apart"; }
     fi
