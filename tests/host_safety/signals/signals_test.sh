@@ -93,10 +93,16 @@ for way in plain preload record; do
   line=$(cat "$WORK/$name.$way.out")
   count=$(sed -n 's/^sigprof=\([0-9]*\) .*/\1/p' <<<"$line")
   expected=$(sed -n 's/.* expected=\([0-9]*\)$/\1/p' <<<"$line")
-  # Its own timer's tolerance: one signal per 10 ms of process CPU time; the kernel accounts
-  # it by ticks, which gave 0.95-1.26 times that on a loaded machine (plain runs). A sampler
-  # sharing SIGPROF adds ~2.5 per expected one (250 per CPU second).
-  if [[ -n "$count" && -n "$expected" ]] && ge "$count" "$((expected * 6 / 10))" &&
+  # Its own timer's count: one signal per 10 ms of process CPU time at most. The kernel checks
+  # ITIMER_PROF only at a tick that finds one of the process's threads running, and sends at
+  # most one signal per check (check_cpu_itimer, kernel/time/posix-cpu-timers.c): a process
+  # that runs in short slices on a busy machine, or whose ticks come late, gets fewer. Plain
+  # runs, with no Strata: 0.95-1.26 times the CPU-time count on a lightly loaded machine,
+  # 0.32 once beside a CI run and 4 busy processes (ci91), 0.37-1.06 with a starved CPU
+  # share. So the bounds are what Strata could do to it: a sampler sharing SIGPROF adds ~2.5
+  # per expected one (250 per CPU second: over the upper bound), and one that took the
+  # program's SIGPROFs leaves it (next to) none (under the lower bound, a tenth).
+  if [[ -n "$count" && -n "$expected" ]] && ge "$count" "$(( expected / 10 > 1 ? expected / 10 : 1 ))" &&
       ge "$((expected * 16 / 10 + 2))" "$count"; then
     pass "$name ($way): $count SIGPROFs for $expected expected"
   else
