@@ -285,6 +285,8 @@ void RecordLockMarker(const void* lock, long holder, TimeStamp start, TimeStamp 
   // lock or moves its staged markers into the buffer (a chunk manager's callback under the
   // buffer's lock, such as the IPC link's std::mutex): recording the marker would take those
   // locks again ("locked recursively", an abort: fork_full_test in a CI run). Not recorded.
+  // The checks are loads of each mutex's owner compared with this thread's token: no lock,
+  // allocation or system call, so they cannot block or be a cancellation point.
   const StagingArea* staging = thread->marker_staging.load(std::memory_order_acquire);
   if (SessionBuffer().IsLockedOnCurrentThread() ||
       (staging != nullptr && staging->IsBeingMovedOnCurrentThread())) {

@@ -63,7 +63,8 @@ __attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_high =
 __attribute__((tls_model("initial-exec"))) thread_local int t_in_handler = 0;
 // Sampling signals taken on this thread (SamplingSignalsTakenOnCurrentThread). Written only by
 // this thread's handler, which no signal interrupts (every signal is blocked in it), and read
-// by the thread itself: a relaxed load and store, no read-modify-write needed.
+// by the thread itself: a relaxed load and store, no read-modify-write needed. In the handler
+// it is an initial-exec TLS access (%fs-relative): no call, lock, allocation or fault.
 __attribute__((tls_model("initial-exec"))) thread_local std::atomic<uint64_t>
     t_sampling_signals_taken{0};
 
