@@ -92,9 +92,13 @@ fi
 # --- Deep stacks, a process tree with empty processes (issue 20): a Python workload (deep
 # native recursion now and then) started through a shell, so that processes which only exec or
 # wait are in the profile.
-if command -v python3 >/dev/null; then
+# The interpreter itself, not the first python3 in PATH: that may be a launcher script (a
+# pyenv shim is a bash script), whose own processes (readlink, basename, subshells) then join
+# the recorded tree; each that gets a sample adds a timeline row above the flame graph.
+PYTHON="$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)"
+if [[ -x "$PYTHON" ]]; then
   env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$OUT/deep.json" -- \
-    sh -c "true; /bin/true; python3 '$HERE/deep_python.py' 40" >"$WORK/deep.out" 2>"$WORK/deep.err" ||
+    sh -c "true; /bin/true; '$PYTHON' '$HERE/deep_python.py' 40" >"$WORK/deep.out" 2>"$WORK/deep.err" ||
     fail "record deep_python: $(tail -3 "$WORK/deep.err")"
   "$STRATA" report "$OUT/deep.json" -o "$OUT/marked.html" 2>>"$WORK/report.err"
   chrome --window-size=1280,1000 --dump-dom >"$WORK/dom.deep.html" 2>/dev/null
@@ -119,7 +123,11 @@ if command -v python3 >/dev/null; then
   else
     fail "empty processes: $(grep -o '<div id="facts"[^<]*' "$WORK/dom.deep.html")"
   fi
-  chrome --window-size=1280,1000 --screenshot="$OUT/deep.png" >/dev/null 2>"$WORK/chrome-deep.err"
+  # The flame graph's frame is 70 % of the window's height and opens scrolled to its root, at
+  # its bottom: that is in the screenshot only when the frame begins in the window's top 30 %.
+  # A 2000 px window leaves 600 px for the header and the timeline (about 12 thread rows):
+  # ci102 cut the root off at 1000 px under 10 rows, and counted 53 flame rows for >= 64.
+  chrome --window-size=1280,2000 --screenshot="$OUT/deep.png" >/dev/null 2>"$WORK/chrome-deep.err"
   if [[ -s "$OUT/deep.png" ]]; then
     node "$HERE/png_check.js" "$OUT/deep.png" >"$WORK/deep_png.txt" || fail "png_check deep"
     sed 's/^/    /' "$WORK/deep_png.txt"
