@@ -46,7 +46,7 @@ struct ThreadRecord {
 void RecordPairs(int index, ThreadRecord* record) {
   const std::string name = "clock-order-" + std::to_string(index);
   pthread_setname_np(pthread_self(), name.c_str());
-  strata::ProfilerRegisterThread(name.c_str());  // No-op when auto-registered.
+  strata::ProfilerRegisterThread(name.c_str());  // Names it when auto-registered.
   record->before.resize(kPairsPerThread);
   record->after.resize(kPairsPerThread);
   char texts[2][24];

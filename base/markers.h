@@ -16,9 +16,9 @@
 //       w.StringProperty("url", url);
 //       w.IntProperty("status", status);
 //     }
-//     // Optional: how the front-end shows it (shared/json/marker_schema.h; link
-//     // //shared/json:marker_schema, or :marker_schema_for_shared_library with
-//     // //base:strata_base), the meta.markerSchema entry named MarkerTypeName().
+//     // Optional: how the front-end shows it (<strata/marker_schema.h>, whose code is in
+//     // libstrata_base.so: linking the base tier is enough), the meta.markerSchema entry
+//     // named MarkerTypeName().
 //     static strata::MarkerSchema MarkerTypeDisplay() {
 //       strata::MarkerSchema schema{strata::MarkerSchema::Location::kMarkerTable};
 //       schema.AddKeyLabelFormat("url", "URL", strata::MarkerSchema::Format::kUrl);

@@ -102,8 +102,13 @@ bool ProfilerSaveProfile(const std::string& path, std::string* error = nullptr);
 // The current session's profile as a string ("" without a session).
 std::string ProfilerGetProfile();
 
-// Registers the calling thread (idempotent); `name` may be null to use its current name.
-// Threads registered while a session runs are sampled at once if they pass the filters.
+// Registers the calling thread under `name`, which the profile shows for it (the main thread
+// is always "GeckoMain", as the front-end expects). With a null `name` the thread is listed
+// under its kernel name (pthread_setname_np), read again whenever a profile is written.
+// Idempotent: on a thread registered before -- threads made with pthread_create are registered
+// by themselves (feature `threads`) -- a non-null `name` renames it and the thread filters are
+// applied to the new name; null changes nothing. Threads registered while a session runs are
+// sampled at once if they pass the filters.
 void ProfilerRegisterThread(const char* name);
 // Unregisters the calling thread; call before it exits (registered threads made with
 // pthread_create are unregistered automatically when they end). An ended thread is kept
@@ -113,14 +118,14 @@ void ProfilerRegisterThread(const char* name);
 void ProfilerUnregisterThread();
 bool ProfilerIsThreadRegistered();
 
-// RAII: registers the thread for the scope. A thread already registered (by pthread_create's
-// wrapper, or an earlier call) stays registered under its first name, and stays registered
-// after the scope: only a registration made here is undone at its end.
+// RAII: registers the thread under `name` for the scope. A thread already registered (by
+// pthread_create's wrapper, or an earlier call) takes `name` (ProfilerRegisterThread) and
+// stays registered after the scope: only a registration made here is undone at its end.
 class AutoProfilerRegisterThread {
  public:
   explicit AutoProfilerRegisterThread(const char* name)
       : registered_here_(!ProfilerIsThreadRegistered()) {
-    if (registered_here_) ProfilerRegisterThread(name);
+    ProfilerRegisterThread(name);  // Registers, or names a thread registered before.
   }
   ~AutoProfilerRegisterThread() {
     if (registered_here_) ProfilerUnregisterThread();

@@ -2,11 +2,13 @@
 // the profile read back with RapidJSON.
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -111,6 +113,20 @@ struct MarkerTable {
   const rapidjson::Value& strings;
   const int name_col, phase_col, start_col, end_col, data_col;
 };
+
+// The sum of counter `name`'s sample deltas (its value at the last sample), or none when the
+// profile has no such counter.
+std::optional<int64_t> CounterTotal(const rapidjson::Document& profile, const char* name) {
+  if (!profile.HasMember("counters")) return std::nullopt;  // Written only when one has samples.
+  for (const auto& c : profile["counters"].GetArray()) {
+    if (std::string(c["name"].GetString()) != name) continue;
+    const int count_col = c["samples"]["schema"]["count"].GetInt();
+    int64_t total = 0;
+    for (const auto& s : c["samples"]["data"].GetArray()) total += s[count_col].GetInt64();
+    return total;
+  }
+  return std::nullopt;
+}
 
 // The profile `json` parsed (the test fails when it does not parse).
 rapidjson::Document ParseProfile(const std::string& json) {
@@ -259,16 +275,109 @@ TEST_CASE("A session records labels inside sampled stacks, markers and counters"
   CHECK(has_schema);
 
   // The counter: its changes add up to its value.
-  bool found_counter = false;
-  for (const auto& c : profile["counters"].GetArray()) {
-    if (std::string(c["name"].GetString()) != "Items") continue;
-    found_counter = true;
-    const int count_col = c["samples"]["schema"]["count"].GetInt();
-    int64_t total = 0;
-    for (const auto& s : c["samples"]["data"].GetArray()) total += s[count_col].GetInt64();
-    CHECK(total == 15);
+  CHECK(CounterTotal(profile, "Items") == std::optional<int64_t>(15));
+}
+
+// Every session samples every live counter at its first sampler loop, changed or not: a
+// counter set before the session, or never touched, is in each session's profile at its value.
+TEST_CASE("Each session's profile has every live counter, changed or not") {
+  strata::ProfilerCounter set_before("Set before", "Other", "Set before any session");
+  strata::ProfilerCounter untouched("Untouched", "Other", "Never changed");
+  set_before.Set(7);
+  strata::ProfilerSettings settings;
+  settings.interval_ms = 1;
+  settings.features = strata::kFeatureThreads;  // No stack walks: counters only matter here.
+  for (int session = 0; session < 2; ++session) {
+    CAPTURE(session);
+    strata::ProfilerStart(settings);
+    REQUIRE(strata::ProfilerIsActive());
+    // Until the sampler's first loop has run (a few ms; given up after ~20 s, a failure).
+    rapidjson::Document profile;
+    for (int attempt = 0; attempt < 4000; ++attempt) {
+      profile = ParseProfile(strata::ProfilerGetProfile());
+      if (CounterTotal(profile, "Set before")) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    strata::ProfilerStop();
+    CHECK(CounterTotal(profile, "Set before") == std::optional<int64_t>(7));
+    CHECK(CounterTotal(profile, "Untouched") == std::optional<int64_t>(0));
   }
-  CHECK(found_counter);
+}
+
+// Spins until the calling thread has used `cpu_ms` of CPU time (no wall-clock bound: a busy
+// machine only makes it take longer).
+void SpinForThreadCpu(int64_t cpu_ms) {
+  timespec start{}, now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+  volatile uint64_t x = 1;
+  do {
+    for (int i = 0; i < 10000; ++i) x = x * 6364136223846793005ull + 1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < cpu_ms);
+}
+
+// ProfilerRegisterThread(name) names a thread, also one pthread_create's wrapper registered
+// before under its kernel name, and that name stays whatever pthread_setname_np does later;
+// a thread registered without a name is listed under its current kernel name.
+TEST_CASE("A thread is listed under the name given at registration, else its kernel name") {
+  strata::ProfilerSettings settings;
+  settings.interval_ms = 1;
+  strata::ProfilerStart(settings);
+  REQUIRE(strata::ProfilerIsActive());
+  std::atomic<int> ready{0};
+  std::atomic<bool> done{false};
+  std::thread given([&] {
+    strata::ProfilerRegisterThread("given-name");  // Renames the wrapper's registration.
+    pthread_setname_np(pthread_self(), "kernel-later");
+    ++ready;
+    while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  std::thread kernel_named([&] {
+#if defined(__SANITIZE_THREAD__)
+    strata::ProfilerRegisterThread(nullptr);  // TSan builds do not wrap thread starts.
+#endif
+    pthread_setname_np(pthread_self(), "kernel-named");
+    ++ready;
+    while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (ready.load() != 2) std::this_thread::yield();
+  const rapidjson::Document profile = ParseProfile(strata::ProfilerGetProfile());
+  done = true;
+  given.join();
+  kernel_named.join();
+  strata::ProfilerStop();
+  CHECK(ThreadNamed(profile, "given-name") != nullptr);
+  CHECK(ThreadNamed(profile, "kernel-later") == nullptr);
+  CHECK(ThreadNamed(profile, "kernel-named") != nullptr);
+}
+
+// The thread filters are applied again to a name given after registration: a thread the
+// wrapper registered under a name the filters refuse is sampled once it is named to match.
+TEST_CASE("A name given after registration is filtered again") {
+  strata::ProfilerSettings settings;
+  settings.interval_ms = 1;
+  settings.thread_filters = {"picked"};
+  strata::ProfilerStart(settings);
+  REQUIRE(strata::ProfilerIsActive());
+  std::atomic<bool> named{false};
+  std::thread worker([&] {
+    pthread_setname_np(pthread_self(), "refused");
+#if defined(__SANITIZE_THREAD__)
+    strata::ProfilerRegisterThread(nullptr);  // TSan builds do not wrap thread starts.
+#endif
+    SpinForThreadCpu(20);  // Not sampled: its name does not match.
+    strata::ProfilerRegisterThread("picked-worker");
+    named = true;
+    SpinForThreadCpu(100);  // Sampled from here on.
+  });
+  worker.join();
+  const rapidjson::Document profile = ParseProfile(strata::ProfilerGetProfile());
+  strata::ProfilerStop();
+  REQUIRE(named.load());
+  CHECK(ThreadNamed(profile, "refused") == nullptr);
+  const rapidjson::Value* picked = ThreadNamed(profile, "picked-worker");
+  REQUIRE(picked != nullptr);
+  CHECK(SampleStacks(*picked).size() >= 10);  // ~100 ms of CPU at 1 ms (4 ms with timers).
 }
 
 }  // namespace
@@ -293,7 +402,7 @@ TEST_CASE("Staged markers: none lost, each thread's order kept, visible at captu
     writers.emplace_back([t] {
       const std::string name = "stage-w-" + std::to_string(t);
       pthread_setname_np(pthread_self(), name.c_str());
-      strata::ProfilerRegisterThread(name.c_str());  // No-op when auto-registered.
+      strata::ProfilerRegisterThread(name.c_str());  // Names it when auto-registered.
       for (int64_t i = 0; i < kMarkersPerThread; ++i) {
         // A typed marker carries its sequence number; every 1000th is a large text marker
         // (larger than a quarter of the staging: written directly, after a flush).
@@ -453,7 +562,7 @@ TEST_CASE("A marker put on another thread's track comes after that thread's earl
   std::atomic<strata::ThreadId::NumberType> worker_tid{0};
   std::thread worker([&] {
     pthread_setname_np(pthread_self(), "pair-worker");
-    strata::ProfilerRegisterThread("pair-worker");  // No-op when auto-registered.
+    strata::ProfilerRegisterThread("pair-worker");  // Names it when auto-registered.
     worker_tid = strata::CurrentThreadId().ToNumber();
     STRATA_MARKER_UNTYPED("job", kOther, strata::MarkerOptions::IntervalStart());  // Staged.
     step = 1;

@@ -47,9 +47,10 @@ bool FullIsInCharge();
 }  // namespace full
 }  // namespace strata
 
-// For programs that dlopen libstrata_full.so: start with default settings (0 = a base session
-// was taken over, 1 = a new session was started, -1 = nothing started: a fork()ed child), and
-// shut down.
+// For programs that dlopen libstrata_full.so: start with default settings, and shut down.
+// strata_full_start returns 0 when a base session was taken over, 1 otherwise (a new session
+// was started, or this process is an IPC child that follows its parent's session, or one
+// already ran), -1 when nothing started (a fork()ed child).
 extern "C" int strata_full_start(void);
 extern "C" void strata_full_shutdown(void);
 // A text marker on the calling thread (name and text are copied), for dlopen users.

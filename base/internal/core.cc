@@ -25,6 +25,7 @@
 #include <mutex>
 #include <optional>
 
+#include "base/internal/counter_registry.h"
 #include "base/internal/env_settings.h"
 #include "base/internal/flight_recorder.h"
 #include "base/internal/log.h"
@@ -169,6 +170,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   }
   g_profiler_state.store(kStateActive, std::memory_order_relaxed);
 
+  ForgetCounterSamples();  // Before the sampler thread's first loop.
   StartSamplerThreadLocked(session, settings);
   LogInfo("profiler started: interval %.3f ms, buffer %u MiB, features %s", settings.interval_ms,
           settings.buffer_megabytes, FeatureNames(settings.features).c_str());
@@ -292,8 +294,10 @@ SessionSnapshot TakeSessionSnapshot() {
   PruneEndedThreadsLocked(registry);  // Only threads whose data may be in the buffer.
   for (RegisteredThread* thread : registry.live) {
     ThreadInfo& info = registry.infos[thread->info_index];
-    const std::string name = ThreadNameFromProc(thread->tid);
-    if (!name.empty()) info.name = name;
+    if (!info.name_given) {
+      const std::string name = ThreadNameFromProc(thread->tid);
+      if (!name.empty()) info.name = name;
+    }
     snapshot.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
     // Everything recorded so far goes into the buffer.
     if (thread->sampling.load(std::memory_order_relaxed) && DrainRingLocked(thread)) {

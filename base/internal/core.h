@@ -29,7 +29,10 @@ namespace base_internal {
 // What capture needs to know about a thread that was registered during the session.
 struct ThreadInfo {
   ThreadId tid;
-  std::string name;  // Last known name.
+  std::string name;  // The given name, or the kernel's last known name (below).
+  // Named by the program (ProfilerRegisterThread with a name): the name is kept as given.
+  // Otherwise it follows the thread's kernel name (pthread_setname_np, read again at capture).
+  bool name_given = false;
   TimeStamp register_time;
   std::optional<TimeStamp> unregister_time;
   bool is_main = false;
@@ -120,7 +123,8 @@ struct CounterDescription {
 };
 std::vector<CounterDescription> CounterDescriptions();
 
-// Records a registered thread's new name and re-applies the thread filters to it.
+// Records a registered thread's new kernel name (pthread_setname_np) and re-applies the
+// thread filters to it; a thread the program registered with a name of its own keeps that one.
 void OnThreadRenamed(pthread_t thread, const char* name);
 
 }  // namespace base_internal

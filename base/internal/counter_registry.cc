@@ -2,6 +2,7 @@
 #include "base/internal/counter_registry.h"
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -21,7 +22,9 @@ namespace {
 struct CounterRegistry {
   Mutex mutex{"strata counters"};
   std::vector<ProfilerCounter*> counters;  // Index = counter id; null once destroyed.
-  std::vector<std::pair<int64_t, uint64_t>> last;  // Last sampled (value, operations).
+  // Last sampled (value, operations) of each counter in this session; none before its first
+  // sample of the session, so that every session samples every live counter at least once.
+  std::vector<std::optional<std::pair<int64_t, uint64_t>>> last;
 };
 CounterRegistry& GetCounters() {
   static CounterRegistry* counters = new CounterRegistry;
@@ -37,11 +40,17 @@ void SampleCounters(TimeStamp now) {
     ProfilerCounter* counter = counters.counters[i];
     if (!counter) continue;
     const std::pair<int64_t, uint64_t> current(counter->value(), counter->operations());
-    if (current == counters.last[i]) continue;
+    if (counters.last[i] == current) continue;  // Unchanged since its last sample.
     counters.last[i] = current;
     GetSession().buffer.PutObjects(EntryKind::kCounterSample, static_cast<uint32_t>(i), now,
                                    current.first, current.second);
   }
+}
+
+void ForgetCounterSamples() {
+  CounterRegistry& counters = GetCounters();
+  AutoLock lock(counters.mutex);
+  for (auto& last : counters.last) last.reset();
 }
 
 namespace {
@@ -53,7 +62,7 @@ int RegisterCounter(ProfilerCounter* counter) {
   CounterRegistry& counters = GetCounters();
   AutoLock lock(counters.mutex);
   counters.counters.push_back(counter);
-  counters.last.emplace_back(0, 0);
+  counters.last.emplace_back();  // Sampled at the next sampling loop.
   return static_cast<int>(counters.counters.size() - 1);
 }
 

@@ -15,8 +15,12 @@ namespace strata {
 namespace base_internal {
 
 // Writes a kCounterSample entry at `now` for each live counter whose value or operation
-// count changed since the previous call. Sampler thread.
+// count changed since its last sample of the session, or that has none yet. Sampler thread.
 STRATA_BASE_HIDDEN void SampleCounters(TimeStamp now);
+
+// Called when a session starts: its first sampling loop samples every live counter, changed
+// or not, so that each session's profile has every counter from its start.
+STRATA_BASE_HIDDEN void ForgetCounterSamples();
 
 }  // namespace base_internal
 }  // namespace strata

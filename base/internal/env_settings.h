@@ -42,8 +42,9 @@ std::string EnvironmentHelpText();
 std::string ExpandShutdownPath(const std::string& path, int pid);
 
 // Whether STRATA_SIGNAL accepts `signal_number` as the control signal: SIGHUP, SIGINT,
-// SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGURG, SIGWINCH, SIGPROF, SIGVTALRM
-// and SIGRTMIN..SIGRTMAX; never SIGKILL/SIGSTOP, fault signals, job control or SIGCHLD.
+// SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGPROF, SIGVTALRM and
+// SIGRTMIN..SIGRTMAX; never SIGKILL/SIGSTOP, fault signals, job control, SIGCHLD, nor
+// SIGURG/SIGWINCH (ignored by default and sent by the system).
 bool IsAllowedControlSignal(int signal_number);
 
 // A STRATA_SIGNAL value (name with or without "SIG", any case, SIGRTMIN+n, SIGRTMAX-n, or a

@@ -85,8 +85,33 @@ void FlushMarkersLocked(RegisteredThread* thread) {
   }
 }
 
+namespace {
+// Applies the session's thread filters to `thread` under its current name. Registry mutex held.
+void ApplyFiltersLocked(Registry& registry, RegisteredThread* thread) {
+  if (!registry.sampling) return;
+  const ThreadInfo& info = registry.infos[thread->info_index];
+  if (NameMatchesFilters(info.name, thread->is_main, registry.settings.thread_filters)) {
+    StartSamplingLocked(registry, thread);
+  } else if (thread->sampling.load(std::memory_order_relaxed)) {
+    StopSamplingLocked(thread);
+  }
+}
+}  // namespace
+
 RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
-  if (t_registered_thread) return t_registered_thread;
+  if (RegisteredThread* registered = t_registered_thread) {
+    // Registered before (by pthread_create's wrapper, under the kernel name it had then):
+    // a name given now names it from here on.
+    if (name) {
+      Registry& registry = GetRegistry();
+      AutoLock lock(registry.mutex);
+      ThreadInfo& info = registry.infos[registered->info_index];
+      info.name = name;
+      info.name_given = true;
+      ApplyFiltersLocked(registry, registered);
+    }
+    return registered;
+  }
   auto thread = std::make_unique<RegisteredThread>();
   thread->tid = CurrentThreadId();
   thread->pthread = pthread_self();
@@ -125,6 +150,7 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   ThreadInfo info;
   info.tid = raw->tid;
   info.name = name ? name : CurrentThreadName();
+  info.name_given = name != nullptr;
   info.register_time = TimeStamp::Now();
   info.is_main = raw->is_main;
   raw->info_index = registry.infos.size();
@@ -174,8 +200,10 @@ void UnregisterThread(RegisteredThread* thread) {
     }
     FlushMarkersLocked(thread);
     ThreadInfo& info = registry.infos[thread->info_index];
-    const std::string name = CurrentThreadName();
-    if (!name.empty()) info.name = name;
+    if (!info.name_given) {
+      const std::string name = CurrentThreadName();
+      if (!name.empty()) info.name = name;
+    }
     info.unregister_time = TimeStamp::Now();
     if (thread->marker_staging.load(std::memory_order_relaxed) != nullptr) info.recorded = true;
     info.buffer_end = SessionBuffer().GetState().range_end;
@@ -282,13 +310,9 @@ void OnThreadRenamed(pthread_t pthread, const char* name) {
   for (RegisteredThread* thread : registry.live) {
     if (!pthread_equal(thread->pthread, pthread)) continue;
     ThreadInfo& info = registry.infos[thread->info_index];
+    if (info.name_given) return;  // The program's own name for it stays.
     info.name = name;
-    if (!registry.sampling) return;
-    if (NameMatchesFilters(info.name, thread->is_main, registry.settings.thread_filters)) {
-      StartSamplingLocked(registry, thread);
-    } else if (thread->sampling.load(std::memory_order_relaxed)) {
-      StopSamplingLocked(thread);
-    }
+    ApplyFiltersLocked(registry, thread);
     return;
   }
 }

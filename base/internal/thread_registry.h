@@ -110,7 +110,9 @@ std::string ThreadNameFromProc(ThreadId tid);
 bool NameMatchesFilters(const std::string& name, bool is_main,
                         const std::vector<std::string>& filters);
 
-// Registers the calling thread (idempotent) and starts sampling it when a session runs.
+// Registers the calling thread and starts sampling it when a session runs. On a thread
+// registered before, it only names it: a non-null `name` replaces the name (and the filters
+// are applied to it again); null leaves the registration as it is.
 RegisteredThread* RegisterCurrentThreadImpl(const char* name);
 // Unregisters and deletes `thread`, the calling thread's registration: what it recorded goes
 // into the buffer first.

@@ -217,7 +217,7 @@ api_example() {
     grep -qF "$what" "$OUT/api_$name.json" || fail "api_$name: the profile has no $what"
   done
 }
-api_example session_threads strata-base g++ c++17 '"GeckoMain"' '"Worker loop"'
+api_example session_threads strata-base g++ c++17 '"GeckoMain"' '"Worker loop"' '"api-worker"'
 api_example markers_counters strata-base g++ c++17 '"ApiRequest"' '"Requests in flight"' \
   'cache miss for key 42' '"Frame start"' '"Load"'
 api_example full_tier strata-full g++ c++17 '"full tier example"'
