@@ -1,7 +1,7 @@
 // Counters: numbers the program maintains (bytes in a cache, requests in flight) read by the
 // profiler's sampler thread at each of its loops and shown as a track. A sample is written
-// when the value or the operation count changed, and at a session's first loop for every
-// counter (docs/api.md).
+// when the value or the operation count changed, at a session's first loop for every counter,
+// and at the first loop after its construction for one made during a session (docs/api.md).
 //
 //   static auto* const g_cache_bytes =  // Never destroyed (below).
 //       new strata::ProfilerCounter("Cache bytes", "Memory", "Bytes in the cache");

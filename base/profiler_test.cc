@@ -88,6 +88,16 @@ std::vector<std::vector<Frame>> SampleStacks(const rapidjson::Value& thread) {
   return out;
 }
 
+// The sum of a thread's samples' CPU deltas (threadCPUDelta, ns).
+int64_t CpuDeltaSumNs(const rapidjson::Value& thread) {
+  const int column = thread["samples"]["schema"]["threadCPUDelta"].GetInt();
+  int64_t sum = 0;
+  for (const auto& sample : thread["samples"]["data"].GetArray()) {
+    if (sample[column].IsNumber()) sum += sample[column].GetInt64();
+  }
+  return sum;
+}
+
 const rapidjson::Value* ThreadNamed(const rapidjson::Document& profile, const char* name) {
   for (const auto& t : profile["threads"].GetArray()) {
     if (std::string(t["name"].GetString()) == name) return &t;
@@ -295,7 +305,8 @@ TEST_CASE("Each session's profile has every live counter, changed or not") {
     rapidjson::Document profile;
     for (int attempt = 0; attempt < 4000; ++attempt) {
       profile = ParseProfile(strata::ProfilerGetProfile());
-      if (CounterTotal(profile, "Set before")) break;
+      // Both: the sampler writes one counter after the other, and a capture may come between.
+      if (CounterTotal(profile, "Set before") && CounterTotal(profile, "Untouched")) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     strata::ProfilerStop();
@@ -326,7 +337,9 @@ TEST_CASE("A thread is listed under the name given at registration, else its ker
   REQUIRE(strata::ProfilerIsActive());
   std::atomic<int> ready{0};
   std::atomic<bool> done{false};
+  std::atomic<bool> registered_before{false};
   std::thread given([&] {
+    registered_before = strata::ProfilerIsThreadRegistered();
     strata::ProfilerRegisterThread("given-name");  // Renames the wrapper's registration.
     pthread_setname_np(pthread_self(), "kernel-later");
     ++ready;
@@ -346,6 +359,9 @@ TEST_CASE("A thread is listed under the name given at registration, else its ker
   given.join();
   kernel_named.join();
   strata::ProfilerStop();
+#if !defined(__SANITIZE_THREAD__)
+  CHECK(registered_before.load());  // So the rename path was taken (TSan builds: not wrapped).
+#endif
   CHECK(ThreadNamed(profile, "given-name") != nullptr);
   CHECK(ThreadNamed(profile, "kernel-later") == nullptr);
   CHECK(ThreadNamed(profile, "kernel-named") != nullptr);
@@ -359,12 +375,13 @@ TEST_CASE("A name given after registration is filtered again") {
   settings.thread_filters = {"picked"};
   strata::ProfilerStart(settings);
   REQUIRE(strata::ProfilerIsActive());
-  std::atomic<bool> named{false};
+  std::atomic<bool> named{false}, registered{false};
   std::thread worker([&] {
     pthread_setname_np(pthread_self(), "refused");
 #if defined(__SANITIZE_THREAD__)
     strata::ProfilerRegisterThread(nullptr);  // TSan builds do not wrap thread starts.
 #endif
+    registered = strata::ProfilerIsThreadRegistered();  // Checked after the join.
     SpinForThreadCpu(20);  // Not sampled: its name does not match.
     strata::ProfilerRegisterThread("picked-worker");
     named = true;
@@ -373,11 +390,43 @@ TEST_CASE("A name given after registration is filtered again") {
   worker.join();
   const rapidjson::Document profile = ParseProfile(strata::ProfilerGetProfile());
   strata::ProfilerStop();
+  REQUIRE(registered.load());
   REQUIRE(named.load());
   CHECK(ThreadNamed(profile, "refused") == nullptr);
   const rapidjson::Value* picked = ThreadNamed(profile, "picked-worker");
   REQUIRE(picked != nullptr);
   CHECK(SampleStacks(*picked).size() >= 10);  // ~100 ms of CPU at 1 ms (4 ms with timers).
+}
+
+// A thread the filters stop when it is named (sampled under its first name, refused under the
+// new one) keeps the samples it took, and the CPU it used afterwards is in no sample: not on
+// a copy of its last sample when it ends.
+TEST_CASE("A thread the filters stop at a new name: its later CPU is in no sample") {
+  strata::ProfilerSettings settings;
+  settings.interval_ms = 1;
+  settings.thread_filters = {"matched"};
+  strata::ProfilerStart(settings);
+  REQUIRE(strata::ProfilerIsActive());
+  std::atomic<bool> registered{false};
+  std::thread stopped([&] {
+    pthread_setname_np(pthread_self(), "matched");
+#if defined(__SANITIZE_THREAD__)
+    strata::ProfilerRegisterThread(nullptr);  // TSan builds do not wrap thread starts.
+#endif
+    registered = strata::ProfilerIsThreadRegistered();  // Checked after the join.
+    SpinForThreadCpu(50);                          // Sampled: ~50 ms of CPU in its samples.
+    strata::ProfilerRegisterThread("io-worker");   // Refused from here on.
+    SpinForThreadCpu(300);                         // In no sample.
+  });
+  stopped.join();
+  const rapidjson::Document profile = ParseProfile(strata::ProfilerGetProfile());
+  strata::ProfilerStop();
+  REQUIRE(registered.load());
+  const rapidjson::Value* thread = ThreadNamed(profile, "io-worker");
+  REQUIRE(thread != nullptr);  // Listed: it has samples from before.
+  CHECK(SampleStacks(*thread).size() >= 3);
+  // About 50 ms; 350 when the copy at its end carried the 300 ms it spun unsampled.
+  CHECK(CpuDeltaSumNs(*thread) < 150'000'000);
 }
 
 }  // namespace

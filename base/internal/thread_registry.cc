@@ -94,6 +94,11 @@ void ApplyFiltersLocked(Registry& registry, RegisteredThread* thread) {
     StartSamplingLocked(registry, thread);
   } else if (thread->sampling.load(std::memory_order_relaxed)) {
     StopSamplingLocked(thread);
+    // What it took while it matched goes into the buffer now (a capture drains only sampled
+    // threads), and the CPU it uses from here on is nobody's sample: no copy of its last
+    // sample carries it when the thread ends (UnregisterThread).
+    DrainRingLocked(thread);
+    thread->has_sample = false;
   }
 }
 }  // namespace
@@ -188,11 +193,13 @@ void UnregisterThread(RegisteredThread* thread) {
   Registry& registry = GetRegistry();
   {
     AutoLock lock(registry.mutex);
+    const bool was_sampling = thread->sampling.load(std::memory_order_relaxed);
     StopSamplingLocked(thread);
     const TimeStamp now = TimeStamp::Now();
     DrainLocked(thread, now);  // Keep what it took before ending.
-    // And the CPU it used after its last sample, on a copy of it (CPU accounting).
-    if (thread->has_sample && !ProfilerIsPaused() && registry.sampling) {
+    // And the CPU it used after its last sample, on a copy of it (CPU accounting), when it was
+    // still sampled: not the CPU of a time the filters had stopped it (ApplyFiltersLocked).
+    if (was_sampling && thread->has_sample && !ProfilerIsPaused() && registry.sampling) {
       if (const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
           cpu && thread->last_sample_cpu_ns >= 0 && cpu->ToNanoseconds() > thread->last_sample_cpu_ns) {
         PutCopyOfLastSampleLocked(thread, *cpu, now);
