@@ -43,11 +43,15 @@ __attribute__((noinline)) void sleeper_wait(double ms) {
 
 volatile unsigned long long sink;
 
+// Reads its CPU clock (a system call, ~0.5 us here) every ~2 ms of work, not every ~20 us:
+// precise mode's wall-clock timer signals reach a thread running on another CPU late on this
+// VM and skid to its next kernel exit, which put 20-53 % of the CPU on clock_gettime when it
+// ran every 20 us (2.4 % of the time; docs/sampling.md, "Precise mode's skid").
 __attribute__((noinline)) void spinner_burn(double ms) {
   const double end = Now(CLOCK_THREAD_CPUTIME_ID) + ms;
   unsigned long long x = 1;
   while (Now(CLOCK_THREAD_CPUTIME_ID) < end) {
-    for (int i = 0; i < 20000; ++i) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    for (int i = 0; i < 2000000; ++i) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
   }
   sink = x;
 }
