@@ -44,9 +44,9 @@ __attribute__((noinline)) void sleeper_wait(double ms) {
 volatile unsigned long long sink;
 
 // Reads its CPU clock (a system call, ~0.5 us here) every ~2 ms of work, not every ~20 us:
-// precise mode's wall-clock timer signals reach a thread running on another CPU late on this
-// VM and skid to its next kernel exit, which put 20-53 % of the CPU on clock_gettime when it
-// ran every 20 us (2.4 % of the time; docs/sampling.md, "Precise mode's skid").
+// on this VM precise mode's timer signals are taken at the thread's next return from the
+// kernel, which put 20-53 % of the CPU on clock_gettime when it ran every 20 us (2.4 % of the
+// time; docs/sampling.md, "Precise mode's skid").
 __attribute__((noinline)) void spinner_burn(double ms) {
   const double end = Now(CLOCK_THREAD_CPUTIME_ID) + ms;
   unsigned long long x = 1;
