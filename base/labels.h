@@ -14,7 +14,8 @@
 //
 // Contract: `label` must have static storage (a literal); a dynamic string must stay valid
 // and unchanged for the scope (a sample copies up to 63 bytes of it). Labels are scoped:
-// pop in reverse order (RAII does it).
+// pop in reverse order (RAII does it). A sample keeps the outermost 32 labels of its thread;
+// deeper ones (up to 256 are held on the stack) are in no sample.
 //
 // Thread safety: the profiling stack belongs to its thread; its own signal handler reads it
 // (push/pop order stores with signal fences). Async-signal safety: push/pop are.
@@ -55,7 +56,8 @@ class ProfilingStack {
   }
 
   // Frames [0, Depth()) root first (at most kCapacity are stored; deeper pushes are counted
-  // but not kept).
+  // but not kept). A sample copies the outermost 32 of them (SampleSlot::kMaxLabels): labels
+  // nested deeper than 32 are on the stack but in no sample.
   uint32_t Depth() const { return depth_.load(std::memory_order_relaxed); }
   const LabelFrame& frame(uint32_t i) const { return frames_[i]; }
 

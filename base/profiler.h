@@ -34,6 +34,10 @@ namespace strata {
 enum ProfilerFeature : uint32_t {
   kFeatureStackWalk = 1u << 0,      // [stackwalk] native stacks in samples.
   kFeatureThreads = 1u << 1,        // [threads] register threads made with pthread_create.
+                                    // Decided once, when the library loads, from
+                                    // STRATA_STARTUP_FEATURES (default on); the bit given to
+                                    // ProfilerStart is recorded in the profile but does not
+                                    // change it (docs/api.md).
   kFeatureCpu = 1u << 2,            // [cpu] per-sample thread CPU time.
   kFeaturePrecise = 1u << 3,        // [precise] wall-clock timers: a real rate, but sleeps of
                                     // sampled threads may be cut short (EINTR).

@@ -27,7 +27,8 @@ struct FullSettings {
 };
 
 struct StartReport {
-  bool took_over_base_session = false;  // A base session was running and is now full's.
+  bool took_over_base_session = false;  // A session was running at the call and is now
+                                        // full's (also true on a repeated StartFull).
   double sampler_handover_ms = 0;       // Sampler thread hand-over (samples continue meanwhile).
   uint64_t buffer_blocks_before = 0;    // Blocks already in the buffer at takeover.
 };
@@ -40,7 +41,9 @@ StartReport StartFull(const ProfilerSettings& session = ProfilerSettings(),
 // ProfilerStart or StartFull starts a full session.
 void StopFull();
 // Hands the session back to the base tier (it keeps running with base's sampler) and
-// releases everything of the full tier, so that libstrata_full.so may be unloaded.
+// releases everything of the full tier (its sampler, IPC listener, extension). The library
+// itself stays mapped after a dlclose (it is linked -z nodelete, docs/takeover.md): a later
+// dlopen finds the same copy, and StartFull can run again.
 void ShutdownFull();
 bool FullIsInCharge();
 
@@ -48,9 +51,10 @@ bool FullIsInCharge();
 }  // namespace strata
 
 // For programs that dlopen libstrata_full.so: start with default settings, and shut down.
-// strata_full_start returns 0 when a base session was taken over, 1 otherwise (a new session
-// was started, or this process is an IPC child that follows its parent's session, or one
-// already ran), -1 when nothing started (a fork()ed child).
+// strata_full_start returns 0 when a session was running at the call (a base session taken
+// over; also a repeated call while full's own session runs), 1 otherwise (a new session was
+// started, or this process is an IPC child that follows its parent's session), -1 when
+// nothing started (a fork()ed child).
 extern "C" int strata_full_start(void);
 extern "C" void strata_full_shutdown(void);
 // A text marker on the calling thread (name and text are copied), for dlopen users.

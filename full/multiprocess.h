@@ -10,7 +10,11 @@
 // When the parent captures its profile (ProfilerSaveProfile, ProfilerGetProfile, or at exit
 // with STRATA_SHUTDOWN), it gathers every child's profile in parallel and writes them under
 // "processes", with the profiles of children that already ended ("exit profiles"), and
-// tells in "profileGatheringLog" what became of each child.
+// tells in "profileGatheringLog" what became of each child. The gathering is the full
+// tier's: it happens only while the full tier is in charge (after StartFull, before
+// ShutdownFull). A parent that listens without it (ProfilerStart + SpawnProfiledChild) has
+// children that follow its session and share its limit, but its profile has no "processes".
+// ShutdownFull stops listening.
 //
 //   // Parent:
 //   strata::full::StartFull();
@@ -48,10 +52,11 @@ inline constexpr const char kIpcParentVariable[] = "STRATA_IPC_PARENT";
 
 struct IpcSettings {
   // The limit on the buffer memory of the whole tree; 0: the parent's session buffer size
-  // (ProfilerSettings::buffer_megabytes).
+  // (ProfilerSettings::buffer_megabytes), and 64 MiB while the parent has no session.
   size_t global_limit_bytes = 0;
   // How often the parent asks children that have not sent their profile yet how far they
-  // are. Two polls in a row with no progress anywhere end the gathering without them.
+  // are. Two polls in a row with no progress anywhere end the gathering without them; the
+  // first poll never counts, so a stalled child holds a save up for about 3 intervals.
   double gather_poll_interval_ms = 1000;
   // Gathering never takes longer than this, progress or not.
   double gather_timeout_ms = 120000;
@@ -72,7 +77,10 @@ std::string IpcChildEnvironmentEntry();
 // STRATA_IPC_PARENT it had.
 std::vector<std::string> IpcChildEnvironment(char* const envp[] = nullptr);
 // posix_spawn() of `path` with `argv` and IpcChildEnvironment(envp); starts listening first
-// if this process is neither a parent nor a child. Returns 0 and *pid, or an errno value.
+// if this process is neither a parent nor a child. Returns 0 and *pid, or posix_spawn's
+// errno value. Profiling is best effort: when listening fails the child is still spawned,
+// without STRATA_IPC_PARENT (so it is not in the profile), the reason is logged, and the
+// call returns 0; check IpcChildEnvironmentEntry() != "" or GetIpcStatus().parent.
 int SpawnProfiledChild(pid_t* pid, const char* path, char* const argv[],
                        char* const envp[] = nullptr);
 

@@ -59,7 +59,7 @@
 //
 // JavaScript: full/script/spidermonkey/script_groups.h gives a SpiderMonkey embedding's
 // stopwatches a group per global and per script file. C: perfmon_c.h. The code lives in
-// libstrata_full.so (link //full:strata_full).
+// libstrata_full.so (link @strata//:full, or pkg-config strata-full: docs/install.md).
 #ifndef STRATA_FULL_PERFMON_PERFMON_H_
 #define STRATA_FULL_PERFMON_PERFMON_H_
 
@@ -306,7 +306,8 @@ struct AlertOptions {
   // When non-empty and a session is active, save the profile there (through a temporary
   // file and a rename). "{n}" in the path is replaced by the alert's save count (0, 1...).
   std::string save_profile_path;
-  // At most one save per this interval per alert (saving costs tens of ms).
+  // At most one successful save per this interval per alert (saving costs tens of ms). A
+  // failed save does not count: the next janky iteration tries again.
   TimeDuration min_save_interval = TimeDuration::FromSeconds(10);
 };
 

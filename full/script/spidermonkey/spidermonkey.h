@@ -1,7 +1,8 @@
 // JavaScript stacks from SpiderMonkey 102 (Debian's libmozjs-102) in Strata's samples: the
 // adapter of full/script/script_stack.h for SpiderMonkey, in its own library
 // (libstrata_spidermonkey.so, which links libstrata_full.so and libmozjs-102.so). See
-// docs/js.md; the measurements behind the design are in shared/design/spidermonkey.md.
+// docs/js.md; the measurements behind the design are in the design note spidermonkey.md
+// (outside the repository, see docs/js.md).
 //
 // The application owns the engine: JS_Init, its contexts, JS_ShutDown. For each JSContext it
 // wants profiled, on the thread that owns the context:
@@ -17,14 +18,15 @@
 // interpreter frames from SpiderMonkey's profiling stack, Baseline Interpreter, Baseline and
 // Ion frames from JS::ProfilingFrameIterator on the interrupted registers — merged with the
 // engine's labels, Strata's labels and the native frames by stack address. Engine events
-// (bailouts, invalidations) become "JS event" markers. DefineStrataObject() gives scripts
+// (bailouts, invalidations) become Text markers named by the engine's event string, with its
+// details as the text (category JavaScript). DefineStrataObject() gives scripts
 // `Strata.marker(...)` and friends.
 //
 // No SpiderMonkey header is needed to use this one (JSContext and JSObject are only named).
 // The library must be built against the very mozjs-102 headers of the libmozjs it runs with
 // (some engine layouts are compiled into it).
 //
-// Thread safety: Attach/Detach/DefineStrataObject/ReadStats on the context's own thread.
+// Thread safety: Attach/Detach/DefineStrataObject/ReadThreadStats on the context's own thread.
 // Async-signal safety: none.
 #ifndef STRATA_FULL_SCRIPT_SPIDERMONKEY_SPIDERMONKEY_H_
 #define STRATA_FULL_SCRIPT_SPIDERMONKEY_SPIDERMONKEY_H_
@@ -70,11 +72,12 @@ void PollProfiling(JSContext* cx);
 
 // Defines `Strata` on `global` (entering global's realm):
 //   Strata.marker(name[, text])        instant marker (a "Text" marker with text)
-//   Strata.markerStart(name)           interval start ...
+//   Strata.markerStart(name[, text])   interval start ...
 //   Strata.markerEnd(name[, text])     ... and end, paired by name on the thread
 //   Strata.interval(name, start[, text])  interval from `start` (Strata.now()) to now
 //   Strata.now()                       ms on the profiler's clock (CLOCK_MONOTONIC)
-//   Strata.isActive()                  whether a session records
+//   Strata.isActive()                  whether a session samples: active and not paused
+//                                      (markers are recorded during a pause too)
 // Markers go through the base marker API (category JavaScript) into the session buffer.
 bool DefineStrataObject(JSContext* cx, JSObject* global);
 
