@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "platform/check.h"
+#include "platform/raw_syscall.h"
 
 namespace strata {
 namespace {
@@ -22,8 +23,8 @@ constexpr int kMaxPausesBetweenLooks = 256;
 inline void CpuRelax() { __builtin_ia32_pause(); }
 
 void FutexWait(std::atomic<uint32_t>& word, uint32_t expected) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr,
-          nullptr, 0);
+  // Raw: libc's syscall() is a symbol the program (or Strata's own interposer) can replace.
+  RawSyscall(SYS_futex, reinterpret_cast<long>(&word), FUTEX_WAIT_PRIVATE, expected);
 }
 
 }  // namespace
@@ -52,8 +53,7 @@ void Mutex::LockSlow() {
 }
 
 void Mutex::WakeOneWaiter() {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr,
-          nullptr, 0);
+  RawSyscall(SYS_futex, reinterpret_cast<long>(&state_), FUTEX_WAKE_PRIVATE, 1);
 }
 
 bool Mutex::TryLock() {

@@ -6,6 +6,8 @@
 
 #include <atomic>
 
+#include "platform/raw_syscall.h"
+
 namespace strata {
 namespace {
 
@@ -34,7 +36,7 @@ ProcessId CurrentProcessId() { return ProcessId::FromNumber(getpid()); }
 ThreadId CurrentThreadId() {
   pid_t tid = t_cached_tid;
   if (__builtin_expect(tid == 0, 0)) {
-    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    tid = static_cast<pid_t>(RawSyscall(SYS_gettid));
     t_cached_tid = tid;
   }
   return ThreadId::FromNumber(tid);

@@ -20,6 +20,7 @@
 #include "base/internal/flight_recorder.h"
 #include "base/internal/log.h"
 #include "base/internal/thread_restrictions.h"
+#include "platform/never_destroyed.h"
 #include "platform/mutex.h"
 #include "platform/next_definition.h"
 
@@ -44,8 +45,8 @@ std::atomic<bool> g_program_took_signal{false};
 // destroyed: a static destructor at exit would find it held by the control thread, or, in a
 // forked child, by the copy of a lock the control thread held at the fork (fatal).
 Mutex& ControlMutex() {
-  static Mutex* const mutex = new Mutex("strata control signal");
-  return *mutex;
+  static NeverDestroyed<Mutex> mutex("strata control signal");
+  return mutex.get();
 }
 bool g_exiting = false;
 ProfilerSettings* g_settings = nullptr;  // Leaked: the thread may run during exit.

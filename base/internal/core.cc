@@ -40,6 +40,7 @@
 #include "base/internal/tier_extension.h"
 #include "base/labels.h"
 #include "base/markers.h"
+#include "platform/never_destroyed.h"
 #include "platform/check.h"
 #include "platform/cpu_time.h"
 #include "platform/mutex.h"
@@ -60,8 +61,8 @@ std::atomic<uint32_t> g_profiler_state{0};
 
 // Declared, with what each is for, in session_state.h.
 Session& GetSession() {
-  static Session* session = new Session;
-  return *session;
+  static NeverDestroyed<Session> session;
+  return session.get();
 }
 
 std::atomic<bool> g_forked_child{false};

@@ -8,6 +8,7 @@
 
 #include "base/counters.h"
 #include "base/internal/core.h"
+#include "platform/never_destroyed.h"
 #include "platform/mutex.h"
 #include "shared/buffer/entry_kinds.h"
 
@@ -27,8 +28,8 @@ struct CounterRegistry {
   std::vector<std::optional<std::pair<int64_t, uint64_t>>> last;
 };
 CounterRegistry& GetCounters() {
-  static CounterRegistry* counters = new CounterRegistry;
-  return *counters;
+  static NeverDestroyed<CounterRegistry> counters;
+  return counters.get();
 }
 
 }  // namespace

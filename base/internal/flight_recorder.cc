@@ -24,6 +24,7 @@
 #include "base/internal/log.h"
 #include "base/internal/thread_registry.h"
 #include "base/markers.h"
+#include "platform/never_destroyed.h"
 #include "platform/mutex.h"
 #include "platform/private_fd.h"
 #include "shared/flight/flight_format.h"
@@ -364,8 +365,8 @@ struct Recorder {
 };
 
 Recorder& GetRecorder() {
-  static Recorder* recorder = new Recorder;
-  return *recorder;
+  static NeverDestroyed<Recorder> recorder;
+  return recorder.get();
 }
 
 std::atomic<FlightFile*> g_file{nullptr};

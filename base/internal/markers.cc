@@ -8,6 +8,7 @@
 #include "base/internal/session_state.h"
 #include "base/internal/thread_registry.h"
 #include "base/markers.h"
+#include "platform/never_destroyed.h"
 #include "platform/mutex.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "shared/buffer/staging_area.h"
@@ -25,8 +26,8 @@ struct MarkerTypeRegistry {
 };
 
 MarkerTypeRegistry& GetMarkerTypes() {
-  static MarkerTypeRegistry* registry = new MarkerTypeRegistry;
-  return *registry;
+  static NeverDestroyed<MarkerTypeRegistry> registry;
+  return registry.get();
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "base/internal/log.h"
 #include "base/internal/sigpending_budget.h"
 #include "base/internal/thread_registry.h"
+#include "platform/never_destroyed.h"
 #include "platform/sampling/sampling_signal.h"
 #include "platform/sampling/thread_sampling_timer.h"
 
@@ -39,8 +40,8 @@ struct SourceState {
   int64_t cpu_ns = 0;
 };
 SourceState& State() {
-  static SourceState* state = new SourceState;  // Leaked, as the registry.
-  return *state;
+  static NeverDestroyed<SourceState> state;  // Leaked, as the registry.
+  return state.get();
 }
 
 std::string ErrnoName(int error) {

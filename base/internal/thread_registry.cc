@@ -14,6 +14,7 @@
 
 #include "base/internal/log.h"
 #include "base/internal/tier_extension.h"
+#include "platform/never_destroyed.h"
 #include "platform/next_definition.h"
 #include "platform/sampling/sampling_signal.h"
 
@@ -25,8 +26,8 @@ __thread RegisteredThread* t_registered_thread __attribute__((tls_model("initial
 
 // Leaked: threads may still run (and unregister) during exit, after static destructors.
 Registry& GetRegistry() {
-  static Registry* registry = new Registry;
-  return *registry;
+  static NeverDestroyed<Registry> registry;
+  return registry.get();
 }
 
 void OnRegisteredThreadExit(void*);

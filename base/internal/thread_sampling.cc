@@ -14,6 +14,7 @@
 #include "base/internal/sample_entries.h"
 #include "base/internal/session_state.h"
 #include "base/internal/thread_registry.h"
+#include "platform/never_destroyed.h"
 #include "platform/sampling/sampling_signal.h"
 #include "platform/sampling/stack_bounds.h"
 #include "platform/time_stamp.h"
@@ -64,7 +65,8 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
   ChunkedBuffer& buffer = GetSession().buffer;
   // One slot the records are decoded into, for every thread (the registry mutex is held;
   // leaked, as the registry is: threads may unregister during exit).
-  static SampleSlot* const decoded = new SampleSlot;
+  static NeverDestroyed<SampleSlot> decoded_storage;
+  SampleSlot* const decoded = &decoded_storage.get();
   const SampleSlot* const slot = decoded;
   bool drained = false;
   while (thread->ring.TryRead(decoded)) {

@@ -26,6 +26,7 @@
 #include "base/internal/sample_entries.h"
 #include "base/internal/session_state.h"
 #include "base/internal/thread_registry.h"
+#include "platform/never_destroyed.h"
 #include "platform/sampling/frame_pointer_walker.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "platform/time_stamp.h"
@@ -42,17 +43,17 @@ int64_t IntervalNs() {
 
 // The sampler's slot for wait stacks (one at a time, under the registry mutex).
 SampleSlot* WaitStackSlot() {
-  static SampleSlot* slot = new SampleSlot();
-  return slot;
+  static NeverDestroyed<SampleSlot> slot;
+  return &slot.get();
 }
 
 // Walks `thread`'s stack from its wait's snapshot and writes it as a sample at `time`, CPU
 // delta 0. Returns false (nothing written) when the wait `sequence` ended before the walk.
 bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp time) {
   WaitState& wait = thread->wait;
-  wait.walking.store(true, std::memory_order_seq_cst);
+  wait.BeginWalk();
   if (wait.sequence.load(std::memory_order_seq_cst) != sequence) {
-    wait.walking.store(false, std::memory_order_release);
+    wait.EndWalk();
     return false;
   }
   // The thread stays in this wait's wrapper until `walking` is cleared: the snapshot is this
@@ -104,7 +105,7 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
       label.dynamic[n] = '\0';
     }
   }
-  wait.walking.store(false, std::memory_order_release);
+  wait.EndWalk();
   slot->label_count = depth;
   slot->time_ns = time.ToNanoseconds();
   slot->cpu_ns = -1;

@@ -9,7 +9,8 @@
 //     `end_ns` and `end_sequence`; makes `sequence` even again (seq_cst); then, if the sampler
 //     is walking its stack (`walking`), waits for the walk to finish before it returns into
 //     the frames being walked (a few tens of microseconds, only when the wait ended during a
-//     walk).
+//     walk). It waits asleep on a futex (AwaitWalkEnd), never spinning: a real-time thread
+//     that spun would keep the sampler off its CPU for good.
 //   - The sampler, to walk: reads an odd `sequence` and the snapshot (acquire), sets
 //     `walking` (seq_cst), re-reads `sequence`: unchanged, the thread is still inside the
 //     wrapper and cannot leave it before `walking` is cleared, so the frames above the
@@ -23,8 +24,13 @@
 #ifndef STRATA_BASE_INTERNAL_WAIT_STATE_H_
 #define STRATA_BASE_INTERNAL_WAIT_STATE_H_
 
+#include <linux/futex.h>
+#include <time.h>
+
 #include <atomic>
 #include <cstdint>
+
+#include "platform/raw_syscall.h"
 
 namespace strata {
 namespace base_internal {
@@ -32,8 +38,18 @@ namespace base_internal {
 struct WaitState {
   // Odd while the thread waits in a wrapped function; +2 per wait.
   std::atomic<uint64_t> sequence{0};
-  // The sampler is walking the thread's stack from the snapshot.
-  std::atomic<bool> walking{false};
+  // The sampler is walking the thread's stack from the snapshot: kNotWalking, kWalking, or
+  // kWalkingWithWaiter (the thread sleeps, or is about to, on this word as a futex).
+  static constexpr uint32_t kNotWalking = 0;
+  static constexpr uint32_t kWalking = 1;
+  static constexpr uint32_t kWalkingWithWaiter = 2;
+  std::atomic<uint32_t> walking{kNotWalking};
+
+  // Sampler: a walk starts (seq_cst: the sequence is re-read after it), and ends, waking the
+  // thread if it waits. Thread (async-signal-safe): returns once no walk is under way.
+  void BeginWalk() { walking.store(kWalking, std::memory_order_seq_cst); }
+  void EndWalk();
+  void AwaitWalkEnd();
   // Thread: nesting depth of wrapped calls (signal handlers, wrappers calling wrappers).
   int depth = 0;
   // Thread: recording a lock marker (its own locks are not measured).
@@ -61,6 +77,27 @@ struct WaitState {
   // A wait the thread left without the wrapper's return (wait_sampling.cc): not sampled.
   uint64_t abandoned_sequence = 0;
 };
+
+inline void WaitState::EndWalk() {
+  if (walking.exchange(kNotWalking, std::memory_order_release) == kWalkingWithWaiter) {
+    RawSyscall(SYS_futex, reinterpret_cast<long>(&walking), FUTEX_WAKE_PRIVATE, 1);
+  }
+}
+
+inline void WaitState::AwaitWalkEnd() {
+  uint32_t state = walking.load(std::memory_order_seq_cst);
+  while (state != kNotWalking) {
+    if (state == kWalking &&
+        !walking.compare_exchange_weak(state, kWalkingWithWaiter, std::memory_order_seq_cst)) {
+      continue;  // `state` reloaded.
+    }
+    // Asleep until the sampler's wake, or 1 ms: a bound, so no wake-up can be lost for good.
+    const timespec bound{0, 1000000};
+    RawSyscall(SYS_futex, reinterpret_cast<long>(&walking), FUTEX_WAIT_PRIVATE,
+               kWalkingWithWaiter, reinterpret_cast<long>(&bound));
+    state = walking.load(std::memory_order_seq_cst);
+  }
+}
 
 }  // namespace base_internal
 }  // namespace strata

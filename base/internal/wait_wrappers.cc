@@ -35,6 +35,7 @@
 
 #include "base/internal/core.h"
 #include "base/internal/thread_registry.h"
+#include "platform/never_destroyed.h"
 #include "platform/next_definition.h"
 #include "platform/sampling/libunwind_imports.h"
 #include "platform/sampling/libunwind_loader.h"
@@ -106,10 +107,6 @@ inline bool MayMarkWait(const RegisteredThread* thread, uintptr_t return_address
          !CalledFromLibunwind(return_address);
 }
 
-// Waits for the sampler to finish a walk of this thread's stack (wait_state.h).
-inline void AwaitWalkEnd(WaitState& wait) {
-  while (wait.walking.load(std::memory_order_seq_cst)) sched_yield();
-}
 
 // A wrapped call made while the thread seems to be in another one is either nested (a signal
 // handler's, on a deeper part of the stack or on an alternate stack) or follows a wait that
@@ -124,7 +121,7 @@ inline bool OuterWaitWasAbandoned(const RegisteredThread* thread, uintptr_t call
 inline void EndAbandonedWait(WaitState& wait) {
   wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
                       std::memory_order_seq_cst);
-  AwaitWalkEnd(wait);
+  wait.AwaitWalkEnd();
   wait.depth = 0;
 }
 
@@ -162,7 +159,7 @@ class ScopedWait {
       }
       wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
       // The sampler may be walking the frames this thread is about to return into.
-      AwaitWalkEnd(wait);
+      wait.AwaitWalkEnd();
     }
     std::atomic_signal_fence(std::memory_order_seq_cst);
     if (wait.depth > 0) --wait.depth;
@@ -277,6 +274,23 @@ constexpr const char* kVersionOf_pthread_rwlock_wrlock = nullptr;
   ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function, \
                                 ::strata::base_internal::kVersionOf_##function)
 
+// Appends `text` / `value` in `base` (10 or 16) at `length` in `out`, as far as it fits;
+// returns the new length. Async-signal-safe.
+size_t AppendText(char* out, size_t length, size_t capacity, const char* text) {
+  while (*text != '\0' && length < capacity) out[length++] = *text++;
+  return length;
+}
+size_t AppendNumber(char* out, size_t length, size_t capacity, uintptr_t value, unsigned base) {
+  char digits[24];
+  size_t n = 0;
+  do {
+    digits[n++] = "0123456789abcdef"[value % base];
+    value /= base;
+  } while (value != 0 && n < sizeof(digits));
+  while (n > 0 && length < capacity) out[length++] = digits[--n];
+  return length;
+}
+
 // Records an "Awaiting lock" marker for a contended lock that waited [start, end].
 void RecordLockMarker(const void* lock, long holder, TimeStamp start, TimeStamp end) {
   RegisteredThread* thread = t_registered_thread;
@@ -293,14 +307,18 @@ void RecordLockMarker(const void* lock, long holder, TimeStamp start, TimeStamp 
     return;
   }
   thread->wait.in_lock_marker = true;  // Its own locks, if any, are not measured.
-  char text[96];
+  // Formatted here, not by snprintf (not async-signal-safe; may take locale locks).
+  char text[64];
+  size_t length = AppendText(text, 0, sizeof(text), "mutex 0x");
+  length = AppendNumber(text, length, sizeof(text), reinterpret_cast<uintptr_t>(lock), 16);
   if (holder > 0) {
-    snprintf(text, sizeof(text), "mutex %p, held by thread %ld", lock, holder);
-  } else {
-    snprintf(text, sizeof(text), "mutex %p", lock);
+    length = AppendText(text, length, sizeof(text), ", held by thread ");
+    length = AppendNumber(text, length, sizeof(text), static_cast<uintptr_t>(holder), 10);
   }
-  AddTextMarker(ProfilerString::Literal("Awaiting lock"), Category::kOther,
-                MarkerOptions::Interval(start, end), text);
+  // The name outlives every call: no ProfilerString is made or destroyed here.
+  static const NeverDestroyed<ProfilerString> kName(ProfilerString::Literal("Awaiting lock"));
+  AddTextMarker(const_cast<NeverDestroyed<ProfilerString>&>(kName).get(), Category::kOther,
+                MarkerOptions::Interval(start, end), std::string_view(text, length));
   thread->wait.in_lock_marker = false;
 }
 
@@ -324,7 +342,7 @@ void ResolveWaitFunctions() {
 using strata::base_internal::ScopedWait;
 
 // A wrapper: marks the wait, calls the real function, returns its result (errno untouched:
-// the destructor only stores to memory and, rarely, calls sched_yield, which cannot fail).
+// the destructor only stores to memory and, rarely, sleeps on a futex with a raw system call).
 #define STRATA_WAIT_CALL(function, ...)                                                  \
   ScopedWait wait(reinterpret_cast<const void*>(&::function), STRATA_CALLER_REGISTERS()); \
   return real(__VA_ARGS__)

@@ -216,7 +216,9 @@ __attribute__((noinline)) size_t CaptureCurrentStack(uintptr_t* return_addresses
                                                      size_t capacity) {
   capacity = std::min(capacity, kMaxCapturedFrames);
   if (capacity == 0) return 0;
-  const LibunwindFunctions* functions = LoadLibunwind();
+  // Only a libunwind already loaded (WarmUpLibunwind, at session start): loading it here
+  // would dlopen on the caller's thread, maybe inside the program's own allocator.
+  const LibunwindFunctions* functions = LoadedLibunwind();
   if (functions == nullptr) return 0;
   // unw_backtrace's entry 0 is its own return address, inside this function: skipped.
   void* frames[kMaxCapturedFrames + 1];

@@ -161,6 +161,8 @@ inline constexpr size_t kMaxCapturedFrames = 256;
 
 // The calling thread's own stack, outside signal context (marker stacks): writes at most
 // min(capacity, kMaxCapturedFrames) return addresses, innermost first, and returns how many.
+// Uses libunwind only once WarmUpLibunwind() has loaded it (never loads it itself: it runs on
+// program threads, in marker paths); before that it reports nothing.
 // Entry 0 is CaptureCurrentStack()'s own return address, i.e. an address inside its caller;
 // entry i is the return address of the caller's i-th caller. They are return addresses:
 // symbolize each at address - 1. Uses libunwind's unw_backtrace (its cached fast path, no

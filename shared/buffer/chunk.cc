@@ -6,6 +6,7 @@
 #include <new>
 
 #include "platform/check.h"
+#include "platform/page_allocation.h"
 
 namespace strata {
 namespace {
@@ -55,7 +56,9 @@ std::unique_ptr<BufferChunk> BufferChunk::Create(Length min_buffer_bytes, ChunkS
   void* memory = storage ? storage->Allocate(StorageOffset() + buffer_bytes) : nullptr;
   if (memory == nullptr) {
     storage = nullptr;
-    memory = ::operator new(StorageOffset() + buffer_bytes, std::nothrow);
+    // Strata's own pages, not the program's allocator: a chunk may be taken on a program's
+    // thread (its marker filled the current chunk) inside the program's locked operator new.
+    memory = AllocateSizedPages(StorageOffset() + buffer_bytes);
   }
   if (memory == nullptr) return nullptr;
   auto chunk =

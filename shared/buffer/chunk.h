@@ -33,6 +33,7 @@
 #include <memory>
 
 #include "platform/check.h"
+#include "platform/page_allocation.h"
 #include "platform/process_thread_ids.h"
 #include "platform/time_stamp.h"
 #include "shared/buffer/block_index.h"
@@ -117,10 +118,11 @@ class BufferChunk {
   BufferChunk(const BufferChunk&) = delete;
   BufferChunk& operator=(const BufferChunk&) = delete;
 
-  // Chunks come from Create(); these keep `delete` symmetric with its allocation (a
-  // storage's memory was given back by the destructor).
+  // Chunks come from Create(); these keep `delete` symmetric with its allocation: Strata's
+  // own pages (platform/page_allocation.h), or a storage's memory, given back by the
+  // destructor. Neither ever reaches the program's allocator.
   static void operator delete(void* p) {
-    if (ChunkStorage::Owner(p) == nullptr) ::operator delete(p);
+    if (ChunkStorage::Owner(p) == nullptr) FreeSizedPages(p);
   }
 
   // Starts using this chunk (created or recycled): its first byte gets global index

@@ -36,9 +36,12 @@ void LocalLimitChunkManager::RequestChunk() {
 
 void LocalLimitChunkManager::FulfillChunkRequests() {
   AutoLock lock(mutex_);
-  if (!spare_requested_ || spare_chunk_) return;
-  spare_requested_ = false;
-  spare_chunk_ = TakeOrMakeChunkLocked();
+  if (spare_requested_ && !spare_chunk_) {
+    spare_requested_ = false;
+    spare_chunk_ = TakeOrMakeChunkLocked();
+  }
+  // This is a Strata thread's call (the sampler loop): the update the writers left due.
+  if (update_deferred_) NotifyUpdateLocked(nullptr);
 }
 
 std::unique_ptr<BufferChunk> LocalLimitChunkManager::TakeOrMakeChunkLocked() {
@@ -70,13 +73,17 @@ void LocalLimitChunkManager::MakeRoomForOneChunkLocked() {
     DropOldestReleasedLocked(/*may_recycle=*/true);
     dropped_any = true;
   }
-  if (dropped_any) NotifyUpdateLocked(nullptr);
+  // On the writer's path when GetChunk() got here: the update is sent later.
+  if (dropped_any) DeferUpdateLocked(nullptr);
 }
 
 void LocalLimitChunkManager::DropOldestReleasedLocked(bool may_recycle) {
   std::unique_ptr<BufferChunk> oldest = std::move(released_chunks_);
   released_chunks_ = oldest->TakeNext();
   if (!released_chunks_) newest_released_ = nullptr;
+  // A deferred update's newly released chain is the newest part of the released chain: its
+  // first chunk goes first.
+  if (deferred_newly_released_ == oldest.get()) deferred_newly_released_ = released_chunks_.get();
   released_bytes_ -= oldest->BufferBytes();
   ++stats_.chunks_destroyed;
   if (chunk_destroyed_callback_) chunk_destroyed_callback_(*oldest);
@@ -106,7 +113,7 @@ void LocalLimitChunkManager::ReleaseChunk(std::unique_ptr<BufferChunk> chunks) {
     released_chunks_ = std::move(chunks);
   }
   newest_released_ = newest;
-  NotifyUpdateLocked(newly_released);
+  DeferUpdateLocked(newly_released);
 }
 
 void LocalLimitChunkManager::SetChunkDestroyedCallback(
@@ -119,6 +126,7 @@ std::unique_ptr<BufferChunk> LocalLimitChunkManager::GetExtantReleasedChunks() {
   AutoLock lock(mutex_);
   released_bytes_ = 0;
   newest_released_ = nullptr;
+  deferred_newly_released_ = nullptr;  // Taken out: no longer the manager's to report.
   std::unique_ptr<BufferChunk> chunks = std::move(released_chunks_);
   NotifyUpdateLocked(nullptr);
   return chunks;
@@ -140,6 +148,9 @@ void LocalLimitChunkManager::SetUpdateCallback(UpdateCallback callback) {
   AutoLock lock(mutex_);
   if (update_callback_) update_callback_(Update::Final());
   update_callback_ = std::move(callback);
+  // The new callback's first update has every released chunk as newly released.
+  update_deferred_ = false;
+  deferred_newly_released_ = nullptr;
   if (update_callback_) {
     // The current state, with every released chunk as newly released.
     update_callback_(Update(unreleased_bytes_ + RecycledBytesLocked(), released_bytes_,
@@ -158,7 +169,21 @@ void LocalLimitChunkManager::DestroyChunksAtOrBefore(TimeStamp done) {
   if (dropped_any) NotifyUpdateLocked(nullptr);
 }
 
+void LocalLimitChunkManager::SendDeferredUpdate() {
+  AutoLock lock(mutex_);
+  if (update_deferred_) NotifyUpdateLocked(nullptr);
+}
+
+void LocalLimitChunkManager::DeferUpdateLocked(const BufferChunk* newly_released) {
+  if (!update_callback_) return;
+  update_deferred_ = true;
+  if (deferred_newly_released_ == nullptr) deferred_newly_released_ = newly_released;
+}
+
 void LocalLimitChunkManager::NotifyUpdateLocked(const BufferChunk* newly_released) {
+  if (deferred_newly_released_ != nullptr) newly_released = deferred_newly_released_;
+  update_deferred_ = false;
+  deferred_newly_released_ = nullptr;
   if (!update_callback_) return;
   // The recycled chunk is memory held that no controller can destroy: it counts as
   // unreleased (it becomes the next chunk handed out or prepared).

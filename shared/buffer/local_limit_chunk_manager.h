@@ -15,10 +15,23 @@
 // it (recycling or allocating) off the hot path; the next GetChunk() hands it out at the
 // cost of a pointer swap.
 //
-// It is also a ControlledChunkManager: updates go to the update callback on every release
-// and destruction, and DestroyChunksAtOrBefore() lets a global controller free chunks (freed,
-// never recycled: the controller counts on the memory going). The updates' unreleased bytes
-// include the recycled chunk (held, and not destroyable).
+// It is also a ControlledChunkManager: DestroyChunksAtOrBefore() lets a global controller
+// free chunks (freed, never recycled: the controller counts on the memory going), and
+// updates go to the update callback. The updates' unreleased bytes include the recycled chunk
+// (held, and not destroyable).
+//
+// When updates are sent: never from the writers' paths. GetChunk() and ReleaseChunk() run on
+// whatever thread filled a chunk, often a program's thread recording a marker, maybe inside
+// the program's own locked allocator; the update callback is someone else's code (the full
+// tier's IPC link takes a std::mutex and allocates). So those two only note that an update
+// is due; it is sent by the next FulfillChunkRequests() (the sampler loop, every interval)
+// or SendDeferredUpdate(), and at once by the calls a Strata thread makes
+// (SetUpdateCallback, DestroyChunksAtOrBefore, GetExtantReleasedChunks,
+// ForgetUnreleasedChunks). A deferred update's newly released chunks are all those released
+// since the previous update that still exist. The chunk-destroyed callback does run on the
+// writers' paths: it must only touch atomics (the buffer's is).
+//
+// Memory: chunks are Strata's own pages (BufferChunk::Create), or the chunk storage's.
 //
 // Thread safety: thread-safe (one internal Mutex). Callbacks run with that mutex held.
 // Async-signal safety: none; never call it from a signal handler.
@@ -57,6 +70,10 @@ class LocalLimitChunkManager final : public ChunkManager, public ControlledChunk
   void SetUpdateCallback(UpdateCallback callback) override;
   void DestroyChunksAtOrBefore(TimeStamp done) override;
 
+  // Sends the update that releases and destructions on the writers' paths left due, if any
+  // (FulfillChunkRequests() does too). Call from a Strata thread.
+  void SendDeferredUpdate();
+
   // Statistics, for tests and the profile's own accounting.
   struct Stats {
     size_t unreleased_bytes;
@@ -90,7 +107,11 @@ class LocalLimitChunkManager final : public ChunkManager, public ControlledChunk
   // none is kept yet) or frees it.
   void DropOldestReleasedLocked(bool may_recycle);
   size_t RecycledBytesLocked() const;
+  // Sends an update now; its newly released chunks start at the oldest one a deferred
+  // update held, else at `newly_released`.
   void NotifyUpdateLocked(const BufferChunk* newly_released);
+  // Notes that an update is due (writers' paths): sent later by a Strata thread.
+  void DeferUpdateLocked(const BufferChunk* newly_released);
 
   const size_t max_total_bytes_;
   const BufferChunk::Length chunk_min_buffer_bytes_;
@@ -108,6 +129,9 @@ class LocalLimitChunkManager final : public ChunkManager, public ControlledChunk
   bool spare_requested_ = false;
   std::function<void(const BufferChunk&)> chunk_destroyed_callback_;
   UpdateCallback update_callback_;
+  // An update is due (DeferUpdateLocked); its oldest newly released chunk, if any is left.
+  bool update_deferred_ = false;
+  const BufferChunk* deferred_newly_released_ = nullptr;
   Stats stats_{};
 };
 

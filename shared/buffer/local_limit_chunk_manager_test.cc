@@ -83,8 +83,17 @@ TEST_CASE("Updates report releases and destruction; DestroyChunksAtOrBefore free
 
   for (int i = 0; i < 3; ++i) {
     FillAndRelease(manager, manager.GetChunk(), 1 + 104 * i, TimeStamp::FromNanoseconds(100 + i));
+    if (i == 1) manager.FulfillChunkRequests();  // The sampler loop: sends what is due.
   }
-  REQUIRE(updates.size() == 4);
+  // Releases never call the callback on the writer's thread: the update waits for a Strata
+  // thread's call.
+  REQUIRE(updates.size() == 2);
+  CHECK(updates.back().ReleasedBytes() == 2 * 104);
+  REQUIRE(updates.back().NewlyReleasedChunks().size() == 2);
+  manager.SendDeferredUpdate();
+  REQUIRE(updates.size() == 3);
+  manager.SendDeferredUpdate();  // Nothing more due.
+  REQUIRE(updates.size() == 3);
   CHECK(updates.back().ReleasedBytes() == 3 * 104);
   CHECK(updates.back().OldestDoneTimeStamp() == TimeStamp::FromNanoseconds(100));
   REQUIRE(updates.back().NewlyReleasedChunks().size() == 1);
@@ -103,6 +112,29 @@ TEST_CASE("Updates report releases and destruction; DestroyChunksAtOrBefore free
   REQUIRE(second[0].NewlyReleasedChunks().size() == 1);  // Current state: all released.
   manager.SetUpdateCallback(nullptr);
   CHECK(second.back().IsFinal());
+}
+
+TEST_CASE("A deferred update drops the newly released chunks destroyed meanwhile") {
+  LocalLimitChunkManager manager(/*max_total_bytes=*/320, /*chunk_min_buffer_bytes=*/100);
+  std::vector<Update> updates;
+  manager.SetUpdateCallback([&](Update&& u) { updates.push_back(std::move(u)); });
+  // Ten chunks through a three-chunk limit with no Strata-thread call in between: the oldest
+  // newly released chunks were destroyed before the update could name them.
+  for (int i = 0; i < 10; ++i) {
+    FillAndRelease(manager, manager.GetChunk(), 1 + 104 * i, TimeStamp::FromNanoseconds(10 + i));
+  }
+  REQUIRE(updates.size() == 1);
+  manager.SendDeferredUpdate();
+  REQUIRE(updates.size() == 2);
+  const Update& update = updates.back();
+  CHECK(update.ReleasedBytes() == manager.GetStats().released_bytes);
+  const auto& released = update.NewlyReleasedChunks();
+  REQUIRE(!released.empty());
+  // Exactly the chunks still held, oldest first, ending with the last one released.
+  CHECK(released.back().done_time_stamp == TimeStamp::FromNanoseconds(19));
+  CHECK(released.front().done_time_stamp == update.OldestDoneTimeStamp());
+  CHECK(released.size() * 104 == update.ReleasedBytes());
+  manager.SetUpdateCallback(nullptr);  // Its final update goes to `updates` while it lives.
 }
 
 TEST_CASE("GetExtantReleasedChunks hands over all released chunks") {

@@ -6,7 +6,7 @@ void StagingArea::FlushLocked(ChunkedBuffer& buffer) {
   const size_t tail = tail_.load(std::memory_order_relaxed);
   const size_t head = head_.load(std::memory_order_acquire);
   if (tail == head) return;
-  buffer.PutBlocks(bytes_.get() + tail, head - tail);
+  buffer.PutBlocks(bytes_ + tail, head - tail);
   tail_.store(head, std::memory_order_relaxed);
 }
 

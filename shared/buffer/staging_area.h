@@ -22,6 +22,10 @@
 // When an entry does not fit at the end, the owner flushes everything and starts again at
 // offset 0 (under the consumer mutex, so no consumer reads meanwhile).
 //
+// Memory: the area (object and bytes, one block) is Strata's own pages when made with `new`
+// (platform/page_allocation.h), never the program's allocator: a thread makes its area at
+// its first marker, which may be recorded inside the program's own locked `operator new`.
+//
 // Thread safety: one owner (TryReserveEntry, CommitEntry, PutObjects, PutFrom,
 // FlushAndRewind); any number of consumers (FlushInto, Discard), serialized by the area's
 // own mutex.
@@ -33,8 +37,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 
 #include "platform/mutex.h"
+#include "platform/page_allocation.h"
 #include "shared/buffer/chunked_buffer.h"
 #include "shared/buffer/entry_serialization.h"
 #include "shared/buffer/leb128.h"
@@ -47,7 +53,14 @@ class StagingArea {
   // Larger entries are not staged (they go straight to the buffer, after a flush).
   static constexpr size_t kMaxStagedEntryBytes = kBytes / 4;
 
-  StagingArea() : bytes_(new uint8_t[kBytes]) {}
+  StagingArea() = default;
+  // `new StagingArea` maps pages of Strata's own (async-signal-safe; nullptr when the kernel
+  // refuses, never an exception); `delete` unmaps them.
+  static void* operator new(size_t bytes, const std::nothrow_t&) noexcept {
+    return AllocateSizedPages(bytes);
+  }
+  static void* operator new(size_t bytes) noexcept { return AllocateSizedPages(bytes); }
+  static void operator delete(void* p) { FreeSizedPages(p); }
   StagingArea(const StagingArea&) = delete;
   StagingArea& operator=(const StagingArea&) = delete;
 
@@ -61,7 +74,7 @@ class StagingArea {
     if (__builtin_expect(block_bytes > kBytes - head || entry_bytes > kMaxStagedEntryBytes, 0)) {
       return nullptr;
     }
-    uint8_t* p = bytes_.get() + head;
+    uint8_t* p = bytes_ + head;
     WriteULEB128(uint64_t{entry_bytes}, p);
     reserved_head_ = head + block_bytes;
     return p;
@@ -112,7 +125,7 @@ class StagingArea {
   }
   void FlushLocked(ChunkedBuffer& buffer);
 
-  const std::unique_ptr<uint8_t[]> bytes_;
+  uint8_t bytes_[kBytes];
   // Offsets into bytes_: [tail_, head_) is committed and not yet moved. head_ is written by
   // the owner; tail_ under consumer_mutex_; both reset to 0 by the owner under it.
   std::atomic<size_t> head_{0};

@@ -1,0 +1,36 @@
+// Memory of Strata's own, straight from the kernel: anonymous private mappings made with the
+// raw mmap/munmap system calls (raw_syscall.h).
+//
+// Why: code on a program's thread never calls the program's allocator. A program may replace
+// `operator new` or `malloc` with its own, guarded by its own mutex; if a Strata path on that
+// thread allocated through it while the thread already held that mutex (a marker for a
+// contended lock recorded inside the program's allocator, say), the thread would deadlock on
+// itself. The marker staging areas and the buffer's chunks are made here instead.
+//
+// Sizes are rounded up to whole pages; the memory is zero-filled on first touch. Each
+// allocation is its own mapping, so use this for a few large, long-lived blocks (a staging
+// area per thread, a buffer chunk), not for small objects.
+//
+// Thread safety: thread-safe. Async-signal safety: async-signal-safe (system calls only).
+#ifndef STRATA_PLATFORM_PAGE_ALLOCATION_H_
+#define STRATA_PLATFORM_PAGE_ALLOCATION_H_
+
+#include <cstddef>
+
+namespace strata {
+
+// At least `bytes` of zeroed, read-write memory, page-aligned; nullptr when the kernel refuses
+// (out of memory or address space, or a seccomp filter). Give it back with FreePages() and
+// the same `bytes`.
+void* AllocatePages(size_t bytes);
+void FreePages(void* pages, size_t bytes);
+
+// An allocation that remembers its own size: `bytes` usable bytes at a 16-byte aligned
+// address, the size kept in a 16-byte prefix. For objects whose deleting code does not know
+// the size (a class's operator delete). Free with FreeSizedPages().
+void* AllocateSizedPages(size_t bytes);
+void FreeSizedPages(void* memory);
+
+}  // namespace strata
+
+#endif  // STRATA_PLATFORM_PAGE_ALLOCATION_H_

@@ -1,0 +1,253 @@
+// A program whose allocator and `write` are its own, guarded by its own locks and slow: the
+// memory-tracking pattern of many C++ code bases (a global operator new/delete that counts
+// under a std::mutex). It calls no Strata function and includes no Strata header.
+//
+// It watches Strata from inside: its operator new/delete, malloc family and write note every
+// call whose caller is code of libstrata_base.so on one of the program's own threads (a
+// re-entry: docs/host-contract.md forbids it), and every nested entry into its own locked
+// operator new on one thread (which would deadlock). Under the old marker path (the "Awaiting
+// lock" marker allocated the thread's staging area with operator new) such a program hung.
+//
+// Workload (its own clock decides how long): --threads N workers for --seconds S, each
+// allocating and freeing through the locked operator new (holding the lock ~2 ms every 64th
+// time, so others wait on it long enough for a lock marker), writing to /dev/null, sleeping
+// briefly, and starting a short-lived thread now and then.
+// Prints "locked_allocator: waits_over_1ms=W reentries=R strata_calls=C ops=N" and exits 0
+// only when R == 0 and C == 0; a nested operator new aborts at once with a message.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+extern "C" void* __libc_malloc(size_t);
+extern "C" void __libc_free(void*);
+extern "C" void* __libc_calloc(size_t, size_t);
+extern "C" void* __libc_realloc(void*, size_t);
+extern "C" void* __libc_memalign(size_t, size_t);
+
+namespace {
+
+std::mutex g_allocator_mutex;  // The program's own lock (pthread_mutex_lock underneath).
+std::atomic<long> g_waits_over_1ms{0};
+std::atomic<long> g_reentries{0};
+std::atomic<long> g_strata_calls{0};
+std::atomic<long> g_ops{0};
+std::atomic<bool> g_watching{false};
+std::atomic<uintptr_t> g_strata_begin{0};
+std::atomic<uintptr_t> g_strata_end{0};
+std::atomic<uintptr_t> g_strata_load_address{0};
+
+thread_local bool t_program_thread = false;  // Set by the program's own threads only.
+thread_local int t_in_operator_new = 0;
+// Inside the program's own pthread_create call (std::thread's constructor): the one
+// documented place where Strata allocates on the calling thread (docs/host-contract.md,
+// "Heavy by design": the start routine's wrapper; glibc allocates the new thread's TLS there
+// too). A new thread's own registration runs before its body sets t_program_thread, and its
+// unregistration after its body clears it: both outside the program's code.
+thread_local bool t_creating_thread = false;
+
+template <typename... Args>
+std::thread StartThread(Args&&... args) {
+  t_creating_thread = true;
+  std::thread thread(std::forward<Args>(args)...);
+  t_creating_thread = false;
+  return thread;
+}
+
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+// A call from libstrata_base.so's code on a program thread.
+void NoteCaller(const void* return_address) {
+  if (!t_program_thread || t_creating_thread || !g_watching.load(std::memory_order_relaxed)) {
+    return;
+  }
+  const auto pc = reinterpret_cast<uintptr_t>(return_address);
+  if (pc >= g_strata_begin.load(std::memory_order_relaxed) &&
+      pc < g_strata_end.load(std::memory_order_relaxed)) {
+    if (g_strata_calls.fetch_add(1) < 5) {
+      char line[128];
+      const int n = snprintf(line, sizeof(line),
+                             "locked_allocator: called from libstrata_base.so+0x%lx\n",
+                             static_cast<unsigned long>(pc - g_strata_load_address.load()));
+      syscall(SYS_write, 2, line, n);
+    }
+  }
+}
+
+int FindStrata(dl_phdr_info* info, size_t, void*) {
+  if (info->dlpi_name == nullptr || strstr(info->dlpi_name, "libstrata_base") == nullptr) return 0;
+  uintptr_t begin = UINTPTR_MAX, end = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    begin = std::min<uintptr_t>(begin, info->dlpi_addr + ph.p_vaddr);
+    end = std::max<uintptr_t>(end, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  g_strata_load_address.store(info->dlpi_addr);
+  g_strata_begin.store(begin);
+  g_strata_end.store(end);
+  return 1;
+}
+
+void* LockedAllocate(size_t bytes, const void* caller) {
+  NoteCaller(caller);
+  if (t_in_operator_new > 0) {
+    // Re-entered while this thread holds the program's allocator lock: plain, a deadlock.
+    g_reentries.fetch_add(1);
+    static const char kMessage[] =
+        "locked_allocator: operator new re-entered on a thread holding its lock (deadlock)\n";
+    syscall(SYS_write, 2, kMessage, sizeof(kMessage) - 1);
+    abort();
+  }
+  const int64_t start = NowNs();
+  std::lock_guard<std::mutex> lock(g_allocator_mutex);
+  if (NowNs() - start > 1000000) g_waits_over_1ms.fetch_add(1, std::memory_order_relaxed);
+  ++t_in_operator_new;
+  void* p = __libc_malloc(bytes == 0 ? 1 : bytes);
+  // Slow now and then: the others wait on the lock (>= 1 ms: a lock marker's threshold).
+  static std::atomic<unsigned> count{0};
+  if (t_program_thread && (count.fetch_add(1, std::memory_order_relaxed) & 63) == 0) {
+    const timespec hold{0, 2000000};
+    nanosleep(&hold, nullptr);
+  }
+  --t_in_operator_new;
+  return p;
+}
+
+void LockedFree(void* p, const void* caller) {
+  NoteCaller(caller);
+  if (p == nullptr) return;
+  std::lock_guard<std::mutex> lock(g_allocator_mutex);
+  __libc_free(p);
+}
+
+void Worker(double seconds, int index) {
+  t_program_thread = true;
+  const int64_t end = NowNs() + static_cast<int64_t>(seconds * 1e9);
+  const int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  std::vector<std::string*> kept;
+  for (long i = 0; NowNs() < end; ++i) {
+    kept.push_back(new std::string(100 + (i % 300), 'x'));
+    if (kept.size() > 32) {
+      for (std::string* s : kept) delete s;
+      kept.clear();
+    }
+    if ((i & 15) == 0 && devnull >= 0) {
+      if (write(devnull, "x", 1) != 1) abort();
+    }
+    if ((i & 255) == 0) {
+      const timespec nap{0, 100000};
+      nanosleep(&nap, nullptr);
+    }
+    if ((i & 1023) == index) {
+      StartThread([] {
+        t_program_thread = true;
+        delete new int(1);
+        t_program_thread = false;
+      }).join();
+    }
+    g_ops.fetch_add(1, std::memory_order_relaxed);
+  }
+  for (std::string* s : kept) delete s;
+  if (devnull >= 0) close(devnull);
+  t_program_thread = false;
+}
+
+}  // namespace
+
+void* operator new(size_t bytes) { return LockedAllocate(bytes, __builtin_return_address(0)); }
+void* operator new[](size_t bytes) { return LockedAllocate(bytes, __builtin_return_address(0)); }
+void* operator new(size_t bytes, const std::nothrow_t&) noexcept {
+  return LockedAllocate(bytes, __builtin_return_address(0));
+}
+void* operator new[](size_t bytes, const std::nothrow_t&) noexcept {
+  return LockedAllocate(bytes, __builtin_return_address(0));
+}
+void operator delete(void* p) noexcept { LockedFree(p, __builtin_return_address(0)); }
+void operator delete[](void* p) noexcept { LockedFree(p, __builtin_return_address(0)); }
+void operator delete(void* p, size_t) noexcept { LockedFree(p, __builtin_return_address(0)); }
+void operator delete[](void* p, size_t) noexcept { LockedFree(p, __builtin_return_address(0)); }
+
+// The C allocator: glibc's underneath, every caller checked.
+extern "C" {
+void* malloc(size_t bytes) {
+  NoteCaller(__builtin_return_address(0));
+  return __libc_malloc(bytes);
+}
+void free(void* p) {
+  NoteCaller(__builtin_return_address(0));
+  __libc_free(p);
+}
+void* calloc(size_t n, size_t bytes) {
+  NoteCaller(__builtin_return_address(0));
+  return __libc_calloc(n, bytes);
+}
+void* realloc(void* p, size_t bytes) {
+  NoteCaller(__builtin_return_address(0));
+  return __libc_realloc(p, bytes);
+}
+void* memalign(size_t alignment, size_t bytes) {
+  NoteCaller(__builtin_return_address(0));
+  return __libc_memalign(alignment, bytes);
+}
+void* aligned_alloc(size_t alignment, size_t bytes) {
+  NoteCaller(__builtin_return_address(0));
+  return __libc_memalign(alignment, bytes);
+}
+int posix_memalign(void** out, size_t alignment, size_t bytes) {
+  NoteCaller(__builtin_return_address(0));
+  void* p = __libc_memalign(alignment, bytes);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+// The program's own write, slow and locked (its log lock), as some programs have.
+ssize_t write(int fd, const void* data, size_t bytes) {
+  NoteCaller(__builtin_return_address(0));
+  static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&log_lock);
+  const ssize_t n = syscall(SYS_write, fd, data, bytes);
+  pthread_mutex_unlock(&log_lock);
+  return n;
+}
+}  // extern "C"
+
+int main(int argc, char** argv) {
+  int threads = 4;
+  double seconds = 1.5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--seconds") == 0) seconds = atof(argv[i + 1]);
+  }
+  t_program_thread = true;
+  dl_iterate_phdr(&FindStrata, nullptr);  // Not preloaded: the range stays empty.
+  g_watching.store(true);
+  std::vector<std::thread> workers;
+  workers.reserve(threads);
+  for (int t = 0; t < threads; ++t) workers.push_back(StartThread(Worker, seconds, t));
+  for (std::thread& w : workers) w.join();
+  g_watching.store(false);  // The exit save runs on this thread: an explicit, documented case.
+  printf("locked_allocator: waits_over_1ms=%ld reentries=%ld strata_calls=%ld ops=%ld\n",
+         g_waits_over_1ms.load(), g_reentries.load(), g_strata_calls.load(),
+         g_ops.load() > 0 ? 1L : 0L);
+  return g_reentries.load() == 0 && g_strata_calls.load() == 0 ? 0 : 1;
+}
