@@ -2,7 +2,10 @@
 #include "base/internal/sampling_source.h"
 
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include "base/internal/thread_registry.h"
 #include "platform/never_destroyed.h"
 #include "platform/sampling/sampling_signal.h"
+#include "platform/sampling/seccomp_probe.h"
 #include "platform/sampling/thread_sampling_timer.h"
 
 namespace strata {
@@ -28,6 +32,8 @@ struct SourceState {
   // Set once perf_event_open was refused for a reason that holds for every thread
   // (permission, no system call, no software events): later threads go straight to timers.
   std::string perf_refused;
+  // The seccomp check before the session's first perf_event_open was made.
+  bool seccomp_checked = false;
   // Why the latest thread that fell back to a timer did (out of descriptors, ...).
   std::string thread_fallback;
   uint64_t threads_on_events = 0;
@@ -49,6 +55,48 @@ std::string ErrnoName(int error) {
   return name ? name : std::to_string(error);
 }
 
+// The most perf-event descriptors Strata keeps open: a sixteenth of the program's soft
+// RLIMIT_NOFILE, read now (the program may change it). Beyond it threads get CPU-clock timers,
+// which take no descriptor, so the program's own opens near its limit still succeed.
+constexpr int kDescriptorShareDivisor = 16;
+int PerfEventDescriptorBudget() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return PerfTaskClockEvent::kMaxOpenEvents;
+  }
+  return static_cast<int>(std::min<rlim_t>(limit.rlim_cur / kDescriptorShareDivisor,
+                                           PerfTaskClockEvent::kMaxOpenEvents));
+}
+
+// Why perf_event_open must not be used because the process's seccomp filter would kill or
+// trap it (a trial in a throwaway child), or "" when it may be used (a filter that answers
+// with an error is found by the first real call, as without a filter).
+std::string PerfEventOpenRefusalBySeccomp() {
+  const SeccompMode mode = CurrentSeccompMode();
+  if (mode == SeccompMode::kNone || mode == SeccompMode::kUnknown) return "";
+  if (mode == SeccompMode::kStrict) return "perf_event_open not tried (seccomp strict mode)";
+  struct perf_event_attr attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.size = sizeof(attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.disabled = 1;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  const TrialResult trial = TrySystemCallInChild(SYS_perf_event_open, reinterpret_cast<long>(&attr),
+                                                 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  switch (trial) {
+    case TrialResult::kReturned:
+      return "";
+    case TrialResult::kKilled:
+      return "perf_event_open refused (the process's seccomp filter kills or traps it)";
+    case TrialResult::kUnknown:
+      break;
+  }
+  return "perf_event_open not tried (a seccomp filter is installed and a trial in a child "
+         "process could not be made)";
+}
+
 // Refusals that will not change from one thread to the next.
 bool RefusedForEveryThread(int error) {
   return error == EACCES || error == EPERM || error == ENOSYS || error == ENOENT ||
@@ -56,6 +104,11 @@ bool RefusedForEveryThread(int error) {
 }
 
 std::string RefusalReason(int error) {
+  if (error == EDQUOT) {
+    return "perf_event_open not used (Strata's share of descriptors, 1/" +
+           std::to_string(kDescriptorShareDivisor) + " of RLIMIT_NOFILE: " +
+           std::to_string(PerfEventDescriptorBudget()) + ", is in use)";
+  }
   std::string reason = "perf_event_open refused (" + ErrnoName(error);
   if (error == EACCES || error == EPERM) {
     const int paranoid = PerfTaskClockEvent::ParanoidLevel();
@@ -97,6 +150,8 @@ bool StartTimer(RegisteredThread* thread, const std::string& thread_name,
 
 // Opens `thread`'s perf event. Returns 0 or the errno of the refusal.
 int StartEvent(RegisteredThread* thread, const ProfilerSettings& settings, int signal_number) {
+  // EDQUOT: Strata's own share, not the process's limit (RefusalReason says which).
+  if (PerfTaskClockEvent::OpenCount() >= PerfEventDescriptorBudget()) return EDQUOT;
   ThreadSamplingSource& source = thread->source;
   const int error = source.perf_event.Open(
       thread->tid, TimeDuration::FromMilliseconds(settings.interval_ms), signal_number);
@@ -140,6 +195,14 @@ bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const std::string
   if (state.precise || state.request == SamplingSourceRequest::kTimers ||
       !state.perf_refused.empty()) {
     return StartTimer(thread, thread_name, settings, signal_number);
+  }
+  if (!state.seccomp_checked) {
+    state.seccomp_checked = true;
+    state.perf_refused = PerfEventOpenRefusalBySeccomp();
+    if (!state.perf_refused.empty()) {
+      LogInfo("%s: sampling with CPU-clock timers", state.perf_refused.c_str());
+      return StartTimer(thread, thread_name, settings, signal_number);
+    }
   }
   const int error = StartEvent(thread, settings, signal_number);
   if (error == 0) {

@@ -7,6 +7,9 @@
 //       action (our handler stays the kernel disposition; S's instances that are not samples
 //       go to that action), and the old action reported is the program's, never ours. glibc's
 //       signal() does not go through the exported sigaction, hence its own wrappers.
+//   sigset, sigignore, sighold, sigrelse (System V)  for S and C: carried out through the
+//       wrappers above (glibc's own versions call its internal sigaction and sigprocmask, which
+//       no wrapper sees: `sigset(S, SIG_DFL)` made S's next sample kill the program).
 //   sigprocmask, pthread_sigmask  S is removed from the masks given to SIG_BLOCK and
 //       SIG_SETMASK; whether the program asked for S to be blocked is remembered per thread, so
 //       the old mask it reads back is the one it set. (A new thread starts with S unblocked in
@@ -54,6 +57,8 @@ using SignalfdFunction = int (*)(int, const sigset_t*, int);
 using SigwaitFunction = int (*)(const sigset_t*, int*);
 using SigwaitinfoFunction = int (*)(const sigset_t*, siginfo_t*);
 using SigtimedwaitFunction = int (*)(const sigset_t*, siginfo_t*, const struct timespec*);
+using SigsetFunction = sighandler_t (*)(int, sighandler_t);
+using SigOneFunction = int (*)(int);
 
 template <typename Function>
 Function Real(std::atomic<Function>& cache, const char* name) {
@@ -75,6 +80,10 @@ std::atomic<SignalfdFunction> g_signalfd{nullptr};
 std::atomic<SigwaitFunction> g_sigwait{nullptr};
 std::atomic<SigwaitinfoFunction> g_sigwaitinfo{nullptr};
 std::atomic<SigtimedwaitFunction> g_sigtimedwait{nullptr};
+std::atomic<SigsetFunction> g_sigset{nullptr};
+std::atomic<SigOneFunction> g_sigignore{nullptr};
+std::atomic<SigOneFunction> g_sighold{nullptr};
+std::atomic<SigOneFunction> g_sigrelse{nullptr};
 
 void ResolveRealFunctions() {
   (void)Real(g_sigaction, "sigaction");
@@ -87,6 +96,16 @@ void ResolveRealFunctions() {
   (void)Real(g_sigwait, "sigwait");
   (void)Real(g_sigwaitinfo, "sigwaitinfo");
   (void)Real(g_sigtimedwait, "sigtimedwait");
+  (void)Real(g_sigset, "sigset");
+  (void)Real(g_sigignore, "sigignore");
+  (void)Real(g_sighold, "sighold");
+  (void)Real(g_sigrelse, "sigrelse");
+}
+
+// The sampling or the control signal, whose System V calls go through the wrappers.
+bool IsStrataSignal(int signal_number) {
+  return signal_number > 0 && !IsInSamplingHandler() &&
+         (signal_number == InstalledSamplingSignal() || signal_number == ControlSignal());
 }
 
 __attribute__((constructor)) void ResolveAtLoad() { ResolveRealFunctions(); }
@@ -316,6 +335,81 @@ int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* ti
   sigset_t storage;
   return real(WithoutSignal(set, FilteredSignal(__builtin_return_address(0)), &storage), info,
               timeout);
+}
+
+// System V signal functions (glibc implements them with its internal sigaction and
+// sigprocmask): for S and C, the same operations through the wrappers above.
+sighandler_t sigset(int signal_number, sighandler_t disposition) {
+  if (!IsStrataSignal(signal_number)) {
+    const SigsetFunction real = Real(g_sigset, "sigset");
+    return real != nullptr ? real(signal_number, disposition) : SIG_ERR;
+  }
+  sigset_t one, old_mask;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  struct sigaction previous;
+  if (disposition == SIG_HOLD) {
+    if (sigaction(signal_number, nullptr, &previous) != 0 ||
+        sigprocmask(SIG_BLOCK, &one, &old_mask) != 0) {
+      return SIG_ERR;
+    }
+    return sigismember(&old_mask, signal_number) == 1 ? SIG_HOLD : HandlerOf(previous);
+  }
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_handler = disposition;
+  sigemptyset(&action.sa_mask);
+  if (sigaction(signal_number, &action, &previous) != 0 ||
+      sigprocmask(SIG_UNBLOCK, &one, &old_mask) != 0) {
+    return SIG_ERR;
+  }
+  return sigismember(&old_mask, signal_number) == 1 ? SIG_HOLD : HandlerOf(previous);
+}
+
+int sigignore(int signal_number) {
+  if (!IsStrataSignal(signal_number)) {
+    const SigOneFunction real = Real(g_sigignore, "sigignore");
+    if (real == nullptr) {
+      errno = ENOSYS;
+      return -1;
+    }
+    return real(signal_number);
+  }
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_handler = SIG_IGN;
+  sigemptyset(&action.sa_mask);
+  return sigaction(signal_number, &action, nullptr);
+}
+
+int sighold(int signal_number) {
+  if (!IsStrataSignal(signal_number)) {
+    const SigOneFunction real = Real(g_sighold, "sighold");
+    if (real == nullptr) {
+      errno = ENOSYS;
+      return -1;
+    }
+    return real(signal_number);
+  }
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  return sigprocmask(SIG_BLOCK, &one, nullptr);
+}
+
+int sigrelse(int signal_number) {
+  if (!IsStrataSignal(signal_number)) {
+    const SigOneFunction real = Real(g_sigrelse, "sigrelse");
+    if (real == nullptr) {
+      errno = ENOSYS;
+      return -1;
+    }
+    return real(signal_number);
+  }
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  return sigprocmask(SIG_UNBLOCK, &one, nullptr);
 }
 
 }  // extern "C"

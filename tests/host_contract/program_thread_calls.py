@@ -119,6 +119,8 @@ HEAVY_BY_DESIGN = {
     "signal": "as sigaction",
     "bsd_signal": "as sigaction",
     "sysv_signal": "as sigaction",
+    "sigset": "as sigaction (System V; glibc's own bypasses the sigaction wrapper)",
+    "sigignore": "as sigaction",
     "syscall": "rt_sigaction, seccomp and exit system calls made raw: as sigaction / session stop",
     "prctl": "PR_SET_SECCOMP: the session stops before the filter is installed",
 }
