@@ -388,8 +388,10 @@ int Exits(const std::string& out) {
 void PrintDescriptors(const char* when) {
   for (int fd : DescriptorsOfKind({""})) {
     char link[256] = {};
-    readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), link, sizeof(link) - 1);
-    std::printf("%s: descriptor %d -> %s\n", when, fd, link);
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = readlink(path.c_str(), link, sizeof(link) - 1);
+    // Closed meanwhile (the directory's own descriptor): said so, not a garbage name.
+    std::printf("%s: descriptor %d -> %s\n", when, fd, n > 0 ? link : "(gone)");
   }
 }
 
@@ -514,7 +516,8 @@ int CloseRange() {
   const int status = Wait(child, 40000);
   Check(status == 0, "the child ran close_range, kept its files and exited 0 (status " +
                          std::to_string(status) + ")");
-  std::system((std::string("rm -rf ") + dir).c_str());
+  const int removed = std::system((std::string("rm -rf ") + dir).c_str());
+  Check(removed == 0, std::string("the child's scratch directory removed (") + dir + ")");
   return 0;
 }
 
