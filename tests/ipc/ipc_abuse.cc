@@ -15,6 +15,9 @@
 //   ipc_abuse closerange <out.json>  a child that runs close_range(3, ~0U, 0) and puts its
 //       own files on the numbers Strata's IPC held (sockets, eventfds): none of its bytes is
 //       read or written by Strata, none of its descriptors closed; it carries on and exits 0.
+//   ipc_abuse backlog                a "parent" that listens and never accepts, its backlog
+//       full: a child's StartFull() gives up on it at its 2 s deadline (it waited for an
+//       accept() forever before), says why, and profiles alone.
 //
 // Prints "ok: ..." / "FAIL: ..." lines, "RESULT key=value" lines, and "ipc_abuse: ok" at the
 // end when every check passed (exit status 0).
@@ -31,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -521,6 +525,81 @@ int CloseRange() {
   return 0;
 }
 
+// --- backlog
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int Backlog() {
+  constexpr double kDeadlineMs = 2000;  // The child's connect + handshake deadline (docs/ipc.md).
+  char dir[] = "/tmp/strata-backlog-XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  const std::string path = std::string(dir) + "/parent.sock";
+  // Non-blocking: the test's own accept() below never waits.
+  const int listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  if (listen_fd < 0 || bind(listen_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      listen(listen_fd, 0) != 0) {
+    Check(false, std::string("listen: ") + strerror(errno));
+    return 1;
+  }
+  // Fill the backlog: connections nobody accepts, until the next one would wait.
+  std::vector<int> fillers;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      close(fd);
+      break;
+    }
+    fillers.push_back(fd);
+  }
+  Check(!fillers.empty() && fillers.size() < 64,
+        "the parent's backlog is full (" + std::to_string(fillers.size()) + " connections queued)");
+  setenv(strata::full::kIpcParentVariable, path.c_str(), 1);
+  std::atomic<bool> returned{false};
+  double took_ms = 0;
+  std::thread starter([&] {
+    const double start = NowMs();
+    strata::full::StartFull();
+    took_ms = NowMs() - start;
+    returned = true;
+  });
+  // Generous: only a start that waits for the parent to accept (the bug) takes this long.
+  const double wait_start = NowMs();
+  while (!returned.load() && NowMs() - wait_start < kDeadlineMs + 20000) SleepMs(5);
+  const bool gave_up = returned.load();
+  // A start still waiting is let go: the "parent" accepts now.
+  std::vector<int> accepted;
+  while (!returned.load()) {
+    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) accepted.push_back(fd);
+    SleepMs(1);
+  }
+  starter.join();
+  std::printf("RESULT start_ms=%.1f deadline_ms=%.0f\n", took_ms, kDeadlineMs);
+  Check(gave_up, "StartFull() returned while the parent's backlog stayed full (" +
+                     std::to_string(took_ms) + " ms; waited " +
+                     std::to_string(NowMs() - wait_start) + " ms for it)");
+  Check(took_ms >= kDeadlineMs / 2, "... after waiting for the parent meanwhile");
+  Check(!strata::full::IpcChildFollowsParent() && !strata::full::GetIpcStatus().child,
+        "... it does not follow the parent");
+  Check(strata::ProfilerIsActive(), "... and profiles alone (a session of its own)");
+  unsetenv(strata::full::kIpcParentVariable);
+  strata::full::ShutdownFull();
+  for (int fd : fillers) close(fd);
+  for (int fd : accepted) close(fd);
+  close(listen_fd);
+  unlink(path.c_str());
+  rmdir(dir);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -533,8 +612,10 @@ int main(int argc, char** argv) {
   if (mode == "exits" && argc > 2) rc = Exits(argv[2]);
   if (mode == "cycle") rc = Cycle();
   if (mode == "closerange") rc = CloseRange();
+  if (mode == "backlog") rc = Backlog();
   if (rc == 2) {
-    std::fprintf(stderr, "usage: ipc_abuse emfile|exits|closerange <out.json> | cycle\n");
+    std::fprintf(stderr, "usage: ipc_abuse emfile|exits|closerange <out.json> | cycle | "
+                         "backlog\n");
     return 2;
   }
   if (rc == 0 && g_failures == 0) {
