@@ -259,6 +259,11 @@ class IpcParent {
   void ExpireExitProfiles();
   // Any thread.
   void Event(bool error, const std::string& text);
+  // A log line peers can cause, not kept as an event: rate-limited with the events' lines.
+  void Log(bool error, const std::string& text);
+  // The count of lines the limiter held back, once their window is over and no later line
+  // carried it (IPC thread, every round).
+  void ReportSuppressedLines();
 
   const IpcSettings settings_;
   const int64_t epoch_offset_ns_;
@@ -391,6 +396,15 @@ void IpcParent::Shutdown() {
 }
 
 void IpcParent::Event(bool error, const std::string& text) {
+  Log(error, text);
+  char stamp[32];
+  snprintf(stamp, sizeof(stamp), "%.3f ms: ", (TimeStamp::Now() - start_time_).ToMilliseconds());
+  std::lock_guard<std::mutex> lock(status_mutex_);
+  events_.push_back(stamp + text);
+  if (events_.size() > kMaxEvents) events_.pop_front();
+}
+
+void IpcParent::Log(bool error, const std::string& text) {
   uint64_t suppressed = 0;
   bool allowed;
   {
@@ -407,11 +421,18 @@ void IpcParent::Event(bool error, const std::string& text) {
       LogInfo("ipc: %s%s", text.c_str(), more.c_str());
     }
   }
-  char stamp[32];
-  snprintf(stamp, sizeof(stamp), "%.3f ms: ", (TimeStamp::Now() - start_time_).ToMilliseconds());
-  std::lock_guard<std::mutex> lock(status_mutex_);
-  events_.push_back(stamp + text);
-  if (events_.size() > kMaxEvents) events_.pop_front();
+}
+
+void IpcParent::ReportSuppressedLines() {
+  uint64_t suppressed = 0;
+  {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    if (!log_limiter_.TakeUnreported(TimeStamp::Now(), &suppressed)) return;
+  }
+  // An error line: those held back may have been errors, and this one is rare (one per
+  // window at most, counted in it).
+  LogError("ipc: %llu IPC log line(s) not shown (at most %d lines per %.0f s)",
+           static_cast<unsigned long long>(suppressed), kLogBurst, kLogWindow.ToMilliseconds() / 1000);
 }
 
 std::string IpcParent::Describe(const Child& child) const {
@@ -486,6 +507,7 @@ void IpcParent::IpcThreadMain() {
                       " connection(s) in all beyond the connection caps");
       refusals_in_episode_ = 0;
     }
+    ReportSuppressedLines();
     SyncStats();
   }
   // Shutting down: children see the connection close and carry on alone.
@@ -590,7 +612,8 @@ void IpcParent::AcceptAll() {
     RegisterInheritedFd(child.connection->number());
     child.peer = peer;
     child.connected_at = now;
-    LogInfo("ipc: connection from pid %d", peer.pid);
+    // Any process of the user can connect and close in a loop: limited like the events.
+    if (base_internal::LoggingEnabled()) Log(false, "connection from pid " + std::to_string(peer.pid));
   }
 }
 

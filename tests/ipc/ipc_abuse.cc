@@ -18,6 +18,10 @@
 //   ipc_abuse backlog                a "parent" that listens and never accepts, its backlog
 //       full: a child's StartFull() gives up on it at its 2 s deadline (it waited for an
 //       accept() forever before), says why, and profiles alone.
+//   ipc_abuse churn <out>            with STRATA_LOGGING=1, a same-user peer connects and
+//       closes 2000 times: the parent's log lines stay within the limiter's burst per 10 s
+//       window (one line per connection before), a count of those not shown comes by itself,
+//       and a real child still joins.
 //
 // Prints "ok: ..." / "FAIL: ..." lines, "RESULT key=value" lines, and "ipc_abuse: ok" at the
 // end when every check passed (exit status 0).
@@ -600,6 +604,75 @@ int Backlog() {
   return 0;
 }
 
+// --- churn
+
+int Churn(const std::string& log_path) {
+  Check(std::getenv("STRATA_LOGGING") != nullptr, "STRATA_LOGGING is set (every IPC line wanted)");
+  strata::full::IpcSettings ipc;
+  ipc.gather_poll_interval_ms = 200;
+  StartParent(ipc);
+  const std::string path = strata::full::GetIpcStatus().socket_path;
+  // The parent's stderr goes to a file for the count (the test's own lines stay on stdout).
+  const int saved_stderr = dup(2);
+  const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  if (saved_stderr < 0 || log < 0 || dup2(log, 2) < 0) return 1;
+  close(log);
+  const double start = NowMs();
+  int connected = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const int fd = RawConnect(path);
+    if (fd < 0) continue;
+    ++connected;
+    close(fd);
+  }
+  const double loop_ms = NowMs() - start;
+  // The count of the lines not shown comes once their window (10 s) is over, by itself.
+  auto read_log = [&] {
+    std::ifstream in(log_path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  auto has_count = [](const std::vector<std::string>& lines) {
+    for (const std::string& l : lines) {
+      if (l.find("not shown") != std::string::npos) return true;
+    }
+    return false;
+  };
+  std::vector<std::string> lines = read_log();
+  while (!has_count(lines) && NowMs() - start < 60000) {
+    SleepMs(50);
+    lines = read_log();
+  }
+  const double elapsed_ms = NowMs() - start;
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  size_t ipc_lines = 0;
+  for (const std::string& l : lines) ipc_lines += l.find("ipc:") != std::string::npos ? 1 : 0;
+  // The parent started its 10 s window before the loop (its "listening" line): at most 40
+  // lines in each window begun since then.
+  const size_t windows = static_cast<size_t>(elapsed_ms / 10000) + 2;
+  const size_t bound = 40 * windows;
+  std::printf("RESULT connections=%d loop_ms=%.0f elapsed_ms=%.0f log_lines=%zu ipc_lines=%zu "
+              "bound=%zu\n",
+              connected, loop_ms, elapsed_ms, lines.size(), ipc_lines, bound);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i < 3 || lines[i].find("not shown") != std::string::npos) {
+      std::printf("parent log: %s\n", lines[i].c_str());
+    }
+  }
+  Check(connected > 0, "the peer connected and closed " + std::to_string(connected) + " times");
+  Check(ipc_lines <= bound, std::to_string(ipc_lines) + " IPC log lines for " +
+                                std::to_string(connected) + " connections, within " +
+                                std::to_string(bound) + " (40 per 10 s window)");
+  Check(has_count(lines), "the count of the lines not shown came by itself");
+  unsetenv("STRATA_LOGGING");  // The child's own log is not counted here.
+  pid_t child = 0;
+  Check(SpawnSelf({"join"}, &child) == 0 && Wait(child, 20000) == 0,
+        "a real child joins the session after the churn");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -613,9 +686,10 @@ int main(int argc, char** argv) {
   if (mode == "cycle") rc = Cycle();
   if (mode == "closerange") rc = CloseRange();
   if (mode == "backlog") rc = Backlog();
+  if (mode == "churn" && argc > 2) rc = Churn(std::string(argv[2]) + ".parent-stderr.txt");
   if (rc == 2) {
-    std::fprintf(stderr, "usage: ipc_abuse emfile|exits|closerange <out.json> | cycle | "
-                         "backlog\n");
+    std::fprintf(stderr, "usage: ipc_abuse emfile|exits|closerange|churn <out.json> | "
+                         "cycle | backlog\n");
     return 2;
   }
   if (rc == 0 && g_failures == 0) {
