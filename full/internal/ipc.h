@@ -29,6 +29,11 @@ void IpcOnShutdownFull();
 // writes a sub-process profile; a parent gathers its children's into its own.
 void IpcAdjustCapture(profile::CaptureInputs& inputs);
 
+// StartIpcParent's core (full_tier.cc): starts the parent end only while the full tier is in
+// charge (it gathers the children), holding the full tier's lock so that ShutdownFull cannot
+// come in between; false with *error otherwise.
+bool StartIpcParentInCharge(const IpcSettings& settings, std::string* error);
+
 // --- The two ends (ipc_parent.cc, ipc_child.cc).
 
 class IpcParent;
