@@ -405,6 +405,9 @@ void IpcParent::Event(bool error, const std::string& text) {
 }
 
 void IpcParent::Log(bool error, const std::string& text) {
+  // An informational line without STRATA_LOGGING is never printed: it neither uses up the
+  // budget of the lines that are (errors) nor counts among those not shown.
+  if (!error && !base_internal::LoggingEnabled()) return;
   uint64_t suppressed = 0;
   bool allowed;
   {
@@ -429,8 +432,8 @@ void IpcParent::ReportSuppressedLines() {
     std::lock_guard<std::mutex> lock(status_mutex_);
     if (!log_limiter_.TakeUnreported(TimeStamp::Now(), &suppressed)) return;
   }
-  // An error line: those held back may have been errors, and this one is rare (one per
-  // window at most, counted in it).
+  // An error line: those held back may have been errors (informational ones are only counted
+  // with STRATA_LOGGING on), and this one is rare (one per window at most, counted in it).
   LogError("ipc: %llu IPC log line(s) not shown (at most %d lines per %.0f s)",
            static_cast<unsigned long long>(suppressed), kLogBurst, kLogWindow.ToMilliseconds() / 1000);
 }
@@ -613,7 +616,7 @@ void IpcParent::AcceptAll() {
     child.peer = peer;
     child.connected_at = now;
     // Any process of the user can connect and close in a loop: limited like the events.
-    if (base_internal::LoggingEnabled()) Log(false, "connection from pid " + std::to_string(peer.pid));
+    Log(false, "connection from pid " + std::to_string(peer.pid));
   }
 }
 

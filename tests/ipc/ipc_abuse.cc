@@ -22,6 +22,9 @@
 //       closes 2000 times: the parent's log lines stay within the limiter's burst per 10 s
 //       window (one line per connection before), a count of those not shown comes by itself,
 //       and a real child still joins.
+//   ipc_abuse churn_quiet <out>      the same without STRATA_LOGGING, then a malformed frame:
+//       its error line is printed (the unprinted informational lines used up the budget
+//       before).
 //
 // Prints "ok: ..." / "FAIL: ..." lines, "RESULT key=value" lines, and "ipc_abuse: ok" at the
 // end when every check passed (exit status 0).
@@ -606,8 +609,12 @@ int Backlog() {
 
 // --- churn
 
+// STRATA_LOGGING=1 (churn): every line counts. Without it (churn_quiet): the informational
+// lines are not printed, and must not use up the budget of those that are: an error right after
+// the churn is printed.
 int Churn(const std::string& log_path) {
-  Check(std::getenv("STRATA_LOGGING") != nullptr, "STRATA_LOGGING is set (every IPC line wanted)");
+  const bool logging = std::getenv("STRATA_LOGGING") != nullptr;
+  std::printf("RESULT logging=%d\n", logging ? 1 : 0);
   strata::full::IpcSettings ipc;
   ipc.gather_poll_interval_ms = 200;
   StartParent(ipc);
@@ -626,7 +633,18 @@ int Churn(const std::string& log_path) {
     close(fd);
   }
   const double loop_ms = NowMs() - start;
-  // The count of the lines not shown comes once their window (10 s) is over, by itself.
+  // An error the parent always reports: a malformed frame (a wrong magic number). Sent again
+  // until read: while the parent is at its caps after the churn it refuses new connections.
+  int malformed_sent = 0;
+  auto send_malformed = [&] {
+    const int fd = RawConnect(path);
+    const uint8_t garbage[12] = {'n', 'o', 't', ' ', 'a', ' ', 'f', 'r', 'a', 'm', 'e', '!'};
+    if (fd >= 0 && SendAll(fd, garbage, sizeof(garbage))) ++malformed_sent;
+    SleepMs(100);
+    if (fd >= 0) close(fd);
+  };
+  // The count of the lines not shown comes once their window (10 s) is over, by itself; the
+  // malformed frame's line, at once.
   auto read_log = [&] {
     std::ifstream in(log_path);
     std::vector<std::string> lines;
@@ -639,10 +657,39 @@ int Churn(const std::string& log_path) {
     }
     return false;
   };
+  auto has_malformed = [](const std::vector<std::string>& lines) {
+    for (const std::string& l : lines) {
+      if (l.find("malformed") != std::string::npos) return true;
+    }
+    return false;
+  };
+  auto done = [&](const std::vector<std::string>& lines) {
+    return logging ? has_count(lines) : has_malformed(lines);
+  };
+  // Generous deadlines: the count comes 10 s after the window began, the error at once.
+  const double give_up_ms = logging ? 40000 : 15000;
   std::vector<std::string> lines = read_log();
-  while (!has_count(lines) && NowMs() - start < 60000) {
+  double last_malformed = 0;
+  while (!done(lines) && NowMs() - start < give_up_ms) {
+    if (!logging && NowMs() - last_malformed > 1000) {
+      send_malformed();
+      last_malformed = NowMs();
+    }
     SleepMs(50);
     lines = read_log();
+  }
+  // Every malformed frame the parent read is an event; each must have its printed line (the
+  // status first: an event is kept after its line is written).
+  size_t malformed_events = 0, malformed_printed = 0;
+  if (!logging) {
+    SleepMs(200);
+    for (const std::string& e : strata::full::GetIpcStatus().events) {
+      malformed_events += e.find("malformed") != std::string::npos ? 1 : 0;
+    }
+    lines = read_log();
+    for (const std::string& l : lines) {
+      malformed_printed += l.find("malformed") != std::string::npos ? 1 : 0;
+    }
   }
   const double elapsed_ms = NowMs() - start;
   dup2(saved_stderr, 2);
@@ -654,10 +701,11 @@ int Churn(const std::string& log_path) {
   const size_t windows = static_cast<size_t>(elapsed_ms / 10000) + 2;
   const size_t bound = 40 * windows;
   std::printf("RESULT connections=%d loop_ms=%.0f elapsed_ms=%.0f log_lines=%zu ipc_lines=%zu "
-              "bound=%zu\n",
-              connected, loop_ms, elapsed_ms, lines.size(), ipc_lines, bound);
+              "bound=%zu malformed_frames_sent=%d\n",
+              connected, loop_ms, elapsed_ms, lines.size(), ipc_lines, bound, malformed_sent);
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (i < 3 || lines[i].find("not shown") != std::string::npos) {
+    if (i < 3 || lines[i].find("not shown") != std::string::npos ||
+        lines[i].find("malformed") != std::string::npos) {
       std::printf("parent log: %s\n", lines[i].c_str());
     }
   }
@@ -665,7 +713,15 @@ int Churn(const std::string& log_path) {
   Check(ipc_lines <= bound, std::to_string(ipc_lines) + " IPC log lines for " +
                                 std::to_string(connected) + " connections, within " +
                                 std::to_string(bound) + " (40 per 10 s window)");
-  Check(has_count(lines), "the count of the lines not shown came by itself");
+  if (logging) {
+    Check(has_count(lines), "the count of the lines not shown came by itself");
+  } else {
+    std::printf("RESULT malformed_events=%zu malformed_printed=%zu\n", malformed_events,
+                malformed_printed);
+    Check(malformed_events > 0 && malformed_printed >= malformed_events,
+          "every malformed frame's error is printed (the churn's unprinted lines did not use "
+          "up the budget)");
+  }
   unsetenv("STRATA_LOGGING");  // The child's own log is not counted here.
   pid_t child = 0;
   Check(SpawnSelf({"join"}, &child) == 0 && Wait(child, 20000) == 0,
@@ -686,9 +742,11 @@ int main(int argc, char** argv) {
   if (mode == "cycle") rc = Cycle();
   if (mode == "closerange") rc = CloseRange();
   if (mode == "backlog") rc = Backlog();
-  if (mode == "churn" && argc > 2) rc = Churn(std::string(argv[2]) + ".parent-stderr.txt");
+  if ((mode == "churn" || mode == "churn_quiet") && argc > 2) {
+    rc = Churn(std::string(argv[2]) + ".parent-stderr.txt");
+  }
   if (rc == 2) {
-    std::fprintf(stderr, "usage: ipc_abuse emfile|exits|closerange|churn <out.json> | "
+    std::fprintf(stderr, "usage: ipc_abuse emfile|exits|closerange|churn|churn_quiet <out.json> | "
                          "cycle | backlog\n");
     return 2;
   }

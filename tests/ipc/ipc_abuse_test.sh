@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Host-safety scenarios of multi-process profiling (issue 16, docs/ipc.md "Limits on what
-# peers can do"). Usage: ipc_abuse_test.sh emfile|exits|cycle|closerange|backlog|churn
+# peers can do"). Usage: ipc_abuse_test.sh emfile|exits|cycle|closerange|backlog|churn|churn_quiet
 source "$(dirname "$0")/../scenario_lib.sh"
 
 mode="${1:?mode}"
