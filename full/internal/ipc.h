@@ -34,7 +34,7 @@ void IpcAdjustCapture(profile::CaptureInputs& inputs);
 // come in between; false with *error otherwise.
 bool StartIpcParentInCharge(const IpcSettings& settings, std::string* error);
 
-// --- The two ends (ipc_parent.cc, ipc_child.cc).
+// --- The two ends (ipc_parent.h and its .cc files, ipc_child.cc).
 
 class IpcParent;
 class IpcChild;

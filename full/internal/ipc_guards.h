@@ -1,4 +1,4 @@
-// What keeps the parent end of multi-process profiling (ipc_parent.cc) from harming the program
+// What keeps the parent end of multi-process profiling (ipc_parent.h) from harming the program
 // it lives in when peers misbehave or are many (docs/ipc.md, "Limits on what peers can do"):
 //
 //   LogRateLimiter   bounds the log lines peers can cause (a burst per window, then a count
