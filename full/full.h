@@ -27,14 +27,18 @@ struct FullSettings {
 };
 
 struct StartReport {
-  bool took_over_base_session = false;  // A session was running at the call and is now
-                                        // full's (also true on a repeated StartFull).
+  bool took_over_base_session = false;  // A base session was running at the call and is now
+                                        // full's.
+  bool already_in_charge = false;       // A repeated StartFull: the full tier was in charge
+                                        // already, nothing was taken over.
   double sampler_handover_ms = 0;       // Sampler thread hand-over (samples continue meanwhile).
   uint64_t buffer_blocks_before = 0;    // Blocks already in the buffer at takeover.
 };
 
 // Starts the full tier: takes over a running base session, or starts a new session with
-// `session` settings when none runs.
+// `session` settings when none runs. A repeated call while the full tier is in charge takes
+// nothing over (already_in_charge; took_over_base_session is false): it applies `settings`,
+// and starts a session with `session` only when none runs (after StopFull).
 StartReport StartFull(const ProfilerSettings& session = ProfilerSettings(),
                       const FullSettings& settings = FullSettings());
 // Stops the session (data dropped; save it first). The full tier stays in charge: the next
@@ -51,10 +55,11 @@ bool FullIsInCharge();
 }  // namespace strata
 
 // For programs that dlopen libstrata_full.so: start with default settings, and shut down.
-// strata_full_start returns 0 when a session was running at the call (a base session taken
-// over; also a repeated call while full's own session runs), 1 otherwise (a new session was
-// started, or this process is an IPC child that follows its parent's session), -1 when
-// nothing started (a fork()ed child).
+// strata_full_start returns 0 when a base session was running at the call and was taken
+// over, 1 when the full tier started (a new session was started, or this process is an IPC
+// child that follows its parent's session), 2 when the full tier was already in charge (a
+// repeated call: nothing taken over; a session is started only if none ran), -1 when nothing
+// started (a fork()ed child).
 extern "C" int strata_full_start(void);
 extern "C" void strata_full_shutdown(void);
 // A text marker on the calling thread (name and text are copied), for dlopen users.

@@ -11,10 +11,9 @@
 // with STRATA_SHUTDOWN), it gathers every child's profile in parallel and writes them under
 // "processes", with the profiles of children that already ended ("exit profiles"), and
 // tells in "profileGatheringLog" what became of each child. The gathering is the full
-// tier's: it happens only while the full tier is in charge (after StartFull, before
-// ShutdownFull). A parent that listens without it (ProfilerStart + SpawnProfiledChild) has
-// children that follow its session and share its limit, but its profile has no "processes".
-// ShutdownFull stops listening.
+// tier's, so a process listens only while the full tier is in charge (after StartFull,
+// before ShutdownFull, which stops listening): without it StartIpcParent refuses (false, and
+// a log line), and SpawnProfiledChild spawns without profiling.
 //
 //   // Parent:
 //   strata::full::StartFull();
@@ -67,7 +66,8 @@ struct IpcSettings {
 };
 
 // Starts listening for children (idempotent; later settings are ignored). False with
-// *error when the private directory or the socket cannot be made.
+// *error when the full tier is not in charge (call StartFull first; also logged), or when the
+// private directory or the socket cannot be made.
 bool StartIpcParent(const IpcSettings& settings = IpcSettings(), std::string* error = nullptr);
 
 // "STRATA_IPC_PARENT=<socket>" for a program to spawn into this session: this process's
@@ -78,9 +78,10 @@ std::string IpcChildEnvironmentEntry();
 std::vector<std::string> IpcChildEnvironment(char* const envp[] = nullptr);
 // posix_spawn() of `path` with `argv` and IpcChildEnvironment(envp); starts listening first
 // if this process is neither a parent nor a child. Returns 0 and *pid, or posix_spawn's
-// errno value. Profiling is best effort: when listening fails the child is still spawned,
-// without STRATA_IPC_PARENT (so it is not in the profile), the reason is logged, and the
-// call returns 0; check IpcChildEnvironmentEntry() != "" or GetIpcStatus().parent.
+// errno value. Profiling is best effort: when listening fails (the full tier is not in
+// charge, or no socket) the child is still spawned, without STRATA_IPC_PARENT (so it is not
+// in the profile), the reason is logged, and the call returns 0; check
+// IpcChildEnvironmentEntry() != "" or GetIpcStatus().parent.
 int SpawnProfiledChild(pid_t* pid, const char* path, char* const argv[],
                        char* const envp[] = nullptr);
 

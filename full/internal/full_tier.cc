@@ -79,6 +79,14 @@ StartReport StartFull(const ProfilerSettings& session, const FullSettings& setti
   g_spy_unregistered.store(settings.unregistered_threads, std::memory_order_relaxed);
   g_spy_interval_ns.store(static_cast<int64_t>(settings.unregistered_threads_interval_ms * 1e6),
                           std::memory_order_relaxed);
+  if (g_in_charge) {
+    // A repeated call: the full tier already runs this session (or starts the next one); there
+    // is nothing to take over, and base's extension point already holds full's hooks.
+    report.already_in_charge = true;
+    const bool follows_parent = IpcOnStartFull();  // [ipc] Still following, or try again.
+    if (!follows_parent && !ProfilerIsActive()) ProfilerStart(session);
+    return report;
+  }
   const base_internal::TakeoverReport takeover = base_internal::AttachTierExtension(&kFullExtension);
   g_in_charge = true;
   // [ipc] A program spawned by a profiled parent joins and follows the parent's session.
@@ -118,6 +126,20 @@ bool FullIsInCharge() {
   return g_in_charge;
 }
 
+bool StartIpcParentInCharge(const IpcSettings& settings, std::string* error) {
+  // Under the full tier's lock: ShutdownFull (which stops listening) cannot run between the
+  // check and the start, so no parent ever listens without the full tier in charge.
+  AutoLock lock(FullMutex());
+  if (!g_in_charge) {
+    if (error) {
+      *error = "the full tier is not in charge (call StartFull() first): without it the "
+               "children would follow the session but never be gathered into its profile";
+    }
+    return false;
+  }
+  return StartIpcParentImpl(settings, error);
+}
+
 namespace script {
 
 bool ScriptProfilingWanted() {
@@ -130,7 +152,9 @@ bool ScriptProfilingWanted() {
 
 extern "C" int strata_full_start(void) {
   if (strata::base_internal::IsForkedChild()) return -1;
-  return strata::full::StartFull().took_over_base_session ? 0 : 1;
+  const strata::full::StartReport report = strata::full::StartFull();
+  if (report.already_in_charge) return 2;
+  return report.took_over_base_session ? 0 : 1;
 }
 
 extern "C" void strata_full_shutdown(void) { strata::full::ShutdownFull(); }

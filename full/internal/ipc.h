@@ -29,7 +29,12 @@ void IpcOnShutdownFull();
 // writes a sub-process profile; a parent gathers its children's into its own.
 void IpcAdjustCapture(profile::CaptureInputs& inputs);
 
-// --- The two ends (ipc_parent.cc, ipc_child.cc).
+// StartIpcParent's core (full_tier.cc): starts the parent end only while the full tier is in
+// charge (it gathers the children), holding the full tier's lock so that ShutdownFull cannot
+// come in between; false with *error otherwise.
+bool StartIpcParentInCharge(const IpcSettings& settings, std::string* error);
+
+// --- The two ends (ipc_parent.h and its .cc files, ipc_child.cc).
 
 class IpcParent;
 class IpcChild;

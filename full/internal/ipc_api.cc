@@ -46,7 +46,11 @@ bool StartIpcParent(const IpcSettings& settings, std::string* error) {
     if (error) *error = "a fork()ed process does not profile";
     return false;
   }
-  return StartIpcParentImpl(settings, error);
+  std::string why;
+  if (StartIpcParentInCharge(settings, &why)) return true;
+  base_internal::LogError("ipc: StartIpcParent: not listening for children: %s", why.c_str());
+  if (error) *error = why;
+  return false;
 }
 
 std::string IpcChildEnvironmentEntry() {
@@ -73,7 +77,7 @@ std::vector<std::string> IpcChildEnvironment(char* const envp[]) {
 int SpawnProfiledChild(pid_t* pid, const char* path, char* const argv[], char* const envp[]) {
   if (!base_internal::IsForkedChild() && !RunningIpcParent() && !RunningIpcChild()) {
     std::string error;
-    if (!StartIpcParent(IpcSettings(), &error)) {
+    if (!StartIpcParentInCharge(IpcSettings(), &error)) {  // Logged once, below.
       base_internal::LogError("ipc: %s; the child is spawned without profiling", error.c_str());
     }
   }

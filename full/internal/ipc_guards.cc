@@ -24,6 +24,15 @@ bool LogRateLimiter::Allow(TimeStamp now, uint64_t* suppressed) {
   return true;
 }
 
+bool LogRateLimiter::TakeUnreported(TimeStamp now, uint64_t* suppressed) {
+  if (suppressed_unreported_ == 0 || now - window_start_ < window_) return false;
+  *suppressed = suppressed_unreported_;
+  suppressed_unreported_ = 0;
+  window_start_ = now;  // The count line is the first of a new window.
+  lines_in_window_ = 1;
+  return true;
+}
+
 bool AcceptBackoff::OnExhausted(TimeStamp now) {
   const bool starts = failures_ == 0;
   if (starts) {

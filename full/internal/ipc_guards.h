@@ -1,7 +1,8 @@
-// What keeps the parent end of multi-process profiling (ipc_parent.cc) from harming the program
+// What keeps the parent end of multi-process profiling (ipc_parent.h) from harming the program
 // it lives in when peers misbehave or are many (docs/ipc.md, "Limits on what peers can do"):
 //
-//   LogRateLimiter   bounds the log lines peers can cause (a burst, then a count).
+//   LogRateLimiter   bounds the log lines peers can cause (a burst per window, then a count
+//                    of those not shown, at most a window later).
 //   AcceptBackoff    accept() failing for lack of descriptors or memory (EMFILE, ENFILE,
 //                    ENOBUFS, ENOMEM): stop polling the listening socket for a while (10 ms,
 //                    doubling to 1 s) instead of retrying at once, one log line per episode.
@@ -32,6 +33,11 @@ class LogRateLimiter {
   // lines of an earlier window were suppressed, *suppressed (if given) says how many, once,
   // with the first line allowed after them (report it in that line).
   bool Allow(TimeStamp now, uint64_t* suppressed = nullptr);
+  // True, with *suppressed, when lines were suppressed and their window is over without a
+  // later line to carry the count: write it on a line of its own. That line counts in a new
+  // window (so at most `burst` lines per window, count lines included). Call it periodically:
+  // the count comes at most a window after the burst, whatever follows.
+  bool TakeUnreported(TimeStamp now, uint64_t* suppressed);
   uint64_t total_suppressed() const { return total_suppressed_; }
 
  private:

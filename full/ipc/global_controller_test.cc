@@ -1,5 +1,6 @@
 #include "full/ipc/global_controller.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <random>
@@ -257,6 +258,122 @@ void SimulateTree(bool late) {
     // messages take microseconds and chunks milliseconds, is measured by tests/ipc.
     CHECK(max_real <= kProcesses * (kLimit + kChunkBytes));
   }
+  for (Proc& proc : procs) proc.manager->SetUpdateCallback(nullptr);
+}
+
+// One process's IPC thread starved (its updates and the requests to it held) while every
+// process writes, the others' messages delivered at once, a clock that runs 1 ms per step
+// (well past late_after). The controller knows nothing of the starved process's chunks
+// released meanwhile: its own local limit is all that bounds them. So the tree holds at most
+// the global limit (what the controller knows, with one chunk in flight per process) plus
+// the starved process's local limit; the controller's own count stays within the limit (late
+// owners are made up for elsewhere); once the starved thread runs again, the tree comes back
+// within the limit plus one chunk per process.
+TEST_CASE("simulated tree, one process's IPC thread starved past late_after: the true bound") {
+  constexpr size_t kChunkBytes = 4096;
+  constexpr int kProcesses = 4;
+  constexpr int kStarved = 3;
+  constexpr size_t kLimit = 24 * kChunkBytes;
+  constexpr size_t kLocalLimit = kLimit;  // Each process's own limit: the session's, as in a tree.
+  std::mt19937 random(5);
+  struct Proc {
+    std::unique_ptr<LocalLimitChunkManager> manager;
+    std::vector<Update> in_flight;
+    std::vector<TimeStamp> destroys;
+    std::unique_ptr<BufferChunk> current;
+  };
+  std::vector<Proc> procs(kProcesses);
+  TimeStamp now = T(1'000'000'000);
+  GlobalController::Options options;  // Production: late_after 5 ms, one chunk of headroom.
+  options.clock = [&] { return now; };
+  GlobalController controller(
+      kLimit, [&](auto p, TimeStamp d) { procs[p].destroys.push_back(d); }, options);
+  for (int i = 0; i < kProcesses; ++i) {
+    procs[i].manager = std::make_unique<LocalLimitChunkManager>(kLocalLimit, kChunkBytes);
+    procs[i].manager->SetUpdateCallback([&procs, i](Update&& u) {
+      if (!u.IsFinal()) procs[i].in_flight.push_back(std::move(u));
+    });
+  }
+  bool starved = false;
+  auto deliver = [&] {
+    // Until quiet: updates, destroys, the updates the destroys caused.
+    for (int round = 0; round < 3; ++round) {
+      for (int p = 0; p < kProcesses; ++p) {
+        if (starved && p == kStarved) continue;
+        Proc& proc = procs[p];
+        if (!proc.in_flight.empty()) {
+          Update folded;
+          for (Update& u : proc.in_flight) folded.Fold(std::move(u));
+          proc.in_flight.clear();
+          REQUIRE(controller.HandleUpdate(p, std::move(folded)));
+        }
+        std::vector<TimeStamp> destroys = std::move(proc.destroys);
+        proc.destroys.clear();
+        for (TimeStamp d : destroys) proc.manager->DestroyChunksAtOrBefore(d);
+      }
+      controller.Tick();
+    }
+  };
+  int64_t done = 1;
+  BufferIndex range = 1;
+  auto write = [&](int p) {
+    Proc& proc = procs[p];
+    if (proc.current) {
+      proc.current->MarkDone(T(done++));
+      proc.manager->ReleaseChunk(std::move(proc.current));
+    }
+    proc.current = proc.manager->GetChunk();
+    REQUIRE(proc.current);
+    proc.current->SetRangeStart(range);
+    range += proc.current->BufferBytes();
+    proc.manager->RequestChunk();
+    proc.manager->FulfillChunkRequests();
+  };
+  auto real_bytes = [&](int only = -1) {
+    size_t real = 0;
+    for (int p = 0; p < kProcesses; ++p) {
+      if (only >= 0 && p != only) continue;
+      const LocalLimitChunkManager::Stats s = procs[p].manager->GetStats();
+      real += s.unreleased_bytes + s.released_bytes + s.recycled_bytes;
+    }
+    return real;
+  };
+  auto step = [&] {
+    write(static_cast<int>(random() % kProcesses));
+    now = now + TimeDuration::FromMilliseconds(1);
+    deliver();
+  };
+  // Everyone writes, messages at once: the tree is at its limit.
+  for (int i = 0; i < 2000; ++i) step();
+  const size_t at_once_bound = kLimit + kProcesses * kChunkBytes;
+  CHECK(real_bytes() <= at_once_bound);
+  // The starved IPC thread: nothing goes out of process 3, nothing reaches it.
+  starved = true;
+  size_t max_real = 0, max_starved = 0;
+  for (int i = 0; i < 2000; ++i) {
+    step();
+    max_real = std::max(max_real, real_bytes());
+    max_starved = std::max(max_starved, real_bytes(kStarved));
+  }
+  INFO("max real " << max_real << ", of which the starved process " << max_starved
+                   << "; limit " << kLimit);
+  // The controller's count never passes the limit; requests to the starved process that took
+  // too long were made up for elsewhere.
+  CHECK(controller.stats().max_total_bytes <= kLimit);
+  CHECK(controller.stats().late_chunks > 0);
+  // The starved process filled its own local limit, and the tree passed the global limit:
+  // late_after does not bound what the controller does not know.
+  CHECK(max_starved >= kLocalLimit - kChunkBytes);
+  CHECK(max_starved <= kLocalLimit);
+  CHECK(max_real > at_once_bound);
+  // The true bound: the global limit (with one chunk in flight per process) plus the starved
+  // process's local limit.
+  CHECK(max_real <= kLimit + kProcesses * kChunkBytes + kLocalLimit);
+  // The thread runs again: its updates and the requests held are delivered.
+  starved = false;
+  deliver();
+  for (int i = 0; i < 200; ++i) step();
+  CHECK(real_bytes() <= at_once_bound);
   for (Proc& proc : procs) proc.manager->SetUpdateCallback(nullptr);
 }
 

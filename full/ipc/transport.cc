@@ -8,6 +8,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,7 +167,26 @@ int Connect(const std::string& path, int timeout_ms, std::string* error) {
       if (error) *error = Errno("socket");
       return -1;
     }
+    // A blocking connect() to a listener whose backlog is full waits until it accepts, with
+    // no end: SO_SNDTIMEO bounds that wait to what is left of the deadline (the kernel then
+    // says EAGAIN, as a non-blocking connect would at once).
+    const int64_t left_ms = deadline - NowMs();
+    if (left_ms <= 0) {
+      close(fd);
+      if (error) *error = "connect to " + path + ": no time left";
+      return -1;
+    }
+    timeval wait{static_cast<time_t>(left_ms / 1000),
+                 static_cast<suseconds_t>(left_ms % 1000 * 1000)};
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait)) != 0) {
+      if (error) *error = Errno("setsockopt(SO_SNDTIMEO)");
+      close(fd);
+      return -1;
+    }
     if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+      // Non-blocking from here on; no send timeout left behind on the connection.
+      timeval none{0, 0};
+      (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
       PeerCredentials listener;
       if (!ReadPeer(fd, &listener) || listener.uid != geteuid()) {
         if (error) *error = "the listener at " + path + " is not ours";
@@ -179,8 +199,16 @@ int Connect(const std::string& path, int timeout_ms, std::string* error) {
     }
     const int saved = errno;
     close(fd);
-    // A full backlog: retry until the deadline. Anything else is final.
+    // A full backlog (the wait above ran out, or a signal cut it short): retry until the
+    // deadline. Anything else is final.
     if ((saved != EAGAIN && saved != EINTR) || NowMs() >= deadline) {
+      if (saved == EAGAIN || saved == EINTR) {
+        if (error) {
+          *error = "connect to " + path + ": the listener's backlog stayed full for " +
+                   std::to_string(timeout_ms) + " ms (it accepts no connection)";
+        }
+        return -1;
+      }
       errno = saved;
       if (error) *error = Errno(("connect to " + path).c_str());
       return -1;

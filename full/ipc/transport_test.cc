@@ -1,13 +1,19 @@
 #include "full/ipc/transport.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "catch2/catch.hpp"
 
@@ -114,6 +120,78 @@ TEST_CASE("connecting to nothing fails quickly") {
   std::string error;
   CHECK(Connect("/nonexistent/strata.sock", 100, &error) < 0);
   CHECK_FALSE(error.empty());
+}
+
+double SteadyMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+TEST_CASE("connecting to a listener whose backlog is full gives up at the deadline") {
+  PrivateDirectory dir;
+  std::string error;
+  REQUIRE(dir.Create(DefaultDirectoryBases(), &error));
+  const int listen_fd = Listen(dir.SocketPath(), &error);
+  REQUIRE(listen_fd >= 0);
+  REQUIRE(listen(listen_fd, 0) == 0);  // The smallest backlog; nobody accepts.
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strcpy(address.sun_path, dir.SocketPath().c_str());
+  std::vector<int> fillers;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      REQUIRE(errno == EAGAIN);  // Full.
+      close(fd);
+      break;
+    }
+    fillers.push_back(fd);
+  }
+  REQUIRE(!fillers.empty());
+  REQUIRE(fillers.size() < 64);
+
+  constexpr int kTimeoutMs = 300;
+  std::atomic<bool> returned{false};
+  int fd = -2;
+  double took_ms = 0;
+  std::string connect_error;
+  std::thread connecting([&] {
+    const double start = SteadyMs();
+    fd = Connect(dir.SocketPath(), kTimeoutMs, &connect_error);
+    took_ms = SteadyMs() - start;
+    returned = true;
+  });
+  // Generous: only a connect() that waits for an accept() (the bug) takes this long.
+  const double wait_start = SteadyMs();
+  while (!returned.load() && SteadyMs() - wait_start < kTimeoutMs + 20000) usleep(1000);
+  const bool gave_up = returned.load();
+  // Unblock a connect() still waiting: accept what is queued.
+  PeerCredentials peer;
+  std::vector<int> accepted;
+  while (!returned.load()) {
+    const int a = Accept(listen_fd, &peer, &error);
+    if (a >= 0) accepted.push_back(a);
+    usleep(1000);
+  }
+  connecting.join();
+  INFO("Connect returned " << fd << " after " << took_ms << " ms: " << connect_error);
+  CHECK(gave_up);
+  CHECK(fd < 0);
+  CHECK_THAT(connect_error, Catch::Contains("backlog"));
+  // It did wait for the parent meanwhile (a sleep is never shorter than asked).
+  CHECK(took_ms >= kTimeoutMs / 2);
+  if (fd >= 0) close(fd);
+
+  // Once the listener accepts again, connecting works.
+  for (int a; (a = Accept(listen_fd, &peer, &error)) >= 0;) accepted.push_back(a);
+  const int again = Connect(dir.SocketPath(), 1000, &error);
+  CHECK(again >= 0);
+  if (again >= 0) close(again);
+  for (int f : fillers) close(f);
+  for (int a : accepted) close(a);
+  close(listen_fd);
 }
 
 TEST_CASE("the waker wakes poll and drains") {

@@ -15,6 +15,16 @@
 //   ipc_abuse closerange <out.json>  a child that runs close_range(3, ~0U, 0) and puts its
 //       own files on the numbers Strata's IPC held (sockets, eventfds): none of its bytes is
 //       read or written by Strata, none of its descriptors closed; it carries on and exits 0.
+//   ipc_abuse backlog                a "parent" that listens and never accepts, its backlog
+//       full: a child's StartFull() gives up on it at its 2 s deadline (it waited for an
+//       accept() forever before), says why, and profiles alone.
+//   ipc_abuse churn <out>            with STRATA_LOGGING=1, a same-user peer connects and
+//       closes 2000 times: the parent's log lines stay within the limiter's burst per 10 s
+//       window (one line per connection before), a count of those not shown comes by itself,
+//       and a real child still joins.
+//   ipc_abuse churn_quiet <out>      the same without STRATA_LOGGING, then a malformed frame:
+//       its error line is printed (the unprinted informational lines used up the budget
+//       before).
 //
 // Prints "ok: ..." / "FAIL: ..." lines, "RESULT key=value" lines, and "ipc_abuse: ok" at the
 // end when every check passed (exit status 0).
@@ -31,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -388,8 +399,10 @@ int Exits(const std::string& out) {
 void PrintDescriptors(const char* when) {
   for (int fd : DescriptorsOfKind({""})) {
     char link[256] = {};
-    readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), link, sizeof(link) - 1);
-    std::printf("%s: descriptor %d -> %s\n", when, fd, link);
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = readlink(path.c_str(), link, sizeof(link) - 1);
+    // Closed meanwhile (the directory's own descriptor): said so, not a garbage name.
+    std::printf("%s: descriptor %d -> %s\n", when, fd, n > 0 ? link : "(gone)");
   }
 }
 
@@ -514,7 +527,205 @@ int CloseRange() {
   const int status = Wait(child, 40000);
   Check(status == 0, "the child ran close_range, kept its files and exited 0 (status " +
                          std::to_string(status) + ")");
-  std::system((std::string("rm -rf ") + dir).c_str());
+  const int removed = std::system((std::string("rm -rf ") + dir).c_str());
+  Check(removed == 0, std::string("the child's scratch directory removed (") + dir + ")");
+  return 0;
+}
+
+// --- backlog
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int Backlog() {
+  constexpr double kDeadlineMs = 2000;  // The child's connect + handshake deadline (docs/ipc.md).
+  char dir[] = "/tmp/strata-backlog-XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  const std::string path = std::string(dir) + "/parent.sock";
+  // Non-blocking: the test's own accept() below never waits.
+  const int listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  if (listen_fd < 0 || bind(listen_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      listen(listen_fd, 0) != 0) {
+    Check(false, std::string("listen: ") + strerror(errno));
+    return 1;
+  }
+  // Fill the backlog: connections nobody accepts, until the next one would wait.
+  std::vector<int> fillers;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      close(fd);
+      break;
+    }
+    fillers.push_back(fd);
+  }
+  Check(!fillers.empty() && fillers.size() < 64,
+        "the parent's backlog is full (" + std::to_string(fillers.size()) + " connections queued)");
+  setenv(strata::full::kIpcParentVariable, path.c_str(), 1);
+  std::atomic<bool> returned{false};
+  double took_ms = 0;
+  std::thread starter([&] {
+    const double start = NowMs();
+    strata::full::StartFull();
+    took_ms = NowMs() - start;
+    returned = true;
+  });
+  // Generous: only a start that waits for the parent to accept (the bug) takes this long.
+  const double wait_start = NowMs();
+  while (!returned.load() && NowMs() - wait_start < kDeadlineMs + 20000) SleepMs(5);
+  const bool gave_up = returned.load();
+  // A start still waiting is let go: the "parent" accepts now.
+  std::vector<int> accepted;
+  while (!returned.load()) {
+    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) accepted.push_back(fd);
+    SleepMs(1);
+  }
+  starter.join();
+  std::printf("RESULT start_ms=%.1f deadline_ms=%.0f\n", took_ms, kDeadlineMs);
+  Check(gave_up, "StartFull() returned while the parent's backlog stayed full (" +
+                     std::to_string(took_ms) + " ms; waited " +
+                     std::to_string(NowMs() - wait_start) + " ms for it)");
+  Check(took_ms >= kDeadlineMs / 2, "... after waiting for the parent meanwhile");
+  Check(!strata::full::IpcChildFollowsParent() && !strata::full::GetIpcStatus().child,
+        "... it does not follow the parent");
+  Check(strata::ProfilerIsActive(), "... and profiles alone (a session of its own)");
+  unsetenv(strata::full::kIpcParentVariable);
+  strata::full::ShutdownFull();
+  for (int fd : fillers) close(fd);
+  for (int fd : accepted) close(fd);
+  close(listen_fd);
+  unlink(path.c_str());
+  rmdir(dir);
+  return 0;
+}
+
+// --- churn
+
+// STRATA_LOGGING=1 (churn): every line counts. Without it (churn_quiet): the informational
+// lines are not printed, and must not use up the budget of those that are: an error right after
+// the churn is printed.
+int Churn(const std::string& log_path) {
+  const bool logging = std::getenv("STRATA_LOGGING") != nullptr;
+  std::printf("RESULT logging=%d\n", logging ? 1 : 0);
+  strata::full::IpcSettings ipc;
+  ipc.gather_poll_interval_ms = 200;
+  StartParent(ipc);
+  const std::string path = strata::full::GetIpcStatus().socket_path;
+  // The parent's stderr goes to a file for the count (the test's own lines stay on stdout).
+  const int saved_stderr = dup(2);
+  const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  if (saved_stderr < 0 || log < 0 || dup2(log, 2) < 0) return 1;
+  close(log);
+  const double start = NowMs();
+  int connected = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const int fd = RawConnect(path);
+    if (fd < 0) continue;
+    ++connected;
+    close(fd);
+  }
+  const double loop_ms = NowMs() - start;
+  // An error the parent always reports: a malformed frame (a wrong magic number). Sent again
+  // until read: while the parent is at its caps after the churn it refuses new connections.
+  int malformed_sent = 0;
+  auto send_malformed = [&] {
+    const int fd = RawConnect(path);
+    const uint8_t garbage[12] = {'n', 'o', 't', ' ', 'a', ' ', 'f', 'r', 'a', 'm', 'e', '!'};
+    if (fd >= 0 && SendAll(fd, garbage, sizeof(garbage))) ++malformed_sent;
+    SleepMs(100);
+    if (fd >= 0) close(fd);
+  };
+  // The count of the lines not shown comes once their window (10 s) is over, by itself; the
+  // malformed frame's line, at once.
+  auto read_log = [&] {
+    std::ifstream in(log_path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  auto has_count = [](const std::vector<std::string>& lines) {
+    for (const std::string& l : lines) {
+      if (l.find("not shown") != std::string::npos) return true;
+    }
+    return false;
+  };
+  auto has_malformed = [](const std::vector<std::string>& lines) {
+    for (const std::string& l : lines) {
+      if (l.find("malformed") != std::string::npos) return true;
+    }
+    return false;
+  };
+  auto done = [&](const std::vector<std::string>& lines) {
+    return logging ? has_count(lines) : has_malformed(lines);
+  };
+  // Generous deadlines: the count comes 10 s after the window began, the error at once.
+  const double give_up_ms = logging ? 40000 : 15000;
+  std::vector<std::string> lines = read_log();
+  double last_malformed = 0;
+  while (!done(lines) && NowMs() - start < give_up_ms) {
+    if (!logging && NowMs() - last_malformed > 1000) {
+      send_malformed();
+      last_malformed = NowMs();
+    }
+    SleepMs(50);
+    lines = read_log();
+  }
+  // Every malformed frame the parent read is an event; each must have its printed line (the
+  // status first: an event is kept after its line is written).
+  size_t malformed_events = 0, malformed_printed = 0;
+  if (!logging) {
+    SleepMs(200);
+    for (const std::string& e : strata::full::GetIpcStatus().events) {
+      malformed_events += e.find("malformed") != std::string::npos ? 1 : 0;
+    }
+    lines = read_log();
+    for (const std::string& l : lines) {
+      malformed_printed += l.find("malformed") != std::string::npos ? 1 : 0;
+    }
+  }
+  const double elapsed_ms = NowMs() - start;
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  size_t ipc_lines = 0;
+  for (const std::string& l : lines) ipc_lines += l.find("ipc:") != std::string::npos ? 1 : 0;
+  // The parent started its 10 s window before the loop (its "listening" line): at most 40
+  // lines in each window begun since then.
+  const size_t windows = static_cast<size_t>(elapsed_ms / 10000) + 2;
+  const size_t bound = 40 * windows;
+  std::printf("RESULT connections=%d loop_ms=%.0f elapsed_ms=%.0f log_lines=%zu ipc_lines=%zu "
+              "bound=%zu malformed_frames_sent=%d\n",
+              connected, loop_ms, elapsed_ms, lines.size(), ipc_lines, bound, malformed_sent);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i < 3 || lines[i].find("not shown") != std::string::npos ||
+        lines[i].find("malformed") != std::string::npos) {
+      std::printf("parent log: %s\n", lines[i].c_str());
+    }
+  }
+  Check(connected > 0, "the peer connected and closed " + std::to_string(connected) + " times");
+  Check(ipc_lines <= bound, std::to_string(ipc_lines) + " IPC log lines for " +
+                                std::to_string(connected) + " connections, within " +
+                                std::to_string(bound) + " (40 per 10 s window)");
+  if (logging) {
+    Check(has_count(lines), "the count of the lines not shown came by itself");
+  } else {
+    std::printf("RESULT malformed_events=%zu malformed_printed=%zu\n", malformed_events,
+                malformed_printed);
+    Check(malformed_events > 0 && malformed_printed >= malformed_events,
+          "every malformed frame's error is printed (the churn's unprinted lines did not use "
+          "up the budget)");
+  }
+  unsetenv("STRATA_LOGGING");  // The child's own log is not counted here.
+  pid_t child = 0;
+  Check(SpawnSelf({"join"}, &child) == 0 && Wait(child, 20000) == 0,
+        "a real child joins the session after the churn");
   return 0;
 }
 
@@ -530,8 +741,13 @@ int main(int argc, char** argv) {
   if (mode == "exits" && argc > 2) rc = Exits(argv[2]);
   if (mode == "cycle") rc = Cycle();
   if (mode == "closerange") rc = CloseRange();
+  if (mode == "backlog") rc = Backlog();
+  if ((mode == "churn" || mode == "churn_quiet") && argc > 2) {
+    rc = Churn(std::string(argv[2]) + ".parent-stderr.txt");
+  }
   if (rc == 2) {
-    std::fprintf(stderr, "usage: ipc_abuse emfile|exits|closerange <out.json> | cycle\n");
+    std::fprintf(stderr, "usage: ipc_abuse emfile|exits|closerange|churn|churn_quiet <out.json> | "
+                         "cycle | backlog\n");
     return 2;
   }
   if (rc == 0 && g_failures == 0) {

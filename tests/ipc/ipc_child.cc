@@ -15,12 +15,17 @@
 //       Writes text markers ("w <seq>") at the given rate for the given time, storing the
 //       process's live buffer bytes in its slot of the shared file after every marker, then
 //       acks 'd' and waits for 'q'.
+//   ipc_child starved <cmd-fd> <ack-fd> <slots-file> <slot>
+//       The child whose IPC thread the parent holds stopped (ipc_parent starved): 'w' writes
+//       4 MiB of text markers, stores the most live buffer bytes it had meanwhile in its slot,
+//       and acks 'w'; 'q' exits.
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -187,6 +192,42 @@ int Writer(int cmd, int ack, const char* slots_path, int slot, int duration_ms,
   return 0;
 }
 
+// --- starved
+
+int Starved(int cmd, int ack, const char* slots_path, int slot) {
+  const int fd = open(slots_path, O_RDWR);
+  if (fd < 0) return 6;
+  auto* slots = static_cast<std::atomic<uint64_t>*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  close(fd);
+  if (slots == MAP_FAILED) return 7;
+  strata::BufferChunk::AlsoCountLiveBytesIn(
+      reinterpret_cast<std::atomic<int64_t>*>(slots + kTreeLiveSlot));
+  strata::full::StartFull();
+  WaitUntilFollowing();
+  Ack(ack, 'r');
+  for (;;) {
+    const char c = Command(cmd);
+    if (c == 'w') {
+      // 4 MiB: four times the session's buffer (the child's own local limit).
+      const std::string padding(200, 'p');
+      uint64_t most = 0;
+      for (uint64_t seq = 1, written = 0; written < (4u << 20); ++seq) {
+        strata::AddTextMarker(strata::ProfilerString::Literal("w"), strata::Category::kOther,
+                              strata::MarkerOptions(), std::to_string(seq) + padding);
+        written += 240;
+        most = std::max<uint64_t>(most, strata::BufferChunk::LiveBufferBytes());
+        // Room for the sampler thread to prepare spares, as a real program leaves it.
+        if (seq % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      slots[slot].store(most, std::memory_order_relaxed);
+      Ack(ack, 'w');
+    } else if (c == 'q') {
+      return 0;
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -197,6 +238,9 @@ int main(int argc, char** argv) {
     return Writer(std::atoi(argv[2]), std::atoi(argv[3]), argv[4], std::atoi(argv[5]),
                   std::atoi(argv[6]), std::atoi(argv[7]));
   }
-  std::fprintf(stderr, "usage: ipc_child worker|writer ...\n");
+  if (argc >= 6 && !std::strcmp(argv[1], "starved")) {
+    return Starved(std::atoi(argv[2]), std::atoi(argv[3]), argv[4], std::atoi(argv[5]));
+  }
+  std::fprintf(stderr, "usage: ipc_child worker|writer|starved ...\n");
   return 2;
 }

@@ -9,6 +9,12 @@
 //       one 1 MiB limit for the tree: the summed live buffer memory, polled all along, never
 //       passes the limit by more than one chunk per process; the parent's old data goes
 //       although its own limit never forced it (the oldest chunk of the tree goes first).
+//   ipc_parent <ipc_child> starved <out.json>   the limit's true bound when a child's IPC
+//       thread is starved past late_after (held stopped with ptrace while its writer goes on):
+//       the child stays within its own local limit, the tree within the global limit plus
+//       that local limit (plus a chunk per process); the controller's count never passes the
+//       limit; once the thread runs again the tree is back within the limit plus a chunk per
+//       process.
 //   ipc_parent <ipc_child> stall <out.json>     a child stopped with SIGSTOP during capture:
 //       the profile comes within the stall timeout, without it; the gathering log names it.
 //   ipc_parent <ipc_child> exits <out.json>     a child that exits early: its exit profile is
@@ -20,6 +26,7 @@
 //
 // Prints "RESULT key=value" lines, "FAIL: ..." for failed checks, "ipc_parent: ok" at the end
 // when all passed (exit status 0).
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -28,6 +35,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -605,6 +613,170 @@ int Limit(const std::string& out, const std::string& slots_path) {
   return 0;
 }
 
+// The thread of process `pid` named `name`, or 0.
+pid_t ThreadNamed(pid_t pid, const std::string& name) {
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = opendir(tasks.c_str());
+  if (!dir) return 0;
+  pid_t found = 0;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(tasks + "/" + e->d_name + "/comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) found = std::atoi(e->d_name);
+  }
+  closedir(dir);
+  return found;
+}
+
+// True when thread `tid` of `pid` is in poll() or ppoll() (blocked there, or stopped on its
+// way out of it): the IPC loop's wait, where it holds no lock.
+bool ThreadInPoll(pid_t pid, pid_t tid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/syscall");
+  long number = -1;
+  if (!(in >> number)) return false;  // "running"
+#ifdef SYS_poll
+  if (number == SYS_poll) return true;
+#endif
+  return number == SYS_ppoll;
+}
+
+// Stops thread `tid` of our child `pid`, that thread alone (a ptrace interrupt-stop: the
+// process's other threads run on), caught in poll(). The thread is starved as if it never got
+// a CPU, for as long as it is held. False with *why when it cannot be.
+bool HoldThreadInPoll(pid_t pid, pid_t tid, std::string* why) {
+  for (int attempt = 0; attempt < 500; ++attempt) {
+    if (!ThreadInPoll(pid, tid)) {
+      SleepMs(1);
+      continue;
+    }
+    if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+      *why = std::string("PTRACE_SEIZE: ") + strerror(errno);
+      return false;
+    }
+    int status = 0;
+    if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 ||
+        waitpid(tid, &status, __WALL) != tid) {
+      *why = std::string("PTRACE_INTERRUPT: ") + strerror(errno);
+      ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+      return false;
+    }
+    if (ThreadInPoll(pid, tid)) return true;
+    ptrace(PTRACE_DETACH, tid, nullptr, nullptr);  // Caught elsewhere: let it go, try again.
+    SleepMs(2);
+  }
+  *why = "never caught in poll()";
+  return false;
+}
+
+// docs/ipc.md, "Limits of the bound": what late_after does and does not bound.
+int Starved(const std::string& out, const std::string& slots_path) {
+  constexpr size_t kLimit = 1u << 20;       // buffer_megabytes = 1: the tree's limit...
+  constexpr size_t kLocalLimit = 1u << 20;  // ...and each process's own (the session's).
+  constexpr size_t kChunk = 64u << 10;
+  constexpr int kProcesses = 2;
+  {
+    const int fd = open(slots_path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, 4096) != 0) return 1;
+    close(fd);
+  }
+  const int fd = open(slots_path.c_str(), O_RDWR);
+  auto* slots = static_cast<std::atomic<uint64_t>*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  close(fd);
+  auto* tree_live = reinterpret_cast<std::atomic<int64_t>*>(slots + kTreeLiveSlot);
+  strata::BufferChunk::AlsoCountLiveBytesIn(tree_live);
+  strata::full::IpcSettings ipc;
+  ipc.gather_poll_interval_ms = 500;
+  StartParent(1, ipc);
+  Kid kid = Spawn({"starved", slots_path, "0"});
+  Check(Answer(kid) == 'r', "the child follows");
+  // The parent fills the tree's limit with its own data (the child has written little).
+  const std::string padding(200, 'q');
+  for (int i = 0; i < 6500; ++i) {
+    strata::AddTextMarker(strata::ProfilerString::Literal("p"), strata::Category::kOther,
+                          strata::MarkerOptions(), std::to_string(i) + padding);
+    if (i % 64 == 0) SleepMs(1);
+  }
+  const size_t before_hold = static_cast<size_t>(tree_live->load());
+  // Following may be true a moment before the IPC thread has started and named itself.
+  pid_t ipc_thread = 0;
+  for (int i = 0; i < 10000 && ipc_thread <= 0; ++i) {
+    ipc_thread = ThreadNamed(kid.pid, "StrataIpcChild");
+    if (ipc_thread <= 0) SleepMs(1);
+  }
+  std::string why;
+  const bool held = ipc_thread > 0 && HoldThreadInPoll(kid.pid, ipc_thread, &why);
+  Check(held, "the child's IPC thread is held, stopped in poll() (" +
+                  (ipc_thread > 0 ? why : std::string("no StrataIpcChild thread")) + ")");
+  if (!held) {
+    Tell(kid, 'q');
+    Reap(kid);
+    return 1;
+  }
+  std::atomic<bool> polling{true};
+  size_t max_tree = 0;
+  std::thread poller([&] {
+    while (polling.load()) {
+      max_tree = std::max(max_tree, static_cast<size_t>(tree_live->load(std::memory_order_relaxed)));
+      std::this_thread::sleep_for(std::chrono::microseconds(250));
+    }
+  });
+  const double write_start = NowMs();
+  Tell(kid, 'w');
+  const bool wrote = Answer(kid, 120000) == 'w';
+  const double write_ms = NowMs() - write_start;
+  polling = false;
+  poller.join();
+  max_tree = std::max(max_tree, static_cast<size_t>(tree_live->load()));
+  Check(wrote, "the child wrote 4 MiB with its IPC thread held");
+  const size_t child_most = slots[0].load();
+  const IpcStatus status = GetIpcStatus();
+  const size_t bound = kLimit + kLocalLimit + kProcesses * kChunk;
+  std::printf("RESULT tree_live_bytes_before_hold=%zu starved_write_ms=%.0f "
+              "starved_child_max_live_bytes=%zu max_tree_live_bytes=%zu limit=%zu "
+              "local_limit=%zu bound=%zu max_tracked_bytes=%zu\n",
+              before_hold, write_ms, child_most, max_tree, kLimit, kLocalLimit, bound,
+              status.max_tracked_bytes);
+  // While its IPC thread was held (far past late_after, 5 ms) the parent heard nothing of the
+  // chunks the child released: its own local limit is what bounded them.
+  Check(child_most >= kLocalLimit - 2 * kChunk && child_most <= kLocalLimit + kChunk,
+        "the starved child filled its own local limit and no more (" +
+            std::to_string(child_most) + " bytes)");
+  // The controller could not know: the tree passed the global limit (the parent's data, kept
+  // for the tree's limit, plus the child's own limit's worth)...
+  Check(max_tree > kLimit + kProcesses * kChunk,
+        "the tree passed the limit plus a chunk per process while the child's IPC thread was "
+        "starved (" + std::to_string(max_tree) + " bytes): late_after cannot bound it");
+  // ...by no more than that child's own local limit.
+  Check(max_tree <= bound, "the tree stayed within the global limit plus the starved child's "
+                           "local limit plus a chunk per process (" +
+                               std::to_string(max_tree) + " <= " + std::to_string(bound) + ")");
+  Check(status.max_tracked_bytes <= kLimit, "the controller's count never passed the limit");
+  Check(ptrace(PTRACE_DETACH, ipc_thread, nullptr, nullptr) == 0,
+        "the child's IPC thread runs again");
+  const size_t settled_bound = kLimit + kProcesses * kChunk;
+  const double settle_start = NowMs();
+  size_t settled = 0;
+  // A deadline only against a hang.
+  while ((settled = static_cast<size_t>(tree_live->load())) > settled_bound &&
+         NowMs() - settle_start < 30000) {
+    SleepMs(1);
+  }
+  std::printf("RESULT settled_tree_live_bytes=%zu settle_ms=%.1f\n", settled,
+              NowMs() - settle_start);
+  Check(settled <= settled_bound, "once its IPC thread runs, the tree is back within the limit "
+                                  "plus one chunk per process");
+  PrintStatus();
+  Capture(out);
+  Tell(kid, 'q');
+  Check(Reap(kid), "the child ended");
+  ProfileView view;
+  if (!ReadProfile(out, &view)) return 1;
+  Check(view.Child(kid.pid) != nullptr, "the child is in the profile");
+  return 0;
+}
+
 int Stall(const std::string& out) {
   strata::full::IpcSettings ipc;
   ipc.gather_poll_interval_ms = kShortPollMs;
@@ -919,7 +1091,7 @@ int Hostile(const std::string& out) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: ipc_parent <ipc_child> tree|limit|stall|exits|hostile|follow <out>\n");
+    std::fprintf(stderr, "usage: ipc_parent <ipc_child> tree|limit|starved|stall|exits|hostile|follow <out>\n");
     return 2;
   }
   g_child_path = argv[1];
@@ -929,6 +1101,7 @@ int main(int argc, char** argv) {
   if (mode == "tree") rc = Tree(out);
   if (mode == "limit") rc = Limit(out, out + ".slots");
   if (mode == "stall") rc = Stall(out);
+  if (mode == "starved") rc = Starved(out, out + ".slots");
   if (mode == "exits") rc = Exits(out);
   if (mode == "hostile") rc = Hostile(out);
   if (mode == "follow") rc = Follow(out);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-process scenarios (docs/ipc.md). Usage: ipc_test.sh tree|limit|stall|exits|hostile|follow
+# Multi-process scenarios (docs/ipc.md). Usage: ipc_test.sh tree|limit|starved|stall|exits|hostile|follow
 source "$(dirname "$0")/../scenario_lib.sh"
 
 mode="${1:?mode}"
