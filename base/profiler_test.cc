@@ -210,12 +210,29 @@ TEST_CASE("A session records labels inside sampled stacks, markers and counters"
                 int64_t{404}, 1.25, strata::ProfilerString::Literal("GET"));
   g_items.Add(10);
 
-  // Let the worker accumulate CPU time (CPU-clock sampling ticks at 4 ms).
-  const strata::TimeStamp until = strata::TimeStamp::Now() + strata::TimeDuration::FromMilliseconds(600);
-  while (strata::TimeStamp::Now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Let the worker accumulate 400 ms of its own CPU time (CPU-clock sampling ticks at 4 ms:
+  // ~100 samples for the 20 asked below), however long a loaded machine takes to give it
+  // (it was 600 ms of wall time, a fixed expectation; issue 35). 60 s at most.
+  clockid_t worker_clock;
+  REQUIRE(pthread_getcpuclockid(worker.native_handle(), &worker_clock) == 0);
+  auto worker_cpu_ms = [&worker_clock] {
+    timespec ts{};
+    clock_gettime(worker_clock, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+  };
+  const strata::TimeStamp give_up = strata::TimeStamp::Now() + strata::TimeDuration::FromSeconds(60);
+  while (worker_cpu_ms() < 400 && strata::TimeStamp::Now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   g_items.Add(5);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const std::string json = strata::ProfilerGetProfile();
+  // The counter's change reaches the buffer at a sampler loop: capture until it is there
+  // (was one 20 ms sleep, which a starved sampler thread can outlast).
+  std::string json;
+  for (int attempt = 0; attempt < 4000; ++attempt) {
+    json = strata::ProfilerGetProfile();
+    if (CounterTotal(ParseProfile(json), "Items") == std::optional<int64_t>(15)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   g_keep_spinning = false;
   worker.join();
   strata::ProfilerStop();

@@ -74,7 +74,10 @@ def main():
 
     io = threads["io-worker"][0]
     reads = read_intervals(io)
-    check(len(reads) >= 20, f"io-worker has {len(reads)} Read intervals (>= 20)")
+    # Enough intervals for the share below to mean something (each holds ~15 wait samples),
+    # not a rate: a read is a 15 ms sleep and 1-2 ms of CPU, and in the demo's 2 s a loaded
+    # machine gets fewer done (was >= 20, a read per 100 ms; issue 35).
+    check(len(reads) >= 5, f"io-worker has {len(reads)} Read intervals (>= 5)")
     inside = [stack for time, stack in stacks_of(io)
               if any(start <= time < end for start, end in reads)]
     waiting = [s for s in inside if has(s, "IoThread") and

@@ -146,6 +146,43 @@ struct LoopRecorder {
   }
 };
 
+// Alerts of `threshold` against the costs the monitor reported for the same iterations
+// (an alert of threshold 0 sees every group's cost): one alert per (group, iteration) whose
+// cost is at or over the threshold, none for the others, and the 20 ms group in each of the
+// `iterations` iterations from `first_iteration` on. Which other group crosses the threshold
+// is up to the thread CPU clock (a preempted clock can charge a 3 ms group 10 ms), so it is
+// not fixed here: such alerts are printed.
+template <typename Cost>
+void CheckAlertsMatchCosts(const std::vector<pm::AlertInfo>& alerts,
+                           const std::vector<Cost>& costs, TimeDuration threshold,
+                           uint64_t first_iteration, int iterations) {
+  std::vector<std::pair<std::string, uint64_t>> expected, got;
+  for (const Cost& c : costs) {
+    if (c.iteration < first_iteration || c.iteration >= first_iteration + iterations) continue;
+    if (c.cost >= threshold) expected.emplace_back(c.group, c.iteration);
+  }
+  int loop20 = 0;
+  for (const pm::AlertInfo& a : alerts) {
+    got.emplace_back(a.group_name, a.iteration);
+    CHECK(a.cost >= threshold);
+    CHECK(a.threshold == threshold);
+    if (a.group_name == "loop-20ms") {
+      ++loop20;
+    } else {
+      std::printf("  (alert for %s in iteration %llu: %.2f ms, charged by the CPU clock)\n",
+                  a.group_name.c_str(), (unsigned long long)(a.iteration - first_iteration),
+                  a.cost.ToMilliseconds());
+    }
+  }
+  std::sort(expected.begin(), expected.end());
+  std::sort(got.begin(), got.end());
+  INFO(alerts.size() << " alerts, " << expected.size() << " costs at or over "
+                     << threshold.ToMilliseconds() << " ms");
+  CHECK(got == expected);  // Once per offending (group, iteration), nothing else.
+  CHECK(std::adjacent_find(got.begin(), got.end()) == got.end());
+  CHECK(loop20 == iterations);  // 20 ms of CPU is always over the threshold.
+}
+
 // The acceptance of issue 8, strictly, in one renormalisation mode: totals within 10 % of
 // the thread CPU time actually spent, every iteration's cost within 10 % too (+25 µs in
 // adaptive mode), buckets
@@ -253,11 +290,15 @@ void CheckSyntheticLoop(pm::Renormalisation mode, const char* mode_name) {
     // loop is not charged 32 ms).
     CHECK(c->jank == nominal[2]);
 
-    // The 10 ms alert: the 20 ms group, every iteration, nothing else.
-    CHECK(recorder.alerts.size() == static_cast<size_t>(kIterations));
+    // The 10 ms alert: once for every group cost of an iteration at or over 10 ms, as the
+    // monitor itself measured it (the zero-threshold alert's costs), and for nothing else;
+    // so the 20 ms group in every iteration. Another group alerts only where the thread CPU
+    // clock charged it that much (its cost is checked against that clock above): a CPU
+    // clock that jumped while the thread was preempted (a VM's stolen time) made a 3 ms
+    // group cost 10 ms once beside load (issue 35), a true alert.
+    CheckAlertsMatchCosts(recorder.alerts, recorder.costs, TimeDuration::FromMilliseconds(10),
+                          first_iteration, kIterations);
     for (const pm::AlertInfo& alert : recorder.alerts) {
-      CHECK(alert.group_name == "loop-20ms");
-      CHECK(alert.cost >= TimeDuration::FromMilliseconds(10));
       CHECK_FALSE(alert.jank_marker_recorded);  // No session.
     }
 
@@ -527,24 +568,38 @@ TEST_CASE("Alerts: once per offending iteration; jank marker and saved profile i
   std::vector<pm::AlertInfo> alerts;
   pm::AlertOptions options;
   options.save_profile_path = dir + "/jank-{n}.json";
+  // Every group's cost, as the monitor measured it (no marker, no save): what the 8 ms alert
+  // is checked against.
+  std::vector<LoopRecorder::Cost> costs;
+  pm::AlertOptions quiet;
+  quiet.jank_marker = false;
+  const pm::AlertId all = pm::AddAlert(
+      nullptr, TimeDuration(),
+      [&](const pm::AlertInfo& info) {
+        costs.push_back(LoopRecorder::Cost{info.group_name, info.cost, info.iteration});
+      },
+      quiet);
+  const uint64_t first_iteration = pm::CurrentThreadRecordingStats().iterations + 1;
   const pm::AlertId id = pm::AddAlert(
       nullptr, TimeDuration::FromMilliseconds(8),
       [&](const pm::AlertInfo& info) { alerts.push_back(info); }, options);
   constexpr int kIterations = 10;
   for (int i = 0; i < kIterations; ++i) loop.Iteration();
   pm::RemoveAlert(id);
+  pm::RemoveAlert(all);
   loop.Iteration();  // No alert any more.
   std::this_thread::sleep_for(std::chrono::milliseconds(30));  // A counter sample or two.
   const std::string json = strata::ProfilerGetProfile();
   strata::ProfilerStop();
 
-  CHECK(alerts.size() == static_cast<size_t>(kIterations));
-  CHECK(alerts.size() <= static_cast<size_t>(kIterations));
+  // Once per (group, iteration) the monitor measured at 8 ms or more: the 20 ms group in
+  // every iteration, another group only where the CPU clock charged it that much (the
+  // warm-up above keeps libunwind's first load out; a preempted CPU clock can still do it).
+  CheckAlertsMatchCosts(alerts, costs, TimeDuration::FromMilliseconds(8), first_iteration,
+                        kIterations);
   size_t saved = 0;
   for (const pm::AlertInfo& a : alerts) {
-    CHECK(a.group_name == "loop-20ms");
     CHECK(a.jank_marker_recorded);
-    CHECK(a.cost >= TimeDuration::FromMilliseconds(8));
     CHECK(a.iteration_end > a.iteration_start);
     if (!a.saved_profile_path.empty()) ++saved;
   }
@@ -597,7 +652,7 @@ TEST_CASE("Alerts: once per offending iteration; jank marker and saved profile i
   REQUIRE(last_jank);
   const rapidjson::Value& data = (*last_jank)[data_col];
   CHECK(std::string(data["type"].GetString()) == "Jank");
-  CHECK(std::string(data["group"].GetString()) == "loop-20ms");
+  CHECK(std::string(data["group"].GetString()) == alerts[0].group_name);  // The first alert saved.
   CHECK(data["cost"].GetDouble() >= 8.0);
   const double start = (*last_jank)[start_col].GetDouble();
   const double end = (*last_jank)[end_col].GetDouble();

@@ -142,6 +142,18 @@ struct BusyThread {
   clockid_t cpu_clock{};
 };
 
+// Waits until the thread of `cpu_clock` has used `amount` more CPU time (60 s at most).
+void WaitForThreadCpu(clockid_t cpu_clock, TimeDuration amount) {
+  auto read = [cpu_clock] {
+    timespec ts{};
+    clock_gettime(cpu_clock, &ts);
+    return TimeDuration::FromNanoseconds(ts.tv_sec * 1000000000LL + ts.tv_nsec);
+  };
+  const TimeDuration start = read();
+  const TimeStamp give_up = TimeStamp::Now() + TimeDuration::FromSeconds(60);
+  while (read() - start < amount && TimeStamp::Now() < give_up) usleep(1000);
+}
+
 void* RunBusyThread(void* argument) {
   BusyThread* busy = static_cast<BusyThread*>(argument);
   ScopedContext context(&busy->counter);
@@ -175,7 +187,10 @@ TEST_CASE(
   const int armed = busy.counter.signals.load();
 
   REQUIRE(timer.Disarm() == 0);
-  usleep(50 * 1000);  // Let a signal generated just before the disarm arrive.
+  // Let a signal generated just before the disarm arrive: it is delivered when the busy
+  // thread next runs, so wait for its CPU clock to move 5 ms, not for a wall-clock time
+  // (50 ms of it did not always give the thread a CPU on a loaded machine; issue 35).
+  WaitForThreadCpu(busy.cpu_clock, TimeDuration::FromMilliseconds(5));
   const int after_disarm = busy.counter.signals.load();
   BurnCpu(TimeDuration::FromMilliseconds(200));
   const int disarmed = busy.counter.signals.load() - after_disarm;
@@ -185,7 +200,9 @@ TEST_CASE(
   const int rearmed = busy.counter.signals.load() - after_disarm;
 
   timer.Destroy();
-  usleep(50 * 1000);  // Let a handler that was running finish.
+  // Let a handler that was running on the busy thread finish: once that thread has run 5 ms
+  // more of its own CPU it has left the handler (a wall-clock wait cannot tell).
+  WaitForThreadCpu(busy.cpu_clock, TimeDuration::FromMilliseconds(5));
   const int after_destroy = busy.counter.signals.load();
   BurnCpu(TimeDuration::FromMilliseconds(200));
   const int destroyed = busy.counter.signals.load() - after_destroy;
@@ -281,9 +298,10 @@ void* RunSleeper(void* argument) {
   r->poll_errno = errno;
   r->poll_ms = MillisecondsSince(start);
 
-  // The main thread writes one byte 100 ms after the thread starts reading.
-  r->about_to_read.store(true);
+  // The main thread writes one byte 100 ms after it sees about_to_read: the start is read
+  // first, so read_ms >= 100 whenever this thread is preempted in between.
   start = TimeStamp::Now();
+  r->about_to_read.store(true);
   char byte = 0;
   errno = 0;
   r->read_result = read(r->pipe_read_fd, &byte, 1);

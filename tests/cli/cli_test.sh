@@ -164,8 +164,16 @@ for mode in strata group; do
   name="sigint_$mode"
   env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$OUT/$name.json" -- "$TREE" --forever >"$WORK/$name.out" 2>"$WORK/$name.err" &
   pid=$!
-  for _ in $(seq 50); do grep -q "role=forever" "$WORK/$name.out" 2>/dev/null && break; sleep 0.1; done
-  sleep 0.8
+  for _ in $(seq 600); do grep -q "role=forever" "$WORK/$name.out" 2>/dev/null && break; sleep 0.1; done
+  # Until the program has spun 300 ms of its own CPU (utime + stime in /proc, clock ticks),
+  # not for 0.8 s of wall time: a loaded machine may not give it a CPU meanwhile (issue 35).
+  forever_pid=$(sed -n 's/^process_tree: role=forever pid=\([0-9]*\)$/\1/p' "$WORK/$name.out" | head -1)
+  hz=$(getconf CLK_TCK)
+  for _ in $(seq 1200); do
+    ticks=$(awk '{ print $14 + $15 }' "/proc/${forever_pid:-0}/stat" 2>/dev/null) || break
+    ((ticks * 1000 >= 300 * hz)) && break
+    sleep 0.05
+  done
   if [[ "$mode" == strata ]]; then kill -INT "$pid"; else kill -INT -- "-$pid"; fi
   start=$(date +%s.%N)
   wait "$pid"

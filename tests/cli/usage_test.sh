@@ -77,7 +77,25 @@ rm -rf "$session_dir"
   fail "convert --to chrome: $(tail -3 "$WORK/chrome_import.out")"
 # A long recording on a terminal says it is still running (script(1) gives it a terminal).
 if command -v script >/dev/null; then
-  timeout 60 env -u STRATA_NO_PROGRESS script -qec "'$STRATA' record -o '$WORK/long.json' -- sleep 6" /dev/null 2>&1 | tr -d '\r' >"$WORK/long.out"
+  # The command runs until the test has seen the progress line (at most 60 s), not for 6 s:
+  # a progress line due at 5 s must not race the command's end on a loaded machine (issue 35).
+  # One process (the line counts them): python3 sleeping in a loop, no sleep(1) children.
+  printf '%s\n' 'import os, sys, time' \
+    'for _ in range(600):' \
+    '    if os.path.exists(sys.argv[1]): break' \
+    '    time.sleep(0.1)' >"$WORK/wait_for_flag.py"
+  rm -f "$WORK/long.flag"
+  timeout 90 env -u STRATA_NO_PROGRESS script -qec \
+    "'$STRATA' record -o '$WORK/long.json' -- python3 '$WORK/wait_for_flag.py' '$WORK/long.flag'" \
+    /dev/null >"$WORK/long.raw" 2>&1 &
+  long_pid=$!
+  for _ in $(seq 600); do
+    grep -q 'process(es) running' "$WORK/long.raw" 2>/dev/null && break
+    sleep 0.1
+  done
+  touch "$WORK/long.flag"
+  wait "$long_pid"
+  tr -d '\r' <"$WORK/long.raw" >"$WORK/long.out"
   grep -q '^strata record: 5 s, 1 process(es) running' "$WORK/long.out" &&
     pass "record on a terminal: a progress line after 5 s" || fail "record: no progress line: $(head -3 "$WORK/long.out")"
   "$STRATA" record -o "$WORK/long2.json" -- sleep 6 >"$WORK/long2.out" 2>&1

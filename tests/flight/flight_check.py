@@ -15,6 +15,7 @@ Counts, in each, the samples of the threads GeckoMain and flight-worker taken wh
 """
 import argparse
 import json
+import re
 import sys
 
 
@@ -85,6 +86,25 @@ def tail_failures(threads, label):
             failures.append(f"{label} {t['name']}: {steps_after} Step markers after the last sample "
                             f"(at most {MAX_STEPS_AFTER_LAST_SAMPLE})")
     return failures
+
+
+def own_steps(output_path):
+    """The steps each flight_program process says it did, from its "work done" line:
+    {pid: {"GeckoMain": N, "flight-worker": M}} (for --end kill: those done by the ready file)."""
+    steps = {}
+    with open(output_path, errors="replace") as f:
+        for line in f:
+            m = re.search(r"flight_program: work done, ending by \w+ \(pid (\d+), steps main=(\d+) "
+                          r"worker=(\d+)\)", line)
+            if m:
+                steps[int(m.group(1))] = {"GeckoMain": int(m.group(2)), "flight-worker": int(m.group(3))}
+    return steps
+
+
+def thread_steps(threads):
+    """Step markers per work thread."""
+    return {t["name"]: sum(1 for m in markers(t) if m["name"] == "Step")
+            for t in threads if t["name"] in WORK_THREADS}
 
 
 def counts(profile):

@@ -21,6 +21,7 @@
 // --handler installs SIGSEGV and SIGABRT handlers that print "flight_program: handler for
 // signal N" and re-raise with the default action (the program's own crash handling, which
 // the profiler must leave as it is).
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,6 +45,11 @@ namespace {
 volatile uint64_t g_sink;
 const char* reference = nullptr;
 double g_ms = 2000;
+// Steps done (Step markers recorded) per thread, printed with "work done": what a recovered
+// profile is checked against, not a count assumed from the CPU time (a step takes at least
+// 1 ms of CPU; a CPU clock that jumps while the thread is preempted makes fewer).
+thread_local uint64_t t_steps = 0;
+std::atomic<uint64_t> g_main_steps{0}, g_worker_steps{0};
 
 double ThreadCpuMs() {
   timespec ts;
@@ -71,12 +77,55 @@ __attribute__((noinline)) void flight_step() {
   }
   g_sink = x;
   STRATA_MARKER_UNTYPED("Step", kOther, strata::MarkerOptions::Interval(start, strata::TimeStamp::Now()));
+  ++t_steps;
 }
 
 // Steps until `ms` of this thread's CPU (forever when ms < 0).
 void Work(double ms) {
   const double end = ThreadCpuMs() + ms;
   while (ms < 0 || ThreadCpuMs() < end) flight_step();
+}
+
+// The voluntary context switches of the thread named StrataSampler (-1: none, run plain).
+long SamplerVoluntarySwitches() {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  long switches = -1;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    const std::string task = std::string("/proc/self/task/") + entry->d_name;
+    char comm[32] = {};
+    FILE* f = fopen((task + "/comm").c_str(), "r");
+    if (f == nullptr) continue;
+    const bool is_sampler = fgets(comm, sizeof(comm), f) && !strcmp(comm, "StrataSampler\n");
+    fclose(f);
+    if (!is_sampler || (f = fopen((task + "/status").c_str(), "r")) == nullptr) continue;
+    char line[256];
+    while (fgets(line, sizeof(line), f)) {
+      if (sscanf(line, "voluntary_ctxt_switches: %ld", &switches) == 1) break;
+    }
+    fclose(f);
+  }
+  closedir(dir);
+  return switches;
+}
+
+// Before saying "ready" to be killed: waits (doing steps) until the sampler thread has gone to
+// sleep 3 more times, so that a whole sampler loop ran after the steps counted so far and
+// published them to the flight recorder file. The check's "at least the steps done by the
+// ready file" then holds however long the loaded machine kept the sampler off a CPU, instead
+// of trusting the parent's 200 ms. At most 60 s (a note then); nothing to wait for plain.
+void WaitForSamplerLoops() {
+  const long start = SamplerVoluntarySwitches();
+  if (start < 0) return;
+  const strata::TimeStamp t0 = strata::TimeStamp::Now();
+  while (SamplerVoluntarySwitches() < start + 3) {
+    if ((strata::TimeStamp::Now() - t0).ToMilliseconds() > 60000) {
+      printf("flight_program: the sampler thread did not loop in 60 s\n");
+      return;
+    }
+    flight_step();
+  }
 }
 
 void OnFatalSignal(int signal_number) {
@@ -120,6 +169,7 @@ int main(int argc, char** argv) {
   std::thread worker([until_killed] {
     pthread_setname_np(pthread_self(), "flight-worker");
     Work(g_ms);
+    g_worker_steps.store(t_steps);
     worker_done.store(true);
     if (until_killed) {
       Work(-1);
@@ -127,6 +177,7 @@ int main(int argc, char** argv) {
       while (!saved.load()) flight_step();
       Work(300);
     }
+    g_worker_steps.store(t_steps);
   });
   Work(g_ms);
   if (until_killed || reference) {
@@ -140,16 +191,23 @@ int main(int argc, char** argv) {
     saved.store(true);
     if (!until_killed) Work(300);
   }
-  printf("flight_program: work done, ending by %s\n", end);
+  if (!until_killed) worker.join();
+  g_main_steps.store(t_steps);
+  // For kill: the worker goes on with steps; these are the ones it had done by then (all
+  // done before the ready file, so before the kill).
+  printf("flight_program: work done, ending by %s (pid %d, steps main=%llu worker=%llu)\n", end,
+         static_cast<int>(getpid()), static_cast<unsigned long long>(g_main_steps.load()),
+         static_cast<unsigned long long>(g_worker_steps.load()));
   fflush(stdout);
   if (until_killed) {
+    WaitForSamplerLoops();
     if (ready) {
       const int fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd >= 0) close(fd);
     }
     Work(-1);
   }
-  worker.join();
+  if (worker.joinable()) worker.join();
   if (!strcmp(end, "segv")) {
     *static_cast<volatile int*>(nullptr) = 1;
   } else if (!strcmp(end, "abort")) {

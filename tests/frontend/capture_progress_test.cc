@@ -4,12 +4,14 @@
 // sampler keeps writing, and another thread polls the progress: it rises monotonically from
 // 0 to 1 through the capture's phases.
 #include <pthread.h>
+#include <time.h>
 
 #include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/internal/core.h"
 #include "base/markers.h"
 #include "base/profiler.h"
 #include "catch2/catch.hpp"
@@ -48,7 +50,20 @@ TEST_CASE("a capture of a running base session reports monotonic progress from 0
   for (int i = 0; i < kMarkers; ++i) {
     STRATA_MARKER("step", kOther, {}, Step, int64_t{i});
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The spinner's samples: let it use 40 ms of its own CPU (~10 CPU-clock ticks), however
+  // long a loaded machine takes to give it that (60 s at most); then move every thread's
+  // staged markers and ring samples into the buffer, which WriteProfile reads directly. (It
+  // was a 300 ms sleep, trusting a sampler loop to run meanwhile; issue 35.)
+  clockid_t spinner_clock;
+  REQUIRE(pthread_getcpuclockid(worker.native_handle(), &spinner_clock) == 0);
+  const strata::TimeStamp give_up = strata::TimeStamp::Now() + strata::TimeDuration::FromSeconds(60);
+  for (;;) {
+    timespec ts{};
+    clock_gettime(spinner_clock, &ts);
+    if (ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6 >= 40 || give_up < strata::TimeStamp::Now()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  (void)strata::base_internal::TakeSessionSnapshot();
 
   strata::profile::CaptureInputs inputs;
   inputs.start_time = start;

@@ -395,8 +395,11 @@ int main(int argc, char** argv) {
     } else {
       // The attach/detach stress: a sample taken while a context is being attached or
       // detached loses its native root more often (no cached segment yet; docs/js.md).
-      Check(100.0 * (bad + cut_roots) <= max_malformed_percent * js->samples.size(),
-            "at most " + std::to_string(max_malformed_percent) + " % malformed samples" +
+      // A percentage, but never less than one sample: a loaded machine (or a sanitizer) leaves
+      // the window few samples, where one was over 1 % (1 of 52; issue 35).
+      const double allowed = std::max(1.0, max_malformed_percent * js->samples.size() / 100.0);
+      Check(static_cast<double>(bad + cut_roots) <= allowed,
+            "at most " + std::to_string(max_malformed_percent) + " % (at least one) malformed samples" +
                 (first_problem.empty() ? "" : " (first problem: " + first_problem + ")"));
     }
   }

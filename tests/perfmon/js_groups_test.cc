@@ -3,6 +3,8 @@
 // each file's tick function inside a stopwatch over the groups ScriptGroups gives it (top
 // group, global, file). The janky file's group gets the cost, the jank buckets and the alert;
 // the calm one does not; the per-file groups are per-item (inactive until activated).
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -89,6 +91,23 @@ TEST_CASE("JavaScript groups per file and per global: the janky script gets cost
     for (const pm::AlertInfo& a : alerts) {
       CHECK((a.group_name == "global:main" || a.group_name == "js-thread"));
     }
+    // From here every group's cost per iteration, as the monitor measured it (an alert of
+    // threshold 0): the 10 ms alert and the buckets are checked against these, and the
+    // costs against the thread CPU clock (totals within 10 %), not against the scripts'
+    // nominal costs: a tick's CPU time is up to the machine (a JIT compilation, a GC, a CPU
+    // clock charged while the thread was preempted; issue 35).
+    struct Cost {
+      std::string group;
+      TimeDuration cost;
+      uint64_t iteration;
+    };
+    std::vector<Cost> costs;
+    pm::AlertOptions quiet;
+    quiet.jank_marker = false;
+    const pm::AlertId all = pm::AddAlert(
+        nullptr, TimeDuration(),
+        [&](const pm::AlertInfo& info) { costs.push_back({info.group_name, info.cost, info.iteration}); },
+        quiet);
 
     // Activated: "which script makes us janky" has an answer.
     groups.SetFileGroupsActive(true);
@@ -102,6 +121,7 @@ TEST_CASE("JavaScript groups per file and per global: the janky script gets cost
       pm::IterationDone();
     }
     pm::RemoveAlert(alert);
+    pm::RemoveAlert(all);
     const pm::Snapshot diff = pm::Subtract(pm::TakeSnapshot(), before);
     const pm::GroupStats* calm = diff.Find(calm_file->id());
     const pm::GroupStats* janky = diff.Find(janky_file->id());
@@ -123,18 +143,50 @@ TEST_CASE("JavaScript groups per file and per global: the janky script gets cost
     CHECK(within_10_percent(global->cpu_time, calm_truth + janky_truth));
     CHECK(janky->iterations == kIterations);
     CHECK(calm->iterations == kIterations);
-    CHECK(janky->jank[4] == kIterations);  // > 16 ms every iteration,
-    CHECK(janky->jank[5] == 0);            // not > 32 ms.
-    CHECK(calm->jank[0] == 0);             // Never > 1 ms.
-    // The 10 ms alert: per iteration, the janky file, the global and the top group; never
-    // the calm file.
+    // The buckets are the measured costs' (jank[k]: iterations costing > 2^k ms); janky > 16 ms
+    // every iteration, calm <= 1 ms in most (a preempted CPU clock can charge a 0.5 ms tick
+    // more; printed).
+    std::vector<pm::AlertInfo> expected_alerts;
+    for (const pm::GroupStats* g : {calm, janky}) {
+      std::array<uint64_t, pm::kJankBuckets> from_costs{};
+      int n = 0;
+      for (const Cost& c : costs) {
+        if (c.group != g->name) continue;
+        ++n;
+        for (size_t k = 0; k < pm::kJankBuckets; ++k) {
+          if (c.cost.ToMilliseconds() > static_cast<double>(pm::JankThresholdMs(k))) ++from_costs[k];
+        }
+      }
+      INFO(g->name);
+      CHECK(n == kIterations);
+      CHECK(g->jank == from_costs);
+    }
+    std::printf("js groups: janky > 16 ms in %llu of %d iterations, > 32 ms in %llu; calm > 1 ms "
+                "in %llu\n",
+                (unsigned long long)janky->jank[4], kIterations, (unsigned long long)janky->jank[5],
+                (unsigned long long)calm->jank[0]);
+    // janky.js burns 20 ms of the thread CPU clock per tick: never charged 16 ms or less.
+    CHECK(janky->jank[4] == kIterations);
+    CHECK(calm->jank[0] * 2 < static_cast<uint64_t>(kIterations));  // calm.js: 0.5 ms.
+    // The 10 ms alert: once per (group, iteration) measured at 10 ms or more, nothing else;
+    // so the janky file, the global and the top group in (nearly) every iteration, the calm
+    // file only where the CPU clock charged it that much.
+    std::vector<std::pair<std::string, uint64_t>> want, got;
+    for (const Cost& c : costs) {
+      if (c.cost >= TimeDuration::FromMilliseconds(10)) want.emplace_back(c.group, c.iteration);
+    }
     size_t janky_alerts = 0;
     for (const pm::AlertInfo& a : alerts) {
-      CHECK(a.group_name != calm->name);
+      got.emplace_back(a.group_name, a.iteration);
       if (a.group_name == janky->name) ++janky_alerts;
+      if (a.group_name == calm->name) {
+        std::printf("js groups: the calm file alerted (%.2f ms)\n", a.cost.ToMilliseconds());
+      }
     }
-    CHECK(janky_alerts == kIterations);
-    CHECK(alerts.size() == 3 * kIterations);
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    CHECK(got == want);
+    CHECK(janky_alerts == static_cast<size_t>(kIterations));
     pm::IterationDone();
   }
   sm::ShutdownEngine();

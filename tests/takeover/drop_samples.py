@@ -2,9 +2,11 @@
 """Makes the takeover check's failure case on purpose, to show it can fail (takeover_test.sh).
 
   drop_samples.py samples PROFILE OUT THREAD MARKER N
-      Copies PROFILE to OUT without the first N signalled samples of THREAD after MARKER (the
-      closing marker of a hand-over), as if Strata had lost them: the sample after them
-      carries their CPU, as a real gap's would.
+      Copies PROFILE to OUT without THREAD's signalled samples from the hand-over's opening
+      marker to its closing marker MARKER ("taken-over-5" opens with "takeover-5", "detached-5"
+      with "detach-5") and the first N after MARKER, as if Strata had lost them: the sample
+      after them carries their CPU, as a real gap's would. The gap so made covers the whole
+      hand-over call, whatever ran between the call and its markers (see drop_samples).
   drop_samples.py signals LOG OUT CHECK_OUTPUT
       Copies the busy thread's signal log LOG to OUT without the signals taken inside the gaps
       that takeover_check reported ("GAP ... open_cpu_ms=a close_cpu_ms=b"), as if the kernel
@@ -15,32 +17,51 @@ import re
 import sys
 
 
-def drop_samples(profile_path, out_path, thread_name, marker, count):
-    with open(profile_path) as f:
-        profile = json.load(f)
-    marker_time = None
+OPENING = {"taken-over-": "takeover-", "detached-": "detach-"}
+
+
+def marker_times(profile, name):
     for thread in profile["threads"]:
         names = thread["stringTable"]
         schema = thread["markers"]["schema"]
         for m in thread["markers"]["data"]:
-            if names[m[schema["name"]]] == marker:
-                marker_time = m[schema["startTime"]]
-                if marker_time is None:
-                    marker_time = m[schema["endTime"]]
-    if marker_time is None:
+            if names[m[schema["name"]]] == name:
+                t = m[schema["startTime"]]
+                return t if t is not None else m[schema["endTime"]]
+    return None
+
+
+def drop_samples(profile_path, out_path, thread_name, marker, count):
+    with open(profile_path) as f:
+        profile = json.load(f)
+    close_time = marker_times(profile, marker)
+    prefix = next((p for p in OPENING if marker.startswith(p)), None)
+    if close_time is None or prefix is None:
         sys.exit("no marker " + marker)
+    opening = OPENING[prefix] + marker[len(prefix):]
+    open_time = marker_times(profile, opening)
+    if open_time is None:
+        sys.exit("no marker " + opening)
     busy = next(t for t in profile["threads"] if t["name"] == thread_name)
     schema = busy["samples"]["schema"]
     time_col, cpu_col = schema["time"], schema["threadCPUDelta"]
     rows = busy["samples"]["data"]
     signalled = [i for i, r in enumerate(rows) if (r[cpu_col] or 0) > 0]
-    # The signalled samples right after the marker (after the hand-over call returned), so
-    # the whole gap is the hand-over's own.
-    first = next((k for k, i in enumerate(signalled) if rows[i][time_col] >= marker_time), None)
-    if first is None or first + count >= len(signalled):
+    # takeover_check's window of a hand-over runs, on the busy thread's CPU clock, from its
+    # last sample before the call to its first one after the call returned. The program
+    # reads the busy thread's CPU clock for the call between its two markers, so a sample
+    # taken before the opening marker's time is before the call, and one taken after the
+    # closing marker's time is after it. Taking out every signalled sample from the opening
+    # marker on, through the closing one and N more, leaves a gap that holds the whole call.
+    # (Counting the N from the closing marker alone missed the window when the calling
+    # thread was preempted between the call and that marker while the busy thread ran on:
+    # the samples of that time closed the window and the cut fell after it; seen under load.)
+    first = next((k for k, i in enumerate(signalled) if rows[i][time_col] >= open_time), None)
+    after_close = next((k for k, i in enumerate(signalled) if rows[i][time_col] > close_time), None)
+    if first is None or after_close is None or after_close + count >= len(signalled):
         sys.exit("not %d signalled samples after %s" % (count + 1, marker))
-    doomed = signalled[first:first + count]
-    keep_next = signalled[first + count]
+    doomed = signalled[first:after_close + count]
+    keep_next = signalled[after_close + count]
     carried = sum(rows[i][cpu_col] for i in doomed)
     # Copies in between carry no CPU; they go too, so no sample is left inside the gap.
     gone = set(range(doomed[0], keep_next))
@@ -48,7 +69,8 @@ def drop_samples(profile_path, out_path, thread_name, marker, count):
     busy["samples"]["data"] = [r for i, r in enumerate(rows) if i not in gone]
     with open(out_path, "w") as f:
         json.dump(profile, f)
-    print("dropped %d samples (%.3f ms of CPU) after %s" % (len(gone), carried / 1e6, marker))
+    print("dropped %d samples (%d signalled, %d of them between %s and %s; %.3f ms of CPU)"
+          % (len(gone), len(doomed), after_close - first, opening, marker, carried / 1e6))
 
 
 def drop_signals(log_path, out_path, check_output_path):
