@@ -81,7 +81,10 @@ void* ThreadTrampoline(void* raw) {
 }
 
 void OnExit() {
-  if (IsForkedChild()) return;  // A forked child does not save its parent's session.
+  // A child (of fork(), or made without atfork handlers: _Fork, clone, syscall(SYS_fork), or
+  // sharing our memory: vfork, clone(CLONE_VM)) does not save its parent's session, nor stop
+  // it (its sampler thread is the parent's).
+  if (IsOtherProcess()) return;
   // Under seccomp the save's system calls could kill the program (thread_restrictions.h).
   if (CurrentThreadMustNotCallStrata()) return;
   ProfilerShutdown();
@@ -124,7 +127,7 @@ __attribute__((constructor)) void StrataBaseConstructor() { Initialize(); }
 
 void ProfilerShutdown() {
   using namespace base_internal;
-  if (IsForkedChild()) return;
+  if (IsOtherProcess()) return;
   const std::string path = ShutdownPath();
   if (!path.empty() && ProfilerIsActive()) {
     // The session ends here: the save's own work (and a multi-process capture's gathering)
