@@ -330,6 +330,7 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.samples_skipped_low_stack = SamplesSkippedForLowStack();
   snapshot.sampling_stopped = registry.sampling_stopped;
   snapshot.sampling_source = SamplingSourceReportLocked(registry.settings);
+  ReclaimDeadThreadsLocked(registry);  // Threads that ended with a raw SYS_exit.
   PruneEndedThreadsLocked(registry);  // Only threads whose data may be in the buffer.
   for (RegisteredThread* thread : registry.live) {
     ThreadInfo& info = registry.infos[thread->info_index];

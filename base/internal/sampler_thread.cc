@@ -55,6 +55,9 @@ LoopResult SamplingLoopIteration() {
   {
     AutoLock lock(registry.mutex);
     locked = TimeStamp::Now();
+    // Threads that ended with a raw SYS_exit (no thread-specific-data destructor ran): their
+    // timers or events, descriptors and entries are released at the first loop after.
+    ReclaimDeadThreadsLocked(registry);
     for (RegisteredThread* thread : registry.live) {
       if (thread->sampling.load(std::memory_order_relaxed)) {
         DrainLocked(thread, locked, &result.max_expirations);
