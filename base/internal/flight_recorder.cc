@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -43,6 +44,14 @@ using flight::SlotState;
 // at a 4 ms period however fast the program writes (docs/flight-recorder.md, "Costs").
 constexpr size_t kSealBudgetBytesPerLoop = 1 << 20;
 
+// madvise(MADV_POPULATE_WRITE), Linux 5.14: faults the range in for writing, reserving a
+// shared file mapping's blocks; a full disk is an error (EFAULT) instead of a SIGBUS.
+#ifdef MADV_POPULATE_WRITE
+constexpr int kMadvisePopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kMadvisePopulateWrite = 23;
+#endif
+
 // Bytes of a slot before its block storage: the descriptors and the BufferChunk object.
 constexpr size_t kSlotOverheadBytes = flight::kSlotHeaderBytes + sizeof(BufferChunk);
 
@@ -76,13 +85,33 @@ class FlightFile final : public ChunkStorage {
       *error = "cannot create " + *path + ": " + strerror(errno);
       return nullptr;
     }
-    // Every block reserved now: a write into the mapping can never meet a full disk (which
-    // would be a SIGBUS in the program).
-    const int allocate_error = posix_fallocate(fd.Get(), 0, static_cast<off_t>(file_bytes));
+    // A write into the mapping must never meet a full disk (that would be a SIGBUS in the
+    // program): every block is reserved before it is written. The file gets its full size
+    // sparse (no block, no tmpfs page), the header and metadata logs their blocks now, and
+    // each chunk slot its blocks when a chunk first takes it (Allocate: MADV_POPULATE_WRITE,
+    // which reports a full disk as an error instead of a SIGBUS), so the disk (or the tmpfs
+    // memory) used grows with what is written, not with the buffer limit (issue 33: 67 MB per
+    // process before, 618 MB for 8 sleeping children on a tmpfs /tmp). A kernel without
+    // MADV_POPULATE_WRITE (before 5.14) gets the whole file reserved at once, as before.
+    int allocate_error = ftruncate(fd.Get(), static_cast<off_t>(file_bytes)) == 0 ? 0 : errno;
+    if (allocate_error == 0) {
+      allocate_error = posix_fallocate(fd.Get(), 0, static_cast<off_t>(slots_offset));
+    }
     void* memory = allocate_error == 0 ? mmap(nullptr, file_bytes, PROT_READ | PROT_WRITE,
                                               MAP_SHARED, fd.Get(), 0)
                                        : MAP_FAILED;
-    const int map_errno = errno;
+    int map_errno = errno;
+    bool grow_by_slot = false;
+    if (memory != MAP_FAILED) {
+      grow_by_slot = madvise(memory, flight::kFileHeaderBytes, kMadvisePopulateWrite) == 0;
+      if (!grow_by_slot) {
+        allocate_error = posix_fallocate(fd.Get(), 0, static_cast<off_t>(file_bytes));
+        if (allocate_error != 0) {
+          munmap(memory, file_bytes);
+          memory = MAP_FAILED;
+        }
+      }
+    }
     fd.Close();
     if (memory == MAP_FAILED) {
       *error = "cannot reserve " + std::to_string(file_bytes >> 20) + " MiB for " + *path + ": " +
@@ -91,6 +120,7 @@ class FlightFile final : public ChunkStorage {
       return nullptr;
     }
     auto* file = new FlightFile(static_cast<uint8_t*>(memory), file_bytes);
+    file->grow_by_slot_ = grow_by_slot;
     FileHeader& h = *file->header_;
     std::memcpy(h.magic, flight::kMagic, sizeof(h.magic));
     h.version = flight::kVersion;
@@ -123,6 +153,21 @@ class FlightFile final : public ChunkStorage {
       return nullptr;
     }
     const uint32_t slot = free_.back();
+    if (grow_by_slot_ && !slots_[slot].reserved) {
+      // The slot's blocks (or tmpfs pages), before anything is written into it: a full disk
+      // is then this error (the chunk goes to the heap, counted), never a SIGBUS.
+      const uintptr_t page = 4096;
+      const uintptr_t begin = reinterpret_cast<uintptr_t>(SlotBase(slot)) & ~(page - 1);
+      const uintptr_t end = std::min(
+          (reinterpret_cast<uintptr_t>(SlotBase(slot)) + header_->slot_stride + page - 1) &
+              ~(page - 1),
+          reinterpret_cast<uintptr_t>(base_) + bytes_);
+      if (madvise(reinterpret_cast<void*>(begin), end - begin, kMadvisePopulateWrite) != 0) {
+        header_->heap_chunks = header_->heap_chunks + 1;
+        return nullptr;
+      }
+      slots_[slot].reserved = true;
+    }
     free_.pop_back();
     return SlotBase(slot) + flight::kSlotHeaderBytes;
   }
@@ -250,6 +295,7 @@ class FlightFile final : public ChunkStorage {
     ChunkDescriptor last{};  // The descriptor last written.
     uint64_t generation = 0;  // Grows when the slot is freed.
     bool seal_pending = false;
+    bool reserved = false;  // Its blocks allocated (grow_by_slot_).
   };
 
   FlightFile(uint8_t* base, size_t bytes)
@@ -336,6 +382,7 @@ class FlightFile final : public ChunkStorage {
   FileHeader* const header_;
   const uint8_t* slots_begin_ = nullptr;
   bool unmapped_ = false;
+  bool grow_by_slot_ = false;  // Slots reserved when first used (else all at creation).
   Mutex mutex_{"strata flight recorder"};
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
@@ -369,6 +416,35 @@ Recorder& GetRecorder() {
 }
 
 std::atomic<FlightFile*> g_file{nullptr};
+
+// The files this process made and has not removed, for their removal when the process ends
+// (RemoveFlightRecorderFilesAtProcessEnd): read without a lock, so that _exit and the exec
+// wrappers, which must stay async-signal-safe, can unlink them. A slot's path is written
+// before it is marked used and cleared after it is marked free. Under the recorder mutex
+// otherwise.
+constexpr int kEndPathSlots = 8;
+char g_end_paths[kEndPathSlots][PATH_MAX];
+std::atomic<bool> g_end_path_used[kEndPathSlots];
+
+void TrackPathForProcessEnd(const std::string& path) {
+  if (path.size() >= PATH_MAX) return;
+  for (int i = 0; i < kEndPathSlots; ++i) {
+    if (g_end_path_used[i].load(std::memory_order_acquire)) continue;
+    std::memcpy(g_end_paths[i], path.c_str(), path.size() + 1);
+    g_end_path_used[i].store(true, std::memory_order_release);
+    return;
+  }
+  // More than kEndPathSlots files kept (sessions stopped without a save): this one stays
+  // after the process ends, as every file did before issue 33.
+}
+
+void ForgetPathForProcessEnd(const std::string& path) {
+  for (int i = 0; i < kEndPathSlots; ++i) {
+    if (g_end_path_used[i].load(std::memory_order_acquire) && path == g_end_paths[i]) {
+      g_end_path_used[i].store(false, std::memory_order_release);
+    }
+  }
+}
 
 std::string SessionPayload(TimeStamp start, const ProfilerSettings& settings) {
   PayloadWriter w;
@@ -546,6 +622,7 @@ ChunkStorage* StartFlightRecorderLocked(size_t limit_bytes, size_t chunk_bytes,
     return nullptr;
   }
   recorder.path = path;
+  TrackPathForProcessEnd(path);
   recorder.start_time = start_time;
   recorder.threads_payload.clear();
   recorder.loader_adds = recorder.loader_subs = ~0ull;
@@ -601,7 +678,17 @@ void RemoveFlightRecorderFile() {
   AutoLock lock(recorder.mutex);
   if (g_file.load(std::memory_order_acquire) == nullptr || recorder.path.empty()) return;
   unlink(recorder.path.c_str());
+  ForgetPathForProcessEnd(recorder.path);
   LogInfo("flight recorder: %s removed (profile saved)", recorder.path.c_str());
+}
+
+void RemoveFlightRecorderFilesAtProcessEnd() {
+  const int saved_errno = errno;
+  for (int i = 0; i < kEndPathSlots; ++i) {
+    if (!g_end_path_used[i].exchange(false, std::memory_order_acq_rel)) continue;
+    (void)unlink(g_end_paths[i]);
+  }
+  errno = saved_errno;
 }
 
 std::string FlightRecorderPath() {

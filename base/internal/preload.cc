@@ -14,10 +14,19 @@
 // libunwind's caches once an object is gone. dl_iterate_phdr is wrapped to mark the thread
 // as holding the loader's list lock (the sampler then avoids libunwind, libunwind_walker.h). The wrappers call the real functions found with
 // dlsym(RTLD_NEXT), so they work whether the library is preloaded or linked.
+#include <alloca.h>
 #include <dlfcn.h>
+#include <linux/futex.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
 
 #include <cstdlib>
 #include <new>
@@ -80,14 +89,64 @@ void* ThreadTrampoline(void* raw) {
   return start.routine(start.argument);
 }
 
+// The exit save and threads that call exit() meanwhile (issue 33). glibc 2.36 lets several
+// threads run exit() at once: the second one skips the handler the first is running (ours,
+// saving the profile) and ends the process under it, losing the profile. So a thread that
+// calls exit() while another thread's exit is under way waits (exit() wrapper below) until
+// the save is done: while the other thread still runs the program's exit handlers, at most
+// kExitStartWaitNs (it may be waiting for this thread); during the save itself at most
+// kExitSaveWaitNs. A futex, no lock, no allocation.
+std::atomic<int32_t> g_exiting_tid{0};   // The first thread in exit() (our wrapper), or 0.
+std::atomic<int32_t> g_exit_saving{0};   // 1 while OnExit runs.
+std::atomic<uint32_t> g_exit_save_done{0};  // Futex word: 1 once OnExit returned.
+constexpr int64_t kExitStartWaitNs = 2'000'000'000;
+constexpr int64_t kExitSaveWaitNs = 120'000'000'000;
+
+int32_t RawGetTid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
+
+int64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+
+void WaitForAnotherThreadsExitSave() {
+  const int32_t self = RawGetTid();
+  int32_t expected = 0;
+  if (g_exiting_tid.compare_exchange_strong(expected, self) || expected == self) return;
+  if (IsOtherProcess()) return;  // A child's exit: the parent's save is not its business.
+  const int64_t start = MonotonicNs();
+  while (g_exit_save_done.load(std::memory_order_acquire) == 0) {
+    const int64_t waited = MonotonicNs() - start;
+    const int64_t bound = g_exit_saving.load(std::memory_order_acquire) ? kExitSaveWaitNs
+                                                                        : kExitStartWaitNs;
+    if (waited >= bound) return;
+    timespec step{0, 50'000'000};
+    syscall(SYS_futex, &g_exit_save_done, FUTEX_WAIT_PRIVATE, 0, &step, nullptr, 0);
+  }
+}
+
 void OnExit() {
   // A child (of fork(), or made without atfork handlers: _Fork, clone, syscall(SYS_fork), or
   // sharing our memory: vfork, clone(CLONE_VM)) does not save its parent's session, nor stop
-  // it (its sampler thread is the parent's).
+  // it (its sampler thread is the parent's), nor remove its files.
   if (IsOtherProcess()) return;
   // Under seccomp the save's system calls could kill the program (thread_restrictions.h).
   if (CurrentThreadMustNotCallStrata()) return;
+  g_exit_saving.store(1, std::memory_order_release);
   ProfilerShutdown();
+  // The process ends without a crash: its flight recorder files go (saved or not).
+  RemoveFlightRecorderFilesAtProcessEnd();
+  g_exit_save_done.store(1, std::memory_order_release);
+  syscall(SYS_futex, &g_exit_save_done, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+// _exit, _Exit and the exec wrappers: the image ends without a crash, so this process's flight
+// recorder files go (async-signal-safe: these may be called from a signal handler or a
+// vfork()ed child, which IsOtherProcess() tells apart by its pid).
+void OnImageEnd() {
+  if (IsOtherProcess() || CurrentThreadMustNotCallStrata()) return;
+  RemoveFlightRecorderFilesAtProcessEnd();
 }
 
 void Initialize() {
@@ -228,5 +287,93 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
   strata::ScopedDlIteratePhdrCall in_loader_list;
   return real(callback, data);
 }
+
+// exit(): waits for another thread's exit save (WaitForAnotherThreadsExitSave), then libc's.
+[[noreturn]] void exit(int status) noexcept {
+  using Function = void (*)(int);
+  static Function real = reinterpret_cast<Function>(strata::NextDefinition("exit"));
+  strata::base_internal::WaitForAnotherThreadsExitSave();
+  if (real) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+// _exit() and _Exit(): no exit handler runs; this process's flight recorder files go.
+[[noreturn]] void _exit(int status) {
+  using Function = void (*)(int);
+  static Function real = reinterpret_cast<Function>(strata::NextDefinition("_exit"));
+  strata::base_internal::OnImageEnd();
+  if (real) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+[[noreturn]] void _Exit(int status) noexcept {
+  using Function = void (*)(int);
+  static Function real = reinterpret_cast<Function>(strata::NextDefinition("_Exit"));
+  strata::base_internal::OnImageEnd();
+  if (real) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+// The exec family: the image is replaced, its flight recorder files go first (a failed exec
+// leaves the session running without a file to recover from). glibc's own exec functions call
+// its internal execve, so each is wrapped.
+#define STRATA_EXEC_WRAPPER(name, signature, arguments)                                 \
+  int name signature {                                                                 \
+    using Function = int(*) signature;                                                 \
+    static Function real = reinterpret_cast<Function>(strata::NextDefinition(#name));  \
+    strata::base_internal::OnImageEnd();                                               \
+    if (!real) {                                                                       \
+      errno = ENOSYS;                                                                  \
+      return -1;                                                                       \
+    }                                                                                  \
+    return real arguments;                                                             \
+  }
+STRATA_EXEC_WRAPPER(execve, (const char* path, char* const argv[], char* const envp[]),
+                    (path, argv, envp))
+STRATA_EXEC_WRAPPER(execv, (const char* path, char* const argv[]), (path, argv))
+STRATA_EXEC_WRAPPER(execvp, (const char* file, char* const argv[]), (file, argv))
+STRATA_EXEC_WRAPPER(execvpe, (const char* file, char* const argv[], char* const envp[]),
+                    (file, argv, envp))
+STRATA_EXEC_WRAPPER(fexecve, (int fd, char* const argv[], char* const envp[]), (fd, argv, envp))
+#undef STRATA_EXEC_WRAPPER
+
+// execl, execlp, execle: their arguments gathered on the stack (alloca, as glibc does: no
+// allocation), then the vector forms above.
+#define STRATA_GATHER_EXECL_ARGUMENTS(first)                       \
+  size_t argc = 1;                                                 \
+  {                                                                \
+    va_list count;                                                 \
+    va_start(count, first);                                        \
+    for (const char* a = first; a != nullptr; ++argc) a = va_arg(count, const char*); \
+    va_end(count);                                                 \
+  }                                                                \
+  char** argv = static_cast<char**>(alloca(argc * sizeof(char*))); \
+  va_list list;                                                    \
+  va_start(list, first);                                           \
+  argv[0] = const_cast<char*>(first);                              \
+  for (size_t i = 1; i < argc; ++i) argv[i] = va_arg(list, char*);
+
+int execl(const char* path, const char* arg, ...) {
+  STRATA_GATHER_EXECL_ARGUMENTS(arg)
+  va_end(list);
+  return execv(path, argv);
+}
+
+int execlp(const char* file, const char* arg, ...) {
+  STRATA_GATHER_EXECL_ARGUMENTS(arg)
+  va_end(list);
+  return execvp(file, argv);
+}
+
+int execle(const char* path, const char* arg, ...) {
+  STRATA_GATHER_EXECL_ARGUMENTS(arg)
+  char* const* envp = va_arg(list, char* const*);
+  va_end(list);
+  return execve(path, argv, envp);
+}
+#undef STRATA_GATHER_EXECL_ARGUMENTS
 
 }  // extern "C"
