@@ -104,6 +104,32 @@ constexpr int64_t kExitSaveWaitNs = 120'000'000'000;
 
 int32_t RawGetTid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 
+// libc's exit, _exit, _Exit and exec functions, resolved by the library's constructor
+// (ResolveProcessEndFunctions), so that the wrappers, which may run in a signal handler or a
+// vfork()ed child, call no dlsym and take no lock (a function-local static's guard would).
+enum ProcessEndFunction { kExit, k_Exit, k_ExitC99, kExecve, kExecv, kExecvp, kExecvpe,
+                          kFexecve, kProcessEndFunctionCount };
+constexpr const char* kProcessEndFunctionNames[kProcessEndFunctionCount] = {
+    "exit", "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve"};
+std::atomic<void*> g_process_end_functions[kProcessEndFunctionCount];
+
+void ResolveProcessEndFunctions() {
+  for (int i = 0; i < kProcessEndFunctionCount; ++i) {
+    g_process_end_functions[i].store(NextDefinition(kProcessEndFunctionNames[i]),
+                                     std::memory_order_release);
+  }
+}
+
+template <typename Function>
+Function RealProcessEndFunction(ProcessEndFunction which) {
+  void* function = g_process_end_functions[which].load(std::memory_order_acquire);
+  if (!function) {  // Called before the constructor ran (another library's constructor).
+    function = NextDefinition(kProcessEndFunctionNames[which]);
+    g_process_end_functions[which].store(function, std::memory_order_release);
+  }
+  return reinterpret_cast<Function>(function);
+}
+
 int64_t MonotonicNs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -111,6 +137,8 @@ int64_t MonotonicNs() {
 }
 
 void WaitForAnotherThreadsExitSave() {
+  // Under seccomp even gettid could kill the program (thread_restrictions.h).
+  if (CurrentThreadMustNotCallStrata()) return;
   const int32_t self = RawGetTid();
   int32_t expected = 0;
   if (g_exiting_tid.compare_exchange_strong(expected, self) || expected == self) return;
@@ -130,9 +158,14 @@ void OnExit() {
   // A child (of fork(), or made without atfork handlers: _Fork, clone, syscall(SYS_fork), or
   // sharing our memory: vfork, clone(CLONE_VM)) does not save its parent's session, nor stop
   // it (its sampler thread is the parent's), nor remove its files.
-  if (IsOtherProcess()) return;
-  // Under seccomp the save's system calls could kill the program (thread_restrictions.h).
+  // Under seccomp the save's system calls (getpid's first) could kill the program
+  // (thread_restrictions.h).
   if (CurrentThreadMustNotCallStrata()) return;
+  if (IsOtherProcess()) return;
+  // main() returning reaches exit() inside libc, not through the wrapper: the saving thread is
+  // the exiting one for the threads that call exit() from now on.
+  int32_t no_thread = 0;
+  g_exiting_tid.compare_exchange_strong(no_thread, RawGetTid());
   g_exit_saving.store(1, std::memory_order_release);
   ProfilerShutdown();
   // The process ends without a crash: its flight recorder files go (saved or not).
@@ -145,7 +178,7 @@ void OnExit() {
 // recorder files go (async-signal-safe: these may be called from a signal handler or a
 // vfork()ed child, which IsOtherProcess() tells apart by its pid).
 void OnImageEnd() {
-  if (IsOtherProcess() || CurrentThreadMustNotCallStrata()) return;
+  if (CurrentThreadMustNotCallStrata() || IsOtherProcess()) return;
   RemoveFlightRecorderFilesAtProcessEnd();
 }
 
@@ -161,6 +194,7 @@ void Initialize() {
   }
   ProfilerInit();
   ResolveWaitFunctions();
+  ResolveProcessEndFunctions();
   // A process started by another profiled process with the same path saves to its own file.
   const std::string shutdown_path =
       ShutdownPathForThisProcess(env.shutdown_path, reinterpret_cast<const void*>(&Initialize));
@@ -290,9 +324,9 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
 
 // exit(): waits for another thread's exit save (WaitForAnotherThreadsExitSave), then libc's.
 [[noreturn]] void exit(int status) noexcept {
-  using Function = void (*)(int);
-  static Function real = reinterpret_cast<Function>(strata::NextDefinition("exit"));
-  strata::base_internal::WaitForAnotherThreadsExitSave();
+  using namespace strata::base_internal;
+  const auto real = RealProcessEndFunction<void (*)(int)>(kExit);
+  WaitForAnotherThreadsExitSave();
   if (real) real(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
@@ -300,18 +334,18 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
 
 // _exit() and _Exit(): no exit handler runs; this process's flight recorder files go.
 [[noreturn]] void _exit(int status) {
-  using Function = void (*)(int);
-  static Function real = reinterpret_cast<Function>(strata::NextDefinition("_exit"));
-  strata::base_internal::OnImageEnd();
+  using namespace strata::base_internal;
+  const auto real = RealProcessEndFunction<void (*)(int)>(k_Exit);
+  OnImageEnd();
   if (real) real(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
 }
 
 [[noreturn]] void _Exit(int status) noexcept {
-  using Function = void (*)(int);
-  static Function real = reinterpret_cast<Function>(strata::NextDefinition("_Exit"));
-  strata::base_internal::OnImageEnd();
+  using namespace strata::base_internal;
+  const auto real = RealProcessEndFunction<void (*)(int)>(k_ExitC99);
+  OnImageEnd();
   if (real) real(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
@@ -320,24 +354,24 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
 // The exec family: the image is replaced, its flight recorder files go first (a failed exec
 // leaves the session running without a file to recover from). glibc's own exec functions call
 // its internal execve, so each is wrapped.
-#define STRATA_EXEC_WRAPPER(name, signature, arguments)                                 \
+#define STRATA_EXEC_WRAPPER(name, which, signature, arguments)                          \
   int name signature {                                                                 \
-    using Function = int(*) signature;                                                 \
-    static Function real = reinterpret_cast<Function>(strata::NextDefinition(#name));  \
-    strata::base_internal::OnImageEnd();                                               \
+    using namespace strata::base_internal;                                             \
+    const auto real = RealProcessEndFunction<int(*) signature>(which);                 \
+    OnImageEnd();                                                                      \
     if (!real) {                                                                       \
       errno = ENOSYS;                                                                  \
       return -1;                                                                       \
     }                                                                                  \
     return real arguments;                                                             \
   }
-STRATA_EXEC_WRAPPER(execve, (const char* path, char* const argv[], char* const envp[]),
+STRATA_EXEC_WRAPPER(execve, kExecve, (const char* path, char* const argv[], char* const envp[]),
                     (path, argv, envp))
-STRATA_EXEC_WRAPPER(execv, (const char* path, char* const argv[]), (path, argv))
-STRATA_EXEC_WRAPPER(execvp, (const char* file, char* const argv[]), (file, argv))
-STRATA_EXEC_WRAPPER(execvpe, (const char* file, char* const argv[], char* const envp[]),
+STRATA_EXEC_WRAPPER(execv, kExecv, (const char* path, char* const argv[]), (path, argv))
+STRATA_EXEC_WRAPPER(execvp, kExecvp, (const char* file, char* const argv[]), (file, argv))
+STRATA_EXEC_WRAPPER(execvpe, kExecvpe, (const char* file, char* const argv[], char* const envp[]),
                     (file, argv, envp))
-STRATA_EXEC_WRAPPER(fexecve, (int fd, char* const argv[], char* const envp[]), (fd, argv, envp))
+STRATA_EXEC_WRAPPER(fexecve, kFexecve, (int fd, char* const argv[], char* const envp[]), (fd, argv, envp))
 #undef STRATA_EXEC_WRAPPER
 
 // execl, execlp, execle: their arguments gathered on the stack (alloca, as glibc does: no
