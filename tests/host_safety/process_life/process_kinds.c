@@ -9,6 +9,7 @@
 // and the parent prints "KIND: status N" (N the child's exit status), or "KIND: hung" when
 // the child has not ended 20 s later (it is then killed). The parent ends with exit(0).
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -68,6 +69,24 @@ static int ChildBody(int with_thread, int status) {
 }
 
 static int CloneChild(void* arg) { return ChildBody(0, (int)(long)arg); }
+
+// With STRATA_FLIGHT_RECORDER=DIR (preloaded), the parent's own flight recorder file must
+// survive every child (a child must never remove its parent's file): checked after each one,
+// a missing file reported on stderr.
+static void CheckOwnFlightFile(const char* kind) {
+  const char* dir = getenv("STRATA_FLIGHT_RECORDER");
+  if (!dir || !getenv("LD_PRELOAD")) return;
+  char prefix[64];
+  snprintf(prefix, sizeof(prefix), "strata-%d-", (int)getpid());
+  DIR* d = opendir(dir);
+  int found = 0;
+  if (d) {
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) found |= strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+  }
+  if (!found) fprintf(stderr, "process_kinds: parent's flight recorder file gone after %s\n", kind);
+}
 
 static void Report(const char* kind, pid_t pid) {
   if (pid < 0) {
@@ -152,6 +171,7 @@ int main(int argc, char** argv) {
       continue;
     }
     Report(kind, pid);
+    CheckOwnFlightFile(kind);
   }
   atomic_store(&g_stop, 1);
   pthread_join(spinner, NULL);

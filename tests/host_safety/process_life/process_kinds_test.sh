@@ -10,7 +10,11 @@
 #     exit save joined a sampler thread that does not exist in the child);
 #   - exactly one profile, the parent's (before: each of those children first wrote a profile
 #     named after itself holding the parent's data), which passes the format checker;
-#   - no temporary file left.
+#   - no temporary file left;
+#   - with STRATA_FLIGHT_RECORDER, the parent's flight recorder file survives every child (the
+#     children's exit, _exit and exec wrappers must not remove their parent's file: they tell
+#     themselves apart by pid) and no file is left at the end (the parent exited, the exec'd
+#     shells exited: none crashed).
 source "$(dirname "$0")/../../scenario_lib.sh"
 
 program="$(binary tests/host_safety/process_life/process_kinds)"
@@ -34,9 +38,18 @@ sed 's/^/    plain: /' "$WORK/plain.out"
 
 for round in 1 2 3; do
   name=preload$round
+  mkdir -p "$WORK/$name.flight"; rm -f "$WORK/$name.flight"/*
   run "$name" LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_STARTUP_BUFFER_MB=8 \
-    STRATA_SHUTDOWN="$WORK/$name.dir/profile-%p.json"
+    STRATA_SHUTDOWN="$WORK/$name.dir/profile-%p.json" STRATA_FLIGHT_RECORDER="$WORK/$name.flight"
   dir="$WORK/$name.dir"
+  if grep -q "flight recorder file gone" "$WORK/$name.err"; then
+    fail "$name: $(grep "flight recorder file gone" "$WORK/$name.err" | head -3 | tr '\n' ' ')"
+  else
+    pass "$name: the parent's flight recorder file survived every child"
+  fi
+  flight_left=$(ls "$WORK/$name.flight" | wc -l)
+  ((flight_left == 0)) && pass "$name: no flight recorder file left" \
+    || fail "$name: $flight_left flight recorder files left: $(ls "$WORK/$name.flight" | tr '\n' ' ')"
   result "scenario=process-kinds run=$name status=$RUN_STATUS hung=$(grep -c hung "$WORK/$name.out") profiles=$(ls "$dir" | grep -c '^profile-.*\.json$')"
   if [[ $RUN_STATUS -eq 137 ]]; then
     fail "$name: the program hung (killed by the watchdog)"
