@@ -52,6 +52,9 @@ constexpr int kMadvisePopulateWrite = MADV_POPULATE_WRITE;
 constexpr int kMadvisePopulateWrite = 23;
 #endif
 
+// The metadata logs are reserved in steps of this many bytes as they fill.
+constexpr uint64_t kMetadataReserveStep = 64 * 1024;
+
 // Bytes of a slot before its block storage: the descriptors and the BufferChunk object.
 constexpr size_t kSlotOverheadBytes = flight::kSlotHeaderBytes + sizeof(BufferChunk);
 
@@ -87,15 +90,16 @@ class FlightFile final : public ChunkStorage {
     }
     // A write into the mapping must never meet a full disk (that would be a SIGBUS in the
     // program): every block is reserved before it is written. The file gets its full size
-    // sparse (no block, no tmpfs page), the header and metadata logs their blocks now, and
-    // each chunk slot its blocks when a chunk first takes it (Allocate: MADV_POPULATE_WRITE,
-    // which reports a full disk as an error instead of a SIGBUS), so the disk (or the tmpfs
+    // sparse (no block, no tmpfs page), the header its block now, each chunk slot its blocks
+    // when a chunk first takes it (Allocate) and the metadata logs theirs 64 KiB at a time as
+    // they fill (ReserveLogLocked), both with MADV_POPULATE_WRITE, which reports a full disk
+    // as an error instead of a SIGBUS, so the disk (or the tmpfs
     // memory) used grows with what is written, not with the buffer limit (issue 33: 67 MB per
     // process before, 618 MB for 8 sleeping children on a tmpfs /tmp). A kernel without
     // MADV_POPULATE_WRITE (before 5.14) gets the whole file reserved at once, as before.
     int allocate_error = ftruncate(fd.Get(), static_cast<off_t>(file_bytes)) == 0 ? 0 : errno;
     if (allocate_error == 0) {
-      allocate_error = posix_fallocate(fd.Get(), 0, static_cast<off_t>(slots_offset));
+      allocate_error = posix_fallocate(fd.Get(), 0, static_cast<off_t>(flight::kFileHeaderBytes));
     }
     void* memory = allocate_error == 0 ? mmap(nullptr, file_bytes, PROT_READ | PROT_WRITE,
                                               MAP_SHARED, fd.Get(), 0)
@@ -137,12 +141,34 @@ class FlightFile final : public ChunkStorage {
     h.pid = getpid();
     h.start_ns = start_time.ToNanoseconds();
     h.fixed_checksum = flight::Checksum(&h, flight::kFixedHeaderChecksummedBytes);
+    if (!file->ReserveLogLocked(0, flight::kLogHeaderBytes)) {
+      *error = "cannot reserve the first metadata page of " + *path;
+      munmap(memory, file_bytes);
+      unlink(path->c_str());
+      delete file;
+      return nullptr;
+    }
     file->LogAt(0)->used_bytes = flight::kLogHeaderBytes;
     file->LogAt(0)->generation = 1;
     file->SetSlotsBegin();
     file->slots_.resize(slot_count);
     for (size_t i = slot_count; i > 0; --i) file->free_.push_back(static_cast<uint32_t>(i - 1));
     return file;
+  }
+
+  // Reserves the blocks of metadata log `half` up to `end` bytes from its start, in steps of
+  // kMetadataReserveStep (grow_by_slot_; a no-op when the whole file was reserved at start).
+  // False when the disk is full. Mutex held (or the file not yet shared).
+  bool ReserveLogLocked(uint32_t half, uint64_t end) {
+    if (!grow_by_slot_ || end <= log_reserved_[half]) return true;
+    const uint64_t target =
+        std::min<uint64_t>((end + kMetadataReserveStep - 1) / kMetadataReserveStep *
+                               kMetadataReserveStep,
+                           header_->metadata_half_bytes);
+    uint8_t* log = reinterpret_cast<uint8_t*>(LogAt(half));
+    if (!Reserve(log + log_reserved_[half], target - log_reserved_[half])) return false;
+    log_reserved_[half] = target;
+    return true;
   }
 
   // ChunkStorage.
@@ -156,13 +182,7 @@ class FlightFile final : public ChunkStorage {
     if (grow_by_slot_ && !slots_[slot].reserved) {
       // The slot's blocks (or tmpfs pages), before anything is written into it: a full disk
       // is then this error (the chunk goes to the heap, counted), never a SIGBUS.
-      const uintptr_t page = 4096;
-      const uintptr_t begin = reinterpret_cast<uintptr_t>(SlotBase(slot)) & ~(page - 1);
-      const uintptr_t end = std::min(
-          (reinterpret_cast<uintptr_t>(SlotBase(slot)) + header_->slot_stride + page - 1) &
-              ~(page - 1),
-          reinterpret_cast<uintptr_t>(base_) + bytes_);
-      if (madvise(reinterpret_cast<void*>(begin), end - begin, kMadvisePopulateWrite) != 0) {
+      if (!Reserve(SlotBase(slot), header_->slot_stride)) {
         header_->heap_chunks = header_->heap_chunks + 1;
         return nullptr;
       }
@@ -260,6 +280,10 @@ class FlightFile final : public ChunkStorage {
     const uint32_t other = 1 - header_->active_log;
     flight::LogHeader* log = LogAt(other);
     const uint64_t generation = LogAt(header_->active_log)->generation + 1;
+    if (!ReserveLogLocked(other, flight::kLogHeaderBytes)) {
+      header_->metadata_dropped = header_->metadata_dropped + 1;
+      return;
+    }
     log->generation = 0;  // Invalid while rewritten.
     log->used_bytes = flight::kLogHeaderBytes;
     for (const auto& [t, p] : latest_) {
@@ -302,6 +326,18 @@ class FlightFile final : public ChunkStorage {
       : base_(base), bytes_(bytes), header_(reinterpret_cast<FileHeader*>(base)) {}
 
   void SetSlotsBegin() { slots_begin_ = base_ + header_->slots_offset; }
+
+  // Faults [begin, begin + bytes) of the mapping in for writing (whole pages), which reserves
+  // the file's blocks: false (never a SIGBUS) when the disk is full.
+  bool Reserve(uint8_t* begin, size_t bytes) {
+    constexpr uintptr_t kPage = 4096;
+    const uintptr_t first = reinterpret_cast<uintptr_t>(begin) & ~(kPage - 1);
+    const uintptr_t end =
+        std::min((reinterpret_cast<uintptr_t>(begin) + bytes + kPage - 1) & ~(kPage - 1),
+                 reinterpret_cast<uintptr_t>(base_) + bytes_);
+    return end <= first ||
+           madvise(reinterpret_cast<void*>(first), end - first, kMadvisePopulateWrite) == 0;
+  }
 
   uint8_t* SlotBase(uint32_t slot) const {
     return base_ + header_->slots_offset + size_t{slot} * header_->slot_stride;
@@ -364,6 +400,7 @@ class FlightFile final : public ChunkStorage {
     const size_t need = flight::RecordBytes(payload.size());
     const uint64_t used = log->used_bytes;
     if (used + need > header_->metadata_half_bytes) return false;
+    if (!ReserveLogLocked(half, used + need)) return false;  // Full disk: as a full log.
     uint8_t* p = reinterpret_cast<uint8_t*>(log) + used;
     const uint32_t head[2] = {static_cast<uint32_t>(type), static_cast<uint32_t>(payload.size())};
     std::memcpy(p, head, 8);
@@ -382,7 +419,8 @@ class FlightFile final : public ChunkStorage {
   FileHeader* const header_;
   const uint8_t* slots_begin_ = nullptr;
   bool unmapped_ = false;
-  bool grow_by_slot_ = false;  // Slots reserved when first used (else all at creation).
+  bool grow_by_slot_ = false;  // Slots and logs reserved when first used (else all at start).
+  uint64_t log_reserved_[2] = {0, 0};  // Bytes of each metadata log reserved (grow_by_slot_).
   Mutex mutex_{"strata flight recorder"};
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
