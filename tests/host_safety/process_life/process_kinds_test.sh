@@ -76,4 +76,29 @@ for round in 1 2 3; do
   [[ -z "$leftovers" ]] && pass "$name: no temporary file" || fail "$name: temporary files: $leftovers"
 done
 
+# --- strata record: the same children under the record hook (the issue saw the same hangs
+# there): same status and output as plain, one process in the merged profile.
+STRATA="$(binary tools/strata/strata)"
+name=record
+dir="$WORK/$name.dir"
+rm -rf "$dir"; mkdir -p "$dir"
+(cd "$dir" && timeout -s KILL 180 env "${SANITIZER_ENV[@]}" STRATA_STARTUP_BUFFER_MB=8 "$STRATA" record \
+  -o "$OUT/$name.json" -- "$program" "${kinds[@]}") >"$WORK/$name.out" 2>"$WORK/$name.err"
+RUN_STATUS=$?
+result "scenario=process-kinds run=$name status=$RUN_STATUS hung=$(grep -c hung "$WORK/$name.out")"
+if [[ $RUN_STATUS -eq $plain_status ]] && [[ "$(cat "$WORK/$name.out")" == "$plain_out" ]]; then
+  pass "$name: exit status and output as without the profiler"
+else
+  fail "$name: status $RUN_STATUS, output:"
+  diff <(echo "$plain_out") "$WORK/$name.out" | sed 's/^/    /'
+fi
+if [[ -s "$OUT/$name.json" ]]; then
+  check_format "$name"
+  processes=$(sed -n 's/.*: ok: \([0-9]*\) process(es).*/\1/p' "$WORK/$name.check")
+  [[ "$processes" == 1 ]] && pass "$name: one process in the profile (no child's copy of the parent)" \
+    || fail "$name: $processes processes in the profile (1 expected)"
+else
+  fail "$name: no profile from strata record"
+fi
+
 finish
