@@ -96,6 +96,7 @@ void* ThreadTrampoline(void* raw) {
 // the save is done: while the other thread still runs the program's exit handlers, at most
 // kExitStartWaitNs (it may be waiting for this thread); during the save itself at most
 // kExitSaveWaitNs. A futex, no lock, no allocation.
+std::atomic<bool> g_exit_save_failed{false};  // ProfilerShutdown's save failed.
 std::atomic<int32_t> g_exiting_tid{0};   // The first thread in exit() (our wrapper), or 0.
 std::atomic<int32_t> g_exit_saving{0};   // 1 while OnExit runs.
 std::atomic<uint32_t> g_exit_save_done{0};  // Futex word: 1 once OnExit returned.
@@ -168,8 +169,15 @@ void OnExit() {
   g_exiting_tid.compare_exchange_strong(no_thread, RawGetTid());
   g_exit_saving.store(1, std::memory_order_release);
   ProfilerShutdown();
-  // The process ends without a crash: its flight recorder files go (saved or not).
-  RemoveFlightRecorderFilesAtProcessEnd();
+  // The process ends without a crash: its flight recorder files go (saved, or nothing to
+  // save), unless the exit save failed (a full disk...): the file is then all that is left
+  // of the session, kept for `strata recover`.
+  if (!g_exit_save_failed.load(std::memory_order_acquire)) {
+    RemoveFlightRecorderFilesAtProcessEnd();
+  } else {
+    LogError("the profile was not saved: this process's flight recorder files (if any) are "
+             "kept for strata recover");
+  }
   g_exit_save_done.store(1, std::memory_order_release);
   syscall(SYS_futex, &g_exit_save_done, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
@@ -232,6 +240,7 @@ void ProfilerShutdown() {
       LogInfo("profile saved to %s", expanded.c_str());
       RemoveFlightRecorderFile();  // Saved: nothing to recover.
     } else {
+      g_exit_save_failed.store(true, std::memory_order_release);
       LogError("could not save the profile to STRATA_SHUTDOWN=%s: %s", expanded.c_str(),
                error.c_str());
     }
