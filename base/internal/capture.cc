@@ -42,7 +42,7 @@ std::string ProgramName() {
 bool WriteSessionProfile(JsonWriter& out, std::string* error) {
   // A fork()ed child has no session (and its session lock may be held by a thread that does
   // not exist there): nothing to wait for.
-  if (IsForkedChild()) {
+  if (IsOtherProcess()) {
     if (error) *error = kForkedChildError;
     return false;
   }
@@ -118,7 +118,7 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
 
 bool SaveSessionProfile(const std::string& path, std::string* error) {
   // Before the temporary file is made: a forked child leaves no file behind.
-  if (IsForkedChild()) {
+  if (IsOtherProcess()) {
     if (error) *error = kForkedChildError;
     return false;
   }

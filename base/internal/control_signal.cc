@@ -163,8 +163,9 @@ void* ControlThreadMain(void* argument) {
 // does nothing; a session it started is saved by the exit save, to the next numbered file.
 void OnExit() {
   // A forked child has no control thread, and its copy of the mutex may be locked for ever
-  // (the control thread held it at the fork, in the middle of a start or a save).
-  if (IsForkedChild()) return;
+  // (the control thread held it at the fork, in the middle of a start or a save). A child
+  // sharing our memory (vfork, clone(CLONE_VM)) must not stop the parent's control thread.
+  if (IsOtherProcess()) return;
   AutoLock lock(ControlMutex());
   g_exiting = true;
 }

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <sys/syscall.h>
@@ -83,6 +84,44 @@ void WarmUpLibunwindForSampling() {
 }
 
 namespace {
+
+// ---------------------------------------------------------------------------------------
+// Process identity (issue 33): a child made without glibc's atfork handlers (_Fork(),
+// clone() without CLONE_THREAD, syscall(SYS_fork)) runs no OnForkChild, yet it has the
+// parent's state in memory: an active session, a sampler thread that does not exist there,
+// locks that threads which do not exist there may hold. It is recognised by its pid:
+// - the pid recorded when the library initialised (g_recorded_pid), against getpid() as a
+//   system call (glibc caches no pid any more, and a raw clone would not update a cache);
+// - for free on every cold path, a page mapped with MADV_WIPEONFORK that holds that pid: in
+//   any child that does not share our memory the kernel hands it over zeroed, so a zero
+//   means "a new process", with no system call.
+// A child that shares our memory (vfork, clone(CLONE_VM) without CLONE_THREAD) sees the
+// page as it is: it is recognised by getpid() alone, on the paths that act on the process
+// (exit, shutdown, save, stop), and must never write our state (it is the parent's).
+struct alignas(4096) ProcessIdentityPage {
+  std::atomic<int32_t> pid;
+};
+std::atomic<ProcessIdentityPage*> g_identity_page{nullptr};
+std::atomic<int32_t> g_recorded_pid{0};
+
+void OnForkChild();
+
+void RecordProcessIdentity() {
+  const int32_t pid = RawGetPid();
+  g_recorded_pid.store(pid, std::memory_order_relaxed);
+  void* memory =
+      mmap(nullptr, sizeof(ProcessIdentityPage), PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return;
+  if (madvise(memory, sizeof(ProcessIdentityPage), MADV_WIPEONFORK) != 0) {
+    // Before Linux 4.14: getpid() on each check instead.
+    munmap(memory, sizeof(ProcessIdentityPage));
+    return;
+  }
+  auto* page = static_cast<ProcessIdentityPage*>(memory);
+  page->pid.store(pid, std::memory_order_relaxed);
+  g_identity_page.store(page, std::memory_order_release);
+}
 
 void OnForkChild() {
   // Only the forking thread exists here, and locks may be held by threads that do not.
@@ -292,6 +331,7 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.samples_skipped_low_stack = SamplesSkippedForLowStack();
   snapshot.sampling_stopped = registry.sampling_stopped;
   snapshot.sampling_source = SamplingSourceReportLocked(registry.settings);
+  ReclaimDeadThreadsLocked(registry);  // Threads that ended with a raw SYS_exit.
   PruneEndedThreadsLocked(registry);  // Only threads whose data may be in the buffer.
   for (RegisteredThread* thread : registry.live) {
     ThreadInfo& info = registry.infos[thread->info_index];
@@ -311,7 +351,30 @@ SessionSnapshot TakeSessionSnapshot() {
   return snapshot;
 }
 
-bool IsForkedChild() { return g_forked_child.load(std::memory_order_relaxed); }
+int32_t RawGetPid() { return static_cast<int32_t>(syscall(SYS_getpid)); }
+
+bool IsForkedChild() {
+  if (g_forked_child.load(std::memory_order_relaxed)) return true;
+  const int32_t recorded = g_recorded_pid.load(std::memory_order_relaxed);
+  if (recorded == 0) return false;  // Before the library's initialisation.
+  ProcessIdentityPage* page = g_identity_page.load(std::memory_order_acquire);
+  if (page != nullptr) {
+    if (page->pid.load(std::memory_order_relaxed) != 0) return false;
+    // Zeroed by the kernel: a child (our memory is its own copy) that no atfork handler told.
+    // It becomes what a fork()ed child is: profiler off for good (docs/session.md, "fork").
+    OnForkChild();
+    return true;
+  }
+  // No wipe-on-fork page: each check asks the kernel. Nothing is written (the memory may be
+  // shared with the parent).
+  return RawGetPid() != recorded;
+}
+
+bool IsOtherProcess() {
+  if (IsForkedChild()) return true;
+  const int32_t recorded = g_recorded_pid.load(std::memory_order_relaxed);
+  return recorded != 0 && RawGetPid() != recorded;
+}
 
 void SetShutdownPath(std::string path) {
   if (IsForkedChild()) return;
@@ -336,13 +399,14 @@ void ProfilerInit() {
   static std::once_flag once;
   std::call_once(once, []() {
     InitMainThreadId();
+    RecordProcessIdentity();
     pthread_atfork(nullptr, nullptr, &OnForkChild);
     RegisterCurrentThreadImpl(nullptr);
   });
 }
 
 void ProfilerStart(const ProfilerSettings& settings) {
-  if (IsForkedChild()) return;
+  if (IsOtherProcess()) return;
   ProfilerInit();
   Session& session = GetSession();
   AutoLock lock(session.mutex);
@@ -351,7 +415,7 @@ void ProfilerStart(const ProfilerSettings& settings) {
 }
 
 void ProfilerStop() {
-  if (IsForkedChild()) return;
+  if (IsOtherProcess()) return;
   Session& session = GetSession();
   AutoLock lock(session.mutex);
   StopLocked(session);

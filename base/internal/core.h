@@ -108,7 +108,19 @@ bool IsCreatingProfilerThread();
 
 // After fork() in the child: the profiler stays off for good in this process (the child has
 // no sampler thread, and locks may have been held by threads that do not exist there).
+// Also true in a child made without glibc's atfork handlers (_Fork(), clone() without
+// CLONE_VM, syscall(SYS_fork)), recognised by a wipe-on-fork page (no system call); the
+// first check there turns the profiler off as fork()'s handler does. Thread-safe.
 bool IsForkedChild();
+
+// IsForkedChild(), or a process that shares this one's memory without being one of its
+// threads (vfork, clone(CLONE_VM) without CLONE_THREAD): getpid() differs from the pid
+// recorded at load. One system call. For the paths that act on the process (exit, shutdown,
+// save, stop): they do nothing there, and never join or wait for a thread of another process.
+bool IsOtherProcess();
+
+// getpid() as a system call (a raw clone() leaves any cached pid stale).
+int32_t RawGetPid();
 
 // The STRATA_SHUTDOWN path (unexpanded), set from the environment at load.
 void SetShutdownPath(std::string path);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -44,6 +45,17 @@ using flight::SlotState;
 // at a 4 ms period however fast the program writes (docs/flight-recorder.md, "Costs").
 constexpr size_t kSealBudgetBytesPerLoop = 1 << 20;
 
+// madvise(MADV_POPULATE_WRITE), Linux 5.14: faults the range in for writing, reserving a
+// shared file mapping's blocks; a full disk is an error (EFAULT) instead of a SIGBUS.
+#ifdef MADV_POPULATE_WRITE
+constexpr int kMadvisePopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kMadvisePopulateWrite = 23;
+#endif
+
+// The metadata logs are reserved in steps of this many bytes as they fill.
+constexpr uint64_t kMetadataReserveStep = 64 * 1024;
+
 // Bytes of a slot before its block storage: the descriptors and the BufferChunk object.
 constexpr size_t kSlotOverheadBytes = flight::kSlotHeaderBytes + sizeof(BufferChunk);
 
@@ -77,13 +89,34 @@ class FlightFile final : public ChunkStorage {
       *error = "cannot create " + *path + ": " + strerror(errno);
       return nullptr;
     }
-    // Every block reserved now: a write into the mapping can never meet a full disk (which
-    // would be a SIGBUS in the program).
-    const int allocate_error = posix_fallocate(fd.Get(), 0, static_cast<off_t>(file_bytes));
+    // A write into the mapping must never meet a full disk (that would be a SIGBUS in the
+    // program): every block is reserved before it is written. The file gets its full size
+    // sparse (no block, no tmpfs page), the header its block now, each chunk slot its blocks
+    // when a chunk first takes it (Allocate) and the metadata logs theirs 64 KiB at a time as
+    // they fill (ReserveLogLocked), both with MADV_POPULATE_WRITE, which reports a full disk
+    // as an error instead of a SIGBUS, so the disk (or the tmpfs
+    // memory) used grows with what is written, not with the buffer limit (issue 33: 67 MB per
+    // process before, 618 MB for 8 sleeping children on a tmpfs /tmp). A kernel without
+    // MADV_POPULATE_WRITE (before 5.14) gets the whole file reserved at once, as before.
+    int allocate_error = ftruncate(fd.Get(), static_cast<off_t>(file_bytes)) == 0 ? 0 : errno;
+    if (allocate_error == 0) {
+      allocate_error = posix_fallocate(fd.Get(), 0, static_cast<off_t>(flight::kFileHeaderBytes));
+    }
     void* memory = allocate_error == 0 ? mmap(nullptr, file_bytes, PROT_READ | PROT_WRITE,
                                               MAP_SHARED, fd.Get(), 0)
                                        : MAP_FAILED;
-    const int map_errno = errno;
+    int map_errno = errno;
+    bool grow_by_slot = false;
+    if (memory != MAP_FAILED) {
+      grow_by_slot = madvise(memory, flight::kFileHeaderBytes, kMadvisePopulateWrite) == 0;
+      if (!grow_by_slot) {
+        allocate_error = posix_fallocate(fd.Get(), 0, static_cast<off_t>(file_bytes));
+        if (allocate_error != 0) {
+          munmap(memory, file_bytes);
+          memory = MAP_FAILED;
+        }
+      }
+    }
     fd.Close();
     if (memory == MAP_FAILED) {
       *error = "cannot reserve " + std::to_string(file_bytes >> 20) + " MiB for " + *path + ": " +
@@ -92,6 +125,7 @@ class FlightFile final : public ChunkStorage {
       return nullptr;
     }
     auto* file = new FlightFile(static_cast<uint8_t*>(memory), file_bytes);
+    file->grow_by_slot_ = grow_by_slot;
     FileHeader& h = *file->header_;
     std::memcpy(h.magic, flight::kMagic, sizeof(h.magic));
     h.version = flight::kVersion;
@@ -108,12 +142,34 @@ class FlightFile final : public ChunkStorage {
     h.pid = getpid();
     h.start_ns = start_time.ToNanoseconds();
     h.fixed_checksum = flight::Checksum(&h, flight::kFixedHeaderChecksummedBytes);
+    if (!file->ReserveLogLocked(0, flight::kLogHeaderBytes)) {
+      *error = "cannot reserve the first metadata page of " + *path;
+      munmap(memory, file_bytes);
+      unlink(path->c_str());
+      delete file;
+      return nullptr;
+    }
     file->LogAt(0)->used_bytes = flight::kLogHeaderBytes;
     file->LogAt(0)->generation = 1;
     file->SetSlotsBegin();
     file->slots_.resize(slot_count);
     for (size_t i = slot_count; i > 0; --i) file->free_.push_back(static_cast<uint32_t>(i - 1));
     return file;
+  }
+
+  // Reserves the blocks of metadata log `half` up to `end` bytes from its start, in steps of
+  // kMetadataReserveStep (grow_by_slot_; a no-op when the whole file was reserved at start).
+  // False when the disk is full. Mutex held (or the file not yet shared).
+  bool ReserveLogLocked(uint32_t half, uint64_t end) {
+    if (!grow_by_slot_ || end <= log_reserved_[half]) return true;
+    const uint64_t target =
+        std::min<uint64_t>((end + kMetadataReserveStep - 1) / kMetadataReserveStep *
+                               kMetadataReserveStep,
+                           header_->metadata_half_bytes);
+    uint8_t* log = reinterpret_cast<uint8_t*>(LogAt(half));
+    if (!Reserve(log + log_reserved_[half], target - log_reserved_[half])) return false;
+    log_reserved_[half] = target;
+    return true;
   }
 
   // ChunkStorage.
@@ -124,6 +180,15 @@ class FlightFile final : public ChunkStorage {
       return nullptr;
     }
     const uint32_t slot = free_.back();
+    if (grow_by_slot_ && !slots_[slot].reserved) {
+      // The slot's blocks (or tmpfs pages), before anything is written into it: a full disk
+      // is then this error (the chunk goes to the heap, counted), never a SIGBUS.
+      if (!Reserve(SlotBase(slot), header_->slot_stride)) {
+        header_->heap_chunks = header_->heap_chunks + 1;
+        return nullptr;
+      }
+      slots_[slot].reserved = true;
+    }
     free_.pop_back();
     return SlotBase(slot) + flight::kSlotHeaderBytes;
   }
@@ -216,6 +281,10 @@ class FlightFile final : public ChunkStorage {
     const uint32_t other = 1 - header_->active_log;
     flight::LogHeader* log = LogAt(other);
     const uint64_t generation = LogAt(header_->active_log)->generation + 1;
+    if (!ReserveLogLocked(other, flight::kLogHeaderBytes)) {
+      header_->metadata_dropped = header_->metadata_dropped + 1;
+      return;
+    }
     log->generation = 0;  // Invalid while rewritten.
     log->used_bytes = flight::kLogHeaderBytes;
     for (const auto& [t, p] : latest_) {
@@ -251,12 +320,25 @@ class FlightFile final : public ChunkStorage {
     ChunkDescriptor last{};  // The descriptor last written.
     uint64_t generation = 0;  // Grows when the slot is freed.
     bool seal_pending = false;
+    bool reserved = false;  // Its blocks allocated (grow_by_slot_).
   };
 
   FlightFile(uint8_t* base, size_t bytes)
       : base_(base), bytes_(bytes), header_(reinterpret_cast<FileHeader*>(base)) {}
 
   void SetSlotsBegin() { slots_begin_ = base_ + header_->slots_offset; }
+
+  // Faults [begin, begin + bytes) of the mapping in for writing (whole pages), which reserves
+  // the file's blocks: false (never a SIGBUS) when the disk is full.
+  bool Reserve(uint8_t* begin, size_t bytes) {
+    constexpr uintptr_t kPage = 4096;
+    const uintptr_t first = reinterpret_cast<uintptr_t>(begin) & ~(kPage - 1);
+    const uintptr_t end =
+        std::min((reinterpret_cast<uintptr_t>(begin) + bytes + kPage - 1) & ~(kPage - 1),
+                 reinterpret_cast<uintptr_t>(base_) + bytes_);
+    return end <= first ||
+           madvise(reinterpret_cast<void*>(first), end - first, kMadvisePopulateWrite) == 0;
+  }
 
   uint8_t* SlotBase(uint32_t slot) const {
     return base_ + header_->slots_offset + size_t{slot} * header_->slot_stride;
@@ -319,6 +401,7 @@ class FlightFile final : public ChunkStorage {
     const size_t need = flight::RecordBytes(payload.size());
     const uint64_t used = log->used_bytes;
     if (used + need > header_->metadata_half_bytes) return false;
+    if (!ReserveLogLocked(half, used + need)) return false;  // Full disk: as a full log.
     uint8_t* p = reinterpret_cast<uint8_t*>(log) + used;
     const uint32_t head[2] = {static_cast<uint32_t>(type), static_cast<uint32_t>(payload.size())};
     std::memcpy(p, head, 8);
@@ -337,6 +420,8 @@ class FlightFile final : public ChunkStorage {
   FileHeader* const header_;
   const uint8_t* slots_begin_ = nullptr;
   bool unmapped_ = false;
+  bool grow_by_slot_ = false;  // Slots and logs reserved when first used (else all at start).
+  uint64_t log_reserved_[2] = {0, 0};  // Bytes of each metadata log reserved (grow_by_slot_).
   Mutex mutex_{"strata flight recorder"};
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
@@ -370,6 +455,35 @@ Recorder& GetRecorder() {
 }
 
 std::atomic<FlightFile*> g_file{nullptr};
+
+// The files this process made and has not removed, for their removal when the process ends
+// (RemoveFlightRecorderFilesAtProcessEnd): read without a lock, so that _exit and the exec
+// wrappers, which must stay async-signal-safe, can unlink them. A slot's path is written
+// before it is marked used and cleared after it is marked free. Under the recorder mutex
+// otherwise.
+constexpr int kEndPathSlots = 8;
+char g_end_paths[kEndPathSlots][PATH_MAX];
+std::atomic<bool> g_end_path_used[kEndPathSlots];
+
+void TrackPathForProcessEnd(const std::string& path) {
+  if (path.size() >= PATH_MAX) return;
+  for (int i = 0; i < kEndPathSlots; ++i) {
+    if (g_end_path_used[i].load(std::memory_order_acquire)) continue;
+    std::memcpy(g_end_paths[i], path.c_str(), path.size() + 1);
+    g_end_path_used[i].store(true, std::memory_order_release);
+    return;
+  }
+  // More than kEndPathSlots files kept (sessions stopped without a save): this one stays
+  // after the process ends, as every file did before issue 33.
+}
+
+void ForgetPathForProcessEnd(const std::string& path) {
+  for (int i = 0; i < kEndPathSlots; ++i) {
+    if (g_end_path_used[i].load(std::memory_order_acquire) && path == g_end_paths[i]) {
+      g_end_path_used[i].store(false, std::memory_order_release);
+    }
+  }
+}
 
 std::string SessionPayload(TimeStamp start, const ProfilerSettings& settings) {
   PayloadWriter w;
@@ -547,6 +661,7 @@ ChunkStorage* StartFlightRecorderLocked(size_t limit_bytes, size_t chunk_bytes,
     return nullptr;
   }
   recorder.path = path;
+  TrackPathForProcessEnd(path);
   recorder.start_time = start_time;
   recorder.threads_payload.clear();
   recorder.loader_adds = recorder.loader_subs = ~0ull;
@@ -602,7 +717,17 @@ void RemoveFlightRecorderFile() {
   AutoLock lock(recorder.mutex);
   if (g_file.load(std::memory_order_acquire) == nullptr || recorder.path.empty()) return;
   unlink(recorder.path.c_str());
+  ForgetPathForProcessEnd(recorder.path);
   LogInfo("flight recorder: %s removed (profile saved)", recorder.path.c_str());
+}
+
+void RemoveFlightRecorderFilesAtProcessEnd() {
+  const int saved_errno = errno;
+  for (int i = 0; i < kEndPathSlots; ++i) {
+    if (!g_end_path_used[i].exchange(false, std::memory_order_acq_rel)) continue;
+    (void)unlink(g_end_paths[i]);
+  }
+  errno = saved_errno;
 }
 
 std::string FlightRecorderPath() {

@@ -64,6 +64,13 @@ void StopFlightRecorderLocked();
 // The mapping stays; the space goes when the process ends.
 void RemoveFlightRecorderFile();
 
+// Removes every file this process made and still has (the running session's, and those of
+// sessions that stopped without a save): the process ends in a way that is not a crash --
+// exit(), _exit(), _Exit(), an exec (issue 33; docs/flight-recorder.md). Async-signal-safe
+// (unlink only, no lock, errno kept). The caller checks that this is the process that made
+// them (IsOtherProcess(): a fork()ed or vfork()ed child must not remove its parent's files).
+void RemoveFlightRecorderFilesAtProcessEnd();
+
 // The running session's file, or "".
 std::string FlightRecorderPath();
 

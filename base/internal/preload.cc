@@ -14,10 +14,19 @@
 // libunwind's caches once an object is gone. dl_iterate_phdr is wrapped to mark the thread
 // as holding the loader's list lock (the sampler then avoids libunwind, libunwind_walker.h). The wrappers call the real functions found with
 // dlsym(RTLD_NEXT), so they work whether the library is preloaded or linked.
+#include <alloca.h>
 #include <dlfcn.h>
+#include <linux/futex.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
 
 #include <cstdlib>
 #include <new>
@@ -80,11 +89,105 @@ void* ThreadTrampoline(void* raw) {
   return start.routine(start.argument);
 }
 
-void OnExit() {
-  if (IsForkedChild()) return;  // A forked child does not save its parent's session.
-  // Under seccomp the save's system calls could kill the program (thread_restrictions.h).
+// The exit save and threads that call exit() meanwhile (issue 33). glibc 2.36 lets several
+// threads run exit() at once: the second one skips the handler the first is running (ours,
+// saving the profile) and ends the process under it, losing the profile. So a thread that
+// calls exit() while another thread's exit is under way waits (exit() wrapper below) until
+// the save is done: while the other thread still runs the program's exit handlers, at most
+// kExitStartWaitNs (it may be waiting for this thread); during the save itself at most
+// kExitSaveWaitNs. A futex, no lock, no allocation.
+std::atomic<bool> g_exit_save_failed{false};  // ProfilerShutdown's save failed.
+std::atomic<int32_t> g_exiting_tid{0};   // The first thread in exit() (our wrapper), or 0.
+std::atomic<int32_t> g_exit_saving{0};   // 1 while OnExit runs.
+std::atomic<uint32_t> g_exit_save_done{0};  // Futex word: 1 once OnExit returned.
+constexpr int64_t kExitStartWaitNs = 2'000'000'000;
+constexpr int64_t kExitSaveWaitNs = 120'000'000'000;
+
+int32_t RawGetTid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
+
+// libc's exit, _exit, _Exit and exec functions, resolved by the library's constructor
+// (ResolveProcessEndFunctions), so that the wrappers, which may run in a signal handler or a
+// vfork()ed child, call no dlsym and take no lock (a function-local static's guard would).
+enum ProcessEndFunction { kExit, k_Exit, k_ExitC99, kExecve, kExecv, kExecvp, kExecvpe,
+                          kFexecve, kProcessEndFunctionCount };
+constexpr const char* kProcessEndFunctionNames[kProcessEndFunctionCount] = {
+    "exit", "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve"};
+std::atomic<void*> g_process_end_functions[kProcessEndFunctionCount];
+
+void ResolveProcessEndFunctions() {
+  for (int i = 0; i < kProcessEndFunctionCount; ++i) {
+    g_process_end_functions[i].store(NextDefinition(kProcessEndFunctionNames[i]),
+                                     std::memory_order_release);
+  }
+}
+
+template <typename Function>
+Function RealProcessEndFunction(ProcessEndFunction which) {
+  void* function = g_process_end_functions[which].load(std::memory_order_acquire);
+  if (!function) {  // Called before the constructor ran (another library's constructor).
+    function = NextDefinition(kProcessEndFunctionNames[which]);
+    g_process_end_functions[which].store(function, std::memory_order_release);
+  }
+  return reinterpret_cast<Function>(function);
+}
+
+int64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+
+void WaitForAnotherThreadsExitSave() {
+  // Under seccomp even gettid could kill the program (thread_restrictions.h).
   if (CurrentThreadMustNotCallStrata()) return;
+  const int32_t self = RawGetTid();
+  int32_t expected = 0;
+  if (g_exiting_tid.compare_exchange_strong(expected, self) || expected == self) return;
+  if (IsOtherProcess()) return;  // A child's exit: the parent's save is not its business.
+  const int64_t start = MonotonicNs();
+  while (g_exit_save_done.load(std::memory_order_acquire) == 0) {
+    const int64_t waited = MonotonicNs() - start;
+    const int64_t bound = g_exit_saving.load(std::memory_order_acquire) ? kExitSaveWaitNs
+                                                                        : kExitStartWaitNs;
+    if (waited >= bound) return;
+    timespec step{0, 50'000'000};
+    syscall(SYS_futex, &g_exit_save_done, FUTEX_WAIT_PRIVATE, 0, &step, nullptr, 0);
+  }
+}
+
+void OnExit() {
+  // A child (of fork(), or made without atfork handlers: _Fork, clone, syscall(SYS_fork), or
+  // sharing our memory: vfork, clone(CLONE_VM)) does not save its parent's session, nor stop
+  // it (its sampler thread is the parent's), nor remove its files.
+  // Under seccomp the save's system calls (getpid's first) could kill the program
+  // (thread_restrictions.h).
+  if (CurrentThreadMustNotCallStrata()) return;
+  if (IsOtherProcess()) return;
+  // main() returning reaches exit() inside libc, not through the wrapper: the saving thread is
+  // the exiting one for the threads that call exit() from now on.
+  int32_t no_thread = 0;
+  g_exiting_tid.compare_exchange_strong(no_thread, RawGetTid());
+  g_exit_saving.store(1, std::memory_order_release);
   ProfilerShutdown();
+  // The process ends without a crash: its flight recorder files go (saved, or nothing to
+  // save), unless the exit save failed (a full disk...): the file is then all that is left
+  // of the session, kept for `strata recover`.
+  if (!g_exit_save_failed.load(std::memory_order_acquire)) {
+    RemoveFlightRecorderFilesAtProcessEnd();
+  } else {
+    LogError("the profile was not saved: this process's flight recorder files (if any) are "
+             "kept for strata recover");
+  }
+  g_exit_save_done.store(1, std::memory_order_release);
+  syscall(SYS_futex, &g_exit_save_done, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+// _exit, _Exit and the exec wrappers: the image ends without a crash, so this process's flight
+// recorder files go (async-signal-safe: these may be called from a signal handler or a
+// vfork()ed child, which IsOtherProcess() tells apart by its pid).
+void OnImageEnd() {
+  if (CurrentThreadMustNotCallStrata() || IsOtherProcess()) return;
+  RemoveFlightRecorderFilesAtProcessEnd();
 }
 
 void Initialize() {
@@ -99,6 +202,7 @@ void Initialize() {
   }
   ProfilerInit();
   ResolveWaitFunctions();
+  ResolveProcessEndFunctions();
   // A process started by another profiled process with the same path saves to its own file.
   const std::string shutdown_path =
       ShutdownPathForThisProcess(env.shutdown_path, reinterpret_cast<const void*>(&Initialize));
@@ -124,7 +228,7 @@ __attribute__((constructor)) void StrataBaseConstructor() { Initialize(); }
 
 void ProfilerShutdown() {
   using namespace base_internal;
-  if (IsForkedChild()) return;
+  if (IsOtherProcess()) return;
   const std::string path = ShutdownPath();
   if (!path.empty() && ProfilerIsActive()) {
     // The session ends here: the save's own work (and a multi-process capture's gathering)
@@ -136,6 +240,7 @@ void ProfilerShutdown() {
       LogInfo("profile saved to %s", expanded.c_str());
       RemoveFlightRecorderFile();  // Saved: nothing to recover.
     } else {
+      g_exit_save_failed.store(true, std::memory_order_release);
       LogError("could not save the profile to STRATA_SHUTDOWN=%s: %s", expanded.c_str(),
                error.c_str());
     }
@@ -225,5 +330,93 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
   strata::ScopedDlIteratePhdrCall in_loader_list;
   return real(callback, data);
 }
+
+// exit(): waits for another thread's exit save (WaitForAnotherThreadsExitSave), then libc's.
+[[noreturn]] void exit(int status) noexcept {
+  using namespace strata::base_internal;
+  const auto real = RealProcessEndFunction<void (*)(int)>(kExit);
+  WaitForAnotherThreadsExitSave();
+  if (real) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+// _exit() and _Exit(): no exit handler runs; this process's flight recorder files go.
+[[noreturn]] void _exit(int status) {
+  using namespace strata::base_internal;
+  const auto real = RealProcessEndFunction<void (*)(int)>(k_Exit);
+  OnImageEnd();
+  if (real) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+[[noreturn]] void _Exit(int status) noexcept {
+  using namespace strata::base_internal;
+  const auto real = RealProcessEndFunction<void (*)(int)>(k_ExitC99);
+  OnImageEnd();
+  if (real) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+// The exec family: the image is replaced, its flight recorder files go first (a failed exec
+// leaves the session running without a file to recover from). glibc's own exec functions call
+// its internal execve, so each is wrapped.
+#define STRATA_EXEC_WRAPPER(name, which, signature, arguments)                          \
+  int name signature {                                                                 \
+    using namespace strata::base_internal;                                             \
+    const auto real = RealProcessEndFunction<int(*) signature>(which);                 \
+    OnImageEnd();                                                                      \
+    if (!real) {                                                                       \
+      errno = ENOSYS;                                                                  \
+      return -1;                                                                       \
+    }                                                                                  \
+    return real arguments;                                                             \
+  }
+STRATA_EXEC_WRAPPER(execve, kExecve, (const char* path, char* const argv[], char* const envp[]),
+                    (path, argv, envp))
+STRATA_EXEC_WRAPPER(execv, kExecv, (const char* path, char* const argv[]), (path, argv))
+STRATA_EXEC_WRAPPER(execvp, kExecvp, (const char* file, char* const argv[]), (file, argv))
+STRATA_EXEC_WRAPPER(execvpe, kExecvpe, (const char* file, char* const argv[], char* const envp[]),
+                    (file, argv, envp))
+STRATA_EXEC_WRAPPER(fexecve, kFexecve, (int fd, char* const argv[], char* const envp[]), (fd, argv, envp))
+#undef STRATA_EXEC_WRAPPER
+
+// execl, execlp, execle: their arguments gathered on the stack (alloca, as glibc does: no
+// allocation), then the vector forms above.
+#define STRATA_GATHER_EXECL_ARGUMENTS(first)                       \
+  size_t argc = 1;                                                 \
+  {                                                                \
+    va_list count;                                                 \
+    va_start(count, first);                                        \
+    for (const char* a = first; a != nullptr; ++argc) a = va_arg(count, const char*); \
+    va_end(count);                                                 \
+  }                                                                \
+  char** argv = static_cast<char**>(alloca(argc * sizeof(char*))); \
+  va_list list;                                                    \
+  va_start(list, first);                                           \
+  argv[0] = const_cast<char*>(first);                              \
+  for (size_t i = 1; i < argc; ++i) argv[i] = va_arg(list, char*);
+
+int execl(const char* path, const char* arg, ...) {
+  STRATA_GATHER_EXECL_ARGUMENTS(arg)
+  va_end(list);
+  return execv(path, argv);
+}
+
+int execlp(const char* file, const char* arg, ...) {
+  STRATA_GATHER_EXECL_ARGUMENTS(arg)
+  va_end(list);
+  return execvp(file, argv);
+}
+
+int execle(const char* path, const char* arg, ...) {
+  STRATA_GATHER_EXECL_ARGUMENTS(arg)
+  char* const* envp = va_arg(list, char* const*);
+  va_end(list);
+  return execve(path, argv, envp);
+}
+#undef STRATA_GATHER_EXECL_ARGUMENTS
 
 }  // extern "C"

@@ -55,6 +55,9 @@ LoopResult SamplingLoopIteration() {
   {
     AutoLock lock(registry.mutex);
     locked = TimeStamp::Now();
+    // Threads that ended with a raw SYS_exit (no thread-specific-data destructor ran): their
+    // timers or events, descriptors and entries are released at the first loop after.
+    ReclaimDeadThreadsLocked(registry);
     for (RegisteredThread* thread : registry.live) {
       if (thread->sampling.load(std::memory_order_relaxed)) {
         DrainLocked(thread, locked, &result.max_expirations);
@@ -193,6 +196,7 @@ void StartSamplerThreadLocked(Session& session, const ProfilerSettings& settings
       (settings.features & kFeaturePrecise) == 0};
   const int rc = CreateProfilerThread(&session.sampler_thread, &SamplerThreadMain, params);
   session.sampler_running = rc == 0;
+  session.sampler_pid = RawGetPid();
   if (rc != 0) {
     delete params;
     LogError("cannot start the sampler thread: %s", strerror(rc));
@@ -201,6 +205,12 @@ void StartSamplerThreadLocked(Session& session, const ProfilerSettings& settings
 
 void StopSamplerThreadLocked(Session& session) {
   if (!session.sampler_running) return;
+  if (session.sampler_pid != RawGetPid()) {
+    // Never join a thread of another process (ours is a child that no atfork handler told,
+    // and the sampler thread is the parent's): it would wait for ever.
+    session.sampler_running = false;
+    return;
+  }
   g_sampler_stop.store(true, std::memory_order_release);
   pthread_join(session.sampler_thread, nullptr);
   session.sampler_running = false;

@@ -42,6 +42,7 @@ struct STRATA_BASE_HIDDEN Session {
   std::string shutdown_path;
   pthread_t sampler_thread{};
   bool sampler_running = false;
+  int32_t sampler_pid = 0;  // The process the sampler thread belongs to (RawGetPid()).
   // Held by the sampler thread for each loop iteration, the only place where a tier
   // extension's loop hooks run: taking it once after g_extension changed is the safe point
   // after which no iteration uses the previous extension (DetachTierExtension). Lock order:

@@ -40,6 +40,56 @@ pthread_once_t g_thread_exit_key_once = PTHREAD_ONCE_INIT;
 
 void CreateThreadExitKey() { pthread_key_create(&g_thread_exit_key, &OnRegisteredThreadExit); }
 
+// libc's own mutex functions for the liveness mutex (never a program's interposer, nor the
+// wait wrappers': the mutex is Strata's, uncontended, and must reach the robust list).
+struct LibcMutexFunctions {
+  int (*trylock)(pthread_mutex_t*) = nullptr;
+  int (*unlock)(pthread_mutex_t*) = nullptr;
+};
+const LibcMutexFunctions& LibcMutex() {
+  static const LibcMutexFunctions functions = [] {
+    LibcMutexFunctions f;
+    void* libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+    if (libc) {
+      f.trylock = reinterpret_cast<int (*)(pthread_mutex_t*)>(dlsym(libc, "pthread_mutex_trylock"));
+      f.unlock = reinterpret_cast<int (*)(pthread_mutex_t*)>(dlsym(libc, "pthread_mutex_unlock"));
+      if (!f.trylock || !f.unlock) f = LibcMutexFunctions();
+    }
+    return f;
+  }();
+  return functions;
+}
+
+// On the registering thread: takes its liveness mutex (thread_registry.h, alive_mutex).
+void HoldAliveMutex(RegisteredThread* thread) {
+  const LibcMutexFunctions& libc = LibcMutex();
+  if (!libc.trylock) return;
+  pthread_mutexattr_t attributes;
+  if (pthread_mutexattr_init(&attributes) != 0) return;
+  pthread_mutexattr_setrobust(&attributes, PTHREAD_MUTEX_ROBUST);
+  const bool made = pthread_mutex_init(&thread->alive_mutex, &attributes) == 0;
+  pthread_mutexattr_destroy(&attributes);
+  thread->alive_mutex_held = made && libc.trylock(&thread->alive_mutex) == 0;
+}
+
+// On the thread itself, when it unregisters.
+void ReleaseAliveMutex(RegisteredThread* thread) {
+  if (!thread->alive_mutex_held) return;
+  thread->alive_mutex_held = false;
+  LibcMutex().unlock(&thread->alive_mutex);
+}
+
+// The kernel's mark on a robust futex whose owner died (linux/futex.h, FUTEX_OWNER_DIED).
+constexpr unsigned kFutexOwnerDied = 0x40000000;
+
+bool HasDied(const RegisteredThread* thread) {
+  if (!thread->alive_mutex_held) return false;
+  // The futex word, which the kernel writes at the thread's death (glibc's public layout).
+  const unsigned word = __atomic_load_n(
+      reinterpret_cast<const unsigned*>(&thread->alive_mutex.__data.__lock), __ATOMIC_ACQUIRE);
+  return (word & kFutexOwnerDied) != 0;
+}
+
 }  // namespace
 
 std::string CurrentThreadName() {
@@ -104,7 +154,23 @@ void ApplyFiltersLocked(Registry& registry, RegisteredThread* thread) {
 }
 }  // namespace
 
+namespace {
+// Cancellation held off for the scope (pthread_setcancelstate is no cancellation point, takes
+// no lock): a cancellation acted upon inside registration (at a write() of the log, a close()
+// of a refused event...) would leave the thread half registered, with a sampling source no
+// destructor releases (issue 33: a perf event descriptor leaked per cancelled thread).
+class NoCancellation {
+ public:
+  NoCancellation() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &previous_); }
+  ~NoCancellation() { pthread_setcancelstate(previous_, nullptr); }
+
+ private:
+  int previous_ = PTHREAD_CANCEL_ENABLE;
+};
+}  // namespace
+
 RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
+  NoCancellation no_cancellation;
   if (RegisteredThread* registered = t_registered_thread) {
     // Registered before (by pthread_create's wrapper, under the kernel name it had then):
     // a name given now names it from here on.
@@ -143,6 +209,7 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
     SetSamplingThreadStackBounds(thread->bounds.low, thread->bounds.high);
   }
 
+  HoldAliveMutex(thread.get());
   RegisteredThread* raw = thread.release();
   strata_t_profiling_stack = &raw->profiling_stack;
   t_registered_thread = raw;
@@ -163,6 +230,11 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   registry.infos.push_back(std::move(info));
   registry.live.push_back(raw);
   if (registry.sampling) StartSamplingLocked(registry, raw);
+  // Threads that ended without unregistering, also when no sampler loop looks for them (out
+  // of session); amortised O(1) per registration.
+  if (++registry.registered_since_sweep >= std::max(kMinPruneBatch, registry.live.size())) {
+    ReclaimDeadThreadsLocked(registry);
+  }
   LogInfo("registered thread %d '%s'", raw->tid.ToNumber(),
           registry.infos[raw->info_index].name.c_str());
   return raw;
@@ -190,39 +262,74 @@ void PruneEndedThreadsLocked(Registry& registry) {
   for (RegisteredThread* thread : registry.live) thread->info_index = new_index[thread->info_index];
 }
 
+namespace {
+
+// The registry side of a thread's end (UnregisterThread's, and a dead thread's reclaim):
+// sampling stopped, what it recorded moved into the buffer, its entry marked ended, the
+// thread out of `live`. `on_thread`: called by the thread itself (its CPU clock and name
+// can be read). Registry mutex held.
+void EndRegistrationLocked(Registry& registry, RegisteredThread* thread, bool on_thread) {
+  const bool was_sampling = thread->sampling.load(std::memory_order_relaxed);
+  StopSamplingLocked(thread);
+  const TimeStamp now = TimeStamp::Now();
+  DrainLocked(thread, now);  // Keep what it took before ending.
+  // And the CPU it used after its last sample, on a copy of it (CPU accounting), when it was
+  // still sampled: not the CPU of a time the filters had stopped it (ApplyFiltersLocked). A
+  // dead thread's clock cannot be read any more.
+  if (on_thread && was_sampling && thread->has_sample && !ProfilerIsPaused() &&
+      registry.sampling) {
+    if (const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
+        cpu && thread->last_sample_cpu_ns >= 0 && cpu->ToNanoseconds() > thread->last_sample_cpu_ns) {
+      PutCopyOfLastSampleLocked(thread, *cpu, now);
+    }
+  }
+  FlushMarkersLocked(thread);
+  ThreadInfo& info = registry.infos[thread->info_index];
+  if (on_thread && !info.name_given) {
+    const std::string name = CurrentThreadName();
+    if (!name.empty()) info.name = name;
+  }
+  info.unregister_time = TimeStamp::Now();
+  if (thread->marker_staging.load(std::memory_order_relaxed) != nullptr) info.recorded = true;
+  info.buffer_end = SessionBuffer().GetState().range_end;
+  registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+  registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
+                      registry.live.end());
+  // A prune walks every entry; it runs once per max(kMinPruneBatch, live threads) ends.
+  if (++registry.ended_since_prune >= std::max(kMinPruneBatch, registry.live.size())) {
+    PruneEndedThreadsLocked(registry);
+  }
+}
+
+}  // namespace
+
+size_t ReclaimDeadThreadsLocked(Registry& registry) {
+  registry.registered_since_sweep = 0;
+  std::vector<RegisteredThread*> dead;
+  for (RegisteredThread* thread : registry.live) {
+    if (HasDied(thread)) dead.push_back(thread);
+  }
+  for (RegisteredThread* thread : dead) {
+    EndRegistrationLocked(registry, thread, /*on_thread=*/false);
+    LogInfo("thread %d ended without unregistering (raw exit): reclaimed",
+            thread->tid.ToNumber());
+    // Nobody else holds it: its own thread is gone, and every other user takes the registry
+    // mutex. The staging area's owner is gone too.
+    delete thread->marker_staging.load(std::memory_order_relaxed);
+    delete thread;
+  }
+  registry.reclaimed_dead_threads += dead.size();
+  return dead.size();
+}
+
 void UnregisterThread(RegisteredThread* thread) {
+  NoCancellation no_cancellation;
   Registry& registry = GetRegistry();
   {
     AutoLock lock(registry.mutex);
-    const bool was_sampling = thread->sampling.load(std::memory_order_relaxed);
-    StopSamplingLocked(thread);
-    const TimeStamp now = TimeStamp::Now();
-    DrainLocked(thread, now);  // Keep what it took before ending.
-    // And the CPU it used after its last sample, on a copy of it (CPU accounting), when it was
-    // still sampled: not the CPU of a time the filters had stopped it (ApplyFiltersLocked).
-    if (was_sampling && thread->has_sample && !ProfilerIsPaused() && registry.sampling) {
-      if (const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
-          cpu && thread->last_sample_cpu_ns >= 0 && cpu->ToNanoseconds() > thread->last_sample_cpu_ns) {
-        PutCopyOfLastSampleLocked(thread, *cpu, now);
-      }
-    }
-    FlushMarkersLocked(thread);
-    ThreadInfo& info = registry.infos[thread->info_index];
-    if (!info.name_given) {
-      const std::string name = CurrentThreadName();
-      if (!name.empty()) info.name = name;
-    }
-    info.unregister_time = TimeStamp::Now();
-    if (thread->marker_staging.load(std::memory_order_relaxed) != nullptr) info.recorded = true;
-    info.buffer_end = SessionBuffer().GetState().range_end;
-    registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
-    registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
-                        registry.live.end());
-    // A prune walks every entry; it runs once per max(kMinPruneBatch, live threads) ends.
-    if (++registry.ended_since_prune >= std::max(kMinPruneBatch, registry.live.size())) {
-      PruneEndedThreadsLocked(registry);
-    }
+    EndRegistrationLocked(registry, thread, /*on_thread=*/true);
   }
+  ReleaseAliveMutex(thread);
   SetSamplingThreadContext(nullptr);
   SetSamplingThreadEventDescriptors(nullptr);
   SetSamplingThreadStackBounds(0, 0);

@@ -61,6 +61,15 @@ struct RegisteredThread {
   // marker; read by the sampler and capture under the registry mutex. Owned.
   std::atomic<StagingArea*> marker_staging{nullptr};
 
+  // Liveness (issue 33): a robust mutex the thread locks when it registers and unlocks when
+  // it unregisters. A thread that ends without unregistering -- a raw SYS_exit, which runs
+  // no pthread cleanup and no thread-specific-data destructor -- still holds it, and the
+  // kernel marks its futex word FUTEX_OWNER_DIED as the thread dies (robust futex list),
+  // whatever its tid becomes later. Read by the sampler loop and the registration sweep
+  // (ReclaimDeadThreadsLocked): a memory load per thread, no system call.
+  pthread_mutex_t alive_mutex;
+  bool alive_mutex_held = false;
+
   // Sampler-thread state, under the registry mutex.
   // CPU accounting (docs/sampling.md, "CPU accounting"): the thread's CPU clock at its latest
   // sample or copy, less the CPU it used while the session was paused; every sample and copy
@@ -94,6 +103,9 @@ struct Registry {
   // Why sampling stopped before the session's end (for the profile), or empty.
   std::string sampling_stopped;
   size_t ended_since_prune = 0;  // Threads that ended since the last PruneEndedThreadsLocked.
+  // Registrations since the last ReclaimDeadThreadsLocked out of the sampler loop.
+  size_t registered_since_sweep = 0;
+  uint64_t reclaimed_dead_threads = 0;  // Threads found dead (raw SYS_exit), for tests/logs.
 };
 
 // The registry (a leaked singleton: threads may still run, and unregister, during exit).
@@ -129,6 +141,17 @@ void UnregisterThread(RegisteredThread* thread);
 // and the kMinPruneBatch (or live-count) most recent ones not yet pruned.
 void PruneEndedThreadsLocked(Registry& registry);
 inline constexpr size_t kMinPruneBatch = 256;
+
+// Reclaims the registrations of threads that ended without unregistering (a raw SYS_exit:
+// no pthread cleanup, no thread-specific-data destructor): their timer or perf event (and
+// its descriptor and pending-signal budget) is released, their samples and staged markers
+// go into the buffer, their entry is marked ended and the RegisteredThread deleted, as
+// UnregisterThread does for a thread that ends normally. A thread is dead when the kernel
+// marked its robust alive_mutex FUTEX_OWNER_DIED (immune to tid reuse). Registry mutex held;
+// O(live threads) memory loads. Called by every sampler loop, by every capture, and by a
+// registration once per max(kMinPruneBatch, live threads) registrations (out of session:
+// no sampler). Returns how many were reclaimed.
+size_t ReclaimDeadThreadsLocked(Registry& registry);
 
 // Moves `thread`'s staged markers into the session buffer. Registry mutex held (the thread
 // cannot be deleted meanwhile).

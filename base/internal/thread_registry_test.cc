@@ -2,6 +2,11 @@
 // reclaimed once the buffer holds nothing of them.
 #include "base/internal/thread_registry.h"
 
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <string>
 #include <thread>
 
@@ -91,4 +96,48 @@ TEST_CASE("In session, an ended thread's entry goes when nothing of it is in the
     CHECK(after.threads.size() <= live + 1100);
     CHECK(after.threads.size() >= live + 500);
   }
+}
+
+// Issue 33: a registered thread that ends with a raw SYS_exit runs no thread-specific-data
+// destructor; its robust liveness mutex is marked by the kernel and the registration is
+// reclaimed by the next sweep (here called directly, out of session), however its tid is
+// reused; a live thread's is not.
+TEST_CASE("A thread ended by a raw SYS_exit is reclaimed; live threads are not") {
+  auto live_count = [] {
+    auto& registry = GetRegistry();
+    AutoLock lock(registry.mutex);
+    return registry.live.size();
+  };
+  auto reclaim = [] {
+    auto& registry = GetRegistry();
+    AutoLock lock(registry.mutex);
+    return strata::base_internal::ReclaimDeadThreadsLocked(registry);
+  };
+  (void)reclaim();  // Anything an earlier case left.
+  const size_t before = live_count();
+  for (int i = 0; i < 20; ++i) {
+    pthread_t thread;
+    REQUIRE(pthread_create(
+                &thread, nullptr,
+                [](void*) -> void* {
+                  strata::ProfilerRegisterThread("raw-exit");
+                  for (;;) syscall(SYS_exit, 0);
+                },
+                nullptr) == 0);
+    pthread_join(thread, nullptr);  // The kernel clears the tid word: join works.
+  }
+  CHECK(live_count() == before + 20);
+  // A live registered thread that waits meanwhile is kept.
+  std::atomic<bool> release{false};
+  std::thread live([&] {
+    strata::ProfilerRegisterThread("alive");
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (live_count() != before + 21) std::this_thread::yield();
+  CHECK(reclaim() == 20);
+  CHECK(live_count() == before + 1);
+  release.store(true);
+  live.join();
+  CHECK(live_count() == before);
+  CHECK(reclaim() == 0);
 }

@@ -1,7 +1,10 @@
 // AtomicJsonFile: writes a JSON document to a temporary file in the destination's directory
 // and renames it into place on Commit(), so that `path` only ever holds a complete profile
 // (or its previous content). Anything else (an error, or destruction without Commit())
-// removes the temporary file.
+// removes the temporary file. The temporary file is unnamed (O_TMPFILE) while it is written,
+// so a process killed in the middle leaves nothing; it is linked at `path` when nothing is
+// there, else at a temporary name renamed over `path`. Filesystems without O_TMPFILE get a
+// named temporary file from the start (left behind if the process is killed meanwhile).
 //
 //   AtomicJsonFile file("/tmp/profile.json");
 //   if (!file.ok()) { report(file.error()); return; }
@@ -49,9 +52,14 @@ class AtomicJsonFile {
  private:
   void Abandon();
   void SetErrno(const char* step, const std::string& file);
+  bool NameUnnamedFile();
 
   std::string path_;
+  std::string directory_;
+  // The name the file gets before the rename (or has from the start without O_TMPFILE).
   std::string temporary_path_;
+  bool unnamed_ = false;  // An O_TMPFILE file, not linked yet.
+  bool linked_at_destination_ = false;
   int fd_ = -1;
   bool committed_ = false;
   std::string error_;

@@ -165,3 +165,30 @@ TEST_CASE("AtomicJsonFile: a profile larger than ulimit -f is an error, never SI
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// Issue 33: a process killed while it writes (SIGKILL, another thread's _exit) leaves no
+// temporary file: the file is unnamed (O_TMPFILE) until Commit().
+TEST_CASE("AtomicJsonFile: a process killed in the middle of the write leaves nothing") {
+  const std::string dir = MakeTempDir();
+  const std::string path = dir + "/profile.json";
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    AtomicJsonFile file(path);
+    file.writer().StartArray();
+    for (int i = 0; i < 100000; ++i) file.writer().Int(i);
+    file.writer().Flush();
+    raise(SIGKILL);
+    _exit(1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK(List(dir).empty());
+}
+
+}  // namespace
+}  // namespace strata

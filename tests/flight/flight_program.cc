@@ -3,7 +3,7 @@
 // (//base:strata_base) for its labels and markers (and the profiler calls of --reference and
 // --end stop): run plain it behaves the same (the markers and labels then record nothing).
 //
-//   flight_program --end exit|segv|abort|kill|stop [--ms N] [--ready FILE] [--handler]
+//   flight_program --end exit|segv|abort|kill|stop|stop-segv [--ms N] [--ready FILE] [--handler]
 //                  [--reference FILE]
 //
 // Two threads (main, "flight-worker") each run steps of ~1 ms of their own CPU time under the
@@ -12,7 +12,10 @@
 //   exit   returns 0 (the control run: a normal save at exit);
 //   segv   writes through a null pointer (SIGSEGV);
 //   abort  calls abort() (SIGABRT);
-//   stop   calls ProfilerStop() (a clean end of the session, nothing saved), then _exit(0);
+//   stop   calls ProfilerStop() (a clean end of the session, nothing saved), then _exit(0)
+//          (which removes the flight recorder file: the process did not crash, issue 33);
+//   stop-segv  calls ProfilerStop(), then writes through a null pointer (a crash after a
+//          clean end: the file is kept, marked as cleanly ended);
 //   kill   once both threads have done their N ms, writes FILE (--ready) and goes on with
 //          steps until it is killed from outside.
 // --reference FILE: after the N ms, saves the profile there (ProfilerSaveProfile, the one
@@ -215,6 +218,9 @@ int main(int argc, char** argv) {
   } else if (!strcmp(end, "stop")) {
     strata::ProfilerStop();
     _exit(0);
+  } else if (!strcmp(end, "stop-segv")) {
+    strata::ProfilerStop();
+    *static_cast<volatile int*>(nullptr) = 1;
   }
   return 0;
 }

@@ -64,9 +64,10 @@ for variant in recorder no-recorder; do
 done
 
 # --- Several files per pid: each of three children execs twice (sh -> sh -> flight_program)
-# then dies by SIGSEGV; a fourth ends its session (ProfilerStop) and _exits. Per pid only the
-# newest file (the last image's) is recovered, the older ones removed; the clean end is not
-# reported as a crash.
+# then dies by SIGSEGV; a fourth ends its session (ProfilerStop) and crashes; a fifth ends its
+# session and _exits (no file left: it did not crash, issue 33). Per pid only the newest file
+# (the last image's) is recovered, the older ones removed; the clean end is not reported as a
+# crash.
 timeout -s KILL 300 env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$OUT/exec.json" -- \
   "$HERE/exec_children.sh" "$PROGRAM" >"$WORK/exec.out" 2>"$WORK/exec.err"
 status=$?
