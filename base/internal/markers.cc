@@ -98,7 +98,8 @@ __attribute__((always_inline)) inline void ResolveMarkerTimes(const MarkerTiming
 // registered (or in a forked child, where nothing is recorded into staging).
 __attribute__((always_inline)) inline StagingArea* CurrentThreadStagingArea(
     RegisteredThread* thread) {
-  if (!thread || g_forked_child.load(std::memory_order_relaxed)) return nullptr;
+  // IsForkedChild(): also a child made without atfork handlers (raw fork, clone, _Fork).
+  if (!thread || IsForkedChild()) return nullptr;
   StagingArea* staging = thread->marker_staging.load(std::memory_order_relaxed);
   if (__builtin_expect(staging == nullptr, 0)) {
     staging = new StagingArea;
@@ -149,7 +150,7 @@ uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOpti
   uint8_t* p = staging->TryReserveEntry(entry_bytes);
   if (__builtin_expect(p == nullptr, 0)) {
     // Full (or too large): the batch goes first, so this thread's order is kept.
-    staging->FlushAndRewind(GetSession().buffer);
+    staging->FlushAndRewind(SessionBuffer());
     p = staging->TryReserveEntry(entry_bytes);
     if (p == nullptr) return nullptr;  // Too large to stage: the general path writes it.
   }
@@ -165,7 +166,7 @@ uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOpti
 }
 
 void FlushAndRewindMarkerStaging(StagingArea* staging) {
-  staging->FlushAndRewind(GetSession().buffer);
+  staging->FlushAndRewind(SessionBuffer());
 }
 
 }  // namespace base_internal

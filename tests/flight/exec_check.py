@@ -17,9 +17,10 @@ _exited, left no file (it did not crash: its file is removed, issue 33) and is n
 profile. Each has at most its steps, at least one per work thread, with samples and markers
 both reaching the end of the data (flight_check.tail_failures: by their order, not by
 wall-clock distances; what a sampler loop had not published at the crash is lost,
-docs/flight-recorder.md). The cleanly ended process is held to the same rule; its shortfall
-against its own steps is printed (RESULT ... clean_end_missing_steps=N: 0 since ProfilerStop
-moves the threads' staged markers and ring samples into the file before it freezes it).
+docs/flight-recorder.md). The cleanly ended process must have every one of its steps
+(RESULT ... clean_end_missing_steps=0): ProfilerStop moves the threads' staged markers and
+ring samples into the file before it seals it (it dropped the last sampler period's, 0-2 of
+299, before issue 35's finding).
 Prints RESULT lines, FAIL lines; exit 1 on failure.
 """
 import json
@@ -70,6 +71,9 @@ def main():
                 failures.append(f"process {pid} {n}: no Step marker of its {done} steps")
             if clean:
                 print(f"RESULT pid={pid} thread={n} clean_end_missing_steps={done - got}")
+                if got != done:
+                    failures.append(f"process {pid} {n}: a clean end kept {got} of its {done} "
+                                    "Step markers (the last sampler period's were dropped)")
         failures += tail_failures(threads, f"process {pid}")
     if crashed_count != 3 or ended != 1:
         failures.append(f"{crashed_count} crashed and {ended} cleanly ended processes (expected 3 and 1)")

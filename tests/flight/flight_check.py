@@ -94,7 +94,7 @@ def own_steps(output_path):
     steps = {}
     with open(output_path, errors="replace") as f:
         for line in f:
-            m = re.search(r"flight_program: work done, ending by \w+ \(pid (\d+), steps main=(\d+) "
+            m = re.search(r"flight_program: work done, ending by [\w-]+ \(pid (\d+), steps main=(\d+) "
                           r"worker=(\d+)\)", line)
             if m:
                 steps[int(m.group(1))] = {"GeckoMain": int(m.group(2)), "flight-worker": int(m.group(3))}
