@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,9 +26,10 @@
 #include "base/internal/log.h"
 #include "base/internal/thread_registry.h"
 #include "base/markers.h"
-#include "platform/never_destroyed.h"
 #include "platform/mutex.h"
+#include "platform/never_destroyed.h"
 #include "platform/private_fd.h"
+#include "platform/raw_syscall.h"
 #include "shared/flight/flight_format.h"
 #include "shared/json/gecko_profile_writer.h"
 
@@ -336,8 +338,9 @@ class FlightFile final : public ChunkStorage {
     const uintptr_t end =
         std::min((reinterpret_cast<uintptr_t>(begin) + bytes + kPage - 1) & ~(kPage - 1),
                  reinterpret_cast<uintptr_t>(base_) + bytes_);
-    return end <= first ||
-           madvise(reinterpret_cast<void*>(first), end - first, kMadvisePopulateWrite) == 0;
+    // Raw: this runs on the thread that takes a chunk, maybe a program's (docs/host-contract.md).
+    return end <= first || RawSyscall(SYS_madvise, static_cast<long>(first),
+                                      static_cast<long>(end - first), kMadvisePopulateWrite) == 0;
   }
 
   uint8_t* SlotBase(uint32_t slot) const {
@@ -725,7 +728,7 @@ void RemoveFlightRecorderFilesAtProcessEnd() {
   const int saved_errno = errno;
   for (int i = 0; i < kEndPathSlots; ++i) {
     if (!g_end_path_used[i].exchange(false, std::memory_order_acq_rel)) continue;
-    (void)unlink(g_end_paths[i]);
+    (void)RawSyscall(SYS_unlink, reinterpret_cast<long>(g_end_paths[i]));
   }
   errno = saved_errno;
 }

@@ -44,6 +44,7 @@
 #include "base/internal/wait_wrappers.h"
 #include "base/profiler.h"
 #include "platform/next_definition.h"
+#include "platform/raw_syscall.h"
 #include "platform/sampling/libunwind_walker.h"
 
 namespace strata {
@@ -103,7 +104,7 @@ std::atomic<uint32_t> g_exit_save_done{0};  // Futex word: 1 once OnExit returne
 constexpr int64_t kExitStartWaitNs = 2'000'000'000;
 constexpr int64_t kExitSaveWaitNs = 120'000'000'000;
 
-int32_t RawGetTid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
+int32_t RawGetTid() { return static_cast<int32_t>(RawSyscall(SYS_gettid)); }
 
 // libc's exit, _exit, _Exit and exec functions, resolved by the library's constructor
 // (ResolveProcessEndFunctions), so that the wrappers, which may run in a signal handler or a
@@ -151,7 +152,8 @@ void WaitForAnotherThreadsExitSave() {
                                                                         : kExitStartWaitNs;
     if (waited >= bound) return;
     timespec step{0, 50'000'000};
-    syscall(SYS_futex, &g_exit_save_done, FUTEX_WAIT_PRIVATE, 0, &step, nullptr, 0);
+    RawSyscall(SYS_futex, reinterpret_cast<long>(&g_exit_save_done), FUTEX_WAIT_PRIVATE, 0,
+               reinterpret_cast<long>(&step));
   }
 }
 
@@ -179,7 +181,7 @@ void OnExit() {
              "kept for strata recover");
   }
   g_exit_save_done.store(1, std::memory_order_release);
-  syscall(SYS_futex, &g_exit_save_done, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+  RawSyscall(SYS_futex, reinterpret_cast<long>(&g_exit_save_done), FUTEX_WAKE_PRIVATE, INT32_MAX);
 }
 
 // _exit, _Exit and the exec wrappers: the image ends without a crash, so this process's flight
@@ -337,7 +339,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
   const auto real = RealProcessEndFunction<void (*)(int)>(kExit);
   WaitForAnotherThreadsExitSave();
   if (real) real(status);
-  syscall(SYS_exit_group, status);
+  strata::RawSyscall(SYS_exit_group, status);
   __builtin_unreachable();
 }
 
@@ -347,7 +349,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
   const auto real = RealProcessEndFunction<void (*)(int)>(k_Exit);
   OnImageEnd();
   if (real) real(status);
-  syscall(SYS_exit_group, status);
+  strata::RawSyscall(SYS_exit_group, status);
   __builtin_unreachable();
 }
 
@@ -356,7 +358,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
   const auto real = RealProcessEndFunction<void (*)(int)>(k_ExitC99);
   OnImageEnd();
   if (real) real(status);
-  syscall(SYS_exit_group, status);
+  strata::RawSyscall(SYS_exit_group, status);
   __builtin_unreachable();
 }
 

@@ -102,6 +102,25 @@ void ResolveRealFunctions() {
   (void)Real(g_sigrelse, "sigrelse");
 }
 
+// Blocks or unblocks one signal through the sigprocmask wrapper (for S: remembered, not
+// applied).
+int ChangeOneSignalMask(int how, int signal_number) {
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  return ::sigprocmask(how, &one, nullptr);
+}
+
+// A System V one-signal call (sigignore, sighold, sigrelse) for any other signal: libc's own.
+int CallRealOneSignal(std::atomic<SigOneFunction>& cache, const char* name, int signal_number) {
+  const SigOneFunction real = Real(cache, name);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return real(signal_number);
+}
+
 // The sampling or the control signal, whose System V calls go through the wrappers.
 bool IsStrataSignal(int signal_number) {
   return signal_number > 0 && !IsInSamplingHandler() &&
@@ -368,12 +387,7 @@ sighandler_t sigset(int signal_number, sighandler_t disposition) {
 
 int sigignore(int signal_number) {
   if (!IsStrataSignal(signal_number)) {
-    const SigOneFunction real = Real(g_sigignore, "sigignore");
-    if (real == nullptr) {
-      errno = ENOSYS;
-      return -1;
-    }
-    return real(signal_number);
+    return CallRealOneSignal(g_sigignore, "sigignore", signal_number);
   }
   struct sigaction action;
   std::memset(&action, 0, sizeof(action));
@@ -384,32 +398,16 @@ int sigignore(int signal_number) {
 
 int sighold(int signal_number) {
   if (!IsStrataSignal(signal_number)) {
-    const SigOneFunction real = Real(g_sighold, "sighold");
-    if (real == nullptr) {
-      errno = ENOSYS;
-      return -1;
-    }
-    return real(signal_number);
+    return CallRealOneSignal(g_sighold, "sighold", signal_number);
   }
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
-  return sigprocmask(SIG_BLOCK, &one, nullptr);
+  return ChangeOneSignalMask(SIG_BLOCK, signal_number);
 }
 
 int sigrelse(int signal_number) {
   if (!IsStrataSignal(signal_number)) {
-    const SigOneFunction real = Real(g_sigrelse, "sigrelse");
-    if (real == nullptr) {
-      errno = ENOSYS;
-      return -1;
-    }
-    return real(signal_number);
+    return CallRealOneSignal(g_sigrelse, "sigrelse", signal_number);
   }
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
-  return sigprocmask(SIG_UNBLOCK, &one, nullptr);
+  return ChangeOneSignalMask(SIG_UNBLOCK, signal_number);
 }
 
 }  // extern "C"

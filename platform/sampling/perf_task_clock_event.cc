@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "platform/raw_syscall.h"
+
 namespace strata {
 namespace {
 
@@ -47,10 +49,15 @@ bool NamesEvent(int fd, dev_t device, ino_t inode, uint64_t event_id) {
   if (fd < 0) return false;
   const int saved_errno = errno;
   struct stat status;
-  bool ours = fstat(fd, &status) == 0 && status.st_dev == device && status.st_ino == inode;
+  // Raw system calls: this runs in a child made without atfork handlers, on a program's
+  // thread, where a program's own fstat or ioctl must not be called (docs/host-contract.md).
+  bool ours = RawSyscall(SYS_fstat, fd, reinterpret_cast<long>(&status)) == 0 &&
+              status.st_dev == device && status.st_ino == inode;
   if (ours) {
     uint64_t id = 0;
-    ours = ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 && id == event_id;
+    ours = RawSyscall(SYS_ioctl, fd, static_cast<long>(PERF_EVENT_IOC_ID),
+                      reinterpret_cast<long>(&id)) == 0 &&
+           id == event_id;
   }
   errno = saved_errno;
   return ours;
@@ -188,7 +195,7 @@ void PerfTaskClockEvent::CloseAllInForkedChild() {
     }
     if (NamesEvent(fd, tracked.device, tracked.inode, tracked.event_id)) {
       const int saved_errno = errno;
-      close(fd);  // The child's copy only: the parent's event goes on.
+      RawSyscall(SYS_close, fd);  // The child's copy only: the parent's event goes on.
       errno = saved_errno;
     }
     tracked.fd_plus_one.store(kFree, std::memory_order_relaxed);

@@ -123,6 +123,9 @@ HEAVY_BY_DESIGN = {
     "sigignore": "as sigaction",
     "syscall": "rt_sigaction, seccomp and exit system calls made raw: as sigaction / session stop",
     "prctl": "PR_SET_SECCOMP: the session stops before the filter is installed",
+    # The program's request to end: the exit save runs there (after the program's own exit
+    # handlers would have run, as it always did); _exit, _Exit and the exec family stay roots.
+    "exit": "the exit save (or a wait, bounded, for another thread's)",
 }
 
 FUNCTION_HEADER = re.compile(r"^([0-9a-f]+) <(.+)>:$")
