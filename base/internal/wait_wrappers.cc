@@ -292,7 +292,10 @@ size_t AppendNumber(char* out, size_t length, size_t capacity, uintptr_t value, 
 }
 
 // Records an "Awaiting lock" marker for a contended lock that waited [start, end].
-void RecordLockMarker(const void* lock, long holder, TimeStamp start, TimeStamp end) {
+// Out of line: the cold part of the lock wrapper (and one place for the host-contract check,
+// tests/host_contract/program_thread_calls.py, to find the literal marker name's destructor).
+__attribute__((noinline, cold)) void RecordLockMarker(const void* lock, long holder,
+                                                      TimeStamp start, TimeStamp end) {
   RegisteredThread* thread = t_registered_thread;
   if (!thread || thread->wait.in_lock_marker || !ProfilerIsActive()) return;
   // A lock that Strata's own code waited for while this thread holds the session buffer's

@@ -60,7 +60,8 @@ INDIRECT_ROOTS = [
     r"^_ZN6strata22LocalLimitChunkManager8GetChunkEv$",
     r"^_ZN6strata22LocalLimitChunkManager12ReleaseChunkESt10unique_ptrINS_11BufferChunkESt14default_deleteIS2_EE$",
     # The buffer's chunk-destroyed callback (std::function), called by the manager there.
-    r"^_ZZN6strata13ChunkedBuffer19AttachManagerLocked.*_clE",
+    # (the lambda, or where an optimised build inlined it, std::function's invoker)
+    r"^_ZZN6strata13ChunkedBuffer19AttachManagerLocked.*_clE|"
     r"^_ZNSt17_Function_handler.*ChunkedBuffer19AttachManagerLocked.*_M_invoke",
     # ChunkStorage::Allocate (virtual): the flight recorder's file-backed chunks.
     r"^_ZN6strata13base_internal.*FlightFile8AllocateEm$",
@@ -99,7 +100,8 @@ EDGES_NOT_FOLLOWED = [
     # The inlined destructor of a literal ProfilerString (made by the marker helpers for the
     # general path): a literal name owns no memory, its std::string member stays empty.
     (re.compile(r"AddTextMarker|AddMarker|Record\w*Marker"),
-     re.compile(r"^_ZNSt12__sso_stringD[12]Ev$|^_ZNSt7__cxx1112basic_string.*D[12]Ev$")),
+     re.compile(r"^_ZNSt12__sso_stringD[12]Ev$|^_ZNSt7__cxx1112basic_string.*D[12]Ev$|"
+                r"^_ZNSt7__cxx1112basic_string.*_M_disposeEv$")),
 ]
 
 # Exported interposers that do heavy work on purpose, each for its reason: they are not
