@@ -43,7 +43,6 @@
 
 namespace {
 
-using strata_test::kTreeLiveSlot;
 
 std::atomic<bool> g_stop{false};
 
@@ -147,14 +146,9 @@ int Worker(int cmd, int ack) {
 
 int Writer(int cmd, int ack, const char* slots_path, int slot, int duration_ms,
            int bytes_per_ms) {
-  const int fd = open(slots_path, O_RDWR);
-  if (fd < 0) return 6;
-  auto* slots = static_cast<std::atomic<uint64_t>*>(
-      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-  close(fd);
-  if (slots == MAP_FAILED) return 7;
-  strata::BufferChunk::AlsoCountLiveBytesIn(
-      reinterpret_cast<std::atomic<int64_t>*>(slots + kTreeLiveSlot));
+  auto* slots = strata_test::MapSlots(slots_path, /*create=*/false);
+  if (slots == nullptr) return 6;
+  strata::BufferChunk::AlsoCountLiveBytesIn(strata_test::TreeLive(slots));
   strata::full::StartFull();
   WaitUntilFollowing();
   // The slot is also refreshed between markers: chunks are prepared by the sampler thread
@@ -195,14 +189,9 @@ int Writer(int cmd, int ack, const char* slots_path, int slot, int duration_ms,
 // --- starved
 
 int Starved(int cmd, int ack, const char* slots_path, int slot) {
-  const int fd = open(slots_path, O_RDWR);
-  if (fd < 0) return 6;
-  auto* slots = static_cast<std::atomic<uint64_t>*>(
-      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-  close(fd);
-  if (slots == MAP_FAILED) return 7;
-  strata::BufferChunk::AlsoCountLiveBytesIn(
-      reinterpret_cast<std::atomic<int64_t>*>(slots + kTreeLiveSlot));
+  auto* slots = strata_test::MapSlots(slots_path, /*create=*/false);
+  if (slots == nullptr) return 6;
+  strata::BufferChunk::AlsoCountLiveBytesIn(strata_test::TreeLive(slots));
   strata::full::StartFull();
   WaitUntilFollowing();
   Ack(ack, 'r');

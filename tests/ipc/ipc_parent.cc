@@ -68,7 +68,6 @@
 
 namespace {
 
-using strata_test::kTreeLiveSlot;
 
 using strata::full::GetIpcStatus;
 using strata::full::IpcStatus;
@@ -467,20 +466,13 @@ int Limit(const std::string& out, const std::string& slots_path) {
   constexpr size_t kChunk = 64u << 10;      // Chunks of limit/64, at least 64 KiB.
   constexpr int kKids = 3;
   constexpr int kDurationMs = 3000;
-  {
-    const int fd = open(slots_path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || ftruncate(fd, 4096) != 0) return 1;
-    close(fd);
-  }
-  const int fd = open(slots_path.c_str(), O_RDWR);
-  auto* slots = static_cast<std::atomic<uint64_t>*>(
-      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-  close(fd);
+  auto* slots = strata_test::MapSlots(slots_path.c_str(), /*create=*/true);
+  if (slots == nullptr) return 1;
   // Every process adds its chunk creations and destructions to one counter in the shared
   // page: the tree's live buffer memory at every instant. (Summing per-process copies read
   // one after another gave torn sums on a loaded machine: a process's old value before a
   // destruction plus another's new value after the allocation it made room for.)
-  auto* tree_live = reinterpret_cast<std::atomic<int64_t>*>(slots + kTreeLiveSlot);
+  auto* tree_live = strata_test::TreeLive(slots);
   strata::BufferChunk::AlsoCountLiveBytesIn(tree_live);
   strata::full::IpcSettings ipc;
   ipc.gather_poll_interval_ms = 500;
@@ -675,16 +667,9 @@ int Starved(const std::string& out, const std::string& slots_path) {
   constexpr size_t kLocalLimit = 1u << 20;  // ...and each process's own (the session's).
   constexpr size_t kChunk = 64u << 10;
   constexpr int kProcesses = 2;
-  {
-    const int fd = open(slots_path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || ftruncate(fd, 4096) != 0) return 1;
-    close(fd);
-  }
-  const int fd = open(slots_path.c_str(), O_RDWR);
-  auto* slots = static_cast<std::atomic<uint64_t>*>(
-      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-  close(fd);
-  auto* tree_live = reinterpret_cast<std::atomic<int64_t>*>(slots + kTreeLiveSlot);
+  auto* slots = strata_test::MapSlots(slots_path.c_str(), /*create=*/true);
+  if (slots == nullptr) return 1;
+  auto* tree_live = strata_test::TreeLive(slots);
   strata::BufferChunk::AlsoCountLiveBytesIn(tree_live);
   strata::full::IpcSettings ipc;
   ipc.gather_poll_interval_ms = 500;
