@@ -3,6 +3,9 @@
 #include <cxxabi.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
 
 namespace strata {
 namespace {
@@ -15,6 +18,12 @@ Demangler::~Demangler() { free(buffer_); }
 
 std::string Demangler::Demangle(const char* name) {
   if (!LooksMangled(name)) return std::string(name);
+  // A PLT stub's synthetic name (elf_symbol_table.cc): the symbol demangled, then "@plt".
+  const size_t length = std::strlen(name);
+  constexpr std::string_view kPlt = "@plt";
+  if (length > kPlt.size() && std::string_view(name + length - kPlt.size()) == kPlt) {
+    return Demangle(std::string(name, length - kPlt.size()).c_str()) + "@plt";
+  }
   int status = 0;
   // On success __cxa_demangle may realloc the buffer; it then returns the new one and
   // updates capacity_. On failure the buffer is left as it was.

@@ -32,6 +32,7 @@ namespace {
 // (and would keep a mangled name from demangling).
 std::string WithoutVersion(const char* name) {
   const char* at = std::strchr(name, '@');
+  if (at != nullptr && std::strcmp(at, "@plt") == 0) return std::string(name);  // A PLT stub.
   return at == nullptr || at == name ? std::string(name) : std::string(name, static_cast<size_t>(at - name));
 }
 
@@ -142,7 +143,10 @@ struct DwarfModuleCache::Impl {
       ElfSymbolTable debug = ReadSeparateDebugSymbols(file->path, build_id,
                                                       file->table.debug_link(),
                                                       options.debug_directory);
-      if (debug.has_symtab()) file->table = std::move(debug);
+      if (debug.has_symtab()) {
+        debug.AddPltStubsFrom(file->table);  // The debug file's .plt is empty (NOBITS).
+        file->table = std::move(debug);
+      }
     }
 
     file->dwfl = dwfl_begin(&callbacks);
@@ -239,8 +243,27 @@ struct DwarfModuleCache::Impl {
     bool have_outermost = false;
     Dwarf_Addr bias = 0;
     Dwarf_Die* cu = options.inline_frames ? dwfl_module_addrdie(module, address, &bias) : nullptr;
-    Dwarf_Die* scopes = nullptr;
-    const int count = cu != nullptr ? dwarf_getscopes(cu, address - bias, &scopes) : 0;
+    // The scopes from the innermost function instance outwards, as the DIE tree nests them.
+    // dwarf_getscopes finds the innermost scope at the address, but past an inlined instance it
+    // continues into the scopes of that function's abstract definition, not into the function
+    // it was inlined into: a middle inline level was lost (issue 34). So from the innermost
+    // inlined instance the chain is read with dwarf_getscopes_die, as eu-addr2line -i does.
+    Dwarf_Die* found = nullptr;
+    int found_count = cu != nullptr ? dwarf_getscopes(cu, address - bias, &found) : 0;
+    Dwarf_Die* scopes = found;
+    int count = found_count;
+    for (int i = 0; i < found_count; ++i) {
+      const int tag = dwarf_tag(&found[i]);
+      if (tag == DW_TAG_subprogram) break;
+      if (tag != DW_TAG_inlined_subroutine) continue;
+      Dwarf_Die* nested = nullptr;
+      const int nested_count = dwarf_getscopes_die(&found[i], &nested);
+      if (nested_count > 0) {
+        scopes = nested;
+        count = nested_count;
+      }
+      break;
+    }
     Dwarf_Files* files_table = nullptr;
     for (int i = 0; i < count; ++i) {
       Dwarf_Die* scope = &scopes[i];
@@ -273,7 +296,8 @@ struct DwarfModuleCache::Impl {
         }
       }
     }
-    free(scopes);
+    if (scopes != found) free(scopes);
+    free(found);
     if (!have_outermost) {
       if (symbol_name != nullptr) {
         frames.push_back(Frame{Intern(demangler.Demangle(symbol_name)), file_name, symbol_offset, line, false});

@@ -43,6 +43,43 @@ __attribute__((noinline)) int OuterFunction(int x) {
   return r;
 }
 
+// Three levels (issue 34): Outer (not inlined) inlines Middle, which inlines Inner. The
+// middle level was lost: dwarf_getscopes continues from the innermost inlined instance into
+// its abstract definition's scopes, not into the function it was inlined into.
+uintptr_t g_captured_deep = 0;
+
+__attribute__((noinline)) void CaptureDeep() {
+  g_captured_deep =
+      reinterpret_cast<uintptr_t>(__builtin_extract_return_addr(__builtin_return_address(0)));
+  asm volatile("" ::: "memory");
+}
+
+static const int kInnerLine = __LINE__ + 4;
+static inline __attribute__((always_inline)) int InnerLevel(int x) {
+  int y = x + 11;
+  asm volatile("" : "+r"(y));
+  CaptureDeep();
+  asm volatile("" : "+r"(y));
+  return y;
+}
+
+static const int kMiddleCallLine = __LINE__ + 4;
+static inline __attribute__((always_inline)) int MiddleLevel(int x) {
+  int y = x * 5;
+  asm volatile("" : "+r"(y));
+  y = InnerLevel(y) - 3;
+  asm volatile("" : "+r"(y));
+  return y;
+}
+
+static const int kOuterCallLine = __LINE__ + 3;
+__attribute__((noinline)) int OuterLevel(int x) {
+  asm volatile("" : "+r"(x));
+  int r = MiddleLevel(x) * 7;
+  asm volatile("" : "+r"(r));
+  return r;
+}
+
 }  // namespace strata_dwarf_test
 
 namespace strata {
@@ -83,6 +120,31 @@ TEST_CASE("An inlined function is a frame of its own, with file and line") {
   REQUIRE(result.FramesOf(0).size() == 1);
   CHECK(result.FramesOf(0)[0].function == "strata_dwarf_test::OuterFunction(int)");
   CHECK(result.FramesOf(0)[0].line == static_cast<uint32_t>(strata_dwarf_test::kCaptureLine));
+}
+
+TEST_CASE("Every inline level is a frame: inner, middle, outer, each at its call site") {
+  strata_dwarf_test::OuterLevel(5);
+  REQUIRE(strata_dwarf_test::g_captured_deep != 0);
+  DwarfSymbolizer symbolizer(CollectSharedLibraries());
+  SymbolizeResult result;
+  symbolizer.Symbolize({CallerAddress(strata_dwarf_test::g_captured_deep)}, &result);
+  const auto frames = result.FramesOf(0);
+  std::string chain;
+  for (const auto& f : frames) {
+    chain += std::string(f.function) + " " + std::string(f.file) + ":" + std::to_string(f.line) +
+             (f.inlined ? " (inlined)" : "") + " / ";
+  }
+  INFO(chain);
+  REQUIRE(frames.size() == 3);
+  CHECK(frames[0].function.find("InnerLevel") != std::string_view::npos);
+  CHECK(frames[0].inlined);
+  CHECK(frames[0].line == static_cast<uint32_t>(strata_dwarf_test::kInnerLine));
+  CHECK(frames[1].function.find("MiddleLevel") != std::string_view::npos);
+  CHECK(frames[1].inlined);
+  CHECK(frames[1].line == static_cast<uint32_t>(strata_dwarf_test::kMiddleCallLine));
+  CHECK(frames[2].function == "strata_dwarf_test::OuterLevel(int)");
+  CHECK_FALSE(frames[2].inlined);
+  CHECK(frames[2].line == static_cast<uint32_t>(strata_dwarf_test::kOuterCallLine));
 }
 
 TEST_CASE("Outermost names agree with the ELF symbolizer, libc included") {

@@ -8,8 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "shared/json/shared_libraries.h"
 
@@ -45,6 +49,7 @@ class ElfImageParser {
         (type == SHT_SYMTAB ? table.has_symtab_ : table.has_dynsym_) = true;
       }
     }
+    AddPltStubs(ehdr);
     Finish(&table);
     return table;
   }
@@ -269,6 +274,82 @@ class ElfImageParser {
     return true;
   }
 
+  // Names every PLT stub `symbol@plt`, as objdump and perf do (issue 34: stubs were unnamed
+  // and merged into one "lib!0x..." function). x86-64 stubs of .plt (lazy binding), .plt.sec
+  // (IBT: endbr64 first) and .plt.got (eager) all jump through a GOT slot with `jmp
+  // *disp32(%rip)` (ff 25, perhaps after endbr64 and a bnd prefix); the slot's JUMP_SLOT or
+  // GLOB_DAT relocation names the symbol. Each stub is one 16-byte entry (8 in a .plt.got
+  // of 8-byte entries); .plt's first entry (the resolver's trampoline) has no slot of its own.
+  void AddPltStubs(const Elf64_Ehdr& ehdr) {
+    std::unordered_map<uint64_t, std::pair<const char*, uint32_t>> slot_symbols;
+    for (const Elf64_Shdr& relocations : sections_) {
+      if (relocations.sh_type != SHT_RELA || relocations.sh_entsize != sizeof(Elf64_Rela) ||
+          !Fits(relocations.sh_offset, relocations.sh_size) ||
+          relocations.sh_link >= sections_.size()) {
+        continue;
+      }
+      const Elf64_Shdr& symbols = sections_[relocations.sh_link];
+      if (symbols.sh_type != SHT_DYNSYM || symbols.sh_entsize != sizeof(Elf64_Sym) ||
+          !Fits(symbols.sh_offset, symbols.sh_size) || symbols.sh_link >= sections_.size()) {
+        continue;
+      }
+      const Elf64_Shdr& strings = sections_[symbols.sh_link];
+      if (strings.sh_type != SHT_STRTAB || !Fits(strings.sh_offset, strings.sh_size)) continue;
+      const uint64_t count = relocations.sh_size / sizeof(Elf64_Rela);
+      for (uint64_t i = 0; i < count; ++i) {
+        Elf64_Rela rela;
+        memcpy(&rela, data_ + relocations.sh_offset + i * sizeof(Elf64_Rela), sizeof(rela));
+        const uint32_t type = ELF64_R_TYPE(rela.r_info);
+        const uint64_t index = ELF64_R_SYM(rela.r_info);
+        if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || index == 0 ||
+            index >= symbols.sh_size / sizeof(Elf64_Sym)) {
+          continue;
+        }
+        Elf64_Sym sym;
+        memcpy(&sym, data_ + symbols.sh_offset + index * sizeof(Elf64_Sym), sizeof(sym));
+        if (sym.st_name == 0 || sym.st_name >= strings.sh_size) continue;
+        const char* name = reinterpret_cast<const char*>(data_ + strings.sh_offset + sym.st_name);
+        const void* nul = memchr(name, '\0', strings.sh_size - sym.st_name);
+        if (nul == nullptr) continue;
+        size_t length = static_cast<const char*>(nul) - name;
+        if (const void* at = memchr(name, '@', length)) length = static_cast<const char*>(at) - name;
+        if (length == 0 || length > 4096) continue;
+        slot_symbols.emplace(rela.r_offset, std::make_pair(name, static_cast<uint32_t>(length)));
+      }
+    }
+    if (slot_symbols.empty()) return;
+    for (const char* section_name : {".plt", ".plt.sec", ".plt.got"}) {
+      const Elf64_Shdr* plt = SectionNamed(ehdr, section_name);
+      if (plt == nullptr || plt->sh_type != SHT_PROGBITS || !Fits(plt->sh_offset, plt->sh_size)) {
+        continue;
+      }
+      const uint64_t entry = plt->sh_entsize == 8 ? 8 : 16;
+      const uint16_t section_index = static_cast<uint16_t>(plt - sections_.data());
+      for (uint64_t at = 0; at + entry <= plt->sh_size; at += entry) {
+        const uint8_t* code = data_ + plt->sh_offset + at;
+        uint64_t i = 0;
+        if (entry - i >= 4 && memcmp(code + i, "\xf3\x0f\x1e\xfa", 4) == 0) i += 4;  // endbr64
+        if (i < entry && code[i] == 0xf2) ++i;                                   // bnd
+        if (entry - i < 6 || code[i] != 0xff || code[i + 1] != 0x25) continue;   // jmp *d(%rip)
+        int32_t displacement;
+        memcpy(&displacement, code + i + 2, sizeof(displacement));
+        const uint64_t slot = plt->sh_addr + at + i + 6 + static_cast<int64_t>(displacement);
+        const auto found = slot_symbols.find(slot);
+        if (found == slot_symbols.end()) continue;
+        std::string& name = synthetic_names_.emplace_back(found->second.first, found->second.second);
+        name += "@plt";
+        Candidate candidate;
+        candidate.address = plt->sh_addr + at;
+        candidate.size = entry;
+        candidate.name = name.c_str();
+        candidate.name_length = static_cast<uint32_t>(name.size());
+        candidate.section = section_index;
+        candidate.binding = STB_LOCAL;  // A real symbol at the same address keeps its name.
+        candidates_.push_back(candidate);
+      }
+    }
+  }
+
   // Ranks aliases: true when `a` is the better name for their shared address.
   static bool Better(const Candidate& a, const Candidate& b) {
     const bool a_sized = a.size != 0, b_sized = b.size != 0;
@@ -344,6 +425,7 @@ class ElfImageParser {
   const size_t size_;
   std::vector<Elf64_Shdr> sections_;
   std::vector<Candidate> candidates_;
+  std::deque<std::string> synthetic_names_;  // "symbol@plt": stable addresses for candidates_.
 };
 
 std::optional<uint64_t> ElfSymbolTable::UnwindFunctionStart(uint64_t file_address) const {
@@ -354,6 +436,26 @@ std::optional<uint64_t> ElfSymbolTable::UnwindFunctionStart(uint64_t file_addres
     return std::nullopt;  // Before the first function, or at/after the sentinel.
   }
   return *(it - 1);
+}
+
+void ElfSymbolTable::AddPltStubsFrom(const ElfSymbolTable& runtime) {
+  constexpr std::string_view kPlt = "@plt";
+  bool added = false;
+  for (const Entry& entry : runtime.entries_) {
+    const std::string_view name(runtime.names_.data() + entry.name);
+    if (name.size() <= kPlt.size() || name.substr(name.size() - kPlt.size()) != kPlt) continue;
+    const size_t index = Find(entry.address);
+    if (index != kNotFound && entries_[index].address == entry.address) continue;
+    Entry copy = entry;
+    copy.name = static_cast<uint32_t>(names_.size());
+    names_.append(name);
+    names_.push_back('\0');
+    entries_.push_back(copy);
+    added = true;
+  }
+  if (!added) return;
+  std::sort(entries_.begin(), entries_.end(),
+            [](const Entry& a, const Entry& b) { return a.address < b.address; });
 }
 
 ElfSymbolTable ElfSymbolTable::ReadImage(const void* data, size_t size) {

@@ -117,6 +117,12 @@ class ElfSymbolTable {
   // Lowest p_vaddr and highest p_vaddr + p_memsz over the PT_LOAD segments, or nullopt.
   std::optional<std::pair<uint64_t, uint64_t>> LoadedRange() const;
 
+  // Adds `runtime`'s PLT stub names ("symbol@plt") where this table has no symbol starting
+  // at the stub's address: a separate debug file's .plt is SHT_NOBITS, so a table read from
+  // it has no stubs, while the file that is loaded does. For a table replaced by its debug
+  // file's (ReadSeparateDebugSymbols).
+  void AddPltStubsFrom(const ElfSymbolTable& runtime);
+
   // Heap bytes this table holds.
   size_t MemoryUsage() const;
 

@@ -404,6 +404,57 @@ TEST_CASE("The test binary's own .symtab is read (no -rdynamic needed)") {
   CHECK(HasSymbolNamed(table, "main"));
 }
 
+// objdump's "<symbol@plt>" labels of `path`: {address: name}.
+std::vector<std::pair<uint64_t, std::string>> ObjdumpPltLabels(const std::string& path) {
+  std::vector<std::pair<uint64_t, std::string>> labels;
+  const std::string command =
+      "objdump -d --no-show-raw-insn -j .plt -j .plt.sec -j .plt.got '" + path + "' 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return labels;
+  char line[1024];
+  while (fgets(line, sizeof(line), pipe) != nullptr) {
+    unsigned long address = 0;
+    char name[512];
+    if (sscanf(line, "%lx <%511[^>]>:", &address, name) != 2) continue;
+    const std::string label = name;
+    if (label.size() > 4 && label.compare(label.size() - 4, 4, "@plt") == 0 &&
+        label.find("*ABS*") == std::string::npos) {
+      labels.emplace_back(address, label);
+    }
+  }
+  pclose(pipe);
+  return labels;
+}
+
+TEST_CASE("PLT stubs are named symbol@plt, as objdump names them") {
+  for (const std::string& path : {std::string("/proc/self/exe"),
+                                 std::string("/lib/x86_64-linux-gnu/libstdc++.so.6"),
+                                 std::string("/lib/x86_64-linux-gnu/libc.so.6")}) {
+    char resolved[PATH_MAX];
+    REQUIRE(realpath(path.c_str(), resolved) != nullptr);
+    const auto labels = ObjdumpPltLabels(resolved);
+    INFO(path << ": " << labels.size() << " stubs in objdump");
+    if (path == "/proc/self/exe" || path.find("libstdc++") != std::string::npos) {
+      REQUIRE(labels.size() > 3);
+    }
+    const ElfSymbolTable table = ElfSymbolTable::ReadFile(resolved);
+    size_t equal = 0;
+    for (const auto& [address, name] : labels) {
+      const size_t index = table.Find(address);
+      REQUIRE(index != ElfSymbolTable::kNotFound);
+      const ElfSymbolTable::Symbol symbol = table.symbol(index);
+      INFO(std::hex << address << " objdump " << name << " ours " << symbol.name);
+      CHECK(symbol.address == address);
+      CHECK(symbol.name == name);
+      equal += symbol.name == name;
+      // A stub covers its entry (16 bytes; 8 in a .plt.got of 8-byte entries), no more.
+      CHECK((symbol.size == 16 || symbol.size == 8));
+      CHECK(table.Find(address + symbol.size - 1) == index);
+    }
+    CHECK(equal == labels.size());
+  }
+}
+
 TEST_CASE("Missing, special, empty, garbage and truncated files give empty tables") {
   CHECK(ElfSymbolTable::ReadFile("/nonexistent/strata/libnothing.so").empty());
   CHECK(ElfSymbolTable::ReadFile("/").empty());

@@ -96,6 +96,7 @@ void ElfSymbolizer::ReadTable(Module& module) {
     ElfSymbolTable debug = ReadSeparateDebugSymbols(library.path, build_id, table.debug_link(),
                                                     options_.debug_directory);
     if (debug.has_symtab() && IsLoadedFile(library, module.load_bias, debug)) {
+      debug.AddPltStubsFrom(table);
       table = std::move(debug);
     }
   }
