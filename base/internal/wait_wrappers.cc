@@ -346,8 +346,10 @@ using strata::base_internal::ScopedWait;
 
 // A wrapper: marks the wait, calls the real function, returns its result (errno untouched:
 // the destructor only stores to memory and, rarely, sleeps on a futex with a raw system call).
-#define STRATA_WAIT_CALL(function, ...)                                                  \
-  ScopedWait wait(reinterpret_cast<const void*>(&::function), STRATA_CALLER_REGISTERS()); \
+// The wait's leaf is the real (libc) function, not this wrapper: no frame of Strata's own code
+// appears in a profile (issue 34; docs/symbols.md "Strata's own frames").
+#define STRATA_WAIT_CALL(function, ...)                                              \
+  ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS()); \
   return real(__VA_ARGS__)
 
 extern "C" {
@@ -511,8 +513,7 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
   const strata::TimeStamp start = strata::TimeStamp::Now();
   int rc;
   {
-    ScopedWait wait(reinterpret_cast<const void*>(&::pthread_mutex_lock),
-                    STRATA_CALLER_REGISTERS());
+    ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS());
     rc = real(mutex);
   }
   const strata::TimeStamp end = strata::TimeStamp::Now();

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strata {
@@ -34,6 +35,11 @@ struct SharedLibrary {
 // Every loaded object, sorted by start; overlapping entries (never seen in practice) are
 // dropped so that the list is strictly non-overlapping, as the front-end needs.
 std::vector<SharedLibrary> CollectSharedLibraries();
+
+// Whether `name` (a library's file name, or its path) is one of Strata's own libraries
+// (libstrata_base.so, libstrata_full.so, libstrata_record.so, with any version suffix):
+// their code is never a frame of a profile (docs/symbols.md, "Strata's own frames").
+bool IsStrataLibrary(std::string_view name);
 
 // Breakpad's id for an ELF build-id: the first 16 bytes (zero-padded) read as a GUID whose
 // first three fields are little-endian, printed upper-case, then the age "0".

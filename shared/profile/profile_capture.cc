@@ -316,13 +316,13 @@ class ProfileBuilder {
       }
       if (!ReadFrames(frames_reader, sample_, sample_frames_)) return;
       MoveAddresses(sample_.frames.data(), sample_frames_, sample_.time);
+      ElideOwnFrames(sample_.frames.data(), sample_frames_);
       NoteFrames(sample_.frames.data(), sample_frames_);
     } else if (kind == EntryKind::kMarker) {
       const MarkerHeader header = reader.ReadObject<MarkerHeader>();
       if (reader.Failed()) return;
-      for (size_t i = 0; i < header.stack.size(); ++i) {
-        names_.Note(timeline_.AddressAt(header.stack[i], header.start), i == 0);
-      }
+      std::vector<SampleFrame> frames = MarkerFrames(header.stack, header.start);
+      NoteFrames(frames.data(), frames.size());
     }
   }
 
@@ -387,7 +387,13 @@ class ProfileBuilder {
   }
 
   // Set before pass 1.
-  void SetLibraryTimeline(LibraryTimeline timeline) { timeline_ = std::move(timeline); }
+  void SetLibraryTimeline(LibraryTimeline timeline) {
+    timeline_ = std::move(timeline);
+    own_code_.clear();
+    for (const SharedLibrary& library : timeline_.libs()) {
+      if (IsStrataLibrary(library.name)) own_code_.emplace_back(library.start, library.end);
+    }
+  }
   const std::vector<SharedLibrary>& libs() const { return timeline_.libs(); }
   size_t sample_count() const { return samples_; }
 
@@ -507,6 +513,7 @@ class ProfileBuilder {
       return std::nullopt;
     }
     MoveAddresses(sample_.frames.data(), sample_frames_, sample_.time);
+    ElideOwnFrames(sample_.frames.data(), sample_frames_);
     const std::optional<uint32_t> stack = StackOf(thread, sample_.frames.data(), sample_frames_);
     if (list != FrameListTable::kNone) {
       if (cache.size() <= list) cache.resize(frame_lists_.size(), ThreadState::kUnknownStack);
@@ -521,6 +528,41 @@ class ProfileBuilder {
     for (size_t i = 0; i < count; ++i) {
       if (frames[i].kind == SampleFrame::Kind::kNative) frames[i].address = timeline_.AddressAt(frames[i].address, time);
     }
+  }
+
+  // Strata's own code is no frame of a profile (issue 34; docs/symbols.md "Strata's own
+  // frames"): a wait wrapper's frame, the thread-start trampoline under every thread's
+  // root, the marker and label entry points a sample may interrupt. Native frames in
+  // Strata's libraries are removed (the wait wrappers already record the wrapped libc
+  // function as a wait's leaf); `count` becomes the frames kept, in order.
+  void ElideOwnFrames(SampleFrame* frames, size_t& count) const {
+    if (own_code_.empty()) return;
+    size_t kept = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (frames[i].kind == SampleFrame::Kind::kNative && IsOwnCode(frames[i].address)) continue;
+      if (kept != i) frames[kept] = std::move(frames[i]);
+      ++kept;
+    }
+    count = kept;
+  }
+  bool IsOwnCode(uint64_t address) const {
+    for (const auto& [start, end] : own_code_) {
+      if (address >= start && address < end) return true;
+    }
+    return false;
+  }
+
+  // A marker's stack (leaf first, as recorded) as frames root first, moved and elided.
+  std::vector<SampleFrame> MarkerFrames(const std::vector<uint64_t>& leaf_first, TimeStamp time) {
+    std::vector<SampleFrame> frames(leaf_first.size());
+    for (size_t i = 0; i < leaf_first.size(); ++i) {
+      frames[leaf_first.size() - 1 - i].address = leaf_first[i];
+    }
+    MoveAddresses(frames.data(), frames.size(), time);
+    size_t count = frames.size();
+    ElideOwnFrames(frames.data(), count);
+    frames.resize(count);
+    return frames;
   }
 
   void NoteFrames(const SampleFrame* frames, size_t count) {
@@ -600,11 +642,7 @@ class ProfileBuilder {
 
   std::optional<uint32_t> MarkerStack(ThreadState& thread,
                                       const std::vector<uint64_t>& leaf_first) {
-    std::vector<SampleFrame> frames(leaf_first.size());
-    for (size_t i = 0; i < leaf_first.size(); ++i) {
-      frames[leaf_first.size() - 1 - i].address = leaf_first[i];
-    }
-    MoveAddresses(frames.data(), frames.size(), marker_time_);
+    const std::vector<SampleFrame> frames = MarkerFrames(leaf_first, marker_time_);
     return StackOf(thread, frames.data(), frames.size());
   }
 
@@ -681,6 +719,7 @@ class ProfileBuilder {
   const ProcessId pid_;
   const std::string process_name_;
   LibraryTimeline timeline_{std::vector<LibraryLifetime>()};
+  std::vector<std::pair<uint64_t, uint64_t>> own_code_;  // Strata's libraries: [start, end).
   std::unique_ptr<ElfSymbolizer> symbolizer_;
   AddressNames names_;
   std::map<int64_t, ThreadState> threads_;

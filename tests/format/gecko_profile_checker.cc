@@ -1,5 +1,7 @@
 #include "tests/format/gecko_profile_checker.h"
 
+#include "shared/json/shared_libraries.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -15,6 +17,7 @@
 #include "rapidjson/document.h"
 #include "rapidjson/error/en.h"
 #include "shared/json/location.h"
+#include "shared/json/shared_libraries.h"
 
 namespace strata {
 
@@ -169,6 +172,7 @@ bool IsNullish(const Value* v) { return v == nullptr || v->IsNull(); }
 struct ProcessContext {
   std::string path;  // "" for the top level, "processes[2]." for a sub-process.
   std::vector<std::pair<uint64_t, uint64_t>> libs;  // [start, end), as given.
+  std::vector<bool> own_libs;  // Per libs[] entry: one of Strata's own libraries.
   bool presymbolicated = false;
   bool has_sources = false;
   size_t sources_length = 0;
@@ -510,6 +514,8 @@ class Checker {
     for (SizeType i = 0; i < libs.Size(); ++i) {
       const Value& lib = libs[i];
       std::string lpath = At(path, i);
+      const Value* lib_name = lib.IsObject() ? Member(lib, "name") : nullptr;
+      ctx.own_libs.push_back(lib_name && lib_name->IsString() && IsStrataLibrary(Str(*lib_name)));
       if (!lib.IsObject()) {
         Error(lpath, "lib-fields", "must be an object");
         continue;
@@ -705,6 +711,7 @@ class Checker {
     const int col_relevant_for_js = frames.Column("relevantForJS");
     const int col_inner_window_id = frames.Column("innerWindowID");
     const int col_implementation = frames.Column("implementation");
+    const int col_lib = frames.Column("lib");
     report_.frames += frames.size();
     for (size_t i = 0; i < frames.size(); ++i) {
       std::string row = At(path + ".data", i);
@@ -717,6 +724,18 @@ class Checker {
                   " (\"Expected an item to exist\")");
       } else {
         CheckLocationString(string_at(index), row, ctx);
+      }
+      if (const Value* lib = frames.Get(i, col_lib); !IsNullish(lib)) {
+        uint64_t lib_index;
+        if (AsIndex(*lib, &lib_index) && lib_index < ctx.own_libs.size() &&
+            ctx.own_libs[lib_index]) {
+          Error(row, "strata-frame",
+                "a frame of Strata's own code (" +
+                    (location && AsIndex(*location, &index) && index < string_count
+                         ? string_at(index)
+                         : std::string("?")) +
+                    "): the profiler's frames are elided from every stack (docs/symbols.md)");
+        }
       }
       const Value* category = frames.Get(i, col_category);
       const Value* subcategory = frames.Get(i, col_subcategory);

@@ -46,7 +46,8 @@ def main():
                 match = NATIVE.match(location)
                 if match:
                     counts["named"] += 1
-                    if "@" in match.group(1):
+                    # A symbol version ("@GLIBC_2.2.5"); a PLT stub's "@plt" is its name.
+                    if "@" in match.group(1).replace("@plt", ""):
                         counts["versioned"] += 1
                     if match.group(3):
                         counts["file_line"] += 1
