@@ -40,6 +40,18 @@ printf 'PERFILE2\x68\x00\x00\x00\x00\x00\x00\x00' >"$WORK/perf.data"
 expect_exit perf_data 1 "is a perf.data file" "$STRATA" summary "$WORK/perf.data"
 expect_exit elf 1 "is an ELF file" "$STRATA" report "$program"
 
+# A program Strata cannot enter is refused before it runs (issue 34), and a run that saved no
+# profile is an error, never a silent empty result.
+static_program="$(binary tests/cli/static_program)"
+if readelf -lW "$static_program" | grep -q INTERP; then
+  fail "static_program has a dynamic loader (the test needs a static executable)"
+fi
+expect_exit static_refused 2 "cannot profile .*statically linked" \
+  "$STRATA" record -o "$WORK/static.json" -- "$static_program"
+[[ -e "$WORK/static.json" ]] && fail "static_refused: $WORK/static.json was written"
+expect_exit nothing_saved 3 "no process saved a profile, nothing written" \
+  "$STRATA" record -o "$WORK/static.json" -- sh -c "exec '$static_program'"
+
 # record twice to the same file: the first is kept as .old; the next step is printed.
 cd "$WORK" || fail "cd $WORK"
 "$STRATA" record -- "$program" 50000000 >"$WORK/r1.out" 2>"$WORK/r1.err" || fail "record 1: $(tail -3 "$WORK/r1.err")"

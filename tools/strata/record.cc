@@ -27,6 +27,7 @@
 #include "shared/symbols/dwarf_symbolizer.h"
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
+#include "tools/strata/program_check.h"
 #include "tools/strata/progress.h"
 #include "tools/strata/recover.h"
 #include "tools/strata/view.h"
@@ -495,6 +496,18 @@ int Record(const RecordOptions& options) {
     return 2;
   }
 
+  // A program that cannot load the library would run unprofiled: refuse it, with the reason.
+  if (const std::string program = ResolveCommand(options.command[0]); !program.empty()) {
+    if (const std::string why = WhyStrataCannotEnter(program); !why.empty()) {
+      std::fprintf(stderr,
+                   "strata record: cannot profile '%s': %s. Strata enters a program through "
+                   "LD_PRELOAD; use `perf record` for this one, or build it dynamically linked\n",
+                   program.c_str(), why.c_str());
+      RemoveDirectory(directory);
+      return 2;
+    }
+  }
+
   const auto run_start = Clock::now();
   const ProcessResult run = RunTree(options, CommandEnvironment(options, base, hook, directory));
   const double run_seconds = Seconds(run_start);
@@ -519,9 +532,16 @@ int Record(const RecordOptions& options) {
   size_t unfinished = 0;
   const std::map<pid_t, std::string> saved = SavedProfiles(directory, &unfinished);
   if (saved.empty()) {
-    std::fprintf(stderr, "strata record: no process saved a profile (is '%s' dynamically linked, and not setuid?)\n",
-                 options.command[0].c_str());
+    // Never a silent empty result: the command's own failure status, or 3 when it succeeded
+    // but no process of it was profiled (it cleared LD_PRELOAD, or ran only static or
+    // set-user-ID programs).
+    std::fprintf(stderr,
+                 "strata record: error: no process saved a profile, nothing written to %s (did "
+                 "'%s' clear LD_PRELOAD, or run only statically linked or set-user-ID "
+                 "programs?)\n",
+                 options.output.c_str(), options.command[0].c_str());
     RemoveDirectory(directory);
+    if (WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) return 3;
     return EndAsTheCommandDid(run, exit_status);
   }
   rapidjson::MemoryPoolAllocator<> allocator;
