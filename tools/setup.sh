@@ -27,6 +27,8 @@ PACKAGES=(
   zlib1g-dev           # zlib: .json.gz profiles and pprof output of the strata command
   chromium             # headless browser: tests/cli loads strata's HTML report
   libmozjs-102-dev     # SpiderMonkey 102: JS stacks (full/script/spidermonkey, strata js)
+  llvm                 # llvm-symbolizer: tests/symbols compares every inline chain with it
+  golang-go            # `go tool pprof`: tests/cli reads strata's pprof output with it
 )
 
 missing=()

@@ -138,13 +138,27 @@ awk -v p="$p_wall" -v s="$s_wall" -v c="$p_cpu" 'BEGIN { exit !(p != "" && (p / 
 "$STRATA" convert "$OUT/run.json" --to pprof --weight cpu -o "$WORK/cpu.pb.gz" 2>/dev/null
 "$PPROF_CHECK" "$WORK/cpu.pb.gz" | grep -q "^pprof_totals default=cpu " && pass "pprof --weight cpu: default cpu" \
   || fail "pprof --weight cpu: default type"
+# go tool pprof (Debian golang-go, installed by tools/setup.sh) reads it with no warning; its
+# Mappings (issue 34) name the program's file and build id, so pprof can symbolize again.
 if command -v go >/dev/null; then
   HOME="$WORK" timeout 120 go tool pprof -raw "$OUT/run.pb.gz" >"$WORK/go_pprof.txt" 2>&1
   grep -q "^samples/count wall/nanoseconds\[dflt\] cpu/nanoseconds$" "$WORK/go_pprof.txt" \
     && grep -q "thread:\[sleeper\]" "$WORK/go_pprof.txt" && pass "go tool pprof reads it: samples, wall (default), cpu" \
     || { fail "go tool pprof"; head -20 "$WORK/go_pprof.txt" | sed 's/^/    /'; }
+  HOME="$WORK" timeout 120 go tool pprof -top "$OUT/run.pb.gz" >"$WORK/go_top.txt" 2>&1
+  program_id=$(readelf -n "$PROGRAM" 2>/dev/null | sed -n 's/.*Build ID: //p' | head -1)
+  if grep -qi "warning\|not available\|error" "$WORK/go_top.txt"; then
+    fail "go tool pprof -top warns: $(grep -i "warning\|not available\|error" "$WORK/go_top.txt" | head -3)"
+  elif grep -q "^File: $(basename "$PROGRAM")$" "$WORK/go_top.txt" \
+      && sed -n '/^Mappings/,$p' "$WORK/go_pprof.txt" | grep -qF "$(readlink -f "$PROGRAM") ${program_id:-NO-BUILD-ID}"; then
+    pass "go tool pprof: no warning; a mapping names $(basename "$PROGRAM") with its build id"
+  else
+    fail "go tool pprof: no mapping of the program with its build id ($program_id)"
+    head -5 "$WORK/go_top.txt" | sed 's/^/    /'
+    sed -n '/^Mappings/,$p' "$WORK/go_pprof.txt" | head -5 | sed 's/^/    /'
+  fi
 else
-  echo "note: no Go toolchain (Debian golang-go): go tool pprof not run"
+  fail "no Go toolchain: go tool pprof (Debian golang-go, tools/setup.sh) is needed"
 fi
 
 # --- collapsed --weight wall ------------------------------------------------------------------

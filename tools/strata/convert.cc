@@ -291,6 +291,18 @@ class PprofBuilder {
       out.Message(1, value_type);
     }
 
+    // pprof takes the first mapping for the main binary ("File:"): the parent process's
+    // executable, the library named as the process.
+    if (!profile_.processes.empty()) {
+      const Process& parent = profile_.processes.front();
+      for (size_t lib = 0; lib < parent.libs.size(); ++lib) {
+        if (parent.libs[lib].name != parent.name) continue;
+        mapping_index_.emplace(std::make_pair(size_t{0}, static_cast<int32_t>(lib)), 1);
+        mapping_keys_.emplace_back(0, static_cast<int32_t>(lib));
+        break;
+      }
+    }
+
     // Samples: one per distinct (thread, stack).
     const int64_t key_process = String("process"), key_pid = String("pid"), key_thread = String("thread"),
                   key_tid = String("thread_id");
@@ -330,7 +342,7 @@ class PprofBuilder {
           const Frame& frame = thread.frames[thread.stack_frame[static_cast<size_t>(s)]];
           inlined.push_back(&frame);
           if (frame.inline_depth > 0 && thread.stack_prefix[static_cast<size_t>(s)] >= 0) continue;
-          locations.push_back(LocationFor(inlined));
+          locations.push_back(LocationFor(inlined, thread.process, locations.empty()));
           inlined.clear();
         }
         sample.Packed(1, locations);
@@ -351,9 +363,29 @@ class PprofBuilder {
       }
     }
 
+    // Mappings (field 3): the libraries the locations are in, so that pprof knows the files
+    // (and build ids) and can symbolize again.
+    for (size_t i = 0; i < mapping_keys_.size(); ++i) {
+      const auto [process, lib] = mapping_keys_[i];
+      const Library& library = profile_.processes[process].libs[static_cast<size_t>(lib)];
+      ProtoWriter mapping;
+      mapping.Int(1, static_cast<int64_t>(i + 1));
+      mapping.Int(2, static_cast<int64_t>(library.start));
+      mapping.Int(3, static_cast<int64_t>(library.end));
+      mapping.Int(4, static_cast<int64_t>(library.offset));
+      mapping.Int(5, String(library.path.empty() ? library.name : library.path));
+      mapping.Int(6, String(library.code_id));
+      mapping.Int(7, 1);  // has_functions
+      mapping.Int(8, 1);  // has_filenames
+      mapping.Int(9, 1);  // has_line_numbers
+      mapping.Int(10, 1);  // has_inline_frames
+      out.Message(3, mapping);
+    }
     for (size_t i = 0; i < location_keys_.size(); ++i) {
       ProtoWriter location;
       location.Int(1, static_cast<int64_t>(i + 1));
+      location.Int(2, static_cast<int64_t>(location_places_[i].mapping));
+      location.Int(3, static_cast<int64_t>(location_places_[i].address));
       for (const auto& [function_id, line_number] : location_keys_[i]) {
         ProtoWriter line;
         line.Int(1, static_cast<int64_t>(function_id));
@@ -394,8 +426,11 @@ class PprofBuilder {
     return it->second;
   }
 
-  // The location of `frames` (innermost first; the last is the outer function).
-  uint64_t LocationFor(const std::vector<const Frame*>& frames) {
+  // The location of `frames` (innermost first; the last is the outer function, whose
+  // library and address place it) in process `process`. `leaf`: the sample's leaf, whose
+  // address is its pc; a caller's is its return address less 1, inside the call, as pprof
+  // expects of a non-leaf address.
+  uint64_t LocationFor(const std::vector<const Frame*>& frames, size_t process, bool leaf) {
     LocationKey key;
     for (const Frame* frame : frames) {
       auto f = function_index_.find(frame->function);
@@ -405,8 +440,22 @@ class PprofBuilder {
       }
       key.emplace_back(f->second, frame->line);
     }
-    auto [it, inserted] = location_index_.emplace(key, location_keys_.size() + 1);
-    if (inserted) location_keys_.push_back(std::move(key));
+    Place place;
+    const Frame& outer = *frames.back();
+    if (outer.lib >= 0) {
+      const Library& library = profile_.processes[process].libs[static_cast<size_t>(outer.lib)];
+      auto [m, added] = mapping_index_.emplace(std::make_pair(process, outer.lib),
+                                               mapping_keys_.size() + 1);
+      if (added) mapping_keys_.emplace_back(process, outer.lib);
+      place.mapping = m->second;
+      place.address = library.start - library.offset + outer.address - (leaf ? 0 : 1);
+    }
+    auto [it, inserted] =
+        location_index_.emplace(std::make_pair(place, key), location_keys_.size() + 1);
+    if (inserted) {
+      location_keys_.push_back(std::move(key));
+      location_places_.push_back(place);
+    }
     return it->second;
   }
 
@@ -418,8 +467,19 @@ class PprofBuilder {
   std::vector<uint32_t> function_ids_;                     // pprof id - 1 -> profile function.
   // A location's lines, innermost first: (function id, line).
   using LocationKey = std::vector<std::pair<uint64_t, int64_t>>;
-  std::map<LocationKey, uint64_t> location_index_;
+  // Where a location is: its mapping id (0: none) and absolute address.
+  struct Place {
+    uint64_t mapping = 0;
+    uint64_t address = 0;
+    bool operator<(const Place& other) const {
+      return mapping != other.mapping ? mapping < other.mapping : address < other.address;
+    }
+  };
+  std::map<std::pair<Place, LocationKey>, uint64_t> location_index_;
   std::vector<LocationKey> location_keys_;  // id - 1 -> lines
+  std::vector<Place> location_places_;      // id - 1 -> place
+  std::map<std::pair<size_t, int32_t>, uint64_t> mapping_index_;  // (process, lib) -> id
+  std::vector<std::pair<size_t, int32_t>> mapping_keys_;          // id - 1 -> (process, lib)
 };
 
 // --- collapsed ------------------------------------------------------------------------------

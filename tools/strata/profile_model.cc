@@ -85,6 +85,23 @@ class ModelBuilder {
         process.paused_ranges.emplace_back(start + process.start_offset, end + process.start_offset);
       }
     }
+    if (document.HasMember("libs") && document["libs"].IsArray()) {
+      for (const Value& lib : document["libs"].GetArray()) {
+        Library library;
+        if (lib.IsObject()) {
+          const auto number = [&lib](const char* key) -> uint64_t {
+            return lib.HasMember(key) && lib[key].IsUint64() ? lib[key].GetUint64() : 0;
+          };
+          library.start = number("start");
+          library.end = number("end");
+          library.offset = number("offset");
+          library.name = StringOr(lib, "name");
+          library.path = StringOr(lib, "path");
+          library.code_id = StringOr(lib, "codeId");
+        }
+        process.libs.push_back(std::move(library));  // Kept by position: frames index it.
+      }
+    }
     const size_t process_index = profile_->processes.size();
     profile_->processes.push_back(process);
     double start = std::numeric_limits<double>::infinity();
@@ -197,6 +214,8 @@ class ModelBuilder {
     const int line = Column(*frames, "line");
     const int frame_category = Column(*frames, "category");
     const int inline_depth = Column(*frames, "inlineDepth");
+    const int frame_lib = Column(*frames, "lib");
+    const int frame_address = Column(*frames, "address");
     const Value& frame_rows = (*frames)["data"];
     thread->frames.reserve(frame_rows.Size());
     for (rapidjson::SizeType i = 0; i < frame_rows.Size(); ++i) {
@@ -213,6 +232,13 @@ class ModelBuilder {
       if (c != nullptr && c->IsInt()) frame.category = c->GetInt();
       const Value* depth = Cell(frame_rows[i], inline_depth);
       if (depth != nullptr && depth->IsUint()) frame.inline_depth = depth->GetUint();
+      const Value* lib = Cell(frame_rows[i], frame_lib);
+      const Value* address = Cell(frame_rows[i], frame_address);
+      if (lib != nullptr && lib->IsUint() && address != nullptr && address->IsUint64() &&
+          lib->GetUint() < profile_->processes[process_index].libs.size()) {
+        frame.lib = static_cast<int32_t>(lib->GetUint());
+        frame.address = address->GetUint64();
+      }
       thread->frames.push_back(frame);
     }
 

@@ -40,6 +40,21 @@ struct Frame {
   // code belongs to (its ELF symbol), k > 0 for a function inlined k levels into it. 0 when
   // the column is absent.
   uint32_t inline_depth = 0;
+  // The frameTable's lib (index into the thread's Process::libs) and address (relative to
+  // the library: absolute - (start - offset)); -1 and 0 when the frame has none (labels, JS,
+  // a profile written without them).
+  int32_t lib = -1;
+  uint64_t address = 0;
+};
+
+// One entry of a process's `libs`.
+struct Library {
+  uint64_t start = 0;   // First mapped address.
+  uint64_t end = 0;     // One past the last.
+  uint64_t offset = 0;  // start - load bias.
+  std::string name;
+  std::string path;
+  std::string code_id;  // GNU build-id in hex ("codeId"), "" when unknown.
 };
 
 struct Marker {
@@ -98,6 +113,7 @@ struct Process {
   // The process's pausedRanges (profiler paused: no sample is taken), ms, in file order; an
   // end still paused at the save is +infinity.
   std::vector<std::pair<double, double>> paused_ranges;
+  std::vector<Library> libs;  // The process's `libs`, as written (sorted by start).
 };
 
 struct Category {
