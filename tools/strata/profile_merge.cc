@@ -10,6 +10,7 @@
 
 #include "shared/json/gecko_profile_writer.h"
 #include "shared/json/location.h"
+#include "shared/symbols/perf_map.h"
 #include "tools/strata/progress.h"
 
 namespace strata {
@@ -726,7 +727,18 @@ void SymbolicateProfile(rapidjson::Document* profile, const SymbolizerFactory& m
     const std::vector<LibRange> libs = ReadLibRanges(process);
     const LibFinder lib_finder(libs);
     for (Value& thread : process["threads"].GetArray()) {
-      if (!symbolizer) symbolizer = make_symbolizer(ReadLibs(process));
+      if (!symbolizer) {
+        symbolizer = make_symbolizer(ReadLibs(process));
+        // JIT-compiled code the process's runtime named in its perf map (docs/symbols.md).
+        if (thread.HasMember("pid") && thread["pid"].IsInt64()) {
+          const int64_t pid = thread["pid"].GetInt64();
+          PerfMap map = PerfMap::Read(PerfMap::PathFor(pid));
+          if (!map.empty()) {
+            symbolizer = std::make_unique<PerfMapSymbolizer>(
+                std::move(symbolizer), std::move(map), "perf-" + std::to_string(pid) + ".map");
+          }
+        }
+      }
       ThreadSymbolicator(thread, allocator, *symbolizer, libs, lib_finder, stats).Run();
       progress.Advance(1);
     }

@@ -1,0 +1,60 @@
+// Names for just-in-time compiled code from the perf map a runtime writes (issue 34): V8 and
+// Node (`--perf-basic-prof`), Python 3.12+ (`-X perf`), LuaJIT, .NET and Java agents write
+// /tmp/perf-<pid>.map, one line per code object: "START SIZE name", START and SIZE in hex
+// (with or without 0x). Later lines win over earlier ones for the same range (code moved or
+// recompiled).
+//
+// PerfMapSymbolizer wraps another symbolizer: addresses it leaves without a function and
+// outside every module are looked up in the map, and named with the map's module name
+// ("perf-<pid>.map"). jitdump files (`--perf-prof`, jit-<pid>.dump) are not read.
+//
+// Thread safety: thread-compatible. Memory: the map's entries and names, held until the
+// object is destroyed (names handed out by Symbolize point into it).
+#ifndef STRATA_SHARED_SYMBOLS_PERF_MAP_H_
+#define STRATA_SHARED_SYMBOLS_PERF_MAP_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shared/symbols/symbolizer.h"
+
+namespace strata {
+
+class PerfMap {
+ public:
+  struct Entry {
+    uint64_t start = 0;
+    uint64_t size = 0;
+    std::string name;
+  };
+  // Reads `path`; an unreadable file gives an empty map, malformed lines are skipped.
+  static PerfMap Read(const std::string& path);
+  // /tmp/perf-<pid>.map, where runtimes write it.
+  static std::string PathFor(int64_t pid);
+
+  bool empty() const { return entries_.empty(); }
+  size_t size() const { return entries_.size(); }
+  // The entry covering `address`, or null. O(log n).
+  const Entry* Find(uint64_t address) const;
+
+ private:
+  std::vector<Entry> entries_;  // Sorted by start, non-overlapping (later lines won).
+};
+
+class PerfMapSymbolizer : public Symbolizer {
+ public:
+  // `module_name`: what the result says the module is ("perf-1234.map").
+  PerfMapSymbolizer(std::unique_ptr<Symbolizer> inner, PerfMap map, std::string module_name);
+  void Symbolize(absl::Span<const uint64_t> addresses, SymbolizeResult* result) override;
+
+ private:
+  std::unique_ptr<Symbolizer> inner_;
+  PerfMap map_;
+  std::string module_name_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_SHARED_SYMBOLS_PERF_MAP_H_
