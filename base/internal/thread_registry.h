@@ -77,6 +77,11 @@ struct RegisteredThread {
   // -1: unknown (the clock could not be read).
   int64_t last_sample_cpu_ns = -1;
   bool has_sample = false;
+  // What the thread's latest sample in the buffer is (the stack a copy repeats): a CPU
+  // sample, a wrapped wait's stack, or an unknown wait's (EntryKind::kUnknownWait). After a
+  // wait, a blocked thread's copies are unknown waits, never more of that wait's time.
+  enum class LastSample : uint8_t { kCpu, kWait, kUnknownWait };
+  LastSample last_sample = LastSample::kCpu;
   // The CPU clock at the previous sampler loop: a copy is written only when it has not moved.
   std::optional<TimeDuration> last_seen_cpu;
   // The CPU clock when ProfilerPause took effect, while paused (ProfilerResume takes out
@@ -170,6 +175,10 @@ STRATA_BASE_HIDDEN bool DrainRingLocked(RegisteredThread* thread,
 // Writes a copy of `thread`'s previous sample at `now` carrying the CPU it used since that
 // sample (`cpu`: its CPU clock now), e.g. when it ends. Needs a previous sample (has_sample).
 void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeStamp now);
+// Writes an unknown wait (EntryKind::kUnknownWait) for `thread` at `now` carrying
+// `cpu_delta`: off CPU outside any wrapped call after its latest sample (a wait's leaf is
+// dropped from that sample's stack). Registry mutex held.
+void PutUnknownWaitLocked(RegisteredThread* thread, TimeStamp now, int64_t cpu_delta);
 // ProfilerPause/ProfilerResume's accounting, registry mutex held: at a pause every sampled
 // thread's CPU clock is noted; at resume what each used meanwhile is taken out of its next
 // sample's CPU delta (paused CPU is not profiled).

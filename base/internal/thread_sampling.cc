@@ -11,6 +11,7 @@
 #include <atomic>
 #include <optional>
 
+#include "base/categories.h"
 #include "base/internal/sample_entries.h"
 #include "base/internal/session_state.h"
 #include "base/internal/thread_registry.h"
@@ -96,8 +97,21 @@ void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeS
     cpu_delta = std::max<int64_t>(0, cpu.ToNanoseconds() - thread->last_sample_cpu_ns);
     thread->last_sample_cpu_ns += cpu_delta;
   }
-  GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, cpu_delta);
+  if (thread->last_sample == RegisteredThread::LastSample::kWait) {
+    // CPU used after a wait ended is not the wait's: the wait's caller frames carry it.
+    PutUnknownWaitLocked(thread, now, cpu_delta);
+  } else {
+    GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, cpu_delta);
+  }
   NoteCopyCpuLocked(cpu_delta);  // For meta.interval (sampling_source.h).
+}
+
+void PutUnknownWaitLocked(RegisteredThread* thread, TimeStamp now, int64_t cpu_delta) {
+  const uint8_t flags =
+      thread->last_sample == RegisteredThread::LastSample::kWait ? kUnknownWaitDropsLeaf : 0;
+  GetSession().buffer.PutObjects(EntryKind::kUnknownWait, thread->tid, now, cpu_delta, flags,
+                                 static_cast<uint8_t>(Category::kIdle));
+  thread->last_sample = RegisteredThread::LastSample::kUnknownWait;
 }
 
 void NotePauseLocked(Registry& registry) {
@@ -130,6 +144,7 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
   FinishEndedWaitLocked(thread);
   if (DrainRingLocked(thread, max_expirations)) {
     thread->has_sample = true;
+    thread->last_sample = RegisteredThread::LastSample::kCpu;
     const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
     // Precise mode: a thread interrupted in a system call that used less than an eighth of
     // an interval of CPU (at least 50 us: our own handler's share) since the previous loop
@@ -181,6 +196,15 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
     if (thread->last_sample_cpu_ns >= 0 &&
         cpu->ToNanoseconds() - thread->last_sample_cpu_ns >= interval_ns) {
       PutCopyOfLastSampleLocked(thread, *cpu, now);
+    } else if (thread->last_sample != RegisteredThread::LastSample::kCpu) {
+      // Off CPU after a wrapped wait ended, in no wrapped call (docs/sampling.md, "Unknown
+      // waits"): not more time of that wait. The first such sample starts where the wait
+      // ended, so the wait's own samples stand for its time only.
+      const int64_t ended = thread->wait.last_ended_ns;
+      const bool first = thread->last_sample == RegisteredThread::LastSample::kWait;
+      PutUnknownWaitLocked(
+          thread, first && ended > 0 && ended < now.ToNanoseconds() ? TimeStamp::FromNanoseconds(ended) : now,
+          0);
     } else {
       GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, int64_t{0});
     }

@@ -118,6 +118,7 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
                                  MergedStack{slot});
   GetRegistry().infos[thread->info_index].recorded = true;
   thread->has_sample = true;
+  thread->last_sample = RegisteredThread::LastSample::kWait;
   return true;
 }
 
@@ -179,6 +180,7 @@ void FinishEndedWaitLocked(RegisteredThread* thread) {
                           : wait.last_seen_waiting_ns;
   WriteDueWaitSamplesLocked(thread, (end - wait.tracked_start_ns) / IntervalNs(), 0);
   wait.tracked_sequence.store(0, std::memory_order_relaxed);
+  wait.last_ended_ns = end;
 }
 
 bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now, bool ran) {

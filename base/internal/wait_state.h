@@ -76,6 +76,9 @@ struct WaitState {
   int64_t last_seen_waiting_ns = 0;
   // A wait the thread left without the wrapper's return (wait_sampling.cc): not sampled.
   uint64_t abandoned_sequence = 0;
+  // When the latest sampled wait ended (TimeStamp ns), 0 before any: where an unknown wait
+  // after it begins (thread_sampling.cc).
+  int64_t last_ended_ns = 0;
 };
 
 inline void WaitState::EndWalk() {

@@ -55,8 +55,18 @@ enum class EntryKind : uint8_t {
   kSample = 68,         // A stack sample (base/internal/sample_entries.h).
   kCounterSample = 69,  // A counter's value (base/internal/sample_entries.h).
   kProfilerOverhead = 70,  // One sampler loop's own cost (base/internal/sample_entries.h).
+  // A blocked thread off-CPU outside any wrapped call (docs/sampling.md, "Unknown waits"):
+  // ThreadId, TimeStamp, int64 CPU delta (ns), uint8 flags (kUnknownWaitDropsLeaf: the
+  // previous sample was a finished wait's, whose leaf is left out), uint8 the label's
+  // category. Read as the previous sample's stack under an "Unknown wait" label (no label
+  // when it carries CPU).
+  kUnknownWait = 71,
   kModernLimit,
 };
+
+inline constexpr uint8_t kUnknownWaitDropsLeaf = 1;
+// The label an unknown wait's samples end in.
+inline constexpr char kUnknownWaitLabel[] = "Unknown wait";
 
 inline constexpr bool IsLegacyKind(EntryKind kind) {
   return kind > EntryKind::kInvalid && kind < EntryKind::kLegacyLimit;

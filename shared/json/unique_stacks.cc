@@ -134,6 +134,13 @@ bool UniqueStacks::StackIs(uint32_t stack, const uint32_t* frames_root_first,
   return stack == kNull;
 }
 
+std::optional<uint32_t> UniqueStacks::PrefixOf(uint32_t stack) const {
+  const uint32_t prefix = stacks_[stack].prefix;
+  return prefix == kNull ? std::nullopt : std::optional<uint32_t>(prefix);
+}
+
+uint32_t UniqueStacks::FrameOf(uint32_t stack) const { return stacks_[stack].frame; }
+
 std::optional<uint32_t> UniqueStacks::StackFromFrames(const uint32_t* frames_root_first,
                                                       size_t count) {
   if (count == 0) return std::nullopt;

@@ -96,6 +96,10 @@ class UniqueStacks {
   // the stack table itself, so the cache holds no copy of the frames.
   std::optional<uint32_t> StackFromFrames(const uint32_t* frames_root_first, size_t count);
 
+  // The prefix and the frame of a stack returned earlier (the prefix null for a root).
+  std::optional<uint32_t> PrefixOf(uint32_t stack) const;
+  uint32_t FrameOf(uint32_t stack) const;
+
   size_t frame_count() const { return frames_.size(); }
   size_t stack_count() const { return stacks_.size(); }
 

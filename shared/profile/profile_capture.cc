@@ -201,8 +201,9 @@ class ProfileBuilder {
     switch (kind) {
       case EntryKind::kSample:
       case EntryKind::kSameSample:
+      case EntryKind::kUnknownWait:
       case EntryKind::kMarker: {
-        ThreadId tid;  // All three start with the thread; samples then with their time,
+        ThreadId tid;  // All four start with the thread; samples then with their time,
         peek.ReadIntoObject(tid);  // markers with their phase, start and end (MarkerHeader).
         if (kind != EntryKind::kMarker) {
           TimeStamp time;
@@ -275,7 +276,7 @@ class ProfileBuilder {
     EntryReader peek = reader;
     const EntryKind kind = peek.ReadObject<EntryKind>();
     if (kind != EntryKind::kSample && kind != EntryKind::kSameSample &&
-        kind != EntryKind::kMarker) {
+        kind != EntryKind::kUnknownWait && kind != EntryKind::kMarker) {
       return;
     }
     ThreadId tid;
@@ -288,7 +289,8 @@ class ProfileBuilder {
     EntryReader peek = reader;
     const EntryKind kind = peek.ReadObject<EntryKind>();
     if (markers ? kind != EntryKind::kMarker
-                : kind != EntryKind::kSample && kind != EntryKind::kSameSample) {
+                : kind != EntryKind::kSample && kind != EntryKind::kSameSample &&
+                      kind != EntryKind::kUnknownWait) {
       return;
     }
     ThreadId tid;
@@ -358,6 +360,20 @@ class ProfileBuilder {
         if (reader.Failed()) return;
         ThreadState& thread = ThreadFor(tid);
         if (!thread.last_stack) return;
+        thread.writer->AddSample(thread.last_stack, time, std::max<int64_t>(cpu_delta_ns, 0));
+        return;
+      }
+      case EntryKind::kUnknownWait: {
+        ThreadId tid;
+        TimeStamp time;
+        int64_t cpu_delta_ns = 0;
+        uint8_t flags = 0, category = 0;
+        reader.ReadIntoObjects(tid, time, cpu_delta_ns, flags, category);
+        if (reader.Failed()) return;
+        ThreadState& thread = ThreadFor(tid);
+        if (!thread.last_stack) return;
+        thread.last_stack = UnknownWaitStack(thread, *thread.last_stack, flags, category,
+                                             cpu_delta_ns > 0);
         thread.writer->AddSample(thread.last_stack, time, std::max<int64_t>(cpu_delta_ns, 0));
         return;
       }
@@ -638,6 +654,21 @@ class ProfileBuilder {
     }
     info.implementation = ScriptFrameImplementation(f.script_kind);
     return stacks.Frame(info);
+  }
+
+  // An unknown wait's stack (EntryKind::kUnknownWait): the previous sample's, without its
+  // leaf when that was a finished wait's (the wrapped call it waited in), under the "Unknown
+  // wait" label -- not when the sample carries CPU (the thread ran: time of the code after
+  // the wait), nor a second time.
+  std::optional<uint32_t> UnknownWaitStack(ThreadState& thread, uint32_t previous, uint8_t flags,
+                                           uint8_t category, bool carries_cpu) {
+    UniqueStacks& stacks = thread.writer->stacks();
+    std::optional<uint32_t> base = previous;
+    if (flags & kUnknownWaitDropsLeaf) base = stacks.PrefixOf(previous);
+    if (carries_cpu) return base;
+    const uint32_t label = stacks.LabelFrame(kUnknownWaitLabel, category);
+    if (base && stacks.FrameOf(*base) == label) return base;
+    return stacks.Stack(base, label);
   }
 
   std::optional<uint32_t> MarkerStack(ThreadState& thread,

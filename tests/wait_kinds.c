@@ -1,0 +1,91 @@
+// Each wait charged to the call that waited (issue 34; docs/sampling.md "Unknown waits"):
+// one thread waits in turn in different calls, each ~1 s, each after a different one, and
+// prints how long each took by its own clock:
+//   select (wrapped), then a nanosleep made with an inline `syscall` instruction (no libc
+//   function: Strata cannot know it), then poll (wrapped), then sem_timedwait (wrapped),
+//   then the raw nanosleep again, then pthread_cond_timedwait (wrapped).
+// stdout: "wait KIND MS" per call (KIND: select, unknown, poll, sem_timedwait,
+// pthread_cond_timedwait), then "wait_kinds: done".
+#define _GNU_SOURCE
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+static double NowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static struct timespec Deadline(long ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec += 1;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
+// nanosleep without libc: no wrapper, no symbol anyone can interpose.
+static void RawSleep(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  struct timespec rest;
+  for (;;) {
+    long rc;
+    __asm__ volatile("syscall"
+                     : "=a"(rc)
+                     : "0"((long)SYS_nanosleep), "D"(&ts), "S"(&rest)
+                     : "rcx", "r11", "memory");
+    if (rc != -4) break;  // EINTR: sleep what is left.
+    ts = rest;
+  }
+}
+
+static void Report(const char* kind, double start) { printf("wait %s %.1f\n", kind, NowMs() - start); }
+
+int main(void) {
+  const long ms = 1000;
+  double start = NowMs();
+  struct timeval tv = {ms / 1000, 0};
+  select(0, NULL, NULL, NULL, &tv);
+  Report("select", start);
+
+  start = NowMs();
+  RawSleep(ms);
+  Report("unknown", start);
+
+  start = NowMs();
+  poll(NULL, 0, (int)ms);
+  Report("poll", start);
+
+  sem_t semaphore;
+  sem_init(&semaphore, 0, 0);
+  struct timespec deadline = Deadline(ms);
+  start = NowMs();
+  while (sem_timedwait(&semaphore, &deadline) != 0 && NowMs() - start < ms) {
+  }
+  Report("sem_timedwait", start);
+
+  start = NowMs();
+  RawSleep(ms);
+  Report("unknown", start);
+
+  pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t condition = PTHREAD_COND_INITIALIZER;
+  pthread_mutex_lock(&mutex);
+  deadline = Deadline(ms);
+  start = NowMs();
+  while (pthread_cond_timedwait(&condition, &mutex, &deadline) == 0) {
+  }
+  Report("pthread_cond_timedwait", start);
+  pthread_mutex_unlock(&mutex);
+  printf("wait_kinds: done\n");
+  return 0;
+}
