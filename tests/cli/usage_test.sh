@@ -40,6 +40,36 @@ printf 'PERFILE2\x68\x00\x00\x00\x00\x00\x00\x00' >"$WORK/perf.data"
 expect_exit perf_data 1 "is a perf.data file" "$STRATA" summary "$WORK/perf.data"
 expect_exit elf 1 "is an ELF file" "$STRATA" report "$program"
 
+# perf's and samply's flags (issue 39): -v, help, -F, -g, --duration; an option record does
+# not know is refused, never run as the command.
+expect_exit version_short 0 "^strata " "$STRATA" -v
+expect_exit help_command 0 "Usage: strata \[OPTIONS\] SUBCOMMAND" "$STRATA" help
+expect_exit help_record 0 "Example: strata record" "$STRATA" help record
+expect_exit help_unknown 2 "unknown command 'nosuch'" "$STRATA" help nosuch
+expect_exit record_pid 2 "unknown option '-p' \(attaching" "$STRATA" record -p 1234
+expect_exit record_typo 2 "did you mean '--frequency'" "$STRATA" record --frequncy 100 -- true
+expect_exit record_both_rates 2 "not both" "$STRATA" record -F 100 -i 2 -- true
+expect_exit record_bad_graph 2 "call-graph" "$STRATA" record -g lbr -- true
+(cd "$WORK" && "$STRATA" record -F 4000 -g fp -o "$WORK/f4000.json" -- "$program" 20000000) \
+  >"$WORK/f4000.out" 2>&1 || fail "record -F 4000 -g fp: $(tail -3 "$WORK/f4000.out")"
+interval=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['meta']['interval'])" "$WORK/f4000.json" 2>/dev/null)
+[[ "$interval" == "0.25" ]] && pass "record -F 4000: meta.interval 0.25 ms" || fail "record -F 4000: meta.interval ${interval:-none}"
+(cd "$WORK" && "$STRATA" record --duration 1 -o "$WORK/duration.json" -- sleep 30) >"$WORK/duration.out" 2>&1
+duration_status=$?
+span=$(python3 - "$WORK/duration.json" <<'PY' 2>/dev/null
+import json, sys
+p = json.load(open(sys.argv[1]))
+t = p["threads"][0]
+times = [r[t["samples"]["schema"]["time"]] for r in t["samples"]["data"]]
+print(int(max(times) - min(times)) if times else -1)
+PY
+)
+if [[ $duration_status -eq 0 && -n "$span" && "$span" -ge 0 && "$span" -lt 29000 ]] && grep -q -- "--duration" "$WORK/duration.out"; then
+  pass "record --duration 1 -- sleep 30: exit 0, stopped and saved ($span ms of samples)"
+else
+  fail "record --duration 1: status $duration_status, samples span ${span:-none} ms: $(tail -3 "$WORK/duration.out")"
+fi
+
 # A program Strata cannot enter is refused before it runs (issue 34), and a run that saved no
 # profile is an error, never a silent empty result.
 static_program="$(binary tests/cli/static_program)"

@@ -207,6 +207,7 @@ struct ProcessResult {
   // The wait status of every process of the tree this process reaped (its children, and the
   // orphans it inherited as a subreaper).
   std::map<pid_t, int> reaped;
+  bool stopped_at_duration = false;  // --duration passed: the command was sent SIGINT.
 };
 
 // Runs the command and waits for its whole process tree.
@@ -328,8 +329,23 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
                    Seconds(run_start), Descendants().size());
       next_progress_s += next_progress_s < 30 ? 25 : 30;
     }
+    // --duration: stopped as Ctrl-C stops it, once.
+    if (options.duration_seconds > 0 && !root_done && !result.stopped_at_duration &&
+        Seconds(run_start) >= options.duration_seconds) {
+      result.stopped_at_duration = true;
+      if (!options.quiet) {
+        std::fprintf(stderr, "strata record: %g s (--duration): stopping the program; its profiles are saved\n",
+                     options.duration_seconds);
+      }
+      kill(child, SIGINT);
+      if (++interrupts == 1) first_interrupt = Clock::now();
+    }
     siginfo_t info;
     struct timespec timeout = {0, 250 * 1000 * 1000};
+    if (options.duration_seconds > 0 && !result.stopped_at_duration) {
+      const double left = options.duration_seconds - Seconds(run_start);
+      if (left > 0 && left < 0.25) timeout.tv_nsec = static_cast<long>(left * 1e9) + 1000000;
+    }
     const int signal_number = sigtimedwait(&waited, &info, &timeout);
     if (signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP) {
       // From the terminal (si_code SI_KERNEL) the tree got the signal already; from another
@@ -509,9 +525,13 @@ int Record(const RecordOptions& options) {
   }
 
   const auto run_start = Clock::now();
-  const ProcessResult run = RunTree(options, CommandEnvironment(options, base, hook, directory));
+  ProcessResult run = RunTree(options, CommandEnvironment(options, base, hook, directory));
+  // Stopped by --duration: the SIGINT it died of was ours, not a failure.
+  if (run.stopped_at_duration && WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGINT) {
+    run.status = 0;
+  }
   const double run_seconds = Seconds(run_start);
-  const int exit_status = ExitStatusOf(run);
+  int exit_status = ExitStatusOf(run);
   if (!run.started) {
     std::fprintf(stderr, "strata record: cannot run '%s': %s\n", options.command[0].c_str(),
                  std::strerror(run.start_errno));

@@ -58,6 +58,10 @@ struct RecordOptions {
   // marked "Process crashed" with the signal when known (docs/flight-recorder.md). Costs disk
   // space: each running process's buffer limit, reserved up front.
   bool flight_recorder = true;
+  // > 0: after this many seconds the command is stopped as Ctrl-C stops it (SIGINT: every
+  // process saves its profile); `strata record` then exits 0 when the command died of that
+  // SIGINT, else with the command's status.
+  double duration_seconds = 0;
   std::vector<std::string> command;
 };
 

@@ -52,6 +52,26 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+// The option of `command` nearest to `given` ("--frequncy" -> "--frequency"), or "" when none
+// is near.
+std::string NearestOption(const CLI::App& command, const std::string& given) {
+  std::string nearest;
+  size_t best = SIZE_MAX;
+  for (const CLI::Option* option : command.get_options()) {
+    std::vector<std::string> names;
+    for (const std::string& s : option->get_snames()) names.push_back("-" + s);
+    for (const std::string& l : option->get_lnames()) names.push_back("--" + l);
+    for (const std::string& name : names) {
+      const size_t distance = EditDistance(given, name);
+      if (distance < best) {
+        best = distance;
+        nearest = name;
+      }
+    }
+  }
+  return best <= std::max<size_t>(2, given.size() / 3) ? nearest : "";
+}
+
 constexpr const char* kFeatureNames[] = {"stackwalk",     "threads",      "cpu",       "precise",
                                          "framepointers", "rawaddresses", "waitstacks"};
 
@@ -210,7 +230,7 @@ int RunReport(const std::string& input, const std::string& output, const ReportO
 int Main(int argc, char** argv) {
   CLI::App app{"strata: record, symbolicate, recover, summarise, report and convert profiles (Gecko profile JSON)", "strata"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("strata ") + STRATA_VERSION);
+  app.set_version_flag("-v,--version", std::string("strata ") + STRATA_VERSION);
   app.set_help_all_flag("--help-all", "Help for every subcommand");
 
   // record
@@ -221,6 +241,18 @@ int Main(int argc, char** argv) {
       "multi-process profile. The exit status is the command's.");
   record_command->add_option("-o,--output", record.output, "Profile to write; .json.gz compresses")
       ->capture_default_str();
+  double frequency_hz = 0;
+  record_command->add_option("-F,--frequency", frequency_hz,
+                             "Sampling frequency in Hz (1-20000), as perf's -F: the interval is 1000/HZ ms")
+      ->check(CLI::Range(1.0, 20000.0));
+  record_command->add_option("--duration", record.duration_seconds,
+                             "Stop the command after S seconds, as Ctrl-C does (its profiles are saved)")
+      ->check(CLI::Range(0.001, 1e9));
+  std::string call_graph;
+  record_command->add_option("-g,--call-graph", call_graph,
+                             "Stack walker: fp (frame pointers) or dwarf/libunwind (unwind tables, the "
+                             "default), as perf's --call-graph")
+      ->check(CLI::IsMember({"fp", "dwarf", "libunwind"}));
   record_command->add_option("-i,--interval", record.interval_ms, "Sampling interval in milliseconds (0.05-1000)")
       ->check(CLI::Range(0.05, 1000.0));
   record_command->add_option("--features", record.features,
@@ -363,10 +395,26 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  // `strata --version` alone needs no command (require_subcommand would refuse it).
-  if (argc == 2 && std::string(argv[1]) == "--version") {
+  // `strata --version` (or -v) alone needs no command (require_subcommand would refuse it).
+  if (argc == 2 && (std::string(argv[1]) == "--version" || std::string(argv[1]) == "-v")) {
     std::printf("strata %s\n", STRATA_VERSION);
     return 0;
+  }
+  // `strata help [COMMAND]`, as git and perf have it.
+  if (argc >= 2 && std::string(argv[1]) == "help") {
+    if (argc == 2) {
+      std::printf("%s", app.help().c_str());
+      return 0;
+    }
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->get_name() == argv[2]) {
+        std::printf("%s", sub->help().c_str());
+        return 0;
+      }
+    }
+    std::fprintf(stderr, "strata help: unknown command '%s'\nRun 'strata --help' for the commands.\n",
+                 TerminalSafe(argv[2]).c_str());
+    return 2;
   }
   // An unknown command: say so, and suggest the nearest one.
   if (argc >= 2 && argv[1][0] != '-') {
@@ -402,14 +450,40 @@ int Main(int argc, char** argv) {
   if (*record_command) {
     std::vector<std::string> command = record_command->remaining();
     if (!command.empty() && command[0] == "--") command.erase(command.begin());
-    if (!command.empty() && !command_after_dashes.empty()) {
-      std::fprintf(stderr, "strata record: unexpected arguments before '--': %s\n", command[0].c_str());
+    if (!command.empty() && !command_after_dashes.empty() &&
+        !(command[0].size() > 1 && command[0][0] == '-')) {
+      std::fprintf(stderr, "strata record: unexpected arguments before '--': %s\n",
+                   TerminalSafe(command[0]).c_str());
       return 2;
     }
     if (command.empty()) command = command_after_dashes;
     if (command.empty()) {
       std::fprintf(stderr, "strata record: no command given\n%s", record_command->help().c_str());
       return 2;
+    }
+    if (command[0].size() > 1 && command[0][0] == '-') {
+      // An option this command does not know, before the command: never run as a program.
+      const std::string option = command[0].substr(0, command[0].find('='));
+      std::fprintf(stderr, "strata record: unknown option '%s'", TerminalSafe(option).c_str());
+      if (option == "-p" || option == "--pid") {
+        std::fprintf(stderr, " (attaching to a running process is not supported yet: run the "
+                             "program under `strata record -- CMD`, or preload libstrata_base.so "
+                             "with STRATA_SIGNAL; docs/cli.md)");
+      } else if (const std::string nearest = NearestOption(*record_command, option); !nearest.empty()) {
+        std::fprintf(stderr, "; did you mean '%s'?", nearest.c_str());
+      }
+      std::fprintf(stderr, "\nUsage: strata record [OPTIONS] -- CMD [ARGS...]\n");
+      return 2;
+    }
+    if (frequency_hz > 0) {
+      if (record_command->count("--interval") > 0) {
+        std::fprintf(stderr, "strata record: give -F/--frequency or -i/--interval, not both\n");
+        return 2;
+      }
+      record.interval_ms = 1000.0 / frequency_hz;
+    }
+    if (call_graph == "fp") {
+      record.features += std::string(record.features.empty() ? "" : ",") + "framepointers";
     }
     record.command = command;
     record.children = !no_children;
