@@ -51,6 +51,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "base/categories.h"
@@ -321,6 +322,27 @@ inline void RecordTypedMarker(const Name& name, Category category, const MarkerO
   const typename Typed::Payload payload(args...);
   RecordNamedMarker(name, category, options, Typed::Tag(), payload);
 }
+// STRATA_MARKER passes a typed marker's arguments followed by this tag: a C++17 variadic
+// macro must be given at least one argument for its "...", and a marker may have none
+// (`, ##__VA_ARGS__` is a GNU extension that -Wpedantic and clang reject).
+struct EndOfMarkerArguments {};
+template <typename MarkerType, typename Name, typename Tuple, size_t... I>
+inline void RecordTypedMarkerFromTuple(const Name& name, Category category,
+                                       const MarkerOptions& options, MarkerType type,
+                                       const Tuple& args, std::index_sequence<I...>) {
+  RecordTypedMarker(name, category, options, type, std::get<I>(args)...);
+}
+template <typename MarkerType, typename Name, typename... ArgsThenEnd>
+inline void RecordTypedMarkerUntilEnd(const Name& name, Category category,
+                                      const MarkerOptions& options, MarkerType type,
+                                      const ArgsThenEnd&... args_then_end) {
+  static_assert(std::is_same<typename std::tuple_element<sizeof...(ArgsThenEnd) - 1,
+                                                         std::tuple<ArgsThenEnd...>>::type,
+                             EndOfMarkerArguments>::value,
+                "STRATA_MARKER's arguments end with EndOfMarkerArguments");
+  RecordTypedMarkerFromTuple(name, category, options, type, std::forward_as_tuple(args_then_end...),
+                             std::make_index_sequence<sizeof...(ArgsThenEnd) - 1>());
+}
 }  // namespace base_internal
 
 // A marker without payload.
@@ -347,21 +369,26 @@ void AddMarker(const ProfilerString& name, Category category, const MarkerOption
 
 }  // namespace strata
 
+// The macros are standard C++17 and C++20 (no `, ##__VA_ARGS__`): -Wall -Wextra -Wpedantic
+// -Werror clean under g++ and clang++ (//tests/install:strict_headers_test).
+//   STRATA_MARKER_UNTYPED(name, category [, options])
+//   STRATA_MARKER_TEXT(name, category, options, text)
+//   STRATA_MARKER(name, category, options, MarkerType [, payload arguments...])
 #if defined(STRATA_PROFILER_DISABLED)
-#define STRATA_MARKER_UNTYPED(name, category, ...)
+#define STRATA_MARKER_UNTYPED(name, ...)
 #define STRATA_MARKER_TEXT(name, category, options, text)
-#define STRATA_MARKER(name, category, options, MarkerType, ...)
+#define STRATA_MARKER(name, category, options, ...)
 #else
 // `name` must be a string literal; `category` a strata::Category enumerator name. Nothing
 // after the name is evaluated when no session is active.
 #define STRATA_INTERNAL_LITERAL_NAME(name) \
   ::strata::base_internal::LiteralName { "" name, sizeof("" name) - 1 }
-#define STRATA_MARKER_UNTYPED(name, category, ...)                                        \
+// "..." is `category` or `category, options`: the enumerator's scope is put before it.
+#define STRATA_MARKER_UNTYPED(name, ...)                                                  \
   do {                                                                                    \
     if (::strata::ProfilerIsActive()) {                                                   \
       ::strata::base_internal::RecordUntypedMarker(STRATA_INTERNAL_LITERAL_NAME(name),    \
-                                                   ::strata::Category::category,          \
-                                                   ##__VA_ARGS__);                        \
+                                                   ::strata::Category::__VA_ARGS__);      \
     }                                                                                     \
   } while (0)
 #define STRATA_MARKER_TEXT(name, category, options, text)                                 \
@@ -372,13 +399,19 @@ void AddMarker(const ProfilerString& name, Category category, const MarkerOption
                                                 text);                                    \
     }                                                                                     \
   } while (0)
-#define STRATA_MARKER(name, category, options, MarkerType, ...)                           \
-  do {                                                                                    \
-    if (::strata::ProfilerIsActive()) {                                                   \
-      ::strata::base_internal::RecordTypedMarker(STRATA_INTERNAL_LITERAL_NAME(name),      \
-                                                 ::strata::Category::category, options,   \
-                                                 MarkerType{}, ##__VA_ARGS__);            \
-    }                                                                                     \
+// "..." is `MarkerType` then its payload arguments, if any: the first is taken as the type,
+// the rest go on with an end tag after them (RecordTypedMarkerUntilEnd).
+#define STRATA_INTERNAL_FIRST(first, ...) first
+#define STRATA_INTERNAL_AFTER_FIRST(first, ...) __VA_ARGS__
+#define STRATA_MARKER(name, category, options, ...)                                        \
+  do {                                                                                     \
+    if (::strata::ProfilerIsActive()) {                                                    \
+      ::strata::base_internal::RecordTypedMarkerUntilEnd(                                  \
+          STRATA_INTERNAL_LITERAL_NAME(name), ::strata::Category::category, options,       \
+          STRATA_INTERNAL_FIRST(__VA_ARGS__, ~){},                                         \
+          STRATA_INTERNAL_AFTER_FIRST(__VA_ARGS__,                                         \
+                                      ::strata::base_internal::EndOfMarkerArguments{}));   \
+    }                                                                                      \
   } while (0)
 #endif
 

@@ -45,6 +45,9 @@ enum ProfilerFeature : uint32_t {
   kFeatureRawAddresses = 1u << 5,   // [rawaddresses] no symbolication at capture.
   kFeatureWaitStacks = 1u << 6,     // [waitstacks] exact stacks of threads blocked in wrapped
                                     // libc calls, without a signal (docs/sampling.md).
+  kFeatureOwnFrames = 1u << 7,      // [ownframes] keep frames of Strata's own code in stacks
+                                    // (elided by default: docs/symbols.md); for profiling
+                                    // Strata itself.
 };
 inline constexpr uint32_t kDefaultFeatures =
     kFeatureStackWalk | kFeatureThreads | kFeatureCpu | kFeatureWaitStacks;

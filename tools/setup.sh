@@ -28,6 +28,7 @@ PACKAGES=(
   chromium             # headless browser: tests/cli loads strata's HTML report
   libmozjs-102-dev     # SpiderMonkey 102: JS stacks (full/script/spidermonkey, strata js)
   llvm                 # llvm-symbolizer: tests/symbols compares every inline chain with it
+  clang                # tests/install: the public headers and examples also build with clang++
   golang-go            # `go tool pprof`: tests/cli reads strata's pprof output with it
 )
 

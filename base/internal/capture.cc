@@ -56,6 +56,7 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
   inputs.start_time = snapshot.start_time;
   inputs.process_name = ProgramName();
   inputs.symbolicate = (snapshot.settings.features & kFeatureRawAddresses) == 0;
+  inputs.keep_strata_frames = (snapshot.settings.features & kFeatureOwnFrames) != 0;
 
   ProfileMeta& meta = inputs.meta;
   meta.start_time = snapshot.start_time;

@@ -35,6 +35,8 @@ constexpr FeatureName kFeatureNames[] = {
      "write raw addresses and libs instead of function names (symbolicate offline)"},
     {"waitstacks", kFeatureWaitStacks,
      "exact stacks of threads blocked in wrapped libc calls, without a signal (default on)"},
+    {"ownframes", kFeatureOwnFrames,
+     "keep frames of Strata's own code in stacks (elided by default; for profiling Strata)"},
 };
 
 // The accepted ranges, written once: as numbers for the checks and as text (compile-time

@@ -406,6 +406,7 @@ class ProfileBuilder {
   void SetLibraryTimeline(LibraryTimeline timeline) {
     timeline_ = std::move(timeline);
     own_code_.clear();
+    if (inputs_.keep_strata_frames) return;
     for (const SharedLibrary& library : timeline_.libs()) {
       if (IsStrataLibrary(library.name)) own_code_.emplace_back(library.start, library.end);
     }

@@ -77,6 +77,9 @@ struct CaptureInputs {
   // file gives the dead process's).
   std::optional<ProcessId> pid;
   bool symbolicate = true;      // false: raw addresses (rawaddresses).
+  // Keep native frames of Strata's own libraries (the ownframes feature); by default they
+  // are elided from every stack (docs/symbols.md, "Strata's own frames").
+  bool keep_strata_frames = false;
   // Entries from outside this process (a recovered flight recorder file): the buffer reads
   // them untrusted (ChunkedBuffer::SetUntrustedReading), and so must the capture's own
   // readers of their parts, resolving literal-string addresses with this.

@@ -282,7 +282,8 @@ else
 fi
 
 # --- 7. `strata symbolicate` reads the split debug info ------------------------------------------
-# A raw-address profile of a program whose samples are mostly inside libstrata_base: the
+# A raw-address profile of a program whose samples are mostly inside libstrata_base (kept
+# with the ownframes feature: Strata's frames are elided by default): the
 # installed strata names those frames with file:line, which only the debug file has (libdwfl
 # finds it through the .gnu_debuglink in lib/.debug/). Strata's sources are the only ones
 # with paths under shared/, base/ or platform/ here; frames read "NAME (in libstrata_base.so.0)
@@ -292,7 +293,7 @@ if ! "${LIMIT[@]}" g++ -std=c++17 -O2 -I"$PREFIX/include" "$_runfiles/tests/inst
   fail "marker_loop did not build:"
   sed 's/^/    /' "$WORK/loop.log" | head -20
 else
-  (cd "$WORK" && STRATA_STARTUP=1 STRATA_STARTUP_FEATURES=rawaddresses STRATA_SHUTDOWN="$OUT/raw.json" \
+  (cd "$WORK" && STRATA_STARTUP=1 STRATA_STARTUP_FEATURES=rawaddresses,ownframes STRATA_SHUTDOWN="$OUT/raw.json" \
     "${LIMIT[@]}" "$WORK/marker_loop" >/dev/null 2>"$WORK/raw.err")
   if [[ ! -s "$OUT/raw.json" ]]; then
     fail "marker_loop wrote no raw profile: $(head -5 "$WORK/raw.err")"

@@ -72,8 +72,9 @@ std::string NearestOption(const CLI::App& command, const std::string& given) {
   return best <= std::max<size_t>(2, given.size() / 3) ? nearest : "";
 }
 
-constexpr const char* kFeatureNames[] = {"stackwalk",     "threads",      "cpu",       "precise",
-                                         "framepointers", "rawaddresses", "waitstacks"};
+constexpr const char* kFeatureNames[] = {"stackwalk",    "threads",      "cpu",
+                                         "precise",      "framepointers", "rawaddresses",
+                                         "waitstacks",   "ownframes"};
 
 // CLI11 check for --features: a comma list of known names, each optionally with '-'.
 std::string CheckFeatures(const std::string& value) {
