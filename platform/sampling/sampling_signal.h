@@ -143,6 +143,12 @@ bool RecordProgramAction(int signal_number, const struct sigaction* action,
 // it chained to): the interposers then forward calls unchanged.
 bool IsInSamplingHandler();
 
+// Whether `info`, an instance of the installed signal that the calling thread dequeued itself
+// (an interposed sigwait-style call), is one of Strata's: a sample of this thread (its timer's
+// or its perf event's), or a stray of a closed one (counted in StrayNotificationsDropped).
+// Everything else is the program's. Async-signal-safe.
+bool IsStrataSamplingSignal(const siginfo_t& info);
+
 // Blocks the installed sampling signal on the calling thread, bypassing the interposers (for
 // threads of the profiler itself). No-op when nothing is installed.
 void BlockSamplingSignalOnCurrentThread();

@@ -1,0 +1,208 @@
+#include "platform/sampling/held_sampling_signals.h"
+
+#include <sys/syscall.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "platform/raw_syscall.h"
+#include "platform/sampling/sampling_signal.h"
+
+namespace strata {
+namespace {
+
+// A held instance: kEmpty -> kBusy (a writer claimed it) -> kFull -> kBusy (a reader claimed
+// it) -> kEmpty. `sequence` orders them (oldest first, as the kernel queues real-time signals).
+enum SlotState : uint32_t { kEmpty = 0, kBusy = 1, kFull = 2 };
+struct HeldSlot {
+  std::atomic<uint32_t> state{kEmpty};
+  uint64_t sequence = 0;
+  int32_t tid = 0;  // 0: the process; else the thread it was sent to (SI_TKILL).
+  siginfo_t info;
+};
+HeldSlot g_slots[kHeldSlots];
+std::atomic<uint64_t> g_next_sequence{1};
+std::atomic<int32_t> g_waiters[kSamplingSignalWaiterSlots];
+
+std::atomic<uint64_t> g_held{0};
+std::atomic<uint64_t> g_handed_to_waiter{0};
+std::atomic<uint64_t> g_delivered{0};
+std::atomic<uint64_t> g_dropped{0};
+std::atomic<uint64_t> g_samples_read_by_waits{0};
+std::atomic<uint64_t> g_signalfds{0};
+
+__attribute__((tls_model("initial-exec"))) thread_local bool t_program_blocks = false;
+
+int32_t Tid() { return static_cast<int32_t>(RawSyscall(SYS_gettid)); }
+int32_t Pid() { return static_cast<int32_t>(RawSyscall(SYS_getpid)); }
+
+long Queue(int32_t tid, int signal_number, const siginfo_t& info) {
+  siginfo_t copy;
+  std::memcpy(&copy, &info, sizeof(copy));
+  copy.si_signo = signal_number;
+  return RawSyscall(SYS_rt_tgsigqueueinfo, Pid(), tid, signal_number,
+                    reinterpret_cast<long>(&copy));
+}
+
+bool ForProcessOrThread(const HeldSlot& slot, int32_t tid) {
+  return slot.tid == 0 || slot.tid == tid;
+}
+
+// Claims the oldest full slot meant for the process or `tid`; -1 if none.
+int ClaimOldest(int32_t tid) {
+  for (;;) {
+    int oldest = -1;
+    uint64_t oldest_sequence = 0;
+    for (int i = 0; i < kHeldSlots; ++i) {
+      HeldSlot& slot = g_slots[i];
+      if (slot.state.load(std::memory_order_acquire) != kFull) continue;
+      if (!ForProcessOrThread(slot, tid)) continue;
+      if (oldest < 0 || slot.sequence < oldest_sequence) {
+        oldest = i;
+        oldest_sequence = slot.sequence;
+      }
+    }
+    if (oldest < 0) return -1;
+    uint32_t expected = kFull;
+    if (g_slots[oldest].state.compare_exchange_strong(expected, kBusy,
+                                                      std::memory_order_acquire)) {
+      return oldest;
+    }
+    // Another thread took it meanwhile: look again.
+  }
+}
+
+}  // namespace
+
+void SetProgramBlocksSamplingSignal(bool blocked) { t_program_blocks = blocked; }
+bool ProgramBlocksSamplingSignal() { return t_program_blocks; }
+
+// Keeps `info` in the table; false if it is full (counted as dropped).
+bool HoldInTable(int signal_number, const siginfo_t& info) {
+  const uint64_t sequence = g_next_sequence.fetch_add(1, std::memory_order_relaxed);
+  for (int i = 0; i < kHeldSlots; ++i) {
+    HeldSlot& slot = g_slots[i];
+    uint32_t expected = kEmpty;
+    if (!slot.state.compare_exchange_strong(expected, kBusy, std::memory_order_acquire)) {
+      continue;
+    }
+    slot.sequence = sequence;
+    slot.tid = info.si_code == SI_TKILL ? Tid() : 0;
+    std::memcpy(&slot.info, &info, sizeof(info));
+    slot.info.si_signo = signal_number;
+    slot.state.store(kFull, std::memory_order_release);
+    g_held.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  g_dropped.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void HoldForeignSamplingSignal(int signal_number, const siginfo_t& info) {
+  const bool thread_directed = info.si_code == SI_TKILL;
+  if (!thread_directed) {
+    // A thread waiting for S reads it as it would have plain (the kernel picks any thread
+    // that can take a process-directed signal, and a waiting one can).
+    // Never the calling thread: it is in the handler, not in its wait (a handler of another
+    // signal interrupted it), and a re-queue to itself would come straight back here.
+    const int32_t self = Tid();
+    for (int i = 0; i < kSamplingSignalWaiterSlots; ++i) {
+      const int32_t waiter = g_waiters[i].load(std::memory_order_acquire);
+      if (waiter == 0 || waiter == self) continue;
+      if (Queue(waiter, signal_number, info) == 0) {
+        g_handed_to_waiter.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+    }
+  }
+  (void)HoldInTable(signal_number, info);
+}
+
+void PullPendingSamplingSignals(int signal_number) {
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  const struct timespec zero {};
+  for (int round = 0; round < 2 * kHeldSlots; ++round) {
+    siginfo_t info;
+    const long got = RawSyscall(SYS_rt_sigtimedwait, reinterpret_cast<long>(&one),
+                                reinterpret_cast<long>(&info), reinterpret_cast<long>(&zero),
+                                static_cast<long>(sizeof(uint64_t)));
+    if (got != signal_number) return;
+    if (IsStrataSamplingSignal(info)) {
+      NoteSampleReadByWait();
+    } else if (!HoldInTable(signal_number, info)) {
+      return;
+    }
+  }
+}
+
+bool TakeHeldSamplingSignal(siginfo_t* info) {
+  const int slot = ClaimOldest(Tid());
+  if (slot < 0) return false;
+  std::memcpy(info, &g_slots[slot].info, sizeof(*info));
+  g_slots[slot].state.store(kEmpty, std::memory_order_release);
+  g_delivered.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool HasHeldSamplingSignal() {
+  const int32_t tid = Tid();
+  for (const HeldSlot& slot : g_slots) {
+    if (slot.state.load(std::memory_order_acquire) == kFull && ForProcessOrThread(slot, tid)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void DeliverHeldSamplingSignals(int signal_number) {
+  PullPendingSamplingSignals(signal_number);  // Older than what arrives after the unblock.
+  const int32_t tid = Tid();
+  for (int round = 0; round < kHeldSlots; ++round) {
+    const int slot = ClaimOldest(tid);
+    if (slot < 0) return;
+    HeldSlot& held = g_slots[slot];
+    if (Queue(tid, signal_number, held.info) != 0) {
+      held.state.store(kFull, std::memory_order_release);  // Refused: stays held.
+      return;
+    }
+    held.state.store(kEmpty, std::memory_order_release);
+    g_delivered.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+int RegisterSamplingSignalWaiter() {
+  const int32_t tid = Tid();
+  for (int i = 0; i < kSamplingSignalWaiterSlots; ++i) {
+    int32_t expected = 0;
+    if (g_waiters[i].compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) return i;
+  }
+  return -1;
+}
+
+void UnregisterSamplingSignalWaiter(int slot) {
+  if (slot >= 0 && slot < kSamplingSignalWaiterSlots) {
+    g_waiters[slot].store(0, std::memory_order_release);
+  }
+}
+
+void NoteSampleReadByWait() { g_samples_read_by_waits.fetch_add(1, std::memory_order_relaxed); }
+
+void NoteSignalfdNamingSignal() { g_signalfds.fetch_add(1, std::memory_order_relaxed); }
+
+HeldSamplingSignalCounts CountHeldSamplingSignals() {
+  HeldSamplingSignalCounts counts;
+  counts.held = g_held.load(std::memory_order_relaxed);
+  counts.handed_to_waiter = g_handed_to_waiter.load(std::memory_order_relaxed);
+  counts.delivered = g_delivered.load(std::memory_order_relaxed);
+  counts.dropped = g_dropped.load(std::memory_order_relaxed);
+  counts.samples_read_by_waits = g_samples_read_by_waits.load(std::memory_order_relaxed);
+  counts.signalfds = g_signalfds.load(std::memory_order_relaxed);
+  for (const HeldSlot& slot : g_slots) {
+    if (slot.state.load(std::memory_order_relaxed) == kFull) ++counts.held_now;
+  }
+  return counts;
+}
+
+}  // namespace strata
