@@ -1,5 +1,6 @@
 #include "platform/sampling/held_sampling_signals.h"
 
+#include <errno.h>
 #include <sys/syscall.h>
 
 #include <atomic>
@@ -18,6 +19,7 @@ struct HeldSlot {
   std::atomic<uint32_t> state{kEmpty};
   uint64_t sequence = 0;
   int32_t tid = 0;  // 0: the process; else the thread it was sent to (SI_TKILL).
+  int32_t pid = 0;  // The process that held it: a forked child's copy is not its own.
   siginfo_t info;
 };
 HeldSlot g_slots[kHeldSlots];
@@ -48,15 +50,28 @@ bool ForProcessOrThread(const HeldSlot& slot, int32_t tid) {
   return slot.tid == 0 || slot.tid == tid;
 }
 
+// A full slot copied by fork() from the parent: freed (a child starts with no pending signal).
+// `*pid` is read once, when first needed.
+bool FreedAsParents(HeldSlot& slot, int32_t* pid) {
+  if (*pid == 0) *pid = Pid();
+  if (slot.pid == *pid) return false;
+  uint32_t expected = kFull;
+  if (slot.state.compare_exchange_strong(expected, kBusy, std::memory_order_acquire)) {
+    slot.state.store(kEmpty, std::memory_order_release);
+  }
+  return true;
+}
+
 // Claims the oldest full slot meant for the process or `tid`; -1 if none.
 int ClaimOldest(int32_t tid) {
   for (;;) {
     int oldest = -1;
     uint64_t oldest_sequence = 0;
+    int32_t pid = 0;
     for (int i = 0; i < kHeldSlots; ++i) {
       HeldSlot& slot = g_slots[i];
       if (slot.state.load(std::memory_order_acquire) != kFull) continue;
-      if (!ForProcessOrThread(slot, tid)) continue;
+      if (FreedAsParents(slot, &pid) || !ForProcessOrThread(slot, tid)) continue;
       if (oldest < 0 || slot.sequence < oldest_sequence) {
         oldest = i;
         oldest_sequence = slot.sequence;
@@ -88,6 +103,7 @@ bool HoldInTable(int signal_number, const siginfo_t& info) {
     }
     slot.sequence = sequence;
     slot.tid = info.si_code == SI_TKILL ? Tid() : 0;
+    slot.pid = Pid();
     std::memcpy(&slot.info, &info, sizeof(info));
     slot.info.si_signo = signal_number;
     slot.state.store(kFull, std::memory_order_release);
@@ -109,10 +125,15 @@ void HoldForeignSamplingSignal(int signal_number, const siginfo_t& info) {
     for (int i = 0; i < kSamplingSignalWaiterSlots; ++i) {
       const int32_t waiter = g_waiters[i].load(std::memory_order_acquire);
       if (waiter == 0 || waiter == self) continue;
-      if (Queue(waiter, signal_number, info) == 0) {
+      const long queued = Queue(waiter, signal_number, info);
+      if (queued == 0) {
         g_handed_to_waiter.fetch_add(1, std::memory_order_relaxed);
         return;
       }
+      // No such thread here: one that ended in its wait, or a forked child's copy of a
+      // parent's waiter. Its slot is freed.
+      int32_t stale = waiter;
+      if (queued == -ESRCH) g_waiters[i].compare_exchange_strong(stale, 0);
     }
   }
   (void)HoldInTable(signal_number, info);
@@ -148,8 +169,10 @@ bool TakeHeldSamplingSignal(siginfo_t* info) {
 
 bool HasHeldSamplingSignal() {
   const int32_t tid = Tid();
-  for (const HeldSlot& slot : g_slots) {
-    if (slot.state.load(std::memory_order_acquire) == kFull && ForProcessOrThread(slot, tid)) {
+  int32_t pid = 0;
+  for (HeldSlot& slot : g_slots) {
+    if (slot.state.load(std::memory_order_acquire) == kFull && !FreedAsParents(slot, &pid) &&
+        ForProcessOrThread(slot, tid)) {
       return true;
     }
   }
