@@ -34,6 +34,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 
 #include <algorithm>
 #include <atomic>
@@ -43,6 +44,7 @@
 #include "base/internal/control_signal.h"
 #include "base/internal/core.h"
 #include "platform/next_definition.h"
+#include "platform/raw_syscall.h"
 #include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/libunwind_loader.h"
 #include "platform/sampling/sampling_signal.h"
@@ -183,17 +185,33 @@ int ChangeMask(MaskFunction real, int how, const sigset_t* set, sigset_t* old,
   return result;
 }
 
-// The calling thread's registration as a waiter for S, undone however the wait ends (a
-// cancellation unwinds through it).
+// The calling thread waits for S: registered as a waiter (the handler may hand it a
+// process-directed S), and S blocked for real on it meanwhile, so that an S handed to it
+// before it is inside the kernel's wait stays pending for that wait instead of reaching the
+// handler here (which would hold it, unseen by this wait). Undone however the wait ends (a
+// cancellation unwinds through it): an S that arrives after the wait returned is then taken
+// by the handler and held for the next wait. Raw system calls: not the interposed masks.
 class WaiterRegistration {
  public:
-  WaiterRegistration() : slot_(RegisterSamplingSignalWaiter()) {}
-  ~WaiterRegistration() { UnregisterSamplingSignalWaiter(slot_); }
+  explicit WaiterRegistration(int signal_number) {
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, signal_number);
+    RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&one),
+               reinterpret_cast<long>(&previous_), _NSIG / 8);
+    slot_ = RegisterSamplingSignalWaiter();
+  }
+  ~WaiterRegistration() {
+    UnregisterSamplingSignalWaiter(slot_);
+    RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous_), 0,
+               _NSIG / 8);
+  }
   WaiterRegistration(const WaiterRegistration&) = delete;
   WaiterRegistration& operator=(const WaiterRegistration&) = delete;
 
  private:
-  const int slot_;
+  sigset_t previous_;
+  int slot_ = -1;
 };
 
 int64_t MonotonicNs() {
@@ -228,7 +246,7 @@ int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* t
           ? MonotonicNs() + timeout->tv_sec * int64_t{1000000000} + timeout->tv_nsec
           : 0;
   for (;;) {
-    WaiterRegistration waiter;  // Before the held ones are looked at: none is missed.
+    WaiterRegistration waiter(signal_number);  // Before the held ones are looked at.
     if (HasHeldSamplingSignal()) {
       sigset_t others = *set;
       sigdelset(&others, signal_number);
