@@ -35,6 +35,16 @@ std::atomic<uint64_t> g_signalfds{0};
 
 __attribute__((tls_model("initial-exec"))) thread_local bool t_program_blocks = false;
 
+// Whether a foreign instance ever reached the handler or a pull in this process: until then
+// there is nothing to hold or pull, and the unblocks, waits and sigpending calls of a program
+// that never gets one cost two relaxed loads (a pair of sigprocmask calls of S: 1.85 us with
+// an unconditional pull, as without Strata otherwise).
+bool AnyForeignSeen() {
+  return g_held.load(std::memory_order_relaxed) != 0 ||
+         g_handed_to_waiter.load(std::memory_order_relaxed) != 0 ||
+         g_dropped.load(std::memory_order_relaxed) != 0;
+}
+
 int32_t Tid() { return static_cast<int32_t>(RawSyscall(SYS_gettid)); }
 int32_t Pid() { return static_cast<int32_t>(RawSyscall(SYS_getpid)); }
 
@@ -159,6 +169,7 @@ void PullPendingSamplingSignals(int signal_number) {
 }
 
 bool TakeHeldSamplingSignal(siginfo_t* info) {
+  if (!AnyForeignSeen()) return false;
   const int slot = ClaimOldest(Tid());
   if (slot < 0) return false;
   std::memcpy(info, &g_slots[slot].info, sizeof(*info));
@@ -168,6 +179,7 @@ bool TakeHeldSamplingSignal(siginfo_t* info) {
 }
 
 bool HasHeldSamplingSignal() {
+  if (!AnyForeignSeen()) return false;
   const int32_t tid = Tid();
   int32_t pid = 0;
   for (HeldSlot& slot : g_slots) {
@@ -180,6 +192,9 @@ bool HasHeldSamplingSignal() {
 }
 
 void DeliverHeldSamplingSignals(int signal_number) {
+  // No foreign instance so far: none can be held, and one still in the kernel now will be
+  // taken by a thread whose view unblocks it, or held and read by the next wait.
+  if (!AnyForeignSeen()) return;
   PullPendingSamplingSignals(signal_number);  // Older than what arrives after the unblock.
   const int32_t tid = Tid();
   for (int round = 0; round < kHeldSlots; ++round) {

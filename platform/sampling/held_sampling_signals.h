@@ -66,7 +66,8 @@ bool HasHeldSamplingSignal();
 // Pulls the pending ones (PullPendingSamplingSignals), then re-queues every instance held for
 // the process or the calling thread to the calling thread (rt_tgsigqueueinfo), oldest first; they are delivered when the system call returns. For the
 // mask interposers, after the program unblocked S. An instance the kernel refuses (EAGAIN:
-// RLIMIT_SIGPENDING) stays held.
+// RLIMIT_SIGPENDING) stays held. Until a foreign instance has been held or handed over in this
+// process, does nothing (two relaxed loads): a program that never gets one pays no system call.
 void DeliverHeldSamplingSignals(int signal_number);
 
 // The calling thread waits for S in an interposed wait from Register to Unregister; the

@@ -180,6 +180,13 @@ for mode in sigwaitinfo sigtimedwait sigwait thread unblock; do
       fail "$name: $sampled worker(s) with samples, expected 2"
   fi
 done
+# `strata summary` repeats it.
+note=$("$STRATA" summary "$OUT/foreign_rtmax_unblock.record.json" 2>&1 | grep 'Sampling note' | head -1)
+if [[ "$note" == *foreignSamplingSignals:*held* ]]; then
+  pass "foreign_rtmax_unblock: strata summary says: $note"
+else
+  fail "foreign_rtmax_unblock: no sampling note in strata summary ('$note')"
+fi
 grep -qx 'mode=sigwaitinfo got=5 codes_ok=5 pids_ok=5 values=1 2 3 4 5 ' \
   "$WORK/foreign_rtmax_sigwaitinfo.plain.out" ||
   fail "foreign_rtmax: the plain run itself is off: $(cat "$WORK/foreign_rtmax_sigwaitinfo.plain.out")"
