@@ -263,7 +263,9 @@ int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* t
     }
     const int result = real(set, out, timeout != nullptr ? &left : nullptr);
     if (result != signal_number || !IsStrataSamplingSignal(*out)) return result;
-    NoteSampleReadByWait();  // One of Strata's: not the program's to read.
+    // One of Strata's, not the program's to read: given back to this thread, it reaches the
+    // handler when this turn ends and S is unblocked again (a sample of this wait).
+    GiveSampleBack(signal_number, *out);
     if (timeout != nullptr && MonotonicNs() >= deadline_ns) {
       errno = EAGAIN;
       return -1;

@@ -161,7 +161,9 @@ void PullPendingSamplingSignals(int signal_number) {
                                 static_cast<long>(sizeof(uint64_t)));
     if (got != signal_number) return;
     if (IsStrataSamplingSignal(info)) {
-      NoteSampleReadByWait();
+      // Taken by the handler on the way out of the re-queue (S is unblocked for real where
+      // this is called); the loop is bounded anyway.
+      GiveSampleBack(signal_number, info);
     } else if (!HoldInTable(signal_number, info)) {
       return;
     }
@@ -225,7 +227,11 @@ void UnregisterSamplingSignalWaiter(int slot) {
   }
 }
 
-void NoteSampleReadByWait() { g_samples_read_by_waits.fetch_add(1, std::memory_order_relaxed); }
+void GiveSampleBack(int signal_number, const siginfo_t& info) {
+  if (Queue(Tid(), signal_number, info) != 0) {
+    g_samples_read_by_waits.fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 void NoteSignalfdNamingSignal() { g_signalfds.fetch_add(1, std::memory_order_relaxed); }
 

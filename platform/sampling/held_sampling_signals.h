@@ -55,8 +55,8 @@ void HoldForeignSamplingSignal(int signal_number, const siginfo_t& info);
 bool TakeHeldSamplingSignal(siginfo_t* info);
 
 // Moves the instances of S pending in the kernel for the calling thread or the process (not
-// yet taken by any thread) into the table, behind the ones held already; Strata's own samples
-// met there are dropped (counted as read by a wait). For sigpending and an unblock, which must
+// yet taken by any thread) into the table, behind the ones held already; a sample of Strata's
+// met there is given back (GiveSampleBack). Call it where S is unblocked for real. For sigpending and an unblock, which must
 // see every instance sent before them.
 void PullPendingSamplingSignals(int signal_number);
 
@@ -83,13 +83,16 @@ struct HeldSamplingSignalCounts {
   uint64_t delivered = 0;         // Taken by a wait or delivered at an unblock.
   uint64_t dropped = 0;           // The table was full.
   uint64_t held_now = 0;          // Still held.
-  uint64_t samples_read_by_waits = 0;  // Strata's own samples an interposed wait dequeued.
+  uint64_t samples_read_by_waits = 0;  // Strata's samples a wait dequeued and could not give back.
   uint64_t signalfds = 0;         // signalfd calls whose mask named S (NoteSignalfdNamingSignal).
 };
 HeldSamplingSignalCounts CountHeldSamplingSignals();
 
-// For the wait interposers: counts one of Strata's samples that a wait dequeued (and dropped).
-void NoteSampleReadByWait();
+// For the wait interposers: one of Strata's samples that a wait dequeued (IsStrataSamplingSignal)
+// is queued back to the calling thread with its siginfo (rt_tgsigqueueinfo), so that the
+// handler takes it as a sample where the thread waits once S is unblocked for real again;
+// if the kernel refuses (RLIMIT_SIGPENDING), it is dropped and counted.
+void GiveSampleBack(int signal_number, const siginfo_t& info);
 
 // For the signalfd interposer: the program made a signalfd whose mask names S (a held S is not
 // readable there: said in the profile).

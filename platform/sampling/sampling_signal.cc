@@ -463,10 +463,7 @@ bool RecordProgramAction(int signal_number, const struct sigaction* action,
 bool IsInSamplingHandler() { return t_in_handler > 0; }
 
 bool IsStrataSamplingSignal(const siginfo_t& info) {
-  if (IsSamplingSignal(info)) return true;
-  if (!IsStrayNotification(info)) return false;
-  g_stray_notifications_dropped.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  return IsSamplingSignal(info) || IsStrayNotification(info);
 }
 
 void BlockSamplingSignalOnCurrentThread() {

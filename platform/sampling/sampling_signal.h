@@ -145,8 +145,9 @@ bool IsInSamplingHandler();
 
 // Whether `info`, an instance of the installed signal that the calling thread dequeued itself
 // (an interposed sigwait-style call), is one of Strata's: a sample of this thread (its timer's
-// or its perf event's), or a stray of a closed one (counted in StrayNotificationsDropped).
-// Everything else is the program's. Async-signal-safe.
+// or its perf event's), or a stray of a closed one (which the handler drops and counts in
+// StrayNotificationsDropped when it is given back to it). Everything else is the program's.
+// Async-signal-safe.
 bool IsStrataSamplingSignal(const siginfo_t& info);
 
 // Blocks the installed sampling signal on the calling thread, bypassing the interposers (for

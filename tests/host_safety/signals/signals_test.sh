@@ -180,6 +180,23 @@ for mode in sigwaitinfo sigtimedwait sigwait thread unblock; do
       fail "$name: $sampled worker(s) with samples, expected 2"
   fi
 done
+# The same with CPU-clock timers, and in precise mode, whose wall-clock timers keep firing
+# while a thread waits: the waits dequeue Strata's samples, which must never reach the program.
+for config in "timer STRATA_SAMPLING_SOURCE=timer" "precise STRATA_STARTUP_FEATURES=stackwalk,threads,cpu,precise"; do
+  for mode in sigwaitinfo sigwait thread unblock; do
+    name=foreign_rtmax_${mode}_${config%% *}
+    timeout 60 env ${config#* } LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 \
+      STRATA_SHUTDOWN="$OUT/$name.json" "$(binary $DIR/foreign_rtmax)" "$mode" \
+      >"$WORK/$name.out" 2>"$WORK/$name.err"
+    status=$?
+    if [[ $status -eq 0 ]] && cmp -s "$WORK/foreign_rtmax_$mode.plain.out" "$WORK/$name.out"; then
+      pass "$name: status 0 and output as plain"
+    else
+      fail "$name: status $status, output '$(tr '\n' ' ' <"$WORK/$name.out")'"
+      sed 's/^/    /' "$WORK/$name.err" | head -5
+    fi
+  done
+done
 # `strata summary` repeats it.
 note=$("$STRATA" summary "$OUT/foreign_rtmax_unblock.record.json" 2>&1 | grep 'Sampling note' | head -1)
 if [[ "$note" == *foreignSamplingSignals:*held* ]]; then
