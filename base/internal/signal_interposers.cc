@@ -11,11 +11,23 @@
 //       wrappers above (glibc's own versions call its internal sigaction and sigprocmask, which
 //       no wrapper sees: `sigset(S, SIG_DFL)` made S's next sample kill the program).
 //   sigprocmask, pthread_sigmask  S is removed from the masks given to SIG_BLOCK and
-//       SIG_SETMASK; whether the program asked for S to be blocked is remembered per thread, so
-//       the old mask it reads back is the one it set. (A new thread starts with S unblocked in
-//       that view, whatever its creator set.)
-//   signalfd, sigwait, sigwaitinfo, sigtimedwait  S is removed from the set: the program never
-//       reads a sample.
+//       SIG_SETMASK; whether the program asked for S to be blocked is remembered per thread
+//       (the program's view, platform/sampling/held_sampling_signals.h), so the old mask it
+//       reads back is the one it set. A new thread made by our pthread_create starts with its
+//       creator's view (preload.cc). An unblock of S in that view delivers the foreign
+//       instances of S held meanwhile, before the call returns, as the kernel would.
+//   sigwait, sigwaitinfo, sigtimedwait  for a set naming S, the kernel is given S too, with S
+//       blocked for real on the thread for the length of the call: a foreign S (kill,
+//       sigqueue, tgkill: not a sample) sent or handed to the waiting thread is read with its
+//       siginfo, after the held ones; Strata's own samples the wait dequeues are never
+//       returned (queued back to the thread, taken by the handler as samples of the wait) and
+//       the wait goes on for what is left of its timeout.
+//   sigpending  reports S while a foreign instance is held for the thread or the process.
+//   signalfd  S is removed from the set: the program never reads a sample there (nor a held
+//       foreign S: docs/host-contract.md, "Signals").
+// A foreign S taken by the handler on a thread whose program view blocks S is held
+// (held_sampling_signals.h): handed to a thread waiting for S, or kept for the next wait,
+// sigpending or unblock; never given to the program's action while the program blocks it.
 // The control signal C (STRATA_SIGNAL, control_signal.h) is not the sampling signal: its
 // sigaction/signal calls go to HandleProgramControlSignalAction (SIG_DFL recorded, `oldact`
 // SIG_DFL; a handler or SIG_IGN is given to the kernel and ends the control). Masks and
@@ -27,7 +39,10 @@
 // handler.
 //
 // Thread safety: all thread-safe; all async-signal-safe where the wrapped function is (the
-// real functions are resolved at load time, PrepareSignalInterposers at session start).
+// real functions are resolved at load time, PrepareSignalInterposers at session start; what
+// they add is atomics and raw system calls: gettid, getpid, rt_sigprocmask, rt_sigtimedwait,
+// rt_tgsigqueueinfo, clock_gettime). A wait that is cancelled unwinds through the RAII that
+// restores its mask and its waiter slot.
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>

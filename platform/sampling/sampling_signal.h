@@ -21,7 +21,9 @@
 // program's calls here): while installed, the kernel disposition of the signal stays ours.
 // What the program sets with sigaction/signal is recorded as the *program's action*
 // (RecordProgramAction): foreign instances of the signal go to it, `oldact` reports it, and
-// Uninstall restores it. The handler runs with every signal blocked, glibc's internal
+// Uninstall restores it -- except on a thread where the program blocks the signal (its view,
+// held_sampling_signals.h), where a foreign instance is held for the program's wait, its
+// sigpending or its unblock instead, as the kernel would have kept it pending. The handler runs with every signal blocked, glibc's internal
 // SIGCANCEL and SIGSETXID included, so no other handler, longjmp, pthread_exit or
 // asynchronous cancellation can interrupt a callback. A raw rt_sigaction system call bypasses
 // all this: SamplingHandlerInstalled() tells the sampler.
