@@ -78,6 +78,7 @@ using SigtimedwaitFunction = int (*)(const sigset_t*, siginfo_t*, const struct t
 using SigsetFunction = sighandler_t (*)(int, sighandler_t);
 using SigOneFunction = int (*)(int);
 using SigpendingFunction = int (*)(sigset_t*);
+using SigsuspendFunction = int (*)(const sigset_t*);
 
 template <typename Function>
 Function Real(std::atomic<Function>& cache, const char* name) {
@@ -104,6 +105,7 @@ std::atomic<SigOneFunction> g_sigignore{nullptr};
 std::atomic<SigOneFunction> g_sighold{nullptr};
 std::atomic<SigOneFunction> g_sigrelse{nullptr};
 std::atomic<SigpendingFunction> g_sigpending{nullptr};
+std::atomic<SigsuspendFunction> g_sigsuspend{nullptr};
 
 void ResolveRealFunctions() {
   (void)Real(g_sigaction, "sigaction");
@@ -121,6 +123,7 @@ void ResolveRealFunctions() {
   (void)Real(g_sighold, "sighold");
   (void)Real(g_sigrelse, "sigrelse");
   (void)Real(g_sigpending, "sigpending");
+  (void)Real(g_sigsuspend, "sigsuspend");
 }
 
 // Blocks or unblocks one signal through the sigprocmask wrapper (for S: remembered, not
@@ -363,8 +366,23 @@ bool CodeRangeOf(const void* address, uintptr_t* begin, uintptr_t* end) {
 
 }  // namespace
 
+int SamplingSignalOfProgramCall() {
+  return IsInSamplingHandler() ? 0 : InstalledSamplingSignal();
+}
+
 void PrepareSignalInterposers() {
   ResolveRealFunctions();
+  // The session's starting thread takes a process-directed S unless it blocks it in the
+  // program's view (held_sampling_signals.h) -- or is one of Strata's threads, which block
+  // every signal for real (a session started by the control signal).
+  uint64_t real_mask = 0;
+  RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, reinterpret_cast<long>(&real_mask),
+             static_cast<long>(sizeof(real_mask)));
+  constexpr uint64_t kStandardSignals = (uint64_t{1} << 31) - 1;  // Signals 1..31.
+  constexpr uint64_t kUnblockable = (uint64_t{1} << (SIGKILL - 1)) | (uint64_t{1} << (SIGSTOP - 1));
+  if ((real_mask | kUnblockable) != ((real_mask | kUnblockable) | kStandardSignals)) {
+    SetProgramBlocksSamplingSignal(ProgramBlocksSamplingSignal());
+  }
   const LibunwindFunctions* unwind = LoadedLibunwind();
   uintptr_t begin = 0, end = 0;
   if (unwind != nullptr && unwind->step != nullptr &&
@@ -478,6 +496,19 @@ int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
 
 int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
   return WaitForSignal(set, info, timeout, FilteredSignal(__builtin_return_address(0)));
+}
+
+// The temporary mask is the program's view during the call (held_sampling_signals.h,
+// TemporarySamplingSignalMask): a foreign S it unblocks is delivered inside the call, which
+// returns EINTR, as plain; the held ones first.
+int sigsuspend(const sigset_t* mask) {
+  const SigsuspendFunction real = Real(g_sigsuspend, "sigsuspend");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const TemporarySamplingSignalMask temporary(FilteredSignal(__builtin_return_address(0)), mask);
+  return real(mask);
 }
 
 // The held instances of S (held_sampling_signals.h) are pending in the program's view.

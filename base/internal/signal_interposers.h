@@ -16,6 +16,10 @@ namespace base_internal {
 // Thread-safe; not async-signal-safe.
 void PrepareSignalInterposers();
 
+// The sampling signal S when a call of the program's must treat it specially (a session
+// samples with S and the caller is not the sampling handler), else 0. Async-signal-safe.
+int SamplingSignalOfProgramCall();
+
 }  // namespace base_internal
 }  // namespace strata
 

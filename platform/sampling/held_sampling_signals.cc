@@ -28,12 +28,23 @@ std::atomic<int32_t> g_waiters[kSamplingSignalWaiterSlots];
 
 std::atomic<uint64_t> g_held{0};
 std::atomic<uint64_t> g_handed_to_waiter{0};
+std::atomic<uint64_t> g_handed_to_acceptor{0};
 std::atomic<uint64_t> g_delivered{0};
 std::atomic<uint64_t> g_dropped{0};
 std::atomic<uint64_t> g_samples_read_by_waits{0};
 std::atomic<uint64_t> g_signalfds{0};
 
+// Threads whose program view leaves S unblocked (they take a process-directed S: its handler
+// or default action), as far as known: registered when the view turns unblocked (a thread
+// made by our pthread_create, the session's starting thread, an unblock), unregistered when
+// it turns blocked; a slot of a thread that ended is found dead (ESRCH) and freed.
+std::atomic<int32_t> g_acceptors[kAcceptorSlots];
+
 __attribute__((tls_model("initial-exec"))) thread_local bool t_program_blocks = false;
+__attribute__((tls_model("initial-exec"))) thread_local int t_acceptor_slot = -1;
+// The view during a call with a temporary mask (sigsuspend, ppoll...): -1 none, 0 unblocked,
+// 1 blocked.
+__attribute__((tls_model("initial-exec"))) thread_local int t_view_override = -1;
 
 // Whether a foreign instance ever reached the handler or a pull in this process: until then
 // there is nothing to hold or pull, and the unblocks, waits and sigpending calls of a program
@@ -42,6 +53,7 @@ __attribute__((tls_model("initial-exec"))) thread_local bool t_program_blocks = 
 bool AnyForeignSeen() {
   return g_held.load(std::memory_order_relaxed) != 0 ||
          g_handed_to_waiter.load(std::memory_order_relaxed) != 0 ||
+         g_handed_to_acceptor.load(std::memory_order_relaxed) != 0 ||
          g_dropped.load(std::memory_order_relaxed) != 0;
 }
 
@@ -99,8 +111,99 @@ int ClaimOldest(int32_t tid) {
 
 }  // namespace
 
-void SetProgramBlocksSamplingSignal(bool blocked) { t_program_blocks = blocked; }
+namespace {
+
+// A slot for the calling thread, or -1 when every slot holds a live thread.
+int RegisterAcceptor(int32_t tid) {
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < kAcceptorSlots; ++i) {
+      int32_t expected = 0;
+      if (g_acceptors[i].compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) {
+        return i;
+      }
+      // Second round: a slot of a thread that ended (tgkill with signal 0: ESRCH) is reused.
+      if (round == 1 && expected != 0 &&
+          RawSyscall(SYS_tgkill, Pid(), expected, 0) == -ESRCH &&
+          g_acceptors[i].compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) {
+        return i;
+      }
+    }
+  }
+  return -1;
+}
+
+void UnregisterAcceptor(int slot, int32_t tid) {
+  if (slot < 0 || slot >= kAcceptorSlots) return;
+  int32_t expected = tid;
+  g_acceptors[slot].compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+}
+
+// Hands `info` to one of `table`'s threads other than the caller; false if none took it.
+// Dead threads' slots are freed on the way.
+bool HandTo(std::atomic<int32_t>* table, int slots, int signal_number, const siginfo_t& info,
+            std::atomic<uint64_t>* counter) {
+  const int32_t self = Tid();
+  for (int i = 0; i < slots; ++i) {
+    const int32_t tid = table[i].load(std::memory_order_acquire);
+    if (tid == 0 || tid == self) continue;
+    const long queued = Queue(tid, signal_number, info);
+    if (queued == 0) {
+      counter->fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    int32_t stale = tid;
+    if (queued == -ESRCH) table[i].compare_exchange_strong(stale, 0);
+  }
+  return false;
+}
+
+}  // namespace
+
+void SetProgramBlocksSamplingSignal(bool blocked) {
+  t_program_blocks = blocked;
+  if (blocked && t_acceptor_slot >= 0) {
+    UnregisterAcceptor(t_acceptor_slot, Tid());
+    t_acceptor_slot = -1;
+  } else if (!blocked && t_acceptor_slot < 0) {
+    t_acceptor_slot = RegisterAcceptor(Tid());
+  }
+}
+
 bool ProgramBlocksSamplingSignal() { return t_program_blocks; }
+
+bool ProgramBlocksSamplingSignalNow() {
+  return t_view_override >= 0 ? t_view_override == 1 : t_program_blocks;
+}
+
+TemporarySamplingSignalMask::TemporarySamplingSignalMask(int signal_number,
+                                                         const sigset_t* mask)
+    : signal_number_(mask != nullptr ? signal_number : 0) {
+  if (signal_number_ == 0) return;
+  // S blocked for real until the kernel applies the temporary mask atomically: an S that
+  // arrives meanwhile, or one of the held ones re-queued below, is delivered inside the call
+  // (which then returns EINTR), as plain, and not just before it.
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number_);
+  RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&one),
+             reinterpret_cast<long>(&previous_), static_cast<long>(sizeof(uint64_t)));
+  previous_override_ = t_view_override;
+  const bool unblocks = sigismember(mask, signal_number_) != 1;
+  t_view_override = unblocks ? 0 : 1;
+  if (unblocks) {
+    if (t_program_blocks) acceptor_slot_ = RegisterAcceptor(Tid());
+    DeliverHeldSamplingSignals(signal_number_);
+  }
+}
+
+TemporarySamplingSignalMask::~TemporarySamplingSignalMask() {
+  if (signal_number_ == 0) return;
+  if (acceptor_slot_ >= 0) UnregisterAcceptor(acceptor_slot_, Tid());
+  // The view first: an S pending now is the persistent view's when the mask is restored.
+  t_view_override = previous_override_;
+  RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous_), 0,
+             static_cast<long>(sizeof(uint64_t)));
+}
 
 // Keeps `info` in the table; false if it is full (counted as dropped).
 bool HoldInTable(int signal_number, const siginfo_t& info) {
@@ -125,25 +228,15 @@ bool HoldInTable(int signal_number, const siginfo_t& info) {
 }
 
 void HoldForeignSamplingSignal(int signal_number, const siginfo_t& info) {
-  const bool thread_directed = info.si_code == SI_TKILL;
-  if (!thread_directed) {
-    // A thread waiting for S reads it as it would have plain (the kernel picks any thread
-    // that can take a process-directed signal, and a waiting one can).
-    // Never the calling thread: it is in the handler, not in its wait (a handler of another
-    // signal interrupted it), and a re-queue to itself would come straight back here.
-    const int32_t self = Tid();
-    for (int i = 0; i < kSamplingSignalWaiterSlots; ++i) {
-      const int32_t waiter = g_waiters[i].load(std::memory_order_acquire);
-      if (waiter == 0 || waiter == self) continue;
-      const long queued = Queue(waiter, signal_number, info);
-      if (queued == 0) {
-        g_handed_to_waiter.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
-      // No such thread here: one that ended in its wait, or a forked child's copy of a
-      // parent's waiter. Its slot is freed.
-      int32_t stale = waiter;
-      if (queued == -ESRCH) g_waiters[i].compare_exchange_strong(stale, 0);
+  if (info.si_code != SI_TKILL) {
+    // Process-directed: the kernel would have given it to a thread that can take it -- one
+    // waiting for S in an interposed wait, or one whose view leaves S unblocked (never the
+    // calling thread: it is in the handler, not in its wait, and a re-queue to itself would
+    // come straight back here).
+    if (HandTo(g_waiters, kSamplingSignalWaiterSlots, signal_number, info,
+               &g_handed_to_waiter) ||
+        HandTo(g_acceptors, kAcceptorSlots, signal_number, info, &g_handed_to_acceptor)) {
+      return;
     }
   }
   (void)HoldInTable(signal_number, info);
@@ -161,9 +254,10 @@ void PullPendingSamplingSignals(int signal_number) {
                                 static_cast<long>(sizeof(uint64_t)));
     if (got != signal_number) return;
     if (IsStrataSamplingSignal(info)) {
-      // Taken by the handler on the way out of the re-queue (S is unblocked for real where
-      // this is called); the loop is bounded anyway.
+      // Where S is unblocked for real, taken by the handler on the way out of the re-queue;
+      // where it is blocked, it would be met again: the pull ends here.
       GiveSampleBack(signal_number, info);
+      return;
     } else if (!HoldInTable(signal_number, info)) {
       return;
     }
@@ -239,6 +333,7 @@ HeldSamplingSignalCounts CountHeldSamplingSignals() {
   HeldSamplingSignalCounts counts;
   counts.held = g_held.load(std::memory_order_relaxed);
   counts.handed_to_waiter = g_handed_to_waiter.load(std::memory_order_relaxed);
+  counts.handed_to_acceptor = g_handed_to_acceptor.load(std::memory_order_relaxed);
   counts.delivered = g_delivered.load(std::memory_order_relaxed);
   counts.dropped = g_dropped.load(std::memory_order_relaxed);
   counts.samples_read_by_waits = g_samples_read_by_waits.load(std::memory_order_relaxed);

@@ -10,7 +10,8 @@
 // on a thread whose program view blocks S, *holds* it:
 //   - a process-directed S (si_code other than SI_TKILL) is re-queued with its siginfo
 //     (rt_tgsigqueueinfo: for one's own process it keeps si_code, si_pid, si_uid, si_value)
-//     to a thread that is waiting for S in an interposed wait, which reads it; else
+//     to a thread that is waiting for S in an interposed wait, which reads it, or to a thread
+//     whose view leaves S unblocked (its handler or default action); else
 //   - it is kept in a process-wide table of kHeldSlots entries (a thread-directed one for the
 //     thread it was sent to), which the interposed waits read first (TakeHeldSamplingSignal),
 //     sigpending reports (HasHeldSamplingSignal), and an unblocking of S in the program's
@@ -40,11 +41,43 @@ constexpr int kHeldSlots = 64;
 // another thread during its wait is held, not handed to it).
 constexpr int kSamplingSignalWaiterSlots = 32;
 
+// Threads whose view leaves S unblocked that the handler can find at once (one live one is
+// enough: a process-directed S is handed to it).
+constexpr int kAcceptorSlots = 64;
+
 // The program's view of the calling thread's mask for S: whether the program asked for S to
 // be blocked (the mask interposers set it; a new thread inherits its creator's, set by the
-// thread-start trampoline). One initial-exec thread-local bool.
+// thread-start trampoline; the session's starting thread sets its own). One initial-exec
+// thread-local bool; a thread whose view leaves S unblocked is registered as a thread that
+// takes a process-directed S (an *acceptor*), so that a foreign S taken on a thread that
+// blocks it goes there, as the kernel would have sent it there.
 void SetProgramBlocksSamplingSignal(bool blocked);
 bool ProgramBlocksSamplingSignal();
+// The view in force right now: during a call with a temporary mask (sigsuspend, ppoll,
+// pselect, epoll_pwait; TemporarySamplingSignalMask), that mask's; else the thread's. For the
+// handler.
+bool ProgramBlocksSamplingSignalNow();
+
+// For the wrappers of calls that apply a temporary mask atomically (sigsuspend, ppoll,
+// pselect, epoll_pwait), around the real call with the program's mask unchanged: S is blocked
+// for real from here until the kernel applies the temporary mask, the view in force is that
+// mask's, and when it unblocks S the calling thread takes a process-directed S meanwhile and
+// the held instances are re-queued to it, so that the call delivers them and returns EINTR as
+// plain. `signal_number` 0 or a null `mask`: does nothing. The destructor puts the view and
+// the thread's real mask back (a cancellation unwinds through it).
+class TemporarySamplingSignalMask {
+ public:
+  TemporarySamplingSignalMask(int signal_number, const sigset_t* mask);
+  ~TemporarySamplingSignalMask();
+  TemporarySamplingSignalMask(const TemporarySamplingSignalMask&) = delete;
+  TemporarySamplingSignalMask& operator=(const TemporarySamplingSignalMask&) = delete;
+
+ private:
+  const int signal_number_;
+  sigset_t previous_;
+  int previous_override_ = -1;
+  int acceptor_slot_ = -1;
+};
 
 // From the sampling handler: holds a foreign instance of `signal_number` taken on the calling
 // thread (see the file comment).
@@ -80,6 +113,7 @@ void UnregisterSamplingSignalWaiter(int slot);
 struct HeldSamplingSignalCounts {
   uint64_t held = 0;              // Foreign instances held (table) since the start.
   uint64_t handed_to_waiter = 0;  // Re-queued by the handler to a waiting thread.
+  uint64_t handed_to_acceptor = 0;  // Re-queued to a thread whose view leaves S unblocked.
   uint64_t delivered = 0;         // Taken by a wait or delivered at an unblock.
   uint64_t dropped = 0;           // The table was full.
   uint64_t held_now = 0;          // Still held.

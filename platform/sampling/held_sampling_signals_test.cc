@@ -162,5 +162,60 @@ TEST_CASE("A process-directed instance goes to a thread waiting for the signal")
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
+TEST_CASE("A process-directed instance goes to a thread whose view leaves the signal unblocked") {
+  TakeEverything();
+  const int signal_number = SIGRTMIN + 3;
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_sigaction = &CountingHandler;
+  action.sa_flags = SA_SIGINFO;
+  REQUIRE(sigaction(signal_number, &action, nullptr) == 0);
+  sigset_t one, previous;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  // This thread blocks it (for real and in its view); the acceptor does not.
+  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, &previous) == 0);
+  SetProgramBlocksSamplingSignal(true);
+  g_handled.store(0);
+  struct Acceptor {
+    std::atomic<int> ready{0};
+    std::atomic<int> stop{0};
+  } acceptor;
+  pthread_t thread;
+  REQUIRE(pthread_create(
+              &thread, nullptr,
+              [](void* raw) -> void* {
+                auto* a = static_cast<Acceptor*>(raw);
+                sigset_t none;
+                sigemptyset(&none);
+                pthread_sigmask(SIG_SETMASK, &none, nullptr);
+                SetProgramBlocksSamplingSignal(false);  // Registers it.
+                a->ready.store(1);
+                while (a->stop.load() == 0) usleep(1000);
+                SetProgramBlocksSamplingSignal(true);  // Unregisters it.
+                return nullptr;
+              },
+              &acceptor) == 0);
+  while (acceptor.ready.load() == 0) usleep(100);
+  const uint64_t before = CountHeldSamplingSignals().handed_to_acceptor;
+  HoldForeignSamplingSignal(signal_number, QueuedInfo(signal_number, 11));
+  for (int i = 0; i < 5000 && g_handled.load() == 0; ++i) usleep(1000);
+  CHECK(g_handled.load() == 1);
+  CHECK(g_last_value.load() == 11);
+  CHECK(CountHeldSamplingSignals().handed_to_acceptor == before + 1);
+  CHECK_FALSE(HasHeldSamplingSignal());
+  acceptor.stop.store(1);
+  pthread_join(thread, nullptr);
+  // No acceptor any more: held.
+  HoldForeignSamplingSignal(signal_number, QueuedInfo(signal_number, 12));
+  CHECK(HasHeldSamplingSignal());
+  TakeEverything();
+  SetProgramBlocksSamplingSignal(false);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  action.sa_handler = SIG_DFL;
+  action.sa_flags = 0;
+  sigaction(signal_number, &action, nullptr);
+}
+
 }  // namespace
 }  // namespace strata

@@ -240,7 +240,8 @@ void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
     RunSamplingCallback(*info, context);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     --t_in_handler;
-  } else if (info != nullptr && ProgramBlocksSamplingSignal() && !IsStrayNotification(*info)) {
+  } else if (info != nullptr && ProgramBlocksSamplingSignalNow() &&
+             !IsStrayNotification(*info)) {
     // A foreign instance on a thread where the program blocks S: plain, it would stay pending
     // for the program's wait or its unblock (held_sampling_signals.h).
     HoldForeignSamplingSignal(signal_number, *info);

@@ -10,6 +10,12 @@
 //   unblock
 //       no reader: main installs an SA_SIGINFO handler for SIGRTMAX, waits for the sender to
 //       end, checks sigpending, then unblocks SIGRTMAX: the five are delivered to the handler
+//   sigsuspend, ppoll
+//       no reader: main installs the handler and waits in sigsuspend / ppoll with a mask that
+//       unblocks SIGRTMAX, until the handler has run five times
+//   acceptor
+//       main blocks nothing (the workers block every signal themselves) and sleeps until its
+//       handler has run five times: a process-directed signal goes to it, plain
 // Prints what it read (signal, si_code, whether si_pid is the sender, the values in order) and
 // exits 0; plain, before issue 33's fix, SIGRTMAX killed the preloaded program (status 192).
 // The signalfd mode also takes a SIGUSR1 after the five, and stops there: it prints what the
@@ -44,6 +50,11 @@ static int g_handler_values[kCount + 1];
 static atomic_int g_reader_tid;
 
 static void* Worker(void* arg) {
+  if (strcmp(g_mode, "acceptor") == 0) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+  }
   if (arg != NULL) atomic_store(&g_worker_tid, (int)syscall(SYS_gettid));
   while (!atomic_load(&g_done)) BurnCpu(0.01);
   return NULL;
@@ -122,12 +133,17 @@ int main(int argc, char** argv) {
   g_mode = argc > 1 ? argv[1] : "sigwaitinfo";
   sigset_t all;
   sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  const int acceptor = strcmp(g_mode, "acceptor") == 0;
+  if (!acceptor) pthread_sigmask(SIG_BLOCK, &all, NULL);
   pthread_t workers[2], reader;
   pthread_create(&workers[0], NULL, &Worker, (void*)1);
   pthread_create(&workers[1], NULL, &Worker, NULL);
   while (atomic_load(&g_worker_tid) == 0) BurnCpu(0.001);
-  const int unblock = strcmp(g_mode, "unblock") == 0;
+  // Modes where main takes the signals in its handler.
+  const int suspend = strcmp(g_mode, "sigsuspend") == 0;
+  const int poll_mode = strcmp(g_mode, "ppoll") == 0;
+  const int handled_by_main = suspend || poll_mode || acceptor;
+  const int unblock = strcmp(g_mode, "unblock") == 0 || handled_by_main;
   const int thread = strcmp(g_mode, "thread") == 0;
   if (unblock) {
     struct sigaction action;
@@ -170,7 +186,24 @@ int main(int argc, char** argv) {
   int tids[2] = {atomic_load(&g_reader_tid), atomic_load(&g_worker_tid)};
   if (write(pipe_fds[1], tids, sizeof(tids)) != sizeof(tids)) return 4;
   int status = 0;
-  if (unblock) {
+  if (handled_by_main) {
+    sigset_t wait_mask = all;
+    sigdelset(&wait_mask, SIGRTMAX);
+    while (atomic_load(&g_handled) < kCount) {
+      if (suspend) {
+        sigsuspend(&wait_mask);
+      } else if (poll_mode) {
+        ppoll(NULL, 0, NULL, &wait_mask);
+      } else {
+        const struct timespec nap = {0, 1000 * 1000};
+        nanosleep(&nap, NULL);
+      }
+    }
+    waitpid(g_sender, &status, 0);
+    printf("mode=%s handled=%d values=", g_mode, atomic_load(&g_handled));
+    for (int i = 0; i < kCount; ++i) printf("%d ", g_handler_values[i]);
+    printf("\n");
+  } else if (unblock) {
     waitpid(g_sender, &status, 0);  // Everything is sent (and pending, plain).
     sigset_t pending;
     sigemptyset(&pending);

@@ -19,7 +19,8 @@
 #                        sampling silently stopped (now: stopped, and said in the profile)
 #   foreign_rtmax        blocks every signal everywhere, reads SIGRTMAX sent by another
 #                        process (sigwaitinfo, sigtimedwait, sigwait, to one thread, at an
-#                        unblock, signalfd); was killed by it (issue 33)
+#                        unblock, signalfd) or takes it in its handler (sigsuspend, ppoll, a
+#                        main thread that blocks nothing); was killed by it (issue 33)
 #   signal_all_tasks     tgkills every task in /proc/self/task and waits for each handler's
 #                        acknowledgement; timed out on Strata's threads (issue 33)
 # plus STRATA_SAMPLING_SIGNAL (called STRATA_SIGNAL before issue 20, which gave that name to
@@ -180,10 +181,18 @@ for mode in sigwaitinfo sigtimedwait sigwait thread unblock; do
       fail "$name: $sampled worker(s) with samples, expected 2"
   fi
 done
+# The program's handler takes them: inside sigsuspend / ppoll with a mask that unblocks
+# SIGRTMAX (main blocks it otherwise), or on main, which blocks nothing while its workers block
+# every signal.
+for mode in sigsuspend ppoll acceptor; do
+  name=foreign_rtmax_$mode
+  run_three "$name" "$(binary $DIR/foreign_rtmax)" "$mode"
+  same_as_plain "$name"
+done
 # The same with CPU-clock timers, and in precise mode, whose wall-clock timers keep firing
 # while a thread waits: the waits dequeue Strata's samples, which must never reach the program.
 for config in "timer STRATA_SAMPLING_SOURCE=timer" "precise STRATA_STARTUP_FEATURES=stackwalk,threads,cpu,precise"; do
-  for mode in sigwaitinfo sigwait thread unblock; do
+  for mode in sigwaitinfo sigwait thread unblock sigsuspend; do
     name=foreign_rtmax_${mode}_${config%% *}
     timeout 60 env ${config#* } LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 \
       STRATA_SHUTDOWN="$OUT/$name.json" "$(binary $DIR/foreign_rtmax)" "$mode" \
