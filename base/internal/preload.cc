@@ -86,9 +86,16 @@ struct ThreadStart {
   bool blocks_sampling_signal;
 };
 
+// Frees the thread's slot among the threads that take a process-directed sampling signal
+// (held_sampling_signals.h) when its routine returns, calls pthread_exit or is cancelled.
+struct SamplingSignalThreadRelease {
+  ~SamplingSignalThreadRelease() { ForgetSamplingSignalThread(); }
+};
+
 void* ThreadTrampoline(void* raw) {
   const ThreadStart start = *static_cast<ThreadStart*>(raw);
   delete static_cast<ThreadStart*>(raw);
+  const SamplingSignalThreadRelease release;
   SetProgramBlocksSamplingSignal(start.blocks_sampling_signal);
   ApplyInheritedRestrictions(start.restrictions);  // Before anything reads a clock.
   ProfilerRegisterThread(nullptr);  // Unregistered by the thread-exit key's destructor.

@@ -113,20 +113,27 @@ int ClaimOldest(int32_t tid) {
 
 namespace {
 
-// A slot for the calling thread, or -1 when every slot holds a live thread.
+std::atomic<uint32_t> g_next_probe{0};
+constexpr int kProbesPerRegistration = 4;
+
+// A slot for the calling thread, or -1 when none is free. When every slot is taken, a few of
+// them (kProbesPerRegistration, in turn) are checked for a thread that ended (tgkill with
+// signal 0: ESRCH) and reused: one live acceptor is all the handler needs.
 int RegisterAcceptor(int32_t tid) {
-  for (int round = 0; round < 2; ++round) {
-    for (int i = 0; i < kAcceptorSlots; ++i) {
-      int32_t expected = 0;
-      if (g_acceptors[i].compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) {
-        return i;
-      }
-      // Second round: a slot of a thread that ended (tgkill with signal 0: ESRCH) is reused.
-      if (round == 1 && expected != 0 &&
-          RawSyscall(SYS_tgkill, Pid(), expected, 0) == -ESRCH &&
-          g_acceptors[i].compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) {
-        return i;
-      }
+  for (int i = 0; i < kAcceptorSlots; ++i) {
+    int32_t expected = 0;
+    if (g_acceptors[i].compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) {
+      return i;
+    }
+  }
+  const int32_t pid = Pid();
+  for (int probe = 0; probe < kProbesPerRegistration; ++probe) {
+    const int i =
+        static_cast<int>(g_next_probe.fetch_add(1, std::memory_order_relaxed) % kAcceptorSlots);
+    int32_t expected = g_acceptors[i].load(std::memory_order_acquire);
+    if (expected != 0 && RawSyscall(SYS_tgkill, pid, expected, 0) == -ESRCH &&
+        g_acceptors[i].compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) {
+      return i;
     }
   }
   return -1;
@@ -170,6 +177,12 @@ void SetProgramBlocksSamplingSignal(bool blocked) {
 }
 
 bool ProgramBlocksSamplingSignal() { return t_program_blocks; }
+
+void ForgetSamplingSignalThread() {
+  if (t_acceptor_slot < 0) return;
+  UnregisterAcceptor(t_acceptor_slot, Tid());
+  t_acceptor_slot = -1;
+}
 
 bool ProgramBlocksSamplingSignalNow() {
   return t_view_override >= 0 ? t_view_override == 1 : t_program_blocks;

@@ -53,6 +53,9 @@ constexpr int kAcceptorSlots = 64;
 // blocks it goes there, as the kernel would have sent it there.
 void SetProgramBlocksSamplingSignal(bool blocked);
 bool ProgramBlocksSamplingSignal();
+// For a thread that ends (the thread-start trampoline, however its routine ends): its
+// acceptor slot is freed at once rather than found dead later.
+void ForgetSamplingSignalThread();
 // The view in force right now: during a call with a temporary mask (sigsuspend, ppoll,
 // pselect, epoll_pwait; TemporarySamplingSignalMask), that mask's; else the thread's. For the
 // handler.
