@@ -15,11 +15,13 @@ namespace {
 // A held instance: kEmpty -> kBusy (a writer claimed it) -> kFull -> kBusy (a reader claimed
 // it) -> kEmpty. `sequence` orders them (oldest first, as the kernel queues real-time signals).
 enum SlotState : uint32_t { kEmpty = 0, kBusy = 1, kFull = 2 };
+// `info` is touched only by the thread that claimed the slot (kBusy); the fields a reader
+// looks at before claiming are atomics (a scan may read a slot another thread is refilling).
 struct HeldSlot {
   std::atomic<uint32_t> state{kEmpty};
-  uint64_t sequence = 0;
-  int32_t tid = 0;  // 0: the process; else the thread it was sent to (SI_TKILL).
-  int32_t pid = 0;  // The process that held it: a forked child's copy is not its own.
+  std::atomic<uint64_t> sequence{0};
+  std::atomic<int32_t> tid{0};  // 0: the process; else the thread it was sent to (SI_TKILL).
+  std::atomic<int32_t> pid{0};  // The process that held it: a forked child's copy is not its own.
   siginfo_t info;
 };
 HeldSlot g_slots[kHeldSlots];
@@ -69,14 +71,15 @@ long Queue(int32_t tid, int signal_number, const siginfo_t& info) {
 }
 
 bool ForProcessOrThread(const HeldSlot& slot, int32_t tid) {
-  return slot.tid == 0 || slot.tid == tid;
+  const int32_t target = slot.tid.load(std::memory_order_relaxed);
+  return target == 0 || target == tid;
 }
 
 // A full slot copied by fork() from the parent: freed (a child starts with no pending signal).
 // `*pid` is read once, when first needed.
 bool FreedAsParents(HeldSlot& slot, int32_t* pid) {
   if (*pid == 0) *pid = Pid();
-  if (slot.pid == *pid) return false;
+  if (slot.pid.load(std::memory_order_relaxed) == *pid) return false;
   uint32_t expected = kFull;
   if (slot.state.compare_exchange_strong(expected, kBusy, std::memory_order_acquire)) {
     slot.state.store(kEmpty, std::memory_order_release);
@@ -94,9 +97,10 @@ int ClaimOldest(int32_t tid) {
       HeldSlot& slot = g_slots[i];
       if (slot.state.load(std::memory_order_acquire) != kFull) continue;
       if (FreedAsParents(slot, &pid) || !ForProcessOrThread(slot, tid)) continue;
-      if (oldest < 0 || slot.sequence < oldest_sequence) {
+      const uint64_t sequence = slot.sequence.load(std::memory_order_relaxed);
+      if (oldest < 0 || sequence < oldest_sequence) {
         oldest = i;
-        oldest_sequence = slot.sequence;
+        oldest_sequence = sequence;
       }
     }
     if (oldest < 0) return -1;
@@ -227,9 +231,9 @@ bool HoldInTable(int signal_number, const siginfo_t& info) {
     if (!slot.state.compare_exchange_strong(expected, kBusy, std::memory_order_acquire)) {
       continue;
     }
-    slot.sequence = sequence;
-    slot.tid = info.si_code == SI_TKILL ? Tid() : 0;
-    slot.pid = Pid();
+    slot.sequence.store(sequence, std::memory_order_relaxed);
+    slot.tid.store(info.si_code == SI_TKILL ? Tid() : 0, std::memory_order_relaxed);
+    slot.pid.store(Pid(), std::memory_order_relaxed);
     std::memcpy(&slot.info, &info, sizeof(info));
     slot.info.si_signo = signal_number;
     slot.state.store(kFull, std::memory_order_release);

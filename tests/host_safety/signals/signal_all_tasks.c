@@ -68,7 +68,12 @@ static int SignalEveryTask(int sig) {
   return sent;
 }
 
+// signal_all_tasks_full.cc runs it with the full tier's IPC threads up.
+#ifdef SIGNAL_ALL_TASKS_NO_MAIN
+int SignalAllTasksMain(int argc, char** argv) {
+#else
 int main(int argc, char** argv) {
+#endif
   const int sig = argc > 1 && strcmp(argv[1], "rt") == 0 ? SIGRTMIN + 1 : SIGUSR1;
   sigset_t usr2;
   sigemptyset(&usr2);
