@@ -241,7 +241,8 @@ int64_t MonotonicNs() {
 // sigtimedwait (timeout null: sigwaitinfo) for the program's `set`. When the set names S, the
 // kernel is given S too, so that a foreign S sent to this thread, or handed to it by the
 // handler while it waits, is read with its siginfo as plain; Strata's own samples the wait
-// dequeues are dropped (counted) and the wait goes on for what is left of the timeout. The
+// dequeues are given back to the thread (GiveSampleBack) and the wait goes on for what is
+// left of the timeout. The
 // instances held before the wait (held_sampling_signals.h) are read first, after any other
 // signal of the set already pending (the kernel gives the lowest number first, and S is the
 // highest the program can be waiting for in practice). Returns as sigtimedwait.

@@ -120,16 +120,17 @@ namespace {
 std::atomic<uint32_t> g_next_probe{0};
 constexpr int kProbesPerRegistration = 4;
 
-// A slot for the calling thread, or -1 when none is free. When every slot is taken, a few of
-// them (kProbesPerRegistration, in turn) are checked for a thread that ended (tgkill with
-// signal 0: ESRCH) and reused: one live acceptor is all the handler needs.
-int RegisterAcceptor(int32_t tid) {
+// A slot for the calling thread, or -1 when none is free. When every slot is taken and
+// `probe`, a few of them (kProbesPerRegistration, in turn) are checked for a thread that
+// ended (tgkill with signal 0: ESRCH) and reused: one live acceptor is all the handler needs.
+int RegisterAcceptor(int32_t tid, bool probe) {
   for (int i = 0; i < kAcceptorSlots; ++i) {
     int32_t expected = 0;
     if (g_acceptors[i].compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) {
       return i;
     }
   }
+  if (!probe) return -1;
   const int32_t pid = Pid();
   for (int probe = 0; probe < kProbesPerRegistration; ++probe) {
     const int i =
@@ -170,22 +171,29 @@ bool HandTo(std::atomic<int32_t>* table, int slots, int signal_number, const sig
 
 }  // namespace
 
+// t_acceptor_slot: a slot, kNotTried, or kTableFull (tried when the view last turned
+// unblocked: tried again only at the next such turn, so that a thread calling sigprocmask in
+// a loop with a full table does not scan it at every call).
+constexpr int kNotTried = -1;
+constexpr int kTableFull = -2;
+
 void SetProgramBlocksSamplingSignal(bool blocked) {
+  const bool turned_unblocked = t_program_blocks && !blocked;
   t_program_blocks = blocked;
-  if (blocked && t_acceptor_slot >= 0) {
-    UnregisterAcceptor(t_acceptor_slot, Tid());
-    t_acceptor_slot = -1;
-  } else if (!blocked && t_acceptor_slot < 0) {
-    t_acceptor_slot = RegisterAcceptor(Tid());
+  if (blocked) {
+    if (t_acceptor_slot >= 0) UnregisterAcceptor(t_acceptor_slot, Tid());
+    if (t_acceptor_slot != kTableFull) t_acceptor_slot = kNotTried;
+  } else if (t_acceptor_slot == kNotTried || (t_acceptor_slot == kTableFull && turned_unblocked)) {
+    const int slot = RegisterAcceptor(Tid(), /*probe=*/true);
+    t_acceptor_slot = slot >= 0 ? slot : kTableFull;
   }
 }
 
 bool ProgramBlocksSamplingSignal() { return t_program_blocks; }
 
 void ForgetSamplingSignalThread() {
-  if (t_acceptor_slot < 0) return;
-  UnregisterAcceptor(t_acceptor_slot, Tid());
-  t_acceptor_slot = -1;
+  if (t_acceptor_slot >= 0) UnregisterAcceptor(t_acceptor_slot, Tid());
+  t_acceptor_slot = kNotTried;
 }
 
 bool ProgramBlocksSamplingSignalNow() {
@@ -208,7 +216,8 @@ TemporarySamplingSignalMask::TemporarySamplingSignalMask(int signal_number,
   const bool unblocks = sigismember(mask, signal_number_) != 1;
   t_view_override = unblocks ? 0 : 1;
   if (unblocks) {
-    if (t_program_blocks) acceptor_slot_ = RegisterAcceptor(Tid());
+    // Only into a free slot: with every slot taken, live acceptors are already known.
+    if (t_program_blocks) acceptor_slot_ = RegisterAcceptor(Tid(), /*probe=*/false);
     DeliverHeldSamplingSignals(signal_number_);
   }
 }
