@@ -50,8 +50,8 @@ __attribute__((tls_model("initial-exec"))) thread_local int t_view_override = -1
 
 // Whether a foreign instance ever reached the handler or a pull in this process: until then
 // there is nothing to hold or pull, and the unblocks, waits and sigpending calls of a program
-// that never gets one cost two relaxed loads (a pair of sigprocmask calls of S: 1.85 us with
-// an unconditional pull, as without Strata otherwise).
+// that never gets one cost a few relaxed loads (a block + unblock pair of S costs what it did
+// before; ~1.85 us with an unconditional pull: docs/benchmarks.md).
 bool AnyForeignSeen() {
   return g_held.load(std::memory_order_relaxed) != 0 ||
          g_handed_to_waiter.load(std::memory_order_relaxed) != 0 ||
@@ -113,10 +113,6 @@ int ClaimOldest(int32_t tid) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 std::atomic<uint32_t> g_next_probe{0};
 constexpr int kProbesPerRegistration = 4;
 
@@ -171,11 +167,13 @@ bool HandTo(std::atomic<int32_t>* table, int slots, int signal_number, const sig
 
 }  // namespace
 
+namespace {
 // t_acceptor_slot: a slot, kNotTried, or kTableFull (tried when the view last turned
 // unblocked: tried again only at the next such turn, so that a thread calling sigprocmask in
 // a loop with a full table does not scan it at every call).
 constexpr int kNotTried = -1;
 constexpr int kTableFull = -2;
+}  // namespace
 
 void SetProgramBlocksSamplingSignal(bool blocked) {
   const bool turned_unblocked = t_program_blocks && !blocked;
@@ -231,6 +229,8 @@ TemporarySamplingSignalMask::~TemporarySamplingSignalMask() {
              static_cast<long>(sizeof(uint64_t)));
 }
 
+namespace {
+
 // Keeps `info` in the table; false if it is full (counted as dropped).
 bool HoldInTable(int signal_number, const siginfo_t& info) {
   const uint64_t sequence = g_next_sequence.fetch_add(1, std::memory_order_relaxed);
@@ -252,6 +252,8 @@ bool HoldInTable(int signal_number, const siginfo_t& info) {
   g_dropped.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
+
+}  // namespace
 
 void HoldForeignSamplingSignal(int signal_number, const siginfo_t& info) {
   if (info.si_code != SI_TKILL) {

@@ -279,6 +279,12 @@ if grep -q '"samplingStopped":"the program replaced the handler' "$OUT/$name.jso
 else
   fail "$name: no samplingStopped note in the profile (${samples:-no} samples)"
 fi
+note=$("$STRATA" summary "$OUT/$name.record.json" 2>&1 | grep 'Sampling note' | head -1)
+if [[ "$note" == *samplingStopped:* ]]; then
+  pass "$name: strata summary says: $note"
+else
+  fail "$name: no samplingStopped note in strata summary ('$note')"
+fi
 
 # --- STRATA_SAMPLING_SIGNAL.
 name=signal_bad
