@@ -175,6 +175,18 @@ constexpr int kNotTried = -1;
 constexpr int kTableFull = -2;
 }  // namespace
 
+// Whether `signal_number` is blocked for real in `mask` (a kernel sigset: signal n at bit n-1).
+bool BlockedIn(uint64_t mask, int signal_number) {
+  return signal_number > 0 && ((mask >> (signal_number - 1)) & 1) != 0;
+}
+
+uint64_t RealMask() {
+  uint64_t mask = 0;
+  RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, reinterpret_cast<long>(&mask),
+             static_cast<long>(sizeof(mask)));
+  return mask;
+}
+
 void SetProgramBlocksSamplingSignal(bool blocked) {
   const bool turned_unblocked = t_program_blocks && !blocked;
   t_program_blocks = blocked;
@@ -182,6 +194,10 @@ void SetProgramBlocksSamplingSignal(bool blocked) {
     if (t_acceptor_slot >= 0) UnregisterAcceptor(t_acceptor_slot, Tid());
     if (t_acceptor_slot != kTableFull) t_acceptor_slot = kNotTried;
   } else if (t_acceptor_slot == kNotTried || (t_acceptor_slot == kTableFull && turned_unblocked)) {
+    // Never a thread where S is blocked for real: one of Strata's threads (the program's
+    // handler may run there and set masks), or a program thread inside a wait of ours (a
+    // handler of another signal interrupted it); tried again at its next call.
+    if (BlockedIn(RealMask(), InstalledSamplingSignal())) return;
     const int slot = RegisterAcceptor(Tid(), /*probe=*/true);
     t_acceptor_slot = slot >= 0 ? slot : kTableFull;
   }
@@ -215,7 +231,11 @@ TemporarySamplingSignalMask::TemporarySamplingSignalMask(int signal_number,
   t_view_override = unblocks ? 0 : 1;
   if (unblocks) {
     // Only into a free slot: with every slot taken, live acceptors are already known.
-    if (t_program_blocks) acceptor_slot_ = RegisterAcceptor(Tid(), /*probe=*/false);
+    uint64_t before = 0;
+    std::memcpy(&before, &previous_, sizeof(before));
+    if (t_program_blocks && !BlockedIn(before, signal_number_)) {
+      acceptor_slot_ = RegisterAcceptor(Tid(), /*probe=*/false);
+    }
     DeliverHeldSamplingSignals(signal_number_);
   }
 }

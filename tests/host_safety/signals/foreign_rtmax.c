@@ -56,7 +56,9 @@ static void* Worker(void* arg) {
     pthread_sigmask(SIG_BLOCK, &all, NULL);
   }
   if (arg != NULL) atomic_store(&g_worker_tid, (int)syscall(SYS_gettid));
-  while (!atomic_load(&g_done)) BurnCpu(0.01);
+  // At least 50 ms of CPU each, however fast the signals come: enough to be sampled.
+  const double start = ThreadCpuSeconds();
+  while (!atomic_load(&g_done) || ThreadCpuSeconds() - start < 0.05) BurnCpu(0.01);
   return NULL;
 }
 
