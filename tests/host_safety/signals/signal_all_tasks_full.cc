@@ -1,8 +1,9 @@
 // signal_all_tasks.c in a program linked with the full tier, with its session and IPC parent
 // running (threads StrataIpcParent and StrataIpcWork beside the sampler): every task in
 // /proc/self/task must acknowledge the program's signal, those threads included. Same output
-// as signal_all_tasks; prints "ipc_threads=N" first (how many StrataIpc* threads there were).
+// as signal_all_tasks; prints "ipc_threads=1" first once both StrataIpc* threads run.
 #include <dirent.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -42,7 +43,13 @@ int main(int argc, char** argv) {
   if (!strata::full::StartIpcParent(strata::full::IpcSettings(), &error)) {
     std::fprintf(stderr, "StartIpcParent: %s\n", error.c_str());
   }
-  std::printf("ipc_threads=%d\n", CountIpcThreads() > 0 ? 1 : 0);
+  // The IPC threads name themselves when they start: wait until both are there (10 s at most).
+  int ipc_threads = CountIpcThreads();
+  for (int i = 0; i < 10000 && ipc_threads < 2; ++i) {
+    usleep(1000);
+    ipc_threads = CountIpcThreads();
+  }
+  std::printf("ipc_threads=%d\n", ipc_threads >= 2 ? 1 : 0);
   std::fflush(stdout);
   const int status = SignalAllTasksMain(argc, argv);
   strata::full::ShutdownFull();
