@@ -14,6 +14,7 @@
 #include "base/internal/library_history.h"
 #include "base/internal/tier_extension.h"
 #include "base/markers.h"
+#include "platform/sampling/held_sampling_signals.h"
 #include "shared/json/atomic_file.h"
 #include "shared/json/gecko_profile_writer.h"
 #include "shared/profile/profile_capture.h"
@@ -32,6 +33,28 @@ constexpr const char kForkedChildError[] =
     "profiling is off in a fork()ed child (no session, nothing to save)";
 
 // The program's name: argv[0]'s base name (the kernel's comm is cut at 15 characters).
+// profilingLog.foreignSamplingSignals: empty when nothing happened.
+std::string DescribeForeignSamplingSignals(const HeldSamplingSignalCounts& counts) {
+  std::string out;
+  auto add = [&out](uint64_t count, const char* what) {
+    if (count == 0) return;
+    if (!out.empty()) out += "; ";
+    out += std::to_string(count);
+    out += what;
+  };
+  add(counts.handed_to_waiter, " sent by another process reached a thread waiting for it");
+  add(counts.held, " held while the program blocked the signal");
+  add(counts.delivered, " held ones read by its waits or delivered when it unblocked the signal");
+  add(counts.held_now, " still held (pending, as plain)");
+  add(counts.dropped, " dropped: more than 64 held at once");
+  add(counts.samples_read_by_waits, " of Strata's samples read and dropped by its sigwait-style calls");
+  if (counts.signalfds > 0 && (counts.held > 0 || counts.handed_to_waiter > 0)) {
+    out += "; the program reads the signal by signalfd, where a held one is not readable "
+           "(docs/host-contract.md, Signals)";
+  }
+  return out;
+}
+
 std::string ProgramName() {
   const char* name = program_invocation_short_name;
   return name && name[0] ? name : "program";
@@ -112,6 +135,10 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     if (!snapshot.sampling_stopped.empty()) {
       w.StringProperty("samplingStopped", snapshot.sampling_stopped);
     }
+    // Foreign instances of the sampling signal where the program blocks it, and Strata's own
+    // samples the program's waits dequeued (held_sampling_signals.h); only when any.
+    const std::string foreign = DescribeForeignSamplingSignals(CountHeldSamplingSignals());
+    if (!foreign.empty()) w.StringProperty("foreignSamplingSignals", foreign);
   };
   if (extension && extension->adjust_capture) extension->adjust_capture(inputs);
   return profile::WriteProfile(inputs, SessionBuffer(), out, error);

@@ -19,6 +19,7 @@
 #include "base/internal/env_settings.h"
 #include "base/internal/flight_recorder.h"
 #include "base/internal/log.h"
+#include "base/internal/profiler_thread_signals.h"
 #include "base/internal/thread_restrictions.h"
 #include "platform/never_destroyed.h"
 #include "platform/mutex.h"
@@ -137,6 +138,7 @@ void* ControlThreadMain(void* argument) {
   prctl(PR_SET_NAME, "StrataControl", 0, 0, 0);
   uint32_t handled = 0;
   bool told_program_took_signal = false;
+  ThreadDirectedSignalCheck signal_check;
   for (;;) {
     const uint32_t events = __atomic_load_n(&g_events, __ATOMIC_ACQUIRE);
     const uint32_t requested = __atomic_load_n(&g_requests, __ATOMIC_ACQUIRE);
@@ -146,8 +148,12 @@ void* ControlThreadMain(void* argument) {
                "no control signal from now on",
                signal_number);
     }
+    // A signal the program sent to this thread is taken here (profiler_thread_signals.h):
+    // the wait below ends every 10 ms for it.
+    AnswerThreadDirectedSignals(&signal_check);
     if (requested == handled) {
-      syscall(SYS_futex, &g_events, FUTEX_WAIT_PRIVATE, events, nullptr, nullptr, 0);
+      const timespec bound{0, 10 * 1000 * 1000};
+      syscall(SYS_futex, &g_events, FUTEX_WAIT_PRIVATE, events, &bound, nullptr, 0);
       continue;
     }
     ++handled;

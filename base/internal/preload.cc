@@ -45,6 +45,7 @@
 #include "base/profiler.h"
 #include "platform/next_definition.h"
 #include "platform/raw_syscall.h"
+#include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/libunwind_walker.h"
 
 namespace strata {
@@ -80,11 +81,22 @@ struct ThreadStart {
   void* (*routine)(void*);
   void* argument;
   InheritedRestrictions restrictions;  // The creator's, as the kernel passes them on.
+  // The creator's view of the sampling signal in its mask (held_sampling_signals.h): the
+  // kernel passes the mask on, so the program's view is passed on too.
+  bool blocks_sampling_signal;
+};
+
+// Frees the thread's slot among the threads that take a process-directed sampling signal
+// (held_sampling_signals.h) when its routine returns, calls pthread_exit or is cancelled.
+struct SamplingSignalThreadRelease {
+  ~SamplingSignalThreadRelease() { ForgetSamplingSignalThread(); }
 };
 
 void* ThreadTrampoline(void* raw) {
   const ThreadStart start = *static_cast<ThreadStart*>(raw);
   delete static_cast<ThreadStart*>(raw);
+  const SamplingSignalThreadRelease release;
+  SetProgramBlocksSamplingSignal(start.blocks_sampling_signal);
   ApplyInheritedRestrictions(start.restrictions);  // Before anything reads a clock.
   ProfilerRegisterThread(nullptr);  // Unregistered by the thread-exit key's destructor.
   return start.routine(start.argument);
@@ -276,7 +288,8 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
       CurrentThreadMustNotCallStrata()) {  // The new thread inherits the seccomp filter.
     return real(thread, attributes, routine, argument);
   }
-  ThreadStart* start = new (std::nothrow) ThreadStart{routine, argument, CurrentThreadRestrictions()};
+  ThreadStart* start = new (std::nothrow) ThreadStart{routine, argument, CurrentThreadRestrictions(),
+                                                         strata::ProgramBlocksSamplingSignal()};
   if (!start) return real(thread, attributes, routine, argument);
   const int rc = real(thread, attributes, &ThreadTrampoline, start);
   if (rc != 0) delete start;

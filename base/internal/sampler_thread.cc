@@ -20,6 +20,7 @@
 #include "base/internal/counter_registry.h"
 #include "base/internal/flight_recorder.h"
 #include "base/internal/log.h"
+#include "base/internal/profiler_thread_signals.h"
 #include "base/internal/sample_ring.h"
 #include "base/internal/sampling_source.h"
 #include "base/internal/thread_registry.h"
@@ -158,6 +159,7 @@ void* SamplerThreadMain(void* arg) {
   int64_t loop_intervals = 1;
   const int64_t perf_loop_intervals = SamplerLoopIntervalsWithPerfEvents(params.interval);
   TimeStamp next = TimeStamp::Now();
+  ThreadDirectedSignalCheck signal_check;
   while (!g_sampler_stop.load(std::memory_order_acquire)) {
     next = next + TimeDuration::FromNanoseconds(params.interval.ToNanoseconds() * loop_intervals);
     const TimeStamp now = TimeStamp::Now();
@@ -167,6 +169,10 @@ void* SamplerThreadMain(void* arg) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
     }
     if (g_sampler_stop.load(std::memory_order_acquire)) break;
+    // A signal the program sent to this thread (tgkill over /proc/self/task) is taken here,
+    // as a thread of the program would take it; one rt_sigpending call when there is none
+    // (profiler_thread_signals.h). No lock held.
+    AnswerThreadDirectedSignals(&signal_check);
     const LoopResult loop = SamplingLoopIteration();
     if (!SamplingHandlerInstalled() && InstalledSamplingSignal() != 0) {
       StopSamplingAfterHandlerLost();  // Idempotent.

@@ -11,11 +11,23 @@
 //       wrappers above (glibc's own versions call its internal sigaction and sigprocmask, which
 //       no wrapper sees: `sigset(S, SIG_DFL)` made S's next sample kill the program).
 //   sigprocmask, pthread_sigmask  S is removed from the masks given to SIG_BLOCK and
-//       SIG_SETMASK; whether the program asked for S to be blocked is remembered per thread, so
-//       the old mask it reads back is the one it set. (A new thread starts with S unblocked in
-//       that view, whatever its creator set.)
-//   signalfd, sigwait, sigwaitinfo, sigtimedwait  S is removed from the set: the program never
-//       reads a sample.
+//       SIG_SETMASK; whether the program asked for S to be blocked is remembered per thread
+//       (the program's view, platform/sampling/held_sampling_signals.h), so the old mask it
+//       reads back is the one it set. A new thread made by our pthread_create starts with its
+//       creator's view (preload.cc). An unblock of S in that view delivers the foreign
+//       instances of S held meanwhile, before the call returns, as the kernel would.
+//   sigwait, sigwaitinfo, sigtimedwait  for a set naming S, the kernel is given S too, with S
+//       blocked for real on the thread for the length of the call: a foreign S (kill,
+//       sigqueue, tgkill: not a sample) sent or handed to the waiting thread is read with its
+//       siginfo, after the held ones; Strata's own samples the wait dequeues are never
+//       returned (queued back to the thread, taken by the handler as samples of the wait) and
+//       the wait goes on for what is left of its timeout.
+//   sigpending  reports S while a foreign instance is held for the thread or the process.
+//   signalfd  S is removed from the set: the program never reads a sample there (nor a held
+//       foreign S: docs/host-contract.md, "Signals").
+// A foreign S taken by the handler on a thread whose program view blocks S is held
+// (held_sampling_signals.h): handed to a thread waiting for S, or kept for the next wait,
+// sigpending or unblock; never given to the program's action while the program blocks it.
 // The control signal C (STRATA_SIGNAL, control_signal.h) is not the sampling signal: its
 // sigaction/signal calls go to HandleProgramControlSignalAction (SIG_DFL recorded, `oldact`
 // SIG_DFL; a handler or SIG_IGN is given to the kernel and ends the control). Masks and
@@ -27,13 +39,17 @@
 // handler.
 //
 // Thread safety: all thread-safe; all async-signal-safe where the wrapped function is (the
-// real functions are resolved at load time, PrepareSignalInterposers at session start).
+// real functions are resolved at load time, PrepareSignalInterposers at session start; what
+// they add is atomics and raw system calls: gettid, getpid, rt_sigprocmask, rt_sigtimedwait,
+// rt_tgsigqueueinfo, clock_gettime). A wait that is cancelled unwinds through the RAII that
+// restores its mask and its waiter slot.
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 
 #include <algorithm>
 #include <atomic>
@@ -42,8 +58,10 @@
 
 #include "base/internal/control_signal.h"
 #include "base/internal/core.h"
-#include "platform/sampling/libunwind_loader.h"
 #include "platform/next_definition.h"
+#include "platform/raw_syscall.h"
+#include "platform/sampling/held_sampling_signals.h"
+#include "platform/sampling/libunwind_loader.h"
 #include "platform/sampling/sampling_signal.h"
 
 namespace strata {
@@ -59,6 +77,8 @@ using SigwaitinfoFunction = int (*)(const sigset_t*, siginfo_t*);
 using SigtimedwaitFunction = int (*)(const sigset_t*, siginfo_t*, const struct timespec*);
 using SigsetFunction = sighandler_t (*)(int, sighandler_t);
 using SigOneFunction = int (*)(int);
+using SigpendingFunction = int (*)(sigset_t*);
+using SigsuspendFunction = int (*)(const sigset_t*);
 
 template <typename Function>
 Function Real(std::atomic<Function>& cache, const char* name) {
@@ -84,6 +104,8 @@ std::atomic<SigsetFunction> g_sigset{nullptr};
 std::atomic<SigOneFunction> g_sigignore{nullptr};
 std::atomic<SigOneFunction> g_sighold{nullptr};
 std::atomic<SigOneFunction> g_sigrelse{nullptr};
+std::atomic<SigpendingFunction> g_sigpending{nullptr};
+std::atomic<SigsuspendFunction> g_sigsuspend{nullptr};
 
 void ResolveRealFunctions() {
   (void)Real(g_sigaction, "sigaction");
@@ -100,6 +122,8 @@ void ResolveRealFunctions() {
   (void)Real(g_sigignore, "sigignore");
   (void)Real(g_sighold, "sighold");
   (void)Real(g_sigrelse, "sigrelse");
+  (void)Real(g_sigpending, "sigpending");
+  (void)Real(g_sigsuspend, "sigsuspend");
 }
 
 // Blocks or unblocks one signal through the sigprocmask wrapper (for S: remembered, not
@@ -133,10 +157,6 @@ __attribute__((constructor)) void ResolveAtLoad() { ResolveRealFunctions(); }
 std::atomic<uintptr_t> g_libunwind_begin{0};
 std::atomic<uintptr_t> g_libunwind_end{0};
 
-// Whether the program asked for the sampling signal to be blocked on this thread.
-__attribute__((tls_model("initial-exec"))) thread_local bool t_program_blocks_sampling_signal =
-    false;
-
 bool CalledByLibunwind(const void* return_address) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(return_address);
   return address >= g_libunwind_begin.load(std::memory_order_relaxed) &&
@@ -153,7 +173,8 @@ int FilteredSignal(const void* return_address) {
 int ChangeMask(MaskFunction real, int how, const sigset_t* set, sigset_t* old,
                int signal_number) {
   if (signal_number == 0) return real(how, set, old);
-  const bool program_blocked = t_program_blocks_sampling_signal;
+  // The program's view of S on this thread (held_sampling_signals.h).
+  const bool program_blocked = ProgramBlocksSamplingSignal();
   sigset_t filtered;
   const sigset_t* effective = set;
   if (set != nullptr) {
@@ -165,16 +186,116 @@ int ChangeMask(MaskFunction real, int how, const sigset_t* set, sigset_t* old,
     }
     int result = real(how, effective, old);
     if (result == 0) {
-      if (how == SIG_SETMASK) t_program_blocks_sampling_signal = named;
-      if (how == SIG_BLOCK && named) t_program_blocks_sampling_signal = true;
-      if (how == SIG_UNBLOCK && named) t_program_blocks_sampling_signal = false;
+      bool blocked = program_blocked;
+      if (how == SIG_SETMASK) blocked = named;
+      if (how == SIG_BLOCK && named) blocked = true;
+      if (how == SIG_UNBLOCK && named) blocked = false;
+      SetProgramBlocksSamplingSignal(blocked);
       if (old != nullptr && program_blocked) sigaddset(old, signal_number);
+      // Unblocked: the foreign instances held meanwhile are delivered now, before the call
+      // returns, as the kernel delivers pending signals at an unblock.
+      if (program_blocked && !blocked) DeliverHeldSamplingSignals(signal_number);
     }
     return result;
   }
   const int result = real(how, nullptr, old);
   if (result == 0 && old != nullptr && program_blocked) sigaddset(old, signal_number);
   return result;
+}
+
+// The calling thread waits for S: registered as a waiter (the handler may hand it a
+// process-directed S), and S blocked for real on it meanwhile, so that an S handed to it
+// before it is inside the kernel's wait stays pending for that wait instead of reaching the
+// handler here (which would hold it, unseen by this wait). Undone however the wait ends (a
+// cancellation unwinds through it): an S that arrives after the wait returned is then taken
+// by the handler and held for the next wait. Raw system calls: not the interposed masks.
+class WaiterRegistration {
+ public:
+  explicit WaiterRegistration(int signal_number) {
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, signal_number);
+    RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&one),
+               reinterpret_cast<long>(&previous_), _NSIG / 8);
+    slot_ = RegisterSamplingSignalWaiter();
+  }
+  ~WaiterRegistration() {
+    UnregisterSamplingSignalWaiter(slot_);
+    RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous_), 0,
+               _NSIG / 8);
+  }
+  WaiterRegistration(const WaiterRegistration&) = delete;
+  WaiterRegistration& operator=(const WaiterRegistration&) = delete;
+
+ private:
+  sigset_t previous_;
+  int slot_ = -1;
+};
+
+int64_t MonotonicNs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * int64_t{1000000000} + now.tv_nsec;
+}
+
+// sigtimedwait (timeout null: sigwaitinfo) for the program's `set`. When the set names S, the
+// kernel is given S too, so that a foreign S sent to this thread, or handed to it by the
+// handler while it waits, is read with its siginfo as plain; Strata's own samples the wait
+// dequeues are given back to the thread (GiveSampleBack) and the wait goes on for what is
+// left of the timeout. The
+// instances held before the wait (held_sampling_signals.h) are read first, after any other
+// signal of the set already pending (the kernel gives the lowest number first, and S is the
+// highest the program can be waiting for in practice). Returns as sigtimedwait.
+int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* timeout,
+                  int signal_number) {
+  const SigtimedwaitFunction real = Real(g_sigtimedwait, "sigtimedwait");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (signal_number == 0 || set == nullptr || sigismember(set, signal_number) != 1 ||
+      (timeout != nullptr &&
+       (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000))) {
+    return real(set, info, timeout);  // The kernel's own answer (EINVAL for a bad timeout).
+  }
+  siginfo_t local;
+  siginfo_t* const out = info != nullptr ? info : &local;
+  const int64_t deadline_ns =
+      timeout != nullptr
+          ? MonotonicNs() + timeout->tv_sec * int64_t{1000000000} + timeout->tv_nsec
+          : 0;
+  for (;;) {
+    WaiterRegistration waiter(signal_number);  // Before the held ones are looked at.
+    if (HasHeldSamplingSignal()) {
+      sigset_t others = *set;
+      sigdelset(&others, signal_number);
+      const struct timespec zero {};
+      const int other = real(&others, out, &zero);
+      if (other > 0) return other;
+      if (TakeHeldSamplingSignal(out)) return signal_number;
+    }
+    struct timespec left {};
+    if (timeout != nullptr) {
+      const int64_t left_ns = std::max<int64_t>(0, deadline_ns - MonotonicNs());
+      left.tv_sec = static_cast<time_t>(left_ns / 1000000000);
+      left.tv_nsec = static_cast<long>(left_ns % 1000000000);
+    }
+    const int result = real(set, out, timeout != nullptr ? &left : nullptr);
+    if (result != signal_number || !IsStrataSamplingSignal(*out)) return result;
+    // One of Strata's, not the program's to read: given back to this thread, it reaches the
+    // handler when this turn ends and S is unblocked again (a sample of this wait).
+    GiveSampleBack(signal_number, *out);
+    if (timeout != nullptr && MonotonicNs() >= deadline_ns) {
+      errno = EAGAIN;
+      return -1;
+    }
+  }
+}
+
+// Whether `set` (which may be null, whatever the prototype it came through says) names the
+// signal.
+bool Names(const sigset_t* set, int signal_number) {
+  return set != nullptr && signal_number != 0 && sigismember(set, signal_number) == 1;
 }
 
 // `set` without the sampling signal, in `storage`.
@@ -246,8 +367,23 @@ bool CodeRangeOf(const void* address, uintptr_t* begin, uintptr_t* end) {
 
 }  // namespace
 
+int SamplingSignalOfProgramCall() {
+  return IsInSamplingHandler() ? 0 : InstalledSamplingSignal();
+}
+
 void PrepareSignalInterposers() {
   ResolveRealFunctions();
+  // The session's starting thread takes a process-directed S unless it blocks it in the
+  // program's view (held_sampling_signals.h) -- or is one of Strata's threads, which block
+  // every signal for real (a session started by the control signal).
+  uint64_t real_mask = 0;
+  RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, reinterpret_cast<long>(&real_mask),
+             static_cast<long>(sizeof(real_mask)));
+  constexpr uint64_t kStandardSignals = (uint64_t{1} << 31) - 1;  // Signals 1..31.
+  constexpr uint64_t kUnblockable = (uint64_t{1} << (SIGKILL - 1)) | (uint64_t{1} << (SIGSTOP - 1));
+  if ((real_mask | kUnblockable) != ((real_mask | kUnblockable) | kStandardSignals)) {
+    SetProgramBlocksSamplingSignal(ProgramBlocksSamplingSignal());
+  }
   const LibunwindFunctions* unwind = LoadedLibunwind();
   uintptr_t begin = 0, end = 0;
   if (unwind != nullptr && unwind->step != nullptr &&
@@ -323,37 +459,72 @@ int signalfd(int fd, const sigset_t* mask, int flags) {
     return -1;
   }
   sigset_t storage;
-  return real(fd, WithoutSignal(mask, FilteredSignal(__builtin_return_address(0)), &storage),
-              flags);
+  const int filtered = FilteredSignal(__builtin_return_address(0));
+  if (Names(mask, filtered)) {
+    NoteSignalfdNamingSignal();
+  }
+  return real(fd, WithoutSignal(mask, filtered, &storage), flags);
 }
 
 int sigwait(const sigset_t* set, int* signal_number) {
-  const SigwaitFunction real = Real(g_sigwait, "sigwait");
-  if (real == nullptr) return ENOSYS;
-  sigset_t storage;
-  return real(WithoutSignal(set, FilteredSignal(__builtin_return_address(0)), &storage),
-              signal_number);
+  const int filtered = FilteredSignal(__builtin_return_address(0));
+  if (filtered == 0) {
+    const SigwaitFunction real = Real(g_sigwait, "sigwait");
+    return real != nullptr ? real(set, signal_number) : ENOSYS;
+  }
+  // glibc's sigwait: sigtimedwait without a timeout, again after a handler interrupted it.
+  int result;
+  do {
+    result = WaitForSignal(set, nullptr, nullptr, filtered);
+  } while (result < 0 && errno == EINTR);
+  if (result < 0) return errno;
+  *signal_number = result;
+  return 0;
 }
 
 int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
-  const SigwaitinfoFunction real = Real(g_sigwaitinfo, "sigwaitinfo");
-  if (real == nullptr) {
-    errno = ENOSYS;
-    return -1;
+  const int filtered = FilteredSignal(__builtin_return_address(0));
+  if (filtered == 0) {
+    const SigwaitinfoFunction real = Real(g_sigwaitinfo, "sigwaitinfo");
+    if (real == nullptr) {
+      errno = ENOSYS;
+      return -1;
+    }
+    return real(set, info);
   }
-  sigset_t storage;
-  return real(WithoutSignal(set, FilteredSignal(__builtin_return_address(0)), &storage), info);
+  return WaitForSignal(set, info, nullptr, filtered);
 }
 
 int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
-  const SigtimedwaitFunction real = Real(g_sigtimedwait, "sigtimedwait");
+  return WaitForSignal(set, info, timeout, FilteredSignal(__builtin_return_address(0)));
+}
+
+// The temporary mask is the program's view during the call (held_sampling_signals.h,
+// TemporarySamplingSignalMask): a foreign S it unblocks is delivered inside the call, which
+// returns EINTR, as plain; the held ones first.
+int sigsuspend(const sigset_t* mask) {
+  const SigsuspendFunction real = Real(g_sigsuspend, "sigsuspend");
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;
   }
-  sigset_t storage;
-  return real(WithoutSignal(set, FilteredSignal(__builtin_return_address(0)), &storage), info,
-              timeout);
+  const TemporarySamplingSignalMask temporary(FilteredSignal(__builtin_return_address(0)), mask);
+  return real(mask);
+}
+
+// The held instances of S (held_sampling_signals.h) are pending in the program's view.
+int sigpending(sigset_t* set) {
+  const SigpendingFunction real = Real(g_sigpending, "sigpending");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const int result = real(set);
+  const int filtered = FilteredSignal(__builtin_return_address(0));
+  if (result != 0 || filtered == 0 || !ProgramBlocksSamplingSignal()) return result;
+  PullPendingSamplingSignals(filtered);  // Sent, and not yet taken by any thread.
+  if (HasHeldSamplingSignal()) sigaddset(set, filtered);
+  return result;
 }
 
 // System V signal functions (glibc implements them with its internal sigaction and

@@ -1,8 +1,10 @@
 // The preload tier's wrappers of libc's signal functions (signal_interposers.cc): while a
 // session samples with signal S, the program's sigaction/signal calls for S are recorded as
-// its action instead of replacing the sampling handler, and S is removed from the masks it
-// blocks and the sets it reads by signalfd or sigwait. See docs/sampling.md, "Signal
-// ownership".
+// its action instead of replacing the sampling handler, S is removed from the masks it blocks
+// (remembered as the program's view) and from its signalfd sets, and its sigwait-style calls
+// and sigpending see the foreign instances of S held while it blocks S, never a sample. See
+// docs/sampling.md, "Signal ownership" and "Foreign instances of the sampling signal", and
+// docs/host-contract.md, "Signals".
 #ifndef STRATA_BASE_INTERNAL_SIGNAL_INTERPOSERS_H_
 #define STRATA_BASE_INTERNAL_SIGNAL_INTERPOSERS_H_
 
@@ -13,6 +15,10 @@ namespace base_internal {
 // unchanged). Call at session start, after libunwind is loaded, outside signal context.
 // Thread-safe; not async-signal-safe.
 void PrepareSignalInterposers();
+
+// The sampling signal S when a call of the program's must treat it specially (a session
+// samples with S and the caller is not the sampling handler), else 0. Async-signal-safe.
+int SamplingSignalOfProgramCall();
 
 }  // namespace base_internal
 }  // namespace strata

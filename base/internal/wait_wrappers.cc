@@ -34,9 +34,11 @@
 #include <cstdio>
 
 #include "base/internal/core.h"
+#include "base/internal/signal_interposers.h"
 #include "base/internal/thread_registry.h"
 #include "platform/never_destroyed.h"
 #include "platform/next_definition.h"
+#include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/libunwind_imports.h"
 #include "platform/sampling/libunwind_loader.h"
 #include "base/markers.h"
@@ -379,6 +381,8 @@ int poll(pollfd* fds, nfds_t count, int timeout_ms) {
 }
 int ppoll(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask) {
   const auto real = STRATA_REAL(ppoll);
+  const strata::TemporarySamplingSignalMask temporary(
+      strata::base_internal::SamplingSignalOfProgramCall(), mask);  // signal_interposers.h
   STRATA_WAIT_CALL(ppoll, fds, count, timeout, mask);
 }
 int select(int count, fd_set* readable, fd_set* writable, fd_set* exceptional, timeval* timeout) {
@@ -388,6 +392,8 @@ int select(int count, fd_set* readable, fd_set* writable, fd_set* exceptional, t
 int pselect(int count, fd_set* readable, fd_set* writable, fd_set* exceptional,
             const timespec* timeout, const sigset_t* mask) {
   const auto real = STRATA_REAL(pselect);
+  const strata::TemporarySamplingSignalMask temporary(
+      strata::base_internal::SamplingSignalOfProgramCall(), mask);  // signal_interposers.h
   STRATA_WAIT_CALL(pselect, count, readable, writable, exceptional, timeout, mask);
 }
 int epoll_wait(int epoll, epoll_event* events, int capacity, int timeout_ms) {
@@ -397,6 +403,8 @@ int epoll_wait(int epoll, epoll_event* events, int capacity, int timeout_ms) {
 int epoll_pwait(int epoll, epoll_event* events, int capacity, int timeout_ms,
                 const sigset_t* mask) {
   const auto real = STRATA_REAL(epoll_pwait);
+  const strata::TemporarySamplingSignalMask temporary(
+      strata::base_internal::SamplingSignalOfProgramCall(), mask);  // signal_interposers.h
   STRATA_WAIT_CALL(epoll_pwait, epoll, events, capacity, timeout_ms, mask);
 }
 

@@ -28,6 +28,7 @@
 #include "base/internal/capture.h"
 #include "base/internal/core.h"
 #include "base/internal/log.h"
+#include "base/internal/profiler_thread_signals.h"
 #include "base/internal/tier_extension.h"
 #include "base/profiler.h"
 #include "full/internal/ipc.h"
@@ -287,7 +288,11 @@ void IpcChild::LoseParent(const std::string& why, bool is_error) {
 
 void IpcChild::IpcThreadMain() {
   int64_t closing_deadline = 0;
+  base_internal::ThreadDirectedSignalCheck signal_check;
   while (!stop_ipc_.load()) {
+    // A signal sent to this thread alone is taken here (profiler_thread_signals.h); the poll
+    // below waits 100 ms at most.
+    base_internal::AnswerThreadDirectedSignals(&signal_check);
     // Messages already received (the handshake may have left some).
     for (;;) {
       ipc::Message message;
@@ -426,7 +431,9 @@ void IpcChild::PostToParent(ipc::Message message) {
 }
 
 void IpcChild::WorkerMain() {
+  base_internal::ThreadDirectedSignalCheck signal_check;
   for (;;) {
+    base_internal::AnswerThreadDirectedSignals(&signal_check);  // No lock held; 20 ms waits.
     std::optional<ipc::SessionState> state;
     TimeStamp destroy;
     std::optional<uint64_t> gather;

@@ -13,6 +13,7 @@
 
 #include "base/internal/core.h"
 #include "base/internal/log.h"
+#include "base/internal/profiler_thread_signals.h"
 #include "base/internal/tier_extension.h"
 #include "full/internal/ipc.h"
 
@@ -127,7 +128,11 @@ std::string IpcParent::Describe(const Child& child) const {
 void IpcParent::IpcThreadMain() {
   std::vector<pollfd> fds;
   std::vector<uint64_t> ids;
+  base_internal::ThreadDirectedSignalCheck signal_check;
   while (!stop_.load(std::memory_order_acquire)) {
+    // A signal sent to this thread alone is taken here (profiler_thread_signals.h); the poll
+    // below waits 20 ms at most.
+    base_internal::AnswerThreadDirectedSignals(&signal_check);
     fds.clear();
     ids.clear();
     CheckDescriptors();
@@ -382,7 +387,9 @@ void IpcParent::CloseChild(Child& child, const std::string& why, bool is_error) 
 
 void IpcParent::WorkerMain() {
   TimeStamp next_expiry;
+  base_internal::ThreadDirectedSignalCheck signal_check;
   while (!stop_.load(std::memory_order_acquire)) {
+    base_internal::AnswerThreadDirectedSignals(&signal_check);  // No lock held; 20 ms waits.
     TimeStamp destroy;
     bool sync_requested = false;
     {

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "platform/next_definition.h"
+#include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/thread_sampling_timer.h"
 
 namespace strata {
@@ -216,6 +217,19 @@ bool IsSamplingSignal(const siginfo_t& info) {
   return descriptors != nullptr && PerfTaskClockEvent::IsEventSignal(info, *descriptors);
 }
 
+// A late notification of one of our own closed perf events or timers that no thread names
+// any more (see ChainToProgramAction): one the program's action, SIG_DFL, would turn into a
+// termination. The program's own descriptor or timer notifications on S (a handler of its
+// own) are not strays.
+bool IsStrayNotification(const siginfo_t& info) {
+  if (!((info.si_code >= POLL_IN && info.si_code <= POLL_HUP) || info.si_code == SI_TIMER)) {
+    return false;
+  }
+  struct sigaction program;
+  ReadProgramAction(&program);
+  return (program.sa_flags & SA_SIGINFO) == 0 && program.sa_handler == SIG_DFL;
+}
+
 void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   if (info != nullptr && IsSamplingSignal(*info)) {
@@ -226,6 +240,11 @@ void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
     RunSamplingCallback(*info, context);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     --t_in_handler;
+  } else if (info != nullptr && ProgramBlocksSamplingSignalNow() &&
+             !IsStrayNotification(*info)) {
+    // A foreign instance on a thread where the program blocks S: plain, it would stay pending
+    // for the program's wait or its unblock (held_sampling_signals.h).
+    HoldForeignSamplingSignal(signal_number, *info);
   } else {
     // Not inside t_in_handler: the program's handler is the program's (its calls are served as
     // the program's), and it may longjmp out.
@@ -443,6 +462,10 @@ bool RecordProgramAction(int signal_number, const struct sigaction* action,
 }
 
 bool IsInSamplingHandler() { return t_in_handler > 0; }
+
+bool IsStrataSamplingSignal(const siginfo_t& info) {
+  return IsSamplingSignal(info) || IsStrayNotification(info);
+}
 
 void BlockSamplingSignalOnCurrentThread() {
   const int signal_number = g_installed_signal.load();

@@ -21,7 +21,9 @@
 // program's calls here): while installed, the kernel disposition of the signal stays ours.
 // What the program sets with sigaction/signal is recorded as the *program's action*
 // (RecordProgramAction): foreign instances of the signal go to it, `oldact` reports it, and
-// Uninstall restores it. The handler runs with every signal blocked, glibc's internal
+// Uninstall restores it -- except on a thread where the program blocks the signal (its view,
+// held_sampling_signals.h), where a foreign instance is held for the program's wait, its
+// sigpending or its unblock instead, as the kernel would have kept it pending. The handler runs with every signal blocked, glibc's internal
 // SIGCANCEL and SIGSETXID included, so no other handler, longjmp, pthread_exit or
 // asynchronous cancellation can interrupt a callback. A raw rt_sigaction system call bypasses
 // all this: SamplingHandlerInstalled() tells the sampler.
@@ -142,6 +144,13 @@ bool RecordProgramAction(int signal_number, const struct sigaction* action,
 // True on a thread that is running the sampling handler (its callback, or a program's handler
 // it chained to): the interposers then forward calls unchanged.
 bool IsInSamplingHandler();
+
+// Whether `info`, an instance of the installed signal that the calling thread dequeued itself
+// (an interposed sigwait-style call), is one of Strata's: a sample of this thread (its timer's
+// or its perf event's), or a stray of a closed one (which the handler drops and counts in
+// StrayNotificationsDropped when it is given back to it). Everything else is the program's.
+// Async-signal-safe.
+bool IsStrataSamplingSignal(const siginfo_t& info);
 
 // Blocks the installed sampling signal on the calling thread, bypassing the interposers (for
 // threads of the profiler itself). No-op when nothing is installed.

@@ -506,6 +506,13 @@ bool LoadProfileModel(const rapidjson::Value& document, Profile* profile, std::s
         profile->sampling_sources.push_back(std::string(process_log.name.GetString()) + ": " +
                                             source);
       }
+      for (const char* key : {"samplingStopped", "foreignSamplingSignals"}) {
+        const std::string note = StringOr(process_log.value, key);
+        if (!note.empty()) {
+          profile->sampling_notes.push_back(std::string(process_log.name.GetString()) + ": " +
+                                            key + ": " + note);
+        }
+      }
     }
   }
   if (meta.HasMember("categories") && meta["categories"].IsArray()) {

@@ -129,6 +129,11 @@ struct Profile {
   // What sent each process's sampling signals and why (profilingLog.<pid>.samplingSource),
   // "<pid>: <source>", in the file's order; empty when the profile does not say.
   std::vector<std::string> sampling_sources;
+  // What the profiler says about the sampling signal, per process: why sampling stopped
+  // (profilingLog.<pid>.samplingStopped) and the foreign instances of the sampling signal
+  // (profilingLog.<pid>.foreignSamplingSignals; docs/host-contract.md, "Signals"), each
+  // "<pid>: <key>: <text>", in the file's order.
+  std::vector<std::string> sampling_notes;
   std::vector<Category> categories;
   std::vector<Process> processes;  // The parent first.
   std::vector<Thread> threads;

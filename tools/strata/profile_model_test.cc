@@ -147,6 +147,33 @@ TEST_CASE("A process without samples has its lifetime; the summary groups sampli
   CHECK(summary.find("      800.0 ") != std::string::npos);  // The driver's duration column.
 }
 
+TEST_CASE("The summary repeats what profilingLog says about the sampling signal") {
+  TestProcess parent;
+  parent.product = "daemon";
+  TestThread main;
+  main.strings = {"main (in daemon)"};
+  main.frames = {{0, 0}};
+  main.stacks = {{-1, 0}};
+  main.samples = {{0, 1, 0}};
+  parent.threads = {main};
+  std::string json = MakeProfileJson(parent);
+  const std::string log =
+      "\"profilingLog\":{\"41\":{\"samplingSource\":\"perf task-clock events\","
+      "\"foreignSamplingSignals\":\"5 held while the program blocked the signal\"}},";
+  json.insert(1, log);
+  rapidjson::Document document;
+  document.Parse(json.c_str());
+  REQUIRE_FALSE(document.HasParseError());
+  Profile profile;
+  std::string error;
+  REQUIRE(LoadProfileModel(document, &profile, &error));
+  REQUIRE(profile.sampling_notes.size() == 1);
+  const std::string summary = SummarizeProfile(profile, 5);
+  INFO(summary);
+  CHECK(summary.find("Sampling note, pid 41: foreignSamplingSignals: 5 held while the program "
+                     "blocked the signal\n") != std::string::npos);
+}
+
 TEST_CASE("Malformed profiles are refused with the thread named") {
   TestProcess p;
   TestThread t;

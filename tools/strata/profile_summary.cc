@@ -70,6 +70,9 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weigh
     }
     out += Format("Sampled by: %s (%s)\n", TerminalSafe(source).c_str(), who.c_str());
   }
+  for (const std::string& note : profile.sampling_notes) {  // "pid: key: text"
+    out += Format("Sampling note, pid %s\n", TerminalSafe(note).c_str());
+  }
   out += Format("Wall ms: the time each sample stands for (to the thread's next sample). CPU ms: %s.\n",
                 times.cpu ? "per-sample CPU deltas" : "samples x interval; the profile has no CPU deltas");
 

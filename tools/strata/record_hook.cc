@@ -26,7 +26,9 @@
 //        terminal and `strata record` may both deliver one Ctrl-C); a later one kills the
 //        process at once, the default way (a stuck save can still be interrupted).
 //    The watcher is created with libc's pthread_create (not base's wrapper), so it is not a
-//    profiled thread, with every signal blocked, so no signal of the program runs on it. A
+//    profiled thread, with every signal blocked, so no process-directed signal of the
+//    program runs on it; one sent to it alone (tgkill) is taken there within 10 ms, by the
+//    base tier's AnswerThreadDirectedSignals (base/internal/profiler_thread_signals.h). A
 //    forked child (no watcher there; the base tier is off in it anyway) gets the default
 //    dispositions back in the kernel.
 // 2. --no-children (STRATA_RECORD_ROOT_ONLY=1): LD_PRELOAD is restored to what it was
@@ -76,6 +78,14 @@ std::atomic<int> g_watcher_gave_up{0};
 // interposers (ordinary context), read by them.
 struct sigaction g_visible[kSignalCount];
 ShutdownFunction g_profiler_shutdown = nullptr;
+// strata::base_internal::AnswerThreadDirectedSignals and its state (the same layout as
+// base/internal/profiler_thread_signals.h's ThreadDirectedSignalCheck), found with dlsym.
+struct ThreadDirectedSignalCheck {
+  uint64_t last_pending = 0;
+};
+using AnswerSignalsFunction = int (*)(ThreadDirectedSignalCheck*);
+AnswerSignalsFunction g_answer_thread_directed_signals = nullptr;
+std::atomic<int> g_watcher_tid{0};
 
 int IndexOf(int signal_number) {
   for (int i = 0; i < kSignalCount; ++i) {
@@ -167,8 +177,11 @@ void OnSignal(int signal_number) {
     const int64_t start = MonotonicNs();
     g_first_request_ns.store(start);
     FutexWakeAll(&g_requested);
-    // Hold this thread while the watcher saves; the watcher ends the process.
+    // Hold this thread while the watcher saves; the watcher ends the process. (Not the
+    // watcher itself, which takes a signal sent to it alone: it saves when this returns.)
+    const bool on_watcher = static_cast<int>(syscall(SYS_gettid)) == g_watcher_tid.load();
     for (;;) {
+      if (on_watcher) break;
       const int64_t left = start + kHandlerHoldNs - MonotonicNs();
       if (left <= 0 || g_watcher_gave_up.load() != 0) break;
       const struct timespec timeout = {static_cast<time_t>(left / 1000000000),
@@ -184,7 +197,16 @@ void OnSignal(int signal_number) {
 
 void* Watcher(void*) {
   int signal_number;
-  while ((signal_number = g_requested.load()) == 0) FutexWait(&g_requested, 0, nullptr);
+  // The program may signal this thread alone (tgkill over /proc/self/task) and wait for its
+  // handler to answer: the base tier's check delivers such signals here, as on a thread of the
+  // program (base/internal/profiler_thread_signals.h); the wait ends every 10 ms for it.
+  g_watcher_tid.store(static_cast<int>(syscall(SYS_gettid)));
+  ThreadDirectedSignalCheck check;
+  const struct timespec bound = {0, 10 * 1000 * 1000};
+  while ((signal_number = g_requested.load()) == 0) {
+    if (g_answer_thread_directed_signals != nullptr) g_answer_thread_directed_signals(&check);
+    FutexWait(&g_requested, 0, g_answer_thread_directed_signals != nullptr ? &bound : nullptr);
+  }
   if (g_profiler_shutdown != nullptr) g_profiler_shutdown();  // Saves to STRATA_SHUTDOWN.
   DieBySignal(signal_number);
   // Still alive (the signal was caught or ignored meanwhile by another path): let go.
@@ -222,6 +244,9 @@ void StartWatcher() {
   if (create == nullptr) create = &pthread_create;
   g_profiler_shutdown =
       reinterpret_cast<ShutdownFunction>(dlsym(RTLD_DEFAULT, "_ZN6strata16ProfilerShutdownEv"));
+  g_answer_thread_directed_signals = reinterpret_cast<AnswerSignalsFunction>(dlsym(
+      RTLD_DEFAULT,
+      "_ZN6strata13base_internal27AnswerThreadDirectedSignalsEPNS0_25ThreadDirectedSignalCheckE"));
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);
   pthread_attr_setstacksize(&attributes, 2 * 1024 * 1024);  // The save runs here.

@@ -1,0 +1,221 @@
+// Held foreign instances of the sampling signal (held_sampling_signals.h): the table's order,
+// who may take an entry, delivery at an unblock, pulling what the kernel still holds, and the
+// full table. No sampling handler is installed here: the functions are exercised directly with
+// an ordinary real-time signal and a handler of the test's.
+#include "platform/sampling/held_sampling_signals.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "catch2/catch.hpp"
+
+namespace strata {
+namespace {
+
+siginfo_t QueuedInfo(int signal_number, int value) {
+  siginfo_t info;
+  std::memset(&info, 0, sizeof(info));
+  info.si_signo = signal_number;
+  info.si_code = SI_QUEUE;
+  info.si_pid = 4242;
+  info.si_value.sival_int = value;
+  return info;
+}
+
+void TakeEverything() {
+  siginfo_t info;
+  while (TakeHeldSamplingSignal(&info)) {
+  }
+}
+
+std::atomic<int> g_handled{0};
+std::atomic<int> g_last_value{0};
+void CountingHandler(int, siginfo_t* info, void*) {
+  g_handled.fetch_add(1);
+  g_last_value.store(info->si_value.sival_int);
+}
+
+TEST_CASE("Held instances are taken oldest first, with their siginfo") {
+  TakeEverything();
+  const int signal_number = SIGRTMIN + 3;
+  for (int value = 1; value <= 3; ++value) {
+    HoldForeignSamplingSignal(signal_number, QueuedInfo(signal_number, value));
+  }
+  CHECK(HasHeldSamplingSignal());
+  for (int value = 1; value <= 3; ++value) {
+    siginfo_t info;
+    REQUIRE(TakeHeldSamplingSignal(&info));
+    CHECK(info.si_value.sival_int == value);
+    CHECK(info.si_code == SI_QUEUE);
+    CHECK(info.si_pid == 4242);
+    CHECK(info.si_signo == signal_number);
+  }
+  CHECK_FALSE(HasHeldSamplingSignal());
+}
+
+TEST_CASE("A thread-directed instance is held for its thread only") {
+  TakeEverything();
+  const int signal_number = SIGRTMIN + 3;
+  siginfo_t info = QueuedInfo(signal_number, 7);
+  info.si_code = SI_TKILL;
+  HoldForeignSamplingSignal(signal_number, info);
+  bool other_sees = true;
+  pthread_t other;
+  REQUIRE(pthread_create(
+              &other, nullptr,
+              [](void* seen) -> void* {
+                *static_cast<bool*>(seen) = HasHeldSamplingSignal();
+                return nullptr;
+              },
+              &other_sees) == 0);
+  pthread_join(other, nullptr);
+  CHECK_FALSE(other_sees);
+  CHECK(HasHeldSamplingSignal());
+  TakeEverything();
+}
+
+TEST_CASE("A full table drops and counts; nothing is fatal") {
+  TakeEverything();
+  const int signal_number = SIGRTMIN + 3;
+  const uint64_t dropped_before = CountHeldSamplingSignals().dropped;
+  for (int i = 0; i < kHeldSlots + 2; ++i) {
+    HoldForeignSamplingSignal(signal_number, QueuedInfo(signal_number, i));
+  }
+  CHECK(CountHeldSamplingSignals().held_now == kHeldSlots);
+  CHECK(CountHeldSamplingSignals().dropped == dropped_before + 2);
+  TakeEverything();
+  CHECK(CountHeldSamplingSignals().held_now == 0);
+}
+
+TEST_CASE("An unblock delivers the held instances and those the kernel still has, in order") {
+  TakeEverything();
+  const int signal_number = SIGRTMIN + 3;
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_sigaction = &CountingHandler;
+  action.sa_flags = SA_SIGINFO;
+  REQUIRE(sigaction(signal_number, &action, nullptr) == 0);
+  sigset_t one, previous;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, &previous) == 0);
+  HoldForeignSamplingSignal(signal_number, QueuedInfo(signal_number, 1));
+  // Pending in the kernel (blocked here): pulled behind the held one.
+  union sigval value;
+  value.sival_int = 2;
+  REQUIRE(sigqueue(getpid(), signal_number, value) == 0);
+  g_handled.store(0);
+  // Pulls the kernel's one behind the held one, and queues both to this thread (still
+  // blocked here: the interposers call it once the program's view is unblocked).
+  DeliverHeldSamplingSignals(signal_number);
+  CHECK(g_handled.load() == 0);
+  CHECK_FALSE(HasHeldSamplingSignal());
+  REQUIRE(pthread_sigmask(SIG_UNBLOCK, &one, nullptr) == 0);
+  CHECK(g_handled.load() == 2);
+  CHECK(g_last_value.load() == 2);  // Oldest first.
+  CHECK_FALSE(HasHeldSamplingSignal());
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  action.sa_handler = SIG_DFL;
+  action.sa_flags = 0;
+  sigaction(signal_number, &action, nullptr);
+}
+
+TEST_CASE("A process-directed instance goes to a thread waiting for the signal") {
+  TakeEverything();
+  const int signal_number = SIGRTMIN + 3;
+  sigset_t one, previous;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, &previous) == 0);  // Inherited by the waiter.
+  struct Waiter {
+    std::atomic<int> registered{0};
+    int value = 0;
+  } waiter;
+  pthread_t thread;
+  REQUIRE(pthread_create(
+              &thread, nullptr,
+              [](void* raw) -> void* {
+                auto* w = static_cast<Waiter*>(raw);
+                const int slot = RegisterSamplingSignalWaiter();
+                w->registered.store(1);
+                sigset_t set;
+                sigemptyset(&set);
+                sigaddset(&set, SIGRTMIN + 3);
+                siginfo_t info;
+                if (sigwaitinfo(&set, &info) == SIGRTMIN + 3) w->value = info.si_value.sival_int;
+                UnregisterSamplingSignalWaiter(slot);
+                return nullptr;
+              },
+              &waiter) == 0);
+  while (waiter.registered.load() == 0) usleep(100);
+  const uint64_t handed_before = CountHeldSamplingSignals().handed_to_waiter;
+  HoldForeignSamplingSignal(signal_number, QueuedInfo(signal_number, 9));
+  pthread_join(thread, nullptr);
+  CHECK(waiter.value == 9);
+  CHECK(CountHeldSamplingSignals().handed_to_waiter == handed_before + 1);
+  CHECK_FALSE(HasHeldSamplingSignal());
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+TEST_CASE("A process-directed instance goes to a thread whose view leaves the signal unblocked") {
+  TakeEverything();
+  const int signal_number = SIGRTMIN + 3;
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_sigaction = &CountingHandler;
+  action.sa_flags = SA_SIGINFO;
+  REQUIRE(sigaction(signal_number, &action, nullptr) == 0);
+  sigset_t one, previous;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  // This thread blocks it (for real and in its view); the acceptor does not.
+  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, &previous) == 0);
+  SetProgramBlocksSamplingSignal(true);
+  g_handled.store(0);
+  struct Acceptor {
+    std::atomic<int> ready{0};
+    std::atomic<int> stop{0};
+  } acceptor;
+  pthread_t thread;
+  REQUIRE(pthread_create(
+              &thread, nullptr,
+              [](void* raw) -> void* {
+                auto* a = static_cast<Acceptor*>(raw);
+                sigset_t none;
+                sigemptyset(&none);
+                pthread_sigmask(SIG_SETMASK, &none, nullptr);
+                SetProgramBlocksSamplingSignal(false);  // Registers it.
+                a->ready.store(1);
+                while (a->stop.load() == 0) usleep(1000);
+                SetProgramBlocksSamplingSignal(true);  // Unregisters it.
+                return nullptr;
+              },
+              &acceptor) == 0);
+  while (acceptor.ready.load() == 0) usleep(100);
+  const uint64_t before = CountHeldSamplingSignals().handed_to_acceptor;
+  HoldForeignSamplingSignal(signal_number, QueuedInfo(signal_number, 11));
+  for (int i = 0; i < 5000 && g_handled.load() == 0; ++i) usleep(1000);
+  CHECK(g_handled.load() == 1);
+  CHECK(g_last_value.load() == 11);
+  CHECK(CountHeldSamplingSignals().handed_to_acceptor == before + 1);
+  CHECK_FALSE(HasHeldSamplingSignal());
+  acceptor.stop.store(1);
+  pthread_join(thread, nullptr);
+  // No acceptor any more: held.
+  HoldForeignSamplingSignal(signal_number, QueuedInfo(signal_number, 12));
+  CHECK(HasHeldSamplingSignal());
+  TakeEverything();
+  SetProgramBlocksSamplingSignal(false);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  action.sa_handler = SIG_DFL;
+  action.sa_flags = 0;
+  sigaction(signal_number, &action, nullptr);
+}
+
+}  // namespace
+}  // namespace strata
