@@ -3,8 +3,8 @@
 // prints how long each took by its own clock:
 //   select (wrapped), then a nanosleep made with an inline `syscall` instruction (no libc
 //   function: Strata cannot know it), then poll (wrapped), then sem_timedwait (wrapped),
-//   then the raw nanosleep again, then pthread_cond_timedwait (wrapped).
-// stdout: "wait KIND MS" per call (KIND: select, unknown, poll, sem_timedwait,
+//   then the raw nanosleep again, then sem_clockwait, then pthread_cond_timedwait (wrapped).
+// stdout: "wait KIND MS" per call (KIND: select, unknown, poll, sem_timedwait, sem_clockwait,
 // pthread_cond_timedwait), then "wait_kinds: done".
 #define _GNU_SOURCE
 #include <poll.h>
@@ -76,6 +76,15 @@ int main(void) {
   start = NowMs();
   RawSleep(ms);
   Report("unknown", start);
+
+  // Python 3.11's timed Event.wait, Lock.acquire(timeout=), Queue.get(timeout=).
+  struct timespec monotonic_deadline;
+  clock_gettime(CLOCK_MONOTONIC, &monotonic_deadline);
+  monotonic_deadline.tv_sec += ms / 1000;
+  start = NowMs();
+  while (sem_clockwait(&semaphore, CLOCK_MONOTONIC, &monotonic_deadline) != 0 && NowMs() - start < ms) {
+  }
+  Report("sem_clockwait", start);
 
   pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
   pthread_cond_t condition = PTHREAD_COND_INITIALIZER;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Each wait charged to the call that waited (issue 34; docs/sampling.md "Unknown waits"):
 # wait_kinds waits ~1 s in turn in select, an unknown call (an inline-syscall nanosleep), poll,
-# sem_timedwait, the unknown call again and pthread_cond_timedwait, timing each with its own
+# sem_timedwait, the unknown call again, sem_clockwait and pthread_cond_timedwait, timing each with its own
 # clock. Recorded with `strata record` (wait stacks on, the default):
 #   - each wrapped call's self wall time in the profile is the time the program measured for
 #     it, within 2 % (before the fix the unknown call's second was added to the call before
@@ -29,7 +29,7 @@ self_wall() {
 # measured KIND: the program's own total for KIND.
 measured() { awk -v kind="$1" '$1 == "wait" && $2 == kind { s += $3 } END { print s + 0 }' "$WORK/run.out"; }
 
-for kind in select poll sem_timedwait pthread_cond_timedwait unknown; do
+for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait unknown; do
   name="$kind"
   [[ $kind == unknown ]] && name="Unknown wait"
   want=$(measured "$kind")

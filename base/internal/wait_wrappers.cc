@@ -32,8 +32,10 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <string_view>
 
 #include "base/internal/core.h"
+#include "base/internal/scoped_wait.h"
 #include "base/internal/signal_interposers.h"
 #include "base/internal/thread_registry.h"
 #include "platform/never_destroyed.h"
@@ -54,137 +56,6 @@
 namespace strata {
 namespace base_internal {
 namespace {
-
-// Whether waits are marked: a session runs with 'waitstacks' and without 'precise' (whose
-// wall-clock timers sample blocked threads themselves).
-inline bool WaitStacksOn() {
-  const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
-  return (features & (kFeatureWaitStacks | kFeaturePrecise)) == kFeatureWaitStacks;
-}
-
-// The caller's registers at a wrapper's entry, taken in the wrapper itself (it has a frame
-// record: base is built with frame pointers, and __builtin_frame_address forces one).
-struct CallerRegisters {
-  uintptr_t pc;
-  uintptr_t sp;
-  uintptr_t fp;
-};
-#define STRATA_CALLER_REGISTERS()                                                          \
-  ::strata::base_internal::CallerRegisters {                                               \
-    reinterpret_cast<uintptr_t>(__builtin_return_address(0)),                              \
-        reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 2 * sizeof(uintptr_t),   \
-        *static_cast<uintptr_t*>(__builtin_frame_address(0))                               \
-  }
-
-// True when a call comes from the libunwind that Strata walks with (its cache lock, its
-// reads): such a call must never be a wait the sampler walks, since the sampler's own walk
-// needs that lock (a thread holding it and waiting for the walk to end would deadlock it).
-// The same object may also be the program's libunwind (dlopen returns the loaded copy).
-// Async-signal-safe: atomics and _dl_find_object.
-std::atomic<uintptr_t> g_libunwind_start{0};
-std::atomic<uintptr_t> g_libunwind_end{0};
-inline bool CalledFromLibunwind(uintptr_t return_address) {
-  uintptr_t start = g_libunwind_start.load(std::memory_order_acquire);
-  if (start == 0) {
-    const LibunwindFunctions* unwind = LoadedLibunwind();
-    dl_find_object object;
-    if (!unwind || _dl_find_object(reinterpret_cast<void*>(unwind->step), &object) != 0) {
-      return false;  // Not loaded yet: none of its code can be calling.
-    }
-    g_libunwind_end.store(reinterpret_cast<uintptr_t>(object.dlfo_map_end),
-                          std::memory_order_relaxed);
-    start = reinterpret_cast<uintptr_t>(object.dlfo_map_start);
-    g_libunwind_start.store(start, std::memory_order_release);
-  }
-  return return_address >= start &&
-         return_address < g_libunwind_end.load(std::memory_order_relaxed);
-}
-
-// Whether a wrapped call made now may be marked as a wait: on a registered, sampled thread of
-// a session with wait stacks; not from Strata's own sampling-signal handler or libunwind
-// walks, nor from libunwind's code.
-inline bool MayMarkWait(const RegisteredThread* thread, uintptr_t return_address) {
-  return thread && WaitStacksOn() && thread->sampling.load(std::memory_order_relaxed) &&
-         !thread->capturing.load(std::memory_order_relaxed) && !InStrataLibunwindWalk() &&
-         !CalledFromLibunwind(return_address);
-}
-
-
-// A wrapped call made while the thread seems to be in another one is either nested (a signal
-// handler's, on a deeper part of the stack or on an alternate stack) or follows a wait that
-// was left without its wrapper returning (siglongjmp out of a signal handler that
-// interrupted it, or an exception thrown from one): then this call's frame is not below the
-// abandoned wrapper's, on the thread's own stack.
-inline bool OuterWaitWasAbandoned(const RegisteredThread* thread, uintptr_t caller_sp) {
-  return (thread->wait.sequence.load(std::memory_order_relaxed) & 1) != 0 &&
-         thread->bounds.Contains(caller_sp) &&
-         caller_sp >= thread->wait.caller_sp.load(std::memory_order_relaxed);
-}
-inline void EndAbandonedWait(WaitState& wait) {
-  wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
-                      std::memory_order_seq_cst);
-  wait.AwaitWalkEnd();
-  wait.depth = 0;
-}
-
-// Marks the calling thread as waiting in `function` for its lifetime (wait_state.h has the
-// protocol). Does nothing on an unregistered thread, without a session using wait stacks,
-// and inside another marked wait (a signal handler's call).
-class ScopedWait {
- public:
-  ScopedWait(const void* function, const CallerRegisters& caller) {
-    RegisteredThread* thread = t_registered_thread;
-    if (!MayMarkWait(thread, caller.pc)) return;
-    WaitState& wait = thread->wait;
-    if (wait.depth != 0 && OuterWaitWasAbandoned(thread, caller.sp)) EndAbandonedWait(wait);
-    const bool outermost = wait.depth++ == 0;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    thread_ = thread;
-    if (!outermost) return;
-    marked_ = true;
-    wait.function.store(reinterpret_cast<uintptr_t>(function), std::memory_order_relaxed);
-    wait.caller_pc.store(caller.pc, std::memory_order_relaxed);
-    wait.caller_sp.store(caller.sp, std::memory_order_relaxed);
-    wait.caller_fp.store(caller.fp, std::memory_order_relaxed);
-    wait.start_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
-    wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_release);
-  }
-  ~ScopedWait() {
-    if (!thread_) return;
-    WaitState& wait = thread_->wait;
-    if (marked_) {
-      const uint64_t sequence = wait.sequence.load(std::memory_order_relaxed);
-      if (wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
-        wait.end_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
-        wait.end_sequence.store(sequence, std::memory_order_release);
-      }
-      wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
-      // The sampler may be walking the frames this thread is about to return into.
-      wait.AwaitWalkEnd();
-    }
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (wait.depth > 0) --wait.depth;
-  }
-  ScopedWait(const ScopedWait&) = delete;
-  ScopedWait& operator=(const ScopedWait&) = delete;
-
- private:
-  RegisteredThread* thread_ = nullptr;
-  bool marked_ = false;
-};
-
-// The real definition of a wrapped function: dlsym(RTLD_NEXT) (dlvsym with `version`),
-// looked up once.
-template <typename Function>
-Function Real(std::atomic<Function>& slot, const char* name, const char* version = nullptr) {
-  Function real = slot.load(std::memory_order_acquire);
-  if (real) return real;
-  real = reinterpret_cast<Function>(NextDefinition(name, version));
-  slot.store(real, std::memory_order_release);
-  return real;
-}
-
 // The wrapped functions (and the try-lock functions the lock wrappers use).
 #define STRATA_FOR_EACH_WRAPPED_FUNCTION(X) \
   X(pthread_mutex_lock) \
@@ -224,7 +95,19 @@ Function Real(std::atomic<Function>& slot, const char* name, const char* version
   X(pthread_rwlock_tryrdlock) \
   X(pthread_rwlock_rdlock) \
   X(pthread_rwlock_trywrlock) \
-  X(pthread_rwlock_wrlock)
+  X(pthread_rwlock_wrlock) \
+  X(epoll_pwait2) \
+  X(pause) \
+  X(wait3) \
+  X(pthread_timedjoin_np) \
+  X(pthread_clockjoin_np) \
+  X(sem_clockwait) \
+  X(pthread_mutex_timedlock) \
+  X(pthread_mutex_clocklock) \
+  X(pthread_rwlock_timedrdlock) \
+  X(pthread_rwlock_timedwrlock) \
+  X(pthread_rwlock_clockrdlock) \
+  X(pthread_rwlock_clockwrlock)
 
 // Their real definitions, looked up by ResolveWaitFunctions (the library's constructor,
 // before the program runs) or at a wrapper's first call (from an object's constructor that
@@ -233,48 +116,10 @@ Function Real(std::atomic<Function>& slot, const char* name, const char* version
 #define STRATA_REAL_SLOT(function) std::atomic<decltype(&::function)> g_real_##function{nullptr};
 STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_REAL_SLOT)
 #undef STRATA_REAL_SLOT
-constexpr const char* kVersionOf_pthread_mutex_lock = nullptr;
-constexpr const char* kVersionOf_pthread_mutex_trylock = nullptr;
-constexpr const char* kVersionOf_nanosleep = nullptr;
-constexpr const char* kVersionOf_clock_nanosleep = nullptr;
-constexpr const char* kVersionOf_usleep = nullptr;
-constexpr const char* kVersionOf_sleep = nullptr;
-constexpr const char* kVersionOf_poll = nullptr;
-constexpr const char* kVersionOf_ppoll = nullptr;
-constexpr const char* kVersionOf_select = nullptr;
-constexpr const char* kVersionOf_pselect = nullptr;
-constexpr const char* kVersionOf_epoll_wait = nullptr;
-constexpr const char* kVersionOf_epoll_pwait = nullptr;
-constexpr const char* kVersionOf_read = nullptr;
-constexpr const char* kVersionOf_readv = nullptr;
-constexpr const char* kVersionOf_write = nullptr;
-constexpr const char* kVersionOf_recv = nullptr;
-constexpr const char* kVersionOf_recvfrom = nullptr;
-constexpr const char* kVersionOf_recvmsg = nullptr;
-constexpr const char* kVersionOf_accept = nullptr;
-constexpr const char* kVersionOf_accept4 = nullptr;
-constexpr const char* kVersionOf_connect = nullptr;
-constexpr const char* kVersionOf_fsync = nullptr;
-constexpr const char* kVersionOf_fdatasync = nullptr;
-constexpr const char* kVersionOf_flock = nullptr;
-constexpr const char* kVersionOf_pthread_join = nullptr;
-constexpr const char* kVersionOf_pthread_cond_wait = "GLIBC_2.3.2";
-constexpr const char* kVersionOf_pthread_cond_timedwait = "GLIBC_2.3.2";
-constexpr const char* kVersionOf_pthread_cond_clockwait = nullptr;
-constexpr const char* kVersionOf_sem_wait = nullptr;
-constexpr const char* kVersionOf_sem_timedwait = nullptr;
-constexpr const char* kVersionOf_waitpid = nullptr;
-constexpr const char* kVersionOf_wait = nullptr;
-constexpr const char* kVersionOf_wait4 = nullptr;
-constexpr const char* kVersionOf_waitid = nullptr;
-constexpr const char* kVersionOf_pthread_rwlock_tryrdlock = nullptr;
-constexpr const char* kVersionOf_pthread_rwlock_rdlock = nullptr;
-constexpr const char* kVersionOf_pthread_rwlock_trywrlock = nullptr;
-constexpr const char* kVersionOf_pthread_rwlock_wrlock = nullptr;
 
 #define STRATA_REAL(function)                                                          \
   ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function, \
-                                ::strata::base_internal::kVersionOf_##function)
+                                ::strata::base_internal::VersionOf(#function))
 
 // Appends `text` / `value` in `base` (10 or 16) at `length` in `out`, as far as it fits;
 // returns the new length. Async-signal-safe.
@@ -339,6 +184,7 @@ void ResolveWaitFunctions() {
 #define STRATA_RESOLVE(function) (void)STRATA_REAL(function);
   STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_RESOLVE)
 #undef STRATA_RESOLVE
+  ResolveBlockingIoFunctions();
 }
 
 }  // namespace base_internal
@@ -346,13 +192,6 @@ void ResolveWaitFunctions() {
 
 using strata::base_internal::ScopedWait;
 
-// A wrapper: marks the wait, calls the real function, returns its result (errno untouched:
-// the destructor only stores to memory and, rarely, sleeps on a futex with a raw system call).
-// The wait's leaf is the real (libc) function, not this wrapper: no frame of Strata's own code
-// appears in a profile (issue 34; docs/symbols.md "Strata's own frames").
-#define STRATA_WAIT_CALL(function, ...)                                              \
-  ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS()); \
-  return real(__VA_ARGS__)
 
 extern "C" {
 
@@ -546,5 +385,84 @@ int pthread_rwlock_wrlock(pthread_rwlock_t* lock) {
   if (tried != EBUSY) return tried;
   STRATA_WAIT_CALL(pthread_rwlock_wrlock, lock);
 }
+
+
+// --- More blocking calls (issue 34): every blocking function glibc exports is wrapped (the
+// I/O and IPC ones in blocking_io_wrappers.cc); a wait in a call not wrapped is an "Unknown
+// wait" (docs/sampling.md).
+int epoll_pwait2(int epoll, epoll_event* events, int capacity, const timespec* timeout,
+                 const sigset_t* mask) {
+  const auto real = STRATA_REAL(epoll_pwait2);
+  const strata::TemporarySamplingSignalMask temporary(
+      strata::base_internal::SamplingSignalOfProgramCall(), mask);  // signal_interposers.h
+  STRATA_WAIT_CALL(epoll_pwait2, epoll, events, capacity, timeout, mask);
+}
+int pause() {
+  const auto real = STRATA_REAL(pause);
+  STRATA_WAIT_CALL(pause);
+}
+pid_t wait3(int* status, int options, struct rusage* usage) {
+  const auto real = STRATA_REAL(wait3);
+  STRATA_WAIT_CALL(wait3, status, options, usage);
+}
+int pthread_timedjoin_np(pthread_t thread, void** result, const timespec* deadline) {
+  const auto real = STRATA_REAL(pthread_timedjoin_np);
+  STRATA_WAIT_CALL(pthread_timedjoin_np, thread, result, deadline);
+}
+int pthread_clockjoin_np(pthread_t thread, void** result, clockid_t clock,
+                         const timespec* deadline) {
+  const auto real = STRATA_REAL(pthread_clockjoin_np);
+  STRATA_WAIT_CALL(pthread_clockjoin_np, thread, result, clock, deadline);
+}
+int sem_clockwait(sem_t* semaphore, clockid_t clock, const timespec* deadline) {
+  const auto real = STRATA_REAL(sem_clockwait);
+  STRATA_WAIT_CALL(sem_clockwait, semaphore, clock, deadline);
+}
+// Timed locks: tried first, as the untimed ones (an uncontended lock marks nothing).
+int pthread_mutex_timedlock(pthread_mutex_t* mutex, const timespec* deadline) {
+  const auto real_try = STRATA_REAL(pthread_mutex_trylock);
+  const auto real = STRATA_REAL(pthread_mutex_timedlock);
+  const int tried = real_try(mutex);
+  if (tried != EBUSY) return tried;
+  STRATA_WAIT_CALL(pthread_mutex_timedlock, mutex, deadline);
+}
+int pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock, const timespec* deadline) {
+  const auto real_try = STRATA_REAL(pthread_mutex_trylock);
+  const auto real = STRATA_REAL(pthread_mutex_clocklock);
+  const int tried = real_try(mutex);
+  if (tried != EBUSY) return tried;
+  STRATA_WAIT_CALL(pthread_mutex_clocklock, mutex, clock, deadline);
+}
+int pthread_rwlock_timedrdlock(pthread_rwlock_t* lock, const timespec* deadline) {
+  const auto real_try = STRATA_REAL(pthread_rwlock_tryrdlock);
+  const auto real = STRATA_REAL(pthread_rwlock_timedrdlock);
+  const int tried = real_try(lock);
+  if (tried != EBUSY) return tried;
+  STRATA_WAIT_CALL(pthread_rwlock_timedrdlock, lock, deadline);
+}
+int pthread_rwlock_timedwrlock(pthread_rwlock_t* lock, const timespec* deadline) {
+  const auto real_try = STRATA_REAL(pthread_rwlock_trywrlock);
+  const auto real = STRATA_REAL(pthread_rwlock_timedwrlock);
+  const int tried = real_try(lock);
+  if (tried != EBUSY) return tried;
+  STRATA_WAIT_CALL(pthread_rwlock_timedwrlock, lock, deadline);
+}
+int pthread_rwlock_clockrdlock(pthread_rwlock_t* lock, clockid_t clock, const timespec* deadline) {
+  const auto real_try = STRATA_REAL(pthread_rwlock_tryrdlock);
+  const auto real = STRATA_REAL(pthread_rwlock_clockrdlock);
+  const int tried = real_try(lock);
+  if (tried != EBUSY) return tried;
+  STRATA_WAIT_CALL(pthread_rwlock_clockrdlock, lock, clock, deadline);
+}
+int pthread_rwlock_clockwrlock(pthread_rwlock_t* lock, clockid_t clock, const timespec* deadline) {
+  const auto real_try = STRATA_REAL(pthread_rwlock_trywrlock);
+  const auto real = STRATA_REAL(pthread_rwlock_clockwrlock);
+  const int tried = real_try(lock);
+  if (tried != EBUSY) return tried;
+  STRATA_WAIT_CALL(pthread_rwlock_clockwrlock, lock, clock, deadline);
+}
+
+// The 64-bit-offset names a program built with _FILE_OFFSET_BITS=64 calls (pread64 and
+// pwrite64 are above).
 
 }  // extern "C"

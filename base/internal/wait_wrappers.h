@@ -21,6 +21,8 @@ namespace base_internal {
 // Looks up the wrapped functions' real definitions (dlsym RTLD_NEXT) ahead of their first
 // call. Called by the library's constructor; the wrappers also look them up lazily.
 STRATA_BASE_HIDDEN void ResolveWaitFunctions();
+// The same for blocking_io_wrappers.cc's (called by ResolveWaitFunctions).
+STRATA_BASE_HIDDEN void ResolveBlockingIoFunctions();
 
 // The shortest contended pthread_mutex_lock wait recorded as an "Awaiting lock" marker.
 inline constexpr int64_t kLockMarkerThresholdNs = 1000000;
