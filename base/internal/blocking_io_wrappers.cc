@@ -67,13 +67,15 @@ namespace {
   X(sendfile64) \
   X(lockf64)
 
-#define STRATA_REAL_SLOT(function) std::atomic<decltype(&::function)> g_real_##function{nullptr};
+#define STRATA_REAL_SLOT(function)                                    \
+  std::atomic<decltype(&::function)> g_real_##function{nullptr}; \
+  constexpr const char* kVersionOf_##function = VersionOf(#function);
 STRATA_FOR_EACH_IO_FUNCTION(STRATA_REAL_SLOT)
 #undef STRATA_REAL_SLOT
 
 #define STRATA_REAL(function)                                                          \
   ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function, \
-                                ::strata::base_internal::VersionOf(#function))
+                                ::strata::base_internal::kVersionOf_##function)
 
 }  // namespace
 

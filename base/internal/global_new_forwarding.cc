@@ -96,3 +96,15 @@ void operator delete(void* pointer, const std::nothrow_t&) noexcept { operator d
 void operator delete[](void* pointer, const std::nothrow_t&) noexcept {
   operator delete(pointer);
 }
+
+// The terminate handler of the library's own (static, hidden) libstdc++ copy: std::abort,
+// not libstdc++'s verbose handler, which prints the active exception's demangled type and so
+// links libstdc++'s whole demangler (~36 KiB of the stripped library, issue 19's 512 KiB
+// budget). Only an exception escaping Strata's own code reaches it; the program's
+// std::terminate (its libstdc++.so) is untouched. Defining the handler variable here keeps
+// libstdc++.a's eh_term_handler.o, and with it vterminate.o, out of the link. Strata
+// demangles names with the process's own __cxa_demangle (shared/symbols/demangle.cc).
+#include <exception>
+namespace __cxxabiv1 {
+std::terminate_handler __terminate_handler = std::abort;
+}  // namespace __cxxabiv1

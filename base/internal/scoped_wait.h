@@ -104,44 +104,22 @@ inline void EndAbandonedWait(WaitState& wait) {
 // and inside another marked wait (a signal handler's call).
 class ScopedWait {
  public:
+  // Inline: the check that a wait may be marked at all (one relaxed load without a session
+  // using wait stacks); the marking itself is out of line (wait_wrappers.cc), so that each of
+  // the ~90 wrappers stays a few instructions (the library's size, issue 33's budget).
   ScopedWait(const void* function, const CallerRegisters& caller) {
-    RegisteredThread* thread = t_registered_thread;
-    if (!MayMarkWait(thread, caller.pc)) return;
-    WaitState& wait = thread->wait;
-    if (wait.depth != 0 && OuterWaitWasAbandoned(thread, caller.sp)) EndAbandonedWait(wait);
-    const bool outermost = wait.depth++ == 0;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    thread_ = thread;
-    if (!outermost) return;
-    marked_ = true;
-    wait.function.store(reinterpret_cast<uintptr_t>(function), std::memory_order_relaxed);
-    wait.caller_pc.store(caller.pc, std::memory_order_relaxed);
-    wait.caller_sp.store(caller.sp, std::memory_order_relaxed);
-    wait.caller_fp.store(caller.fp, std::memory_order_relaxed);
-    wait.start_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
-    wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_release);
+    if (WaitStacksOn()) Begin(function, caller);
   }
   ~ScopedWait() {
-    if (!thread_) return;
-    WaitState& wait = thread_->wait;
-    if (marked_) {
-      const uint64_t sequence = wait.sequence.load(std::memory_order_relaxed);
-      if (wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
-        wait.end_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
-        wait.end_sequence.store(sequence, std::memory_order_release);
-      }
-      wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
-      // The sampler may be walking the frames this thread is about to return into.
-      wait.AwaitWalkEnd();
-    }
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (wait.depth > 0) --wait.depth;
+    if (thread_) End();
   }
   ScopedWait(const ScopedWait&) = delete;
   ScopedWait& operator=(const ScopedWait&) = delete;
 
  private:
+  STRATA_BASE_HIDDEN void Begin(const void* function, const CallerRegisters& caller);
+  STRATA_BASE_HIDDEN void End();
+
   RegisteredThread* thread_ = nullptr;
   bool marked_ = false;
 };

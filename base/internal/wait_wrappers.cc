@@ -113,13 +113,15 @@ namespace {
 // before the program runs) or at a wrapper's first call (from an object's constructor that
 // runs earlier). kVersionOf_*: the symbol version to look up where an unversioned lookup
 // could find an old one (the condition variables' GLIBC_2.2.5 compatibility symbols).
-#define STRATA_REAL_SLOT(function) std::atomic<decltype(&::function)> g_real_##function{nullptr};
+#define STRATA_REAL_SLOT(function)                                    \
+  std::atomic<decltype(&::function)> g_real_##function{nullptr}; \
+  constexpr const char* kVersionOf_##function = VersionOf(#function);
 STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_REAL_SLOT)
 #undef STRATA_REAL_SLOT
 
 #define STRATA_REAL(function)                                                          \
   ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function, \
-                                ::strata::base_internal::VersionOf(#function))
+                                ::strata::base_internal::kVersionOf_##function)
 
 // Appends `text` / `value` in `base` (10 or 16) at `length` in `out`, as far as it fits;
 // returns the new length. Async-signal-safe.
@@ -179,6 +181,41 @@ long MutexHolder(const pthread_mutex_t* mutex) {
 }
 
 }  // namespace
+
+void ScopedWait::Begin(const void* function, const CallerRegisters& caller) {
+  RegisteredThread* thread = t_registered_thread;
+  if (!MayMarkWait(thread, caller.pc)) return;
+  WaitState& wait = thread->wait;
+  if (wait.depth != 0 && OuterWaitWasAbandoned(thread, caller.sp)) EndAbandonedWait(wait);
+  const bool outermost = wait.depth++ == 0;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  thread_ = thread;
+  if (!outermost) return;
+  marked_ = true;
+  wait.function.store(reinterpret_cast<uintptr_t>(function), std::memory_order_relaxed);
+  wait.caller_pc.store(caller.pc, std::memory_order_relaxed);
+  wait.caller_sp.store(caller.sp, std::memory_order_relaxed);
+  wait.caller_fp.store(caller.fp, std::memory_order_relaxed);
+  wait.start_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
+  wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
+                      std::memory_order_release);
+}
+
+void ScopedWait::End() {
+  WaitState& wait = thread_->wait;
+  if (marked_) {
+    const uint64_t sequence = wait.sequence.load(std::memory_order_relaxed);
+    if (wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
+      wait.end_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
+      wait.end_sequence.store(sequence, std::memory_order_release);
+    }
+    wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
+    // The sampler may be walking the frames this thread is about to return into.
+    wait.AwaitWalkEnd();
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (wait.depth > 0) --wait.depth;
+}
 
 void ResolveWaitFunctions() {
 #define STRATA_RESOLVE(function) (void)STRATA_REAL(function);

@@ -1,6 +1,6 @@
 #include "shared/symbols/demangle.h"
 
-#include <cxxabi.h>
+#include <dlfcn.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -27,7 +27,15 @@ std::string Demangler::Demangle(const char* name) {
   int status = 0;
   // On success __cxa_demangle may realloc the buffer; it then returns the new one and
   // updates capacity_. On failure the buffer is left as it was.
-  char* result = abi::__cxa_demangle(name, buffer_, &capacity_, &status);
+  // The process's own __cxa_demangle (its libstdc++.so), not a static copy: a reference to
+  // abi::__cxa_demangle would link libstdc++'s demangler (~36 KiB) into libstrata_base.so,
+  // which carries libstdc++.a (base/BUILD.bazel). In a process without libstdc++.so (a C
+  // program) names stay mangled; `strata symbolicate` demangles them.
+  using DemangleFunction = char* (*)(const char*, char*, size_t*, int*);
+  static const DemangleFunction demangle =
+      reinterpret_cast<DemangleFunction>(dlsym(RTLD_DEFAULT, "__cxa_demangle"));
+  if (demangle == nullptr) return std::string(name);
+  char* result = demangle(name, buffer_, &capacity_, &status);
   if (status != 0 || result == nullptr) return std::string(name);
   buffer_ = result;
   return std::string(result);
