@@ -217,5 +217,48 @@ TEST_CASE("A process-directed instance goes to a thread whose view leaves the si
   sigaction(signal_number, &action, nullptr);
 }
 
+TEST_CASE("A new thread's view is unknown until set; the start unblocks the signal for real") {
+  const int signal_number = SIGRTMIN + 4;
+  struct Seen {
+    bool known_at_start = true;
+    bool known_after = false;
+    bool blocks_after = false;
+    bool blocked_for_real_at_start = false;
+    bool blocked_for_real_after = true;
+  } seen;
+  sigset_t one, previous;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  // As our pthread_create wrapper does: blocked for real on the creator around the creation.
+  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, &previous) == 0);
+  pthread_t thread;
+  static int s_signal;
+  s_signal = signal_number;
+  REQUIRE(pthread_create(
+              &thread, nullptr,
+              [](void* raw) -> void* {
+                auto* s = static_cast<Seen*>(raw);
+                sigset_t mask;
+                s->known_at_start = ProgramSamplingSignalViewKnown();
+                pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+                s->blocked_for_real_at_start = sigismember(&mask, s_signal) == 1;
+                StartThreadSamplingSignalView(true, s_signal);
+                s->known_after = ProgramSamplingSignalViewKnown();
+                s->blocks_after = ProgramBlocksSamplingSignalNow();
+                pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+                s->blocked_for_real_after = sigismember(&mask, s_signal) == 1;
+                ForgetSamplingSignalThread();
+                return nullptr;
+              },
+              &seen) == 0);
+  pthread_join(thread, nullptr);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  CHECK_FALSE(seen.known_at_start);
+  CHECK(seen.blocked_for_real_at_start);
+  CHECK(seen.known_after);
+  CHECK(seen.blocks_after);
+  CHECK_FALSE(seen.blocked_for_real_after);
+}
+
 }  // namespace
 }  // namespace strata

@@ -15,6 +15,7 @@
 #include "catch2/catch.hpp"
 #include "platform/fork_for_testing.h"
 #include "platform/process_thread_ids.h"
+#include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/thread_sampling_timer.h"
 #include "platform/time_stamp.h"
 
@@ -224,6 +225,9 @@ TEST_CASE("Sampling signal handler: a late descriptor notification never takes S
         // Delivered on the return from write at the latest.
         _exit(StrayNotificationsDropped() >= 1 ? 0 : 6);
       }
+      // The thread's view leaves S unblocked, known (the preload tier sets it for the
+      // session's starting thread, a mask call, a new thread): then SIG_DFL is plain.
+      SetProgramBlocksSamplingSignal(false);
       syscall(SYS_tgkill, getpid(), static_cast<pid_t>(syscall(SYS_gettid)), signal_number);
       _exit(7);  // Not reached: the default action terminates.
     });
@@ -301,6 +305,7 @@ TEST_CASE(
   REQUIRE(child >= 0);
   if (child == 0) {
     if (InstallSamplingSignalHandler(SIGPROF, &CountingCallback) != 0) _exit(2);
+    SetProgramBlocksSamplingSignal(false);  // Known: the program leaves it unblocked here.
     raise(SIGPROF);
     _exit(0);  // Not reached when the default action was taken.
   }
@@ -308,6 +313,24 @@ TEST_CASE(
   REQUIRE(waitpid(child, &status, 0) == child);
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGPROF);
+}
+
+TEST_CASE(
+    "Sampling signal handler: a foreign signal never takes SIG_DFL's action on a thread whose "
+    "view is not known (issue 33); it is held",
+    "[platform][sampling]") {
+  // A thread whose view of the signal was never set (a new thread before its start routine
+  // set it, a thread not seen) may be one where the program blocks it: held, never fatal.
+  const testing::ChildResult child = testing::RunInForkedChild([] {
+    SetPlainAction(SIGPROF, SIG_DFL);
+    if (InstallSamplingSignalHandler(SIGPROF, &CountingCallback) != 0) _exit(2);
+    if (ProgramSamplingSignalViewKnown()) _exit(3);
+    const uint64_t held_before = CountHeldSamplingSignals().held;
+    raise(SIGPROF);
+    _exit(CountHeldSamplingSignals().held == held_before + 1 && HasHeldSamplingSignal() ? 0 : 4);
+  });
+  INFO(child.Describe());
+  CHECK(child.ExitedWith(0));
 }
 
 TEST_CASE(
