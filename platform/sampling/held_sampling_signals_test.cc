@@ -7,12 +7,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 
 #include "catch2/catch.hpp"
+#include "platform/sampling/sampling_signal.h"
 
 namespace strata {
 namespace {
@@ -258,6 +260,38 @@ TEST_CASE("A new thread's view is unknown until set; the start unblocks the sign
   CHECK(seen.known_after);
   CHECK(seen.blocks_after);
   CHECK_FALSE(seen.blocked_for_real_after);
+}
+
+TEST_CASE("A foreign signal never takes SIG_DFL's action where the view is not known; held") {
+  // A thread whose view was never set (a new thread before its start routine set it, a thread
+  // not seen) may be one where the program blocks the signal (issue 33).
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    struct sigaction plain;
+    std::memset(&plain, 0, sizeof(plain));
+    plain.sa_handler = SIG_DFL;
+    sigaction(SIGPROF, &plain, nullptr);
+    if (InstallSamplingSignalHandler(SIGPROF, [](void*, ucontext_t*, int) {}) != 0) _exit(2);
+    const uint64_t held_before = CountHeldSamplingSignals().held;
+    pthread_t thread;  // A fresh thread: this one's view was set by the cases above.
+    if (pthread_create(
+            &thread, nullptr,
+            [](void*) -> void* {
+              if (ProgramSamplingSignalViewKnown()) _exit(3);
+              raise(SIGPROF);
+              return nullptr;
+            },
+            nullptr) != 0) {
+      _exit(5);
+    }
+    pthread_join(thread, nullptr);
+    _exit(CountHeldSamplingSignals().held == held_before + 1 ? 0 : 4);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 }  // namespace

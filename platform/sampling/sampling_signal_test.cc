@@ -316,24 +316,6 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Sampling signal handler: a foreign signal never takes SIG_DFL's action on a thread whose "
-    "view is not known (issue 33); it is held",
-    "[platform][sampling]") {
-  // A thread whose view of the signal was never set (a new thread before its start routine
-  // set it, a thread not seen) may be one where the program blocks it: held, never fatal.
-  const testing::ChildResult child = testing::RunInForkedChild([] {
-    SetPlainAction(SIGPROF, SIG_DFL);
-    if (InstallSamplingSignalHandler(SIGPROF, &CountingCallback) != 0) _exit(2);
-    if (ProgramSamplingSignalViewKnown()) _exit(3);
-    const uint64_t held_before = CountHeldSamplingSignals().held;
-    raise(SIGPROF);
-    _exit(CountHeldSamplingSignals().held == held_before + 1 && HasHeldSamplingSignal() ? 0 : 4);
-  });
-  INFO(child.Describe());
-  CHECK(child.ExitedWith(0));
-}
-
-TEST_CASE(
     "Sampling signal handler: errno survives a sample, and threads without a context "
     "take none",
     "[platform][sampling]") {
