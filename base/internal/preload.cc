@@ -47,6 +47,7 @@
 #include "platform/raw_syscall.h"
 #include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/libunwind_walker.h"
+#include "platform/sampling/sampling_signal.h"
 
 namespace strata {
 namespace base_internal {
@@ -84,6 +85,9 @@ struct ThreadStart {
   // The creator's view of the sampling signal in its mask (held_sampling_signals.h): the
   // kernel passes the mask on, so the program's view is passed on too.
   bool blocks_sampling_signal;
+  // The sampling signal when the creator blocked it for real around pthread_create only (the
+  // new thread unblocks it once its view is set: StartThreadSamplingSignalView), else 0.
+  int blocked_for_start;
 };
 
 // Frees the thread's slot among the threads that take a process-directed sampling signal
@@ -94,9 +98,11 @@ struct SamplingSignalThreadRelease {
 
 void* ThreadTrampoline(void* raw) {
   const ThreadStart start = *static_cast<ThreadStart*>(raw);
-  delete static_cast<ThreadStart*>(raw);
+  // First: until then the sampling signal is blocked for real on this thread (see
+  // pthread_create below), and its view is not known.
+  StartThreadSamplingSignalView(start.blocks_sampling_signal, start.blocked_for_start);
   const SamplingSignalThreadRelease release;
-  SetProgramBlocksSamplingSignal(start.blocks_sampling_signal);
+  delete static_cast<ThreadStart*>(raw);
   ApplyInheritedRestrictions(start.restrictions);  // Before anything reads a clock.
   ProfilerRegisterThread(nullptr);  // Unregistered by the thread-exit key's destructor.
   return start.routine(start.argument);
@@ -289,9 +295,28 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
     return real(thread, attributes, routine, argument);
   }
   ThreadStart* start = new (std::nothrow) ThreadStart{routine, argument, CurrentThreadRestrictions(),
-                                                         strata::ProgramBlocksSamplingSignal()};
+                                                         strata::ProgramBlocksSamplingSignal(), 0};
   if (!start) return real(thread, attributes, routine, argument);
-  const int rc = real(thread, attributes, &ThreadTrampoline, start);
+  // The sampling signal S blocked for real on the creator while the thread is made: the new
+  // thread inherits that mask, and glibc restores it before our trampoline runs. Unblocked
+  // there, a foreign S could reach the new thread's handler before its view (which may say
+  // "blocked") is set, and go to the program's SIG_DFL action: the sigwait pattern killed by
+  // SIGRTMAX (issue 33). An S for the creator meanwhile stays pending until the unblock below.
+  // Left as it was where S is blocked for real already (a Strata thread, a wait of ours).
+  const int sampling = strata::InstalledSamplingSignal();
+  const uint64_t one = sampling > 0 ? uint64_t{1} << (sampling - 1) : 0;
+  uint64_t before = 0;
+  const bool blocked_here =
+      one != 0 &&
+      strata::RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&one),
+                         reinterpret_cast<long>(&before), static_cast<long>(sizeof(one))) == 0 &&
+      (before & one) == 0;
+  if (blocked_here) start->blocked_for_start = sampling;
+  const int rc = real(thread, attributes, &ThreadTrampoline, start);  // `start` is the thread's.
+  if (blocked_here) {
+    strata::RawSyscall(SYS_rt_sigprocmask, SIG_UNBLOCK, reinterpret_cast<long>(&one), 0,
+                       static_cast<long>(sizeof(one)));
+  }
   if (rc != 0) delete start;
   return rc;
 }

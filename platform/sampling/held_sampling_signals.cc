@@ -43,6 +43,8 @@ std::atomic<uint64_t> g_signalfds{0};
 std::atomic<int32_t> g_acceptors[kAcceptorSlots];
 
 __attribute__((tls_model("initial-exec"))) thread_local bool t_program_blocks = false;
+// Whether t_program_blocks was ever set on this thread (ProgramSamplingSignalViewKnown).
+__attribute__((tls_model("initial-exec"))) thread_local bool t_view_known = false;
 __attribute__((tls_model("initial-exec"))) thread_local int t_acceptor_slot = -1;
 // The view during a call with a temporary mask (sigsuspend, ppoll...): -1 none, 0 unblocked,
 // 1 blocked.
@@ -190,6 +192,7 @@ uint64_t RealMask() {
 void SetProgramBlocksSamplingSignal(bool blocked) {
   const bool turned_unblocked = t_program_blocks && !blocked;
   t_program_blocks = blocked;
+  t_view_known = true;
   if (blocked) {
     if (t_acceptor_slot >= 0) UnregisterAcceptor(t_acceptor_slot, Tid());
     if (t_acceptor_slot != kTableFull) t_acceptor_slot = kNotTried;
@@ -204,6 +207,21 @@ void SetProgramBlocksSamplingSignal(bool blocked) {
 }
 
 bool ProgramBlocksSamplingSignal() { return t_program_blocks; }
+
+bool ProgramSamplingSignalViewKnown() { return t_view_override >= 0 || t_view_known; }
+
+void StartThreadSamplingSignalView(bool blocked, int blocked_for_start) {
+  t_program_blocks = blocked;
+  t_view_known = true;
+  // The handler sees the view before S can reach it.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (blocked_for_start > 0) {
+    uint64_t one = uint64_t{1} << (blocked_for_start - 1);
+    RawSyscall(SYS_rt_sigprocmask, SIG_UNBLOCK, reinterpret_cast<long>(&one), 0,
+               static_cast<long>(sizeof(one)));
+  }
+  SetProgramBlocksSamplingSignal(blocked);  // An acceptor when unblocked.
+}
 
 void ForgetSamplingSignalThread() {
   if (t_acceptor_slot >= 0) UnregisterAcceptor(t_acceptor_slot, Tid());

@@ -53,6 +53,20 @@ constexpr int kAcceptorSlots = 64;
 // blocks it goes there, as the kernel would have sent it there.
 void SetProgramBlocksSamplingSignal(bool blocked);
 bool ProgramBlocksSamplingSignal();
+// Whether the calling thread's view is known: set by SetProgramBlocksSamplingSignal (a mask
+// interposer, the thread-start trampoline, the session's starting thread) or in force through
+// a temporary mask. A thread not seen (made without our pthread_create wrapper, or one that
+// existed before a session began) has none: the sampling handler never gives a foreign S
+// taken there to a SIG_DFL action (it is held instead, handed to a thread that takes S), since
+// the program may block S there (docs/host-contract.md, "Signals").
+bool ProgramSamplingSignalViewKnown();
+// For the thread-start trampoline, first thing on the new thread: the view its creator passed
+// on, then `blocked_for_start` (the sampling signal, or 0) unblocked for real. The creator
+// blocks S for real around pthread_create (kernel masks are inherited), so that no S reaches
+// the new thread's handler between glibc's restoring its mask and this call, while its view is
+// not known yet (before: the program killed by a foreign S, issue 33). Registers the thread as
+// an acceptor when its view leaves S unblocked.
+void StartThreadSamplingSignalView(bool blocked, int blocked_for_start);
 // For a thread that ends (the thread-start trampoline, however its routine ends): its
 // acceptor slot is freed at once rather than found dead later.
 void ForgetSamplingSignalThread();

@@ -7,12 +7,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 
 #include "catch2/catch.hpp"
+#include "platform/sampling/sampling_signal.h"
 
 namespace strata {
 namespace {
@@ -215,6 +217,81 @@ TEST_CASE("A process-directed instance goes to a thread whose view leaves the si
   action.sa_handler = SIG_DFL;
   action.sa_flags = 0;
   sigaction(signal_number, &action, nullptr);
+}
+
+TEST_CASE("A new thread's view is unknown until set; the start unblocks the signal for real") {
+  const int signal_number = SIGRTMIN + 4;
+  struct Seen {
+    bool known_at_start = true;
+    bool known_after = false;
+    bool blocks_after = false;
+    bool blocked_for_real_at_start = false;
+    bool blocked_for_real_after = true;
+  } seen;
+  sigset_t one, previous;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  // As our pthread_create wrapper does: blocked for real on the creator around the creation.
+  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, &previous) == 0);
+  pthread_t thread;
+  static int s_signal;
+  s_signal = signal_number;
+  REQUIRE(pthread_create(
+              &thread, nullptr,
+              [](void* raw) -> void* {
+                auto* s = static_cast<Seen*>(raw);
+                sigset_t mask;
+                s->known_at_start = ProgramSamplingSignalViewKnown();
+                pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+                s->blocked_for_real_at_start = sigismember(&mask, s_signal) == 1;
+                StartThreadSamplingSignalView(true, s_signal);
+                s->known_after = ProgramSamplingSignalViewKnown();
+                s->blocks_after = ProgramBlocksSamplingSignalNow();
+                pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+                s->blocked_for_real_after = sigismember(&mask, s_signal) == 1;
+                ForgetSamplingSignalThread();
+                return nullptr;
+              },
+              &seen) == 0);
+  pthread_join(thread, nullptr);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  CHECK_FALSE(seen.known_at_start);
+  CHECK(seen.blocked_for_real_at_start);
+  CHECK(seen.known_after);
+  CHECK(seen.blocks_after);
+  CHECK_FALSE(seen.blocked_for_real_after);
+}
+
+TEST_CASE("A foreign signal never takes SIG_DFL's action where the view is not known; held") {
+  // A thread whose view was never set (a new thread before its start routine set it, a thread
+  // not seen) may be one where the program blocks the signal (issue 33).
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    struct sigaction plain;
+    std::memset(&plain, 0, sizeof(plain));
+    plain.sa_handler = SIG_DFL;
+    sigaction(SIGPROF, &plain, nullptr);
+    if (InstallSamplingSignalHandler(SIGPROF, [](void*, ucontext_t*, int) {}) != 0) _exit(2);
+    const uint64_t held_before = CountHeldSamplingSignals().held;
+    pthread_t thread;  // A fresh thread: this one's view was set by the cases above.
+    if (pthread_create(
+            &thread, nullptr,
+            [](void*) -> void* {
+              if (ProgramSamplingSignalViewKnown()) _exit(3);
+              raise(SIGPROF);
+              return nullptr;
+            },
+            nullptr) != 0) {
+      _exit(5);
+    }
+    pthread_join(thread, nullptr);
+    _exit(CountHeldSamplingSignals().held == held_before + 1 ? 0 : 4);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 }  // namespace

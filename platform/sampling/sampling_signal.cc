@@ -230,6 +230,13 @@ bool IsStrayNotification(const siginfo_t& info) {
   return (program.sa_flags & SA_SIGINFO) == 0 && program.sa_handler == SIG_DFL;
 }
 
+// Whether the program's action for S is SIG_DFL (terminate the process).
+bool ProgramActionIsDefault() {
+  struct sigaction program;
+  ReadProgramAction(&program);
+  return (program.sa_flags & SA_SIGINFO) == 0 && program.sa_handler == SIG_DFL;
+}
+
 void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   if (info != nullptr && IsSamplingSignal(*info)) {
@@ -240,10 +247,15 @@ void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
     RunSamplingCallback(*info, context);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     --t_in_handler;
-  } else if (info != nullptr && ProgramBlocksSamplingSignalNow() &&
-             !IsStrayNotification(*info)) {
+  } else if (info != nullptr && !IsStrayNotification(*info) &&
+             (ProgramBlocksSamplingSignalNow() ||
+              (!ProgramSamplingSignalViewKnown() && ProgramActionIsDefault()))) {
     // A foreign instance on a thread where the program blocks S: plain, it would stay pending
-    // for the program's wait or its unblock (held_sampling_signals.h).
+    // for the program's wait or its unblock (held_sampling_signals.h). The rule: a foreign S
+    // reaches a SIG_DFL action only on a thread whose view is known to leave S unblocked (then
+    // the program dies as plain). On a thread whose view is not known (a thread not seen), the
+    // program may block S there: held too, so handed to a thread that takes it (a waiter, an
+    // acceptor, where SIG_DFL is the plain outcome) or kept for a wait or an unblock.
     HoldForeignSamplingSignal(signal_number, *info);
   } else {
     // Not inside t_in_handler: the program's handler is the program's (its calls are served as

@@ -15,6 +15,7 @@
 #include "catch2/catch.hpp"
 #include "platform/fork_for_testing.h"
 #include "platform/process_thread_ids.h"
+#include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/thread_sampling_timer.h"
 #include "platform/time_stamp.h"
 
@@ -224,6 +225,9 @@ TEST_CASE("Sampling signal handler: a late descriptor notification never takes S
         // Delivered on the return from write at the latest.
         _exit(StrayNotificationsDropped() >= 1 ? 0 : 6);
       }
+      // The thread's view leaves S unblocked, known (the preload tier sets it for the
+      // session's starting thread, a mask call, a new thread): then SIG_DFL is plain.
+      SetProgramBlocksSamplingSignal(false);
       syscall(SYS_tgkill, getpid(), static_cast<pid_t>(syscall(SYS_gettid)), signal_number);
       _exit(7);  // Not reached: the default action terminates.
     });
@@ -301,6 +305,7 @@ TEST_CASE(
   REQUIRE(child >= 0);
   if (child == 0) {
     if (InstallSamplingSignalHandler(SIGPROF, &CountingCallback) != 0) _exit(2);
+    SetProgramBlocksSamplingSignal(false);  // Known: the program leaves it unblocked here.
     raise(SIGPROF);
     _exit(0);  // Not reached when the default action was taken.
   }
