@@ -230,6 +230,15 @@ void ResolveWaitFunctions() {
 using strata::base_internal::ScopedWait;
 
 
+// A lock wrapper: the lock (the first of the arguments) is tried first with `try_function`;
+// only a contended lock marks a wait, around the real blocking call.
+#define STRATA_LOCK_ARGUMENT(lock, ...) lock
+#define STRATA_LOCK_WAIT_CALL(try_function, function, ...)                                \
+  const auto real = STRATA_REAL(function);                                                \
+  const int tried = STRATA_REAL(try_function)(STRATA_LOCK_ARGUMENT(__VA_ARGS__, ~));      \
+  if (tried != EBUSY) return tried; /* Taken, or the lock's own error. */                  \
+  STRATA_WAIT_CALL(function, __VA_ARGS__)
+
 extern "C" {
 
 // --- Sleeps.
@@ -409,18 +418,10 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
   return rc;
 }
 int pthread_rwlock_rdlock(pthread_rwlock_t* lock) {
-  const auto real_try = STRATA_REAL(pthread_rwlock_tryrdlock);
-  const auto real = STRATA_REAL(pthread_rwlock_rdlock);
-  const int tried = real_try(lock);
-  if (tried != EBUSY) return tried;
-  STRATA_WAIT_CALL(pthread_rwlock_rdlock, lock);
+  STRATA_LOCK_WAIT_CALL(pthread_rwlock_tryrdlock, pthread_rwlock_rdlock, lock);
 }
 int pthread_rwlock_wrlock(pthread_rwlock_t* lock) {
-  const auto real_try = STRATA_REAL(pthread_rwlock_trywrlock);
-  const auto real = STRATA_REAL(pthread_rwlock_wrlock);
-  const int tried = real_try(lock);
-  if (tried != EBUSY) return tried;
-  STRATA_WAIT_CALL(pthread_rwlock_wrlock, lock);
+  STRATA_LOCK_WAIT_CALL(pthread_rwlock_trywrlock, pthread_rwlock_wrlock, lock);
 }
 
 
@@ -457,46 +458,22 @@ int sem_clockwait(sem_t* semaphore, clockid_t clock, const timespec* deadline) {
 }
 // Timed locks: tried first, as the untimed ones (an uncontended lock marks nothing).
 int pthread_mutex_timedlock(pthread_mutex_t* mutex, const timespec* deadline) {
-  const auto real_try = STRATA_REAL(pthread_mutex_trylock);
-  const auto real = STRATA_REAL(pthread_mutex_timedlock);
-  const int tried = real_try(mutex);
-  if (tried != EBUSY) return tried;
-  STRATA_WAIT_CALL(pthread_mutex_timedlock, mutex, deadline);
+  STRATA_LOCK_WAIT_CALL(pthread_mutex_trylock, pthread_mutex_timedlock, mutex, deadline);
 }
 int pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock, const timespec* deadline) {
-  const auto real_try = STRATA_REAL(pthread_mutex_trylock);
-  const auto real = STRATA_REAL(pthread_mutex_clocklock);
-  const int tried = real_try(mutex);
-  if (tried != EBUSY) return tried;
-  STRATA_WAIT_CALL(pthread_mutex_clocklock, mutex, clock, deadline);
+  STRATA_LOCK_WAIT_CALL(pthread_mutex_trylock, pthread_mutex_clocklock, mutex, clock, deadline);
 }
 int pthread_rwlock_timedrdlock(pthread_rwlock_t* lock, const timespec* deadline) {
-  const auto real_try = STRATA_REAL(pthread_rwlock_tryrdlock);
-  const auto real = STRATA_REAL(pthread_rwlock_timedrdlock);
-  const int tried = real_try(lock);
-  if (tried != EBUSY) return tried;
-  STRATA_WAIT_CALL(pthread_rwlock_timedrdlock, lock, deadline);
+  STRATA_LOCK_WAIT_CALL(pthread_rwlock_tryrdlock, pthread_rwlock_timedrdlock, lock, deadline);
 }
 int pthread_rwlock_timedwrlock(pthread_rwlock_t* lock, const timespec* deadline) {
-  const auto real_try = STRATA_REAL(pthread_rwlock_trywrlock);
-  const auto real = STRATA_REAL(pthread_rwlock_timedwrlock);
-  const int tried = real_try(lock);
-  if (tried != EBUSY) return tried;
-  STRATA_WAIT_CALL(pthread_rwlock_timedwrlock, lock, deadline);
+  STRATA_LOCK_WAIT_CALL(pthread_rwlock_trywrlock, pthread_rwlock_timedwrlock, lock, deadline);
 }
 int pthread_rwlock_clockrdlock(pthread_rwlock_t* lock, clockid_t clock, const timespec* deadline) {
-  const auto real_try = STRATA_REAL(pthread_rwlock_tryrdlock);
-  const auto real = STRATA_REAL(pthread_rwlock_clockrdlock);
-  const int tried = real_try(lock);
-  if (tried != EBUSY) return tried;
-  STRATA_WAIT_CALL(pthread_rwlock_clockrdlock, lock, clock, deadline);
+  STRATA_LOCK_WAIT_CALL(pthread_rwlock_tryrdlock, pthread_rwlock_clockrdlock, lock, clock, deadline);
 }
 int pthread_rwlock_clockwrlock(pthread_rwlock_t* lock, clockid_t clock, const timespec* deadline) {
-  const auto real_try = STRATA_REAL(pthread_rwlock_trywrlock);
-  const auto real = STRATA_REAL(pthread_rwlock_clockwrlock);
-  const int tried = real_try(lock);
-  if (tried != EBUSY) return tried;
-  STRATA_WAIT_CALL(pthread_rwlock_clockwrlock, lock, clock, deadline);
+  STRATA_LOCK_WAIT_CALL(pthread_rwlock_trywrlock, pthread_rwlock_clockwrlock, lock, clock, deadline);
 }
 
 // The 64-bit-offset names a program built with _FILE_OFFSET_BITS=64 calls (pread64 and
