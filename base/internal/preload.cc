@@ -46,6 +46,7 @@
 #include "platform/next_definition.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/libunwind_walker.h"
+#include "platform/time_stamp.h"
 
 namespace strata {
 namespace base_internal {
@@ -134,7 +135,7 @@ Function RealProcessEndFunction(ProcessEndFunction which) {
 
 int64_t MonotonicNs() {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ReadClock(CLOCK_MONOTONIC, &ts);  // Honours a thread's PR_SET_TSC (time_stamp.h).
   return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
 }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "platform/next_definition.h"
+#include "platform/time_stamp.h"
 #include "platform/sampling/thread_sampling_timer.h"
 
 namespace strata {
@@ -250,7 +251,7 @@ void FillEverySignal(sigset_t* set) {
 
 int64_t MonotonicNs() {
   timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
+  ReadClock(CLOCK_MONOTONIC, &now);  // May run on a program thread (an exit save).
   return now.tv_sec * int64_t{1000000000} + now.tv_nsec;
 }
 
