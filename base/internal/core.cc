@@ -349,6 +349,13 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.dropped_samples = registry.dropped_samples;
   snapshot.sampling_signal = InstalledSamplingSignal();
   snapshot.samples_skipped_low_stack = SamplesSkippedForLowStack();
+  static_assert(static_cast<int>(LowStack::kCount) ==
+                    sizeof(snapshot.samples_skipped_low_stack_where) / sizeof(uint64_t),
+                "one count per reason");
+  for (int reason = 0; reason < static_cast<int>(LowStack::kCount); ++reason) {
+    snapshot.samples_skipped_low_stack_where[reason] =
+        SamplesSkippedForLowStack(static_cast<LowStack>(reason));
+  }
   snapshot.sampling_stopped = registry.sampling_stopped;
   snapshot.sampling_source = SamplingSourceReportLocked(registry.settings);
   ReclaimDeadThreadsLocked(registry);  // Threads that ended with a raw SYS_exit.

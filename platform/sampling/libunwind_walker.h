@@ -80,6 +80,7 @@
 #include <cstdint>
 
 #include "platform/sampling/libunwind_imports.h"
+#include "platform/sampling/libunwind_loader.h"
 #include "platform/sampling/native_frame.h"
 #include "platform/sampling/stack_bounds.h"
 
@@ -93,8 +94,17 @@ namespace strata {
 // `bounds` (a JIT frame without a frame record ends the walk there). The caller must guarantee: it runs on the interrupted thread itself, inside the
 // handler that received `context`; `bounds` are that thread's (StackBounds::OfCurrentThread()
 // at registration); `frames` has room for `capacity` entries.
+//
+// `scratch`, if given, holds libunwind's cursor and the context copy of a resumed walk
+// instead of the handler's stack (2 KiB less of it: docs/sampling.md, "Stack"): one per
+// thread, used only by that thread's handler (every signal is blocked there, so it is never
+// in use twice at once). Without it they are on the stack.
+struct LibunwindWalkScratch {
+  unw_cursor_t cursor;
+  ucontext_t resumed;
+};
 size_t WalkStackWithLibunwind(ucontext_t* context, const StackBounds& bounds, NativeFrame* frames,
-                              size_t capacity);
+                              size_t capacity, LibunwindWalkScratch* scratch = nullptr);
 
 // --- The dynamic loader's lock.
 //
@@ -177,7 +187,7 @@ namespace libunwind_walker_internal {
 // WalkStackWithLibunwind() with an explicit libunwind table; nullptr stands for "libunwind
 // unavailable". For tests.
 size_t WalkStackWith(const LibunwindFunctions* functions, ucontext_t* context,
-                     const StackBounds& bounds, NativeFrame* frames, size_t capacity);
+                     const StackBounds& bounds, NativeFrame* frames, size_t capacity, LibunwindWalkScratch* scratch = nullptr);
 
 }  // namespace libunwind_walker_internal
 }  // namespace strata

@@ -4,15 +4,19 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstddef>
 #include <cstring>
 
 #include "platform/next_definition.h"
+#include "platform/raw_syscall.h"
 #include "platform/time_stamp.h"
 #include "platform/sampling/thread_sampling_timer.h"
 
@@ -36,7 +40,10 @@ std::atomic<int> g_callback_waiters{0};
 std::atomic<int> g_installed_signal{0};
 // Uninstall gave up waiting for a callback: our handler is still the kernel disposition.
 std::atomic<bool> g_uninstall_abandoned{false};
-std::atomic<uint64_t> g_samples_skipped_low_stack{0};
+std::atomic<uint64_t> g_samples_skipped_low_stack[static_cast<int>(LowStack::kCount)] = {};
+// The main thread's stack (SetSamplingMainStackLimits); 0 while unknown.
+std::atomic<uintptr_t> g_main_stack_floor{0};
+std::atomic<uintptr_t> g_main_stack_top{0};
 std::atomic<uint64_t> g_stray_notifications_dropped{0};
 // The sigaction after ours in the lookup order (libc's), so that our own calls do not go
 // through the preload tier's interposer. Resolved outside signal context (Install, Choose).
@@ -71,6 +78,21 @@ __attribute__((tls_model("initial-exec"))) thread_local std::atomic<uint64_t>
 
 void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context);
 
+}  // namespace
+
+// The handler the kernel calls (the assembly stub below), and what it jumps to and counts.
+extern "C" {
+__attribute__((visibility("hidden"))) void strata_sampling_signal_entry(int, siginfo_t*, void*);
+__attribute__((visibility("hidden"))) void strata_sampling_signal_handler(int signal_number,
+                                                                          siginfo_t* info,
+                                                                          void* context) {
+  SamplingSignalHandler(signal_number, info, context);
+}
+__attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry = 0;
+}
+
+namespace {
+
 SigactionFunction RealSigaction() {
   SigactionFunction real = g_real_sigaction.load(std::memory_order_acquire);
   if (real == nullptr) {
@@ -83,13 +105,16 @@ SigactionFunction RealSigaction() {
 }
 
 bool IsOurHandler(const struct sigaction& action) {
-  return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == &SamplingSignalHandler;
+  return (action.sa_flags & SA_SIGINFO) != 0 &&
+         (action.sa_sigaction == &strata_sampling_signal_entry ||
+          action.sa_sigaction == &SamplingSignalHandler);
 }
 
 // The thread's signal mask through the system call: not interposed, and it may name glibc's
 // internal signals. Async-signal-safe (errno is saved by the handler).
 void SetThreadMask(int how, const sigset_t* set, sigset_t* old) {
-  syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+  RawSyscall(SYS_rt_sigprocmask, how, reinterpret_cast<long>(set), reinterpret_cast<long>(old),
+             _NSIG / 8);
 }
 
 void WriteProgramAction(const struct sigaction& action) {
@@ -175,15 +200,48 @@ void ChainToProgramAction(int signal_number, siginfo_t* info, void* context) {
   // the mask it ran with, as without us.
 }
 
-void RunSamplingCallback(const siginfo_t& info, void* context) {
-  // Fail safe on a thread with little stack left: the walk would run into the guard page.
+// Room below `sp` on [base, ...): at least kSamplingHandlerStackNeed bytes?
+bool RoomAbove(uintptr_t base, uintptr_t sp) {
+  return sp >= base && sp - base >= kSamplingHandlerStackNeed;
+}
+
+// -1 when the handler, whose frame is at `sp`, has kSamplingHandlerStackNeed bytes below it;
+// else why not (a LowStack). Raw system calls only (errno untouched; no vDSO, no interposable
+// symbol): prlimit64 on the main stack, sigaltstack when off every known stack.
+int LowStackAt(uintptr_t sp) {
   const uintptr_t low = t_stack_low;
-  if (low != 0) {
-    const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-    if (sp < low || sp >= t_stack_high || sp - low < kSamplingHandlerStackNeed) {
-      g_samples_skipped_low_stack.fetch_add(1, std::memory_order_relaxed);
-      return;
+  if (low != 0 && sp >= low && sp < t_stack_high) {
+    return RoomAbove(low, sp) ? -1 : static_cast<int>(LowStack::kThreadStack);
+  }
+  const uintptr_t main_top = g_main_stack_top.load(std::memory_order_relaxed);
+  const uintptr_t main_floor = g_main_stack_floor.load(std::memory_order_relaxed);
+  if (main_top != 0 && sp >= main_floor && sp < main_top) {
+    uintptr_t floor = main_floor;
+    struct rlimit limit;  // The kernel's struct rlimit64 (two 64-bit words) on x86-64.
+    if (RawSyscall(SYS_prlimit64, 0, RLIMIT_STACK, 0, reinterpret_cast<long>(&limit)) == 0 &&
+        limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < main_top - main_floor) {
+      floor = std::max<uintptr_t>(floor, main_top - limit.rlim_cur);
     }
+    return RoomAbove(floor, sp) ? -1 : static_cast<int>(LowStack::kMainStack);
+  }
+  stack_t alternate;
+  if (RawSyscall(SYS_sigaltstack, 0, reinterpret_cast<long>(&alternate)) == 0 &&
+      (alternate.ss_flags & SS_ONSTACK) != 0) {
+    return RoomAbove(reinterpret_cast<uintptr_t>(alternate.ss_sp), sp)
+               ? -1
+               : static_cast<int>(LowStack::kAlternateStack);
+  }
+  // A thread whose stack is known, running on another one (a coroutine's, say): room unknown.
+  // A thread without bounds (not registered through the registry) is not checked.
+  return low != 0 || main_top != 0 ? static_cast<int>(LowStack::kUnknownStack) : -1;
+}
+
+void RunSamplingCallback(const siginfo_t& info, void* context) {
+  // Before any work: enough stack below this frame for the callback (sampling_signal.h)?
+  const int low_stack = LowStackAt(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
+  if (low_stack >= 0) {
+    g_samples_skipped_low_stack[low_stack].fetch_add(1, std::memory_order_relaxed);
+    return;
   }
   // seq_cst pairs with WaitForCallbacksOfPreviousEpoch: either the waiter sees this increment,
   // or the callback loaded below is the one stored before the epoch was flipped (or later).
@@ -201,8 +259,7 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
   // syscall() is not a cancellation point; errno is restored by our caller.
   if (running.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
       g_callback_waiters.load(std::memory_order_seq_cst) != 0) {
-    syscall(SYS_futex, reinterpret_cast<int*>(&running), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-            nullptr, 0);
+    RawSyscall(SYS_futex, reinterpret_cast<long>(&running), FUTEX_WAKE_PRIVATE, INT_MAX);
   }
 }
 
@@ -235,6 +292,53 @@ void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
   errno = saved_errno;
 }
 // ---- End of signal handler. ----
+
+// The entry the kernel calls: a check that uses no stack at all, before any C++ frame. When
+// the signal frame lies on the program's alternate signal stack (inside the kernel's saved
+// uc_stack, [ss_sp, ss_sp + ss_size]: its ss_flags are the configured ones, not SS_ONSTACK)
+// and fewer than
+// kSamplingHandlerStackNeed bytes remain between the kernel's frame and that base, a
+// notification of a timer or a descriptor (si_code SI_TIMER or POLL_IN..POLL_HUP: our
+// sampling sources) is skipped and counted right here, and `ret` goes to the kernel's
+// sigreturn. Even the smallest C++ prologue there wrote below the alternate stack: heap bytes
+// of the program's (32 of them, once in 3 runs at 7 KiB, issue 33). Everything else jumps to
+// the handler, whose own checks (LowStackAt) then run. Uses only registers the kernel
+// restores at sigreturn (rax, rcx); the ucontext and siginfo lie above the stack pointer.
+static_assert(offsetof(ucontext_t, uc_stack) + offsetof(stack_t, ss_sp) == 16, "ss_sp");
+static_assert(offsetof(ucontext_t, uc_stack) + offsetof(stack_t, ss_size) == 32, "ss_size");
+static_assert(offsetof(siginfo_t, si_code) == 8, "si_code");
+static_assert(SI_TIMER == -2 && POLL_IN == 1 && POLL_HUP == 6, "constants");
+static_assert(kSamplingHandlerStackNeed == 6144, "the stub's constant below");
+__asm__(R"(
+  .text
+  .p2align 4
+  .type strata_sampling_signal_entry, @function
+strata_sampling_signal_entry:
+  .cfi_startproc
+  testq %rdx, %rdx
+  jz 1f
+  testq %rsi, %rsi
+  jz 1f
+  movq %rsp, %rcx
+  subq 16(%rdx), %rcx
+  cmpq 32(%rdx), %rcx
+  ja 1f
+  cmpq $6144, %rcx
+  jae 1f
+  movl 8(%rsi), %ecx
+  cmpl $-2, %ecx
+  je 2f
+  subl $1, %ecx
+  cmpl $5, %ecx
+  ja 1f
+2:
+  lock incq strata_samples_skipped_at_entry(%rip)
+  ret
+1:
+  jmp strata_sampling_signal_handler
+  .cfi_endproc
+  .size strata_sampling_signal_entry, .-strata_sampling_signal_entry
+)");
 
 // Every signal, glibc's internal ones too: sigfillset leaves out SIGCANCEL (32) and SIGSETXID
 // (33), and sigaddset refuses them, so their bits are set by hand. Blocked while the handler
@@ -342,7 +446,7 @@ int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback) {
   }
   struct sigaction action;
   std::memset(&action, 0, sizeof(action));
-  action.sa_sigaction = &SamplingSignalHandler;
+  action.sa_sigaction = &strata_sampling_signal_entry;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   FillEverySignal(&action.sa_mask);
   // The program's action is recorded before our handler can run; the interposers record every
@@ -485,8 +589,30 @@ uint64_t SamplingSignalsTakenOnCurrentThread() {
   return t_sampling_signals_taken.load(std::memory_order_relaxed);
 }
 
+void SetSamplingMainStackLimits(uintptr_t floor, uintptr_t top) {
+  g_main_stack_top.store(0, std::memory_order_relaxed);  // Never a new floor with an old top.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  g_main_stack_floor.store(floor, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  g_main_stack_top.store(top, std::memory_order_relaxed);
+}
+
 uint64_t SamplesSkippedForLowStack() {
-  return g_samples_skipped_low_stack.load(std::memory_order_relaxed);
+  uint64_t total = __atomic_load_n(&strata_samples_skipped_at_entry, __ATOMIC_RELAXED);
+  for (const auto& count : g_samples_skipped_low_stack) {
+    total += count.load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
+uint64_t SamplesSkippedForLowStack(LowStack reason) {
+  const int index = static_cast<int>(reason);
+  if (index < 0 || index >= static_cast<int>(LowStack::kCount)) return 0;
+  const uint64_t at_entry = reason == LowStack::kAlternateStack
+                                ? __atomic_load_n(&strata_samples_skipped_at_entry,
+                                                  __ATOMIC_RELAXED)
+                                : 0;
+  return at_entry + g_samples_skipped_low_stack[index].load(std::memory_order_relaxed);
 }
 
 }  // namespace strata
