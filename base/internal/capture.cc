@@ -111,6 +111,11 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
       w.UintProperty("unknownStack", snapshot.samples_skipped_low_stack_where[3]);
       w.EndObject();
     }
+    if (snapshot.unwind_lookups_unreadable > 0) {
+      // Stack walks ended at an object whose headers or unwind tables the program made
+      // unreadable (libunwind_imports.h).
+      w.UintProperty("unwindLookupsUnreadable", snapshot.unwind_lookups_unreadable);
+    }
     // What sent the sampling signals and why (docs/sampling.md, "Sampling sources").
     w.StringProperty("samplingSource", snapshot.sampling_source.description);
     w.DoubleProperty("requestedInterval", snapshot.settings.interval_ms);

@@ -15,6 +15,7 @@
 #                        was killed by SIGUSR1 (it reached the profiler's thread) and its
 #                        workers were not sampled
 #   tiny_stack           a PTHREAD_STACK_MIN thread deep in recursion; crashed in the handler
+#   unreadable_headers   its own ELF header or .eh_frame_hdr page PROT_NONE; crashed in the walk
 #   stack_headroom       the main thread near its RLIMIT_STACK, and the program's own handler
 #                        on a small alternate signal stack (issue 33): crashed, or heap bytes
 #                        below the alternate stack overwritten
@@ -196,6 +197,22 @@ skipped=$(grep -o '"alternateSignalStack":[0-9]*' <<<"$where" | cut -d: -f2)
 [[ "${skipped:-0}" -gt 0 ]] &&
   pass "altstack_7168: $skipped samples skipped on the alternate stack ($where)" ||
   fail "altstack_7168: no sample skipped on the alternate stack (${where:-none})"
+
+# --- Program memory that the stack walk reads, made unreadable by the program (issue 33:
+# SIGSEGV 3/3 each in the handler): its ELF header page, its .eh_frame_hdr page. Walks end at
+# that object instead, counted in the profile.
+for mode in elf eh_frame_hdr; do
+  name=unreadable_$mode
+  run_three "$name" "$(binary $DIR/unreadable_headers)" "$mode"
+  same_as_plain "$name"
+  refused=$(meta_number "$name" unwindLookupsUnreadable)
+  samples=$(main_samples "$name")
+  if [[ "$RUN_STATUS" -eq 0 && "${refused:-0}" -gt 0 && "${samples:-0}" -gt 0 ]]; then
+    pass "$name: no crash; $samples samples, $refused unwind lookups refused as unreadable"
+  else
+    fail "$name: status $RUN_STATUS, ${samples:-no} samples, unwindLookupsUnreadable=${refused:-missing}"
+  fi
+done
 
 # --- A raw rt_sigaction replaces the sampling handler: sampling stops, the profile says why.
 name=raw_ignore
