@@ -44,8 +44,9 @@
 //     fault on (issue 16). Such frames are crossed by frame pointers, reading only inside
 //     `bounds` (frame_pointer_walker.h), and libunwind resumes (unw_init_local2 on a copy of
 //     the context with pc/sp/fp replaced, flag 0) at the first return address back in a
-//     loaded object. Handler stack: ~1.3 KiB for the walk (libunwind's cursor), ~1 KiB
-//     more while resuming after such frames (the context copy).
+//     loaded object. Handler stack: libunwind's cursor (1 KiB) and the context copy for
+//     resuming after such frames (1 KiB) are in the caller's LibunwindWalkScratch when it
+//     passes one (the base tier does: one per thread), else on the stack.
 //   - When DWARF information is missing in a loaded object, libunwind validates the
 //     addresses it reads (mincore, then its check that the page is readable, with that
 //     cache). Its check no longer uses a pipe in the program's descriptor table:

@@ -17,8 +17,8 @@
 
 #include "platform/next_definition.h"
 #include "platform/raw_syscall.h"
-#include "platform/time_stamp.h"
 #include "platform/sampling/thread_sampling_timer.h"
+#include "platform/time_stamp.h"
 
 namespace strata {
 namespace {
@@ -232,8 +232,12 @@ int LowStackAt(uintptr_t sp) {
                : static_cast<int>(LowStack::kAlternateStack);
   }
   // A thread whose stack is known, running on another one (a coroutine's, say): room unknown.
-  // A thread without bounds (not registered through the registry) is not checked.
-  return low != 0 || main_top != 0 ? static_cast<int>(LowStack::kUnknownStack) : -1;
+  // A thread without known bounds (they could not be read) is not checked, as before.
+  if (low != 0) return static_cast<int>(LowStack::kUnknownStack);
+  if (main_top != 0 && RawSyscall(SYS_gettid) == RawSyscall(SYS_getpid)) {
+    return static_cast<int>(LowStack::kUnknownStack);  // The main thread, off its stack.
+  }
+  return -1;
 }
 
 void RunSamplingCallback(const siginfo_t& info, void* context) {
