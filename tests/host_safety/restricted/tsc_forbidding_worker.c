@@ -4,15 +4,19 @@
 // and exits through exit() (so an exit save runs on the main thread). No clock is read by the
 // program after the prctl (the vDSO's clock_gettime would fault there too). No Strata include
 // or call.
-//   tsc_forbidding_worker [thread|main] [ITERATIONS]   exit status 0, prints "result=<n>"
+//   tsc_forbidding_worker [thread|main|term] [ITERATIONS]   exit status 0, prints "result=<n>"
 //     thread (default): a worker thread forbids the TSC; main joins it.
 //     main: the main thread forbids it, and runs the exit save with the flag set (issue 33:
 //           SIGSEGV 3/3 in the vDSO's clock_gettime(CLOCK_REALTIME) of the exit save).
+//     term: as main, then raise(SIGTERM) instead of returning (status 143): under
+//           `strata record` the record hook's handler runs on that thread (issue 33: it read
+//           CLOCK_MONOTONIC through the vDSO: SIGSEGV, status 139).
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 
@@ -54,8 +58,10 @@ static void* Work(void* out) {
 
 int main(int argc, char** argv) {
   int on_main = 0;
+  int terminate = 0;
   int arg = 1;
   if (arg < argc && strcmp(argv[arg], "main") == 0) on_main = 1, ++arg;
+  else if (arg < argc && strcmp(argv[arg], "term") == 0) on_main = 1, terminate = 1, ++arg;
   else if (arg < argc && strcmp(argv[arg], "thread") == 0) ++arg;
   if (arg < argc) g_iterations = strtoull(argv[arg], NULL, 10);
   uint64_t result = 0;
@@ -67,5 +73,9 @@ int main(int argc, char** argv) {
     pthread_join(thread, NULL);
   }
   printf("result=%llu\n", (unsigned long long)result);
+  if (terminate) {
+    fflush(stdout);
+    raise(SIGTERM);
+  }
   return 0;
 }
