@@ -65,8 +65,6 @@ __attribute__((tls_model("initial-exec"))) thread_local std::atomic<void*> t_thr
 __attribute__((tls_model("initial-exec"))) thread_local std::atomic<
     const SamplingEventDescriptors*>
     t_event_descriptors{nullptr};
-__attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_low = 0;
-__attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_high = 0;
 // Nesting depth of our handler's own work on this thread (not of a program's chained handler).
 __attribute__((tls_model("initial-exec"))) thread_local int t_in_handler = 0;
 // Sampling signals taken on this thread (SamplingSignalsTakenOnCurrentThread). Written only by
@@ -88,7 +86,23 @@ __attribute__((visibility("hidden"))) void strata_sampling_signal_handler(int si
                                                                           void* context) {
   SamplingSignalHandler(signal_number, info, context);
 }
+// Skips counted by the assembly entry: on the program's alternate stack, on the thread's own.
 __attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry = 0;
+__attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry_thread = 0;
+__attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry_main = 0;
+// The main stack's end and the lowest address it can grow to whatever the limit
+// (SetSamplingMainStackLimits), for the entry; 0: unknown. The entry reads the limit into the
+// thread's scratch (a raw prlimit64: it has no stack to put it on).
+__attribute__((visibility("hidden"))) uintptr_t strata_main_stack_top = 0;
+__attribute__((visibility("hidden"))) uintptr_t strata_main_stack_reach_low = 0;
+__attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread uint64_t
+    strata_t_rlimit_scratch[2] = {0, 0};
+// The calling thread's stack bounds (SetSamplingThreadStackBounds), read by the handler and
+// by the assembly entry (initial-exec: %fs-relative, no call, no allocation).
+__attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread uintptr_t
+    strata_t_stack_low = 0;
+__attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread uintptr_t
+    strata_t_stack_high = 0;
 }
 
 namespace {
@@ -209,8 +223,8 @@ bool RoomAbove(uintptr_t base, uintptr_t sp) {
 // else why not (a LowStack). Raw system calls only (errno untouched; no vDSO, no interposable
 // symbol): prlimit64 on the main stack, sigaltstack when off every known stack.
 int LowStackAt(uintptr_t sp) {
-  const uintptr_t low = t_stack_low;
-  if (low != 0 && sp >= low && sp < t_stack_high) {
+  const uintptr_t low = strata_t_stack_low;
+  if (low != 0 && sp >= low && sp < strata_t_stack_high) {
     return RoomAbove(low, sp) ? -1 : static_cast<int>(LowStack::kThreadStack);
   }
   const uintptr_t main_top = g_main_stack_top.load(std::memory_order_relaxed);
@@ -299,50 +313,132 @@ void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
 
 // The entry the kernel calls: a check that uses no stack at all, before any C++ frame. When
 // the signal frame lies on the program's alternate signal stack (inside the kernel's saved
-// uc_stack, [ss_sp, ss_sp + ss_size]: its ss_flags are the configured ones, not SS_ONSTACK)
-// and fewer than
-// kSamplingHandlerStackNeed bytes remain between the kernel's frame and that base, a
+// uc_stack, [ss_sp, ss_sp + ss_size]: its ss_flags are the configured ones, not SS_ONSTACK),
+// or else on the thread's own stack (strata_t_stack_low/high), or on the main stack (against
+// max(the reach below it, its end - the soft RLIMIT_STACK read here by a raw prlimit64 into
+// a thread-local scratch)), and fewer than
+// kSamplingHandlerStackNeed bytes remain between the kernel's frame and that stack's base, a
 // notification of a timer or a descriptor (si_code SI_TIMER or POLL_IN..POLL_HUP: our
 // sampling sources) is skipped and counted right here, and `ret` goes to the kernel's
-// sigreturn. Even the smallest C++ prologue there wrote below the alternate stack: heap bytes
-// of the program's (32 of them, once in 3 runs at 7 KiB, issue 33). Everything else jumps to
-// the handler, whose own checks (LowStackAt) then run. Uses only registers the kernel
-// restores at sigreturn (rax, rcx); the ucontext and siginfo lie above the stack pointer.
+// sigreturn. Even the smallest C++ prologue there wrote below the stack: 48 heap bytes of the
+// program's below a 7 KiB alternate stack (issue 33), or into a thread's guard page (a thread
+// 3.4-3.9 KiB above its guard page: SIGSEGV, as the kernel's frame alone still fit).
+// Everything else jumps to the handler, whose own checks (LowStackAt: the main stack, the
+// unknown ones) then run. It writes no memory below the stack pointer and changes only
+// registers (the kernel restores every one of them at sigreturn; the handler's three
+// arguments are put back before the jump); the ucontext and siginfo lie above the stack
+// pointer.
 static_assert(offsetof(ucontext_t, uc_stack) + offsetof(stack_t, ss_sp) == 16, "ss_sp");
 static_assert(offsetof(ucontext_t, uc_stack) + offsetof(stack_t, ss_size) == 32, "ss_size");
 static_assert(offsetof(siginfo_t, si_code) == 8, "si_code");
 static_assert(SI_TIMER == -2 && POLL_IN == 1 && POLL_HUP == 6, "constants");
 static_assert(kSamplingHandlerStackNeed == 6144, "the stub's constant below");
+static_assert(SYS_prlimit64 == 302 && RLIMIT_STACK == 3 && sizeof(struct rlimit) == 16,
+              "the stub's prlimit64 call");
 __asm__(R"(
   .text
   .p2align 4
   .type strata_sampling_signal_entry, @function
 strata_sampling_signal_entry:
   .cfi_startproc
-  testq %rdx, %rdx
-  jz 1f
   testq %rsi, %rsi
-  jz 1f
+  jz 9f
+  testq %rdx, %rdx
+  jz 2f
   movq %rsp, %rcx
   subq 16(%rdx), %rcx
   cmpq 32(%rdx), %rcx
-  ja 1f
+  ja 2f
   cmpq $6144, %rcx
-  jae 1f
+  jae 9f
   movl 8(%rsi), %ecx
   cmpl $-2, %ecx
-  je 2f
+  je 1f
   subl $1, %ecx
   cmpl $5, %ecx
-  ja 1f
-2:
+  ja 9f
+1:
   lock incq strata_samples_skipped_at_entry(%rip)
   ret
-1:
+2:
+  movq strata_t_stack_low@gottpoff(%rip), %rcx
+  movq %fs:(%rcx), %rax
+  testq %rax, %rax
+  jz 4f
+  cmpq %rax, %rsp
+  jb 9f
+  movq strata_t_stack_high@gottpoff(%rip), %rcx
+  cmpq %fs:(%rcx), %rsp
+  jae 9f
+  addq $6144, %rax
+  cmpq %rax, %rsp
+  jae 9f
+  movl 8(%rsi), %ecx
+  cmpl $-2, %ecx
+  je 3f
+  subl $1, %ecx
+  cmpl $5, %ecx
+  ja 9f
+3:
+  lock incq strata_samples_skipped_at_entry_thread(%rip)
+  ret
+4:
+  movq strata_main_stack_top(%rip), %rax
+  testq %rax, %rax
+  jz 9f
+  cmpq %rax, %rsp
+  jae 9f
+  movq strata_main_stack_reach_low(%rip), %r8
+  cmpq %r8, %rsp
+  jb 9f
+  movq %rdi, %r12
+  movq %rsi, %r13
+  movq %rdx, %r14
+  movq strata_t_rlimit_scratch@gottpoff(%rip), %r10
+  addq %fs:0, %r10
+  movq %r10, %r15
+  movl $302, %eax
+  xorl %edi, %edi
+  movl $3, %esi
+  xorl %edx, %edx
+  syscall
+  movq %r12, %rdi
+  movq %r13, %rsi
+  movq %r14, %rdx
+  testq %rax, %rax
+  jnz 9f
+  movq (%r15), %rcx
+  movq strata_main_stack_top(%rip), %rax
+  movq %rax, %r9
+  subq %r8, %r9
+  cmpq %r9, %rcx
+  jae 6f
+  subq %rcx, %rax
+  cmpq %r8, %rax
+  jb 6f
+  movq %rax, %r8
+6:
+  cmpq %r8, %rsp
+  jb 7f
+  addq $6144, %r8
+  cmpq %r8, %rsp
+  jae 9f
+7:
+  movl 8(%rsi), %ecx
+  cmpl $-2, %ecx
+  je 5f
+  subl $1, %ecx
+  cmpl $5, %ecx
+  ja 9f
+5:
+  lock incq strata_samples_skipped_at_entry_main(%rip)
+  ret
+9:
   jmp strata_sampling_signal_handler
   .cfi_endproc
   .size strata_sampling_signal_entry, .-strata_sampling_signal_entry
 )");
+
 
 // Every signal, glibc's internal ones too: sigfillset leaves out SIGCANCEL (32) and SIGSETXID
 // (33), and sigaddset refuses them, so their bits are set by hand. Blocked while the handler
@@ -577,11 +673,11 @@ void SetSamplingThreadEventDescriptors(const SamplingEventDescriptors* descripto
 void* GetSamplingThreadContext() { return t_thread_context.load(std::memory_order_relaxed); }
 
 void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high) {
-  t_stack_low = 0;  // Never a low limit with a stale high one, as seen by the handler.
+  strata_t_stack_low = 0;  // Never a low limit with a stale high one, as seen by the handler.
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  t_stack_high = high;
+  strata_t_stack_high = high;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  t_stack_low = low;
+  strata_t_stack_low = low;
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
@@ -599,10 +695,18 @@ void SetSamplingMainStackLimits(uintptr_t floor, uintptr_t top) {
   g_main_stack_floor.store(floor, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   g_main_stack_top.store(top, std::memory_order_relaxed);
+  // The entry's copies (it reads the limit itself).
+  __atomic_store_n(&strata_main_stack_top, 0, __ATOMIC_RELAXED);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  __atomic_store_n(&strata_main_stack_reach_low, floor, __ATOMIC_RELAXED);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  __atomic_store_n(&strata_main_stack_top, top, __ATOMIC_RELAXED);
 }
 
 uint64_t SamplesSkippedForLowStack() {
-  uint64_t total = __atomic_load_n(&strata_samples_skipped_at_entry, __ATOMIC_RELAXED);
+  uint64_t total = __atomic_load_n(&strata_samples_skipped_at_entry, __ATOMIC_RELAXED) +
+                   __atomic_load_n(&strata_samples_skipped_at_entry_thread, __ATOMIC_RELAXED) +
+                   __atomic_load_n(&strata_samples_skipped_at_entry_main, __ATOMIC_RELAXED);
   for (const auto& count : g_samples_skipped_low_stack) {
     total += count.load(std::memory_order_relaxed);
   }
@@ -612,10 +716,14 @@ uint64_t SamplesSkippedForLowStack() {
 uint64_t SamplesSkippedForLowStack(LowStack reason) {
   const int index = static_cast<int>(reason);
   if (index < 0 || index >= static_cast<int>(LowStack::kCount)) return 0;
-  const uint64_t at_entry = reason == LowStack::kAlternateStack
-                                ? __atomic_load_n(&strata_samples_skipped_at_entry,
-                                                  __ATOMIC_RELAXED)
-                                : 0;
+  const uint64_t at_entry =
+      reason == LowStack::kAlternateStack
+          ? __atomic_load_n(&strata_samples_skipped_at_entry, __ATOMIC_RELAXED)
+          : reason == LowStack::kThreadStack
+                ? __atomic_load_n(&strata_samples_skipped_at_entry_thread, __ATOMIC_RELAXED)
+          : reason == LowStack::kMainStack
+                ? __atomic_load_n(&strata_samples_skipped_at_entry_main, __ATOMIC_RELAXED)
+                : 0;
   return at_entry + g_samples_skipped_low_stack[index].load(std::memory_order_relaxed);
 }
 

@@ -181,6 +181,22 @@ if [[ "$RUN_STATUS" -eq 0 && "${skipped:-0}" -gt 0 ]]; then
 else
   fail "$name: status $RUN_STATUS, ${where:-no samplesSkippedLowStackWhere}"
 fi
+# Just enough stack for the kernel's signal frame (the kernel's AT_MINSIGSTKSZ + 256 bytes
+# above the thread's guard page or the main stack's limit): the handler's very first C++
+# frames did not fit (SIGSEGV); its assembly entry skips there, writing nothing.
+minsig=$(LD_SHOW_AUXV=1 /bin/true 2>/dev/null | awk '/AT_MINSIGSTKSZ/ { print $2 }')
+tight=$(( ${minsig:-4096} + 256 ))
+name=tiny_stack_tight
+run_three "$name" "$(binary $DIR/tiny_stack)" "$tight"
+same_as_plain "$name"
+name=main_stack_tight
+run_three "$name" "$(binary $DIR/stack_headroom)" main "$tight"
+same_as_plain "$name"
+for name in tiny_stack_tight main_stack_tight; do
+  where=$(grep -o '"samplesSkippedLowStackWhere":{[^}]*}' "$OUT/$name.json")
+  [[ -n "$where" ]] && pass "$name ($tight bytes left): skips counted ($where)" ||
+    fail "$name ($tight bytes left): no samplesSkippedLowStackWhere in the profile"
+done
 # The program's SIGUSR1 handler burning CPU on its own SA_ONSTACK alternate stack, with guard
 # bytes below it: 7 KiB had 32-272 heap bytes below it overwritten (3/3); 8 and 16 KiB
 # (room for a sample there) as plain. Smaller ones (4-6 KiB, killed 9/9) are a known gap:
