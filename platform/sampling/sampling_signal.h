@@ -32,8 +32,10 @@
 // the signal; SIG_DFL takes the default action (the kernel disposition is reset to SIG_DFL and
 // the signal re-raised, so the process terminates as it would have without us).
 //
-// Stack: before any work, the handler checks its headroom from its own frame: it needs
-// kSamplingHandlerStackNeed bytes below it (measured, see below). Where it runs decides
+// Stack: before any work, the handler checks its headroom: it needs kSamplingHandlerStackNeed
+// bytes below the kernel's frame (measured, see below). The kernel calls an entry written in
+// assembly that checks first, writing nothing below the stack pointer (a C++ prologue there
+// already wrote below small stacks); the C++ handler checks again. Where it runs decides
 // against what: the thread's own stack against its low end (SetSamplingThreadStackBounds);
 // the main thread's growable stack against the lowest address the soft RLIMIT_STACK allows
 // (read at each sample with a raw prlimit64, so a limit the program lowers counts at once)
