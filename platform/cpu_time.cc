@@ -24,13 +24,13 @@ constexpr clockid_t MakeThreadCpuClock(pid_t tid) {
 
 TimeDuration CurrentThreadCpuTime() {
   timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return TimeDuration();
+  if (ReadClock(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return TimeDuration();
   return ToDuration(ts);
 }
 
 TimeDuration ProcessCpuTime() {
   timespec ts;
-  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return TimeDuration();
+  if (ReadClock(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return TimeDuration();
   return ToDuration(ts);
 }
 
@@ -51,7 +51,7 @@ ThreadCpuClock ThreadCpuClock::ForThreadId(ThreadId tid) {
 std::optional<TimeDuration> ThreadCpuClock::Read() const {
   if (!valid_) return std::nullopt;
   timespec ts;
-  if (clock_gettime(id_, &ts) != 0) return std::nullopt;
+  if (ReadClock(id_, &ts) != 0) return std::nullopt;
   return ToDuration(ts);
 }
 

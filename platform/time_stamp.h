@@ -15,13 +15,17 @@
 // on 6.18 with clocksource tsc: the kernel does not fall back, the vDSO faults; the
 // clock_gettime system call and the CPU-time clocks work). On such a thread Now() makes the
 // system call instead (~100+ ns), when strata_t_tsc_forbidden is set for it
-// (base/internal/thread_restrictions.h sets it before the thread forbids the TSC).
+// (base/internal/thread_restrictions.h sets it before the thread forbids the TSC). Every
+// other clock read of Strata's goes through ReadClock() below, which honours the same mark
+// (issue 33: the exit save's CLOCK_REALTIME read through the vDSO killed a main thread that
+// had forbidden the TSC, 3/3).
 #ifndef STRATA_PLATFORM_TIME_STAMP_H_
 #define STRATA_PLATFORM_TIME_STAMP_H_
 
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <ctime>
 
@@ -30,6 +34,35 @@
 extern __thread bool strata_t_tsc_forbidden __attribute__((tls_model("initial-exec")));
 
 namespace strata {
+
+// The one clock read of Strata's code (TimeStamp::Now() and every other clock_gettime of
+// Strata's, for any clock id: CLOCK_REALTIME for the profile's epoch, the CPU-time clocks):
+// clock_gettime(id, ts), except on a thread marked strata_t_tsc_forbidden, where it is the
+// raw system call (neither the vDSO, which executes rdtsc, nor a syscall() interposer).
+// Returns 0, or -1 with *ts zeroed when the clock cannot be read; errno is never changed.
+// Async-signal-safe; thread-safe.
+inline int ReadClock(clockid_t id, timespec* ts) {
+#if defined(__x86_64__)
+  if (__builtin_expect(strata_t_tsc_forbidden, 0)) {
+    long rc;
+    __asm__ volatile("syscall"
+                     : "=a"(rc)
+                     : "0"(static_cast<long>(SYS_clock_gettime)), "D"(static_cast<long>(id)),
+                       "S"(ts)
+                     : "rcx", "r11", "memory");
+    if (rc == 0) return 0;
+    ts->tv_sec = 0;
+    ts->tv_nsec = 0;
+    return -1;
+  }
+#endif
+  const int saved_errno = errno;
+  if (clock_gettime(id, ts) == 0) return 0;
+  errno = saved_errno;
+  ts->tv_sec = 0;
+  ts->tv_nsec = 0;
+  return -1;
+}
 
 class TimeDuration {
  public:
@@ -103,25 +136,9 @@ class TimeStamp {
   // strata_t_tsc_forbidden.
   static TimeStamp Now() {
     timespec ts;
-#if defined(__x86_64__)
-    if (__builtin_expect(strata_t_tsc_forbidden, 0)) {
-      // A raw system call: neither the vDSO nor a syscall() interposer (errno untouched).
-      long rc;
-      __asm__ volatile("syscall"
-                       : "=a"(rc)
-                       : "0"(static_cast<long>(SYS_clock_gettime)),
-                         "D"(static_cast<long>(CLOCK_MONOTONIC)), "S"(&ts)
-                       : "rcx", "r11", "memory");
-      (void)rc;
-    } else {
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-    }
-#else
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-#endif
+    ReadClock(CLOCK_MONOTONIC, &ts);
     return TimeStamp(static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec);
   }
-
   static constexpr TimeStamp FromNanoseconds(int64_t ns) { return TimeStamp(ns); }
   constexpr int64_t ToNanoseconds() const { return ns_; }
   constexpr bool IsNull() const { return ns_ == 0; }

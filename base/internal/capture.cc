@@ -126,6 +126,20 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     // sampling stopped early if it did.
     w.IntProperty("samplingSignal", snapshot.sampling_signal);
     w.UintProperty("samplesSkippedLowStack", snapshot.samples_skipped_low_stack);
+    if (snapshot.samples_skipped_low_stack > 0) {
+      // Where the handler found too little stack below it (sampling_signal.h, "Stack").
+      w.StartObjectProperty("samplesSkippedLowStackWhere");
+      w.UintProperty("threadStack", snapshot.samples_skipped_low_stack_where[0]);
+      w.UintProperty("mainStack", snapshot.samples_skipped_low_stack_where[1]);
+      w.UintProperty("alternateSignalStack", snapshot.samples_skipped_low_stack_where[2]);
+      w.UintProperty("unknownStack", snapshot.samples_skipped_low_stack_where[3]);
+      w.EndObject();
+    }
+    if (snapshot.unwind_lookups_unreadable > 0) {
+      // Stack walks ended at an object whose headers or unwind tables the program made
+      // unreadable (libunwind_imports.h).
+      w.UintProperty("unwindLookupsUnreadable", snapshot.unwind_lookups_unreadable);
+    }
     // What sent the sampling signals and why (docs/sampling.md, "Sampling sources").
     w.StringProperty("samplingSource", snapshot.sampling_source.description);
     w.DoubleProperty("requestedInterval", snapshot.settings.interval_ms);

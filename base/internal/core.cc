@@ -48,6 +48,7 @@
 #include "platform/raw_syscall.h"
 #include "platform/sampling/libunwind_loader.h"
 #include "platform/sampling/libunwind_walker.h"
+#include "platform/sampling/libunwind_imports.h"
 #include "platform/sampling/sampling_signal.h"
 #include "platform/sampling/stack_bounds.h"
 #include "platform/sampling/thread_sampling_timer.h"
@@ -349,6 +350,14 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.dropped_samples = registry.dropped_samples;
   snapshot.sampling_signal = InstalledSamplingSignal();
   snapshot.samples_skipped_low_stack = SamplesSkippedForLowStack();
+  snapshot.unwind_lookups_unreadable = UnwindLookupsRefusedAsUnreadable();
+  static_assert(static_cast<int>(LowStack::kCount) ==
+                    sizeof(snapshot.samples_skipped_low_stack_where) / sizeof(uint64_t),
+                "one count per reason");
+  for (int reason = 0; reason < static_cast<int>(LowStack::kCount); ++reason) {
+    snapshot.samples_skipped_low_stack_where[reason] =
+        SamplesSkippedForLowStack(static_cast<LowStack>(reason));
+  }
   snapshot.sampling_stopped = registry.sampling_stopped;
   snapshot.sampling_source = SamplingSourceReportLocked(registry.settings);
   ReclaimDeadThreadsLocked(registry);  // Threads that ended with a raw SYS_exit.

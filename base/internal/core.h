@@ -64,6 +64,11 @@ struct SessionSnapshot {
   uint64_t dropped_samples = 0;     // Samples lost to a full per-thread ring.
   int sampling_signal = 0;          // The session's sampling signal (0: none installed).
   uint64_t samples_skipped_low_stack = 0;  // sampling_signal.h, SamplesSkippedForLowStack.
+  // The same by where the handler ran (indexed by LowStack: thread, main, alternate, unknown).
+  uint64_t samples_skipped_low_stack_where[4] = {};
+  // Unwind-table lookups refused because the program made them unreadable (walks ended
+  // there; libunwind_imports.h, UnwindLookupsRefusedAsUnreadable).
+  uint64_t unwind_lookups_unreadable = 0;
   std::string sampling_stopped;     // Why sampling stopped before the end, or empty.
   SamplingSourceReport sampling_source;  // What sent the signals (sampling_source.h).
 };

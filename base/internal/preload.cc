@@ -48,6 +48,7 @@
 #include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "platform/sampling/sampling_signal.h"
+#include "platform/time_stamp.h"
 
 namespace strata {
 namespace base_internal {
@@ -152,7 +153,7 @@ Function RealProcessEndFunction(ProcessEndFunction which) {
 
 int64_t MonotonicNs() {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ReadClock(CLOCK_MONOTONIC, &ts);  // Honours a thread's PR_SET_TSC (time_stamp.h).
   return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
 }
 

@@ -91,7 +91,7 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
             ? WalkFramePointers(*signal_context, thread->bounds, slot->natives,
                                 SampleSlot::kMaxNativeFrames)
             : WalkStackWithLibunwind(signal_context, thread->bounds, slot->natives,
-                                     SampleSlot::kMaxNativeFrames));
+                                     SampleSlot::kMaxNativeFrames, &thread->walk_scratch));
   } else {
     const FrameRegisters registers = FrameRegistersFromSignalContext(*signal_context);
     slot->natives[0] = {registers.pc, registers.sp};
@@ -159,7 +159,8 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
   if (!thread->bounds.Contains(registers.sp)) return 1;
   // libunwind reads the registers from a ucontext: the signal context, or a copy of it with
   // pc/sp/fp replaced (the other callee-saved registers only matter to unusual CFA rules).
-  ucontext_t resumed;
+  // Both in the thread's scratch, not on the handler's stack (thread_registry.h).
+  ucontext_t& resumed = thread->walk_scratch.resumed;
   ucontext_t* walk_context = signal_context;
   if (start) {
     resumed = *signal_context;
@@ -168,7 +169,7 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
     resumed.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(registers.fp);
     walk_context = &resumed;
   }
-  unw_cursor_t cursor;
+  unw_cursor_t& cursor = thread->walk_scratch.cursor;
   // Lookups during the walk must not take the loader's lock (libunwind_walker.h).
   SetLibunwindLookupPc(registers.pc);
   if (unwind->init_local2(&cursor, walk_context, UNW_INIT_SIGNAL_FRAME) != 0) {

@@ -28,6 +28,7 @@
 #include "platform/cpu_time.h"
 #include "platform/mutex.h"
 #include "platform/process_thread_ids.h"
+#include "platform/sampling/libunwind_walker.h"
 #include "platform/sampling/stack_bounds.h"
 #include "platform/sampling/thread_sampling_timer.h"
 #include "platform/time_stamp.h"
@@ -55,6 +56,10 @@ struct RegisteredThread {
   // loader's lock): the sampler then must not take the thread for idle.
   std::atomic<bool> capturing{false};
   std::atomic<uint64_t> dropped_samples{0};
+  // libunwind's cursor and a context copy, used only by the thread's own signal handler (every
+  // signal blocked there: never twice at once), so that they take no handler stack (~2 KiB;
+  // docs/sampling.md, "Stack").
+  LibunwindWalkScratch walk_scratch;
   // A later tier's per-thread data (tier_extension.h), e.g. a script engine's context.
   std::atomic<void*> tier_data{nullptr};
   // The thread's marker staging (marker_staging.h), created by the thread at its first

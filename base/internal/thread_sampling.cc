@@ -37,6 +37,16 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   // Once per thread, before its first signal; allocates (never in signal context). The
   // thread is alive: it is in the registry, whose mutex is held.
   if (thread->bounds.IsEmpty()) thread->bounds = StackBounds::OfThread(thread->pthread);
+  // The main thread's stack grows on demand: the handler's headroom check needs how far it
+  // may grow (sampling_signal.h, SetSamplingMainStackLimits). Process-wide, set once.
+  if (thread->is_main) {
+    static bool main_reach_known = false;  // Registry mutex held.
+    if (!main_reach_known) {
+      const StackBounds reach = StackBounds::MainStackReach();
+      if (!reach.IsEmpty()) SetSamplingMainStackLimits(reach.low, reach.high);
+      main_reach_known = true;
+    }
+  }
   // A perf task-clock event, else a timer (sampling_source.h); logged when neither.
   if (!StartThreadSamplingSourceLocked(thread, info.name, settings, signal_number)) return;
   info.profiled = true;

@@ -36,7 +36,10 @@
 //                 .debug_frame). Otherwise libc's open().
 //   dl_iterate_phdr  while a lookup pc is set (SetLibunwindLookupPc): answered for the
 //                 object of that pc, without the loader's list lock
-//                 (ServeDlIteratePhdrDuringWalk). Otherwise libc's (or the preload tier's
+//                 (ServeDlIteratePhdrDuringWalk), and only once every byte the lookup reads
+//                 (ELF and program headers, dynamic section, .eh_frame_hdr search path, FDE,
+//                 CIE) was found readable by the check below; else no object (the walk
+//                 ends there, counted: UnwindLookupsRefusedAsUnreadable). Otherwise libc's (or the preload tier's
 //                 wrapper, where that is loaded).
 // The readability check asks the kernel to read the address, never dereferencing it: with
 // rt_sigprocmask(invalid how, address, NULL, 8), which copies the 8 aligned bytes first
@@ -120,6 +123,12 @@ void SetLibunwindLookupPc(uintptr_t pc);
 // any lock. Returns false when the thread is not walking: call the real dl_iterate_phdr.
 bool ServeDlIteratePhdrDuringWalk(int (*callback)(dl_phdr_info*, size_t, void*),
                                   void* data, int* result);
+
+// Lookups that ServeDlIteratePhdrDuringWalk() answered with no object because some of the
+// object's headers or unwind tables that the lookup reads were unreadable (a program's
+// mprotect(PROT_NONE) of its ELF header or .eh_frame_hdr page): each ends a walk early
+// instead of faulting. Thread-safe; async-signal-safe.
+uint64_t UnwindLookupsRefusedAsUnreadable();
 
 // True for the impossible descriptor numbers that the redirected pipe2() hands out.
 bool IsLibunwindValidationDescriptor(long number);

@@ -31,9 +31,9 @@ bool ReturnsIntoLoadedObject(uintptr_t return_address) {
 size_t WalkLibunwindFrom(const LibunwindFunctions* functions, ucontext_t* walk_context,
                          FrameRegisters start, bool signal_frame, const StackBounds& bounds,
                          NativeFrame* frames, size_t count, size_t capacity,
-                         FrameRegisters* next) {
+                         FrameRegisters* next, unw_cursor_t* cursor_storage) {
   *next = FrameRegisters();
-  unw_cursor_t cursor;
+  unw_cursor_t& cursor = *cursor_storage;
   const uintptr_t first_lookup = signal_frame ? start.pc : start.pc - 1;
   SetLibunwindLookupPc(first_lookup);
   // Signal frame: the walk starts at the interrupted instruction. Otherwise (flag 0) the pc
@@ -78,27 +78,38 @@ size_t WalkLibunwindFrom(const LibunwindFunctions* functions, ucontext_t* walk_c
 // WalkLibunwindFrom() at a return address in a loaded object and its frame, found by frame
 // pointers. libunwind reads the registers from a ucontext: a copy of the signal context with
 // pc/sp/fp replaced (the other callee-saved registers only matter to unusual CFA rules).
-// noinline: the ~1 KiB copy takes handler stack only on this path.
-__attribute__((noinline)) size_t ResumeLibunwindAt(const LibunwindFunctions* functions,
-                                                   const ucontext_t& context,
-                                                   FrameRegisters start,
-                                                   const StackBounds& bounds,
-                                                   NativeFrame* frames, size_t count,
-                                                   size_t capacity, FrameRegisters* next) {
-  ucontext_t resumed = context;
+// The copy is in the scratch (LibunwindWalkScratch).
+size_t ResumeLibunwindAt(const LibunwindFunctions* functions, const ucontext_t& context,
+                         FrameRegisters start, const StackBounds& bounds, NativeFrame* frames,
+                         size_t count, size_t capacity, FrameRegisters* next,
+                         LibunwindWalkScratch* scratch) {
+  ucontext_t& resumed = scratch->resumed;
+  resumed = context;
   resumed.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(start.pc);
   resumed.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(start.sp);
   resumed.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(start.fp);
   return WalkLibunwindFrom(functions, &resumed, start, /*signal_frame=*/false, bounds, frames,
-                           count, capacity, next);
+                           count, capacity, next, &scratch->cursor);
 }
 
 }  // namespace
 
 namespace libunwind_walker_internal {
 
+namespace {
+// A walk without the caller's scratch: the scratch on the stack, in this frame only.
+__attribute__((noinline)) size_t WalkWithStackScratch(const LibunwindFunctions* functions,
+                                                      ucontext_t* context,
+                                                      const StackBounds& bounds,
+                                                      NativeFrame* frames, size_t capacity) {
+  LibunwindWalkScratch scratch;
+  return WalkStackWith(functions, context, bounds, frames, capacity, &scratch);
+}
+}  // namespace
+
 size_t WalkStackWith(const LibunwindFunctions* functions, ucontext_t* context,
-                     const StackBounds& bounds, NativeFrame* frames, size_t capacity) {
+                     const StackBounds& bounds, NativeFrame* frames, size_t capacity,
+                     LibunwindWalkScratch* scratch) {
   if (capacity == 0) return 0;
   const FrameRegisters registers = FrameRegistersFromSignalContext(*context);
   frames[0].pc = registers.pc;
@@ -106,6 +117,9 @@ size_t WalkStackWith(const LibunwindFunctions* functions, ucontext_t* context,
   if (functions == nullptr) return 1;  // libunwind unavailable: the pc only.
   if (!bounds.Contains(registers.sp)) return 1;
 
+  if (scratch == nullptr) {
+    return WalkWithStackScratch(functions, context, bounds, frames, capacity);
+  }
   // Nothing libunwind does in this walk touches a descriptor (libunwind_imports.h).
   ScopedStrataLibunwindWalk walk;
   size_t count = 1;
@@ -118,9 +132,10 @@ size_t WalkStackWith(const LibunwindFunctions* functions, ucontext_t* context,
     const uintptr_t lookup = signal_frame ? next.pc : next.pc - 1;
     if (PcInLoadedObject(lookup)) {
       count = signal_frame ? WalkLibunwindFrom(functions, context, next, /*signal_frame=*/true,
-                                               bounds, frames, count, capacity, &next)
+                                               bounds, frames, count, capacity, &next,
+                                               &scratch->cursor)
                            : ResumeLibunwindAt(functions, *context, next, bounds, frames, count,
-                                               capacity, &next);
+                                               capacity, &next, scratch);
     } else {
       FrameRegisters resume;
       const size_t added = WalkFramePointerCallers(next, bounds, frames + count,
@@ -166,9 +181,9 @@ ScopedDlIteratePhdrCall::~ScopedDlIteratePhdrCall() {
 }
 
 size_t WalkStackWithLibunwind(ucontext_t* context, const StackBounds& bounds, NativeFrame* frames,
-                              size_t capacity) {
+                              size_t capacity, LibunwindWalkScratch* scratch) {
   return libunwind_walker_internal::WalkStackWith(LoadedLibunwind(), context, bounds, frames,
-                                                  capacity);
+                                                  capacity, scratch);
 }
 
 namespace {

@@ -44,8 +44,9 @@
 //     fault on (issue 16). Such frames are crossed by frame pointers, reading only inside
 //     `bounds` (frame_pointer_walker.h), and libunwind resumes (unw_init_local2 on a copy of
 //     the context with pc/sp/fp replaced, flag 0) at the first return address back in a
-//     loaded object. Handler stack: ~1.3 KiB for the walk (libunwind's cursor), ~1 KiB
-//     more while resuming after such frames (the context copy).
+//     loaded object. Handler stack: libunwind's cursor (1 KiB) and the context copy for
+//     resuming after such frames (1 KiB) are in the caller's LibunwindWalkScratch when it
+//     passes one (the base tier does: one per thread), else on the stack.
 //   - When DWARF information is missing in a loaded object, libunwind validates the
 //     addresses it reads (mincore, then its check that the page is readable, with that
 //     cache). Its check no longer uses a pipe in the program's descriptor table:
@@ -80,6 +81,7 @@
 #include <cstdint>
 
 #include "platform/sampling/libunwind_imports.h"
+#include "platform/sampling/libunwind_loader.h"
 #include "platform/sampling/native_frame.h"
 #include "platform/sampling/stack_bounds.h"
 
@@ -93,8 +95,17 @@ namespace strata {
 // `bounds` (a JIT frame without a frame record ends the walk there). The caller must guarantee: it runs on the interrupted thread itself, inside the
 // handler that received `context`; `bounds` are that thread's (StackBounds::OfCurrentThread()
 // at registration); `frames` has room for `capacity` entries.
+//
+// `scratch`, if given, holds libunwind's cursor and the context copy of a resumed walk
+// instead of the handler's stack (2 KiB less of it: docs/sampling.md, "Stack"): one per
+// thread, used only by that thread's handler (every signal is blocked there, so it is never
+// in use twice at once). Without it they are on the stack.
+struct LibunwindWalkScratch {
+  unw_cursor_t cursor;
+  ucontext_t resumed;
+};
 size_t WalkStackWithLibunwind(ucontext_t* context, const StackBounds& bounds, NativeFrame* frames,
-                              size_t capacity);
+                              size_t capacity, LibunwindWalkScratch* scratch = nullptr);
 
 // --- The dynamic loader's lock.
 //
@@ -177,7 +188,7 @@ namespace libunwind_walker_internal {
 // WalkStackWithLibunwind() with an explicit libunwind table; nullptr stands for "libunwind
 // unavailable". For tests.
 size_t WalkStackWith(const LibunwindFunctions* functions, ucontext_t* context,
-                     const StackBounds& bounds, NativeFrame* frames, size_t capacity);
+                     const StackBounds& bounds, NativeFrame* frames, size_t capacity, LibunwindWalkScratch* scratch = nullptr);
 
 }  // namespace libunwind_walker_internal
 }  // namespace strata

@@ -4,17 +4,22 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstddef>
 #include <cstring>
 
 #include "platform/next_definition.h"
 #include "platform/sampling/held_sampling_signals.h"
+#include "platform/raw_syscall.h"
 #include "platform/sampling/thread_sampling_timer.h"
+#include "platform/time_stamp.h"
 
 namespace strata {
 namespace {
@@ -36,7 +41,10 @@ std::atomic<int> g_callback_waiters{0};
 std::atomic<int> g_installed_signal{0};
 // Uninstall gave up waiting for a callback: our handler is still the kernel disposition.
 std::atomic<bool> g_uninstall_abandoned{false};
-std::atomic<uint64_t> g_samples_skipped_low_stack{0};
+std::atomic<uint64_t> g_samples_skipped_low_stack[static_cast<int>(LowStack::kCount)] = {};
+// The main thread's stack (SetSamplingMainStackLimits); 0 while unknown.
+std::atomic<uintptr_t> g_main_stack_floor{0};
+std::atomic<uintptr_t> g_main_stack_top{0};
 std::atomic<uint64_t> g_stray_notifications_dropped{0};
 // The sigaction after ours in the lookup order (libc's), so that our own calls do not go
 // through the preload tier's interposer. Resolved outside signal context (Install, Choose).
@@ -58,8 +66,6 @@ __attribute__((tls_model("initial-exec"))) thread_local std::atomic<void*> t_thr
 __attribute__((tls_model("initial-exec"))) thread_local std::atomic<
     const SamplingEventDescriptors*>
     t_event_descriptors{nullptr};
-__attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_low = 0;
-__attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_stack_high = 0;
 // Nesting depth of our handler's own work on this thread (not of a program's chained handler).
 __attribute__((tls_model("initial-exec"))) thread_local int t_in_handler = 0;
 // Sampling signals taken on this thread (SamplingSignalsTakenOnCurrentThread). Written only by
@@ -70,6 +76,37 @@ __attribute__((tls_model("initial-exec"))) thread_local std::atomic<uint64_t>
     t_sampling_signals_taken{0};
 
 void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context);
+
+}  // namespace
+
+// The handler the kernel calls (the assembly stub below), and what it jumps to and counts.
+extern "C" {
+__attribute__((visibility("hidden"))) void strata_sampling_signal_entry(int, siginfo_t*, void*);
+__attribute__((visibility("hidden"))) void strata_sampling_signal_handler(int signal_number,
+                                                                          siginfo_t* info,
+                                                                          void* context) {
+  SamplingSignalHandler(signal_number, info, context);
+}
+// Skips counted by the assembly entry: on the program's alternate stack, on the thread's own.
+__attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry = 0;
+__attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry_thread = 0;
+__attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry_main = 0;
+// The main stack's end and the lowest address it can grow to whatever the limit
+// (SetSamplingMainStackLimits), for the entry; 0: unknown. The entry reads the limit into the
+// thread's scratch (a raw prlimit64: it has no stack to put it on).
+__attribute__((visibility("hidden"))) uintptr_t strata_main_stack_top = 0;
+__attribute__((visibility("hidden"))) uintptr_t strata_main_stack_reach_low = 0;
+__attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread uint64_t
+    strata_t_rlimit_scratch[2] = {0, 0};
+// The calling thread's stack bounds (SetSamplingThreadStackBounds), read by the handler and
+// by the assembly entry (initial-exec: %fs-relative, no call, no allocation).
+__attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread uintptr_t
+    strata_t_stack_low = 0;
+__attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread uintptr_t
+    strata_t_stack_high = 0;
+}
+
+namespace {
 
 SigactionFunction RealSigaction() {
   SigactionFunction real = g_real_sigaction.load(std::memory_order_acquire);
@@ -83,13 +120,16 @@ SigactionFunction RealSigaction() {
 }
 
 bool IsOurHandler(const struct sigaction& action) {
-  return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == &SamplingSignalHandler;
+  return (action.sa_flags & SA_SIGINFO) != 0 &&
+         (action.sa_sigaction == &strata_sampling_signal_entry ||
+          action.sa_sigaction == &SamplingSignalHandler);
 }
 
 // The thread's signal mask through the system call: not interposed, and it may name glibc's
 // internal signals. Async-signal-safe (errno is saved by the handler).
 void SetThreadMask(int how, const sigset_t* set, sigset_t* old) {
-  syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+  RawSyscall(SYS_rt_sigprocmask, how, reinterpret_cast<long>(set), reinterpret_cast<long>(old),
+             _NSIG / 8);
 }
 
 void WriteProgramAction(const struct sigaction& action) {
@@ -175,15 +215,52 @@ void ChainToProgramAction(int signal_number, siginfo_t* info, void* context) {
   // the mask it ran with, as without us.
 }
 
-void RunSamplingCallback(const siginfo_t& info, void* context) {
-  // Fail safe on a thread with little stack left: the walk would run into the guard page.
-  const uintptr_t low = t_stack_low;
-  if (low != 0) {
-    const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-    if (sp < low || sp >= t_stack_high || sp - low < kSamplingHandlerStackNeed) {
-      g_samples_skipped_low_stack.fetch_add(1, std::memory_order_relaxed);
-      return;
+// Room below `sp` on [base, ...): at least kSamplingHandlerStackNeed bytes?
+bool RoomAbove(uintptr_t base, uintptr_t sp) {
+  return sp >= base && sp - base >= kSamplingHandlerStackNeed;
+}
+
+// -1 when the handler, whose frame is at `sp`, has kSamplingHandlerStackNeed bytes below it;
+// else why not (a LowStack). Raw system calls only (errno untouched; no vDSO, no interposable
+// symbol): prlimit64 on the main stack, sigaltstack when off every known stack.
+int LowStackAt(uintptr_t sp) {
+  const uintptr_t low = strata_t_stack_low;
+  if (low != 0 && sp >= low && sp < strata_t_stack_high) {
+    return RoomAbove(low, sp) ? -1 : static_cast<int>(LowStack::kThreadStack);
+  }
+  const uintptr_t main_top = g_main_stack_top.load(std::memory_order_relaxed);
+  const uintptr_t main_floor = g_main_stack_floor.load(std::memory_order_relaxed);
+  if (main_top != 0 && sp >= main_floor && sp < main_top) {
+    uintptr_t floor = main_floor;
+    struct rlimit limit;  // The kernel's struct rlimit64 (two 64-bit words) on x86-64.
+    if (RawSyscall(SYS_prlimit64, 0, RLIMIT_STACK, 0, reinterpret_cast<long>(&limit)) == 0 &&
+        limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < main_top - main_floor) {
+      floor = std::max<uintptr_t>(floor, main_top - limit.rlim_cur);
     }
+    return RoomAbove(floor, sp) ? -1 : static_cast<int>(LowStack::kMainStack);
+  }
+  stack_t alternate;
+  if (RawSyscall(SYS_sigaltstack, 0, reinterpret_cast<long>(&alternate)) == 0 &&
+      (alternate.ss_flags & SS_ONSTACK) != 0) {
+    return RoomAbove(reinterpret_cast<uintptr_t>(alternate.ss_sp), sp)
+               ? -1
+               : static_cast<int>(LowStack::kAlternateStack);
+  }
+  // A thread whose stack is known, running on another one (a coroutine's, say): room unknown.
+  // A thread without known bounds (they could not be read) is not checked, as before.
+  if (low != 0) return static_cast<int>(LowStack::kUnknownStack);
+  if (main_top != 0 && RawSyscall(SYS_gettid) == RawSyscall(SYS_getpid)) {
+    return static_cast<int>(LowStack::kUnknownStack);  // The main thread, off its stack.
+  }
+  return -1;
+}
+
+void RunSamplingCallback(const siginfo_t& info, void* context) {
+  // Before any work: enough stack below this frame for the callback (sampling_signal.h)?
+  const int low_stack = LowStackAt(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
+  if (low_stack >= 0) {
+    g_samples_skipped_low_stack[low_stack].fetch_add(1, std::memory_order_relaxed);
+    return;
   }
   // seq_cst pairs with WaitForCallbacksOfPreviousEpoch: either the waiter sees this increment,
   // or the callback loaded below is the one stored before the epoch was flipped (or later).
@@ -201,8 +278,7 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
   // syscall() is not a cancellation point; errno is restored by our caller.
   if (running.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
       g_callback_waiters.load(std::memory_order_seq_cst) != 0) {
-    syscall(SYS_futex, reinterpret_cast<int*>(&running), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-            nullptr, 0);
+    RawSyscall(SYS_futex, reinterpret_cast<long>(&running), FUTEX_WAKE_PRIVATE, INT_MAX);
   }
 }
 
@@ -266,6 +342,135 @@ void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
 }
 // ---- End of signal handler. ----
 
+// The entry the kernel calls: a check that uses no stack at all, before any C++ frame. When
+// the signal frame lies on the program's alternate signal stack (inside the kernel's saved
+// uc_stack, [ss_sp, ss_sp + ss_size]: its ss_flags are the configured ones, not SS_ONSTACK),
+// or else on the thread's own stack (strata_t_stack_low/high), or on the main stack (against
+// max(the reach below it, its end - the soft RLIMIT_STACK read here by a raw prlimit64 into
+// a thread-local scratch)), and fewer than
+// kSamplingHandlerStackNeed bytes remain between the kernel's frame and that stack's base, a
+// notification of a timer or a descriptor (si_code SI_TIMER or POLL_IN..POLL_HUP: our
+// sampling sources) is skipped and counted right here, and `ret` goes to the kernel's
+// sigreturn. Even the smallest C++ prologue there wrote below the stack: 48 heap bytes of the
+// program's below a 7 KiB alternate stack (issue 33), or into a thread's guard page (a thread
+// 3.4-3.9 KiB above its guard page: SIGSEGV, as the kernel's frame alone still fit).
+// Everything else jumps to the handler, whose own checks (LowStackAt: the main stack, the
+// unknown ones) then run. It writes no memory below the stack pointer and changes only
+// registers (the kernel restores every one of them at sigreturn; the handler's three
+// arguments are put back before the jump); the ucontext and siginfo lie above the stack
+// pointer.
+static_assert(offsetof(ucontext_t, uc_stack) + offsetof(stack_t, ss_sp) == 16, "ss_sp");
+static_assert(offsetof(ucontext_t, uc_stack) + offsetof(stack_t, ss_size) == 32, "ss_size");
+static_assert(offsetof(siginfo_t, si_code) == 8, "si_code");
+static_assert(SI_TIMER == -2 && POLL_IN == 1 && POLL_HUP == 6, "constants");
+static_assert(kSamplingHandlerStackNeed == 6144, "the stub's constant below");
+static_assert(SYS_prlimit64 == 302 && RLIMIT_STACK == 3 && sizeof(struct rlimit) == 16,
+              "the stub's prlimit64 call");
+__asm__(R"(
+  .text
+  .p2align 4
+  .type strata_sampling_signal_entry, @function
+strata_sampling_signal_entry:
+  .cfi_startproc
+  testq %rsi, %rsi
+  jz 9f
+  testq %rdx, %rdx
+  jz 2f
+  movq %rsp, %rcx
+  subq 16(%rdx), %rcx
+  cmpq 32(%rdx), %rcx
+  ja 2f
+  cmpq $6144, %rcx
+  jae 9f
+  movl 8(%rsi), %ecx
+  cmpl $-2, %ecx
+  je 1f
+  subl $1, %ecx
+  cmpl $5, %ecx
+  ja 9f
+1:
+  lock incq strata_samples_skipped_at_entry(%rip)
+  ret
+2:
+  movq strata_t_stack_low@gottpoff(%rip), %rcx
+  movq %fs:(%rcx), %rax
+  testq %rax, %rax
+  jz 4f
+  cmpq %rax, %rsp
+  jb 9f
+  movq strata_t_stack_high@gottpoff(%rip), %rcx
+  cmpq %fs:(%rcx), %rsp
+  jae 9f
+  addq $6144, %rax
+  cmpq %rax, %rsp
+  jae 9f
+  movl 8(%rsi), %ecx
+  cmpl $-2, %ecx
+  je 3f
+  subl $1, %ecx
+  cmpl $5, %ecx
+  ja 9f
+3:
+  lock incq strata_samples_skipped_at_entry_thread(%rip)
+  ret
+4:
+  movq strata_main_stack_top(%rip), %rax
+  testq %rax, %rax
+  jz 9f
+  cmpq %rax, %rsp
+  jae 9f
+  movq strata_main_stack_reach_low(%rip), %r8
+  cmpq %r8, %rsp
+  jb 9f
+  movq %rdi, %r12
+  movq %rsi, %r13
+  movq %rdx, %r14
+  movq strata_t_rlimit_scratch@gottpoff(%rip), %r10
+  addq %fs:0, %r10
+  movq %r10, %r15
+  movl $302, %eax
+  xorl %edi, %edi
+  movl $3, %esi
+  xorl %edx, %edx
+  syscall
+  movq %r12, %rdi
+  movq %r13, %rsi
+  movq %r14, %rdx
+  testq %rax, %rax
+  jnz 9f
+  movq (%r15), %rcx
+  movq strata_main_stack_top(%rip), %rax
+  movq %rax, %r9
+  subq %r8, %r9
+  cmpq %r9, %rcx
+  jae 6f
+  subq %rcx, %rax
+  cmpq %r8, %rax
+  jb 6f
+  movq %rax, %r8
+6:
+  cmpq %r8, %rsp
+  jb 7f
+  addq $6144, %r8
+  cmpq %r8, %rsp
+  jae 9f
+7:
+  movl 8(%rsi), %ecx
+  cmpl $-2, %ecx
+  je 5f
+  subl $1, %ecx
+  cmpl $5, %ecx
+  ja 9f
+5:
+  lock incq strata_samples_skipped_at_entry_main(%rip)
+  ret
+9:
+  jmp strata_sampling_signal_handler
+  .cfi_endproc
+  .size strata_sampling_signal_entry, .-strata_sampling_signal_entry
+)");
+
+
 // Every signal, glibc's internal ones too: sigfillset leaves out SIGCANCEL (32) and SIGSETXID
 // (33), and sigaddset refuses them, so their bits are set by hand. Blocked while the handler
 // runs, asynchronous cancellation and setxid broadcasts wait until it returns (a few
@@ -281,7 +486,7 @@ void FillEverySignal(sigset_t* set) {
 
 int64_t MonotonicNs() {
   timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
+  ReadClock(CLOCK_MONOTONIC, &now);  // May run on a program thread (an exit save).
   return now.tv_sec * int64_t{1000000000} + now.tv_nsec;
 }
 
@@ -372,7 +577,7 @@ int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback) {
   }
   struct sigaction action;
   std::memset(&action, 0, sizeof(action));
-  action.sa_sigaction = &SamplingSignalHandler;
+  action.sa_sigaction = &strata_sampling_signal_entry;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   FillEverySignal(&action.sa_mask);
   // The program's action is recorded before our handler can run; the interposers record every
@@ -503,11 +708,11 @@ void SetSamplingThreadEventDescriptors(const SamplingEventDescriptors* descripto
 void* GetSamplingThreadContext() { return t_thread_context.load(std::memory_order_relaxed); }
 
 void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high) {
-  t_stack_low = 0;  // Never a low limit with a stale high one, as seen by the handler.
+  strata_t_stack_low = 0;  // Never a low limit with a stale high one, as seen by the handler.
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  t_stack_high = high;
+  strata_t_stack_high = high;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  t_stack_low = low;
+  strata_t_stack_low = low;
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
@@ -519,8 +724,42 @@ uint64_t SamplingSignalsTakenOnCurrentThread() {
   return t_sampling_signals_taken.load(std::memory_order_relaxed);
 }
 
+void SetSamplingMainStackLimits(uintptr_t floor, uintptr_t top) {
+  g_main_stack_top.store(0, std::memory_order_relaxed);  // Never a new floor with an old top.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  g_main_stack_floor.store(floor, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  g_main_stack_top.store(top, std::memory_order_relaxed);
+  // The entry's copies (it reads the limit itself).
+  __atomic_store_n(&strata_main_stack_top, 0, __ATOMIC_RELAXED);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  __atomic_store_n(&strata_main_stack_reach_low, floor, __ATOMIC_RELAXED);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  __atomic_store_n(&strata_main_stack_top, top, __ATOMIC_RELAXED);
+}
+
 uint64_t SamplesSkippedForLowStack() {
-  return g_samples_skipped_low_stack.load(std::memory_order_relaxed);
+  uint64_t total = __atomic_load_n(&strata_samples_skipped_at_entry, __ATOMIC_RELAXED) +
+                   __atomic_load_n(&strata_samples_skipped_at_entry_thread, __ATOMIC_RELAXED) +
+                   __atomic_load_n(&strata_samples_skipped_at_entry_main, __ATOMIC_RELAXED);
+  for (const auto& count : g_samples_skipped_low_stack) {
+    total += count.load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
+uint64_t SamplesSkippedForLowStack(LowStack reason) {
+  const int index = static_cast<int>(reason);
+  if (index < 0 || index >= static_cast<int>(LowStack::kCount)) return 0;
+  const uint64_t at_entry =
+      reason == LowStack::kAlternateStack
+          ? __atomic_load_n(&strata_samples_skipped_at_entry, __ATOMIC_RELAXED)
+          : reason == LowStack::kThreadStack
+                ? __atomic_load_n(&strata_samples_skipped_at_entry_thread, __ATOMIC_RELAXED)
+          : reason == LowStack::kMainStack
+                ? __atomic_load_n(&strata_samples_skipped_at_entry_main, __ATOMIC_RELAXED)
+                : 0;
+  return at_entry + g_samples_skipped_low_stack[index].load(std::memory_order_relaxed);
 }
 
 }  // namespace strata

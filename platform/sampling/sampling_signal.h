@@ -34,10 +34,18 @@
 // the signal; SIG_DFL takes the default action (the kernel disposition is reset to SIG_DFL and
 // the signal re-raised, so the process terminates as it would have without us).
 //
-// Stack: the handler needs kSamplingHandlerStackNeed bytes of the interrupted thread's stack
-// (measured, see below). A thread whose stack bounds were given (SetSamplingThreadStackBounds)
-// and that has less left below the handler's frame skips the sample (counted:
-// SamplesSkippedForLowStack) instead of overflowing into its guard page.
+// Stack: before any work, the handler checks its headroom: it needs kSamplingHandlerStackNeed
+// bytes below the kernel's frame (measured, see below). The kernel calls an entry written in
+// assembly that checks first, writing nothing below the stack pointer (a C++ prologue there
+// already wrote below small stacks); the C++ handler checks again. Where it runs decides
+// against what: the thread's own stack against its low end (SetSamplingThreadStackBounds);
+// the main thread's growable stack against the lowest address the soft RLIMIT_STACK allows
+// (read at each sample with a raw prlimit64, so a limit the program lowers counts at once)
+// and the mappings below it (SetSamplingMainStackLimits); the program's alternate signal
+// stack (a raw sigaltstack(NULL, &ss): SS_ONSTACK) against its base. With less room, or on a
+// stack it cannot size (a thread with bounds running elsewhere: a coroutine's stack), it
+// skips the sample, counted by reason (SamplesSkippedForLowStack) instead of overflowing
+// into a guard page or the memory below the alternate stack.
 //
 // Thread safety: Install and Uninstall are NOT thread-safe: call them from one thread at a
 // time, once each, at start and stop (a second Install fails with EBUSY). Calls of
@@ -46,7 +54,8 @@
 // run on any thread at any time. Set/GetSamplingThreadContext and the stack bounds act on the
 // calling thread.
 // Async-signal safety: the handler itself; Set/GetSamplingThreadContext,
-// SetSamplingThreadStackBounds, IsInSamplingHandler, RecordProgramAction,
+// SetSamplingThreadStackBounds, SetSamplingMainStackLimits, IsInSamplingHandler,
+// RecordProgramAction,
 // SamplesSkippedForLowStack, SamplingSignalsTakenOnCurrentThread and InstalledSamplingSignal are
 // async-signal-safe (a program's
 // handler may call sigaction). Install, Uninstall, ReplaceSamplingCallback and
@@ -67,10 +76,20 @@ namespace strata {
 // the ones programs and libraries take first (SIGRTMIN, SIGRTMIN+1...).
 constexpr int kLowestChoosableRealtimeOffset = 4;
 
-// Bytes of stack the handler needs below its own frame: the deepest use measured was
-// ~5.5 KiB (libunwind walk of a deep stack, docs/sampling.md "Stack"), rounded up with a
-// margin.
-constexpr size_t kSamplingHandlerStackNeed = 8 * 1024;
+// Bytes of stack the handler needs below its own frame (the kernel's signal frame is already
+// below the interrupted code then): measured 3.6 KiB with a libunwind walk of a 1 MiB-deep
+// stack, 0.6 KiB without a walk (docs/sampling.md, "Stack"); with a margin for deeper DWARF
+// programs and another libunwind build.
+constexpr size_t kSamplingHandlerStackNeed = 6 * 1024;
+
+// Why a sample was skipped for want of stack (SamplesSkippedForLowStack).
+enum class LowStack {
+  kThreadStack,     // Near the low end of the thread's own stack.
+  kMainStack,       // Near the soft RLIMIT_STACK (or the mapping below) of the main stack.
+  kAlternateStack,  // Near the base of the program's alternate signal stack.
+  kUnknownStack,    // On a stack the handler cannot size (neither of the above).
+  kCount,
+};
 
 // Runs in the signal handler, on the thread that took the sampling-timer signal, with that
 // thread's context pointer (never null: signals reaching a thread without a context are
@@ -170,8 +189,15 @@ void* GetSamplingThreadContext();
 void SetSamplingThreadEventDescriptors(const SamplingEventDescriptors* descriptors);
 
 // The calling thread's stack [low, high), for the handler's free-stack check; {0, 0} (the
-// default) turns the check off (e.g. the main thread, whose stack grows on demand).
+// default) turns it off for the thread (the main thread: see SetSamplingMainStackLimits).
 void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high);
+
+// The main thread's stack, process-wide: `top` is the end of its mapping (what RLIMIT_STACK
+// is counted from), `floor` the lowest address it could grow to whatever the limit (the
+// mapping below it plus the kernel's stack guard gap). The handler then checks a stack
+// pointer in [floor, top) against max(floor, top - soft RLIMIT_STACK). {0, 0}: unknown.
+// Async-signal-safe; thread-safe.
+void SetSamplingMainStackLimits(uintptr_t floor, uintptr_t top);
 
 // Sampling signals (a timer's or the thread's own perf event's) the handler has taken on the
 // calling thread since it started, whatever became of them: a sample, a skip for want of
@@ -183,9 +209,10 @@ void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high);
 // Async-signal-safe; one thread-local load.
 uint64_t SamplingSignalsTakenOnCurrentThread();
 
-// Samples skipped because the thread had less than kSamplingHandlerStackNeed bytes of stack
-// left (or the handler ran outside the given bounds, e.g. on an alternate signal stack).
+// Samples skipped because the handler had less than kSamplingHandlerStackNeed bytes of stack
+// below it (see "Stack" above): in all, or for one reason. Thread-safe.
 uint64_t SamplesSkippedForLowStack();
+uint64_t SamplesSkippedForLowStack(LowStack reason);
 
 // Descriptor or timer notifications (si_code POLL_* or SI_TIMER) of the sampling signal that
 // reached our handler while the program's action is SIG_DFL and no thread named them: late

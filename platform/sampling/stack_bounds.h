@@ -32,6 +32,13 @@ struct StackBounds {
   // The same for `thread`, which must be alive for the duration of the call.
   static StackBounds OfThread(pthread_t thread);
 
+  // The main thread's growable stack, for the sampling handler's headroom check
+  // (sampling_signal.h, SetSamplingMainStackLimits): `high` is the end of the mapping that
+  // holds glibc's __libc_stack_end (RLIMIT_STACK counts from there), `low` the lowest address
+  // it can grow to whatever the limit: the end of the mapping below plus the kernel's stack
+  // guard gap (256 pages, its default). Reads /proc/self/maps. Empty bounds on failure.
+  static StackBounds MainStackReach();
+
   bool IsEmpty() const { return high <= low; }
   size_t size() const { return IsEmpty() ? 0 : high - low; }
   bool Contains(uintptr_t address) const { return address >= low && address < high; }

@@ -24,6 +24,18 @@ TEST_CASE("StackBounds: the main thread's bounds contain its locals", "[platform
   CHECK(bounds.size() >= 64 * 1024);
 }
 
+TEST_CASE("StackBounds: the main stack's reach holds the main thread's stack and more",
+          "[platform][sampling]") {
+  const StackBounds reach = StackBounds::MainStackReach();
+  REQUIRE_FALSE(reach.IsEmpty());
+  CHECK(reach.Contains(AddressOfALocal()));
+  // It can grow down to at least where glibc says the soft limit allows (or the mapping
+  // below): the reach is never smaller than the bounds glibc reports.
+  const StackBounds bounds = StackBounds::OfCurrentThread();
+  CHECK(reach.high >= bounds.high);
+  CHECK(reach.low <= AddressOfALocal());
+}
+
 struct ThreadResult {
   StackBounds bounds;
   uintptr_t local = 0;

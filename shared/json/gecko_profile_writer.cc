@@ -13,7 +13,7 @@ namespace strata {
 
 int64_t EpochNanoseconds(TimeStamp t) {
   timespec realtime;
-  clock_gettime(CLOCK_REALTIME, &realtime);
+  ReadClock(CLOCK_REALTIME, &realtime);  // Honours a thread's PR_SET_TSC (time_stamp.h).
   TimeStamp now = TimeStamp::Now();
   int64_t epoch_now = static_cast<int64_t>(realtime.tv_sec) * 1000000000 + realtime.tv_nsec;
   return epoch_now - (now - t).ToNanoseconds();

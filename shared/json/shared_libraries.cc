@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
+
+#include "platform/checked_read.h"
 
 namespace strata {
 namespace {
@@ -19,14 +22,22 @@ struct Collected {
   std::string exe_path;
 };
 
-// Looks for the NT_GNU_BUILD_ID note in the object's PT_NOTE segments (mapped in memory).
-std::string FindBuildId(const dl_phdr_info* info, bool breakpad) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& phdr = info->dlpi_phdr[i];
-    if (phdr.p_type != PT_NOTE) continue;
+// Looks for the NT_GNU_BUILD_ID note in the object's PT_NOTE segments (mapped in memory),
+// given its program headers. The notes are copied with CheckedRead (the program may have
+// made their page unreadable: no build id then).
+std::string FindBuildId(const dl_phdr_info* info, const std::vector<ElfW(Phdr)>& headers,
+                        bool breakpad) {
+  std::vector<uint8_t> notes;
+  for (const ElfW(Phdr)& phdr : headers) {
+    if (phdr.p_type != PT_NOTE || phdr.p_memsz > (1u << 16)) continue;
     const size_t align = phdr.p_align == 8 ? 8 : 4;
-    const auto* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + phdr.p_vaddr);
-    const uint8_t* end = p + phdr.p_memsz;
+    notes.resize(phdr.p_memsz);
+    if (!CheckedRead(reinterpret_cast<const void*>(info->dlpi_addr + phdr.p_vaddr), notes.data(),
+                     notes.size())) {
+      continue;
+    }
+    const uint8_t* p = notes.data();
+    const uint8_t* end = p + notes.size();
     while (p + sizeof(ElfW(Nhdr)) <= end) {
       ElfW(Nhdr) note;
       memcpy(&note, p, sizeof(note));
@@ -45,12 +56,40 @@ std::string FindBuildId(const dl_phdr_info* info, bool breakpad) {
   return std::string();
 }
 
+// The NUL-terminated string at `name` (at most PATH_MAX bytes), read a page piece at a time
+// with CheckedRead; empty when null or unreadable.
+std::string CheckedName(const char* name) {
+  std::string out;
+  uintptr_t at = reinterpret_cast<uintptr_t>(name);
+  if (at == 0) return out;
+  char piece[256];
+  while (out.size() < PATH_MAX) {
+    const size_t to_page_end = 4096 - (at & 4095);
+    const size_t length = std::min(sizeof(piece), to_page_end);
+    if (!CheckedRead(reinterpret_cast<const void*>(at), piece, length)) return std::string();
+    const void* nul = std::memchr(piece, '\0', length);
+    if (nul != nullptr) {
+      out.append(piece, static_cast<const char*>(nul) - piece);
+      return out;
+    }
+    out.append(piece, length);
+    at += length;
+  }
+  return out;
+}
+
 int OnObject(dl_phdr_info* info, size_t /*size*/, void* data) {
   auto* collected = static_cast<Collected*>(data);
+  // The program headers lie in the object's first page, which the program may have made
+  // unreadable (issue 33): copied with CheckedRead; an object whose headers cannot be read
+  // is left out of this listing.
+  std::vector<ElfW(Phdr)> headers(info->dlpi_phnum);
+  if (!CheckedRead(info->dlpi_phdr, headers.data(), headers.size() * sizeof(ElfW(Phdr)))) {
+    return 0;
+  }
   uint64_t start = UINT64_MAX;
   uint64_t end = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& phdr = info->dlpi_phdr[i];
+  for (const ElfW(Phdr)& phdr : headers) {
     if (phdr.p_type != PT_LOAD) continue;
     uint64_t segment_start = info->dlpi_addr + phdr.p_vaddr;
     start = std::min(start, segment_start);
@@ -62,15 +101,16 @@ int OnObject(dl_phdr_info* info, size_t /*size*/, void* data) {
   lib.start = start;
   lib.end = end;
   lib.offset = start - info->dlpi_addr;
-  const char* name = info->dlpi_name;
-  // The main program has an empty name.
-  lib.path = (name == nullptr || name[0] == '\0') ? collected->exe_path : std::string(name);
+  // The main program has an empty name. The dynamic loader's name is the executable's
+  // PT_INTERP string, in the executable's first page: read with CheckedRead too.
+  const std::string name = CheckedName(info->dlpi_name);
+  lib.path = name.empty() ? collected->exe_path : name;
   size_t slash = lib.path.rfind('/');
   lib.name = slash == std::string::npos ? lib.path : lib.path.substr(slash + 1);
   lib.debug_name = lib.name;
   lib.debug_path = lib.path;
-  lib.breakpad_id = FindBuildId(info, /*breakpad=*/true);
-  lib.code_id = FindBuildId(info, /*breakpad=*/false);
+  lib.breakpad_id = FindBuildId(info, headers, /*breakpad=*/true);
+  lib.code_id = FindBuildId(info, headers, /*breakpad=*/false);
   lib.arch = CurrentArchName();
   collected->libs.push_back(std::move(lib));
   return 0;

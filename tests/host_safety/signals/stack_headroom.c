@@ -1,0 +1,100 @@
+#define _GNU_SOURCE
+// Code that runs with little stack left where a sampling signal can land (issue 33):
+//   stack_headroom main [LEFT]   lowers its soft RLIMIT_STACK to 1 MiB (in main, after any
+//       profiler started), recurses on the main thread until only LEFT bytes (default 5120:
+//       room for the kernel's signal frame, not for a stack walk) remain above the lowest
+//       address that limit allows, and burns 0.6 s of CPU there. Prints "main done".
+//   stack_headroom altstack SIZE   its own SIGUSR1 handler, SA_ONSTACK on a SIZE-byte
+//       alternate stack carved out of a heap block with 512 guard bytes below it, burns
+//       30 ms of CPU per signal, 20 signals; then checks the guard bytes. Prints
+//       "altstack SIZE handled=20 guard=intact" (or "guard=overwritten N").
+// Exit status 0 plain. No Strata include.
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "burn.h"
+
+static uintptr_t g_stack_low;
+static size_t g_left = 5120;
+
+static void __attribute__((noinline)) BurnHere(void) { BurnCpu(0.6); }
+
+static int __attribute__((noinline)) Recurse(int depth) {
+  volatile char pad[256];
+  pad[0] = (char)depth;
+  const uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (sp - g_stack_low <= g_left + 512) {
+    BurnHere();
+    return pad[0];
+  }
+  return Recurse(depth + 1) + pad[0];
+}
+
+static int RunMain(void) {
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_STACK, &limit) != 0) return 2;
+  limit.rlim_cur = 1024 * 1024;
+  if (setrlimit(RLIMIT_STACK, &limit) != 0) return 2;
+  // glibc reports the main stack's low end from the soft limit (pthread_getattr_np), at or
+  // above the lowest address the kernel lets the stack grow to.
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return 2;
+  void* low;
+  size_t size;
+  pthread_attr_getstack(&attr, &low, &size);
+  pthread_attr_destroy(&attr);
+  g_stack_low = (uintptr_t)low;
+  Recurse(0);
+  printf("main done\n");
+  return 0;
+}
+
+enum { kGuard = 512, kSignals = 20 };
+static volatile sig_atomic_t g_handled = 0;
+
+static void OnUsr1(int signal_number) {
+  (void)signal_number;
+  BurnCpu(0.03);
+  g_handled = g_handled + 1;
+}
+
+static int RunAltstack(size_t size) {
+  unsigned char* block = malloc(kGuard + size);
+  if (!block) return 2;
+  memset(block, 0x5a, kGuard);
+  stack_t alternate = {.ss_sp = block + kGuard, .ss_size = size, .ss_flags = 0};
+  if (sigaltstack(&alternate, NULL) != 0) {
+    perror("sigaltstack");
+    return 2;
+  }
+  struct sigaction action;
+  memset(&action, 0, sizeof(action));
+  action.sa_handler = &OnUsr1;
+  action.sa_flags = SA_ONSTACK;
+  sigemptyset(&action.sa_mask);
+  if (sigaction(SIGUSR1, &action, NULL) != 0) return 2;
+  for (int i = 0; i < kSignals; ++i) raise(SIGUSR1);
+  int overwritten = 0;
+  for (int i = 0; i < kGuard; ++i) overwritten += block[i] != 0x5a;
+  if (overwritten == 0) {
+    printf("altstack %zu handled=%d guard=intact\n", size, (int)g_handled);
+  } else {
+    printf("altstack %zu handled=%d guard=overwritten %d\n", size, (int)g_handled, overwritten);
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "main") == 0) {
+    if (argc > 2) g_left = (size_t)atol(argv[2]);
+    return RunMain();
+  }
+  if (argc > 2 && strcmp(argv[1], "altstack") == 0) return RunAltstack((size_t)atol(argv[2]));
+  fprintf(stderr, "usage: stack_headroom main [LEFT] | altstack SIZE\n");
+  return 2;
+}
