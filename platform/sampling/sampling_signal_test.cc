@@ -27,7 +27,8 @@ TimeDuration ThreadCpuTimeNow() {
   return TimeDuration::FromNanoseconds(static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec);
 }
 
-volatile uint64_t g_burn_sink = 0;
+// Written by several threads: atomic (relaxed), so that the sink is no data race (TSan).
+std::atomic<uint64_t> g_burn_sink{0};
 
 // Spins until `done()` or until the thread has used `limit` more CPU time.
 template <typename Done>
@@ -37,7 +38,7 @@ void BurnCpuUntil(Done done, TimeDuration limit) {
   while (!done() && ThreadCpuTimeNow() - start < limit) {
     for (int i = 0; i < 10000; ++i) x = x * 6364136223846793005ULL + 1;
   }
-  g_burn_sink = x;
+  g_burn_sink.store(x, std::memory_order_relaxed);
 }
 
 struct sigaction CurrentAction(int signal_number) {
