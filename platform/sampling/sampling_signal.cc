@@ -38,7 +38,8 @@ std::atomic<bool> g_uninstall_abandoned{false};
 std::atomic<uint64_t> g_samples_skipped_low_stack{0};
 std::atomic<uint64_t> g_stray_notifications_dropped{0};
 // The sigaction after ours in the lookup order (libc's), so that our own calls do not go
-// through the preload tier's interposer. Resolved outside signal context (Install, Choose).
+// through the preload tier's interposer (ThreadSanitizer builds: OwnSigaction in the header).
+// Resolved outside signal context (Install, Choose).
 std::atomic<SigactionFunction> g_real_sigaction{nullptr};
 
 // The program's action for the installed signal: what it had at installation, then whatever it
@@ -91,19 +92,18 @@ int SigactionThroughTsan(int signal_number, const struct sigaction* action,
 #endif
 
 SigactionFunction RealSigaction() {
+  SigactionFunction real = g_real_sigaction.load(std::memory_order_acquire);
+  if (real == nullptr) {
 #if STRATA_TSAN_BUILD
-  if (g_first_sigaction.load(std::memory_order_acquire) == nullptr) {
     void* first = dlsym(RTLD_DEFAULT, "sigaction");
     g_first_sigaction.store(first ? reinterpret_cast<SigactionFunction>(first) : &::sigaction,
                             std::memory_order_release);
-  }
-  return &SigactionThroughTsan;
-#endif
-  SigactionFunction real = g_real_sigaction.load(std::memory_order_acquire);
-  if (real == nullptr) {
+    real = &SigactionThroughTsan;
+#else
     // Not `&::sigaction`: inside libstrata_base.so that is the preload tier's interposer.
     real = reinterpret_cast<SigactionFunction>(NextDefinition("sigaction"));
     if (real == nullptr) real = &::sigaction;
+#endif
     g_real_sigaction.store(real, std::memory_order_release);
   }
   return real;
