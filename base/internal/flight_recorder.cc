@@ -270,7 +270,14 @@ class FlightFile final : public ChunkStorage {
       }
     }
     for (Work& w : work) {
-      // A done chunk's storage does not change until its slot is freed (generation).
+      // A done chunk's storage does not change until its slot is freed (generation), and
+      // FreeSlot waits for seal_mutex_: the chunk is hashed whole or not at all, never while
+      // a writer refills it (ThreadSanitizer saw that race when the check came only after).
+      AutoLock sealing(seal_mutex_);
+      {
+        AutoLock lock(mutex_);
+        if (slots_[w.slot].generation != w.generation || !slots_[w.slot].seal_pending) continue;
+      }
       const uint64_t sum =
           flight::Checksum(SlotBase(w.slot) + header_->data_offset_in_slot,
                            w.descriptor.committed_bytes);
@@ -372,6 +379,7 @@ class FlightFile final : public ChunkStorage {
   }
 
   void FreeSlot(const BufferChunk& chunk, bool release) {
+    AutoLock sealing(seal_mutex_);  // A seal under way ends first (one chunk's hash at most).
     AutoLock lock(mutex_);
     const uint32_t slot = SlotOf(chunk);
     Slot& s = slots_[slot];
@@ -438,6 +446,8 @@ class FlightFile final : public ChunkStorage {
   bool grow_by_slot_ = false;  // Slots and logs reserved when first used (else all at start).
   uint64_t log_reserved_[2] = {0, 0};  // Bytes of each metadata log reserved (grow_by_slot_).
   Mutex mutex_{"strata flight recorder"};
+  // Held while a done chunk is hashed, and by FreeSlot; taken before mutex_.
+  Mutex seal_mutex_{"strata flight recorder seal"};
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   std::map<RecordType, std::string> latest_;
