@@ -121,10 +121,13 @@ void SetThreadMask(int how, const sigset_t* set, sigset_t* old) {
 
 void WriteProgramAction(const struct sigaction& action) {
   const uint64_t claimed = g_actions_claimed.fetch_add(1, std::memory_order_relaxed) + 1;
-  uint64_t words[kActionWords];
-  std::memcpy(words, &action, sizeof(action));
   std::atomic<uint64_t>* slot = g_program_actions[claimed % kActionSlots];
-  for (size_t i = 0; i < kActionWords; ++i) slot[i].store(words[i], std::memory_order_release);
+  const char* from = reinterpret_cast<const char*>(&action);
+  for (size_t i = 0; i < kActionWords; ++i) {
+    uint64_t word;
+    std::memcpy(&word, from + i * sizeof(word), sizeof(word));
+    slot[i].store(word, std::memory_order_release);
+  }
   uint64_t published = g_actions_published.load(std::memory_order_relaxed);
   while (published < claimed &&
          !g_actions_published.compare_exchange_weak(published, claimed,
@@ -137,9 +140,11 @@ void ReadProgramAction(struct sigaction* action) {
   for (;;) {
     const uint64_t published = g_actions_published.load(std::memory_order_acquire);
     const std::atomic<uint64_t>* slot = g_program_actions[published % kActionSlots];
-    uint64_t words[kActionWords];
-    for (size_t i = 0; i < kActionWords; ++i) words[i] = slot[i].load(std::memory_order_acquire);
-    std::memcpy(action, words, sizeof(*action));
+    char* to = reinterpret_cast<char*>(action);
+    for (size_t i = 0; i < kActionWords; ++i) {
+      const uint64_t word = slot[i].load(std::memory_order_acquire);
+      std::memcpy(to + i * sizeof(word), &word, sizeof(word));
+    }
     if (g_actions_claimed.load(std::memory_order_relaxed) - published < kActionSlots) return;
   }
 }
