@@ -2,9 +2,24 @@
 
 #include <dlfcn.h>
 
+#include "platform/tsan_startup.h"
+
 namespace strata {
 
-void* NextDefinition(const char* name, const char* version) {
+#if STRATA_TSAN_BUILD
+bool g_tsan_started = false;
+
+namespace {
+// Priority 101, the first allowed to programs: before this library's other constructors.
+__attribute__((constructor(101))) void NoteTsanStarted() {
+  __atomic_store_n(&g_tsan_started, true, __ATOMIC_RELEASE);
+}
+}  // namespace
+#endif
+
+// Uninstrumented: the interposers call it before ThreadSanitizer has started (tsan_startup.h);
+// it makes only loader calls.
+__attribute__((no_sanitize("thread"))) void* NextDefinition(const char* name, const char* version) {
   void* found = version ? dlvsym(RTLD_NEXT, name, version) : nullptr;
   if (!found) found = dlsym(RTLD_NEXT, name);
   if (found) return found;

@@ -6,6 +6,15 @@
 
 #include "platform/raw_syscall.h"
 
+#if defined(__SANITIZE_THREAD__)
+// ThreadSanitizer's dynamic annotation (libtsan): the range is fresh memory. TSan does not see
+// the raw mmap/munmap below, so pages the kernel hands out again at an address used before kept
+// the old accesses' shadow, and TSan reported "races" between a thread's new staging area and
+// another's freed one (thread_churn_test).
+extern "C" void AnnotateNewMemory(const char* file, int line, const volatile void* memory,
+                                  size_t size);
+#endif
+
 namespace strata {
 namespace {
 
@@ -23,6 +32,9 @@ void* AllocatePages(size_t bytes) {
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   // The kernel returns an address, or -errno (the last page of the address space).
   if (result < 0 && result > -4096) return nullptr;
+#if defined(__SANITIZE_THREAD__)
+  AnnotateNewMemory(__FILE__, __LINE__, reinterpret_cast<void*>(result), RoundUpToPages(bytes));
+#endif
   return reinterpret_cast<void*>(result);
 }
 

@@ -24,6 +24,7 @@
 #include "platform/never_destroyed.h"
 #include "platform/mutex.h"
 #include "platform/next_definition.h"
+#include "platform/sampling/sampling_signal.h"
 
 namespace strata {
 namespace base_internal {
@@ -229,7 +230,7 @@ void StartControlSignal(int signal_number, const ProfilerSettings& settings,
   if (real == nullptr) real = &::sigaction;  // Only when nothing interposes (never ours then).
   g_real_sigaction.store(real, std::memory_order_release);
   struct sigaction current;
-  if (real(signal_number, nullptr, &current) != 0) {
+  if (OwnSigaction(signal_number, nullptr, &current) != 0) {
     LogError("STRATA_SIGNAL: cannot read the action of signal %d: %s; no control signal",
              signal_number, strerror(errno));
     return;
@@ -259,7 +260,7 @@ void StartControlSignal(int signal_number, const ProfilerSettings& settings,
   ours.sa_handler = &ControlSignalHandler;
   ours.sa_flags = SA_RESTART;  // Interrupted system calls resume where they can.
   sigemptyset(&ours.sa_mask);
-  if (real(signal_number, &ours, nullptr) != 0) {
+  if (OwnSigaction(signal_number, &ours, nullptr) != 0) {
     LogError("STRATA_SIGNAL: cannot install a handler for signal %d: %s; no control signal",
              signal_number, strerror(errno));
     return;  // The thread waits for nothing, forever: harmless.

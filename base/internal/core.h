@@ -107,6 +107,13 @@ PthreadCreateFunction RealPthreadCreate();
 // or it crashes on the first access from it) — else libc's. Returns pthread_create's result.
 int CreateProfilerThread(pthread_t* thread, void* (*routine)(void*), void* argument);
 
+// Joins a thread CreateProfilerThread made, through the same layer: the first pthread_join in
+// symbol order that is not ours, else ours (its wait wrapper, then libc's). Inside
+// libstrata_base.so (-Bsymbolic-functions) a plain pthread_join binds to our wrapper, which
+// goes to the next definition after us: where libtsan comes before libstrata, TSan would never
+// see the join of a thread it saw start (a "thread leak" report).
+int JoinProfilerThread(pthread_t thread);
+
 // True on a thread inside CreateProfilerThread(): our pthread_create interposer, when a
 // sanitizer's interceptor calls it, must not register the thread being created.
 bool IsCreatingProfilerThread();

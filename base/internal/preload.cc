@@ -49,6 +49,7 @@
 #include "platform/sampling/libunwind_walker.h"
 #include "platform/sampling/sampling_signal.h"
 #include "platform/time_stamp.h"
+#include "platform/tsan_startup.h"
 
 namespace strata {
 namespace base_internal {
@@ -356,8 +357,14 @@ int dlclose(void* handle) {
 // their shadow memory exists (a sanitizer build of this library crashed there).
 __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_phdr(
     int (*callback)(struct dl_phdr_info*, size_t, void*), void* data) {
+  // libtsan's start-up (its dl_iterate_phdr interceptor calls this one): no walk yet, and the
+  // instrumented calls below cannot run (platform/tsan_startup.h).
+  const bool before_tsan_start = StrataBeforeTsanStart();
   int served_result = 0;
-  if (strata::ServeDlIteratePhdrDuringWalk(callback, data, &served_result)) return served_result;
+  if (!before_tsan_start &&
+      strata::ServeDlIteratePhdrDuringWalk(callback, data, &served_result)) {
+    return served_result;
+  }
   using Function = int (*)(int (*)(struct dl_phdr_info*, size_t, void*), void*);
   // No guarded static and no std::atomic member call (both instrumented, and TSan crashes in
   // them before it is initialised): a plain pointer with atomic builtins.
@@ -368,6 +375,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
     __atomic_store_n(&real_function, real, __ATOMIC_RELEASE);
   }
   if (!real) return 0;
+  if (before_tsan_start) return real(callback, data);
   strata::ScopedDlIteratePhdrCall in_loader_list;
   return real(callback, data);
 }

@@ -218,7 +218,7 @@ void StopSamplerThreadLocked(Session& session) {
     return;
   }
   g_sampler_stop.store(true, std::memory_order_release);
-  pthread_join(session.sampler_thread, nullptr);
+  JoinProfilerThread(session.sampler_thread);
   session.sampler_running = false;
 }
 

@@ -62,6 +62,7 @@
 #include "platform/raw_syscall.h"
 #include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/libunwind_loader.h"
+#include "platform/tsan_startup.h"
 #include "platform/sampling/sampling_signal.h"
 
 namespace strata {
@@ -152,6 +153,22 @@ bool IsStrataSignal(int signal_number) {
 }
 
 __attribute__((constructor)) void ResolveAtLoad() { ResolveRealFunctions(); }
+
+int ProgramSigaction(int signal_number, const struct sigaction* action,
+                     struct sigaction* old_action) {
+  if (InOwnSigactionCall()) {  // Strata's own (ThreadSanitizer builds: OwnSigaction).
+    return Real(g_sigaction, "sigaction")(signal_number, action, old_action);
+  }
+  if (!IsInSamplingHandler() && RecordProgramAction(signal_number, action, old_action)) return 0;
+  int result = 0;
+  if (HandleProgramControlSignalAction(signal_number, action, old_action, &result)) return result;
+  const SigactionFunction real = Real(g_sigaction, "sigaction");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return real(signal_number, action, old_action);
+}
 
 // libunwind's code, [begin, end): its callers are trusted (see the file comment).
 std::atomic<uintptr_t> g_libunwind_begin{0};
@@ -402,17 +419,21 @@ using namespace strata::base_internal;
 
 extern "C" {
 
-int sigaction(int signal_number, const struct sigaction* action, struct sigaction* old_action) {
-  if (!IsInSamplingHandler() && RecordProgramAction(signal_number, action, old_action)) return 0;
-  int result = 0;
-  if (HandleProgramControlSignalAction(signal_number, action, old_action, &result)) return result;
-  const SigactionFunction real = Real(g_sigaction, "sigaction");
-  if (real == nullptr) {
-    errno = ENOSYS;
-    return -1;
-  }
-  return real(signal_number, action, old_action);
+#if STRATA_TSAN_BUILD
+int __sigaction(int, const struct sigaction*, struct sigaction*);  // glibc's (GLIBC_2.2.5)
+
+// libtsan's start-up calls it (platform/tsan_startup.h): libc's own until TSan has started.
+__attribute__((no_sanitize("thread"))) int sigaction(int signal_number,
+                                                     const struct sigaction* action,
+                                                     struct sigaction* old_action) {
+  if (StrataBeforeTsanStart()) return __sigaction(signal_number, action, old_action);
+  return ProgramSigaction(signal_number, action, old_action);
 }
+#else
+int sigaction(int signal_number, const struct sigaction* action, struct sigaction* old_action) {
+  return ProgramSigaction(signal_number, action, old_action);
+}
+#endif
 
 sighandler_t signal(int signal_number, sighandler_t handler) {
   sighandler_t old;

@@ -382,19 +382,32 @@ PthreadCreateFunction RealPthreadCreate() {
 namespace {
 __thread bool t_creating_profiler_thread __attribute__((tls_model("initial-exec"))) = false;
 
-// The first pthread_create in the global lookup order, unless it is our own interposer.
-PthreadCreateFunction FirstForeignPthreadCreate() {
-  void* symbol = dlsym(RTLD_DEFAULT, "pthread_create");
+// The first definition of `name` in the global lookup order, unless it is our own interposer.
+void* FirstForeignDefinition(const char* name) {
+  void* symbol = dlsym(RTLD_DEFAULT, name);
   if (!symbol) return nullptr;
   Dl_info symbol_info{}, own_info{};
   if (dladdr(symbol, &symbol_info) == 0 ||
-      dladdr(reinterpret_cast<void*>(&FirstForeignPthreadCreate), &own_info) == 0 ||
+      dladdr(reinterpret_cast<void*>(&FirstForeignDefinition), &own_info) == 0 ||
       symbol_info.dli_fbase == own_info.dli_fbase) {
-    return nullptr;  // Ours (or unknown): use libc's.
+    return nullptr;  // Ours (or unknown).
   }
-  return reinterpret_cast<PthreadCreateFunction>(symbol);
+  return symbol;
+}
+
+PthreadCreateFunction FirstForeignPthreadCreate() {
+  return reinterpret_cast<PthreadCreateFunction>(FirstForeignDefinition("pthread_create"));
 }
 }  // namespace
+
+int JoinProfilerThread(pthread_t thread) {
+  using JoinFunction = int (*)(pthread_t, void**);
+  static const JoinFunction join = [] {
+    const auto foreign = reinterpret_cast<JoinFunction>(FirstForeignDefinition("pthread_join"));
+    return foreign ? foreign : &pthread_join;
+  }();
+  return join(thread, nullptr);
+}
 
 int CreateProfilerThread(pthread_t* thread, void* (*routine)(void*), void* argument) {
   static const PthreadCreateFunction create = [] {

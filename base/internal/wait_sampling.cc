@@ -89,7 +89,8 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
   const ProfilingStack& labels = thread->profiling_stack;
   const uint32_t depth =
       std::min({labels.Depth(), ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
-  std::atomic_thread_fence(std::memory_order_acquire);
+  // The frames were written before the thread entered the wait: the sequence's acquire load
+  // above (it read the wait's release store) already orders them before these reads.
   for (uint32_t i = 0; i < depth; ++i) {
     const LabelFrame& frame = labels.frame(i);
     SampleSlot::Label& label = slot->labels[i];
@@ -198,8 +199,8 @@ bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now, bool ran) {
   }
   if (wait.tracked_sequence.load(std::memory_order_relaxed) != sequence) {
     FinishEndedWaitLocked(thread);  // An earlier wait that ended (normally done already).
-    const int64_t start = wait.start_ns.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    // Acquire: the sequence is re-read after the start (a sequence lock's read side).
+    const int64_t start = wait.start_ns.load(std::memory_order_acquire);
     if (wait.sequence.load(std::memory_order_relaxed) != sequence) return false;  // Ended.
     wait.tracked_sequence.store(sequence, std::memory_order_relaxed);
     // A wait that began before the session counts from the session's start.

@@ -47,16 +47,22 @@ std::atomic<uintptr_t> g_main_stack_floor{0};
 std::atomic<uintptr_t> g_main_stack_top{0};
 std::atomic<uint64_t> g_stray_notifications_dropped{0};
 // The sigaction after ours in the lookup order (libc's), so that our own calls do not go
-// through the preload tier's interposer. Resolved outside signal context (Install, Choose).
+// through the preload tier's interposer (ThreadSanitizer builds: OwnSigaction in the header).
+// Resolved outside signal context (Install, Choose).
 std::atomic<SigactionFunction> g_real_sigaction{nullptr};
 
 // The program's action for the installed signal: what it had at installation, then whatever it
 // set since through the interposers. Written and read from any context, signal handlers
 // included, without a lock: a writer claims the next slot, fills it, and publishes its number;
 // a reader copies the published slot and retries if a writer claimed that slot again meanwhile
-// (kActionSlots writes during one copy).
+// (kActionSlots writes during one copy). The slots are copied word by word with atomics:
+// release stores after the claim, acquire loads before the claim is re-read, so a reader that
+// saw any word of a later writer also sees that writer's claim (a sequence lock without fences,
+// which ThreadSanitizer does not model; on x86-64 these are the plain moves a memcpy makes).
 constexpr uint64_t kActionSlots = 8;
-struct sigaction g_program_actions[kActionSlots];
+constexpr size_t kActionWords = sizeof(struct sigaction) / sizeof(uint64_t);
+static_assert(sizeof(struct sigaction) % sizeof(uint64_t) == 0, "whole words");
+std::atomic<uint64_t> g_program_actions[kActionSlots][kActionWords];
 std::atomic<uint64_t> g_actions_claimed{0};
 std::atomic<uint64_t> g_actions_published{0};
 
@@ -76,6 +82,21 @@ __attribute__((tls_model("initial-exec"))) thread_local std::atomic<uint64_t>
     t_sampling_signals_taken{0};
 
 void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context);
+
+#if STRATA_TSAN_BUILD
+// OwnSigaction's calls under way on this thread (sampling_signal.h).
+__attribute__((tls_model("initial-exec"))) thread_local int t_own_sigaction_calls = 0;
+std::atomic<SigactionFunction> g_first_sigaction{nullptr};
+
+int SigactionThroughTsan(int signal_number, const struct sigaction* action,
+                         struct sigaction* old_action) {
+  ++t_own_sigaction_calls;
+  const int result =
+      g_first_sigaction.load(std::memory_order_acquire)(signal_number, action, old_action);
+  --t_own_sigaction_calls;
+  return result;
+}
+#endif
 
 }  // namespace
 
@@ -111,9 +132,16 @@ namespace {
 SigactionFunction RealSigaction() {
   SigactionFunction real = g_real_sigaction.load(std::memory_order_acquire);
   if (real == nullptr) {
+#if STRATA_TSAN_BUILD
+    void* first = dlsym(RTLD_DEFAULT, "sigaction");
+    g_first_sigaction.store(first ? reinterpret_cast<SigactionFunction>(first) : &::sigaction,
+                            std::memory_order_release);
+    real = &SigactionThroughTsan;
+#else
     // Not `&::sigaction`: inside libstrata_base.so that is the preload tier's interposer.
     real = reinterpret_cast<SigactionFunction>(NextDefinition("sigaction"));
     if (real == nullptr) real = &::sigaction;
+#endif
     g_real_sigaction.store(real, std::memory_order_release);
   }
   return real;
@@ -134,8 +162,13 @@ void SetThreadMask(int how, const sigset_t* set, sigset_t* old) {
 
 void WriteProgramAction(const struct sigaction& action) {
   const uint64_t claimed = g_actions_claimed.fetch_add(1, std::memory_order_relaxed) + 1;
-  std::atomic_thread_fence(std::memory_order_release);
-  std::memcpy(&g_program_actions[claimed % kActionSlots], &action, sizeof(action));
+  std::atomic<uint64_t>* slot = g_program_actions[claimed % kActionSlots];
+  const char* from = reinterpret_cast<const char*>(&action);
+  for (size_t i = 0; i < kActionWords; ++i) {
+    uint64_t word;
+    std::memcpy(&word, from + i * sizeof(word), sizeof(word));
+    slot[i].store(word, std::memory_order_release);
+  }
   uint64_t published = g_actions_published.load(std::memory_order_relaxed);
   while (published < claimed &&
          !g_actions_published.compare_exchange_weak(published, claimed,
@@ -147,8 +180,12 @@ void WriteProgramAction(const struct sigaction& action) {
 void ReadProgramAction(struct sigaction* action) {
   for (;;) {
     const uint64_t published = g_actions_published.load(std::memory_order_acquire);
-    std::memcpy(action, &g_program_actions[published % kActionSlots], sizeof(*action));
-    std::atomic_thread_fence(std::memory_order_acquire);
+    const std::atomic<uint64_t>* slot = g_program_actions[published % kActionSlots];
+    char* to = reinterpret_cast<char*>(action);
+    for (size_t i = 0; i < kActionWords; ++i) {
+      const uint64_t word = slot[i].load(std::memory_order_acquire);
+      std::memcpy(to + i * sizeof(word), &word, sizeof(word));
+    }
     if (g_actions_claimed.load(std::memory_order_relaxed) - published < kActionSlots) return;
   }
 }
@@ -683,6 +720,15 @@ bool IsInSamplingHandler() { return t_in_handler > 0; }
 bool IsStrataSamplingSignal(const siginfo_t& info) {
   return IsSamplingSignal(info) || IsStrayNotification(info);
 }
+
+int OwnSigaction(int signal_number, const struct sigaction* action,
+                 struct sigaction* old_action) {
+  return RealSigaction()(signal_number, action, old_action);
+}
+
+#if STRATA_TSAN_BUILD
+bool InOwnSigactionCall() { return t_own_sigaction_calls > 0; }
+#endif
 
 void BlockSamplingSignalOnCurrentThread() {
   const int signal_number = g_installed_signal.load();

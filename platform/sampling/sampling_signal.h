@@ -69,6 +69,7 @@
 #include <ucontext.h>
 
 #include "platform/sampling/perf_task_clock_event.h"
+#include "platform/tsan_startup.h"
 
 namespace strata {
 
@@ -170,6 +171,24 @@ bool IsInSamplingHandler();
 // StrayNotificationsDropped when it is given back to it). Everything else is the program's.
 // Async-signal-safe.
 bool IsStrataSamplingSignal(const siginfo_t& info);
+
+// Strata's own sigaction calls (installing its handlers, reading their dispositions): the
+// definition after base's interposer, libc's (or a sanitizer's interceptor that comes after
+// libstrata). In ThreadSanitizer builds, the first definition in the lookup order instead,
+// with base's interposer forwarding the call unchanged (InOwnSigactionCall), so that TSan's
+// interceptor sees it also where libtsan comes before libstrata (a program linked with
+// -fsanitize=thread): a handler TSan does not know runs in the middle of TSan's bookkeeping
+// and its synchronisation is lost (false races on the sample ring, a live lock in TSan's
+// thread registry). TSan then runs the handler at the thread's next safe point
+// (sampled_thread_for_testing.h, kHandlerRunsWhereSignalled).
+// Thread-safe; async-signal-safe once InstallSamplingSignal or ChooseSamplingSignal has run.
+int OwnSigaction(int signal_number, const struct sigaction* action,
+                 struct sigaction* old_action);
+#if STRATA_TSAN_BUILD
+bool InOwnSigactionCall();  // On the calling thread, inside OwnSigaction.
+#else
+constexpr bool InOwnSigactionCall() { return false; }
+#endif
 
 // Blocks the installed sampling signal on the calling thread, bypassing the interposers (for
 // threads of the profiler itself). No-op when nothing is installed.

@@ -28,7 +28,8 @@ TimeDuration ThreadCpuTimeNow() {
   return TimeDuration::FromNanoseconds(static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec);
 }
 
-volatile uint64_t g_burn_sink = 0;
+// Written by several threads: atomic (relaxed), so that the sink is no data race (TSan).
+std::atomic<uint64_t> g_burn_sink{0};
 
 // Spins until `done()` or until the thread has used `limit` more CPU time.
 template <typename Done>
@@ -38,7 +39,7 @@ void BurnCpuUntil(Done done, TimeDuration limit) {
   while (!done() && ThreadCpuTimeNow() - start < limit) {
     for (int i = 0; i < 10000; ++i) x = x * 6364136223846793005ULL + 1;
   }
-  g_burn_sink = x;
+  g_burn_sink.store(x, std::memory_order_relaxed);
 }
 
 struct sigaction CurrentAction(int signal_number) {
@@ -229,7 +230,10 @@ TEST_CASE("Sampling signal handler: a late descriptor notification never takes S
       // session's starting thread, a mask call, a new thread): then SIG_DFL is plain.
       SetProgramBlocksSamplingSignal(false);
       syscall(SYS_tgkill, getpid(), static_cast<pid_t>(syscall(SYS_gettid)), signal_number);
-      _exit(7);  // Not reached: the default action terminates.
+      // Not reached: the default action terminates. (ThreadSanitizer runs the handler at the
+      // thread's next intercepted call: these sleeps.)
+      for (int i = 0; i < 100; ++i) usleep(10 * 1000);
+      _exit(7);
     });
   };
   const testing::ChildResult stray = run(true);

@@ -286,12 +286,15 @@ std::optional<EntryWriter> ChunkedBuffer::ReserveBlockLocked(size_t entry_bytes)
 
 void ChunkedBuffer::RetireCurrentChunkLocked() {
   current_chunk_->WaitForCopiesInFlight();
-  current_chunk_->MarkDone(NextDoneTimeStampLocked());
   filled_chunk_ = std::move(current_chunk_);
 }
 
 void ChunkedBuffer::ReleaseFilledChunkLocked() {
-  if (filled_chunk_) manager_->ReleaseChunk(std::move(filled_chunk_));
+  if (!filled_chunk_) return;
+  // Done only now: a block that straddles it and the next chunk was written in between, and
+  // a done chunk's bytes are final (the flight recorder checksums them off the lock).
+  filled_chunk_->MarkDone(NextDoneTimeStampLocked());
+  manager_->ReleaseChunk(std::move(filled_chunk_));
 }
 
 // ---------------------------------------------------------------------------------------

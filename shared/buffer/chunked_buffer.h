@@ -232,8 +232,9 @@ class ChunkedBuffer {
   }
   std::optional<EntryWriter> ReserveBlockLocked(size_t entry_bytes);
   std::unique_ptr<BufferChunk> TakeNewChunkLocked();
-  // current_chunk_ is full (or set aside): once its copies in flight are in, marks it done
-  // and moves it to filled_chunk_.
+  // current_chunk_ is full (or set aside): once its copies in flight are in, moves it to
+  // filled_chunk_. ReleaseFilledChunkLocked, after the write that retired it (whose block may
+  // straddle it and the next chunk), marks it done and hands it to the manager.
   void RetireCurrentChunkLocked();
   void ReleaseFilledChunkLocked();
   TimeStamp NextDoneTimeStampLocked();

@@ -1,6 +1,10 @@
 #include "shared/buffer/chunked_buffer.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -145,6 +149,65 @@ TEST_CASE("Under a small limit the buffer keeps the most recent entries, in orde
   CHECK(buffer.ReadAt(indexes.back(), [](EntryReader* r) { return r != nullptr; }));
   CHECK(state.range_start > indexes.front().ToBufferIndex());
   CHECK(state.range_start <= indexes[5000 - read.size()].ToBufferIndex());
+}
+
+// A storage that copies each chunk's bytes when it is marked done (what the flight recorder
+// checksums off the buffer's lock) and compares them with the bytes at recycling.
+class SnapshotStorage : public ChunkStorage {
+ public:
+  ~SnapshotStorage() {
+    for (void* b : blocks_) std::free(b);
+  }
+  void* Allocate(size_t bytes) override {
+    void* p = std::aligned_alloc(8, (bytes + 7) / 8 * 8);
+    blocks_.push_back(p);
+    return p;
+  }
+  bool Contains(const void* p) const override {
+    for (void* b : blocks_) {
+      if (b == p) return true;
+    }
+    return false;
+  }
+  void OnChunkDone(const BufferChunk& chunk) override {
+    // Its storage's bytes (a straddling block's offset runs past them, into the next chunk).
+    const size_t bytes = std::min<size_t>(chunk.OffsetPastLastBlock(), chunk.BufferBytes());
+    done_bytes_[&chunk].assign(chunk.Data(), chunk.Data() + bytes);
+  }
+  void OnChunkRecycled(const BufferChunk& chunk) override { Compare(chunk); }
+  void OnChunkDestroyed(const BufferChunk& chunk) override { Compare(chunk); }
+  size_t changed_after_done = 0;
+  size_t compared = 0;
+
+ private:
+  void Compare(const BufferChunk& chunk) {
+    auto it = done_bytes_.find(&chunk);
+    if (it == done_bytes_.end()) return;
+    ++compared;
+    if (std::memcmp(it->second.data(), chunk.Data(), it->second.size()) != 0) {
+      ++changed_after_done;
+    }
+    done_bytes_.erase(it);
+  }
+  std::vector<void*> blocks_;
+  std::map<const BufferChunk*, std::vector<uint8_t>> done_bytes_;
+};
+
+TEST_CASE("A done chunk's bytes are final, the tail of a block that straddles it included") {
+  // Entries of odd sizes, so that many blocks straddle two chunks. Before the fix, the chunk
+  // was marked done before the straddling block's bytes were written into its tail (a flight
+  // recorder's checksum then did not match the chunk's final bytes; ThreadSanitizer saw it).
+  SnapshotStorage storage;
+  REQUIRE(ChunkStorage::Register(&storage));
+  {
+    LocalLimitChunkManager manager(16 * 1024, 1024);
+    manager.SetChunkStorage(&storage);
+    ChunkedBuffer buffer(ThreadSafety::kThreadSafe, manager);
+    for (uint64_t i = 0; i < 2000; ++i) buffer.PutObjects(i, PayloadFor(i, 37 + i % 101));
+  }
+  CHECK(storage.compared > 10);
+  CHECK(storage.changed_after_done == 0);
+  ChunkStorage::Unregister(&storage);
 }
 
 TEST_CASE("An entry larger than a chunk is refused and counted") {
