@@ -730,7 +730,7 @@ void SymbolicateProfile(rapidjson::Document* profile, const SymbolizerFactory& m
       if (!symbolizer) {
         symbolizer = make_symbolizer(ReadLibs(process));
         // JIT-compiled code the process's runtime named in its perf map (docs/symbols.md).
-        if (thread.HasMember("pid") && thread["pid"].IsInt64()) {
+        if (thread.IsObject() && thread.HasMember("pid") && thread["pid"].IsInt64()) {
           const int64_t pid = thread["pid"].GetInt64();
           PerfMap map = PerfMap::Read(PerfMap::PathFor(pid));
           if (!map.empty()) {
