@@ -80,6 +80,7 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
   inputs.process_name = ProgramName();
   inputs.symbolicate = (snapshot.settings.features & kFeatureRawAddresses) == 0;
   inputs.keep_strata_frames = (snapshot.settings.features & kFeatureOwnFrames) != 0;
+  inputs.profiler_category = static_cast<uint8_t>(Category::kProfiler);
 
   ProfileMeta& meta = inputs.meta;
   meta.start_time = snapshot.start_time;

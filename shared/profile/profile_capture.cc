@@ -530,8 +530,16 @@ class ProfileBuilder {
       return std::nullopt;
     }
     MoveAddresses(sample_.frames.data(), sample_frames_, sample_.time);
+    const size_t walked = sample_frames_;
     ElideOwnFrames(sample_.frames.data(), sample_frames_);
-    const std::optional<uint32_t> stack = StackOf(thread, sample_.frames.data(), sample_frames_);
+    std::optional<uint32_t> stack = StackOf(thread, sample_.frames.data(), sample_frames_);
+    if (!stack && walked > 0) {
+      // Every frame was Strata's own (its exit save, a walk that stopped inside it): the
+      // sample stays, with its CPU, under a "Profiler" label, never as an empty stack (which
+      // the front-end's importer drops).
+      UniqueStacks& stacks = thread.writer->stacks();
+      stack = stacks.Stack(std::nullopt, stacks.LabelFrame("Profiler", inputs_.profiler_category));
+    }
     if (list != FrameListTable::kNone) {
       if (cache.size() <= list) cache.resize(frame_lists_.size(), ThreadState::kUnknownStack);
       cache[list] = stack ? *stack : ThreadState::kEmptyStack;
@@ -666,7 +674,7 @@ class ProfileBuilder {
     UniqueStacks& stacks = thread.writer->stacks();
     std::optional<uint32_t> base = previous;
     if (flags & kUnknownWaitDropsLeaf) base = stacks.PrefixOf(previous);
-    if (carries_cpu) return base;
+    if (carries_cpu && base) return base;
     const uint32_t label = stacks.LabelFrame(kUnknownWaitLabel, category);
     if (base && stacks.FrameOf(*base) == label) return base;
     return stacks.Stack(base, label);

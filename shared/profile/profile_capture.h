@@ -80,6 +80,8 @@ struct CaptureInputs {
   // Keep native frames of Strata's own libraries (the ownframes feature); by default they
   // are elided from every stack (docs/symbols.md, "Strata's own frames").
   bool keep_strata_frames = false;
+  // The category of the "Profiler" label a sample gets when every frame it had was Strata's.
+  uint8_t profiler_category = 0;
   // Entries from outside this process (a recovered flight recorder file): the buffer reads
   // them untrusted (ChunkedBuffer::SetUntrustedReading), and so must the capture's own
   // readers of their parts, resolving literal-string addresses with this.
