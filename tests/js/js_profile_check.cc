@@ -83,6 +83,7 @@ struct Frame {
 struct Sample {
   double time;
   std::vector<int> frames;  // Root first, indexes into the frame list.
+  double cpu_delta = -1;    // threadCPUDelta; -1 when absent or null.
 };
 
 struct Thread {
@@ -152,9 +153,11 @@ Thread ReadThread(const Value& t) {
   const Value& samples = t["samples"];
   const int sm_stack = Column(samples["schema"], "stack");
   const int sm_time = Column(samples["schema"], "time");
+  const int sm_cpu = Column(samples["schema"], "threadCPUDelta");
   for (const Value& row : samples["data"].GetArray()) {
     Sample s;
     s.time = Cell(row, sm_time) ? Cell(row, sm_time)->GetDouble() : 0;
+    if (const Value* cpu = Cell(row, sm_cpu); cpu && cpu->IsNumber()) s.cpu_delta = cpu->GetDouble();
     const Value* stack = Cell(row, sm_stack);
     for (int i = stack ? stack->GetInt() : -1; i >= 0 && i < static_cast<int>(stacks.size());
          i = stacks[i].first) {
@@ -275,6 +278,10 @@ int main(int argc, char** argv) {
     std::map<std::string, size_t> per_function;
     for (const Sample& s : js->samples) {
       if (s.time < window_start || s.time > window_end) continue;
+      // The share is of the samples in which the thread ran: a sample with no CPU (a wait
+      // in an engine lock whose holder a busy machine descheduled, a copy while it waited
+      // for a CPU) says where it waited, not what its JavaScript was doing (issue 35).
+      if (s.cpu_delta == 0) continue;
       ++in_window;
       // Hot functions root to leaf, in order.
       size_t next = 0;
