@@ -23,7 +23,7 @@
 #   then opens and uses its own files: stdout and exit status byte-identical to the plain run
 #   (Strata's descriptors are not on the numbers the daemon gets back), the sleep is not cut
 #   short, and the busy thread is still sampled after the close (real samples in
-#   BurnAfterClose >= 85 % of its CPU after the close / meta.interval), with perf events and
+#   BurnAfterClose >= 60 % of its CPU after the close / meta.interval), with perf events and
 #   with timers forced.
 # Every output and status is compared with the plain run. Quiet and with load beside it.
 source "$(dirname "$0")/scenario_lib.sh"
@@ -228,10 +228,14 @@ for source_request in auto timer; do
     [[ "$source_text" == CPU-clock* ]] && expected_per_ms="$(awk -v i="$(meta_field "$name" interval)" 'BEGIN { printf "%.4f", 1 / i }')"
     ratio=$(awk -v n="${after_samples:-0}" -v c="${after_ms:-0}" -v e="$expected_per_ms" 'BEGIN { if (c > 0) printf "%.2f", n / (c * e); else print 0 }')
     result "scenario=sampling_rate mode=$name source=\"$source_text\" after_close_cpu_ms=$after_ms after_close_samples=$after_samples ratio=$ratio lost=$(meta_field "$name" lostSamplingEvents)"
-    # Perf events: 1 per ms of CPU after the close (the event reopened). CPU-clock timers hold
-    # no descriptor; their rate is tick-bound and, loaded, varies across the run (meta.interval
-    # is the session's mean): "still sampled" is at least half that mean rate.
-    min_ratio=0.85
+    # Perf events: 1 per ms of CPU after the close (the event reopened), less the overflows
+    # the kernel leaves silent on a busy machine (docs/sampling.md: 4-29 ms gaps; 0.81 seen
+    # at load average 20-24 in a fresh-clone CI run, issue 35). At least 0.6 still tells a
+    # reopened event from CPU-clock timers (one per 4 ms tick at best: 0.25) or none.
+    # CPU-clock timers hold no descriptor; their rate is tick-bound and, loaded, varies across
+    # the run (meta.interval is the session's mean): "still sampled" is at least half that
+    # mean rate.
+    min_ratio=0.6
     if [[ "$source_text" == CPU-clock* ]]; then
       # CPU-clock timers hold no descriptor: the close cannot touch them, and "still sampled"
       # is 5 samples or more. Their rate is the kernel's: beside 8 busy processes on 2 CPUs it
