@@ -19,6 +19,7 @@
 #include "rapidjson/document.h"
 #include "shared/symbols/dwarf_symbolizer.h"
 #include "tools/strata/convert.h"
+#include "tools/strata/filter_options.h"
 #include "tools/strata/function_stats.h"
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
@@ -152,40 +153,28 @@ void NoteCpuFallback(const char* command, const Profile& profile, Weight weight)
   }
 }
 
-bool LoadModel(const std::string& command, const std::string& path, Profile* profile) {
-  rapidjson::Document document;
-  std::string error;
-  if (!LoadProfileDocument(path, &document, &error)) {
-    std::fprintf(stderr, "strata %s: %s\n", command.c_str(), TerminalSafe(error).c_str());
-    return false;
-  }
-  if (!LoadProfileModel(document, profile, &error)) {
-    std::fprintf(stderr, "strata %s: %s: %s\n", command.c_str(), TerminalSafe(path).c_str(),
-                 TerminalSafe(error).c_str());
-    return false;
-  }
-  return true;
-}
-
-int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight) {
+int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight, const ProfileFilter& filter) {
   int status = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     Profile profile;
-    if (!LoadModel("summary", files[i], &profile)) {
-      status = 1;
+    std::string note;
+    if (const int load_status = LoadFilteredProfile("summary", files[i], filter, &profile, &note); load_status != 0) {
+      status = std::max(status, load_status);
       continue;
     }
     if (files.size() > 1) std::printf("%s== %s ==\n", i > 0 ? "\n" : "", TerminalSafe(files[i]).c_str());
     NoteCpuFallback("summary", profile, weight);
-    std::fputs(SummarizeProfile(profile, top, weight).c_str(), stdout);
+    std::fputs(SummarizeProfile(profile, top, weight, note).c_str(), stdout);
   }
   return status;
 }
 
 int RunConvert(const std::string& input, const std::string& format, const std::string& output,
-               const std::string& weight_name) {
+               const std::string& weight_name, const ProfileFilter& filter) {
   Profile profile;
-  if (!LoadModel("convert", input, &profile)) return 1;
+  std::string note;
+  if (const int status = LoadFilteredProfile("convert", input, filter, &profile, &note); status != 0) return status;
+  if (!note.empty()) std::fprintf(stderr, "strata convert: %s\n", note.c_str());
   // collapsed counts samples unless told otherwise (its values are counts by convention).
   Weight weight = WeightOr(weight_name, format == "collapsed" ? Weight::kSamples : Weight::kWall);
   NoteCpuFallback("convert", profile, weight);
@@ -214,13 +203,18 @@ int RunConvert(const std::string& input, const std::string& format, const std::s
   return 0;
 }
 
-int RunReport(const std::string& input, const std::string& output, const ReportOptions& options) {
+int RunReport(const std::string& input, const std::string& output, const ReportOptions& options,
+              const ProfileFilter& filter) {
   Profile profile;
-  if (!LoadModel("report", input, &profile)) return 1;
+  std::string note;
+  if (const int status = LoadFilteredProfile("report", input, filter, &profile, &note); status != 0) return status;
+  if (!note.empty()) std::fprintf(stderr, "strata report: %s\n", note.c_str());
   NoteCpuFallback("report", profile, options.weight);
   std::string error;
   uint64_t bytes = 0;
-  if (!WriteReport(profile, input, options, output, &bytes, &error)) {
+  // The page's title names the file and, when narrowed, the filters.
+  const std::string source = note.empty() ? input : input + " (" + note + ")";
+  if (!WriteReport(profile, source, options, output, &bytes, &error)) {
     std::fprintf(stderr, "strata report: %s\n", TerminalSafe(error).c_str());
     return 1;
   }
@@ -324,7 +318,10 @@ int Main(int argc, char** argv) {
                               "What sorts the function tables (both wall and CPU columns are shown): wall "
                               "(default), cpu or samples")
       ->check(CLI::Validator(CheckWeight, "WEIGHT"));
-  summary_command->footer("Example: strata summary strata-profile.json --top 30");
+  ProfileFilter summary_filter;
+  AddFilterOptions(summary_command, &summary_filter);
+  summary_command->footer("Example: strata summary strata-profile.json --top 30\n"
+                          "         strata summary p.json --process 'python*' --thread main --range 1000,2500");
 
   // convert
   std::string convert_input, convert_format, convert_output;
@@ -343,6 +340,8 @@ int Main(int argc, char** argv) {
                               "the file), collapsed's values (default samples; wall and cpu in µs), chrome: "
                               "cpu ends the slices at samples without CPU (default wall)")
       ->check(CLI::Validator(CheckWeight, "WEIGHT"));
+  ProfileFilter convert_filter;
+  AddFilterOptions(convert_command, &convert_filter);
   convert_command->footer("Example: strata convert strata-profile.json --to pprof -o profile.pb.gz");
 
   // js: run by main() before this parser (tools/js, a binary of its own); listed for --help.
@@ -364,6 +363,8 @@ int Main(int argc, char** argv) {
   view_command->add_flag("--no-open", view_no_open, "Print the address, do not open a browser");
   view_command->add_option("--source-root", view_options.source_root,
                            "Directory that relative source file names are read under (default: here)");
+  ProfileFilter view_filter;
+  AddFilterOptions(view_command, &view_filter);
   view_command->footer("Example: strata view strata-profile.json");
 
   // report
@@ -373,6 +374,8 @@ int Main(int argc, char** argv) {
       "report", "One self-contained HTML file: flame graph and timeline per thread, top functions");
   report_command->add_option("FILE", report_input, "Profile")->required();
   report_command->add_option("-o,--output", report_output, "HTML file to write")->capture_default_str();
+  ProfileFilter report_filter;
+  AddFilterOptions(report_command, &report_filter);
   report_command->footer("Example: strata report strata-profile.json -o report.html");
   report_command->add_option("--max-samples", report_options.max_samples,
                              "Samples kept in the page over all threads (more are thinned evenly)")
@@ -495,14 +498,24 @@ int Main(int argc, char** argv) {
   }
   if (*symbolicate_command) return RunSymbolicate(symbolicate_input, symbolicate_output);
   if (*recover_command) return RunRecover(recover);
-  if (*summary_command) return RunSummary(summary_files, top, WeightOr(summary_weight, Weight::kWall));
-  if (*convert_command) return RunConvert(convert_input, convert_format, convert_output, convert_weight);
+  if (*summary_command) {
+    return RunSummary(summary_files, top, WeightOr(summary_weight, Weight::kWall), summary_filter);
+  }
+  if (*convert_command) {
+    return RunConvert(convert_input, convert_format, convert_output, convert_weight, convert_filter);
+  }
   if (*report_command) {
     report_options.weight = WeightOr(report_weight, Weight::kWall);
-    return RunReport(report_input, report_output, report_options);
+    return RunReport(report_input, report_output, report_options, report_filter);
   }
   if (*view_command) {
     view_options.open_browser = !view_no_open;
+    if (!view_filter.empty()) {
+      std::string note;
+      const int status = FilteredProfileJson("view", view_options.profile, view_filter, &view_options.served_json, &note);
+      if (status != 0) return status;
+      std::fprintf(stderr, "strata view: %s\n", note.c_str());
+    }
     return RunView(view_options);
   }
   return 2;
