@@ -1,5 +1,8 @@
 #include "tools/strata/filter_options.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "rapidjson/stringbuffer.h"
@@ -69,6 +72,28 @@ void AddFilterOptions(CLI::App* command, ProfileFilter* filter) {
                       "only the samples in that time (that marker's intervals)")
       ->check(CLI::Validator(CheckRangeText, "START,END|MARKER"))
       ->group("Filters");
+}
+
+void AddCallTreeOptions(CLI::App* command, CallTreeOptions* options) {
+  winsize size{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col >= 60) {
+    options->width = size.ws_col;
+  }
+  command->add_option("--depth", options->max_depth, "Call tree: levels shown below each thread (0: all)")
+      ->check(CLI::Range(size_t{0}, size_t{10000}))
+      ->group("Call tree");
+  command->add_option("--min-percent", options->min_percent,
+                      "Call tree: nodes under this % of the whole are summed into one line (0-100)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0))
+      ->group("Call tree");
+  command->add_flag("--no-fold", [options](int64_t) { options->fold = false; },
+                    "Call tree: one line per function, chains of single callees not folded into 'a > b'")
+      ->group("Call tree");
+  command->add_option("--width", options->width,
+                      "Call tree: columns every line fits (60-1000; default the terminal's, 80 in a pipe)")
+      ->check(CLI::Range(size_t{60}, size_t{1000}))
+      ->group("Call tree");
 }
 
 int LoadFilteredProfile(const std::string& command, const std::string& path, const ProfileFilter& filter,

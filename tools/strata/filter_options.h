@@ -13,6 +13,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "tools/strata/call_tree.h"
 #include "tools/strata/profile_filter.h"
 #include "tools/strata/profile_model.h"
 
@@ -22,6 +23,10 @@ namespace cli {
 // Adds the five options to `command`, filling `filter` when parsed (bad numbers and ranges
 // are CLI11 usage errors naming the accepted forms).
 void AddFilterOptions(CLI::App* command, ProfileFilter* filter);
+
+// Adds the call tree's options (--depth, --min-percent, --no-fold, --width) to `command`.
+// The width defaults to the terminal's columns when standard output is one, else 80.
+void AddCallTreeOptions(CLI::App* command, CallTreeOptions* options);
 
 // Loads `path` into *profile, narrowed by `filter`. 0 on success, with *note the summary's
 // "Filtered: ..." line ("" without filters); else 1 or 2 as above, message printed.

@@ -18,6 +18,7 @@
 #include "CLI/CLI.hpp"
 #include "rapidjson/document.h"
 #include "shared/symbols/dwarf_symbolizer.h"
+#include "tools/strata/call_tree.h"
 #include "tools/strata/convert.h"
 #include "tools/strata/filter_options.h"
 #include "tools/strata/function_stats.h"
@@ -153,7 +154,9 @@ void NoteCpuFallback(const char* command, const Profile& profile, Weight weight)
   }
 }
 
-int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight, const ProfileFilter& filter) {
+// `tree_options` null: no call tree.
+int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight, const ProfileFilter& filter,
+               CallTreeOptions* tree_options) {
   int status = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     Profile profile;
@@ -165,8 +168,26 @@ int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight,
     if (files.size() > 1) std::printf("%s== %s ==\n", i > 0 ? "\n" : "", TerminalSafe(files[i]).c_str());
     NoteCpuFallback("summary", profile, weight);
     std::fputs(SummarizeProfile(profile, top, weight, note).c_str(), stdout);
+    if (tree_options != nullptr) {
+      tree_options->weight = weight;
+      std::printf("\n%s", FormatCallTree(profile, *tree_options).c_str());
+    }
   }
   return status;
+}
+
+int RunTree(const std::string& input, const CallTreeOptions& options, const ProfileFilter& filter) {
+  Profile profile;
+  std::string note;
+  if (const int status = LoadFilteredProfile("tree", input, filter, &profile, &note); status != 0) return status;
+  NoteCpuFallback("tree", profile, options.weight);
+  if (note.size() > options.width && note.rfind(": ") != std::string::npos) {
+    const size_t cut = note.rfind(": ");  // Before the counts: two lines that fit the width.
+    note = note.substr(0, cut + 1) + "\n  " + note.substr(cut + 2);
+  }
+  if (!note.empty()) std::printf("%s\n", note.c_str());
+  std::fputs(FormatCallTree(profile, options).c_str(), stdout);
+  return 0;
 }
 
 int RunConvert(const std::string& input, const std::string& format, const std::string& output,
@@ -320,6 +341,24 @@ int Main(int argc, char** argv) {
       ->check(CLI::Validator(CheckWeight, "WEIGHT"));
   ProfileFilter summary_filter;
   AddFilterOptions(summary_command, &summary_filter);
+  bool summary_tree = false;
+  summary_command->add_flag("--tree", summary_tree, "Then the call tree (as strata tree), by --weight");
+  CallTreeOptions summary_tree_options;
+  AddCallTreeOptions(summary_command, &summary_tree_options);
+
+  // tree
+  std::string tree_input, tree_weight;
+  CallTreeOptions tree_options;
+  CLI::App* tree_command = app.add_subcommand(
+      "tree", "Call tree in the terminal: total and self % per function, by wall or CPU time or samples, "
+              "single-callee chains folded (as perf report --stdio --children)");
+  tree_command->add_option("FILE", tree_input, "Profile")->required();
+  tree_command->add_option("--weight", tree_weight, "wall (default), cpu or samples")
+      ->check(CLI::Validator(CheckWeight, "WEIGHT"));
+  AddCallTreeOptions(tree_command, &tree_options);
+  ProfileFilter tree_filter;
+  AddFilterOptions(tree_command, &tree_filter);
+  tree_command->footer("Example: strata tree strata-profile.json --weight cpu --thread worker --depth 8");
   summary_command->footer("Example: strata summary strata-profile.json --top 30\n"
                           "         strata summary p.json --process 'python*' --thread main --range 1000,2500");
 
@@ -499,7 +538,12 @@ int Main(int argc, char** argv) {
   if (*symbolicate_command) return RunSymbolicate(symbolicate_input, symbolicate_output);
   if (*recover_command) return RunRecover(recover);
   if (*summary_command) {
-    return RunSummary(summary_files, top, WeightOr(summary_weight, Weight::kWall), summary_filter);
+    return RunSummary(summary_files, top, WeightOr(summary_weight, Weight::kWall), summary_filter,
+                      summary_tree ? &summary_tree_options : nullptr);
+  }
+  if (*tree_command) {
+    tree_options.weight = WeightOr(tree_weight, Weight::kWall);
+    return RunTree(tree_input, tree_options, tree_filter);
   }
   if (*convert_command) {
     return RunConvert(convert_input, convert_format, convert_output, convert_weight, convert_filter);
