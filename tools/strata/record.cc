@@ -180,6 +180,7 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     set["STRATA_RECORD_HOOK"] = "1";
     set["STRATA_RECORD_PRELOAD"] = original_preload;
     if (!options.children) set["STRATA_RECORD_ROOT_ONLY"] = "1";
+    // With exec_only, the child adds STRATA_RECORD_ROOT_PID=<its pid> before its exec (RunTree).
   }
   std::vector<std::string> environment;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -189,7 +190,7 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     // too, so that the recording has the options it was given, and so is STRATA_SIGNAL (a
     // control signal would stop the recording's sessions and save numbered files of its own).
     if (set.count(key) != 0 || key.rfind("STRATA_STARTUP", 0) == 0 ||
-        key == "STRATA_RECORD_ROOT_ONLY" || key == "STRATA_SIGNAL" ||
+        key == "STRATA_RECORD_ROOT_ONLY" || key == "STRATA_RECORD_ROOT_PID" || key == "STRATA_SIGNAL" ||
         key == "STRATA_FLIGHT_RECORDER") {
       continue;
     }
@@ -230,6 +231,11 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
   for (const std::string& a : options.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const std::string& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+  // --follow exec: the command's own pid, written by the child itself before its exec (no
+  // allocation after fork): libstrata_record.so tells the command's process from the ones
+  // it starts by it.
+  char root_pid_entry[64] = "STRATA_RECORD_ROOT_PID=";
+  if (options.exec_only) envp.push_back(root_pid_entry);
   envp.push_back(nullptr);
 
   const pid_t child = fork();
@@ -243,6 +249,14 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
   if (child == 0) {
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     close(exec_pipe[0]);
+    if (options.exec_only) {
+      char digits[24];
+      int n = 0;
+      for (pid_t pid = getpid(); pid > 0 && n < 23; pid /= 10) digits[n++] = static_cast<char>('0' + pid % 10);
+      char* end = root_pid_entry + strlen(root_pid_entry);
+      while (n > 0) *end++ = digits[--n];
+      *end = '\0';
+    }
     environ = envp.data();
     execvp(argv[0], argv.data());
     const int e = errno;
@@ -486,8 +500,9 @@ int Record(const RecordOptions& options) {
   }
   const std::string hook = FindHookLibrary(options.hook_library);
   if (hook.empty()) {
-    if (!options.children) {
-      std::fprintf(stderr, "strata record: --no-children needs libstrata_record.so (next to the strata binary)\n");
+    if (!options.children || options.exec_only) {
+      std::fprintf(stderr, "strata record: %s needs libstrata_record.so (next to the strata binary)\n",
+                   options.exec_only ? "--follow exec" : "--follow none (--no-children)");
       return 2;
     }
     if (!options.quiet) {
@@ -550,7 +565,12 @@ int Record(const RecordOptions& options) {
   // Merge.
   const auto merge_start = Clock::now();
   size_t unfinished = 0;
-  const std::map<pid_t, std::string> saved = SavedProfiles(directory, &unfinished);
+  std::map<pid_t, std::string> saved = SavedProfiles(directory, &unfinished);
+  if (options.exec_only) {
+    // A process the command started may have saved a profile all the same (its base tier
+    // started before libstrata_record.so could stop it): left out.
+    for (auto it = saved.begin(); it != saved.end();) it = it->first == run.pid ? std::next(it) : saved.erase(it);
+  }
   if (saved.empty()) {
     // Never a silent empty result: the command's own failure status, or 3 when it succeeded
     // but no process of it was profiled (it cleared LD_PRELOAD, or ran only static or

@@ -280,7 +280,14 @@ int Main(int argc, char** argv) {
   record_command->add_option("--buffer-mb", record.buffer_mb, "Buffer limit per process in MiB (1-4096)")
       ->check(CLI::Range(1, 4096));
   bool no_children = false;
-  record_command->add_flag("--no-children", no_children, "Profile the command's own process only");
+  record_command->add_flag("--no-children", no_children, "Profile the command's own process only (--follow none)");
+  std::string follow;
+  record_command->add_option("--follow", follow,
+                             "Which processes are profiled: all (default: the command and every process it "
+                             "starts), exec (the command's own process across the programs it execs, e.g. a "
+                             "shell shim's `exec python3`; not the processes it starts), none (the command's "
+                             "first program only)")
+      ->check(CLI::IsMember({"all", "exec", "none"}));
   bool no_flight_recorder = false;
   record_command->add_flag("--no-flight-recorder", no_flight_recorder,
                            "Do not keep each process's buffer in a file (a process that dies without saving is then "
@@ -529,7 +536,12 @@ int Main(int argc, char** argv) {
       record.features += std::string(record.features.empty() ? "" : ",") + "framepointers";
     }
     record.command = command;
-    record.children = !no_children;
+    if (no_children && !follow.empty() && follow != "none") {
+      std::fprintf(stderr, "strata record: --no-children is --follow none, not --follow %s\n", follow.c_str());
+      return 2;
+    }
+    record.children = !no_children && follow != "none";
+    record.exec_only = follow == "exec";
     record.symbolicate = !no_symbolicate;
     record.flight_recorder = !no_flight_recorder;
     record.view_open_browser = !record_no_open;
