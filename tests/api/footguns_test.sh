@@ -5,7 +5,9 @@
 #     it, once; the counter allocated and never destroyed is in the saved profile;
 #   - STRATA_SHUTDOWN without STRATA_STARTUP (gperftools' CPUPROFILE alone starts its
 #     profiler): "no profile saved: profiling was not running at exit", once, and no file;
-#     not said with STRATA_SIGNAL (a session may start by signal) nor without STRATA_SHUTDOWN.
+#     not said with STRATA_SIGNAL (a session may start by signal) nor without STRATA_SHUTDOWN;
+#   - `LD_PRELOAD=... STRATA_SIGNAL=SIGUSR2 timeout 60 PROGRAM` with the signal sent to timeout:
+#     timeout profiles itself, and says once that its child is profiled, with the pid to signal.
 source "$(dirname "$0")/../scenario_lib.sh"
 
 PROGRAM="$(binary tests/api/global_counter)"
@@ -47,5 +49,45 @@ timeout 60 env STRATA_SIGNAL=SIGUSR2 STRATA_SHUTDOWN="$OUT/signal.json" "$PROGRA
 same_as_plain signal $?
 grep -q "not running at exit" "$WORK/signal.err" && fail "STRATA_SIGNAL: the STRATA_SHUTDOWN message: $(cat "$WORK/signal.err")" \
   || pass "STRATA_SIGNAL with STRATA_SHUTDOWN: no message (a session starts by signal)"
+
+# --- A preloaded wrapper signalled in place of its program ----------------------------------------
+# `LD_PRELOAD=... STRATA_SIGNAL=SIGUSR2 timeout 60 PROGRAM`, `kill -USR2 <timeout's pid>`: the
+# wrapper profiles itself; it says so once, naming the program's pid to signal instead.
+# wait_for CONDITION...: polls (bounded, 20 s) until the command succeeds.
+wait_for() {
+  local i
+  for ((i = 0; i < 200; i++)); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+child_is_profiled() {
+  local child
+  child=$(cat "/proc/$1/task/$1/children" 2>/dev/null | awk '{ print $1 }')
+  [[ -n "$child" ]] && grep -q libstrata_base "/proc/$child/maps" 2>/dev/null
+}
+timeout 60 env LD_PRELOAD="$STRATA_PRELOAD" STRATA_SIGNAL=SIGUSR2 STRATA_SHUTDOWN="$OUT/wrapped.json" \
+  timeout 60 "$PROGRAM" --ms 3000 >"$WORK/wrapped.out" 2>"$WORK/wrapped.err" &
+outer=$!
+wrapper=""
+wait_for eval '[[ -n "$(cat /proc/$outer/task/$outer/children 2>/dev/null)" ]]' &&
+  wrapper=$(awk '{ print $1 }' "/proc/$outer/task/$outer/children")
+if [[ -n "$wrapper" ]] && wait_for child_is_profiled "$wrapper"; then
+  program_pid=$(awk '{ print $1 }' "/proc/$wrapper/task/$wrapper/children")
+  kill -USR2 "$wrapper"
+  wait_for grep -q "STRATA_SIGNAL" "$WORK/wrapped.err"
+  kill -USR2 "$wrapper"
+  wait "$outer"
+  same_as_plain wrapped $?
+  sed 's/^/    /' "$WORK/wrapped.err"
+  [[ $(grep -c "started profiling 'timeout' (pid $wrapper), which started 'global_counter' (pid $program_pid)" "$WORK/wrapped.err") == 1 ]] \
+    && grep -q "kill -12 $program_pid" "$WORK/wrapped.err" \
+    && pass "a preloaded timeout signalled in place of its program: one message naming the program's pid" \
+    || fail "a preloaded timeout signalled: stderr above"
+else
+  fail "the wrapped program did not start with the preload"
+  wait "$outer"
+fi
 
 finish
