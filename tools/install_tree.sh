@@ -279,9 +279,12 @@ set(Strata_FOUND TRUE)
 EOF
 
 cat >"$libdir/cmake/Strata/StrataConfigVersion.cmake" <<EOF
-# Strata $version: any request for the same major version, not newer than this, matches.
+# Strata $version: any request for the same major version, not newer than this, matches; so
+# does a request without a version.
 set(PACKAGE_VERSION "$version")
-if(PACKAGE_FIND_VERSION_MAJOR STREQUAL "$soversion" AND
+if(NOT PACKAGE_FIND_VERSION)  # find_package(Strata) without a version: any.
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+elseif(PACKAGE_FIND_VERSION_MAJOR STREQUAL "$soversion" AND
    NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
   set(PACKAGE_VERSION_COMPATIBLE TRUE)
   if(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)
@@ -290,7 +293,7 @@ if(PACKAGE_FIND_VERSION_MAJOR STREQUAL "$soversion" AND
 else()
   set(PACKAGE_VERSION_COMPATIBLE FALSE)
 endif()
-if(NOT CMAKE_SIZEOF_VOID_P STREQUAL "8")
+if(CMAKE_SIZEOF_VOID_P AND NOT CMAKE_SIZEOF_VOID_P STREQUAL "8")  # Unknown without a language.
   set(PACKAGE_VERSION_UNSUITABLE TRUE)
 endif()
 EOF

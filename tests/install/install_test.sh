@@ -144,7 +144,7 @@ fi
 mkdir -p "$EXAMPLES/components"
 cat >"$EXAMPLES/components/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.16)
-project(components NONE)
+project(components CXX)
 find_package(Strata REQUIRED COMPONENTS ${WANTED})
 CMAKE
 if "${LIMIT[@]}" cmake -S "$EXAMPLES/components" -B "$EXAMPLES/components/ok" -DWANTED="base;full" \
