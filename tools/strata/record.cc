@@ -30,9 +30,19 @@
 #include "tools/strata/program_check.h"
 #include "tools/strata/progress.h"
 #include "tools/strata/recover.h"
+#include "tools/strata/version.h"
 #include "tools/strata/view.h"
 
 extern char** environ;
+
+// The Debian multiarch directory name of this build's target (tools/make_deb.sh).
+#if defined(__x86_64__)
+#define STRATA_MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define STRATA_MULTIARCH "aarch64-linux-gnu"
+#else
+#define STRATA_MULTIARCH "unknown-linux-gnu"
+#endif
 
 namespace strata {
 namespace cli {
@@ -484,8 +494,12 @@ std::string FindBaseLibrary(const std::string& explicit_path) {
   if (!explicit_path.empty()) return IsFile(explicit_path) ? Absolute(explicit_path) : "";
   if (const char* env = std::getenv("STRATA_BASE_LIB")) return IsFile(env) ? Absolute(env) : "";
   const std::string dir = ExecutableDirectory();
+  // The Debian packages: the runtime library by its SONAME in the multiarch directory
+  // (libstrata-base0; the unversioned name is libstrata-dev's).
+  const std::string soname = "libstrata_base.so." + std::string(STRATA_VERSION).substr(0, std::string(STRATA_VERSION).find('.'));
   for (const std::string& candidate : {dir + "/../../base/libstrata_base.so", dir + "/libstrata_base.so",
-                                       dir + "/../lib/libstrata_base.so", dir + "/../lib/strata/libstrata_base.so"}) {
+                                       dir + "/../lib/libstrata_base.so", dir + "/../lib/strata/libstrata_base.so",
+                                       dir + "/../lib/" STRATA_MULTIARCH "/" + soname}) {
     if (IsFile(candidate)) return Absolute(candidate);
   }
   return "";
