@@ -4,8 +4,9 @@
 #   - a global strata::ProfilerCounter is destroyed before the exit save: a warning naming
 #     it, once; the counter allocated and never destroyed is in the saved profile;
 #   - STRATA_SHUTDOWN without STRATA_STARTUP (gperftools' CPUPROFILE alone starts its
-#     profiler): "no profile saved: profiling was not running at exit", once, and no file;
-#     not said with STRATA_SIGNAL (a session may start by signal) nor without STRATA_SHUTDOWN;
+#     profiler): "no profile saved: profiling never ran in this process", once, and no file;
+#     not said with STRATA_SIGNAL (a session may start by signal), nor when the program ran a
+#     session itself (ProfilerStart/ProfilerStop);
 #   - `LD_PRELOAD=... STRATA_SIGNAL=SIGUSR2 timeout 60 PROGRAM` with the signal sent to timeout:
 #     timeout profiles itself, and says once that its child is profiled, with the pid to signal.
 source "$(dirname "$0")/../scenario_lib.sh"
@@ -39,15 +40,20 @@ grep -q "counter 'Kept counter'" "$WORK/counters.err" && fail "a warning for the
 timeout 60 env STRATA_SHUTDOWN="$OUT/alone.json" "$PROGRAM" >"$WORK/alone.out" 2>"$WORK/alone.err"
 same_as_plain alone $?
 sed 's/^/    /' "$WORK/alone.err"
-[[ $(grep -c "STRATA_SHUTDOWN=$OUT/alone.json: no profile saved: profiling was not running at exit (set STRATA_STARTUP=1" "$WORK/alone.err") == 1 \
+[[ $(grep -c "STRATA_SHUTDOWN=$OUT/alone.json: no profile saved: profiling never ran in this process (set STRATA_STARTUP=1" "$WORK/alone.err") == 1 \
   && ! -e "$OUT/alone.json" ]] && pass "STRATA_SHUTDOWN alone: one message saying why no file, and STRATA_STARTUP=1" \
   || fail "STRATA_SHUTDOWN alone: stderr above"
 grep -q "Global counter" "$WORK/alone.err" && fail "STRATA_SHUTDOWN alone: a counter warning without a session" \
   || pass "no counter warning without a session"
 
+timeout 60 env STRATA_SHUTDOWN="$OUT/api.json" "$PROGRAM" --session >"$WORK/api.out" 2>"$WORK/api.err"
+same_as_plain api $?
+grep -q "never ran in this process" "$WORK/api.err" && fail "a session run by the program: the STRATA_SHUTDOWN message" \
+  || pass "STRATA_SHUTDOWN with a session the program ran itself: no message"
+
 timeout 60 env STRATA_SIGNAL=SIGUSR2 STRATA_SHUTDOWN="$OUT/signal.json" "$PROGRAM" >"$WORK/signal.out" 2>"$WORK/signal.err"
 same_as_plain signal $?
-grep -q "not running at exit" "$WORK/signal.err" && fail "STRATA_SIGNAL: the STRATA_SHUTDOWN message: $(cat "$WORK/signal.err")" \
+grep -q "never ran in this process" "$WORK/signal.err" && fail "STRATA_SIGNAL: the STRATA_SHUTDOWN message: $(cat "$WORK/signal.err")" \
   || pass "STRATA_SIGNAL with STRATA_SHUTDOWN: no message (a session starts by signal)"
 
 # --- A preloaded wrapper signalled in place of its program ----------------------------------------

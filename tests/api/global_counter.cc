@@ -3,7 +3,9 @@
 // allocated and never destroyed (the documented way, docs/api.md "Counters"). Linked with the
 // base tier; profiled only when the environment says so (STRATA_STARTUP=1).
 //
-//   global_counter [--ms N]    spins N ms (default 60) adding to both counters; prints "done N"
+//   global_counter [--ms N] [--session]
+//       spins N ms (default 60) adding to both counters; prints "done counting". --session:
+//       around the spin, a session of its own (ProfilerStart, ProfilerStop).
 #include <time.h>
 
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include <cstring>
 
 #include "base/counters.h"
+#include "base/profiler.h"
 
 namespace {
 
@@ -28,9 +31,12 @@ double NowMs() {
 
 int main(int argc, char** argv) {
   double ms = 60;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (strcmp(argv[i], "--ms") == 0) ms = atof(argv[i + 1]);
+  bool session = false;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc) ms = atof(argv[i + 1]);
+    if (strcmp(argv[i], "--session") == 0) session = true;
   }
+  if (session) strata::ProfilerStart(strata::ProfilerSettings());
   long additions = 0;
   const double end = NowMs() + ms;
   while (NowMs() < end) {
@@ -38,6 +44,7 @@ int main(int argc, char** argv) {
     g_kept_counter->Add(1);
     ++additions;
   }
+  if (session) strata::ProfilerStop();
   std::printf("done %s\n", additions > 0 ? "counting" : "nothing");
   return 0;
 }
