@@ -1,10 +1,13 @@
 // The `strata` command line (docs/cli.md):
-//   strata record [-o FILE] [-i MS] [--features ...] [--filters ...] [--no-children] -- CMD ARGS
+//   strata record [-o FILE] [-i MS] [--features ...] [--filters ...] [--follow all|exec|none] -- CMD ARGS
 //   strata symbolicate FILE [-o OUT]
 //   strata recover FILE.flight [-o OUT] [--raw] [--reason TEXT]
-//   strata summary FILE... [--top N] [--weight wall|cpu|samples]
-//   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples]
-//   strata report FILE [-o report.html] [--weight wall|cpu|samples]
+//   strata summary FILE... [--top N] [--weight wall|cpu|samples] [--tree] [FILTERS]
+//   strata tree FILE [--weight wall|cpu|samples] [--depth N] [--min-percent P] [FILTERS]
+//   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples] [FILTERS]
+//   strata report FILE [-o report.html] [--weight wall|cpu|samples] [FILTERS]
+//   strata view FILE [--port N] [--no-open] [FILTERS]
+// FILTERS: --pid, --tid, --process, --thread, --range (filter_options.h).
 // Arguments are parsed with CLI11 (Debian libcli11-dev, header-only).
 #include <sys/stat.h>
 
