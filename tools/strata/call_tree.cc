@@ -185,6 +185,10 @@ std::string FormatCallTree(const Profile& profile, const CallTreeOptions& option
   std::vector<Node> nodes;
   std::vector<uint32_t> roots;
   std::unordered_map<uint64_t, uint32_t> child_of;  // (parent << 32 | function) -> node.
+  size_t stacks = 0;
+  for (const Thread& thread : profile.threads) stacks += thread.stack_prefix.size() + 1;
+  child_of.reserve(stacks);
+  nodes.reserve(stacks);
   auto child = [&](uint32_t parent, uint32_t function) -> uint32_t {
     const uint64_t key = (static_cast<uint64_t>(parent) << 32) | function;
     auto it = child_of.find(key);
