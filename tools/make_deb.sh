@@ -45,7 +45,9 @@ version="$(tr -d ' \n' <"$repo/VERSION")"
 soversion="${version%%.*}"
 arch="$(dpkg --print-architecture)"
 multiarch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)"
-maintainer="Strata developers <strata-developers@lists.debian.net>"
+# The Maintainer field: the project has no list address yet; set STRATA_DEB_MAINTAINER to one
+# ("Name <address>") for packages that leave this machine.
+maintainer="${STRATA_DEB_MAINTAINER:-Strata developers <maintainers@strata.invalid>}"
 work="$(mktemp -d /tmp/strata-deb.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 tree="$work/tree"
