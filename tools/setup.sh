@@ -30,6 +30,7 @@ PACKAGES=(
   llvm                 # llvm-symbolizer: tests/symbols compares every inline chain with it
   clang                # tests/install: the public headers and examples also build with clang++
   golang-go            # `go tool pprof`: tests/cli reads strata's pprof output with it
+  lintian              # tests/install/deb_test: 0 errors on every Debian package
 )
 
 missing=()

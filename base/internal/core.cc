@@ -434,8 +434,17 @@ void ProfilerInit() {
   });
 }
 
+namespace base_internal {
+namespace {
+std::atomic<bool> g_session_ever_started{false};
+}  // namespace
+
+bool SessionEverStarted() { return g_session_ever_started.load(std::memory_order_relaxed); }
+}  // namespace base_internal
+
 void ProfilerStart(const ProfilerSettings& settings) {
   if (IsOtherProcess()) return;
+  base_internal::g_session_ever_started.store(true, std::memory_order_relaxed);
   ProfilerInit();
   Session& session = GetSession();
   AutoLock lock(session.mutex);

@@ -134,6 +134,10 @@ bool IsOtherProcess();
 // getpid() as a system call (a raw clone() leaves any cached pid stale).
 int32_t RawGetPid();
 
+// Whether ProfilerStart() ran in this process (a session from the environment, the control
+// signal or the API). Thread-safe.
+bool SessionEverStarted();
+
 // The STRATA_SHUTDOWN path (unexpanded), set from the environment at load.
 void SetShutdownPath(std::string path);
 std::string ShutdownPath();

@@ -118,6 +118,10 @@ void* ThreadTrampoline(void* raw) {
 // kExitStartWaitNs (it may be waiting for this thread); during the save itself at most
 // kExitSaveWaitNs. A futex, no lock, no allocation.
 std::atomic<bool> g_exit_save_failed{false};  // ProfilerShutdown's save failed.
+// Initialize(): STRATA_STARTUP=1 or STRATA_SIGNAL was set (a session may run without an API
+// call; a STRATA_SIGNAL refused as invalid has said so). With neither, STRATA_SHUTDOWN alone
+// saves nothing unless the program starts a session, and OnExit says so.
+std::atomic<bool> g_session_from_environment{false};
 std::atomic<int32_t> g_exiting_tid{0};   // The first thread in exit() (our wrapper), or 0.
 std::atomic<int32_t> g_exit_saving{0};   // 1 while OnExit runs.
 std::atomic<uint32_t> g_exit_save_done{0};  // Futex word: 1 once OnExit returned.
@@ -190,6 +194,17 @@ void OnExit() {
   int32_t no_thread = 0;
   g_exiting_tid.compare_exchange_strong(no_thread, RawGetTid());
   g_exit_saving.store(1, std::memory_order_release);
+  if (!SessionEverStarted() && !g_session_from_environment.load(std::memory_order_relaxed)) {
+    // STRATA_SHUTDOWN without STRATA_STARTUP, and no session ever ran (gperftools' CPUPROFILE
+    // alone starts its profiler; ours does not): say why no file appears, once, at the moment
+    // it does not. A program that ran sessions itself is not told.
+    const std::string path = ShutdownPath();
+    if (!path.empty()) {
+      LogError("STRATA_SHUTDOWN=%s: no profile saved: profiling never ran in this process (set STRATA_STARTUP=1 "
+               "to start it when the library loads, or STRATA_SIGNAL to start it with a signal; docs/env-vars.md)",
+               path.c_str());
+    }
+  }
   ProfilerShutdown();
   // The process ends without a crash: its flight recorder files go (saved, or nothing to
   // save), unless the exit save failed (a full disk...): the file is then all that is left
@@ -240,6 +255,9 @@ void Initialize() {
   atexit(&OnExit);
   // Before the session: the sampling signal is then never chosen equal to the control one.
   StartControlSignal(env.control_signal, env.settings, shutdown_path);
+  // A STRATA_SIGNAL that was refused said so itself: no second message at exit.
+  g_session_from_environment.store(env.startup || env.control_signal != 0 || getenv("STRATA_SIGNAL") != nullptr,
+                                   std::memory_order_relaxed);
   if (env.startup) ProfilerStart(env.settings);
 }
 

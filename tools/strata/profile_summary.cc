@@ -45,12 +45,14 @@ struct MarkerStats {
 
 }  // namespace
 
-std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weight sort_by) {
+std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weight sort_by,
+                             const std::string& filter_note) {
   const FunctionTimes times = ComputeFunctionTimes(profile);
   std::string out;
   out += Format("Profile of %s: %.1f ms, %zu process(es), %zu thread(s), %zu samples, interval %.2f ms\n",
                 profile.product.empty() ? "?" : TerminalSafe(profile.product).c_str(), profile.duration(),
                 profile.processes.size(), profile.threads.size(), profile.total_samples, profile.interval_ms);
+  if (!filter_note.empty()) out += filter_note + "\n";
   // One line per distinct source, with the processes it sampled ("pid: source" each).
   std::vector<std::pair<std::string, std::vector<std::string>>> sources;
   for (const std::string& entry : profile.sampling_sources) {

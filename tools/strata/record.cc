@@ -30,9 +30,19 @@
 #include "tools/strata/program_check.h"
 #include "tools/strata/progress.h"
 #include "tools/strata/recover.h"
+#include "tools/strata/version.h"
 #include "tools/strata/view.h"
 
 extern char** environ;
+
+// The Debian multiarch directory name of this build's target (tools/make_deb.sh).
+#if defined(__x86_64__)
+#define STRATA_MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define STRATA_MULTIARCH "aarch64-linux-gnu"
+#else
+#define STRATA_MULTIARCH "unknown-linux-gnu"
+#endif
 
 namespace strata {
 namespace cli {
@@ -180,6 +190,7 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     set["STRATA_RECORD_HOOK"] = "1";
     set["STRATA_RECORD_PRELOAD"] = original_preload;
     if (!options.children) set["STRATA_RECORD_ROOT_ONLY"] = "1";
+    // With exec_only, the child adds STRATA_RECORD_ROOT_PID=<its pid> before its exec (RunTree).
   }
   std::vector<std::string> environment;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -189,7 +200,7 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     // too, so that the recording has the options it was given, and so is STRATA_SIGNAL (a
     // control signal would stop the recording's sessions and save numbered files of its own).
     if (set.count(key) != 0 || key.rfind("STRATA_STARTUP", 0) == 0 ||
-        key == "STRATA_RECORD_ROOT_ONLY" || key == "STRATA_SIGNAL" ||
+        key == "STRATA_RECORD_ROOT_ONLY" || key == "STRATA_RECORD_ROOT_PID" || key == "STRATA_SIGNAL" ||
         key == "STRATA_FLIGHT_RECORDER") {
       continue;
     }
@@ -230,6 +241,11 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
   for (const std::string& a : options.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const std::string& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+  // --follow exec: the command's own pid, written by the child itself before its exec (no
+  // allocation after fork): libstrata_record.so tells the command's process from the ones
+  // it starts by it.
+  char root_pid_entry[64] = "STRATA_RECORD_ROOT_PID=";
+  if (options.exec_only) envp.push_back(root_pid_entry);
   envp.push_back(nullptr);
 
   const pid_t child = fork();
@@ -243,6 +259,14 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
   if (child == 0) {
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     close(exec_pipe[0]);
+    if (options.exec_only) {
+      char digits[24];
+      int n = 0;
+      for (pid_t pid = getpid(); pid > 0 && n < 23; pid /= 10) digits[n++] = static_cast<char>('0' + pid % 10);
+      char* end = root_pid_entry + strlen(root_pid_entry);
+      while (n > 0) *end++ = digits[--n];
+      *end = '\0';
+    }
     environ = envp.data();
     execvp(argv[0], argv.data());
     const int e = errno;
@@ -470,8 +494,12 @@ std::string FindBaseLibrary(const std::string& explicit_path) {
   if (!explicit_path.empty()) return IsFile(explicit_path) ? Absolute(explicit_path) : "";
   if (const char* env = std::getenv("STRATA_BASE_LIB")) return IsFile(env) ? Absolute(env) : "";
   const std::string dir = ExecutableDirectory();
+  // The Debian packages: the runtime library by its SONAME in the multiarch directory
+  // (libstrata-base0; the unversioned name is libstrata-dev's).
+  const std::string soname = "libstrata_base.so." + std::string(STRATA_VERSION).substr(0, std::string(STRATA_VERSION).find('.'));
   for (const std::string& candidate : {dir + "/../../base/libstrata_base.so", dir + "/libstrata_base.so",
-                                       dir + "/../lib/libstrata_base.so", dir + "/../lib/strata/libstrata_base.so"}) {
+                                       dir + "/../lib/libstrata_base.so", dir + "/../lib/strata/libstrata_base.so",
+                                       dir + "/../lib/" STRATA_MULTIARCH "/" + soname}) {
     if (IsFile(candidate)) return Absolute(candidate);
   }
   return "";
@@ -486,8 +514,9 @@ int Record(const RecordOptions& options) {
   }
   const std::string hook = FindHookLibrary(options.hook_library);
   if (hook.empty()) {
-    if (!options.children) {
-      std::fprintf(stderr, "strata record: --no-children needs libstrata_record.so (next to the strata binary)\n");
+    if (!options.children || options.exec_only) {
+      std::fprintf(stderr, "strata record: %s needs libstrata_record.so (next to the strata binary)\n",
+                   options.exec_only ? "--follow exec" : "--follow none (--no-children)");
       return 2;
     }
     if (!options.quiet) {
@@ -550,7 +579,12 @@ int Record(const RecordOptions& options) {
   // Merge.
   const auto merge_start = Clock::now();
   size_t unfinished = 0;
-  const std::map<pid_t, std::string> saved = SavedProfiles(directory, &unfinished);
+  std::map<pid_t, std::string> saved = SavedProfiles(directory, &unfinished);
+  if (options.exec_only) {
+    // A process the command started may have saved a profile all the same (its base tier
+    // started before libstrata_record.so could stop it): left out.
+    for (auto it = saved.begin(); it != saved.end();) it = it->first == run.pid ? std::next(it) : saved.erase(it);
+  }
   if (saved.empty()) {
     // Never a silent empty result: the command's own failure status, or 3 when it succeeded
     // but no process of it was profiled (it cleared LD_PRELOAD, or ran only static or
