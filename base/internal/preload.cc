@@ -44,6 +44,7 @@
 #include "base/internal/wait_wrappers.h"
 #include "base/profiler.h"
 #include "platform/next_definition.h"
+#include "platform/page_allocation.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/libunwind_walker.h"
@@ -80,7 +81,15 @@ bool CanWrapThreadStart() {
 constexpr bool CanWrapThreadStart() { return true; }
 #endif
 
+// What pthread_create's wrapper hands its new thread. Made on the program's creating thread
+// and freed on the new one: Strata's own pages (page_allocation.h), never the program's
+// allocator, which that thread may be holding the lock of (docs/host-contract.md).
 struct ThreadStart {
+  static void* operator new(size_t bytes, const std::nothrow_t&) noexcept {
+    return strata::AllocateSizedPages(bytes);
+  }
+  static void operator delete(void* memory) noexcept { strata::FreeSizedPages(memory); }
+
   void* (*routine)(void*);
   void* argument;
   InheritedRestrictions restrictions;  // The creator's, as the kernel passes them on.

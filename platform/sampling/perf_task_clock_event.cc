@@ -91,10 +91,13 @@ int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_nu
   // 3 runs in 20 under load with kernel mode counted). A user-mode overflow's signal is
   // delivered at the return from the timer interrupt, before the program's next system call.
   attr.exclude_kernel = 1;
-  const long opened = syscall(SYS_perf_event_open, &attr, static_cast<pid_t>(thread.ToNumber()),
-                              -1, -1, PERF_FLAG_FD_CLOEXEC);
+  // The raw system call: libc's syscall() is a symbol the program (and Strata's own seccomp
+  // interposer) may define, and this runs on a new thread's registration.
+  const long opened = RawSyscall(SYS_perf_event_open, reinterpret_cast<long>(&attr),
+                                 static_cast<long>(thread.ToNumber()), -1, -1,
+                                 PERF_FLAG_FD_CLOEXEC);
   if (opened < 0) {
-    const int error = errno;
+    const int error = static_cast<int>(-opened);
     release_slot();
     return error;
   }
@@ -206,12 +209,26 @@ void PerfTaskClockEvent::CloseAllInForkedChild() {
 int PerfTaskClockEvent::OpenCount() { return g_open_count.load(std::memory_order_relaxed); }
 
 int PerfTaskClockEvent::ParanoidLevel() {
-  FILE* file = std::fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-  if (!file) return -100;
-  int level = -100;
-  if (std::fscanf(file, "%d", &level) != 1) level = -100;
-  std::fclose(file);
-  return level;
+  // Raw open and read into a stack array: no stdio buffer from the program's malloc (this
+  // runs on a new thread's registration when its event is refused).
+  const long fd = RawSyscall(SYS_openat, AT_FDCWD,
+                             reinterpret_cast<long>("/proc/sys/kernel/perf_event_paranoid"),
+                             O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -100;
+  char text[32] = {};
+  const long got = RawSyscall(SYS_read, fd, reinterpret_cast<long>(text), sizeof(text) - 1);
+  RawSyscall(SYS_close, fd);
+  if (got <= 0) return -100;
+  int level = 0;
+  bool negative = false;
+  int i = 0;
+  if (text[i] == '-') {
+    negative = true;
+    ++i;
+  }
+  if (text[i] < '0' || text[i] > '9') return -100;
+  for (; text[i] >= '0' && text[i] <= '9' && level < 100000; ++i) level = level * 10 + (text[i] - '0');
+  return negative ? -level : level;
 }
 
 }  // namespace strata

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,19 +55,20 @@ std::atomic<uintptr_t> g_strata_load_address{0};
 
 thread_local bool t_program_thread = false;  // Set by the program's own threads only.
 thread_local int t_in_operator_new = 0;
-// Inside the program's own pthread_create call (std::thread's constructor): the one
-// documented place where Strata allocates on the calling thread (docs/host-contract.md,
-// "Heavy by design": the start routine's wrapper; glibc allocates the new thread's TLS there
-// too). A new thread's own registration runs before its body sets t_program_thread, and its
-// unregistration after its body clears it: both outside the program's code.
-thread_local bool t_creating_thread = false;
 
 template <typename... Args>
 std::thread StartThread(Args&&... args) {
-  t_creating_thread = true;
-  std::thread thread(std::forward<Args>(args)...);
-  t_creating_thread = false;
-  return thread;
+  return std::thread(std::forward<Args>(args)...);
+}
+
+// Strata's own threads (the sampler, the control thread) name themselves "Strata..." first
+// thing; they may allocate. Every other thread is the program's: its pthread_create call
+// (Strata's wrapper), its registration before its body runs, its body, its unregistration
+// after: none may reach the program's allocator from Strata's code (docs/host-contract.md).
+bool OnStrataThread() {
+  char name[17] = {};
+  if (syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0) != 0) return false;
+  return strncmp(name, "Strata", 6) == 0;
 }
 
 int64_t NowNs() {
@@ -77,12 +79,10 @@ int64_t NowNs() {
 
 // A call from libstrata_base.so's code on a program thread.
 void NoteCaller(const void* return_address) {
-  if (!t_program_thread || t_creating_thread || !g_watching.load(std::memory_order_relaxed)) {
-    return;
-  }
+  if (!g_watching.load(std::memory_order_relaxed)) return;
   const auto pc = reinterpret_cast<uintptr_t>(return_address);
   if (pc >= g_strata_begin.load(std::memory_order_relaxed) &&
-      pc < g_strata_end.load(std::memory_order_relaxed)) {
+      pc < g_strata_end.load(std::memory_order_relaxed) && !OnStrataThread()) {
     if (g_strata_calls.fetch_add(1) < 5) {
       char line[128];
       const int n = snprintf(line, sizeof(line),
