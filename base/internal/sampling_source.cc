@@ -61,17 +61,29 @@ const char* ErrnoName(int error, char (&buffer)[16]) {
   return buffer;
 }
 
-// The most perf-event descriptors Strata keeps open: a sixteenth of the program's soft
-// RLIMIT_NOFILE, read now (the program may change it). Beyond it threads get CPU-clock timers,
-// which take no descriptor, so the program's own opens near its limit still succeed.
-constexpr int kDescriptorShareDivisor = 16;
-int PerfEventDescriptorBudget() {
+// The program's RLIMIT_NOFILE now (it may change it): perf events are numbered above the
+// soft limit, so they need room under the hard one (PerfTaskClockEvent::Open).
+struct DescriptorLimits {
+  long soft = -1;
+  long hard = -1;
+};
+DescriptorLimits ReadDescriptorLimits() {
   rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
-    return PerfTaskClockEvent::kMaxOpenEvents;
-  }
-  return static_cast<int>(std::min<rlim_t>(limit.rlim_cur / kDescriptorShareDivisor,
-                                           PerfTaskClockEvent::kMaxOpenEvents));
+  DescriptorLimits limits;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return limits;
+  limits.soft = limit.rlim_cur == RLIM_INFINITY ? -1 : static_cast<long>(limit.rlim_cur);
+  limits.hard = limit.rlim_max == RLIM_INFINITY ? -1 : static_cast<long>(limit.rlim_max);
+  return limits;
+}
+
+// Where a perf event's descriptor cannot be numbered above the soft limit (the hard limit
+// equals it and the process may not raise it: private_fd.h), at most this share of the soft
+// limit is taken below it, in the program's range; beyond, threads get CPU-clock timers.
+constexpr int kBelowLimitShareDivisor = 16;
+int BelowSoftLimitBudget(const DescriptorLimits& limits) {
+  if (limits.soft < 0) return PerfTaskClockEvent::kMaxOpenEvents;
+  return static_cast<int>(std::min<long>(limits.soft / kBelowLimitShareDivisor,
+                                         PerfTaskClockEvent::kMaxOpenEvents));
 }
 
 // Why perf_event_open must not be used because the process's seccomp filter would kill or
@@ -112,11 +124,13 @@ bool RefusedForEveryThread(int error) {
 // Why perf_event_open answered `error`, written into `reason` (after `prefix`). Runs on a new
 // thread's registration: formats into the caller's array, allocates nothing.
 void WriteRefusalReason(int error, const char* prefix, char (&reason)[kReasonBytes]) {
-  if (error == EDQUOT) {
+  if (error == ERANGE) {
+    const DescriptorLimits limits = ReadDescriptorLimits();
     snprintf(reason, sizeof(reason),
-             "%sperf_event_open not used (Strata's share of descriptors, 1/%d of "
-             "RLIMIT_NOFILE: %d, is in use)",
-             prefix, kDescriptorShareDivisor, PerfEventDescriptorBudget());
+             "%sperf_event_open not used (no descriptor number above the program's soft "
+             "RLIMIT_NOFILE %ld, hard %ld, and Strata's share below it, 1/%d: %d, in use)",
+             prefix, limits.soft, limits.hard, kBelowLimitShareDivisor,
+             BelowSoftLimitBudget(limits));
     return;
   }
   char number[16];
@@ -163,11 +177,14 @@ bool StartTimer(RegisteredThread* thread, const std::string& thread_name,
 
 // Opens `thread`'s perf event. Returns 0 or the errno of the refusal.
 int StartEvent(RegisteredThread* thread, const ProfilerSettings& settings, int signal_number) {
-  // EDQUOT: Strata's own share, not the process's limit (RefusalReason says which).
-  if (PerfTaskClockEvent::OpenCount() >= PerfEventDescriptorBudget()) return EDQUOT;
+  // ERANGE: no room above the program's soft limit, nor in Strata's share below it
+  // (WriteRefusalReason says so).
+  const bool below_allowed =
+      PerfTaskClockEvent::BelowSoftLimitCount() < BelowSoftLimitBudget(ReadDescriptorLimits());
   ThreadSamplingSource& source = thread->source;
-  const int error = source.perf_event.Open(
-      thread->tid, TimeDuration::FromMilliseconds(settings.interval_ms), signal_number);
+  const int error =
+      source.perf_event.Open(thread->tid, TimeDuration::FromMilliseconds(settings.interval_ms),
+                             signal_number, below_allowed);
   if (error != 0) return error;
   // The previous event's signals may still be queued: its number stays recognised.
   const int previous = source.descriptors.current.load(std::memory_order_relaxed);

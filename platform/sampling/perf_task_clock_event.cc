@@ -30,6 +30,7 @@ struct TrackedEvent {
 };
 TrackedEvent g_tracked[PerfTaskClockEvent::kMaxOpenEvents];
 std::atomic<int> g_open_count{0};
+std::atomic<int> g_below_soft_limit_count{0};
 
 int ClaimSlot() {
   for (int i = 0; i < PerfTaskClockEvent::kMaxOpenEvents; ++i) {
@@ -65,7 +66,8 @@ bool NamesEvent(int fd, dev_t device, ino_t inode, uint64_t event_id) {
 
 }  // namespace
 
-int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_number) {
+int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_number,
+                             bool below_soft_limit_allowed) {
   if (IsOpen()) return EBUSY;
   if (!thread.IsSpecified() || period.ToNanoseconds() <= 0 || signal_number <= 0 ||
       signal_number >= NSIG) {
@@ -101,8 +103,21 @@ int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_nu
     release_slot();
     return error;
   }
-  // Moved high first: fasync records the number it is registered on, and si_fd carries it.
-  if (!descriptor_.Adopt(static_cast<int>(opened))) {
+  // Moved above the program's soft RLIMIT_NOFILE first (the program's own opens keep every
+  // number below it), and before the set-up: fasync records the number it is registered on,
+  // and si_fd carries it. Not possible: below the limit if allowed, else no event (ERANGE).
+  int kept = MoveDescriptorAboveSoftLimit(static_cast<int>(opened));
+  below_soft_limit_ = false;
+  if (kept < 0) {
+    if (!below_soft_limit_allowed) {
+      RawSyscall(SYS_close, opened);
+      release_slot();
+      return ERANGE;
+    }
+    kept = static_cast<int>(opened);  // Adopt moves it high in the program's range.
+    below_soft_limit_ = true;
+  }
+  if (!descriptor_.Adopt(kept)) {
     release_slot();
     return EBADF;
   }
@@ -135,6 +150,7 @@ int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_nu
   tracked.fd_plus_one.store(fd + 1, std::memory_order_release);
   table_slot_ = slot;
   g_open_count.fetch_add(1, std::memory_order_relaxed);
+  if (below_soft_limit_) g_below_soft_limit_count.fetch_add(1, std::memory_order_relaxed);
   if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
     error = errno;
     Close();
@@ -148,7 +164,9 @@ void PerfTaskClockEvent::ReleaseTableSlot() {
   // Already emptied in a forked child (CloseAllInForkedChild): not counted twice.
   if (g_tracked[table_slot_].fd_plus_one.exchange(kFree, std::memory_order_acq_rel) > 0) {
     g_open_count.fetch_sub(1, std::memory_order_relaxed);
+    if (below_soft_limit_) g_below_soft_limit_count.fetch_sub(1, std::memory_order_relaxed);
   }
+  below_soft_limit_ = false;
   table_slot_ = -1;
 }
 
@@ -204,9 +222,14 @@ void PerfTaskClockEvent::CloseAllInForkedChild() {
     tracked.fd_plus_one.store(kFree, std::memory_order_relaxed);
   }
   g_open_count.store(0, std::memory_order_relaxed);
+  g_below_soft_limit_count.store(0, std::memory_order_relaxed);
 }
 
 int PerfTaskClockEvent::OpenCount() { return g_open_count.load(std::memory_order_relaxed); }
+
+int PerfTaskClockEvent::BelowSoftLimitCount() {
+  return g_below_soft_limit_count.load(std::memory_order_relaxed);
+}
 
 int PerfTaskClockEvent::ParanoidLevel() {
   // Raw open and read into a stack array: no stdio buffer from the program's malloc (this
