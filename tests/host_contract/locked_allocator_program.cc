@@ -1,9 +1,10 @@
-// A program whose allocator and `write` are its own, guarded by its own locks and slow: the
-// memory-tracking pattern of many C++ code bases (a global operator new/delete that counts
-// under a std::mutex). It calls no Strata function and includes no Strata header.
+// A program whose allocator, `pthread_mutex_lock` and `write` are its own, guarded by its own
+// locks and slow: the memory-tracking pattern of many C++ code bases (a global operator
+// new/delete that counts under a std::mutex). It calls no Strata function and includes no
+// Strata header.
 //
-// It watches Strata from inside: its operator new/delete, malloc family and write note every
-// call whose caller is code of libstrata_base.so on one of the program's own threads (a
+// It watches Strata from inside: its operator new/delete, malloc family, pthread_mutex_lock
+// and write note every call whose caller is code of libstrata_base.so on one of the program's own threads (a
 // re-entry: docs/host-contract.md forbids it), and every nested entry into its own locked
 // operator new on one thread (which would deadlock). Under the old marker path (the "Awaiting
 // lock" marker allocated the thread's staging area with operator new) such a program hung.
@@ -220,6 +221,28 @@ int posix_memalign(void** out, size_t alignment, size_t bytes) {
   *out = p;
   return 0;
 }
+// The program's own pthread_mutex_lock, slow now and then (a lock-profiling shim, as some
+// programs have): every caller checked. Its definition in the executable comes first in the
+// lookup order (std::mutex reaches it too); it calls the next one, Strata's wait wrapper when
+// preloaded (which then records its "Awaiting lock" markers), else libc's.
+int pthread_mutex_lock(pthread_mutex_t* mutex) {
+  using Lock = int (*)(pthread_mutex_t*);
+  // The next definition (the loader's own locks do not come through here).
+  static std::atomic<Lock> real{nullptr};
+  Lock next = real.load(std::memory_order_acquire);
+  if (next == nullptr) {
+    next = reinterpret_cast<Lock>(dlsym(RTLD_NEXT, "pthread_mutex_lock"));
+    real.store(next, std::memory_order_release);
+  }
+  NoteCaller(__builtin_return_address(0));
+  static std::atomic<unsigned> calls{0};
+  if ((calls.fetch_add(1, std::memory_order_relaxed) & 63) == 0) {
+    for (volatile int spin = 0; spin < 20000; spin = spin + 1) {
+    }
+  }
+  return next(mutex);
+}
+
 // The program's own write, slow and locked (its log lock), as some programs have.
 ssize_t write(int fd, const void* data, size_t bytes) {
   NoteCaller(__builtin_return_address(0));
