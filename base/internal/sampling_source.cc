@@ -38,6 +38,9 @@ struct SourceState {
   char perf_refused[kReasonBytes] = {};
   // The seccomp check before the session's first perf_event_open was made.
   bool seccomp_checked = false;
+  // It found a filter: no helper process for the events' descriptors (a sandbox's filter may
+  // kill a process-making clone), so they stay below the soft limit (Strata's share).
+  bool seccomp_filtered = false;
   // Why the latest thread that fell back to a timer did (out of descriptors, ...).
   char thread_fallback[kReasonBytes] = {};
   uint64_t threads_on_events = 0;
@@ -89,8 +92,7 @@ int BelowSoftLimitBudget(const DescriptorLimits& limits) {
 // Why perf_event_open must not be used because the process's seccomp filter would kill or
 // trap it (a trial in a throwaway child), or "" when it may be used (a filter that answers
 // with an error is found by the first real call, as without a filter). A literal.
-const char* PerfEventOpenRefusalBySeccomp() {
-  const SeccompMode mode = CurrentSeccompMode();
+const char* PerfEventOpenRefusalBySeccomp(SeccompMode mode) {
   if (mode == SeccompMode::kNone || mode == SeccompMode::kUnknown) return "";
   if (mode == SeccompMode::kStrict) return "perf_event_open not tried (seccomp strict mode)";
   struct perf_event_attr attr;
@@ -182,9 +184,9 @@ int StartEvent(RegisteredThread* thread, const ProfilerSettings& settings, int s
   const bool below_allowed =
       PerfTaskClockEvent::BelowSoftLimitCount() < BelowSoftLimitBudget(ReadDescriptorLimits());
   ThreadSamplingSource& source = thread->source;
-  const int error =
-      source.perf_event.Open(thread->tid, TimeDuration::FromMilliseconds(settings.interval_ms),
-                             signal_number, below_allowed);
+  const int error = source.perf_event.Open(
+      thread->tid, TimeDuration::FromMilliseconds(settings.interval_ms), signal_number,
+      below_allowed, /*above_soft_limit_helper_allowed=*/!State().seccomp_filtered);
   if (error != 0) return error;
   // The previous event's signals may still be queued: its number stays recognised.
   const int previous = source.descriptors.current.load(std::memory_order_relaxed);
@@ -228,8 +230,10 @@ bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const std::string
   }
   if (!state.seccomp_checked) {
     state.seccomp_checked = true;
+    const SeccompMode mode = CurrentSeccompMode();
+    state.seccomp_filtered = mode != SeccompMode::kNone;
     snprintf(state.perf_refused, sizeof(state.perf_refused), "%s",
-             PerfEventOpenRefusalBySeccomp());
+             PerfEventOpenRefusalBySeccomp(mode));
     if (state.perf_refused[0] != '\0') {
       LogInfo("%s: sampling with CPU-clock timers", state.perf_refused);
       return StartTimer(thread, thread_name, settings, signal_number);

@@ -67,7 +67,8 @@ bool NamesEvent(int fd, dev_t device, ino_t inode, uint64_t event_id) {
 }  // namespace
 
 int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_number,
-                             bool below_soft_limit_allowed) {
+                             bool below_soft_limit_allowed,
+                             bool above_soft_limit_helper_allowed) {
   if (IsOpen()) return EBUSY;
   if (!thread.IsSpecified() || period.ToNanoseconds() <= 0 || signal_number <= 0 ||
       signal_number >= NSIG) {
@@ -106,7 +107,9 @@ int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_nu
   // Moved above the program's soft RLIMIT_NOFILE first (the program's own opens keep every
   // number below it), and before the set-up: fasync records the number it is registered on,
   // and si_fd carries it. Not possible: below the limit if allowed, else no event (ERANGE).
-  int kept = MoveDescriptorAboveSoftLimit(static_cast<int>(opened));
+  int kept = above_soft_limit_helper_allowed
+                 ? MoveDescriptorAboveSoftLimit(static_cast<int>(opened))
+                 : -1;
   below_soft_limit_ = false;
   if (kept < 0) {
     if (!below_soft_limit_allowed) {

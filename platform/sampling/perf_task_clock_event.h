@@ -79,8 +79,11 @@ class PerfTaskClockEvent {
   // `below_soft_limit_allowed`: when the descriptor cannot be moved above the soft limit,
   // keep it below (moved high in the program's range, MoveDescriptorHigh) rather than fail
   // with ERANGE; counted in BelowSoftLimitCount() while open.
+  // `above_soft_limit_helper_allowed`: false where a seccomp filter is installed (a sandbox's
+  // filter may kill the helper's process-making clone): the descriptor is not moved above.
   [[nodiscard]] int Open(ThreadId thread, TimeDuration period, int signal_number,
-                         bool below_soft_limit_allowed = false);
+                         bool below_soft_limit_allowed = false,
+                         bool above_soft_limit_helper_allowed = true);
 
   // True when open and the descriptor still names the event opened (anonymous inode and
   // event id). When the program closed it (or reused the number), forgets it without closing
