@@ -50,7 +50,10 @@ struct AboveLimitJob {
 // The helper: raw system calls only (it shares the caller's memory and thread pointer, so it
 // must not touch errno or libc state); it ends when this returns (glibc's clone wrapper then
 // makes the exit system call).
-int AboveLimitHelper(void* argument) {
+// Not instrumented: a sanitizer's runtime would keep state for it in the caller's thread
+// (suspended meanwhile: CLONE_VFORK).
+__attribute__((no_sanitize("address", "thread", "undefined"))) int AboveLimitHelper(
+    void* argument) {
   AboveLimitJob* job = static_cast<AboveLimitJob*>(argument);
   struct rlimit raised;
   raised.rlim_cur = static_cast<rlim_t>(job->new_soft);
