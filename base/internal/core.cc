@@ -193,7 +193,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
     registry.sampling_stopped.clear();
     ResetSamplingSourcesLocked(settings);
     // Threads that ended before this session are of no interest to it.
-    std::vector<ThreadInfo> live_infos;
+    RegistryList<ThreadInfo> live_infos;
     for (RegisteredThread* thread : registry.live) {
       live_infos.push_back(registry.infos[thread->info_index]);
       live_infos.back().register_time = session.start_time;
@@ -238,7 +238,7 @@ void StopLocked(Session& session) {
   {
     AutoLock lock(registry.mutex);
     registry.sampling = false;
-    threads_on_events = ThreadsOnEventsLocked(registry.live);
+    threads_on_events = ThreadsOnEventsLocked(registry.live.data(), registry.live.size());
     for (RegisteredThread* thread : registry.live) {
       StopSamplingLocked(thread);
       thread->ring.DiscardAll();
@@ -376,7 +376,7 @@ SessionSnapshot TakeSessionSnapshot() {
     }
     FlushMarkersLocked(thread);
   }
-  snapshot.threads = registry.infos;
+  snapshot.threads.assign(registry.infos.begin(), registry.infos.end());
   return snapshot;
 }
 

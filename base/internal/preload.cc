@@ -44,6 +44,7 @@
 #include "base/internal/wait_wrappers.h"
 #include "base/profiler.h"
 #include "platform/next_definition.h"
+#include "platform/page_allocation.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/libunwind_walker.h"
@@ -80,7 +81,15 @@ bool CanWrapThreadStart() {
 constexpr bool CanWrapThreadStart() { return true; }
 #endif
 
+// What pthread_create's wrapper hands its new thread. Made on the program's creating thread
+// and freed on the new one: Strata's own pages (page_allocation.h), never the program's
+// allocator, which that thread may be holding the lock of (docs/host-contract.md).
 struct ThreadStart {
+  static void* operator new(size_t bytes, const std::nothrow_t&) noexcept {
+    return strata::AllocateSizedPages(bytes);
+  }
+  static void operator delete(void* memory) noexcept { strata::FreeSizedPages(memory); }
+
   void* (*routine)(void*);
   void* argument;
   InheritedRestrictions restrictions;  // The creator's, as the kernel passes them on.
@@ -175,6 +184,30 @@ void WaitForAnotherThreadsExitSave() {
     const int64_t bound = g_exit_saving.load(std::memory_order_acquire) ? kExitSaveWaitNs
                                                                         : kExitStartWaitNs;
     if (waited >= bound) return;
+    timespec step{0, 50'000'000};
+    RawSyscall(SYS_futex, reinterpret_cast<long>(&g_exit_save_done), FUTEX_WAIT_PRIVATE, 0,
+               reinterpret_cast<long>(&step));
+  }
+}
+
+// _exit or _Exit on a thread while another thread's exit save is under way (issue 33: a
+// process ended by another thread during the save lost its profile): waits for the save, at
+// most kExitSaveWaitNs, so that the profile is kept; the process then ends with this call's
+// status. Not while the exiting thread still runs the program's exit handlers (_exit means
+// at once), nor on the saving thread itself (a handler of its own calling _exit), nor in
+// another process (a vfork()ed child). A futex, no lock, no allocation (async-signal-safe:
+// _exit is called from signal handlers).
+void WaitForAnExitSaveUnderWay() {
+  if (g_exit_saving.load(std::memory_order_acquire) == 0 ||
+      g_exit_save_done.load(std::memory_order_acquire) != 0) {
+    return;
+  }
+  if (CurrentThreadMustNotCallStrata() || IsOtherProcess()) return;
+  if (g_exiting_tid.load(std::memory_order_acquire) == RawGetTid()) return;
+  const int64_t start = MonotonicNs();
+  while (g_exit_save_done.load(std::memory_order_acquire) == 0) {
+    const int64_t left = kExitSaveWaitNs - (MonotonicNs() - start);
+    if (left <= 0) return;
     timespec step{0, 50'000'000};
     RawSyscall(SYS_futex, reinterpret_cast<long>(&g_exit_save_done), FUTEX_WAIT_PRIVATE, 0,
                reinterpret_cast<long>(&step));
@@ -408,10 +441,12 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
   __builtin_unreachable();
 }
 
-// _exit() and _Exit(): no exit handler runs; this process's flight recorder files go.
+// _exit() and _Exit(): no exit handler runs; this process's flight recorder files go. Called
+// while another thread's exit save is under way, they wait for it first (bounded).
 [[noreturn]] void _exit(int status) {
   using namespace strata::base_internal;
   const auto real = RealProcessEndFunction<void (*)(int)>(k_Exit);
+  WaitForAnExitSaveUnderWay();
   OnImageEnd();
   if (real) real(status);
   strata::RawSyscall(SYS_exit_group, status);
@@ -421,6 +456,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
 [[noreturn]] void _Exit(int status) noexcept {
   using namespace strata::base_internal;
   const auto real = RealProcessEndFunction<void (*)(int)>(k_ExitC99);
+  WaitForAnExitSaveUnderWay();
   OnImageEnd();
   if (real) real(status);
   strata::RawSyscall(SYS_exit_group, status);

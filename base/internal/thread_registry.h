@@ -27,6 +27,7 @@
 #include "base/profiler.h"
 #include "platform/cpu_time.h"
 #include "platform/mutex.h"
+#include "platform/page_allocation.h"
 #include "platform/process_thread_ids.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "platform/sampling/stack_bounds.h"
@@ -37,7 +38,17 @@
 namespace strata {
 namespace base_internal {
 
+// Made by the thread's own registration, on a program's thread (a new thread, before the
+// program's start routine runs): its memory is Strata's own pages (AllocateSizedPages), never
+// the program's allocator (docs/host-contract.md). `new (std::nothrow)` gives null when the
+// kernel refuses; `delete` unmaps.
 struct RegisteredThread {
+  static void* operator new(size_t bytes, const std::nothrow_t&) noexcept {
+    static_assert(alignof(RegisteredThread) <= 16, "AllocateSizedPages aligns to 16 bytes");
+    return AllocateSizedPages(bytes);
+  }
+  static void operator delete(void* memory) noexcept { FreeSizedPages(memory); }
+
   ThreadId tid;
   pthread_t pthread;
   ThreadCpuClock cpu_clock;
@@ -102,10 +113,15 @@ struct RegisteredThread {
   WaitState wait;
 };
 
+// The registry's lists grow on a new thread's registration, on the program's thread: their
+// memory is Strata's own pages (page_allocation.h), never the program's allocator.
+template <typename T>
+using RegistryList = std::vector<T, PageAllocator<T>>;
+
 struct Registry {
   Mutex mutex{"strata thread registry"};
-  std::vector<RegisteredThread*> live;
-  std::vector<ThreadInfo> infos;
+  RegistryList<RegisteredThread*> live;
+  RegistryList<ThreadInfo> infos;
   // The running session's sampling configuration (copied at start).
   bool sampling = false;
   ProfilerSettings settings;
@@ -126,9 +142,13 @@ extern __thread RegisteredThread* t_registered_thread __attribute__((tls_model("
 
 // The calling thread's name (pthread_getname_np), "" when unknown.
 std::string CurrentThreadName();
+// The same into `name` (the kernel's name: at most 15 characters), "" when unknown. No
+// allocation (a new thread's registration).
+void CurrentThreadNameInto(char (&name)[16]);
 // Thread `tid`'s name from /proc/self/task/<tid>/comm, "" when unknown.
 std::string ThreadNameFromProc(ThreadId tid);
 // Whether a thread named `name` passes the session's thread filters.
+// Case-insensitive; allocates nothing.
 bool NameMatchesFilters(const std::string& name, bool is_main,
                         const std::vector<std::string>& filters);
 
