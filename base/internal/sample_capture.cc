@@ -65,7 +65,7 @@ bool InterruptedInSystemCall(const ucontext_t& context) {
 //    Only for CPU-driven sources and single-interval signals (precise mode's wall-clock
 //    timers and a timer signal that stood for several expirations are always taken).
 // Returns whether this signal is sampled. Notes the handler's entry either way.
-constexpr int64_t kLongHandlerNs = 20000;
+constexpr int64_t kLongHandlerNs = 10000;
 
 bool TakeSignalNetOfHandlerCost(RegisteredThread* thread, uint32_t features, int64_t entry_cpu_ns,
                                 int overruns) {
