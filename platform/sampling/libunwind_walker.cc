@@ -59,9 +59,11 @@ void NoteFramePointerVerdict(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t
 }
 
 // For WalkFramePointerCallers in a verified segment: stop at the first return address that
-// is not verified (libunwind or the JIT segment takes over there).
+// is not verified (libunwind or the JIT segment takes over there). A noted address was in a
+// loaded object when noted, and the table is emptied when an object is unloaded, so no
+// _dl_find_object per frame here (the walk loop checks the address it resumes at).
 bool NotVerifiedFramePointerFrame(uintptr_t return_address) {
-  return !HasFramePointerVerdict(return_address) || !PcInLoadedObject(return_address - 1);
+  return !HasFramePointerVerdict(return_address);
 }
 
 // Unwinds with libunwind from `start`, whose registers `walk_context` holds (the signal
