@@ -43,6 +43,25 @@ check_run() {
   require_profile "$name" || return
   stats "$name" "GeckoMain:deep_recurse" "GeckoMain:shallow_entry" || return
   check_format "$name"
+  # The profile says what it left out: the long handlers' CPU, and that kernel CPU is not
+  # sampled where it happens.
+  local excluded
+  excluded=$(python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+log = p.get("profilingLog", {})
+entry = next((v for v in log.values() if isinstance(v, dict) and "kernelCpu" in v), {})
+print(entry.get("handlerCpuExcludedMs", ""), "kernel" if entry.get("kernelCpu") else "")
+' "$OUT/$name.json" 2>/dev/null)
+  [[ "$excluded" == *kernel ]] && pass "$name: profilingLog says kernel CPU is not sampled where it happens" ||
+    fail "$name: no kernelCpu in profilingLog"
+  ge "${excluded%% *}" 0 && pass "$name: profilingLog.handlerCpuExcludedMs = ${excluded%% *}" ||
+    fail "$name: no handlerCpuExcludedMs in profilingLog ($excluded)"
+  if [[ "$name" == share_libunwind ]] && ! skip_under_tsan "$name: handler CPU kept out"; then
+    # ~0.4 ms walks of 1 000 frames, hundreds of them: far more than 10 ms.
+    ge "${excluded%% *}" 10 && pass "$name: the deep walks' CPU (${excluded%% *} ms) kept out of the samples" ||
+      fail "$name: only ${excluded%% *} ms of handler CPU kept out (want >= 10 with 1 000-frame libunwind walks)"
+  fi
   if skip_under_tsan "$name: deep side's share"; then return; fi
   local deep shallow share
   deep=$(field "$name" match "patterns=deep_recurse" count)

@@ -195,6 +195,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
     registry.settings = settings;
     registry.sampling = true;
     registry.dropped_samples = 0;
+    registry.handler_cpu_excluded_ns = 0;
     registry.sampling_stopped.clear();
     ResetSamplingSourcesLocked(settings);
     // Threads that ended before this session are of no interest to it.
@@ -354,6 +355,7 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.settings = registry.settings;
   snapshot.start_time = session.start_time;
   snapshot.dropped_samples = registry.dropped_samples;
+  snapshot.handler_cpu_excluded_ns = registry.handler_cpu_excluded_ns;
   snapshot.sampling_signal = InstalledSamplingSignal();
   snapshot.samples_skipped_low_stack = SamplesSkippedForLowStack();
   snapshot.unwind_lookups_unreadable = UnwindLookupsRefusedAsUnreadable();
@@ -375,6 +377,7 @@ SessionSnapshot TakeSessionSnapshot() {
       if (!name.empty()) info.name = name;
     }
     snapshot.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+    snapshot.handler_cpu_excluded_ns += thread->handler_cpu_ns.load(std::memory_order_relaxed);
     // Everything recorded so far goes into the buffer.
     if (thread->sampling.load(std::memory_order_relaxed) && DrainRingLocked(thread)) {
       thread->has_sample = true;

@@ -293,6 +293,7 @@ void EndRegistrationLocked(Registry& registry, RegisteredThread* thread, bool on
   if (thread->marker_staging.load(std::memory_order_relaxed) != nullptr) info.recorded = true;
   info.buffer_end = SessionBuffer().GetState().range_end;
   registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+  registry.handler_cpu_excluded_ns += thread->handler_cpu_ns.load(std::memory_order_relaxed);
   registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
                       registry.live.end());
   // A prune walks every entry; it runs once per max(kMinPruneBatch, live threads) ends.

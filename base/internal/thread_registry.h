@@ -131,6 +131,7 @@ struct Registry {
   bool sampling = false;
   ProfilerSettings settings;
   uint64_t dropped_samples = 0;  // From threads that ended.
+  int64_t handler_cpu_excluded_ns = 0;  // From threads that ended (their handler_cpu_ns).
   // Why sampling stopped before the session's end (for the profile), or empty.
   std::string sampling_stopped;
   size_t ended_since_prune = 0;  // Threads that ended since the last PruneEndedThreadsLocked.

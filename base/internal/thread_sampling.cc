@@ -51,6 +51,9 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   if (!StartThreadSamplingSourceLocked(thread, info.name, settings, signal_number)) return;
   info.profiled = true;
   thread->has_sample = false;
+  // The handler CPU counted from here (profilingLog.handlerCpuExcludedMs; the thread is not
+  // sampled yet, so its handler does not write it now).
+  thread->handler_cpu_ns.store(0, std::memory_order_relaxed);
   // The first sample carries the CPU used since sampling started, not since the thread did.
   const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
   thread->last_sample_cpu_ns = cpu ? thread->ProgramCpuNs(*cpu) : -1;
