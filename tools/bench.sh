@@ -22,7 +22,9 @@
 #      every interval) and the CPU cost per sample of Strata, the floor and perf;
 #   4. profile writing (tools/bench/profile_write_bench, 1 M samples + 1 M markers);
 #   5. preloaded-but-inactive start-up (hyperfine), library size and NEEDED entries;
-#   6. the largest sample gap across takeover (tests/takeover programs and checker).
+#   6. the largest sample gap across takeover (tests/takeover programs and checker);
+#   7. deep stacks: walk cost per frame (sampling_benchmark) and the CPU cost of sampling a
+#      1 000-frame recursion (tools/bench/deep_stacks.sh).
 # Environment:
 #   BENCH_ROUNDS=5         whole-program rounds        BENCH_REPETITIONS=5  micro-benchmark reps
 #   BENCH_CPU=1            the CPU the micro-benchmarks are pinned to
@@ -76,6 +78,7 @@ TARGETS=(
   //tests/takeover:takeover_dlopen //tests/takeover:takeover_linked //tests/takeover:takeover_check
   //tools/bench:profile_write_bench //tools/bench:callgrind_driver //tools/bench:busy_threads
   //tools/bench:trivial_cxx //tools/bench:libsignal_floor.so
+  //tests:deep_recursion //platform/sampling:sampling_benchmark
 )
 log "building (${build_flags[*]})"
 # --keep_going: a target that does not build only empties its rows (n/a), the rest still run.
@@ -537,6 +540,24 @@ handover_ms_med=$(cut -d' ' -f5 "$WORK/takeover.gaps" | median)
 row "largest CPU-time sample gap across takeover, 20 ms before to 50 ms after (intervals of ${interval_med:-?} ms$FIFO_NOTE; max of $(wc -l <"$WORK/takeover.gaps") runs, median $gap_med; the hand-over itself, median ${handover_ms_med:-?} ms: gap at most ${handover_max:-?})" \
   "$gap_max" "same runs away from takeover: median $base_med" "—" "≤ 2 intervals" \
   "$(met "$gap_max <= 2" "$gap_max")"
+
+# --- 7. Deep stacks (issue 38): walk cost per frame on the same stacks, and the CPU cost of
+# sampling a 1 000-frame recursion at 1 kHz against depth 10 and `perf record -F 1000 -g`.
+if [[ -x "$BIN/platform/sampling/sampling_benchmark" ]]; then
+  "$BIN/platform/sampling/sampling_benchmark" 1 >"$WORK/walks.txt" 2>&1
+  walk_field() { awk -v w="$1" -v d="$2" -v c="$3" '$0 ~ "^" w " " && $(NF - 6) == d { print $(NF - c) }' "$WORK/walks.txt"; }
+  for w in "frame pointers" "libunwind" "libunwind-all"; do
+    row "stack walk of 1 000 frames in the handler, $w: p50 µs (ns per frame)" \
+      "$(calc "%.1f" "$(walk_field "$w" 1000 4) / 1000") ($(walk_field "$w" 1000 0))" "—" "—" "—" "—"
+  done
+fi
+for depth in 10 1000; do
+  STRATA_BIN="$BIN" tools/bench/deep_stacks.sh "$ROUNDS" "$depth" >"$WORK/deep.$depth.txt" 2>&1
+done
+deep_pct() { awk -v v="$1" '$1 == "median" && $2 == v { sub("overhead_pct=", "", $4); print $4 + 0 }' "$WORK/deep.$2.txt"; }
+row "CPU cost of 1 kHz sampling, 1 000-frame recursion (10 frames: $(deep_pct strata 10) %)" \
+  "$(deep_pct strata 1000) %" "perf $(deep_pct perf 1000) %" "—" "≤ 5 %" \
+  "$(met "$(deep_pct strata 1000) <= 5" "$(deep_pct strata 1000)")"
 
 # --- The table.
 LOAD_END="$(loadavg)"

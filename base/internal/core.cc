@@ -73,6 +73,7 @@ std::atomic<const TierExtension*> g_extension{nullptr};
 std::atomic<bool> g_sampler_stop{false};
 std::atomic<bool> g_libunwind_missing{false};
 std::atomic<uint32_t> g_sampling_features{0};
+std::atomic<int64_t> g_sampling_interval_ns{0};
 
 // ---------------------------------------------------------------------------------------
 // libunwind warm-up, fork.
@@ -137,6 +138,7 @@ void OnForkChild() {
     t_registered_thread->source.descriptors.retired.store(-1, std::memory_order_relaxed);
   }
   g_sampling_features.store(0, std::memory_order_relaxed);
+  g_sampling_interval_ns.store(0, std::memory_order_relaxed);
   if (t_registered_thread) t_registered_thread->sampling.store(false, std::memory_order_relaxed);
 }
 
@@ -160,6 +162,9 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   }
   session.controlled_manager = manager.get();
   session.buffer.SetChunkManager(std::move(manager));
+  g_sampling_interval_ns.store(
+      TimeDuration::FromMilliseconds(settings.interval_ms).ToNanoseconds(),
+      std::memory_order_relaxed);
   g_sampling_features.store(settings.features, std::memory_order_relaxed);
 
   const TierExtension* extension = g_extension.load(std::memory_order_acquire);
@@ -190,6 +195,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
     registry.settings = settings;
     registry.sampling = true;
     registry.dropped_samples = 0;
+    registry.handler_cpu_excluded_ns = 0;
     registry.sampling_stopped.clear();
     ResetSamplingSourcesLocked(settings);
     // Threads that ended before this session are of no interest to it.
@@ -248,6 +254,7 @@ void StopLocked(Session& session) {
     }
   }
   g_sampling_features.store(0, std::memory_order_relaxed);
+  g_sampling_interval_ns.store(0, std::memory_order_relaxed);
   // A signal a closed event queued for a thread that has not run since must reach our
   // handler, not the program's disposition (by default: terminate).
   WaitForQueuedEventSignals(threads_on_events, InstalledSamplingSignal());
@@ -348,6 +355,7 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.settings = registry.settings;
   snapshot.start_time = session.start_time;
   snapshot.dropped_samples = registry.dropped_samples;
+  snapshot.handler_cpu_excluded_ns = registry.handler_cpu_excluded_ns;
   snapshot.sampling_signal = InstalledSamplingSignal();
   snapshot.samples_skipped_low_stack = SamplesSkippedForLowStack();
   snapshot.unwind_lookups_unreadable = UnwindLookupsRefusedAsUnreadable();
@@ -369,6 +377,7 @@ SessionSnapshot TakeSessionSnapshot() {
       if (!name.empty()) info.name = name;
     }
     snapshot.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+    snapshot.handler_cpu_excluded_ns += thread->handler_cpu_ns.load(std::memory_order_relaxed);
     // Everything recorded so far goes into the buffer.
     if (thread->sampling.load(std::memory_order_relaxed) && DrainRingLocked(thread)) {
       thread->has_sample = true;

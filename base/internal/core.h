@@ -62,6 +62,9 @@ struct SessionSnapshot {
   // the buffer (the others are reclaimed first).
   std::vector<ThreadInfo> threads;
   uint64_t dropped_samples = 0;     // Samples lost to a full per-thread ring.
+  // CPU of long sampling handlers (deep walks), kept out of the samples' CPU deltas
+  // (RegisteredThread::handler_cpu_ns), summed over the session's threads.
+  int64_t handler_cpu_excluded_ns = 0;
   int sampling_signal = 0;          // The session's sampling signal (0: none installed).
   uint64_t samples_skipped_low_stack = 0;  // sampling_signal.h, SamplesSkippedForLowStack.
   // The same by where the handler ran (indexed by LowStack: thread, main, alternate, unknown).

@@ -67,6 +67,9 @@ extern std::atomic<bool> g_sampler_stop STRATA_BASE_HIDDEN;
 extern std::atomic<bool> g_libunwind_missing STRATA_BASE_HIDDEN;
 // The running session's features, for the signal handler.
 extern std::atomic<uint32_t> g_sampling_features STRATA_BASE_HIDDEN;
+// The running session's sampling interval in ns (0 when none), for the signal handler's
+// compensation of its own cost (sample_capture.cc, "The handler's own cost").
+extern std::atomic<int64_t> g_sampling_interval_ns STRATA_BASE_HIDDEN;
 
 }  // namespace base_internal
 }  // namespace strata

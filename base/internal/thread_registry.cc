@@ -322,7 +322,7 @@ void EndRegistrationLocked(Registry& registry, RegisteredThread* thread, bool on
   if (on_thread && was_sampling && thread->has_sample && !ProfilerIsPaused() &&
       registry.sampling) {
     if (const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
-        cpu && thread->last_sample_cpu_ns >= 0 && cpu->ToNanoseconds() > thread->last_sample_cpu_ns) {
+        cpu && thread->last_sample_cpu_ns >= 0 && thread->ProgramCpuNs(*cpu) > thread->last_sample_cpu_ns) {
       PutCopyOfLastSampleLocked(thread, *cpu, now);
     }
   }
@@ -337,6 +337,7 @@ void EndRegistrationLocked(Registry& registry, RegisteredThread* thread, bool on
   if (thread->marker_staging.load(std::memory_order_relaxed) != nullptr) info.recorded = true;
   info.buffer_end = SessionBuffer().GetState().range_end;
   registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+  registry.handler_cpu_excluded_ns += thread->handler_cpu_ns.load(std::memory_order_relaxed);
   registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
                       registry.live.end());
   ++registry.ended_since_prune;
