@@ -70,7 +70,7 @@ Session& GetSession() {
 
 std::atomic<bool> g_forked_child{false};
 std::atomic<const TierExtension*> g_extension{nullptr};
-std::atomic<bool> g_sampler_stop{false};
+std::atomic<int> g_sampler_stop{0};
 std::atomic<bool> g_libunwind_missing{false};
 std::atomic<uint32_t> g_sampling_features{0};
 std::atomic<int64_t> g_sampling_interval_ns{0};

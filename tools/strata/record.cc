@@ -6,6 +6,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -488,6 +490,30 @@ size_t CountSamples(const rapidjson::Value& profile) {
   return n;
 }
 
+// Where the private directory of the processes' profiles and flight recorder files goes:
+// $TMPDIR when set (the caller's choice), else /dev/shm when it is a tmpfs this user can
+// write with kMinimumShmBytes free, else /tmp. On a disk file system every recorded process
+// pays for creating, faulting in (the flight recorder reserves each chunk's blocks before
+// writing it) and removing its files through the journal, and for the fsync of its profile:
+// measured 12-20 ms per short process on ext4 against ~1 ms on tmpfs (issue 38,
+// docs/benchmarks.md). The files only live until the merge, and tmpfs pages are the memory
+// the buffers would take anyway (a process's flight recorder file grows with what it wrote).
+constexpr unsigned long long kMinimumShmBytes = 1ull << 30;
+
+std::string RecordingTemporaryRoot() {
+  const char* tmp = std::getenv("TMPDIR");
+  if (tmp != nullptr && tmp[0] != '\0') return tmp;
+  struct statfs fs {};
+  struct statvfs space {};
+  constexpr long kTmpfsMagic = 0x01021994;  // TMPFS_MAGIC, <linux/magic.h>
+  if (statfs("/dev/shm", &fs) == 0 && fs.f_type == kTmpfsMagic && access("/dev/shm", W_OK | X_OK) == 0 &&
+      statvfs("/dev/shm", &space) == 0 &&
+      static_cast<unsigned long long>(space.f_bavail) * space.f_frsize >= kMinimumShmBytes) {
+    return "/dev/shm";
+  }
+  return "/tmp";
+}
+
 }  // namespace
 
 std::string FindBaseLibrary(const std::string& explicit_path) {
@@ -533,8 +559,7 @@ int Record(const RecordOptions& options) {
     }
   }
 
-  const char* tmp = std::getenv("TMPDIR");
-  std::string directory = std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") + "/strata-record.XXXXXX";
+  std::string directory = RecordingTemporaryRoot() + "/strata-record.XXXXXX";
   if (mkdtemp(&directory[0]) == nullptr) {
     std::fprintf(stderr, "strata record: cannot create a temporary directory %s: %s\n", directory.c_str(),
                  std::strerror(errno));
