@@ -24,7 +24,7 @@
 // call nothing the program can interpose or lock besides the forwarded function itself: no
 // libm (the logarithm and exponential are computed here), the set's memory is raw mmap'd
 // pages. A thread-local guard keeps the recording path from recording what it would itself
-// allocate; libstdc++'s operator new, which calls malloc, is counted once, in malloc.
+// allocate, and an operator new that calls malloc (libstdc++'s) from being counted twice.
 //
 // Thread safety: thread-safe. Async-signal safety: as the forwarded allocator (none).
 #include <dlfcn.h>
@@ -88,18 +88,6 @@ struct NextFunctions {
 };
 NextFunctions g_next;
 std::atomic<int> g_resolve_state{0};  // 0: not yet, 1: resolving, 2: resolved.
-// The next operator new is in another object than the next malloc (libstdc++'s, which calls
-// malloc through the loader, i.e. our hook): false, the allocation is counted in malloc and
-// its free in free. True when both are one allocator's (tcmalloc, jemalloc, whose operator
-// new does not call malloc's public symbol): counted in the operator new and delete hooks.
-bool g_count_in_operator_new = false;
-
-bool SameObject(const void* a, const void* b) {
-  Dl_info info_a{}, info_b{};
-  if (a == nullptr || b == nullptr || dladdr(a, &info_a) == 0 || dladdr(b, &info_b) == 0) return false;
-  return info_a.dli_fbase == info_b.dli_fbase;
-}
-
 // --- Bootstrap arena: what dlsym itself allocates while the next definitions are looked up.
 alignas(64) char g_arena[64 * 1024];
 std::atomic<size_t> g_arena_used{0};
@@ -127,8 +115,8 @@ void Resolve(F& function, const char* name) {
 
 // Looks the next definitions up, once. False while the lookup is under way (on this or
 // another thread): the caller serves the request from the arena.
-bool EnsureResolved() {
-  if (__builtin_expect(g_resolve_state.load(std::memory_order_acquire) == 2, 1)) return true;
+__attribute__((noinline)) bool ResolveNextDefinitions() {
+  if (g_resolve_state.load(std::memory_order_acquire) == 2) return true;
   int expected = 0;
   if (!g_resolve_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
     return false;  // Under way (dlsym allocating, or another thread): the arena.
@@ -163,10 +151,13 @@ bool EnsureResolved() {
   Resolve(n.delete_array_sized_aligned, "_ZdaPvmSt11align_val_t");
   Resolve(n.delete_single_aligned_nothrow, "_ZdlPvSt11align_val_tRKSt9nothrow_t");
   Resolve(n.delete_array_aligned_nothrow, "_ZdaPvSt11align_val_tRKSt9nothrow_t");
-  g_count_in_operator_new = SameObject(reinterpret_cast<const void*>(n.new_single),
-                                       reinterpret_cast<const void*>(n.malloc));
   g_resolve_state.store(2, std::memory_order_release);
   return true;
+}
+
+__attribute__((always_inline)) inline bool EnsureResolved() {
+  return __builtin_expect(g_resolve_state.load(std::memory_order_acquire) == 2, 1) ||
+         ResolveNextDefinitions();
 }
 
 __attribute__((constructor(101))) void ResolveAtLoad() { (void)EnsureResolved(); }
@@ -328,8 +319,11 @@ using strata::base_internal::AfterAllocation;
 using strata::base_internal::ArenaAllocate;
 using strata::base_internal::BeforeFree;
 using strata::base_internal::EnsureResolved;
+using strata::base_internal::g_native_allocation_interval;
 using strata::base_internal::g_next;
 using strata::base_internal::InArena;
+using strata::base_internal::t_sampling;
+using strata::base_internal::ThreadSampling;
 
 // --- The C allocation functions.
 
@@ -427,9 +421,8 @@ STRATA_HOOK void* pvalloc(size_t size) {
 }
 
 // --- Global operator new and delete. Each forwards to the next definition (libstdc++'s, a
-// preloaded allocator's, or the program's when it replaces only some forms). Counted here
-// only when that allocator's operator new does not go through malloc
-// (g_count_in_operator_new). Without a C++ runtime (a C program that does call them, through a
+// preloaded allocator's, or the program's when it replaces only some forms), and counts the
+// allocation itself. Without a C++ runtime (a C program that does call them, through a
 // library) they fall back to the C functions.
 
 namespace {
@@ -443,10 +436,21 @@ __attribute__((always_inline)) inline void* ForwardNew(F next, size_t size, Args
     AfterAllocation(pointer, size);
     return pointer;
   }
-  // libstdc++'s operator new calls malloc, where the allocation is counted: no second count.
-  if (!strata::base_internal::g_count_in_operator_new) return next(size, args...);
+  if (__builtin_expect(g_native_allocation_interval.load(std::memory_order_relaxed) == 0, 1)) {
+    return next(size, args...);
+  }
+  // Guarded: the malloc or aligned_alloc that the next operator new may call (libstdc++'s,
+  // or jemalloc's aligned forms, through the loader: our hooks) is not counted again. When
+  // it throws (std::bad_alloc), the guard stays set until this thread's next operator new
+  // returns: the malloc family on this thread is not sampled meanwhile.
+  ThreadSampling& t = t_sampling;
+  const bool outer = !t.in_hook;
+  t.in_hook = true;
   void* pointer = next(size, args...);
-  AfterAllocation(pointer, size);
+  if (outer) {
+    t.in_hook = false;
+    AfterAllocation(pointer, size);
+  }
   return pointer;
 }
 
@@ -459,8 +463,17 @@ __attribute__((always_inline)) inline void ForwardDelete(F next, void* pointer, 
     g_next.free(pointer);
     return;
   }
-  if (strata::base_internal::g_count_in_operator_new) BeforeFree(pointer);
+  if (__builtin_expect(g_native_allocation_interval.load(std::memory_order_relaxed) == 0, 1)) {
+    next(pointer, args...);
+    return;
+  }
+  BeforeFree(pointer);
+  // Guarded as above: the free inside is not checked again.
+  ThreadSampling& t = t_sampling;
+  const bool outer = !t.in_hook;
+  t.in_hook = true;
   next(pointer, args...);
+  if (outer) t.in_hook = false;
 }
 
 }  // namespace

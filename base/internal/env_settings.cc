@@ -89,7 +89,7 @@ constexpr VariableHelp kVariables[] = {
      "<path> with .<pid> before .json. Default: not saved."},
     {"STRATA_ALLOC_INTERVAL",
      "=<bytes>: with the feature nativeallocations, the mean number of allocated bytes between "
-     "two sampled allocations, " STRATA_ALLOC_INTERVAL_RANGE ". Default: 128K (docs/memory.md)."},
+     "two sampled allocations, " STRATA_ALLOC_INTERVAL_RANGE ". Default: 64K (docs/memory.md)."},
     {"STRATA_LOGGING", "=1: log what the profiler does on stderr. Default: off."},
     {"STRATA_SAMPLING_SIGNAL",
      "=<signal>: the sampling signal (was STRATA_SIGNAL before): SIGRTMIN+n, SIGRTMAX-n or a number from SIGRTMIN to "
@@ -328,7 +328,7 @@ EnvironmentSettings ReadEnvironment(
   if (const char* value = getenv_function("STRATA_ALLOC_INTERVAL")) {
     uint64_t bytes = 0;
     if (!ParseByteCount(value, &bytes) || bytes < 256 || bytes > (uint64_t{1} << 30)) {
-      bad("STRATA_ALLOC_INTERVAL", value, "a number of bytes " STRATA_ALLOC_INTERVAL_RANGE, "128K");
+      bad("STRATA_ALLOC_INTERVAL", value, "a number of bytes " STRATA_ALLOC_INTERVAL_RANGE, "64K");
     } else {
       env.native_allocation_interval = bytes;
     }

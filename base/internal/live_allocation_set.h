@@ -7,8 +7,8 @@
 // address to a tombstone on removal; a tombstone is reused by a later insertion, never made
 // empty again, so a lookup walks a probe sequence until an empty slot or the probe limit.
 // Insertions and removals are rare (sampled allocations only). Beside the table, a filter of
-// per-bucket counts of the live keys tells most frees of unsampled memory, with one load,
-// that their address is not in the set (MightContain).
+// per-bucket counts of the live keys (buckets of 4 KiB pages) tells most frees of unsampled
+// memory, with one load, that their address is not in the set (MightContain).
 //
 // Contract: an address is inserted by the thread that allocated it and removed by the one
 // that frees it, after the allocation returned (so never both at once for one address). A key
@@ -34,16 +34,18 @@ class LiveAllocationSet {
   static constexpr size_t kDefaultSlots = size_t{1} << 18;  // 4 MiB of slots.
   static constexpr size_t kProbeLimit = 64;
 
-  // Maps the table (`slots`, a power of 2, and 4x as many filter counts). False when the
-  // kernel refuses; the set then stays empty and every Insert fails. Call once, before use.
+  // The filter: one count per bucket of 4 KiB pages, 64 KiB in all, so that the frees of a
+  // program, which mostly touch memory it touched recently, mostly hit cached lines.
+  static constexpr size_t kFilterCounts = size_t{1} << 16;
+
+  // Maps the table (`slots`, a power of 2) and the filter. False when the kernel refuses;
+  // the set then stays empty and every Insert fails. Call once, before use.
   bool Init(size_t slots = kDefaultSlots) {
-    const size_t filter_counts = slots * 4;
-    void* memory = AllocatePages(slots * sizeof(Slot) + filter_counts * sizeof(uint16_t));
+    void* memory = AllocatePages(slots * sizeof(Slot) + kFilterCounts);
     if (memory == nullptr) return false;
     slots_ = static_cast<Slot*>(memory);
-    filter_ = reinterpret_cast<std::atomic<uint16_t>*>(slots_ + slots);
+    filter_ = reinterpret_cast<std::atomic<uint8_t>*>(slots_ + slots);
     slot_bits_ = Log2(slots);
-    filter_bits_ = Log2(filter_counts);
     return true;
   }
   bool initialized() const { return slots_ != nullptr; }
@@ -80,7 +82,7 @@ class LiveAllocationSet {
       if (!slot.key.compare_exchange_strong(key, kTombstone, std::memory_order_acq_rel)) {
         return false;
       }
-      FilterCount(address).fetch_sub(1, std::memory_order_relaxed);
+      RemoveFromFilter(address);
       return true;
     }
     return false;
@@ -128,25 +130,40 @@ class LiveAllocationSet {
     while ((size_t{1} << bits) < n) ++bits;
     return bits;
   }
-  std::atomic<uint16_t>& FilterCount(uint64_t address) const {
-    return filter_[(address * 0xD6E8FEB86659FD93ull) >> (64 - filter_bits_)];
+  std::atomic<uint8_t>& FilterCount(uint64_t address) const {
+    return filter_[((address >> 12) * 0xD6E8FEB86659FD93ull) >> (64 - 16)];
+  }
+  // A count that reaches 255 stays there (its bucket always says "maybe").
+  void AddToFilter(uint64_t address) {
+    std::atomic<uint8_t>& count = FilterCount(address);
+    uint8_t value = count.load(std::memory_order_relaxed);
+    while (value != 255 && !count.compare_exchange_weak(value, static_cast<uint8_t>(value + 1),
+                                                        std::memory_order_relaxed)) {
+    }
+  }
+  void RemoveFromFilter(uint64_t address) {
+    std::atomic<uint8_t>& count = FilterCount(address);
+    uint8_t value = count.load(std::memory_order_relaxed);
+    while (value != 255 && value != 0 &&
+           !count.compare_exchange_weak(value, static_cast<uint8_t>(value - 1),
+                                        std::memory_order_relaxed)) {
+    }
   }
   bool Claim(Slot& slot, uint64_t expected, uint64_t address, int64_t estimate) {
     // Counted first: a free of this address (later, by contract) then sees it.
-    FilterCount(address).fetch_add(1, std::memory_order_relaxed);
+    AddToFilter(address);
     if (slot.key.compare_exchange_strong(expected, address, std::memory_order_acq_rel)) {
       // Read by the free, which comes after this allocation returned.
       slot.estimate.store(estimate, std::memory_order_relaxed);
       return true;
     }
-    FilterCount(address).fetch_sub(1, std::memory_order_relaxed);
+    RemoveFromFilter(address);
     return false;
   }
 
   Slot* slots_ = nullptr;
-  std::atomic<uint16_t>* filter_ = nullptr;
+  std::atomic<uint8_t>* filter_ = nullptr;
   uint32_t slot_bits_ = 0;
-  uint32_t filter_bits_ = 0;
 };
 
 }  // namespace base_internal

@@ -29,7 +29,7 @@ namespace base_internal {
 extern std::atomic<uint64_t> g_native_allocation_interval;
 
 // The default mean interval, and the range STRATA_ALLOC_INTERVAL accepts (bytes).
-inline constexpr uint64_t kDefaultNativeAllocationInterval = 128 * 1024;
+inline constexpr uint64_t kDefaultNativeAllocationInterval = 64 * 1024;
 inline constexpr uint64_t kMinNativeAllocationInterval = 256;
 inline constexpr uint64_t kMaxNativeAllocationInterval = uint64_t{1} << 30;
 

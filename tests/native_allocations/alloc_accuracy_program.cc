@@ -8,7 +8,7 @@
 // AllocateSmall: 8-256 B with operator new[]; AllocateMedium: 256 B-16 KiB with calloc;
 // AllocateLarge: 16 KiB-1 MiB with malloc and realloc; AllocateMixed: 8 B-1 MiB (log-uniform)
 // with posix_memalign and aligned operator new. Everything they allocate is freed at once.
-// LeakSome (--leak-mib): 4-64 KiB blocks with malloc, never freed, M MiB in all.
+// LeakSome (--leak-mib): 64 KiB-1 MiB blocks with malloc, never freed, M MiB in all.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +139,7 @@ __attribute__((noinline)) uint64_t AllocateMixed(Random& random, uint64_t budget
 __attribute__((noinline)) uint64_t LeakSome(Random& random, uint64_t budget) {
   uint64_t done = 0;
   while (done < budget) {
-    size_t n = random.Between(4 * 1024, 64 * 1024);
+    size_t n = random.Between(64 * 1024, 1024 * 1024);
     if (n > budget - done) n = budget - done;
     void* p = malloc(n);
     if (p == nullptr) abort();

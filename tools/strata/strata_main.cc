@@ -74,7 +74,7 @@ std::string NearestOption(const CLI::App& command, const std::string& given) {
 
 constexpr const char* kFeatureNames[] = {"stackwalk",    "threads",      "cpu",
                                          "precise",      "framepointers", "rawaddresses",
-                                         "waitstacks",   "ownframes"};
+                                         "waitstacks",   "ownframes",     "nativeallocations"};
 
 // CLI11 check for --features: a comma list of known names, each optionally with '-'.
 std::string CheckFeatures(const std::string& value) {
@@ -258,7 +258,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.05, 1000.0));
   record_command->add_option("--features", record.features,
                              "Features added to the defaults, comma-separated, '-name' removes one: stackwalk, "
-                             "threads, cpu, precise, framepointers, rawaddresses, waitstacks")
+                             "threads, cpu, precise, framepointers, rawaddresses, waitstacks, nativeallocations "
+                             "(sampled allocations: docs/memory.md)")
       ->check(CLI::Validator(CheckFeatures, "LIST"));
   record_command->add_option("--filters", record.filters,
                              "Profile only threads whose name contains one of these (comma-separated)");
