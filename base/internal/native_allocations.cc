@@ -36,7 +36,10 @@ struct NativeAllocationMarker {
   }
 };
 
+// Namespace-scope (constructed at load): a function-local static would register its
+// destructor (__cxa_atexit) inside the program's allocation call.
 const ProfilerString kMarkerName = ProfilerString::Literal("Native allocation");
+const ProfilerString kFullName = ProfilerString::Literal("Native allocations: live set full");
 
 }  // namespace
 
@@ -107,7 +110,6 @@ void NoteNativeAllocationSetFull(uint64_t capacity) {
       static_cast<ThreadId::NumberType>(g_main_thread.load(std::memory_order_relaxed)));
   header.phase = MarkerPhase::kInstant;
   header.start = TimeStamp::Now();
-  static const ProfilerString kFullName = ProfilerString::Literal("Native allocations: live set full");
   header.name = &kFullName;
   header.category = static_cast<uint8_t>(Category::kMemory);
   header.payload_tag = kTextMarkerTag;
