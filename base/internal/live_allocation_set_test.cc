@@ -55,7 +55,7 @@ TEST_CASE("LiveAllocationSet: unsampled addresses are mostly told apart by the f
   for (uint64_t i = 0; i < 1000; ++i) REQUIRE(set.Insert(0x7f0000000000 + i * 4096, 1));
   size_t maybe = 0;
   for (uint64_t i = 0; i < 100000; ++i) maybe += set.MightContain(0x5500000000 + i * 48) ? 1 : 0;
-  // 1000 pages' buckets of 65536: about 1.5 % of other addresses pass the filter.
+  // 1000 granules' buckets of 65536: about 1.5 % of other addresses pass the filter.
   CHECK(maybe < 100000 / 20);
 }
 

@@ -12,6 +12,7 @@
 #     native-retained-allocations names the functions with their shares (alloc_frontend_check.js).
 #   - locked_new_program (its own operator new holding its own mutex around malloc): ends, same
 #     output, no nested entry into its allocator, its function's bytes within 5 %.
+#   - `strata summary --weight bytes|retained` gives the same functions' totals;
 #   - the hooks without the feature record nothing; a bad STRATA_ALLOC_INTERVAL is reported
 #     with the accepted range and the default is kept.
 source "$(dirname "$0")/../scenario_lib.sh"
@@ -76,6 +77,58 @@ for allocator in /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 \
     echo "  (not installed, skipped: $allocator; tools/setup.sh installs it)"
   fi
 done
+
+# strata summary --weight bytes / retained on the recorded profile: each function's total
+# (MiB, the summary's table) against the truth.
+for weight in bytes retained; do
+  "$STRATA" summary "$WORK/recorded.json" --weight "$weight" --top 100 >"$WORK/summary.$weight" 2>&1 ||
+    fail "strata summary --weight $weight: status $?"
+done
+if python3 - "$WORK/summary.bytes" "$WORK/summary.retained" "$WORK/plain.out" <<'PY'
+import re, sys
+def totals(path):
+    text = open(path).read()
+    table = text[text.index("Top functions by total"):]
+    out = {}
+    for line in table.splitlines()[2:]:
+        m = re.match(r"\s*([0-9.]+)\s+[0-9.]+%\s+([0-9.]+)\s+[0-9.]+%\s+(.*)", line)
+        if not m:
+            continue
+        name = m.group(3).split("  [")[0].replace("(anonymous namespace)::", "").split("(")[0]
+        out[name] = float(m.group(2)) * 1048576
+    return out
+allocated, retained = totals(sys.argv[1]), totals(sys.argv[2])
+failures = 0
+leaked = 0
+others = 0
+for line in open(sys.argv[3]):
+    w = line.split()
+    if len(w) != 4 or w[0] != "truth":
+        continue
+    name, a, r = w[1], int(w[2].split("=")[1]), int(w[3].split("=")[1])
+    err = (allocated.get(name, 0) - a) / a
+    ok = abs(err) <= 0.05
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} summary --weight bytes: {name} {err:+.2%}")
+    if r:
+        leaked += r
+        err = (retained.get(name, 0) - r) / r
+        ok = abs(err) <= 0.05
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} summary --weight retained: {name} {err:+.2%}")
+    else:
+        others += retained.get(name, 0)
+if leaked:
+    ok = others <= 0.01 * leaked
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} summary --weight retained: others {others:.0f} bytes")
+sys.exit(1 if failures else 0)
+PY
+then
+  pass "strata summary --weight bytes / retained"
+else
+  fail "strata summary --weight bytes / retained"
+fi
 
 # The front-end's own importer and its allocation strategies.
 root="${TEST_SRCDIR:-}/${TEST_WORKSPACE:-strata}"

@@ -2,7 +2,7 @@
 //   strata record [-o FILE] [-i MS] [--features ...] [--filters ...] [--no-children] -- CMD ARGS
 //   strata symbolicate FILE [-o OUT]
 //   strata recover FILE.flight [-o OUT] [--raw] [--reason TEXT]
-//   strata summary FILE... [--top N] [--weight wall|cpu|samples]
+//   strata summary FILE... [--top N] [--weight wall|cpu|samples|bytes|retained]
 //   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples]
 //   strata report FILE [-o report.html] [--weight wall|cpu|samples]
 // Arguments are parsed with CLI11 (Debian libcli11-dev, header-only).
@@ -184,6 +184,11 @@ int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight)
 
 int RunConvert(const std::string& input, const std::string& format, const std::string& output,
                const std::string& weight_name) {
+  if (Weight w; ParseWeight(weight_name, &w) && IsAllocationWeight(w)) {
+    std::fprintf(stderr, "strata convert: --weight %s is for strata summary only (accepted here: wall, cpu, "
+                 "samples)\n", weight_name.c_str());
+    return 2;
+  }
   Profile profile;
   if (!LoadModel("convert", input, &profile)) return 1;
   // collapsed counts samples unless told otherwise (its values are counts by convention).
@@ -215,6 +220,11 @@ int RunConvert(const std::string& input, const std::string& format, const std::s
 }
 
 int RunReport(const std::string& input, const std::string& output, const ReportOptions& options) {
+  if (IsAllocationWeight(options.weight)) {
+    std::fprintf(stderr, "strata report: --weight %s is for strata summary only (accepted here: wall, cpu, "
+                 "samples)\n", WeightName(options.weight));
+    return 2;
+  }
   Profile profile;
   if (!LoadModel("report", input, &profile)) return 1;
   NoteCpuFallback("report", profile, options.weight);
@@ -323,7 +333,9 @@ int Main(int argc, char** argv) {
   std::string summary_weight;
   summary_command->add_option("--weight", summary_weight,
                               "What sorts the function tables (both wall and CPU columns are shown): wall "
-                              "(default), cpu or samples")
+                              "(default), cpu or samples; or bytes / retained: the tables of native "
+                              "allocations' estimated bytes, allocated / not freed at the end "
+                              "(--features nativeallocations; docs/memory.md)")
       ->check(CLI::Validator(CheckWeight, "WEIGHT"));
   summary_command->footer("Example: strata summary strata-profile.json --top 30");
 
