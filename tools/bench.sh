@@ -22,7 +22,10 @@
 #      every interval) and the CPU cost per sample of Strata, the floor and perf;
 #   4. profile writing (tools/bench/profile_write_bench, 1 M samples + 1 M markers);
 #   5. preloaded-but-inactive start-up (hyperfine), library size and NEEDED entries;
-#   6. the largest sample gap across takeover (tests/takeover programs and checker).
+#   6. the largest sample gap across takeover (tests/takeover programs and checker);
+#   7. native allocations: the hooks' unsampled path, and the feature's cost on an
+#      allocation-heavy program and on g++, beside gperftools' heap profiler and heaptrack
+#      (tools/bench_native_allocations.sh).
 # Environment:
 #   BENCH_ROUNDS=5         whole-program rounds        BENCH_REPETITIONS=5  micro-benchmark reps
 #   BENCH_CPU=1            the CPU the micro-benchmarks are pinned to
@@ -76,6 +79,7 @@ TARGETS=(
   //tests/takeover:takeover_dlopen //tests/takeover:takeover_linked //tests/takeover:takeover_check
   //tools/bench:profile_write_bench //tools/bench:callgrind_driver //tools/bench:busy_threads
   //tools/bench:trivial_cxx //tools/bench:libsignal_floor.so
+  //base:libstrata_alloc.so //tests/native_allocations:alloc_bench_program
 )
 log "building (${build_flags[*]})"
 # --keep_going: a target that does not build only empties its rows (n/a), the rest still run.
@@ -537,6 +541,13 @@ handover_ms_med=$(cut -d' ' -f5 "$WORK/takeover.gaps" | median)
 row "largest CPU-time sample gap across takeover, 20 ms before to 50 ms after (intervals of ${interval_med:-?} ms$FIFO_NOTE; max of $(wc -l <"$WORK/takeover.gaps") runs, median $gap_med; the hand-over itself, median ${handover_ms_med:-?} ms: gap at most ${handover_max:-?})" \
   "$gap_max" "same runs away from takeover: median $base_med" "—" "≤ 2 intervals" \
   "$(met "$gap_max <= 2" "$gap_max")"
+
+# --- 7. Native allocations (issue 37): the hooks' unsampled path and the feature's cost, beside
+# gperftools' heap profiler and heaptrack (tools/bench_native_allocations.sh says how).
+log "native allocations ($ROUNDS rounds)"
+while IFS= read -r line; do
+  [[ "$line" == "|"* ]] && ROWS+=("$line")
+done < <("$repo/tools/bench_native_allocations.sh" "$BIN" "$ROUNDS")
 
 # --- The table.
 LOAD_END="$(loadavg)"
