@@ -7,7 +7,8 @@
 #     LeakSome): the same output as plain; each function's estimated allocated bytes within
 #     5 % of the truth the program prints; LeakSome's retained bytes within 5 %; the
 #     functions that leak nothing retain at most 1 % of that (alloc_check.py); the format
-#     checker accepts the profile. Also in front of tcmalloc and jemalloc when installed.
+#     checker accepts the profile. Also linked with libstrata_alloc.so instead of preloaded,
+#     and in front of tcmalloc and jemalloc when installed.
 #   - the front-end's importer (profiler-cli) with the strategies native-allocations and
 #     native-retained-allocations names the functions with their shares (alloc_frontend_check.js).
 #   - locked_new_program (its own operator new holding its own mutex around malloc): ends, same
@@ -68,6 +69,15 @@ timeout -s KILL 300 "$STRATA" record -q -o "$WORK/recorded.json" --features nati
   fail "strata record: status $? ($(head -c 300 "$WORK/recorded.err"))"
 cmp -s "$WORK/plain.out" "$WORK/recorded.out" || fail "strata record: output differs from plain"
 check_profile recorded
+
+# Linked (no LD_PRELOAD of ours): libstrata_alloc.so and libstrata_base.so are NEEDED entries.
+linked="$(binary tests/native_allocations/alloc_accuracy_linked)"
+timeout -s KILL 300 env ${SANITIZER_RUNTIMES:+LD_PRELOAD="$SANITIZER_RUNTIMES"} STRATA_STARTUP=1 \
+  STRATA_STARTUP_FEATURES=nativeallocations STRATA_SHUTDOWN="$WORK/linked.json" \
+  "$linked" "${args[@]}" >"$WORK/linked.out" 2>"$WORK/linked.err" ||
+  fail "linked: status $? ($(head -c 300 "$WORK/linked.err"))"
+cmp -s "$WORK/plain.out" "$WORK/linked.out" || fail "linked: output differs from the plain run"
+check_profile linked
 
 for allocator in /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 \
                  /usr/lib/x86_64-linux-gnu/libjemalloc.so.2; do
