@@ -13,8 +13,9 @@
 #      profile's save at exit included), and
 #      beside it gperftools' heap profiler (libtcmalloc.so + HEAPPROFILE, against tcmalloc
 #      alone) and heaptrack;
-#   3. a real program: g++ -O1 compiling tools/strata/strata_main.cc (CLI11 and RapidJSON
-#      headers), the same variants.
+#   3. a real program: g++ -O2 compiling tools/strata/profile_model.cc (RapidJSON headers),
+#      the same variants.
+# BENCH_ALLOC_WORKLOADS="bench cxx" (default) selects 2 and 3; the micro-benchmark always runs.
 set -uo pipefail
 BIN="${1:?usage: bench_native_allocations.sh BAZEL_BIN [ROUNDS]}"
 ROUNDS="${2:-5}"
@@ -54,11 +55,11 @@ log "micro ns/pair: plain $micro_plain inactive $micro_inactive countdown $micro
 echo "| native allocations: unsampled malloc(64)+free pair, 1 thread (CPU ns; hooks loaded, feature off / on with R = 1 GiB: countdown and free filter only / on at the default 64 KiB) | $(calc %.2f "$micro_inactive") / $(calc %.2f "$micro_countdown") / $(calc %.2f "$micro_default") | plain glibc $(calc %.2f "$micro_plain") | $(calc %.2f "$micro_countdown / $micro_plain")× (R = 1 GiB) | — | — |"
 
 # 2 and 3. Whole programs.
-CXX_ARGS=(g++ -std=c++17 -O1 -c "$repo/tools/strata/strata_main.cc" -I"$repo" -I"$repo/include" -o "$WORK/main.o")
+CXX_ARGS=(g++ -std=c++17 -O2 -c "$repo/tools/strata/profile_model.cc" -I"$repo" -I"$repo/include" -o "$WORK/model.o")
 variants=(plain strata strata_alloc strata_alloc_512k tcmalloc gperftools_heap heaptrack)
-for workload in bench cxx; do
+for workload in ${BENCH_ALLOC_WORKLOADS:-bench cxx}; do
   if [[ $workload == bench ]]; then cmd=("$PROGRAM" 4000000); else cmd=("${CXX_ARGS[@]}"); fi
-  if [[ $workload == cxx ]] && ! "${cmd[@]}" 2>/dev/null; then log "g++ cannot compile strata_main.cc here: skipped"; continue; fi
+  if [[ $workload == cxx ]] && ! "${cmd[@]}" 2>/dev/null; then log "g++ cannot compile profile_model.cc here: skipped"; continue; fi
   for ((r = 0; r < ROUNDS; ++r)); do
     for v in "${variants[@]}"; do
       case "$v" in
@@ -80,7 +81,7 @@ for workload in bench cxx; do
   if [[ $workload == bench ]]; then
     what="alloc_bench_program, 2 threads × 4 M allocations (CPU s, user + sys, the exit save included)"
   else
-    what="g++ -O1 -c tools/strata/strata_main.cc (CPU s of the driver, cc1plus and as)"
+    what="g++ -O2 -c tools/strata/profile_model.cc (CPU s of the driver, cc1plus and as)"
   fi
   over() { calc %+.1f%% "100 * ($1 - $2) / $2"; }
   echo "| native allocations: $what, Strata with nativeallocations at the default R (and at 512 KiB) vs Strata without it | ${m[strata_alloc]} ($(over "${m[strata_alloc]}" "${m[strata]}"); 512 KiB: $(over "${m[strata_alloc_512k]}" "${m[strata]}")) | Strata without: ${m[strata]} (plain ${m[plain]}); gperftools heap profiler ${m[gperftools_heap]} ($(over "${m[gperftools_heap]}" "${m[tcmalloc]}") over tcmalloc alone ${m[tcmalloc]}); heaptrack ${m[heaptrack]} ($(over "${m[heaptrack]}" "${m[plain]}")) | $(calc %.2f "${m[strata_alloc]} / ${m[strata]}")× | ≤ +3 % | $(awk -v a="${m[strata_alloc]}" -v b="${m[strata]}" 'BEGIN { print (a <= 1.03 * b) ? "yes" : "**no**" }') |"
