@@ -27,6 +27,9 @@
 #      1 000-frame recursion (tools/bench/deep_stacks.sh).
 #   8. `strata record` of a script starting BENCH_RECORD_PROCESSES short processes against plain
 #      and `perf record` (tools/bench/record_processes_bench.sh).
+#   9. native allocations: the hooks' unsampled path, and the feature's cost on an
+#      allocation-heavy program and on g++, beside gperftools' heap profiler and heaptrack
+#      (tools/bench_native_allocations.sh).
 # Environment:
 #   BENCH_ROUNDS=5         whole-program rounds        BENCH_REPETITIONS=5  micro-benchmark reps
 #   BENCH_CPU=1            the CPU the micro-benchmarks are pinned to
@@ -84,6 +87,7 @@ TARGETS=(
   //tools/bench:trivial_cxx //tools/bench:libsignal_floor.so
   //tests:deep_recursion //platform/sampling:sampling_benchmark
   //tools/strata:strata //tools/strata:libstrata_record.so
+  //base:libstrata_alloc.so //tests/native_allocations:alloc_bench_program
 )
 log "building (${build_flags[*]})"
 # --keep_going: a target that does not build only empties its rows (n/a), the rest still run.
@@ -600,6 +604,13 @@ row "strata record of a script starting $BENCH_RECORD_PROCESSES /bin/true (wall 
   "$(met "$r_x <= 1.3 && $r_xperf <= 1" "$r_x" "$r_xperf")"
 row "strata record's merge of those processes (processes per s)" "${r_merge:-n/a}" "—" "—" "≥ 1000 /s" \
   "$(met "${r_merge#> } >= 1000" "$r_merge")"
+
+# --- 9. Native allocations (issue 37): the hooks' unsampled path and the feature's cost, beside
+# gperftools' heap profiler and heaptrack (tools/bench_native_allocations.sh says how).
+log "native allocations ($ROUNDS rounds)"
+while IFS= read -r line; do
+  [[ "$line" == "|"* ]] && ROWS+=("$line")
+done < <("$repo/tools/bench_native_allocations.sh" "$BIN" "$ROUNDS")
 
 # --- The table.
 LOAD_END="$(loadavg)"

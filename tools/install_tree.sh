@@ -4,7 +4,7 @@
 # files of their own build (runfiles).
 #
 # Usage: tools/install_tree.sh [--no-rpath-flags] [--final-prefix=DIR] BUILD_ROOT SOURCE_ROOT PREFIX
-#   BUILD_ROOT   where the built files are, as in bazel-bin: base/libstrata_base.so,
+#   BUILD_ROOT   where the built files are, as in bazel-bin: base/libstrata_base.so, base/libstrata_alloc.so,
 #                full/libstrata_full.so, full/script/spidermonkey/libstrata_spidermonkey.so,
 #                tools/strata/strata, tools/strata/libstrata_record.so, tools/js/strata_js
 #                (strata_js is optional: without it `strata js` is not installed).
@@ -111,6 +111,9 @@ install_library() {
 
 install_library libstrata_base base/libstrata_base.so
 install_library libstrata_full full/libstrata_full.so libstrata_base
+# The allocation hooks of the feature nativeallocations (docs/memory.md), found by `strata record`
+# beside libstrata_base.so.
+install_library libstrata_alloc base/libstrata_alloc.so libstrata_base
 install_library libstrata_spidermonkey full/script/spidermonkey/libstrata_spidermonkey.so \
   libstrata_full libstrata_base
 

@@ -5,6 +5,7 @@
 // thread_sampling.cc and sampler_thread.cc; counters in counter_registry.cc; the thread
 // registry in thread_registry.cc. See core.h and docs/session.md.
 #include "base/internal/core.h"
+#include "base/internal/native_allocations.h"
 #include "base/internal/thread_registry.h"
 #include "shared/buffer/staging_area.h"
 
@@ -139,6 +140,7 @@ void OnForkChild() {
   }
   g_sampling_features.store(0, std::memory_order_relaxed);
   g_sampling_interval_ns.store(0, std::memory_order_relaxed);
+  StopNativeAllocations();
   if (t_registered_thread) t_registered_thread->sampling.store(false, std::memory_order_relaxed);
 }
 
@@ -217,6 +219,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
     }
   }
   g_profiler_state.store(kStateActive, std::memory_order_relaxed);
+  StartNativeAllocations(settings.features);  // The hooks of libstrata_alloc.so record now.
 
   ForgetCounterSamples();  // Before the sampler thread's first loop.
   StartSamplerThreadLocked(session, settings);
@@ -226,6 +229,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
 
 void StopLocked(Session& session) {
   if (!ProfilerIsActive()) return;
+  StopNativeAllocations();
   g_profiler_state.store(0, std::memory_order_relaxed);
   StopSamplerThreadLocked(session);
   Registry& registry = GetRegistry();
@@ -344,6 +348,7 @@ const TierExtension* AttachedTierExtension() { return g_extension.load(std::memo
 
 SessionLock::SessionLock() { GetSession().mutex.Lock(); }
 SessionLock::~SessionLock() { GetSession().mutex.Unlock(); }
+bool SessionLockedOnCurrentThread() { return GetSession().mutex.IsLockedOnCurrentThread(); }
 
 SessionSnapshot TakeSessionSnapshot() {
   SessionSnapshot snapshot;

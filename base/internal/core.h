@@ -99,6 +99,9 @@ class SessionLock {
   SessionLock(const SessionLock&) = delete;
   SessionLock& operator=(const SessionLock&) = delete;
 };
+// True when the calling thread holds the session lock (its own allocations then must not
+// be recorded: native_allocations.h). Async-signal-safe.
+bool SessionLockedOnCurrentThread();
 
 // pthread_create as libc has it (not our interposer): what the interposer itself calls.
 using PthreadCreateFunction = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);

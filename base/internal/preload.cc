@@ -32,6 +32,7 @@
 #include <new>
 #include <string>
 
+#include "base/internal/native_allocations.h"
 #include "base/internal/capture.h"
 #include "base/internal/control_signal.h"
 #include "base/internal/core.h"
@@ -281,6 +282,7 @@ void Initialize() {
             env.shutdown_path.c_str(), shutdown_path.c_str());
   }
   SetShutdownPath(shutdown_path);
+  SetNativeAllocationInterval(env.native_allocation_interval);
   g_auto_register_threads.store((env.settings.features & kFeatureThreads) != 0);
   if (!env.flight_recorder_directory.empty()) {
     ConfigureFlightRecorder(env.flight_recorder_directory.c_str());

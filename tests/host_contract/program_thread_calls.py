@@ -77,6 +77,9 @@ OWN_ROOTS = [
     r"OnSamplingSignal",                                   # the sampling-signal handler
     r"^_ZN6strata13base_internal\d+(Record\w*Marker|BeginMarker|BeginStagedMarker|"
     r"FlushAndRewindMarkerStaging)",                       # marker paths (base/markers.h)
+    # The native allocation records, called by libstrata_alloc.so's hooks inside the
+    # program's malloc/free (base/internal/native_allocations.h).
+    r"^_ZN6strata13base_internal\d+(RecordNativeAllocation|NoteNativeAllocationSetFull)",
 ]
 
 # Calls not followed, each for its reason (docs/host-contract.md, "What the check reads").

@@ -85,6 +85,28 @@ std::string FindHookLibrary(const std::string& explicit_path) {
   return "";
 }
 
+// True when the comma-separated feature list turns `feature` on (the last mention wins).
+bool FeatureRequested(const std::string& features, const std::string& feature) {
+  bool on = false;
+  std::istringstream items(features);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const size_t b = item.find_first_not_of(" \t");
+    const size_t e = item.find_last_not_of(" \t");
+    item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    if (item == feature) on = true;
+    if (item == "-" + feature) on = false;
+  }
+  return on;
+}
+
+// libstrata_alloc.so (the allocation hooks of the feature nativeallocations): beside
+// libstrata_base.so, as the build and the install put it.
+std::string FindAllocationHooksLibrary(const std::string& base) {
+  const std::string candidate = base.substr(0, base.rfind('/') + 1) + "libstrata_alloc.so";
+  return IsFile(candidate) ? candidate : "";
+}
+
 // /proc/<pid>/stat: the parent pid and the command name.
 bool ReadProcStat(pid_t pid, pid_t* parent, std::string* name) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -170,6 +192,11 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     while (words >> word) (IsAddressSanitizerRuntime(word) ? asan_runtimes : others) += word + ":";
   }
   std::string ld_preload = asan_runtimes + base;
+  // The allocation hooks right after base: before any allocator the caller preloads
+  // (tcmalloc, jemalloc), whose functions they forward to.
+  if (FeatureRequested(options.features, "nativeallocations")) {
+    ld_preload += ":" + FindAllocationHooksLibrary(base);
+  }
   if (!hook.empty()) ld_preload += ":" + hook;
   if (!others.empty()) ld_preload += ":" + others.substr(0, others.size() - 1);
   set["LD_PRELOAD"] = ld_preload;
@@ -536,6 +563,12 @@ int Record(const RecordOptions& options) {
   if (base.empty()) {
     std::fprintf(stderr, "strata record: cannot find libstrata_base.so%s (give it with --lib PATH or STRATA_BASE_LIB)\n",
                  options.base_library.empty() ? " next to the strata binary" : (" at " + options.base_library).c_str());
+    return 2;
+  }
+  if (FeatureRequested(options.features, "nativeallocations") &&
+      FindAllocationHooksLibrary(base).empty()) {
+    std::fprintf(stderr, "strata record: --features nativeallocations needs libstrata_alloc.so next to %s\n",
+                 base.c_str());
     return 2;
   }
   const std::string hook = FindHookLibrary(options.hook_library);

@@ -2,7 +2,7 @@
 //   strata record [-o FILE] [-i MS] [--features ...] [--filters ...] [--follow all|exec|none] -- CMD ARGS
 //   strata symbolicate FILE [-o OUT]
 //   strata recover FILE.flight [-o OUT] [--raw] [--reason TEXT]
-//   strata summary FILE... [--top N] [--weight wall|cpu|samples] [--tree] [FILTERS]
+//   strata summary FILE... [--top N] [--weight wall|cpu|samples|bytes|retained] [--tree] [FILTERS]
 //   strata tree FILE [--weight wall|cpu|samples] [--depth N] [--min-percent P] [FILTERS]
 //   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples] [FILTERS]
 //   strata report FILE [-o report.html] [--weight wall|cpu|samples] [FILTERS]
@@ -79,7 +79,7 @@ std::string NearestOption(const CLI::App& command, const std::string& given) {
 
 constexpr const char* kFeatureNames[] = {"stackwalk",    "threads",      "cpu",
                                          "precise",      "framepointers", "rawaddresses",
-                                         "waitstacks",   "ownframes"};
+                                         "waitstacks",   "ownframes",     "nativeallocations"};
 
 // CLI11 check for --features: a comma list of known names, each optionally with '-'.
 std::string CheckFeatures(const std::string& value) {
@@ -160,6 +160,10 @@ void NoteCpuFallback(const char* command, const Profile& profile, Weight weight)
 // `tree_options` null: no call tree.
 int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight, const ProfileFilter& filter,
                CallTreeOptions* tree_options) {
+  if (tree_options != nullptr && IsAllocationWeight(weight)) {
+    std::fprintf(stderr, "strata summary: --tree takes --weight wall, cpu or samples (not %s)\n", WeightName(weight));
+    return 2;
+  }
   int status = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     Profile profile;
@@ -180,6 +184,11 @@ int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight,
 }
 
 int RunTree(const std::string& input, const CallTreeOptions& options, const ProfileFilter& filter) {
+  if (IsAllocationWeight(options.weight)) {
+    std::fprintf(stderr, "strata tree: --weight %s is for strata summary only (accepted here: wall, cpu, samples)\n",
+                 WeightName(options.weight));
+    return 2;
+  }
   Profile profile;
   std::string note;
   if (const int status = LoadFilteredProfile("tree", input, filter, &profile, &note); status != 0) return status;
@@ -195,6 +204,11 @@ int RunTree(const std::string& input, const CallTreeOptions& options, const Prof
 
 int RunConvert(const std::string& input, const std::string& format, const std::string& output,
                const std::string& weight_name, const ProfileFilter& filter) {
+  if (Weight w; ParseWeight(weight_name, &w) && IsAllocationWeight(w)) {
+    std::fprintf(stderr, "strata convert: --weight %s is for strata summary only (accepted here: wall, cpu, "
+                 "samples)\n", weight_name.c_str());
+    return 2;
+  }
   Profile profile;
   std::string note;
   if (const int status = LoadFilteredProfile("convert", input, filter, &profile, &note); status != 0) return status;
@@ -229,6 +243,11 @@ int RunConvert(const std::string& input, const std::string& format, const std::s
 
 int RunReport(const std::string& input, const std::string& output, const ReportOptions& options,
               const ProfileFilter& filter) {
+  if (IsAllocationWeight(options.weight)) {
+    std::fprintf(stderr, "strata report: --weight %s is for strata summary only (accepted here: wall, cpu, "
+                 "samples)\n", WeightName(options.weight));
+    return 2;
+  }
   Profile profile;
   std::string note;
   if (const int status = LoadFilteredProfile("report", input, filter, &profile, &note); status != 0) return status;
@@ -276,7 +295,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.05, 1000.0));
   record_command->add_option("--features", record.features,
                              "Features added to the defaults, comma-separated, '-name' removes one: stackwalk, "
-                             "threads, cpu, precise, framepointers, rawaddresses, waitstacks")
+                             "threads, cpu, precise, framepointers, rawaddresses, waitstacks, nativeallocations "
+                             "(sampled allocations: docs/memory.md)")
       ->check(CLI::Validator(CheckFeatures, "LIST"));
   record_command->add_option("--filters", record.filters,
                              "Profile only threads whose name contains one of these (comma-separated)");
@@ -347,7 +367,9 @@ int Main(int argc, char** argv) {
   std::string summary_weight;
   summary_command->add_option("--weight", summary_weight,
                               "What sorts the function tables (both wall and CPU columns are shown): wall "
-                              "(default), cpu or samples")
+                              "(default), cpu or samples; or bytes / retained: the tables of native "
+                              "allocations' estimated bytes, allocated / not freed at the end "
+                              "(--features nativeallocations; docs/memory.md)")
       ->check(CLI::Validator(CheckWeight, "WEIGHT"));
   ProfileFilter summary_filter;
   AddFilterOptions(summary_command, &summary_filter);
