@@ -153,7 +153,7 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
                      "it would cut waits short)");
     // The CPU of long sampling handlers (deep walks), not in any sample's CPU delta
     // (docs/sampling.md, "The handler's own cost").
-    w.DoubleProperty("handlerCpuExcludedMs",
+    w.DoubleProperty("longHandlerCpuMs",
                      static_cast<double>(snapshot.handler_cpu_excluded_ns) / 1e6);
     if (snapshot.sampling_source.lost_events > 0) {
       w.UintProperty("lostSamplingEvents", snapshot.sampling_source.lost_events);

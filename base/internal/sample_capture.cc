@@ -54,11 +54,11 @@ bool InterruptedInSystemCall(const ucontext_t& context) {
 // The handler's own cost (docs/sampling.md, "The handler's own cost"). The sampling source
 // counts the thread's CPU, the handler's included: a walk of a deep stack (a 1 000-frame
 // recursion: ~0.3 ms with libunwind) eats the next period, so deep code drew extra samples
-// and the next sample carried the walk's CPU. Two compensations, both on the thread's CPU
-// clock:
+// and the next sample carried the walk's CPU. The compensation, on the thread's CPU clock:
 //  - a handler that ran long (wall time over kLongHandlerNs, so short ones cost no extra
-//    clock read) measures its CPU at its end; that CPU is kept out of every CPU delta
-//    (RegisteredThread::handler_cpu_ns, ProgramCpuNs);
+//    clock read) measures its CPU at its end (RegisteredThread::handler_cpu_ns, reported as
+//    profilingLog.longHandlerCpuMs); CPU deltas stay on the thread's own CPU clock, handlers
+//    included, so that a thread's CPU in the profile is what the program's clock says;
 //  - a signal is taken only when the program (not the handler) used at least half an
 //    interval since the latest sample, net of the intervals already recorded (a credit that
 //    diffuses the remainder): the samples stay one per interval of the program's own CPU.
@@ -123,10 +123,9 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   // forbade it (time_stamp.h, thread_restrictions.h).
   slot->time_ns = TimeStamp::Now().ToNanoseconds();
   thread->handler_entry_time_ns = slot->time_ns;
-  // On the program's CPU clock (RegisteredThread::ProgramCpuNs).
-  slot->cpu_ns = entry_cpu_ns >= 0
-                     ? entry_cpu_ns - thread->handler_cpu_ns.load(std::memory_order_relaxed)
-                     : -1;
+  // On the thread's CPU clock, as the program reads it (handlers included): the profile's CPU of
+  // a thread sums to its CPU clock.
+  slot->cpu_ns = entry_cpu_ns;
   slot->overruns = overruns;
   slot->in_system_call =
       (features & kFeaturePrecise) != 0 && InterruptedInSystemCall(*signal_context);

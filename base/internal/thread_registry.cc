@@ -322,7 +322,7 @@ void EndRegistrationLocked(Registry& registry, RegisteredThread* thread, bool on
   if (on_thread && was_sampling && thread->has_sample && !ProfilerIsPaused() &&
       registry.sampling) {
     if (const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
-        cpu && thread->last_sample_cpu_ns >= 0 && thread->ProgramCpuNs(*cpu) > thread->last_sample_cpu_ns) {
+        cpu && thread->last_sample_cpu_ns >= 0 && cpu->ToNanoseconds() > thread->last_sample_cpu_ns) {
       PutCopyOfLastSampleLocked(thread, *cpu, now);
     }
   }

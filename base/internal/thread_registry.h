@@ -126,12 +126,6 @@ struct RegisteredThread {
   // Wait stacks: the blocking call the thread is in, if any (wait_state.h).
   WaitState wait;
 
-  // `cpu` (a reading of the thread's CPU clock) less the CPU its long sampling handlers used
-  // (handler_cpu_ns): the clock every CPU delta of the profile is taken on, so that a deep
-  // walk's cost is not charged to the code it sampled (last_sample_cpu_ns is on it).
-  int64_t ProgramCpuNs(TimeDuration cpu) const {
-    return cpu.ToNanoseconds() - handler_cpu_ns.load(std::memory_order_relaxed);
-  }
 };
 
 // The registry's lists grow on a new thread's registration, on the program's thread: their
