@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/internal/attach.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
 #include "base/internal/flight_recorder.h"
@@ -113,6 +114,7 @@ std::vector<std::pair<ThreadId, uintptr_t>> ParseThreads(const std::string& text
 }
 
 std::atomic<bool> g_worker_running{false};
+std::atomic<bool> g_attached_session{false};
 
 bool WatcherGone(pid_t watcher) {
   return watcher > 0 && RawSyscall(SYS_kill, watcher, 0) == -ESRCH;
@@ -135,6 +137,7 @@ void* AttachWorker(void* raw) {
   for (const auto& [tid, pointer] : request->threads) adopted += RegisterOtherThread(tid, pointer);
   LogInfo("attach: %zu of %zu threads adopted", adopted, request->threads.size());
   strata_attach_stop_request.store(0);
+  g_attached_session.store(true);
   ProfilerStart(env.settings);
   strata_attach_state.store(kAttachRunning);
   bool abandoned = false;
@@ -153,12 +156,16 @@ void* AttachWorker(void* raw) {
     ProfilerShutdown();  // Saves to STRATA_SHUTDOWN, then stops.
   }
   SetShutdownPath(std::string());  // The program's exit saves nothing more.
+  g_attached_session.store(false);
   strata_attach_state.store(abandoned ? kAttachAbandoned : kAttachSaved);
   g_worker_running.store(false);
   return nullptr;
 }
 
 }  // namespace
+
+bool InAttachedSession() { return g_attached_session.load(std::memory_order_relaxed); }
+
 }  // namespace base_internal
 }  // namespace strata
 

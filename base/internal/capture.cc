@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/categories.h"
+#include "base/internal/attach.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
 #include "base/internal/library_history.h"
@@ -143,6 +144,7 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     }
     // What sent the sampling signals and why (docs/sampling.md, "Sampling sources").
     w.StringProperty("samplingSource", snapshot.sampling_source.description);
+    if (InAttachedSession()) w.StringProperty("attached", kAttachedSessionNote);
     w.DoubleProperty("requestedInterval", snapshot.settings.interval_ms);
     if (snapshot.sampling_source.lost_events > 0) {
       w.UintProperty("lostSamplingEvents", snapshot.sampling_source.lost_events);

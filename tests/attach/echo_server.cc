@@ -31,7 +31,7 @@ pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
 bool g_cond_flag = false;
 
-uint64_t Checksum(const std::string& line, int rounds) {
+__attribute__((noinline)) uint64_t Checksum(const std::string& line, int rounds) {
   uint64_t h = 1469598103934665603ULL;
   for (int r = 0; r < rounds; ++r) {
     for (char c : line) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
@@ -40,6 +40,7 @@ uint64_t Checksum(const std::string& line, int rounds) {
 }
 
 void* ReadWaiter(void*) {
+  pthread_setname_np(pthread_self(), "read-waiter");
   char byte;
   for (;;) {
     const ssize_t n = read(g_pipe[0], &byte, 1);
@@ -49,6 +50,7 @@ void* ReadWaiter(void*) {
 }
 
 void* EpollWaiter(void*) {
+  pthread_setname_np(pthread_self(), "epoll-waiter");
   epoll_event event;
   for (;;) {
     const int n = epoll_wait(g_epoll, &event, 1, -1);
@@ -58,6 +60,7 @@ void* EpollWaiter(void*) {
 }
 
 void* CondWaiter(void*) {
+  pthread_setname_np(pthread_self(), "cond-waiter");
   pthread_mutex_lock(&g_mutex);
   while (!g_cond_flag) pthread_cond_wait(&g_cond, &g_mutex);  // Never EINTR by contract.
   pthread_mutex_unlock(&g_mutex);
@@ -65,6 +68,7 @@ void* CondWaiter(void*) {
 }
 
 void* Spinner(void*) {
+  pthread_setname_np(pthread_self(), "spinner");
   volatile uint64_t x = 0;
   while (!g_quit.load(std::memory_order_relaxed)) {
     for (int i = 0; i < 100000; ++i) x = x * 31 + i;

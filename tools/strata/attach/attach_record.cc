@@ -248,10 +248,12 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
     }
     if (!options.quiet) {
       std::fprintf(stderr,
-                   "strata record: attached to process %d (%s): %zu threads; borrowed thread %d stopped %.2f ms, "
-                   "longest other stop %.3f ms; sampling %.1f ms after the command\n",
-                   pid, target->name.c_str(), target->injection.threads_listed, target->injection.borrowed_tid,
-                   target->injection.borrowed_stop_ms, target->injection.longest_thread_stop_ms,
+                   "strata record: attached to process %d (%s): %zu threads (listed in %.1f ms, longest stop "
+                   "%.3f ms); borrowed thread %d after %.1f ms, stopped %.2f ms; sampling %.1f ms after the "
+                   "command\n",
+                   pid, target->name.c_str(), target->injection.threads_listed, target->injection.list_ms,
+                   target->injection.longest_thread_stop_ms, target->injection.borrowed_tid,
+                   target->injection.borrow_wait_ms, target->injection.borrowed_stop_ms,
                    MillisecondsSince(command_start));
     }
     targets.push_back(std::move(target));

@@ -457,6 +457,7 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
   }
 
   // 1. Every thread's pointer, one short stop each.
+  const Clock::time_point list_start = Clock::now();
   std::string thread_list;
   std::map<uint64_t, int> pointer_uses;
   std::vector<std::pair<pid_t, uint64_t>> pointers;
@@ -485,6 +486,7 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
     ++result.threads_listed;
   }
 
+  result.list_ms = MillisecondsSince(list_start);
   // 2. Borrow a thread blocked in a safe call, while the loader is idle.
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(2);
   for (bool first = true;; first = false) {
@@ -528,6 +530,7 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
         continue;
       }
       result.borrowed_tid = best;
+      result.borrow_wait_ms = MillisecondsSince(deadline - std::chrono::seconds(2));
       if (!thread.SaveExtendedState()) {
         result.error = "cannot read the XSAVE state of the borrowed thread";
         return result;

@@ -66,6 +66,8 @@ struct InjectionResult {
   pid_t borrowed_tid = 0;
   double borrowed_stop_ms = 0;     // The borrowed thread's whole stop (step 2).
   double longest_thread_stop_ms = 0;  // The longest stop of step 1.
+  double list_ms = 0;    // Step 1 in all (each thread's stop waits for it to be scheduled).
+  double borrow_wait_ms = 0;  // Until a thread was found in a safe call, stopped.
 };
 
 // Steps 1-3 for `facts.pid`. `library` is the path the target opens (its namespace);
