@@ -14,6 +14,7 @@ parser.add_argument("--seconds", type=float, default=0)
 parser.add_argument("--stats", action="store_true")
 parser.add_argument("--quit", action="store_true")
 parser.add_argument("--stop-file", help="also stop once this file exists")
+parser.add_argument("--ready-file", help="created after the first round of replies")
 args = parser.parse_args()
 
 connection = socket.create_connection(("127.0.0.1", args.port), timeout=30)
@@ -47,6 +48,8 @@ try:
             elif first.setdefault(line, reply) != reply:
                 errors += 1
                 print("reply to %r changed: %r, first %r" % (line, reply, first[line]), file=sys.stderr)
+        if args.ready_file and not os.path.exists(args.ready_file):
+            open(args.ready_file, "w").close()
 except OSError as error:
     errors += 1
     print("connection error: %s" % error, file=sys.stderr)
