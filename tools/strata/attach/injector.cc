@@ -117,7 +117,6 @@ class SeizedThread {
       return false;
     }
     seized_ = true;
-    stop_start_ = Clock::now();
     if (ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0) {
       *error = std::string("PTRACE_INTERRUPT: ") + std::strerror(errno);
       return false;
@@ -137,6 +136,7 @@ class SeizedThread {
       *error = "the thread ended";
       return false;
     }
+    stop_start_ = Clock::now();  // The thread is stopped from here (it ran until now).
     if ((status >> 16) == PTRACE_EVENT_STOP) {
       stopped_ = true;
       return ptrace(PTRACE_GETREGS, tid_, nullptr, &saved_) == 0;
