@@ -14,6 +14,8 @@
 #             file (tools/attach_cycles.sh runs 100).
 #   exit:     the server exits (QUIT: exit(0)) while attached: strata saves what the exit save
 #             wrote and exits 0; the server's status is its own (0).
+#   killed:   the server is killed (SIGKILL) while attached: strata recovers its profile from
+#             the flight recorder file and exits 0; no private directory is left in /tmp.
 #   refusals: exit 1 with the reason for a static program, a process already traced, one
 #             already profiled by Strata (preloaded, STRATA_STARTUP=1), another user's process
 #             (strata run as nobody); exit 2 for -p with a non-number and -p with a command.
@@ -26,9 +28,11 @@ CLIENT="$(dirname "$0")/echo_client.py"
 [[ -f "$CLIENT" ]] || CLIENT="$(binary tests/attach/echo_client.py)"
 CYCLES="${ATTACH_CYCLES:-20}"
 
+SERVERS=()
 start_server() {  # NAME: starts the server plain; sets SERVER_PID and PORT.
   "$SERVER" --waiters >"$WORK/$1.server" 2>&1 &
   SERVER_PID=$!
+  SERVERS+=("$SERVER_PID")
   PORT=""
   for _ in $(seq 100); do
     PORT=$(sed -n 's/^port //p' "$WORK/$1.server")
@@ -176,11 +180,15 @@ else
 fi
 stop_server
 
+wait_recording() {  # NAME: until strata says it records (at most 60 s).
+  for _ in $(seq 1200); do grep -q "recording" "$WORK/$1.err" 2>/dev/null && return; sleep 0.05; done
+}
+
 # --- exit while attached --------------------------------------------------------------------
 start_server exit
-timeout -s KILL 60 "$STRATA" record -p "$SERVER_PID" -o "$OUT/exit.json" >"$WORK/exit.out" 2>"$WORK/exit.err" &
+timeout -s KILL 120 "$STRATA" record -p "$SERVER_PID" -o "$OUT/exit.json" >"$WORK/exit.out" 2>"$WORK/exit.err" &
 strata_pid=$!
-sleep 1
+wait_recording exit
 timeout 10 python3 "$CLIENT" "$PORT" --quit >/dev/null 2>&1
 wait "$SERVER_PID"
 server_status=$?
@@ -194,6 +202,31 @@ else
   fail "exit: server status $server_status, strata status $status, profile $(ls -la "$OUT/exit.json" 2>&1)"
   sed 's/^/    /' "$WORK/exit.err"
 fi
+
+# --- killed while attached ------------------------------------------------------------------
+start_server killed
+timeout -s KILL 120 "$STRATA" record -p "$SERVER_PID" -o "$OUT/killed.json" >"$WORK/killed.out" 2>"$WORK/killed.err" &
+strata_pid=$!
+wait_recording killed
+sleep 0.5
+kill -KILL "$SERVER_PID"
+wait "$SERVER_PID"
+server_status=$?
+wait "$strata_pid"
+status=$?
+result "scenario=killed strata_status=$status server_status=$server_status"
+if [[ $server_status -eq 137 && $status -eq 0 && -s "$OUT/killed.json" ]] && grep -q "recovered" "$WORK/killed.err"; then
+  pass "killed: the server was killed (SIGKILL) while attached; strata recovered its profile and exited 0"
+  check_format killed
+else
+  fail "killed: server status $server_status, strata status $status, profile $(ls -la "$OUT/killed.json" 2>&1)"
+  sed 's/^/    /' "$WORK/killed.err"
+fi
+
+# No private directory left in /tmp by any attach above (the process alive, exited, killed).
+left=0
+for pid in "${SERVERS[@]}"; do left=$((left + $(ls -d /tmp/strata-attach-"$pid".* 2>/dev/null | wc -l))); done
+if ((left == 0)); then pass "no /tmp/strata-attach-PID.* directory left"; else fail "$left /tmp/strata-attach-PID.* directories left"; fi
 
 # --- refusals -------------------------------------------------------------------------------
 refusal() {  # NAME EXPECTED_STATUS WORDS PID_OR_ARGS...

@@ -47,7 +47,8 @@ struct Attached {
   attach::InjectionResult injection;
   std::string name;
   int directory_fd = -1;        // O_PATH of the private directory (valid after the process ends).
-  std::string host_directory;   // Through /proc/PID/root, for clean-up.
+  int parent_fd = -1;           // O_PATH of the process's /tmp, to remove the directory from.
+  std::string host_directory;   // Through /proc/PID/root.
   bool stop_sent = false;
   bool finished = false;        // Saved, abandoned, or gone.
 };
@@ -82,16 +83,27 @@ bool CopyFile(const std::string& from, const std::string& to) {
   return in && out.good();
 }
 
-void RemoveDirectoryAt(int directory_fd, const std::string& host_directory) {
-  const std::string path = FdPath(directory_fd);
-  if (DIR* dir = opendir(path.c_str())) {
-    while (dirent* entry = readdir(dir)) {
-      const std::string name = entry->d_name;
-      if (name != "." && name != "..") unlink((path + "/" + name).c_str());
+// Empties and removes the private directory, through descriptors opened while the process ran
+// (its /proc/PID/root is gone once it has exited), and closes them.
+void RemoveDirectory(Attached* target) {
+  if (target->directory_fd >= 0) {
+    const std::string path = FdPath(target->directory_fd);
+    if (DIR* dir = opendir(path.c_str())) {
+      while (dirent* entry = readdir(dir)) {
+        const std::string name = entry->d_name;
+        if (name != "." && name != "..") unlink((path + "/" + name).c_str());
+      }
+      closedir(dir);
     }
-    closedir(dir);
+    close(target->directory_fd);
+    target->directory_fd = -1;
   }
-  rmdir(host_directory.c_str());  // Gone with the process's mount namespace otherwise: nothing left.
+  if (target->parent_fd >= 0) {
+    const std::string name = target->host_directory.substr(target->host_directory.rfind('/') + 1);
+    unlinkat(target->parent_fd, name.c_str(), AT_REMOVEDIR);
+    close(target->parent_fd);
+    target->parent_fd = -1;
+  }
 }
 
 size_t CountSamples(const rapidjson::Value& profile) {
@@ -137,11 +149,12 @@ std::string SessionSettings(const RecordOptions& options, const std::string& dir
 std::string Start(Attached* target, const std::string& base, const RecordOptions& options) {
   const pid_t pid = target->facts.pid;
   const std::string root = "/proc/" + std::to_string(pid) + "/root";
-  std::string host_directory = root + "/tmp/strata-attach.XXXXXX";
+  std::string host_directory = root + "/tmp/strata-attach-" + std::to_string(pid) + ".XXXXXX";
   if (mkdtemp(&host_directory[0]) == nullptr) {
     return "cannot create a directory in the /tmp of process " + std::to_string(pid) + ": " + std::strerror(errno);
   }
   target->host_directory = host_directory;
+  target->parent_fd = open((root + "/tmp").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   const std::string directory = host_directory.substr(root.size());  // As the process sees it.
   // The process writes its profile there as its own user.
   if (chown(host_directory.c_str(), target->facts.uid, target->facts.gid) != 0) {
@@ -233,10 +246,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
     const std::string why = Start(target.get(), base, options);
     if (!why.empty()) {
       std::fprintf(stderr, "strata record: cannot attach to process %d: %s\n", pid, why.c_str());
-      if (target->directory_fd >= 0) {
-        RemoveDirectoryAt(target->directory_fd, target->host_directory);
-        close(target->directory_fd);
-      }
+      RemoveDirectory(target.get());
       failure = 1;
       break;
     }
@@ -329,8 +339,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
       }
       closedir(dir);
     }
-    RemoveDirectoryAt(target->directory_fd, target->host_directory);
-    close(target->directory_fd);
+    RemoveDirectory(target.get());
   }
   sigprocmask(SIG_SETMASK, &previous, nullptr);
   if (failure != 0 && documents.empty()) return failure;
