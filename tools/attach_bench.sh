@@ -24,7 +24,7 @@ trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
 sleep 0.5
 for ((i = 1; i <= rounds; i++)); do
   "$bin/tools/strata/strata" record -p "$server" --duration 0.05 -o "$work/p.json" 2>&1 |
-    sed -n 's/.*listed in \([0-9.]*\) ms, longest stop \([0-9.]*\) ms); borrowed thread [0-9]* after [0-9.]* ms, stopped \([0-9.]*\) ms; sampling \([0-9.]*\) ms.*/\1 \2 \3 \4/p' >>"$work/rounds"
+    sed -n 's/.*listed in \([0-9.]*\) ms, longest stop \([0-9.]*\) ms); borrowed thread [0-9]* after [0-9.]* ms, stopped \([0-9.]*\) ms; loaded [0-9.]* ms and sampling \([0-9.]*\) ms.*/\1 \2 \3 \4/p' >>"$work/rounds"
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 echo "first attach (library loaded): $(head -1 "$work/rounds" | awk '{ printf "list %s ms, stop %s ms, borrowed %s ms, sampling %s ms", $1, $2, $3, $4 }')"

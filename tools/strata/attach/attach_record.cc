@@ -244,6 +244,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
       break;
     }
     const std::string why = Start(target.get(), base, options);
+    const double loaded_ms = MillisecondsSince(command_start);
     if (!why.empty()) {
       std::fprintf(stderr, "strata record: cannot attach to process %d: %s\n", pid, why.c_str());
       RemoveDirectory(target.get());
@@ -259,11 +260,11 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
     if (!options.quiet) {
       std::fprintf(stderr,
                    "strata record: attached to process %d (%s): %zu threads (listed in %.1f ms, longest stop "
-                   "%.3f ms); borrowed thread %d after %.1f ms, stopped %.2f ms; sampling %.1f ms after the "
-                   "command\n",
+                   "%.3f ms); borrowed thread %d after %.1f ms, stopped %.2f ms; loaded %.1f ms and sampling "
+                   "%.1f ms after the command\n",
                    pid, target->name.c_str(), target->injection.threads_listed, target->injection.list_ms,
                    target->injection.longest_thread_stop_ms, target->injection.borrowed_tid,
-                   target->injection.borrow_wait_ms, target->injection.borrowed_stop_ms,
+                   target->injection.borrow_wait_ms, target->injection.borrowed_stop_ms, loaded_ms,
                    MillisecondsSince(command_start));
     }
     targets.push_back(std::move(target));

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -42,12 +43,22 @@ std::string ProcPath(pid_t pid, const std::string& rest) {
 }
 
 bool ReadWholeFile(const std::string& path, std::string* contents) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *contents = s.str();
-  return true;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = fstat(fd, &st) == 0;
+  if (ok) {
+    contents->resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (ok && done < contents->size()) {
+      const ssize_t n = pread(fd, &(*contents)[done], contents->size() - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      ok = n > 0;
+      if (ok) done += static_cast<size_t>(n);
+    }
+  }
+  close(fd);
+  return ok;
 }
 
 std::map<std::string, std::string> ReadStatus(pid_t pid) {
@@ -111,16 +122,7 @@ class SeizedThread {
   // Seizes and interrupts the thread; true once it is in its interrupt stop. A signal stop
   // that comes first is given back to the thread (Detach with it) and counts as a failure.
   bool Stop(std::string* error) {
-    if (ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0) {
-      seize_errno_ = errno;
-      *error = std::string("PTRACE_SEIZE: ") + std::strerror(errno);
-      return false;
-    }
-    seized_ = true;
-    if (ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0) {
-      *error = std::string("PTRACE_INTERRUPT: ") + std::strerror(errno);
-      return false;
-    }
+    if (!SeizeAndInterrupt(error)) return false;
     int status = 0;
     for (;;) {
       const pid_t waited = waitpid(tid_, &status, __WALL);
@@ -131,6 +133,26 @@ class SeizedThread {
       }
       break;
     }
+    return OnReported(status, error);
+  }
+
+  // Stop() in two halves, for stopping several threads at once: the request, then what
+  // waitpid reported for this thread.
+  bool SeizeAndInterrupt(std::string* error) {
+    if (ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0) {
+      seize_errno_ = errno;
+      *error = std::string("PTRACE_SEIZE: ") + std::strerror(errno);
+      return false;
+    }
+    seized_ = true;
+    if (ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0) {
+      *error = std::string("PTRACE_INTERRUPT: ") + std::strerror(errno);
+      return false;
+    }
+    return true;
+  }
+
+  bool OnReported(int status, std::string* error) {
     if (WIFEXITED(status) || WIFSIGNALED(status)) {
       seized_ = false;
       *error = "the thread ended";
@@ -461,21 +483,40 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
   std::string thread_list;
   std::map<uint64_t, int> pointer_uses;
   std::vector<std::pair<pid_t, uint64_t>> pointers;
+  // All are asked at once and each is let go as soon as it has stopped: the listing takes the
+  // longest wait for a thread to be scheduled, not their sum, and each stop stays short.
+  std::map<pid_t, std::unique_ptr<SeizedThread>> asked;
   for (pid_t tid : Threads(pid)) {
-    SeizedThread thread(tid);
+    auto thread = std::make_unique<SeizedThread>(tid);
     std::string error;
-    if (!thread.Stop(&error)) {
-      if (thread.seize_errno() == EPERM) {
+    if (!thread->SeizeAndInterrupt(&error)) {
+      if (thread->seize_errno() == EPERM) {
         result.refused = true;
         result.error = PermissionAdvice(pid);
-        return result;
+        return result;  // Those asked already are let go by their destructors (after a wait).
       }
-      continue;  // Ended, or a signal came first: not listed (not sampled).
+      continue;  // Ended meanwhile.
     }
-    pointers.emplace_back(tid, thread.saved().fs_base);
-    ++pointer_uses[thread.saved().fs_base];
+    asked.emplace(tid, std::move(thread));
+  }
+  while (!asked.empty()) {
+    int status = 0;
+    const pid_t waited = waitpid(-1, &status, __WALL);
+    if (waited < 0) {
+      if (errno == EINTR) continue;
+      break;  // ECHILD: nothing left to report.
+    }
+    auto found = asked.find(waited);
+    if (found == asked.end()) continue;
+    SeizedThread& thread = *found->second;
+    std::string error;
+    if (thread.OnReported(status, &error)) {
+      pointers.emplace_back(waited, thread.saved().fs_base);
+      ++pointer_uses[thread.saved().fs_base];
+    }
     thread.Detach();
     result.longest_thread_stop_ms = std::max(result.longest_thread_stop_ms, thread.StoppedMilliseconds());
+    asked.erase(found);
   }
   for (const auto& [tid, pointer] : pointers) {
     if (pointer == 0 || pointer_uses[pointer] > 1) continue;  // Not a thread of glibc's own.
