@@ -169,7 +169,7 @@ std::string Start(Attached* target, const std::string& base, const RecordOptions
     library = directory + "/libstrata_base.so";
     if (!CopyFile(base, host_directory + "/libstrata_base.so")) return "cannot copy libstrata_base.so for the process";
   }
-  target->injection = attach::InjectAndStart(target->facts, library, SessionSettings(options, directory));
+  target->injection = attach::InjectAndStart(target->facts, library, base, SessionSettings(options, directory));
   if (!target->injection.ok) return target->injection.error;
   if (target->injection.start_result == kAttachBusy) {
     target->injection.refused = true;

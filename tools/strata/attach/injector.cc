@@ -42,25 +42,6 @@ std::string ProcPath(pid_t pid, const std::string& rest) {
   return "/proc/" + std::to_string(pid) + "/" + rest;
 }
 
-bool ReadWholeFile(const std::string& path, std::string* contents) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st {};
-  bool ok = fstat(fd, &st) == 0;
-  if (ok) {
-    contents->resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (ok && done < contents->size()) {
-      const ssize_t n = pread(fd, &(*contents)[done], contents->size() - done, static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      ok = n > 0;
-      if (ok) done += static_cast<size_t>(n);
-    }
-  }
-  close(fd);
-  return ok;
-}
-
 std::map<std::string, std::string> ReadStatus(pid_t pid) {
   std::map<std::string, std::string> fields;
   std::ifstream in(ProcPath(pid, "status"));
@@ -74,39 +55,71 @@ std::map<std::string, std::string> ReadStatus(pid_t pid) {
   return fields;
 }
 
-// The dynamic symbols of an ELF file (name -> value), versions ignored.
+// Reads `length` bytes at `offset` of `fd` into `out`.
+bool ReadAt(int fd, uint64_t offset, size_t length, std::string* out) {
+  out->resize(length);
+  size_t done = 0;
+  while (done < length) {
+    const ssize_t n = pread(fd, &(*out)[done], length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The dynamic symbols of an ELF file (name -> value), versions ignored, and the lowest
+// PT_LOAD address. Reads only the headers and the two sections (the library with its debug
+// information is tens of MB).
 bool ReadDynamicSymbols(const std::string& path, std::map<std::string, uint64_t>* symbols,
                         uint64_t* first_load_vaddr) {
-  std::string image;
-  if (!ReadWholeFile(path, &image) || image.size() < sizeof(Elf64_Ehdr)) return false;
-  const auto* header = reinterpret_cast<const Elf64_Ehdr*>(image.data());
-  if (std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 || header->e_ident[EI_CLASS] != ELFCLASS64) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  std::string bytes;
+  if (!ReadAt(fd, 0, sizeof(Elf64_Ehdr), &bytes)) return false;
+  Elf64_Ehdr header;
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
+      header.e_phentsize != sizeof(Elf64_Phdr) || header.e_shentsize != sizeof(Elf64_Shdr)) {
     return false;
   }
   *first_load_vaddr = UINT64_MAX;
-  for (int i = 0; i < header->e_phnum; ++i) {
-    const size_t offset = header->e_phoff + i * sizeof(Elf64_Phdr);
-    if (offset + sizeof(Elf64_Phdr) > image.size()) return false;
-    const auto* program = reinterpret_cast<const Elf64_Phdr*>(image.data() + offset);
-    if (program->p_type == PT_LOAD) *first_load_vaddr = std::min<uint64_t>(*first_load_vaddr, program->p_vaddr & ~0xfffULL);
+  if (!ReadAt(fd, header.e_phoff, header.e_phnum * sizeof(Elf64_Phdr), &bytes)) return false;
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr program;
+    std::memcpy(&program, bytes.data() + i * sizeof(Elf64_Phdr), sizeof(program));
+    if (program.p_type == PT_LOAD) *first_load_vaddr = std::min<uint64_t>(*first_load_vaddr, program.p_vaddr & ~0xfffULL);
   }
   if (*first_load_vaddr == UINT64_MAX) return false;
-  if (header->e_shoff == 0 || header->e_shoff + header->e_shnum * sizeof(Elf64_Shdr) > image.size()) return false;
-  const auto* sections = reinterpret_cast<const Elf64_Shdr*>(image.data() + header->e_shoff);
-  for (int i = 0; i < header->e_shnum; ++i) {
-    if (sections[i].sh_type != SHT_DYNSYM) continue;
-    const Elf64_Shdr& table = sections[i];
-    if (table.sh_link >= header->e_shnum) return false;
-    const Elf64_Shdr& strings = sections[table.sh_link];
-    if (table.sh_offset + table.sh_size > image.size() || strings.sh_offset + strings.sh_size > image.size()) {
+  std::string section_bytes;
+  if (header.e_shoff == 0 || !ReadAt(fd, header.e_shoff, header.e_shnum * sizeof(Elf64_Shdr), &section_bytes)) {
+    return false;
+  }
+  const auto section = [&](size_t i) {
+    Elf64_Shdr result;
+    std::memcpy(&result, section_bytes.data() + i * sizeof(Elf64_Shdr), sizeof(result));
+    return result;
+  };
+  for (int i = 0; i < header.e_shnum; ++i) {
+    const Elf64_Shdr table = section(i);
+    if (table.sh_type != SHT_DYNSYM) continue;
+    if (table.sh_link >= header.e_shnum) return false;
+    const Elf64_Shdr strings_header = section(table.sh_link);
+    std::string entries, strings;
+    if (!ReadAt(fd, table.sh_offset, table.sh_size, &entries) ||
+        !ReadAt(fd, strings_header.sh_offset, strings_header.sh_size, &strings)) {
       return false;
     }
     const size_t count = table.sh_size / sizeof(Elf64_Sym);
-    const auto* entries = reinterpret_cast<const Elf64_Sym*>(image.data() + table.sh_offset);
     for (size_t k = 0; k < count; ++k) {
-      if (entries[k].st_name >= strings.sh_size || entries[k].st_value == 0) continue;
-      const char* name = image.data() + strings.sh_offset + entries[k].st_name;
-      symbols->emplace(name, entries[k].st_value);
+      Elf64_Sym symbol;
+      std::memcpy(&symbol, entries.data() + k * sizeof(Elf64_Sym), sizeof(symbol));
+      if (symbol.st_name >= strings.size() || symbol.st_value == 0) continue;
+      symbols->emplace(strings.c_str() + symbol.st_name, symbol.st_value);
     }
     return true;
   }
@@ -450,7 +463,7 @@ std::string CheckTarget(pid_t pid, TargetFacts* facts) {
 }
 
 InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& library,
-                               const std::string& settings) {
+                               const std::string& library_file, const std::string& settings) {
   InjectionResult result;
   const pid_t pid = facts.pid;
   const std::string root = ProcPath(pid, "root");
@@ -465,11 +478,21 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
     return found == libc_symbols.end() ? 0 : facts.libc_base - libc_vaddr + found->second;
   };
   const uint64_t mmap_address = libc("mmap"), munmap_address = libc("munmap"), dlopen_address = libc("dlopen"),
-                 dlerror_address = libc("dlerror"), dlsym_address = libc("dlsym");
-  if (!mmap_address || !munmap_address || !dlopen_address || !dlerror_address || !dlsym_address) {
+                 dlerror_address = libc("dlerror");
+  if (!mmap_address || !munmap_address || !dlopen_address || !dlerror_address) {
     result.refused = true;
     result.error = "the libc of process " + std::to_string(pid) +
                    " does not export dlopen (glibc older than 2.34?): attach needs glibc >= 2.34";
+    return result;
+  }
+  // Strata's entry point and control words: offsets in the library's own .dynsym, added to its
+  // load bias in the process (the l_addr dlopen's handle starts with). No dlsym round trips.
+  std::map<std::string, uint64_t> strata_symbols;
+  uint64_t strata_vaddr = 0;
+  if (!ReadDynamicSymbols(library_file, &strata_symbols, &strata_vaddr) ||
+      !strata_symbols.count("strata_attach_start") || !strata_symbols.count("strata_attach_state") ||
+      !strata_symbols.count("strata_attach_stop_request")) {
+    result.error = library_file + " has no strata_attach_start (an older libstrata_base.so?)";
     return result;
   }
   uint64_t r_debug = 0;
@@ -600,9 +623,6 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
         return address;
       };
       const uint64_t library_address = place(library);
-      const uint64_t start_name = place("strata_attach_start");
-      const uint64_t state_name = place("strata_attach_state");
-      const uint64_t stop_name = place("strata_attach_stop_request");
       const uint64_t settings_address = place(full_settings);
       bool ok = strings.size() < kScratchBytes / 2 && WriteTarget(pid, scratch, strings.data(), strings.size());
       if (!ok) error = "cannot write the library path into the target";
@@ -619,12 +639,15 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
           ok = false;
         }
       }
-      if (ok) ok = thread.Call(pid, dlsym_address, {handle, start_name}, stack_top, &start, &error) && start != 0;
-      if (ok) ok = thread.Call(pid, dlsym_address, {handle, state_name}, stack_top, &result.state_address, &error);
-      if (ok) ok = thread.Call(pid, dlsym_address, {handle, stop_name}, stack_top, &result.stop_address, &error);
-      if (ok && (start == 0 || result.state_address == 0 || result.stop_address == 0)) {
+      uint64_t load_bias = 0;
+      if (ok && !ReadTarget(pid, handle, &load_bias, sizeof(load_bias))) {  // link_map::l_addr
         ok = false;
-        error = library + " has no strata_attach_start (an older libstrata_base.so?)";
+        error = "cannot read the library's load address in the target";
+      }
+      if (ok) {
+        start = load_bias + strata_symbols["strata_attach_start"];
+        result.state_address = load_bias + strata_symbols["strata_attach_state"];
+        result.stop_address = load_bias + strata_symbols["strata_attach_stop_request"];
       }
       uint64_t start_result = 0;
       if (ok) ok = thread.Call(pid, start, {settings_address}, stack_top, &start_result, &error);

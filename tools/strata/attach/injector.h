@@ -9,8 +9,9 @@
 //      accept, recvmsg, a condition-variable or join futex wait...) is borrowed: stopped,
 //      all its registers saved (general ones and the XSAVE area), and made to call, one at a
 //      time, with a private 256 KiB mapping as its stack (no byte of the program's stack
-//      used): mmap, dlopen(library, RTLD_NOW) (dlerror on failure), dlsym of the entry point
-//      and the two control words, strata_attach_start(settings), munmap. Each call returns to
+//      used): mmap, dlopen(library, RTLD_NOW) (dlerror on failure),
+//      strata_attach_start(settings) (its address: the library's load bias, read from the
+//      handle, plus its .dynsym value), munmap. Each call returns to
 //      address 0, which faults: that SIGSEGV stop is the end of the call, never delivered.
 //      Other signals that arrive meanwhile are passed on (the program's handler runs on top
 //      of the call, as under gdb's `call`). Calls run with orig_rax = -1 (no system call
@@ -70,11 +71,12 @@ struct InjectionResult {
   double borrow_wait_ms = 0;  // Until a thread was found in a safe call, stopped.
 };
 
-// Steps 1-3 for `facts.pid`. `library` is the path the target opens (its namespace);
+// Steps 1-3 for `facts.pid`. `library` is the path the target opens (its namespace),
+// `library_file` the same file as this process reads it (for its symbols);
 // `settings` the "NAME=VALUE" lines for strata_attach_start, to which the thread list
 // (STRATA_ATTACH_THREADS) is added here.
 InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& library,
-                               const std::string& settings);
+                               const std::string& library_file, const std::string& settings);
 
 // Reads or writes one 32-bit word of the target's memory (process_vm_readv/writev).
 bool ReadTargetWord(pid_t pid, uint64_t address, int32_t* value);
