@@ -16,6 +16,10 @@
 #             wrote and exits 0; the server's status is its own (0).
 #   killed:   the server is killed (SIGKILL) while attached: strata recovers its profile from
 #             the flight recorder file and exits 0; no private directory is left in /tmp.
+#   alone:    a process whose one thread waits in read, epoll_wait or pthread_cond_wait (its
+#             other thread, if any, in sigwaitinfo, never borrowed): that thread is borrowed
+#             and its wait goes on without EINTR or spurious wake-up; a process whose only
+#             thread spins is refused (nothing safe to borrow) and spins on.
 #   refusals: exit 1 with the reason for a static program, a process already traced, one
 #             already profiled by Strata (preloaded, STRATA_STARTUP=1), another user's process
 #             (strata run as nobody); exit 2 for -p with a non-number and -p with a command.
@@ -228,7 +232,6 @@ left=0
 for pid in "${SERVERS[@]}"; do left=$((left + $(ls -d /tmp/strata-attach-"$pid".* 2>/dev/null | wc -l))); done
 if ((left == 0)); then pass "no /tmp/strata-attach-PID.* directory left"; else fail "$left /tmp/strata-attach-PID.* directories left"; fi
 
-# --- refusals -------------------------------------------------------------------------------
 refusal() {  # NAME EXPECTED_STATUS WORDS PID_OR_ARGS...
   local name="$1" expected="$2" words="$3"
   shift 3
@@ -241,6 +244,44 @@ refusal() {  # NAME EXPECTED_STATUS WORDS PID_OR_ARGS...
     fail "refusal $name: exit $status (expected $expected with '$words'): $(head -3 "$WORK/$name.err")"
   fi
 }
+
+# --- one thread alone in read, epoll_wait, pthread_cond_wait: borrowed there -----------------
+for kind in read epoll cond; do
+  fifo="$WORK/$kind.fifo"
+  mkfifo "$fifo"
+  exec 7<>"$fifo"
+  "$SERVER" --only "$kind" <&7 >"$WORK/$kind.server" 2>&1 &
+  pid=$!
+  SERVERS+=("$pid")
+  sleep 0.3
+  timeout -s KILL 60 "$STRATA" record -p "$pid" --duration 0.3 -o "$OUT/$kind.json" >"$WORK/$kind.out" 2>"$WORK/$kind.err"
+  status=$?
+  if [[ "$kind" == cond ]]; then kill -USR2 "$pid"; else echo q >&7; fi
+  wait "$pid"
+  server_status=$?
+  exec 7>&-
+  borrowed=$(sed -n 's/.*borrowed thread \([0-9]*\) .*/\1/p' "$WORK/$kind.err")
+  result "scenario=alone kind=$kind strata_status=$status server_status=$server_status borrowed=$borrowed pid=$pid output=\"$(cat "$WORK/$kind.server")\""
+  if [[ $status -eq 0 && "$borrowed" == "$pid" && $server_status -eq 0 && "$(cat "$WORK/$kind.server")" == "eintr 0 spurious 0" ]]; then
+    pass "alone $kind: the thread waiting in $kind was borrowed; its wait went on undisturbed (no EINTR, no spurious wake-up)"
+  else
+    fail "alone $kind: strata status $status, borrowed '$borrowed' (the waiter is $pid), server status $server_status: $(cat "$WORK/$kind.server")"
+    sed 's/^/    /' "$WORK/$kind.err" | head -5
+  fi
+done
+# A process whose only thread spins: nothing can be borrowed safely: refused, the spin goes on.
+"$SERVER" --only spin >"$WORK/spin.server" 2>&1 &
+pid=$!
+refusal spin 1 "could be borrowed" "$STRATA" record -p "$pid" --duration 0.3 -o "$WORK/r.json"
+wait "$pid"
+server_status=$?
+if [[ $server_status -eq 0 && "$(cat "$WORK/spin.server")" == spun ]]; then
+  pass "alone spin: the spinning process went on and exited 0"
+else
+  fail "alone spin: status $server_status, output $(cat "$WORK/spin.server")"
+fi
+
+# --- refusals -------------------------------------------------------------------------------
 "$STATIC" &
 static_pid=$!
 refusal static 1 "statically linked" "$STRATA" record -p "$static_pid" --duration 0.2 -o "$WORK/r.json"

@@ -3,11 +3,12 @@
 // each line with a checksum of it computed with a busy loop, and, with --waiters, four
 // threads wait the ways a program waits: read on a pipe, epoll_wait, pthread_cond_wait, and
 // one spins. Each wait counts the EINTRs it sees (the program itself would see none: nothing
-// signals it); "STATS" from a client prints "eintr N", the worker's own CPU times, and the
-// thread count; "QUIT" ends the server with status 0.
+// signals it); "STATS" from a client prints "eintr N" and the thread count; "QUIT" ends the
+// server with status 0. --only KIND: one waiting thread alone (WaitAlone below).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -103,8 +104,6 @@ void* Worker(void* raw) {
       pending.erase(0, newline + 1);
       std::string reply;
       if (line == "STATS") {
-        timespec cpu;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
         reply = "eintr " + std::to_string(g_eintr.load()) + " threads " + std::to_string(CountThreads()) + "\n";
       } else if (line == "QUIT") {
         g_quit = true;
@@ -131,9 +130,77 @@ void* Worker(void* raw) {
   return nullptr;
 }
 
+// --only KIND: the main thread alone waits in one call, so that attach must borrow it there
+// (attach_test.sh): read or epoll_wait on stdin until a byte comes, or pthread_cond_wait until
+// a helper thread blocked in sigwaitinfo (a call attach never borrows; it counts its EINTRs)
+// gets SIGUSR2; or it
+// spins for 5 s. Then prints "eintr N spurious M" (spurious: condition-variable wake-ups
+// without the flag) or "spun", and exits 0.
+int WaitAlone(const std::string& kind) {
+  int spurious = 0;
+  if (kind == "read") {
+    char byte;
+    while (read(0, &byte, 1) < 0) {
+      if (errno != EINTR) return 1;
+      ++g_eintr;
+    }
+  } else if (kind == "epoll") {
+    const int epoll = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event event{};
+    event.events = EPOLLIN;
+    if (epoll_ctl(epoll, EPOLL_CTL_ADD, 0, &event) != 0) return 1;
+    while (epoll_wait(epoll, &event, 1, -1) < 0) {
+      if (errno != EINTR) return 1;
+      ++g_eintr;
+    }
+  } else if (kind == "cond") {
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &usr2, nullptr);  // Inherited by the helper.
+    pthread_t helper;
+    pthread_create(&helper, nullptr, [](void*) -> void* {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, SIGUSR2);
+      while (sigwaitinfo(&set, nullptr) < 0) {
+        if (errno == EINTR) ++g_eintr;  // The kernel's EINTR after a mere stop, if not rewound.
+      }
+      pthread_mutex_lock(&g_mutex);
+      g_cond_flag = true;
+      pthread_cond_signal(&g_cond);
+      pthread_mutex_unlock(&g_mutex);
+      return nullptr;
+    }, nullptr);
+    pthread_mutex_lock(&g_mutex);
+    while (!g_cond_flag) {
+      pthread_cond_wait(&g_cond, &g_mutex);
+      if (!g_cond_flag) ++spurious;
+    }
+    pthread_mutex_unlock(&g_mutex);
+    pthread_join(helper, nullptr);
+  } else if (kind == "spin") {
+    timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    volatile uint64_t x = 0;
+    do {
+      for (int i = 0; i < 100000; ++i) x = x * 31 + i;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec - start.tv_sec < 5);
+    printf("spun\n");
+    return 0;
+  } else {
+    fprintf(stderr, "unknown --only kind %s\n", kind.c_str());
+    return 2;
+  }
+  printf("eintr %d spurious %d\n", g_eintr.load(), spurious);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[1]) == "--only") return WaitAlone(argv[2]);
   bool waiters = argc > 1 && std::string(argv[1]) == "--waiters";
   const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address{};

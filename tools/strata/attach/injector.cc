@@ -266,13 +266,15 @@ class SeizedThread {
     if (!seized_) return;
     if (stopped_ && pending_signal_ == 0) {
       user_regs_struct regs = saved_;
-      const long kEintr = -EINTR;
-      const uint64_t nr = regs.orig_rax;
-      if (static_cast<long>(regs.rax) == kEintr && (nr == 232 || nr == 281 || nr == 441)) {
+      if (static_cast<long>(regs.rax) == -EINTR && static_cast<long>(regs.orig_rax) >= 0 &&
+          !HasDeliverableSignal()) {
+        // A call the kernel ends with a plain EINTR when its thread is merely stopped
+        // (epoll_wait, sigtimedwait, semop, msgrcv...: signal(7)), and no signal of the
+        // program's is due that would have ended it: rewound to its `syscall` instruction.
         errno = 0;
         const long word = ptrace(PTRACE_PEEKTEXT, tid_, reinterpret_cast<void*>(regs.rip - 2), nullptr);
-        if (errno == 0 && (word & 0xffff) == 0x050f) {  // `syscall` before rip.
-          regs.rax = nr;
+        if (errno == 0 && (word & 0xffff) == 0x050f) {
+          regs.rax = regs.orig_rax;
           regs.rip -= 2;
         }
       }
@@ -290,6 +292,22 @@ class SeizedThread {
   double StoppedMilliseconds() const { return MillisecondsSince(stop_start_); }
 
  private:
+  // Whether a signal is pending for the thread (its own or the process's) that its mask lets
+  // through: then an EINTR at the stop may be that signal's, and stays.
+  bool HasDeliverableSignal() const {
+    std::ifstream status("/proc/" + std::to_string(tid_) + "/status");
+    uint64_t pending = 0, blocked = 0;
+    std::string line;
+    while (std::getline(status, line)) {
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      const std::string key = line.substr(0, colon);
+      if (key == "SigPnd" || key == "ShdPnd") pending |= std::strtoull(line.c_str() + colon + 1, nullptr, 16);
+      if (key == "SigBlk") blocked = std::strtoull(line.c_str() + colon + 1, nullptr, 16);
+    }
+    return (pending & ~blocked) != 0;
+  }
+
   pid_t tid_;
   bool seized_ = false;
   bool stopped_ = false;
@@ -570,7 +588,8 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
     int best_safety = 0;
     for (pid_t tid : Threads(pid)) {
       uint64_t second = 0;
-      const int safety = SafetyOf(BlockedSyscall(pid, tid, &second), second);
+      const long nr = BlockedSyscall(pid, tid, &second);  // Before `second` is read.
+      const int safety = SafetyOf(nr, second);
       if (safety > best_safety) {
         best = tid;
         best_safety = safety;

@@ -17,10 +17,12 @@
 //      of the call, as under gdb's `call`). Calls run with orig_rax = -1 (no system call
 //      restart in the middle of ours).
 //   3. The saved registers are put back exactly, so the kernel restarts the interrupted call
-//      as if nothing happened (ERESTARTSYS and friends); an epoll wait, which the kernel ends
-//      with a plain EINTR when merely ptrace-interrupted, is rewound to its `syscall`
-//      instruction instead, so the program never sees that EINTR (a relative timeout starts
-//      again in full). Every path detaches (PTRACE_DETACH, signal 0).
+//      as if nothing happened (ERESTARTSYS and friends); a call the kernel ends with a plain
+//      EINTR when its thread is merely stopped (epoll_wait, sigtimedwait/sigwaitinfo, semop,
+//      msgrcv...: signal(7)) is rewound to its `syscall` instruction instead, unless a signal
+//      the thread does not block is pending (then the EINTR may be that signal's), so the
+//      program never sees an EINTR of ours (a relative timeout starts again in full). Every
+//      path detaches (PTRACE_DETACH, signal 0).
 // The loader must be idle (ld.so's _r_debug.r_state == RT_CONSISTENT) so the borrowed thread
 // cannot wait for a dlopen another thread is in the middle of.
 //
