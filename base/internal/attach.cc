@@ -9,6 +9,8 @@
 //     which existed before the library and never registered itself (RegisterOtherThread);
 //   - starts the session with the settings `strata record` would have put in STRATA_* variables
 //     (the same parser: env_settings.h), saving to STRATA_SHUTDOWN;
+//   - adopts the threads strata hands over while it runs (started after the attach: strata
+//     reads their thread pointers as it did the first ones), through strata_attach_new_threads;
 //   - waits, polling every 20 ms, for the stop request (strata writes 1 into
 //     strata_attach_stop_request with process_vm_writev: no descriptor, no signal), or for the
 //     strata process (STRATA_ATTACH_WATCHER) to be gone; then saves and stops the session
@@ -24,10 +26,12 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -51,6 +55,18 @@ extern "C" {
 __attribute__((visibility("default"))) std::atomic<int> strata_attach_state{0};
 // Written by strata with process_vm_writev: 1 asks the worker to save and stop.
 __attribute__((visibility("default"))) std::atomic<int> strata_attach_stop_request{0};
+// Threads started after the attach, handed over by strata (its injector's OfferNewThreads):
+// it writes `threads` and `count`, then `full` = 1; the worker adopts them and sets `full` = 0.
+struct StrataAttachMailbox {
+  std::atomic<uint32_t> full;
+  uint32_t count;
+  struct {
+    int32_t tid;
+    uint32_t unused;
+    uint64_t pointer;
+  } threads[64];
+};
+__attribute__((visibility("default"))) StrataAttachMailbox strata_attach_new_threads{};
 }
 
 namespace strata {
@@ -122,6 +138,7 @@ bool WatcherGone(pid_t watcher) {
 
 void* AttachWorker(void* raw) {
   std::unique_ptr<AttachRequest> request(static_cast<AttachRequest*>(raw));
+  prctl(PR_SET_NAME, "StrataAttach", 0, 0, 0);  // Never offered for adoption (strata skips Strata*).
   const EnvironmentSettings env = ReadEnvironment(
       [&request](const char* name) -> const char* {
         auto found = request->variables.find(name);
@@ -145,6 +162,14 @@ void* AttachWorker(void* raw) {
     if (WatcherGone(request->watcher)) {
       abandoned = true;
       break;
+    }
+    if (strata_attach_new_threads.full.load(std::memory_order_acquire) != 0) {
+      const uint32_t count = std::min<uint32_t>(strata_attach_new_threads.count, 64);
+      for (uint32_t i = 0; i < count; ++i) {
+        RegisterOtherThread(ThreadId::FromNumber(strata_attach_new_threads.threads[i].tid),
+                            strata_attach_new_threads.threads[i].pointer);
+      }
+      strata_attach_new_threads.full.store(0, std::memory_order_release);
     }
     const struct timespec step = {0, 20 * 1000 * 1000};
     RawSyscall(SYS_futex, reinterpret_cast<long>(&strata_attach_stop_request),

@@ -15,7 +15,8 @@ bool InAttachedSession();
 // What an attached session does not have, for the profile's profilingLog ("attached").
 inline constexpr const char* kAttachedSessionNote =
     "attached to the running process (strata record -p): threads started after the attach are "
-    "not sampled (pthread_create is not interposed on a loaded library); blocking calls have no "
+    "sampled from when strata saw them (it looks every 50 ms; pthread_create is not interposed "
+    "on a loaded library, so a shorter-lived thread may be missed); blocking calls have no "
     "wait stacks (no wait wrappers: a thread off CPU shows as an unknown wait after its last "
     "sample); no memory hooks";
 

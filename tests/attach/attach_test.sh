@@ -3,10 +3,12 @@
 # started without Strata (echo_server --waiters: accept on the main thread, a worker per
 # connection that computes a checksum of each line, and threads blocked in read, epoll_wait
 # and pthread_cond_wait, plus one spinning), while echo_client.py drives it:
-#   attach:   attached for 2 s while the client runs (from 1 s before to 1 s after): strata exits 0; the client
+#   attach:   attached for 3 s while the client runs (from 1 s before to 1 s after), and a
+#             second client connects while attached (its worker starts after the attach): strata exits 0; the client
 #             sees byte-identical replies and no error; the profile has every thread of the
 #             server, and each busy thread (the spinner, the worker) >= 95 % of one sample per
-#             ms of its CPU time (the profile's CPU deltas: the thread's own CPU clock); the
+#             ms of its CPU time (the profile's CPU deltas: the thread's own CPU clock), the
+#             second worker is in the profile with CPU samples; the
 #             server's waits saw no EINTR; after detach its descriptors (/proc/PID/fd), every
 #             thread's SigBlk/SigCgt and its thread count are those before the attach.
 #   cycles:   CYCLES attach/detach cycles of 0.1 s on the same server: it answers correctly
@@ -62,6 +64,10 @@ process_state() {
   grep '^Threads' /proc/"$pid"/status
 }
 
+wait_recording() {  # NAME: until strata says it records (at most 60 s).
+  for _ in $(seq 1200); do grep -q "recording" "$WORK/$1.err" 2>/dev/null && return; sleep 0.05; done
+}
+
 rss_kb() { awk '/^VmRSS/ { print $2 }' /proc/"$1"/status; }
 
 # --- attach ---------------------------------------------------------------------------------
@@ -73,8 +79,14 @@ timeout 300 python3 "$CLIENT" "$PORT" --seconds 280 --stop-file "$WORK/attach.do
 client_pid=$!
 for _ in $(seq 1200); do [[ -e "$WORK/attach.ready" ]] && break; sleep 0.05; done
 sleep 0.5
-timeout -s KILL 60 "$STRATA" record -p "$SERVER_PID" --duration 2 -o "$OUT/attach.json" \
-  >"$WORK/attach.out" 2>"$WORK/attach.err"
+timeout -s KILL 120 "$STRATA" record -p "$SERVER_PID" --duration 3 -o "$OUT/attach.json" \
+  >"$WORK/attach.out" 2>"$WORK/attach.err" &
+strata_pid=$!
+wait_recording attach
+# A second connection while attached: its worker thread starts after the attach.
+timeout 120 python3 "$CLIENT" "$PORT" --seconds 1 >"$WORK/attach.client2" 2>&1
+client2_status=$?
+wait "$strata_pid"
 status=$?
 sleep 1
 touch "$WORK/attach.done"
@@ -83,6 +95,11 @@ client_status=$?
 sed 's/^/    /' "$WORK/attach.err"
 result "scenario=attach status=$status client_status=$client_status $(cat "$WORK/attach.client" | tail -1)"
 if [[ $status -eq 0 ]]; then pass "attach: strata exited 0"; else fail "attach: strata exited $status"; fi
+if [[ $client2_status -eq 0 ]]; then
+  pass "attach: the second client (connected while attached) saw identical replies ($(tail -1 "$WORK/attach.client2"))"
+else
+  fail "attach: the second client saw a difference or an error: $(tail -3 "$WORK/attach.client2")"
+fi
 if [[ $client_status -eq 0 ]]; then
   pass "attach: the client saw identical replies and no error ($(tail -1 "$WORK/attach.client"))"
 else
@@ -109,10 +126,19 @@ if [[ -s "$OUT/attach.json" ]]; then
   stats attach
   # Every thread the server had (main, 4 waiters, the client's worker) is in the profile.
   threads=$(grep -c '^thread ' "$WORK/attach.stats")
-  if ((threads >= 6)); then pass "attach: $threads threads in the profile"; else fail "attach: $threads threads in the profile, expected 6"; fi
+  if ((threads >= 7)); then pass "attach: $threads threads in the profile"; else fail "attach: $threads threads in the profile, expected 7"; fi
   for tid in $(echo "$before" | awk '$1 == "task" { print $2 }'); do
     if grep -q "^thread .* tid=$tid " "$WORK/attach.stats"; then :; else fail "attach: thread $tid of the server is not in the profile"; fi
   done
+  # The worker of the second connection started while attached: sampled too.
+  workers=$(grep -c '^thread .* name=echo-worker ' "$WORK/attach.stats")
+  late=$(awk '$1 == "thread" && / name=echo-worker / { for (i = 2; i <= NF; i++) if ($i ~ /^cpu_samples=/) n = substr($i, 13) } END { print n + 0 }' "$WORK/attach.stats")
+  result "scenario=attach workers=$workers late_worker_cpu_samples=$late"
+  if ((workers == 2 && late > 0)); then
+    pass "attach: the worker started while attached is in the profile with $late CPU samples"
+  else
+    fail "attach: $workers echo-worker threads (expected 2: one started while attached), the last with $late CPU samples"
+  fi
   # The busy threads, by the profile's CPU deltas (the thread's own CPU clock): the spinner
   # (pure CPU) >= 95 % of one sample per ms; the worker (socket reads and writes: the perf
   # task-clock source gives such a thread ~0.85 per ms preloaded too) is reported.
@@ -184,9 +210,6 @@ else
 fi
 stop_server
 
-wait_recording() {  # NAME: until strata says it records (at most 60 s).
-  for _ in $(seq 1200); do grep -q "recording" "$WORK/$1.err" 2>/dev/null && return; sleep 0.05; done
-}
 
 # --- exit while attached --------------------------------------------------------------------
 start_server exit

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,8 @@ struct Attached {
   int directory_fd = -1;        // O_PATH of the private directory (valid after the process ends).
   int parent_fd = -1;           // O_PATH of the process's /tmp, to remove the directory from.
   std::string host_directory;   // Through /proc/PID/root.
+  std::set<pid_t> known_threads;  // Listed, or seen once the session ran (Strata's own included).
+  size_t threads_added = 0;        // Started after the attach, handed to the worker.
   bool stop_sent = false;
   bool finished = false;        // Saved, abandoned, or gone.
 };
@@ -184,6 +187,35 @@ std::string Start(Attached* target, const std::string& base, const RecordOptions
   return "";
 }
 
+// Threads the process started since the last look (not Strata's, named Strata*): their
+// pointers read as at the attach, and handed to the worker once it took the previous ones.
+void AdoptNewThreads(Attached* target) {
+  const pid_t pid = target->facts.pid;
+  std::vector<pid_t> fresh;
+  for (pid_t tid : attach::ThreadsOf(pid)) {
+    if (target->known_threads.count(tid) != 0) continue;
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind("Strata", 0) == 0) {
+      target->known_threads.insert(tid);
+      continue;
+    }
+    fresh.push_back(tid);
+    if (fresh.size() == attach::kMailboxThreads) break;
+  }
+  if (fresh.empty()) return;
+  int32_t full = 1;
+  if (!attach::ReadTargetWord(pid, target->injection.mailbox_address, &full) || full != 0) return;
+  double longest_stop_ms = target->injection.longest_thread_stop_ms;
+  bool denied = false;
+  const std::vector<attach::ThreadPointer> pointers = attach::ReadThreadPointers(pid, fresh, &longest_stop_ms, &denied);
+  if (attach::OfferNewThreads(pid, target->injection.mailbox_address, pointers)) {
+    target->threads_added += pointers.size();
+  }
+  for (pid_t tid : fresh) target->known_threads.insert(tid);
+}
+
 }  // namespace
 
 int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
@@ -267,6 +299,8 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
                    target->injection.borrow_wait_ms, target->injection.borrowed_stop_ms, loaded_ms,
                    MillisecondsSince(command_start));
     }
+    // Every thread now (the program's, and Strata's worker and sampler): only later ones are new.
+    for (pid_t tid : attach::ThreadsOf(pid)) target->known_threads.insert(tid);
     targets.push_back(std::move(target));
   }
 
@@ -282,6 +316,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
       for (const auto& target : targets) all_gone = all_gone && ProcessGone(target->facts.pid);
       if (all_gone) break;
       if (options.duration_seconds > 0 && MillisecondsSince(recording_start) >= options.duration_seconds * 1000) break;
+      for (const auto& target : targets) AdoptNewThreads(target.get());
       siginfo_t info;
       const struct timespec step = {0, 50 * 1000 * 1000};
       const int signal_number = sigtimedwait(&waited, &info, &step);
@@ -301,6 +336,10 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
   const Clock::time_point stop_start = Clock::now();
   for (const auto& target : targets) {
     const pid_t pid = target->facts.pid;
+    if (!options.quiet && target->threads_added > 0) {
+      std::fprintf(stderr, "strata record: process %d: %zu thread(s) started while attached were sampled from when "
+                   "they were seen\n", pid, target->threads_added);
+    }
     for (;;) {
       int32_t state = 0;
       if (ProcessGone(pid)) {

@@ -480,6 +480,77 @@ std::string CheckTarget(pid_t pid, TargetFacts* facts) {
   return "";
 }
 
+std::vector<pid_t> ThreadsOf(pid_t pid) { return Threads(pid); }
+
+std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t>& tids, double* longest_stop_ms,
+                                              bool* permission_denied) {
+  *permission_denied = false;
+  std::map<uint64_t, int> pointer_uses;
+  std::vector<ThreadPointer> pointers;
+  // All are asked at once and each is let go as soon as it has stopped: the listing takes the
+  // longest wait for a thread to be scheduled, not their sum, and each stop stays short.
+  std::map<pid_t, std::unique_ptr<SeizedThread>> asked;
+  for (pid_t tid : tids) {
+    auto thread = std::make_unique<SeizedThread>(tid);
+    std::string error;
+    if (!thread->SeizeAndInterrupt(&error)) {
+      if (thread->seize_errno() == EPERM) *permission_denied = true;
+      continue;  // Ended meanwhile, or not ours to trace.
+    }
+    asked.emplace(tid, std::move(thread));
+  }
+  while (!asked.empty()) {
+    int status = 0;
+    const pid_t waited = waitpid(-1, &status, __WALL);
+    if (waited < 0) {
+      if (errno == EINTR) continue;
+      break;  // ECHILD: nothing left to report.
+    }
+    auto found = asked.find(waited);
+    if (found == asked.end()) continue;
+    SeizedThread& thread = *found->second;
+    std::string error;
+    if (thread.OnReported(status, &error)) {
+      pointers.push_back({waited, thread.saved().fs_base});
+      ++pointer_uses[thread.saved().fs_base];
+    }
+    thread.Detach();
+    *longest_stop_ms = std::max(*longest_stop_ms, thread.StoppedMilliseconds());
+    asked.erase(found);
+  }
+  // A pointer shared by two tasks (a raw clone sharing its parent's TLS): not a thread of
+  // glibc's own; neither is listed.
+  std::vector<ThreadPointer> result;
+  for (const ThreadPointer& thread : pointers) {
+    if (thread.pointer != 0 && pointer_uses[thread.pointer] == 1) result.push_back(thread);
+  }
+  return result;
+}
+
+bool OfferNewThreads(pid_t pid, uint64_t mailbox_address, const std::vector<ThreadPointer>& threads) {
+  struct Entry {
+    int32_t tid;
+    uint32_t unused;
+    uint64_t pointer;
+  };
+  uint32_t full = 1;
+  if (!ReadTarget(pid, mailbox_address, &full, sizeof(full)) || full != 0) return false;
+  std::vector<Entry> entries;
+  for (const ThreadPointer& thread : threads) {
+    if (entries.size() == kMailboxThreads) break;
+    entries.push_back({thread.tid, 0, thread.pointer});
+  }
+  if (entries.empty()) return true;
+  const uint32_t count = static_cast<uint32_t>(entries.size());
+  // The entries and their count first, then the flag the worker polls.
+  if (!WriteTarget(pid, mailbox_address + 8, entries.data(), entries.size() * sizeof(Entry)) ||
+      !WriteTarget(pid, mailbox_address + 4, &count, sizeof(count))) {
+    return false;
+  }
+  full = 1;
+  return WriteTarget(pid, mailbox_address, &full, sizeof(full));
+}
+
 InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& library,
                                const std::string& library_file, const std::string& settings) {
   InjectionResult result;
@@ -509,7 +580,7 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
   uint64_t strata_vaddr = 0;
   if (!ReadDynamicSymbols(library_file, &strata_symbols, &strata_vaddr) ||
       !strata_symbols.count("strata_attach_start") || !strata_symbols.count("strata_attach_state") ||
-      !strata_symbols.count("strata_attach_stop_request")) {
+      !strata_symbols.count("strata_attach_stop_request") || !strata_symbols.count("strata_attach_new_threads")) {
     result.error = library_file + " has no strata_attach_start (an older libstrata_base.so?)";
     return result;
   }
@@ -522,48 +593,18 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
   // 1. Every thread's pointer, one short stop each.
   const Clock::time_point list_start = Clock::now();
   std::string thread_list;
-  std::map<uint64_t, int> pointer_uses;
-  std::vector<std::pair<pid_t, uint64_t>> pointers;
-  // All are asked at once and each is let go as soon as it has stopped: the listing takes the
-  // longest wait for a thread to be scheduled, not their sum, and each stop stays short.
-  std::map<pid_t, std::unique_ptr<SeizedThread>> asked;
-  for (pid_t tid : Threads(pid)) {
-    auto thread = std::make_unique<SeizedThread>(tid);
-    std::string error;
-    if (!thread->SeizeAndInterrupt(&error)) {
-      if (thread->seize_errno() == EPERM) {
-        result.refused = true;
-        result.error = PermissionAdvice(pid);
-        return result;  // Those asked already are let go by their destructors (after a wait).
-      }
-      continue;  // Ended meanwhile.
-    }
-    asked.emplace(tid, std::move(thread));
+  bool permission_denied = false;
+  const std::vector<ThreadPointer> pointers =
+      ReadThreadPointers(pid, Threads(pid), &result.longest_thread_stop_ms, &permission_denied);
+  if (permission_denied) {
+    result.refused = true;
+    result.error = PermissionAdvice(pid);
+    return result;
   }
-  while (!asked.empty()) {
-    int status = 0;
-    const pid_t waited = waitpid(-1, &status, __WALL);
-    if (waited < 0) {
-      if (errno == EINTR) continue;
-      break;  // ECHILD: nothing left to report.
-    }
-    auto found = asked.find(waited);
-    if (found == asked.end()) continue;
-    SeizedThread& thread = *found->second;
-    std::string error;
-    if (thread.OnReported(status, &error)) {
-      pointers.emplace_back(waited, thread.saved().fs_base);
-      ++pointer_uses[thread.saved().fs_base];
-    }
-    thread.Detach();
-    result.longest_thread_stop_ms = std::max(result.longest_thread_stop_ms, thread.StoppedMilliseconds());
-    asked.erase(found);
-  }
-  for (const auto& [tid, pointer] : pointers) {
-    if (pointer == 0 || pointer_uses[pointer] > 1) continue;  // Not a thread of glibc's own.
+  for (const ThreadPointer& thread : pointers) {
     char item[64];
-    std::snprintf(item, sizeof(item), "%s%d:%llx", thread_list.empty() ? "" : ",", tid,
-                  static_cast<unsigned long long>(pointer));
+    std::snprintf(item, sizeof(item), "%s%d:%llx", thread_list.empty() ? "" : ",", thread.tid,
+                  static_cast<unsigned long long>(thread.pointer));
     thread_list += item;
     ++result.threads_listed;
   }
@@ -667,6 +708,7 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
         start = load_bias + strata_symbols["strata_attach_start"];
         result.state_address = load_bias + strata_symbols["strata_attach_state"];
         result.stop_address = load_bias + strata_symbols["strata_attach_stop_request"];
+        result.mailbox_address = load_bias + strata_symbols["strata_attach_new_threads"];
       }
       uint64_t start_result = 0;
       if (ok) ok = thread.Call(pid, start, {settings_address}, stack_top, &start_result, &error);

@@ -65,6 +65,7 @@ struct InjectionResult {
   int start_result = -1;       // strata_attach_start's return value.
   uint64_t state_address = 0;  // strata_attach_state in the target.
   uint64_t stop_address = 0;   // strata_attach_stop_request in the target.
+  uint64_t mailbox_address = 0;  // strata_attach_new_threads in the target.
   size_t threads_listed = 0;   // Threads whose pointer was read.
   pid_t borrowed_tid = 0;
   double borrowed_stop_ms = 0;     // The borrowed thread's whole stop (step 2).
@@ -79,6 +80,29 @@ struct InjectionResult {
 // (STRATA_ATTACH_THREADS) is added here.
 InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& library,
                                const std::string& library_file, const std::string& settings);
+
+// A thread of the target and its thread pointer (%fs base).
+struct ThreadPointer {
+  pid_t tid;
+  uint64_t pointer;
+};
+
+// The target's threads (/proc/PID/task).
+std::vector<pid_t> ThreadsOf(pid_t pid);
+
+// Step 1 for `tids`: each stopped once (all asked at once, each let go as soon as it stopped,
+// registers untouched but for the EINTR rewind), its thread pointer read. Raises
+// *longest_stop_ms to the longest stop; *permission_denied when PTRACE_SEIZE said EPERM.
+// Threads that ended meanwhile, and pointers two tasks share, are left out.
+std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t>& tids, double* longest_stop_ms,
+                                              bool* permission_denied);
+
+// Threads started after the attach: hands (tid, pointer) pairs to the attach worker through
+// its mailbox (strata_attach_new_threads, base/internal/attach.cc) when the worker has taken
+// the previous ones; false (nothing written) while it has not, or on a write error. At most
+// kMailboxThreads per call.
+inline constexpr size_t kMailboxThreads = 64;
+bool OfferNewThreads(pid_t pid, uint64_t mailbox_address, const std::vector<ThreadPointer>& threads);
 
 // Reads or writes one 32-bit word of the target's memory (process_vm_readv/writev).
 bool ReadTargetWord(pid_t pid, uint64_t address, int32_t* value);
