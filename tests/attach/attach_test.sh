@@ -22,6 +22,10 @@
 #             other thread, if any, in sigwaitinfo, never borrowed): that thread is borrowed
 #             and its wait goes on without EINTR or spurious wake-up; a process whose only
 #             thread spins is refused (nothing safe to borrow) and spins on.
+#   namespace: a process in its own mount namespace with a private /tmp (and, second case,
+#             the library's directory hidden there): attached, its profile saved in its own /tmp,
+#             the library loaded from the same path (or from a copy in that /tmp).
+#   two:      -p A,B: one profile with both processes.
 #   refusals: exit 1 with the reason for a static program, a process already traced, one
 #             already profiled by Strata (preloaded, STRATA_STARTUP=1), another user's process
 #             (strata run as nobody); exit 2 for -p with a non-number and -p with a command.
@@ -292,6 +296,62 @@ for kind in read epoll cond; do
     sed 's/^/    /' "$WORK/$kind.err" | head -5
   fi
 done
+# Another mount namespace (a container's view): a private /tmp, and also the library's
+# directory hidden, so that the process must load a copy of it from its own /tmp.
+library_dir=$(dirname "$(readlink -f "$STRATA_LIB")")
+for case in private_tmp hidden_library; do
+  fifo="$WORK/$case.fifo"
+  mkfifo "$fifo"
+  exec 7<>"$fifo"
+  hide=/nonexistent
+  [[ "$case" == hidden_library ]] && hide="$library_dir"
+  unshare -m --propagation private sh -c \
+    'mount -t tmpfs tmpfs /tmp && { [ "$1" = /nonexistent ] || mount -t tmpfs tmpfs "$1"; } && exec "$0" --only read' \
+    "$SERVER" "$hide" <&7 >"$WORK/$case.server" 2>&1 &
+  pid=$!
+  SERVERS+=("$pid")
+  sleep 0.5
+  timeout -s KILL 60 "$STRATA" record -p "$pid" --duration 0.3 -o "$OUT/$case.json" >"$WORK/$case.out" 2>"$WORK/$case.err"
+  status=$?
+  loaded=$(awk '/libstrata_base/ { print $6; exit }' /proc/"$pid"/maps)
+  echo q >&7
+  wait "$pid"
+  server_status=$?
+  exec 7>&-
+  result "scenario=namespace case=$case strata_status=$status server_status=$server_status loaded=$loaded output=\"$(cat "$WORK/$case.server")\""
+  expected_path="$(readlink -f "$STRATA_LIB")"
+  [[ "$case" == hidden_library ]] && expected_path="/tmp/strata-attach-$pid."
+  if [[ $status -eq 0 && -s "$OUT/$case.json" && $server_status -eq 0 && "$(cat "$WORK/$case.server")" == "eintr 0 spurious 0" &&
+        "$loaded" == "$expected_path"* ]]; then
+    pass "namespace $case: attached, profile saved from the process's own /tmp, library loaded from $loaded"
+  else
+    fail "namespace $case: strata status $status, server status $server_status, library $loaded: $(head -3 "$WORK/$case.err")"
+  fi
+done
+
+# Two processes at once (-p A,B): one profile with both.
+"$SERVER" --waiters >"$WORK/two_a.server" 2>&1 &
+pid_a=$!
+"$SERVER" --waiters >"$WORK/two_b.server" 2>&1 &
+pid_b=$!
+SERVERS+=("$pid_a" "$pid_b")
+sleep 0.5
+timeout -s KILL 60 "$STRATA" record -p "$pid_a,$pid_b" --duration 0.5 -o "$OUT/two.json" >"$WORK/two.out" 2>"$WORK/two.err"
+status=$?
+processes=$(python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+print(1 + len(p.get("processes", [])))' "$OUT/two.json" 2>/dev/null)
+result "scenario=two strata_status=$status processes=$processes"
+if [[ $status -eq 0 && "$processes" == 2 ]]; then
+  pass "two: -p A,B wrote one profile with both processes"
+  check_format two
+else
+  fail "two: strata status $status, $processes process(es) in the profile: $(head -3 "$WORK/two.err")"
+fi
+kill "$pid_a" "$pid_b"
+wait "$pid_a" "$pid_b" 2>/dev/null
+
 # A process whose only thread spins: nothing can be borrowed safely: refused, the spin goes on.
 "$SERVER" --only spin >"$WORK/spin.server" 2>&1 &
 pid=$!
