@@ -3,8 +3,9 @@
 # started without Strata (echo_server --waiters: accept on the main thread, a worker per
 # connection that computes a checksum of each line, and threads blocked in read, epoll_wait
 # and pthread_cond_wait, plus one spinning), while echo_client.py drives it:
-#   attach:   attached for 3 s while the client runs (from 1 s before to 1 s after), and a
-#             second client connects while attached (its worker starts after the attach): strata exits 0; the client
+#   attach:   attached (stopped by SIGINT, as Ctrl-C) while the client runs (from its first
+#             replies to 1 s after), and a second client connects while attached (its worker
+#             starts after the attach): strata exits 0; the client
 #             sees byte-identical replies and no error; the profile has every thread of the
 #             server, and each busy thread (the spinner, the worker) >= 95 % of one sample per
 #             ms of its CPU time (the profile's CPU deltas: the thread's own CPU clock), the
@@ -44,7 +45,7 @@ start_server() {  # NAME: starts the server plain; sets SERVER_PID and PORT.
   SERVER_PID=$!
   SERVERS+=("$SERVER_PID")
   PORT=""
-  for _ in $(seq 100); do
+  for _ in $(seq 1200); do
     PORT=$(sed -n 's/^port //p' "$WORK/$1.server")
     [[ -n "$PORT" ]] && break
     sleep 0.05
@@ -68,6 +69,10 @@ process_state() {
   grep '^Threads' /proc/"$pid"/status
 }
 
+wait_ready() {  # FILE: until the program printed "ready" (at most 60 s).
+  for _ in $(seq 1200); do grep -q "^ready" "$1" 2>/dev/null && return; sleep 0.05; done
+}
+
 wait_recording() {  # NAME: until strata says it records (at most 60 s).
   for _ in $(seq 1200); do grep -q "recording" "$WORK/$1.err" 2>/dev/null && return; sleep 0.05; done
 }
@@ -83,13 +88,16 @@ timeout 300 python3 "$CLIENT" "$PORT" --seconds 280 --stop-file "$WORK/attach.do
 client_pid=$!
 for _ in $(seq 1200); do [[ -e "$WORK/attach.ready" ]] && break; sleep 0.05; done
 sleep 0.5
-timeout -s KILL 120 "$STRATA" record -p "$SERVER_PID" --duration 3 -o "$OUT/attach.json" \
-  >"$WORK/attach.out" 2>"$WORK/attach.err" &
+# strata runs until it is interrupted (SIGINT, as Ctrl-C): 2 s, then a second connection's
+# client for 1 s (its worker thread starts while attached), then 0.5 s.
+"$STRATA" record -p "$SERVER_PID" -o "$OUT/attach.json" >"$WORK/attach.out" 2>"$WORK/attach.err" &
 strata_pid=$!
 wait_recording attach
-# A second connection while attached: its worker thread starts after the attach.
+sleep 2
 timeout 120 python3 "$CLIENT" "$PORT" --seconds 1 >"$WORK/attach.client2" 2>&1
 client2_status=$?
+sleep 0.5
+kill -INT "$strata_pid"
 wait "$strata_pid"
 status=$?
 sleep 1
@@ -110,7 +118,11 @@ else
   fail "attach: the client saw a difference or an error:"
   sed 's/^/    /' "$WORK/attach.client" | head -10
 fi
-sleep 0.3  # The client's worker thread ends.
+# The clients' worker threads end (at most 10 s).
+for _ in $(seq 200); do
+  [[ "$(grep '^Threads' /proc/"$SERVER_PID"/status)" == "$(echo "$before" | grep '^Threads')" ]] && break
+  sleep 0.05
+done
 after=$(process_state "$SERVER_PID")
 if [[ "$before" == "$after" ]]; then
   pass "attach: descriptors, every thread's SigBlk/SigCgt and the thread count are as before"
@@ -280,7 +292,7 @@ for kind in read epoll cond; do
   "$SERVER" --only "$kind" <&7 >"$WORK/$kind.server" 2>&1 &
   pid=$!
   SERVERS+=("$pid")
-  sleep 0.3
+  wait_ready "$WORK/$kind.server"
   timeout -s KILL 60 "$STRATA" record -p "$pid" --duration 0.3 -o "$OUT/$kind.json" >"$WORK/$kind.out" 2>"$WORK/$kind.err"
   status=$?
   if [[ "$kind" == cond ]]; then kill -USR2 "$pid"; else echo q >&7; fi
@@ -288,11 +300,11 @@ for kind in read epoll cond; do
   server_status=$?
   exec 7>&-
   borrowed=$(sed -n 's/.*borrowed thread \([0-9]*\) .*/\1/p' "$WORK/$kind.err")
-  result "scenario=alone kind=$kind strata_status=$status server_status=$server_status borrowed=$borrowed pid=$pid output=\"$(cat "$WORK/$kind.server")\""
-  if [[ $status -eq 0 && "$borrowed" == "$pid" && $server_status -eq 0 && "$(cat "$WORK/$kind.server")" == "eintr 0 spurious 0" ]]; then
+  result "scenario=alone kind=$kind strata_status=$status server_status=$server_status borrowed=$borrowed pid=$pid output=\"$(tail -1 "$WORK/$kind.server")\""
+  if [[ $status -eq 0 && "$borrowed" == "$pid" && $server_status -eq 0 && "$(tail -1 "$WORK/$kind.server")" == "eintr 0 spurious 0" ]]; then
     pass "alone $kind: the thread waiting in $kind was borrowed; its wait went on undisturbed (no EINTR, no spurious wake-up)"
   else
-    fail "alone $kind: strata status $status, borrowed '$borrowed' (the waiter is $pid), server status $server_status: $(cat "$WORK/$kind.server")"
+    fail "alone $kind: strata status $status, borrowed '$borrowed' (the waiter is $pid), server status $server_status: $(tail -1 "$WORK/$kind.server")"
     sed 's/^/    /' "$WORK/$kind.err" | head -5
   fi
 done
@@ -310,7 +322,7 @@ for case in private_tmp hidden_library; do
     "$SERVER" "$hide" <&7 >"$WORK/$case.server" 2>&1 &
   pid=$!
   SERVERS+=("$pid")
-  sleep 0.5
+  wait_ready "$WORK/$case.server"
   timeout -s KILL 60 "$STRATA" record -p "$pid" --duration 0.3 -o "$OUT/$case.json" >"$WORK/$case.out" 2>"$WORK/$case.err"
   status=$?
   loaded=$(awk '/libstrata_base/ { print $6; exit }' /proc/"$pid"/maps)
@@ -318,10 +330,10 @@ for case in private_tmp hidden_library; do
   wait "$pid"
   server_status=$?
   exec 7>&-
-  result "scenario=namespace case=$case strata_status=$status server_status=$server_status loaded=$loaded output=\"$(cat "$WORK/$case.server")\""
+  result "scenario=namespace case=$case strata_status=$status server_status=$server_status loaded=$loaded output=\"$(tail -1 "$WORK/$case.server")\""
   expected_path="$(readlink -f "$STRATA_LIB")"
   [[ "$case" == hidden_library ]] && expected_path="/tmp/strata-attach-$pid."
-  if [[ $status -eq 0 && -s "$OUT/$case.json" && $server_status -eq 0 && "$(cat "$WORK/$case.server")" == "eintr 0 spurious 0" &&
+  if [[ $status -eq 0 && -s "$OUT/$case.json" && $server_status -eq 0 && "$(tail -1 "$WORK/$case.server")" == "eintr 0 spurious 0" &&
         "$loaded" == "$expected_path"* ]]; then
     pass "namespace $case: attached, profile saved from the process's own /tmp, library loaded from $loaded"
   else
@@ -335,7 +347,8 @@ pid_a=$!
 "$SERVER" --waiters >"$WORK/two_b.server" 2>&1 &
 pid_b=$!
 SERVERS+=("$pid_a" "$pid_b")
-sleep 0.5
+for _ in $(seq 1200); do grep -q '^port' "$WORK/two_a.server" "$WORK/two_b.server" 2>/dev/null &&
+  [[ $(cat "$WORK/two_a.server" "$WORK/two_b.server" | grep -c '^port') == 2 ]] && break; sleep 0.05; done
 timeout -s KILL 60 "$STRATA" record -p "$pid_a,$pid_b" --duration 0.5 -o "$OUT/two.json" >"$WORK/two.out" 2>"$WORK/two.err"
 status=$?
 processes=$(python3 -c '
@@ -355,13 +368,14 @@ wait "$pid_a" "$pid_b" 2>/dev/null
 # A process whose only thread spins: nothing can be borrowed safely: refused, the spin goes on.
 "$SERVER" --only spin >"$WORK/spin.server" 2>&1 &
 pid=$!
+wait_ready "$WORK/spin.server"
 refusal spin 1 "could be borrowed" "$STRATA" record -p "$pid" --duration 0.3 -o "$WORK/r.json"
 wait "$pid"
 server_status=$?
-if [[ $server_status -eq 0 && "$(cat "$WORK/spin.server")" == spun ]]; then
+if [[ $server_status -eq 0 && "$(tail -1 "$WORK/spin.server")" == spun ]]; then
   pass "alone spin: the spinning process went on and exited 0"
 else
-  fail "alone spin: status $server_status, output $(cat "$WORK/spin.server")"
+  fail "alone spin: status $server_status, output $(tail -1 "$WORK/spin.server")"
 fi
 
 # --- refusals -------------------------------------------------------------------------------
@@ -372,7 +386,7 @@ kill "$static_pid"
 start_server refusals
 strace -f -p "$SERVER_PID" -o /dev/null &
 strace_pid=$!
-sleep 0.5
+for _ in $(seq 1200); do [[ "$(awk '/^TracerPid/ { print $2 }' /proc/"$SERVER_PID"/status)" != 0 ]] && break; sleep 0.05; done
 refusal traced 1 "already traced" "$STRATA" record -p "$SERVER_PID" --duration 0.2 -o "$WORK/r.json"
 kill "$strace_pid"
 wait "$strace_pid" 2>/dev/null
@@ -389,7 +403,8 @@ stop_server
 env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_SHUTDOWN="$WORK/preloaded.json" \
   "$SERVER" --waiters >"$WORK/preloaded.server" 2>&1 &
 preloaded_pid=$!
-sleep 0.5
+wait_ready_port() { for _ in $(seq 1200); do grep -q '^port' "$1" 2>/dev/null && return; sleep 0.05; done; }
+wait_ready_port "$WORK/preloaded.server"
 refusal already_profiled 1 "already profiled by Strata" "$STRATA" record -p "$preloaded_pid" --duration 0.2 -o "$WORK/r.json"
 kill -KILL "$preloaded_pid"
 finish

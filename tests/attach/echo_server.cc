@@ -134,10 +134,12 @@ void* Worker(void* raw) {
 // (attach_test.sh): read or epoll_wait on stdin until a byte comes, or pthread_cond_wait until
 // a helper thread blocked in sigwaitinfo (a call attach never borrows; it counts its EINTRs)
 // gets SIGUSR2; or it
-// spins for 5 s. Then prints "eintr N spurious M" (spurious: condition-variable wake-ups
+// spins for 5 s. Prints "ready" first, then "eintr N spurious M" (spurious: condition-variable wake-ups
 // without the flag) or "spun", and exits 0.
 int WaitAlone(const std::string& kind) {
   int spurious = 0;
+  printf("ready\n");  // The test attaches once this is out (the program has started).
+  fflush(stdout);
   if (kind == "read") {
     char byte;
     while (read(0, &byte, 1) < 0) {

@@ -8,8 +8,8 @@
 //   2. One thread blocked in a blocking system call that holds no lock of libc's (read, poll,
 //      accept, recvmsg, a condition-variable or join futex wait...) is borrowed: stopped,
 //      all its registers saved (general ones and the XSAVE area), and made to call, one at a
-//      time, with a private 256 KiB mapping as its stack (no byte of the program's stack
-//      used): mmap, dlopen(library, RTLD_NOW) (dlerror on failure),
+//      time, with a private 256 KiB mapping as its stack (the mmap and munmap calls use a
+//      few words of the program's stack, 1 KiB below its red zone): mmap, dlopen(library, RTLD_NOW) (dlerror on failure),
 //      strata_attach_start(settings) (its address: the library's load bias, read from the
 //      handle, plus its .dynsym value), munmap. Each call returns to
 //      address 0, which faults: that SIGSEGV stop is the end of the call, never delivered.
