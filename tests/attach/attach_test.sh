@@ -29,7 +29,7 @@
 #   two:      -p A,B: one profile with both processes.
 #   refusals: exit 1 with the reason for a static program, a process already traced, one
 #             already profiled by Strata (preloaded, STRATA_STARTUP=1), another user's process
-#             (strata run as nobody); exit 2 for -p with a non-number and -p with a command.
+#             (strata run as nobody); exit 2 for -p with a non-number, with a command, with --view.
 source "$(dirname "$0")/../scenario_lib.sh"
 
 STRATA="$(binary tools/strata/strata)"
@@ -399,6 +399,7 @@ refusal other_user 1 "no permission" setpriv --reuid=65534 --regid=65534 --clear
 rm -rf "$public"
 refusal not_a_pid 2 "not a process id" "$STRATA" record -p 12x -o "$WORK/r.json"
 refusal pid_and_command 2 "not both" "$STRATA" record -p "$SERVER_PID" -o "$WORK/r.json" -- true
+refusal pid_and_view 2 "not with -p" "$STRATA" record -p "$SERVER_PID" --view -o "$WORK/r.json"
 stop_server
 env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_SHUTDOWN="$WORK/preloaded.json" \
   "$SERVER" --waiters >"$WORK/preloaded.server" 2>&1 &

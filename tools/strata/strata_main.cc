@@ -465,6 +465,11 @@ int Main(int argc, char** argv) {
     if (command.empty()) command = command_after_dashes;
     if (!attach_pids.empty()) {
       record.command = command;  // Refused by AttachRecord: -p or a command.
+      if (record.view || no_children) {
+        std::fprintf(stderr, "strata record: %s is for a command, not with -p (then: strata view FILE)\n",
+                     record.view ? "--view" : "--no-children");
+        return 2;
+      }
       if (frequency_hz > 0) record.interval_ms = 1000.0 / frequency_hz;
       if (call_graph == "fp") record.features += std::string(record.features.empty() ? "" : ",") + "framepointers";
       record.symbolicate = !no_symbolicate;
