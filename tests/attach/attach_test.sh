@@ -9,7 +9,8 @@
 #             sees byte-identical replies and no error; the profile has every thread of the
 #             server, and each busy thread (the spinner, the worker) >= 95 % of one sample per
 #             ms of its CPU time (the profile's CPU deltas: the thread's own CPU clock), the
-#             second worker is in the profile with CPU samples; the
+#             second worker is in the profile with CPU samples; the front-end's importer takes
+#             every thread with its samples; the
 #             server's waits saw no EINTR; after detach its descriptors (/proc/PID/fd), every
 #             thread's SigBlk/SigCgt and its thread count are those before the attach.
 #   cycles:   CYCLES attach/detach cycles of 0.1 s on the same server: it answers correctly
@@ -140,6 +141,7 @@ fi
 if [[ -s "$OUT/attach.json" ]]; then
   check_format attach
   stats attach
+  check_frontend attach
   # Every thread the server had (main, 4 waiters, the client's worker) is in the profile.
   threads=$(grep -c '^thread ' "$WORK/attach.stats")
   if ((threads >= 7)); then pass "attach: $threads threads in the profile"; else fail "attach: $threads threads in the profile, expected 7"; fi
