@@ -181,6 +181,7 @@ void* AttachWorker(void* raw) {
     ProfilerShutdown();  // Saves to STRATA_SHUTDOWN, then stops.
   }
   SetShutdownPath(std::string());  // The program's exit saves nothing more.
+  ReleaseStoppedFlightRecorderFiles();  // No mapping of the (removed) file left behind.
   g_attached_session.store(false);
   strata_attach_state.store(abandoned ? kAttachAbandoned : kAttachSaved);
   g_worker_running.store(false);

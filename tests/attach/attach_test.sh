@@ -131,6 +131,13 @@ else
   fail "attach: the process is not as before the attach:"
   diff <(echo "$before") <(echo "$after") | sed 's/^/    /'
 fi
+# No mapping of a file of the attach's (its flight recorder file) is left; the library stays.
+left_mapped=$(grep -c 'strata-attach' /proc/"$SERVER_PID"/maps)
+if ((left_mapped == 0)); then
+  pass "attach: no mapping of the attach's files left (the library stays, inert)"
+else
+  fail "attach: $left_mapped mapping(s) of the attach's files left: $(grep -m1 strata-attach /proc/"$SERVER_PID"/maps)"
+fi
 eintr=$(timeout 10 python3 "$CLIENT" "$PORT" --stats)
 result "scenario=attach stats=\"$eintr\""
 if [[ "$eintr" == "eintr 0 "* ]]; then
