@@ -28,7 +28,7 @@
 #             the library's directory hidden there): attached, its profile saved in its own /tmp,
 #             the library loaded from the same path (or from a copy in that /tmp).
 #   two:      -p A,B: one profile with both processes.
-#   refusals: exit 1 with the reason for a static program, a process already traced, one
+#   refusals: exit 1 with the reason for a static program, a 32-bit one, a process already traced, one
 #             already profiled by Strata (preloaded, STRATA_STARTUP=1), another user's process
 #             (strata run as nobody); exit 2 for -p with a non-number, with a command, with --view.
 source "$(dirname "$0")/../scenario_lib.sh"
@@ -394,6 +394,16 @@ fi
 static_pid=$!
 refusal static 1 "statically linked" "$STRATA" record -p "$static_pid" --duration 0.2 -o "$WORK/r.json"
 kill "$static_pid"
+# A 32-bit program (i386 machine code that only waits, assembled here with binutils).
+printf '.globl _start\n_start:\n mov $29, %%eax\n int $0x80\n jmp _start\n' >"$WORK/p32.s"
+if as --32 -o "$WORK/p32.o" "$WORK/p32.s" 2>/dev/null && ld -m elf_i386 -o "$WORK/p32" "$WORK/p32.o" 2>/dev/null; then
+  "$WORK/p32" &
+  p32_pid=$!
+  refusal 32bit 1 "not a 64-bit x86-64 program" "$STRATA" record -p "$p32_pid" --duration 0.2 -o "$WORK/r.json"
+  kill "$p32_pid"
+else
+  result "scenario=refusal-32bit skipped=\"no i386 binutils (as --32, ld -m elf_i386)\""
+fi
 start_server refusals
 strace -f -p "$SERVER_PID" -o /dev/null &
 strace_pid=$!
