@@ -10,6 +10,8 @@
 #include "base/testing/three_field_marker.h"
 #include "benchmark/benchmark.h"
 #include "base/internal/core.h"
+#include "platform/time_stamp.h"
+#include "platform/tsc_clock.h"
 #include "shared/buffer/chunked_buffer.h"
 #include "shared/buffer/entry_kinds.h"
 
@@ -33,6 +35,26 @@ void BM_EmptyLoop(benchmark::State& state) {
   for (auto _ : state) benchmark::ClobberMemory();
 }
 BENCHMARK(BM_EmptyLoop);
+
+// The timestamp floor the marker rows are compared with (issue 38), in the same binary: one
+// `rdtsc` (what a marker's time would cost at the least), and TimeStamp::Now() (the clock
+// markers read: CLOCK_MONOTONIC through the vDSO). Each result goes to memory, as a marker's
+// time does.
+void BM_ReadTsc(benchmark::State& state) {
+  for (auto _ : state) {
+    uint64_t ticks = strata::ReadTscTicks();
+    benchmark::DoNotOptimize(ticks);
+  }
+}
+BENCHMARK(BM_ReadTsc);
+
+void BM_TimeStampNow(benchmark::State& state) {
+  for (auto _ : state) {
+    strata::TimeStamp now = strata::TimeStamp::Now();
+    benchmark::DoNotOptimize(now);
+  }
+}
+BENCHMARK(BM_TimeStampNow);
 
 void BM_LabelInactive(benchmark::State& state) {
   EnsureStopped();

@@ -94,6 +94,38 @@ TEST_CASE("Bad values name the variable and range, and keep the default") {
   }
 }
 
+TEST_CASE("STRATA_ALLOC_INTERVAL: bytes with K, M or G; out of range or garbage keeps 64K") {
+  {
+    Env env;
+    CHECK(env.Read().native_allocation_interval == 64 * 1024);
+  }
+  for (const auto& [text, bytes] : std::vector<std::pair<std::string, uint64_t>>{
+           {"256", 256}, {"512K", 512 * 1024}, {"2M", 2u << 20}, {"1G", 1u << 30},
+           {"131072", 131072}, {" 4KiB ", 4096}}) {
+    Env env;
+    env.values["STRATA_ALLOC_INTERVAL"] = text;
+    CHECK(env.Read().native_allocation_interval == bytes);
+    CHECK(env.reports.empty());
+  }
+  for (const std::string bad : {"0", "255", "2G", "12abc", "", "-1", "1.5M", "99999999999999999999K"}) {
+    Env env;
+    env.values["STRATA_ALLOC_INTERVAL"] = bad;
+    const EnvironmentSettings s = env.Read();
+    CHECK(s.native_allocation_interval == 64 * 1024);
+    REQUIRE(env.reports.size() == 1);
+    CHECK(env.reports[0].find("STRATA_ALLOC_INTERVAL") != std::string::npos);
+    CHECK(env.reports[0].find("from 256 to 1073741824 bytes") != std::string::npos);
+    CHECK(env.reports[0].find("using the default (64K)") != std::string::npos);
+  }
+}
+
+TEST_CASE("The feature nativeallocations is known") {
+  Env env;
+  env.values["STRATA_STARTUP_FEATURES"] = "nativeallocations";
+  CHECK(env.Read().settings.features == (kDefaultFeatures | kFeatureNativeAllocations));
+  CHECK(env.reports.empty());
+}
+
 TEST_CASE("STRATA_SAMPLING_SIGNAL: real-time signals by name or number, a few others; the rest refused") {
   const struct {
     const char* value;

@@ -48,6 +48,9 @@ enum ProfilerFeature : uint32_t {
   kFeatureOwnFrames = 1u << 7,      // [ownframes] keep frames of Strata's own code in stacks
                                     // (elided by default: docs/symbols.md); for profiling
                                     // Strata itself.
+  kFeatureNativeAllocations = 1u << 8,  // [nativeallocations] sampled malloc/new/free with
+                                        // stacks, in the front-end's allocation views; needs
+                                        // libstrata_alloc.so loaded (docs/memory.md).
 };
 inline constexpr uint32_t kDefaultFeatures =
     kFeatureStackWalk | kFeatureThreads | kFeatureCpu | kFeatureWaitStacks;

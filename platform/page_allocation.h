@@ -16,6 +16,7 @@
 #define STRATA_PLATFORM_PAGE_ALLOCATION_H_
 
 #include <cstddef>
+#include <new>
 
 namespace strata {
 
@@ -30,6 +31,31 @@ void FreePages(void* pages, size_t bytes);
 // the size (a class's operator delete). Free with FreeSizedPages().
 void* AllocateSizedPages(size_t bytes);
 void FreeSizedPages(void* memory);
+
+// A standard-library allocator on AllocatePages: every allocation is its own mapping of whole
+// pages. For the few containers that grow on a program's thread (the thread registry's lists,
+// grown by a new thread's registration): they grow geometrically, so a mapping is made per
+// doubling, never per element. Not for containers of many small, short-lived allocations.
+// Throws std::bad_alloc when the kernel refuses, as std::allocator does. Stateless: any two
+// compare equal. Thread safety and async-signal safety: as AllocatePages.
+template <typename T>
+struct PageAllocator {
+  using value_type = T;
+  PageAllocator() noexcept = default;
+  template <typename U>
+  PageAllocator(const PageAllocator<U>&) noexcept {}  // NOLINT: rebinding, as std::allocator.
+  T* allocate(size_t count) {
+    if (count > (size_t{1} << 58) / sizeof(T)) throw std::bad_alloc();
+    void* pages = AllocatePages(count * sizeof(T));
+    if (pages == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(pages);
+  }
+  void deallocate(T* pointer, size_t count) noexcept { FreePages(pointer, count * sizeof(T)); }
+  template <typename U>
+  bool operator==(const PageAllocator<U>&) const noexcept { return true; }
+  template <typename U>
+  bool operator!=(const PageAllocator<U>&) const noexcept { return false; }
+};
 
 }  // namespace strata
 

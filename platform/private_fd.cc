@@ -6,7 +6,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdint>
 #include <utility>
+
+#include "platform/page_allocation.h"
+#include "platform/raw_syscall.h"
 
 namespace strata {
 namespace {
@@ -28,7 +38,100 @@ void SetCloseOnExec(int fd) {
   if (flags >= 0 && (flags & FD_CLOEXEC) == 0) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
+// What the helper process of MoveDescriptorAboveSoftLimit does, in the caller's memory.
+struct AboveLimitJob {
+  int fd;
+  long floor;       // The caller's soft limit: the lowest number asked for.
+  long new_soft;    // The helper's own soft limit while it duplicates (the hard limit).
+  long hard;
+  long result = -1;  // The duplicate's number, or -errno.
+};
+
+// The helper: raw system calls only (it shares the caller's memory and thread pointer, so it
+// must not touch errno or libc state); it ends when this returns (glibc's clone wrapper then
+// makes the exit system call).
+// Not instrumented: a sanitizer's runtime would keep state for it in the caller's thread
+// (suspended meanwhile: CLONE_VFORK).
+__attribute__((no_sanitize("address", "thread", "undefined"))) int AboveLimitHelper(
+    void* argument) {
+  AboveLimitJob* job = static_cast<AboveLimitJob*>(argument);
+  struct rlimit raised;
+  raised.rlim_cur = static_cast<rlim_t>(job->new_soft);
+  raised.rlim_max = static_cast<rlim_t>(job->hard);
+  const long set = RawSyscall(SYS_prlimit64, 0, RLIMIT_NOFILE, reinterpret_cast<long>(&raised), 0);
+  if (set != 0) {
+    job->result = set;
+    return 0;
+  }
+  job->result = RawSyscall(SYS_fcntl, job->fd, F_DUPFD_CLOEXEC, job->floor);
+  return 0;
+}
+
+constexpr size_t kHelperStackBytes = 16 * 1024;
+// How far above the soft limit the helper lets itself go when the hard limit is unlimited or
+// (privileged) equal to the soft one.
+constexpr long kRoomAboveSoftLimit = 4096;
+// The soft limit at which raising the helper's hard limit was refused (EPERM), or -1.
+std::atomic<long> g_raise_refused_at_soft{-1};
+
 }  // namespace
+
+int MoveDescriptorAboveSoftLimit(int fd, long* soft_limit_out, long* hard_limit_out) {
+  if (fd < 0) return -1;
+  struct rlimit limit;
+  if (RawSyscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, reinterpret_cast<long>(&limit)) != 0) {
+    return -1;
+  }
+  if (soft_limit_out) *soft_limit_out = static_cast<long>(limit.rlim_cur);
+  if (hard_limit_out) *hard_limit_out = static_cast<long>(limit.rlim_max);
+  // Already at or above the soft limit, or no limit to stay under.
+  if (limit.rlim_cur == RLIM_INFINITY || static_cast<rlim_t>(fd) >= limit.rlim_cur) return fd;
+  AboveLimitJob job;
+  job.fd = fd;
+  job.floor = static_cast<long>(limit.rlim_cur);
+  if (limit.rlim_max > limit.rlim_cur) {
+    // Room under the hard limit: the helper raises its own soft limit to it.
+    job.new_soft = limit.rlim_max == RLIM_INFINITY ? job.floor + kRoomAboveSoftLimit
+                                                    : static_cast<long>(limit.rlim_max);
+    job.hard = static_cast<long>(limit.rlim_max);
+  } else {
+    // No room: the helper raises its own hard limit too, which needs CAP_SYS_RESOURCE (root,
+    // often in containers, where soft and hard are set alike). Refused once at this soft
+    // limit: not tried again there.
+    if (g_raise_refused_at_soft.load(std::memory_order_relaxed) == job.floor) return -1;
+    job.new_soft = job.floor + kRoomAboveSoftLimit;
+    job.hard = job.new_soft;
+  }
+  void* stack = AllocatePages(kHelperStackBytes);
+  if (stack == nullptr) return -1;
+  // Every signal blocked around the clone: the helper inherits the mask, and must never run a
+  // handler of the program's (it shares the caller's memory and thread pointer).
+  uint64_t every_signal = ~uint64_t{0};
+  uint64_t previous_mask = 0;
+  RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&every_signal),
+             reinterpret_cast<long>(&previous_mask), sizeof(every_signal));
+  // No exit signal (the low byte of the flags is 0): no SIGCHLD reaches the program, and its
+  // wait(-1) (without __WCLONE/__WALL) cannot reap the helper.
+  const int saved_errno = errno;
+  const int pid = clone(&AboveLimitHelper, static_cast<char*>(stack) + kHelperStackBytes,
+                        CLONE_VM | CLONE_FILES | CLONE_VFORK, &job);
+  errno = saved_errno;
+  if (pid > 0) {
+    long waited;
+    do {
+      waited = RawSyscall(SYS_wait4, pid, 0, __WCLONE, 0);
+    } while (waited == -EINTR);
+  }
+  RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous_mask), 0,
+             sizeof(previous_mask));
+  FreePages(stack, kHelperStackBytes);
+  if (pid > 0 && job.result == -EPERM && limit.rlim_max <= limit.rlim_cur) {
+    g_raise_refused_at_soft.store(job.floor, std::memory_order_relaxed);
+  }
+  if (pid <= 0 || job.result < 0) return -1;
+  RawSyscall(SYS_close, fd);
+  return static_cast<int>(job.result);
+}
 
 int MoveDescriptorHigh(int fd) {
   if (fd < 0) return -1;

@@ -35,6 +35,29 @@ inline constexpr int kPrivateDescriptorFloor = 512;
 // Returns -1 (and closes nothing) for a negative `fd`.
 int MoveDescriptorHigh(int fd);
 
+// Returns a close-on-exec duplicate of `fd` numbered at or above the process's soft
+// RLIMIT_NOFILE -- outside the range the program's own open() calls can use, so that a
+// program that opens files up to its limit opens as many as without Strata -- and closes
+// `fd`. Returns -1 and keeps `fd` when that is not possible: the hard limit equals the soft
+// one and the process may not raise it (no CAP_SYS_RESOURCE), no number is free up to the
+// hard limit, or the helper below cannot be made.
+//
+// How: a number at or above the soft limit can only be asked for (F_DUPFD) by a process whose
+// own soft limit is higher, and changing the program's limit, even briefly, would be seen by
+// its other threads (an open() that should fail, a getrlimit, a setrlimit undone). So a
+// short-lived helper process shares the descriptor table and the memory (clone with
+// CLONE_FILES | CLONE_VM | CLONE_VFORK, no exit signal: the program's wait() never sees it)
+// but has its own limits: it raises its own soft limit to the hard one (where the hard limit
+// equals the soft one, both, by 4096, when privileged) and duplicates `fd` there; the
+// program's limits are never changed. The calling thread waits for it (CLONE_VFORK), then reaps it (wait4 __WCLONE).
+// Cost: one process creation (~40-180 us here). `fd` itself was the lowest free number while
+// it existed, as every new descriptor is.
+//
+// `soft_limit_out`, `hard_limit_out` (optional): the limits read.
+// Thread-safe. Not async-signal-safe (clone). Raw system calls except glibc's clone wrapper.
+int MoveDescriptorAboveSoftLimit(int fd, long* soft_limit_out = nullptr,
+                                 long* hard_limit_out = nullptr);
+
 // A descriptor the profiler opened and owns, checked by identity before use.
 class PrivateDescriptor {
  public:

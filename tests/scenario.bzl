@@ -1,10 +1,11 @@
 """Scenario tests that run both quiet and under load (issue 17, tests/scenario_lib.sh)."""
 
 def scenario_test(name, loaded = True, **kwargs):
-    """An sh_test `name`, plus `<name without _test>_loaded_test` with 2 busy processes per CPU.
+    """An sh_test `name`, plus `<name without _test>_loaded_test` on a machine at 2 runnable per CPU.
 
-    The loaded twin sets STRATA_TEST_LOAD=auto: tests/scenario_lib.sh then starts 2 CPU-bound
-    processes per CPU beside the scenario for its whole run (a busy machine, as users have).
+    The loaded twin sets STRATA_TEST_LOAD=auto: tests/scenario_lib.sh then tops the machine up to 2
+    runnable processes per CPU (2 per CPU less the load average already there) with CPU-bound
+    processes beside the scenario for its whole run (a busy machine, as users have).
     Its checks are the same: every figure a scenario asserts must hold on a busy machine.
     """
     native.sh_test(name = name, **kwargs)

@@ -22,10 +22,18 @@
 #      every interval) and the CPU cost per sample of Strata, the floor and perf;
 #   4. profile writing (tools/bench/profile_write_bench, 1 M samples + 1 M markers);
 #   5. preloaded-but-inactive start-up (hyperfine), library size and NEEDED entries;
-#   6. the largest sample gap across takeover (tests/takeover programs and checker).
+#   6. the largest sample gap across takeover (tests/takeover programs and checker);
+#   7. deep stacks: walk cost per frame (sampling_benchmark) and the CPU cost of sampling a
+#      1 000-frame recursion (tools/bench/deep_stacks.sh).
+#   8. `strata record` of a script starting BENCH_RECORD_PROCESSES short processes against plain
+#      and `perf record` (tools/bench/record_processes_bench.sh).
+#   9. native allocations: the hooks' unsampled path, and the feature's cost on an
+#      allocation-heavy program and on g++, beside gperftools' heap profiler and heaptrack
+#      (tools/bench_native_allocations.sh).
 # Environment:
 #   BENCH_ROUNDS=5         whole-program rounds        BENCH_REPETITIONS=5  micro-benchmark reps
 #   BENCH_CPU=1            the CPU the micro-benchmarks are pinned to
+#   BENCH_RECORD_PROCESSES=1000  processes the record benchmark's script starts
 #   BENCH_TABLE_OUT=FILE   also write the table (markdown) and machine facts to FILE
 #   STRATA_BAZEL_OUTPUT_BASE=DIR   build in this Bazel output base, without convenience links
 #                                  (for a checkout shared by several builds)
@@ -38,6 +46,7 @@ cd "$repo"
 ROUNDS="${BENCH_ROUNDS:-5}"
 REPS="${BENCH_REPETITIONS:-5}"
 PIN_CPU="${BENCH_CPU:-1}"
+BENCH_RECORD_PROCESSES="${BENCH_RECORD_PROCESSES:-1000}"
 WORK="$(mktemp -d /tmp/strata-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 log() { echo "bench: $*" >&2; }
@@ -76,6 +85,9 @@ TARGETS=(
   //tests/takeover:takeover_dlopen //tests/takeover:takeover_linked //tests/takeover:takeover_check
   //tools/bench:profile_write_bench //tools/bench:callgrind_driver //tools/bench:busy_threads
   //tools/bench:trivial_cxx //tools/bench:libsignal_floor.so
+  //tests:deep_recursion //platform/sampling:sampling_benchmark
+  //tools/strata:strata //tools/strata:libstrata_record.so
+  //base:libstrata_alloc.so //tests/native_allocations:alloc_bench_program
 )
 log "building (${build_flags[*]})"
 # --keep_going: a target that does not build only empties its rows (n/a), the rest still run.
@@ -146,7 +158,7 @@ gbench_value() {
 
 log "micro-benchmarks: base (pinned to CPU $PIN_CPU)"
 base_json="$(gbench_json "$BIN/base/base_benchmark" \
-  'BM_EmptyLoop|BM_LabelInactive|BM_MarkerInactive|BM_LabelActivePushPop|BM_MarkerUntypedInstant|BM_MarkerUntypedInterval|BM_MarkerTypedThreeFields' \
+  'BM_EmptyLoop|BM_ReadTsc|BM_TimeStampNow|BM_LabelInactive|BM_MarkerInactive|BM_LabelActivePushPop|BM_MarkerUntypedInstant|BM_MarkerUntypedInterval|BM_MarkerTypedThreeFields' \
   "$PIN_CPU")"
 empty_ns=$(gbench_value "$base_json" BM_EmptyLoop cpu_time)
 for pair in "LabelInactive:inactive STRATA_LABEL" "MarkerInactive:inactive STRATA_MARKER_UNTYPED"; do
@@ -164,6 +176,23 @@ for spec in "MarkerUntypedInstant:instant untyped marker:107:Perfetto TRACE_EVEN
   ns=$(gbench_value "$base_json" "BM_$name" cpu_time)
   row "$label (CPU ns)" "$(calc %.1f "$ns")" "$peer" "$(calc %.2f "$ns / $anchor")× Perfetto" \
     "≤ $target ns" "$(met "$ns <= $target" "$ns")"
+done
+
+# Issue 38: the markers against the timestamp floor measured in the same binary and run: one
+# rdtsc, and TimeStamp::Now() (CLOCK_MONOTONIC through the vDSO, the clock markers read).
+tsc_ns=$(gbench_value "$base_json" BM_ReadTsc cpu_time)
+now_ns=$(gbench_value "$base_json" BM_TimeStampNow cpu_time)
+row "timestamp floor: one rdtsc / TimeStamp::Now() (CPU ns)" "Now() $(calc %.1f "$now_ns")" \
+  "rdtsc $(calc %.1f "$tsc_ns")" "$(calc %.2f "$now_ns / $tsc_ns")× rdtsc" "reported" "—"
+for spec in "MarkerUntypedInstant:instant untyped marker:1.3" \
+    "MarkerUntypedInterval:interval marker (end read in the loop):1.5" \
+    "MarkerTypedThreeFields:typed marker, three fields:1.8"; do
+  IFS=: read -r name label target <<<"$spec"
+  ns=$(gbench_value "$base_json" "BM_$name" cpu_time)
+  row "$label against the timestamp floor (CPU ns, same run)" "$(calc %.1f "$ns")" \
+    "rdtsc $(calc %.1f "$tsc_ns"); Now() $(calc %.1f "$now_ns")" \
+    "$(calc %.2f "$ns / $tsc_ns")× rdtsc; $(calc %.2f "$ns / $now_ns")× Now()" "≤ $target× rdtsc (issue 38)" \
+    "$(met "$ns <= $target * $tsc_ns" "$ns" "$tsc_ns")"
 done
 
 log "micro-benchmarks: buffer (1 writer and memcpy pinned to CPU $PIN_CPU; 1 and 2 writers, each thread pinned to its own CPU of 0,1)"
@@ -537,6 +566,51 @@ handover_ms_med=$(cut -d' ' -f5 "$WORK/takeover.gaps" | median)
 row "largest CPU-time sample gap across takeover, 20 ms before to 50 ms after (intervals of ${interval_med:-?} ms$FIFO_NOTE; max of $(wc -l <"$WORK/takeover.gaps") runs, median $gap_med; the hand-over itself, median ${handover_ms_med:-?} ms: gap at most ${handover_max:-?})" \
   "$gap_max" "same runs away from takeover: median $base_med" "—" "≤ 2 intervals" \
   "$(met "$gap_max <= 2" "$gap_max")"
+
+# --- 7. Deep stacks (issue 38): walk cost per frame on the same stacks, and the CPU cost of
+# sampling a 1 000-frame recursion at 1 kHz against depth 10 and `perf record -F 1000 -g`.
+if [[ -x "$BIN/platform/sampling/sampling_benchmark" ]]; then
+  "$BIN/platform/sampling/sampling_benchmark" 1 >"$WORK/walks.txt" 2>&1
+  walk_field() { awk -v w="$1" -v d="$2" -v c="$3" '$0 ~ "^" w " " && $(NF - 6) == d { print $(NF - c) }' "$WORK/walks.txt"; }
+  for w in "frame pointers" "libunwind" "libunwind-all"; do
+    row "stack walk of 1 000 frames in the handler, $w: p50 µs (ns per frame)" \
+      "$(calc "%.1f" "$(walk_field "$w" 1000 4) / 1000") ($(walk_field "$w" 1000 0))" "—" "—" "—" "—"
+  done
+fi
+for depth in 10 1000; do
+  STRATA_BIN="$BIN" tools/bench/deep_stacks.sh "$ROUNDS" "$depth" >"$WORK/deep.$depth.txt" 2>&1
+done
+deep_pct() { awk -v v="$1" '$1 == "median" && $2 == v { sub("overhead_pct=", "", $4); print $4 + 0 }' "$WORK/deep.$2.txt"; }
+row "CPU cost of 1 kHz sampling, 1 000-frame recursion (10 frames: $(deep_pct strata 10) %)" \
+  "$(deep_pct strata 1000) %" "perf $(deep_pct perf 1000) %" "—" "≤ 5 %" \
+  "$(met "$(deep_pct strata 1000) <= 5" "$(deep_pct strata 1000)")"
+
+# --- 8. strata record of a process-heavy script (issue 38): tools/bench/record_processes_bench.sh.
+log "strata record of $BENCH_RECORD_PROCESSES short processes ($ROUNDS interleaved rounds)"
+STRATA_BIN="$BIN" RECORD_BENCH_TABLE_OUT="$WORK/record.md" \
+  tools/bench/record_processes_bench.sh "$ROUNDS" "$BENCH_RECORD_PROCESSES" >/dev/null 2>"$WORK/record.log" ||
+  log "record_processes_bench.sh failed: $(tail -2 "$WORK/record.log")"
+# record_field VARIANT COLUMN (2: wall s, 3: x plain, 4: x perf, 7: merged per s) from its table.
+record_field() { awk -F'|' -v v="$1" -v c="$(($2 + 1))" '$2 ~ "^ " v " $" { gsub(/ /, "", $c); print $c }' "$WORK/record.md" 2>/dev/null; }
+r_plain=$(record_field plain 2)
+r_wall=$(record_field record 2)
+r_x=$(record_field record 3)
+r_xperf=$(record_field record 4)
+r_merge=$(record_field record 7)
+p_wall=$(record_field perf 2)
+row "strata record of a script starting $BENCH_RECORD_PROCESSES /bin/true (wall s, medians; × plain / × perf record -g -F 1000)" \
+  "${r_wall:-n/a}" "plain ${r_plain:-n/a}; perf record ${p_wall:-n/a}" "${r_x:-n/a}× plain; ${r_xperf:-n/a}× perf" \
+  "≤ 1.3× plain and ≤ perf (issue 38)" \
+  "$(met "$r_x <= 1.3 && $r_xperf <= 1" "$r_x" "$r_xperf")"
+row "strata record's merge of those processes (processes per s)" "${r_merge:-n/a}" "—" "—" "≥ 1000 /s" \
+  "$(met "${r_merge#> } >= 1000" "$r_merge")"
+
+# --- 9. Native allocations (issue 37): the hooks' unsampled path and the feature's cost, beside
+# gperftools' heap profiler and heaptrack (tools/bench_native_allocations.sh says how).
+log "native allocations ($ROUNDS rounds)"
+while IFS= read -r line; do
+  [[ "$line" == "|"* ]] && ROWS+=("$line")
+done < <("$repo/tools/bench_native_allocations.sh" "$BIN" "$ROUNDS")
 
 # --- The table.
 LOAD_END="$(loadavg)"

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 tools/setup.sh
 # shellcheck disable=SC2086  # STRATA_BAZEL_FLAGS is a list of flags.
 bazel build -c opt ${STRATA_BAZEL_FLAGS:-} \
-  //base:libstrata_base.so //full:libstrata_full.so \
+  //base:libstrata_base.so //base:libstrata_alloc.so //full:libstrata_full.so \
   //full/script/spidermonkey:libstrata_spidermonkey.so \
   //tools/strata:strata //tools/strata:libstrata_record.so //tools/js:strata_js
 exec tools/install_tree.sh "${@:1:$#-1}" "$(bazel info -c opt bazel-bin 2>/dev/null)" . "$prefix"

@@ -4,7 +4,7 @@
 # files of their own build (runfiles).
 #
 # Usage: tools/install_tree.sh [--no-rpath-flags] [--final-prefix=DIR] BUILD_ROOT SOURCE_ROOT PREFIX
-#   BUILD_ROOT   where the built files are, as in bazel-bin: base/libstrata_base.so,
+#   BUILD_ROOT   where the built files are, as in bazel-bin: base/libstrata_base.so, base/libstrata_alloc.so,
 #                full/libstrata_full.so, full/script/spidermonkey/libstrata_spidermonkey.so,
 #                tools/strata/strata, tools/strata/libstrata_record.so, tools/js/strata_js
 #                (strata_js is optional: without it `strata js` is not installed).
@@ -111,6 +111,9 @@ install_library() {
 
 install_library libstrata_base base/libstrata_base.so
 install_library libstrata_full full/libstrata_full.so libstrata_base
+# The allocation hooks of the feature nativeallocations (docs/memory.md), found by `strata record`
+# beside libstrata_base.so.
+install_library libstrata_alloc base/libstrata_alloc.so libstrata_base
 install_library libstrata_spidermonkey full/script/spidermonkey/libstrata_spidermonkey.so \
   libstrata_full libstrata_base
 
@@ -232,10 +235,34 @@ write_pc strata-spidermonkey "Strata profiler, SpiderMonkey 102 JS stacks" \
 cat >"$libdir/cmake/Strata/StrataConfig.cmake" <<EOF
 # Strata $version: imported targets Strata::base, Strata::full, Strata::spidermonkey
 # (docs/install.md). C++17 or later; the headers include abseil's (Debian libabsl-dev).
+# COMPONENTS base, full, spidermonkey: a component that is not one of these, or whose library
+# is not installed, makes the package not found (an error with REQUIRED), naming it.
+get_filename_component(_strata_prefix "\${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+foreach(_strata_component IN LISTS Strata_FIND_COMPONENTS)
+  if(NOT _strata_component MATCHES "^(base|full|spidermonkey)\$")
+    set(Strata_\${_strata_component}_FOUND FALSE)
+    set(_strata_why "unknown component '\${_strata_component}' (Strata's components: base, full, spidermonkey)")
+  elseif(NOT EXISTS "\${_strata_prefix}/lib/libstrata_\${_strata_component}.so.$version")
+    set(Strata_\${_strata_component}_FOUND FALSE)
+    set(_strata_why "component '\${_strata_component}': \${_strata_prefix}/lib/libstrata_\${_strata_component}.so.$version is not installed")
+  else()
+    set(Strata_\${_strata_component}_FOUND TRUE)
+  endif()
+  if(NOT Strata_\${_strata_component}_FOUND AND Strata_FIND_REQUIRED_\${_strata_component})
+    set(Strata_FOUND FALSE)
+    set(Strata_NOT_FOUND_MESSAGE "\${_strata_why}")
+    unset(_strata_why)
+    unset(_strata_component)
+    unset(_strata_prefix)
+    return()
+  endif()
+endforeach()
+unset(_strata_why)
+unset(_strata_component)
 if(TARGET Strata::base)
+  set(Strata_FOUND TRUE)
   return()
 endif()
-get_filename_component(_strata_prefix "\${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 set(Strata_VERSION $version)
 set(Strata_INCLUDE_DIRS "\${_strata_prefix}/include")
 
@@ -255,9 +282,12 @@ set(Strata_FOUND TRUE)
 EOF
 
 cat >"$libdir/cmake/Strata/StrataConfigVersion.cmake" <<EOF
-# Strata $version: any request for the same major version, not newer than this, matches.
+# Strata $version: any request for the same major version, not newer than this, matches; so
+# does a request without a version.
 set(PACKAGE_VERSION "$version")
-if(PACKAGE_FIND_VERSION_MAJOR STREQUAL "$soversion" AND
+if(NOT PACKAGE_FIND_VERSION)  # find_package(Strata) without a version: any.
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+elseif(PACKAGE_FIND_VERSION_MAJOR STREQUAL "$soversion" AND
    NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
   set(PACKAGE_VERSION_COMPATIBLE TRUE)
   if(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)
@@ -266,7 +296,7 @@ if(PACKAGE_FIND_VERSION_MAJOR STREQUAL "$soversion" AND
 else()
   set(PACKAGE_VERSION_COMPATIBLE FALSE)
 endif()
-if(NOT CMAKE_SIZEOF_VOID_P STREQUAL "8")
+if(CMAKE_SIZEOF_VOID_P AND NOT CMAKE_SIZEOF_VOID_P STREQUAL "8")  # Unknown without a language.
   set(PACKAGE_VERSION_UNSUITABLE TRUE)
 endif()
 EOF

@@ -30,6 +30,10 @@ PACKAGES=(
   llvm                 # llvm-symbolizer: tests/symbols compares every inline chain with it
   clang                # tests/install: the public headers and examples also build with clang++
   golang-go            # `go tool pprof`: tests/cli reads strata's pprof output with it
+  lintian              # tests/install/deb_test: 0 errors on every Debian package
+  libtcmalloc-minimal4 # tests/native_allocations: the hooks in front of tcmalloc
+  libjemalloc2         # tests/native_allocations: the hooks in front of jemalloc
+  heaptrack            # tools/bench.sh: native allocation profiling cost, side by side
 )
 
 missing=()

@@ -3,7 +3,7 @@
 #   1. `bazel test //...` (the whole suite), and
 #   2. the unit tests (every cc_test: Catch2 tests and fuzz-corpus replays) again under
 #      AddressSanitizer + UndefinedBehaviorSanitizer (--config=asan_ubsan), except those tagged
-#      "exclusive" (timing and rate checks, which a 2-5x sanitizer slowdown invalidates). The
+#      "timing" (rate and CPU-clock checks, which a 2-5x sanitizer slowdown invalidates). The
 #      whole suite under sanitizers is run by hand (docs/reliability.md "Sanitizers"), and
 #   3. //tests/install:base_size_test in an optimised build (-c opt): the stripped
 #      libstrata_base.so stays within 512 KiB.
@@ -49,7 +49,7 @@ else
   run_suite "whole suite" //... "${flags[@]}"
   if [[ "${STRATA_TEST_SANITIZERS:-1}" != 0 ]]; then
     run_suite "unit tests under ASan+UBSan" //... "${flags[@]}" --config=asan_ubsan \
-      --build_tests_only --test_lang_filters=cc --test_tag_filters=-exclusive
+      --build_tests_only --test_lang_filters=cc --test_tag_filters=-timing
   fi
   run_suite "library size (-c opt)" //tests/install:base_size_test "${flags[@]}" -c opt
 fi

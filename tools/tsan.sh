@@ -2,7 +2,7 @@
 # ThreadSanitizer runs, by hand (docs/reliability.md "Sanitizers"; not part of CI: the TSan
 # build of the unit tests plus their run adds more than the ~4 minutes CI has left, see there).
 #
-#   tools/tsan.sh          the unit tests (every cc_test not tagged "exclusive" or "no_tsan") under
+#   tools/tsan.sh          the unit tests (every cc_test not tagged "timing" or "no_tsan") under
 #                          --config=tsan: what would be CI's TSan step. ~3.5 min of tests on
 #                          the 2 shared cores (load 13-15), plus the TSan build.
 #   tools/tsan.sh --all    the whole suite, scenarios included (tools/test.sh --config=tsan).
@@ -19,7 +19,7 @@ fi
 
 tools/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 flags=(--keep_going --test_summary=short --config=tsan --build_tests_only
-       --test_lang_filters=cc --test_tag_filters=-exclusive,-no_tsan)
+       --test_lang_filters=cc --test_tag_filters=-timing,-no_tsan)
 if [[ "${CI:-}" == "true" ]]; then flags+=(--config=ci); fi
 log=$(mktemp /tmp/strata-tsan.XXXXXX)
 trap 'rm -f "$log"' EXIT

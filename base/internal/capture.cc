@@ -146,6 +146,17 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     w.StringProperty("samplingSource", snapshot.sampling_source.description);
     if (InAttachedSession()) w.StringProperty("attached", kAttachedSessionNote);
     w.DoubleProperty("requestedInterval", snapshot.settings.interval_ms);
+    // Kernel-mode CPU (docs/sampling.md, "No sleep cut short, user mode only"): the perf
+    // event signals user mode only, so a system call's CPU is in the CPU delta of the
+    // thread's next sample, on the user code that runs next.
+    w.StringProperty("kernelCpu",
+                     "not sampled where it happens: carried by the thread's next user-mode "
+                     "sample (the sampling signal is never sent inside a system call, where "
+                     "it would cut waits short)");
+    // The CPU of long sampling handlers (deep walks), not in any sample's CPU delta
+    // (docs/sampling.md, "The handler's own cost").
+    w.DoubleProperty("handlerCpuExcludedMs",
+                     static_cast<double>(snapshot.handler_cpu_excluded_ns) / 1e6);
     if (snapshot.sampling_source.lost_events > 0) {
       w.UintProperty("lostSamplingEvents", snapshot.sampling_source.lost_events);
     }

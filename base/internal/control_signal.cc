@@ -20,6 +20,7 @@
 #include "base/internal/flight_recorder.h"
 #include "base/internal/log.h"
 #include "base/internal/profiler_thread_signals.h"
+#include "base/internal/shutdown_path.h"
 #include "base/internal/thread_restrictions.h"
 #include "platform/never_destroyed.h"
 #include "platform/mutex.h"
@@ -110,10 +111,29 @@ void AimExitSaveLocked() {
   SetShutdownPath(NextFreePathLocked(&number));
 }
 
+// A wrapper preloaded with its program (`LD_PRELOAD=... timeout 30 ./server`) gets the
+// signal meant for the program, and profiles itself: said once, when it happens, with the fix.
+void WarnIfSignalledInPlaceOfAChild(int signal_number) {
+  static bool warned = false;
+  pid_t child = 0;
+  std::string child_name;
+  if (warned || !FindProfiledChild(reinterpret_cast<const void*>(&WarnIfSignalledInPlaceOfAChild), &child,
+                                   &child_name)) {
+    return;
+  }
+  warned = true;
+  LogError("STRATA_SIGNAL: signal %d started profiling '%s' (pid %d), which started '%s' (pid %d), profiled "
+           "too: if the signal was meant for that program, send it there (kill -%d %d), or keep the preload "
+           "off the wrapper (timeout 30 env LD_PRELOAD=... ./program); this profile is of '%s'",
+           signal_number, program_invocation_short_name, static_cast<int>(getpid()), child_name.c_str(),
+           static_cast<int>(child), signal_number, static_cast<int>(child), program_invocation_short_name);
+}
+
 void OnControlRequestLocked(int signal_number) {
   if (!ProfilerIsActive()) {
     ProfilerStart(*g_settings);
     AimExitSaveLocked();
+    WarnIfSignalledInPlaceOfAChild(signal_number);
     LogInfo("STRATA_SIGNAL: signal %d: profiling started; the next one saves the profile",
             signal_number);
     return;

@@ -5,6 +5,7 @@
 // thread_sampling.cc and sampler_thread.cc; counters in counter_registry.cc; the thread
 // registry in thread_registry.cc. See core.h and docs/session.md.
 #include "base/internal/core.h"
+#include "base/internal/native_allocations.h"
 #include "base/internal/thread_registry.h"
 #include "shared/buffer/staging_area.h"
 
@@ -70,9 +71,10 @@ Session& GetSession() {
 
 std::atomic<bool> g_forked_child{false};
 std::atomic<const TierExtension*> g_extension{nullptr};
-std::atomic<bool> g_sampler_stop{false};
+std::atomic<int> g_sampler_stop{0};
 std::atomic<bool> g_libunwind_missing{false};
 std::atomic<uint32_t> g_sampling_features{0};
+std::atomic<int64_t> g_sampling_interval_ns{0};
 
 // ---------------------------------------------------------------------------------------
 // libunwind warm-up, fork.
@@ -137,6 +139,8 @@ void OnForkChild() {
     t_registered_thread->source.descriptors.retired.store(-1, std::memory_order_relaxed);
   }
   g_sampling_features.store(0, std::memory_order_relaxed);
+  g_sampling_interval_ns.store(0, std::memory_order_relaxed);
+  StopNativeAllocations();
   if (t_registered_thread) t_registered_thread->sampling.store(false, std::memory_order_relaxed);
 }
 
@@ -160,6 +164,9 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   }
   session.controlled_manager = manager.get();
   session.buffer.SetChunkManager(std::move(manager));
+  g_sampling_interval_ns.store(
+      TimeDuration::FromMilliseconds(settings.interval_ms).ToNanoseconds(),
+      std::memory_order_relaxed);
   g_sampling_features.store(settings.features, std::memory_order_relaxed);
 
   const TierExtension* extension = g_extension.load(std::memory_order_acquire);
@@ -190,10 +197,11 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
     registry.settings = settings;
     registry.sampling = true;
     registry.dropped_samples = 0;
+    registry.handler_cpu_excluded_ns = 0;
     registry.sampling_stopped.clear();
     ResetSamplingSourcesLocked(settings);
     // Threads that ended before this session are of no interest to it.
-    std::vector<ThreadInfo> live_infos;
+    RegistryList<ThreadInfo> live_infos;
     for (RegisteredThread* thread : registry.live) {
       live_infos.push_back(registry.infos[thread->info_index]);
       live_infos.back().register_time = session.start_time;
@@ -211,6 +219,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
     }
   }
   g_profiler_state.store(kStateActive, std::memory_order_relaxed);
+  StartNativeAllocations(settings.features);  // The hooks of libstrata_alloc.so record now.
 
   ForgetCounterSamples();  // Before the sampler thread's first loop.
   StartSamplerThreadLocked(session, settings);
@@ -220,6 +229,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
 
 void StopLocked(Session& session) {
   if (!ProfilerIsActive()) return;
+  StopNativeAllocations();
   g_profiler_state.store(0, std::memory_order_relaxed);
   StopSamplerThreadLocked(session);
   Registry& registry = GetRegistry();
@@ -238,7 +248,7 @@ void StopLocked(Session& session) {
   {
     AutoLock lock(registry.mutex);
     registry.sampling = false;
-    threads_on_events = ThreadsOnEventsLocked(registry.live);
+    threads_on_events = ThreadsOnEventsLocked(registry.live.data(), registry.live.size());
     for (RegisteredThread* thread : registry.live) {
       StopSamplingLocked(thread);
       thread->ring.DiscardAll();
@@ -248,6 +258,7 @@ void StopLocked(Session& session) {
     }
   }
   g_sampling_features.store(0, std::memory_order_relaxed);
+  g_sampling_interval_ns.store(0, std::memory_order_relaxed);
   // A signal a closed event queued for a thread that has not run since must reach our
   // handler, not the program's disposition (by default: terminate).
   WaitForQueuedEventSignals(threads_on_events, InstalledSamplingSignal());
@@ -337,6 +348,7 @@ const TierExtension* AttachedTierExtension() { return g_extension.load(std::memo
 
 SessionLock::SessionLock() { GetSession().mutex.Lock(); }
 SessionLock::~SessionLock() { GetSession().mutex.Unlock(); }
+bool SessionLockedOnCurrentThread() { return GetSession().mutex.IsLockedOnCurrentThread(); }
 
 SessionSnapshot TakeSessionSnapshot() {
   SessionSnapshot snapshot;
@@ -348,6 +360,7 @@ SessionSnapshot TakeSessionSnapshot() {
   snapshot.settings = registry.settings;
   snapshot.start_time = session.start_time;
   snapshot.dropped_samples = registry.dropped_samples;
+  snapshot.handler_cpu_excluded_ns = registry.handler_cpu_excluded_ns;
   snapshot.sampling_signal = InstalledSamplingSignal();
   snapshot.samples_skipped_low_stack = SamplesSkippedForLowStack();
   snapshot.unwind_lookups_unreadable = UnwindLookupsRefusedAsUnreadable();
@@ -369,6 +382,7 @@ SessionSnapshot TakeSessionSnapshot() {
       if (!name.empty()) info.name = name;
     }
     snapshot.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+    snapshot.handler_cpu_excluded_ns += thread->handler_cpu_ns.load(std::memory_order_relaxed);
     // Everything recorded so far goes into the buffer.
     if (thread->sampling.load(std::memory_order_relaxed) && DrainRingLocked(thread)) {
       thread->has_sample = true;
@@ -376,7 +390,7 @@ SessionSnapshot TakeSessionSnapshot() {
     }
     FlushMarkersLocked(thread);
   }
-  snapshot.threads = registry.infos;
+  snapshot.threads.assign(registry.infos.begin(), registry.infos.end());
   return snapshot;
 }
 
@@ -437,8 +451,17 @@ void ProfilerInit() {
   });
 }
 
+namespace base_internal {
+namespace {
+std::atomic<bool> g_session_ever_started{false};
+}  // namespace
+
+bool SessionEverStarted() { return g_session_ever_started.load(std::memory_order_relaxed); }
+}  // namespace base_internal
+
 void ProfilerStart(const ProfilerSettings& settings) {
   if (IsOtherProcess()) return;
+  base_internal::g_session_ever_started.store(true, std::memory_order_relaxed);
   ProfilerInit();
   Session& session = GetSession();
   AutoLock lock(session.mutex);

@@ -62,6 +62,9 @@ struct SessionSnapshot {
   // the buffer (the others are reclaimed first).
   std::vector<ThreadInfo> threads;
   uint64_t dropped_samples = 0;     // Samples lost to a full per-thread ring.
+  // CPU of long sampling handlers (deep walks), kept out of the samples' CPU deltas
+  // (RegisteredThread::handler_cpu_ns), summed over the session's threads.
+  int64_t handler_cpu_excluded_ns = 0;
   int sampling_signal = 0;          // The session's sampling signal (0: none installed).
   uint64_t samples_skipped_low_stack = 0;  // sampling_signal.h, SamplesSkippedForLowStack.
   // The same by where the handler ran (indexed by LowStack: thread, main, alternate, unknown).
@@ -96,6 +99,9 @@ class SessionLock {
   SessionLock(const SessionLock&) = delete;
   SessionLock& operator=(const SessionLock&) = delete;
 };
+// True when the calling thread holds the session lock (its own allocations then must not
+// be recorded: native_allocations.h). Async-signal-safe.
+bool SessionLockedOnCurrentThread();
 
 // pthread_create as libc has it (not our interposer): what the interposer itself calls.
 using PthreadCreateFunction = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
@@ -133,6 +139,10 @@ bool IsOtherProcess();
 
 // getpid() as a system call (a raw clone() leaves any cached pid stale).
 int32_t RawGetPid();
+
+// Whether ProfilerStart() ran in this process (a session from the environment, the control
+// signal or the API). Thread-safe.
+bool SessionEverStarted();
 
 // The STRATA_SHUTDOWN path (unexpanded), set from the environment at load.
 void SetShutdownPath(std::string path);

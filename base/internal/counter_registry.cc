@@ -1,7 +1,12 @@
 // The counter registry (counter_registry.h) and ProfilerCounter's registration (counters.h).
 #include "base/internal/counter_registry.h"
 
+#include <sys/syscall.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -10,6 +15,7 @@
 #include "base/internal/core.h"
 #include "platform/never_destroyed.h"
 #include "platform/mutex.h"
+#include "platform/raw_syscall.h"
 #include "shared/buffer/entry_kinds.h"
 
 namespace strata {
@@ -67,8 +73,30 @@ int RegisterCounter(ProfilerCounter* counter) {
   return static_cast<int>(counters.counters.size() - 1);
 }
 
+// A counter destroyed during a session is missing from every profile written after it (the
+// exit save of a global counter, destroyed when main returns, above all): said once per
+// process on stderr, with a raw write (no stdio, no allocation on the program's thread).
+void WarnCounterDestroyedWhileProfiling(const ProfilerCounter* counter) {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true, std::memory_order_relaxed)) return;
+  char message[512];
+  size_t length = 0;
+  auto append = [&](const char* text) {
+    const size_t n = std::min(strlen(text), sizeof(message) - 1 - length);
+    memcpy(message + length, text, n);
+    length += n;
+  };
+  append("strata: warning: counter '");
+  append(counter->name() != nullptr ? counter->name() : "?");
+  append("' was destroyed while profiling: it is missing from the profile saved afterwards (a global or "
+         "static ProfilerCounter is destroyed before the exit save); allocate it with new and never delete "
+         "it (docs/api.md, \"Counters\")\n");
+  RawSyscall(SYS_write, 2, reinterpret_cast<long>(message), static_cast<long>(length));
+}
+
 void UnregisterCounter(ProfilerCounter* counter) {
   if (IsForkedChild()) return;
+  if (ProfilerIsActive() && !IsOtherProcess()) WarnCounterDestroyedWhileProfiling(counter);
   CounterRegistry& counters = GetCounters();
   AutoLock lock(counters.mutex);
   for (ProfilerCounter*& c : counters.counters) {

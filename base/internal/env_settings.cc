@@ -37,6 +37,9 @@ constexpr FeatureName kFeatureNames[] = {
      "exact stacks of threads blocked in wrapped libc calls, without a signal (default on)"},
     {"ownframes", kFeatureOwnFrames,
      "keep frames of Strata's own code in stacks (elided by default; for profiling Strata)"},
+    {"nativeallocations", kFeatureNativeAllocations,
+     "sampled malloc/new/free with stacks (Native Allocations, Retained Memory); needs "
+     "libstrata_alloc.so preloaded or linked"},
 };
 
 // The accepted ranges, written once: as numbers for the checks and as text (compile-time
@@ -45,6 +48,7 @@ constexpr FeatureName kFeatureNames[] = {
 #define STRATA_INTERVAL_RANGE_MAX 1000
 #define STRATA_BUFFER_RANGE_MIN 1
 #define STRATA_BUFFER_RANGE_MAX 4096
+#define STRATA_ALLOC_INTERVAL_RANGE "from 256 to 1073741824 bytes (suffixes K, M, G: KiB, MiB, GiB)"
 #define STRATA_RANGE_TEXT_(x) #x
 #define STRATA_RANGE_TEXT(x) STRATA_RANGE_TEXT_(x)
 #define STRATA_INTERVAL_RANGE                           \
@@ -83,6 +87,9 @@ constexpr VariableHelp kVariables[] = {
      "=<path>: save the profile (Gecko JSON) there at exit; '%p' becomes the process id. "
      "Without '%p', processes started by a profiled process with the same path save to "
      "<path> with .<pid> before .json. Default: not saved."},
+    {"STRATA_ALLOC_INTERVAL",
+     "=<bytes>: with the feature nativeallocations, the mean number of allocated bytes between "
+     "two sampled allocations, " STRATA_ALLOC_INTERVAL_RANGE ". Default: 64K (docs/memory.md)."},
     {"STRATA_LOGGING", "=1: log what the profiler does on stderr. Default: off."},
     {"STRATA_SAMPLING_SIGNAL",
      "=<signal>: the sampling signal (was STRATA_SIGNAL before): SIGRTMIN+n, SIGRTMAX-n or a number from SIGRTMIN to "
@@ -132,6 +139,36 @@ std::string Abbreviated(const std::string& text) {
   constexpr size_t kShown = 64;
   if (text.size() <= kShown) return text;
   return text.substr(0, kShown) + "...(" + std::to_string(text.size()) + " bytes)";
+}
+
+// A byte count: decimal digits and an optional K, M or G (KiB, MiB, GiB; "KiB"... too).
+// False on anything else, and on overflow.
+bool ParseByteCount(const char* text, uint64_t* out) {
+  const std::string v = Trim(text);
+  size_t i = 0;
+  uint64_t value = 0;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9') {
+    if (value > (UINT64_MAX - 9) / 10) return false;
+    value = value * 10 + static_cast<uint64_t>(v[i] - '0');
+    ++i;
+  }
+  if (i == 0) return false;
+  const std::string suffix = v.substr(i);
+  int shift = 0;
+  if (suffix.empty() || suffix == "B") {
+    shift = 0;
+  } else if (suffix == "K" || suffix == "KiB") {
+    shift = 10;
+  } else if (suffix == "M" || suffix == "MiB") {
+    shift = 20;
+  } else if (suffix == "G" || suffix == "GiB") {
+    shift = 30;
+  } else {
+    return false;
+  }
+  if (shift != 0 && value > (UINT64_MAX >> shift)) return false;
+  *out = value << shift;
+  return true;
 }
 
 // "1"/"0" (and the usual spellings) only.
@@ -285,6 +322,15 @@ EnvironmentSettings ReadEnvironment(
       bad("STRATA_STARTUP_BUFFER_MB", value, "an integer number of MiB " STRATA_BUFFER_RANGE, "64");
     } else {
       env.settings.buffer_megabytes = static_cast<uint32_t>(mb);
+    }
+  }
+
+  if (const char* value = getenv_function("STRATA_ALLOC_INTERVAL")) {
+    uint64_t bytes = 0;
+    if (!ParseByteCount(value, &bytes) || bytes < 256 || bytes > (uint64_t{1} << 30)) {
+      bad("STRATA_ALLOC_INTERVAL", value, "a number of bytes " STRATA_ALLOC_INTERVAL_RANGE, "64K");
+    } else {
+      env.native_allocation_interval = bytes;
     }
   }
 

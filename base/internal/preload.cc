@@ -32,6 +32,7 @@
 #include <new>
 #include <string>
 
+#include "base/internal/native_allocations.h"
 #include "base/internal/capture.h"
 #include "base/internal/control_signal.h"
 #include "base/internal/core.h"
@@ -44,6 +45,7 @@
 #include "base/internal/wait_wrappers.h"
 #include "base/profiler.h"
 #include "platform/next_definition.h"
+#include "platform/page_allocation.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/libunwind_walker.h"
@@ -80,7 +82,15 @@ bool CanWrapThreadStart() {
 constexpr bool CanWrapThreadStart() { return true; }
 #endif
 
+// What pthread_create's wrapper hands its new thread. Made on the program's creating thread
+// and freed on the new one: Strata's own pages (page_allocation.h), never the program's
+// allocator, which that thread may be holding the lock of (docs/host-contract.md).
 struct ThreadStart {
+  static void* operator new(size_t bytes, const std::nothrow_t&) noexcept {
+    return strata::AllocateSizedPages(bytes);
+  }
+  static void operator delete(void* memory) noexcept { strata::FreeSizedPages(memory); }
+
   void* (*routine)(void*);
   void* argument;
   InheritedRestrictions restrictions;  // The creator's, as the kernel passes them on.
@@ -118,6 +128,10 @@ void* ThreadTrampoline(void* raw) {
 // kExitStartWaitNs (it may be waiting for this thread); during the save itself at most
 // kExitSaveWaitNs. A futex, no lock, no allocation.
 std::atomic<bool> g_exit_save_failed{false};  // ProfilerShutdown's save failed.
+// Initialize(): STRATA_STARTUP=1 or STRATA_SIGNAL was set (a session may run without an API
+// call; a STRATA_SIGNAL refused as invalid has said so). With neither, STRATA_SHUTDOWN alone
+// saves nothing unless the program starts a session, and OnExit says so.
+std::atomic<bool> g_session_from_environment{false};
 std::atomic<int32_t> g_exiting_tid{0};   // The first thread in exit() (our wrapper), or 0.
 std::atomic<int32_t> g_exit_saving{0};   // 1 while OnExit runs.
 std::atomic<uint32_t> g_exit_save_done{0};  // Futex word: 1 once OnExit returned.
@@ -177,6 +191,30 @@ void WaitForAnotherThreadsExitSave() {
   }
 }
 
+// _exit or _Exit on a thread while another thread's exit save is under way (issue 33: a
+// process ended by another thread during the save lost its profile): waits for the save, at
+// most kExitSaveWaitNs, so that the profile is kept; the process then ends with this call's
+// status. Not while the exiting thread still runs the program's exit handlers (_exit means
+// at once), nor on the saving thread itself (a handler of its own calling _exit), nor in
+// another process (a vfork()ed child). A futex, no lock, no allocation (async-signal-safe:
+// _exit is called from signal handlers).
+void WaitForAnExitSaveUnderWay() {
+  if (g_exit_saving.load(std::memory_order_acquire) == 0 ||
+      g_exit_save_done.load(std::memory_order_acquire) != 0) {
+    return;
+  }
+  if (CurrentThreadMustNotCallStrata() || IsOtherProcess()) return;
+  if (g_exiting_tid.load(std::memory_order_acquire) == RawGetTid()) return;
+  const int64_t start = MonotonicNs();
+  while (g_exit_save_done.load(std::memory_order_acquire) == 0) {
+    const int64_t left = kExitSaveWaitNs - (MonotonicNs() - start);
+    if (left <= 0) return;
+    timespec step{0, 50'000'000};
+    RawSyscall(SYS_futex, reinterpret_cast<long>(&g_exit_save_done), FUTEX_WAIT_PRIVATE, 0,
+               reinterpret_cast<long>(&step));
+  }
+}
+
 void OnExit() {
   // A child (of fork(), or made without atfork handlers: _Fork, clone, syscall(SYS_fork), or
   // sharing our memory: vfork, clone(CLONE_VM)) does not save its parent's session, nor stop
@@ -190,6 +228,17 @@ void OnExit() {
   int32_t no_thread = 0;
   g_exiting_tid.compare_exchange_strong(no_thread, RawGetTid());
   g_exit_saving.store(1, std::memory_order_release);
+  if (!SessionEverStarted() && !g_session_from_environment.load(std::memory_order_relaxed)) {
+    // STRATA_SHUTDOWN without STRATA_STARTUP, and no session ever ran (gperftools' CPUPROFILE
+    // alone starts its profiler; ours does not): say why no file appears, once, at the moment
+    // it does not. A program that ran sessions itself is not told.
+    const std::string path = ShutdownPath();
+    if (!path.empty()) {
+      LogError("STRATA_SHUTDOWN=%s: no profile saved: profiling never ran in this process (set STRATA_STARTUP=1 "
+               "to start it when the library loads, or STRATA_SIGNAL to start it with a signal; docs/env-vars.md)",
+               path.c_str());
+    }
+  }
   ProfilerShutdown();
   // The process ends without a crash: its flight recorder files go (saved, or nothing to
   // save), unless the exit save failed (a full disk...): the file is then all that is left
@@ -233,6 +282,7 @@ void Initialize() {
             env.shutdown_path.c_str(), shutdown_path.c_str());
   }
   SetShutdownPath(shutdown_path);
+  SetNativeAllocationInterval(env.native_allocation_interval);
   g_auto_register_threads.store((env.settings.features & kFeatureThreads) != 0);
   if (!env.flight_recorder_directory.empty()) {
     ConfigureFlightRecorder(env.flight_recorder_directory.c_str());
@@ -240,6 +290,9 @@ void Initialize() {
   atexit(&OnExit);
   // Before the session: the sampling signal is then never chosen equal to the control one.
   StartControlSignal(env.control_signal, env.settings, shutdown_path);
+  // A STRATA_SIGNAL that was refused said so itself: no second message at exit.
+  g_session_from_environment.store(env.startup || env.control_signal != 0 || getenv("STRATA_SIGNAL") != nullptr,
+                                   std::memory_order_relaxed);
   if (env.startup) ProfilerStart(env.settings);
 }
 
@@ -390,10 +443,12 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
   __builtin_unreachable();
 }
 
-// _exit() and _Exit(): no exit handler runs; this process's flight recorder files go.
+// _exit() and _Exit(): no exit handler runs; this process's flight recorder files go. Called
+// while another thread's exit save is under way, they wait for it first (bounded).
 [[noreturn]] void _exit(int status) {
   using namespace strata::base_internal;
   const auto real = RealProcessEndFunction<void (*)(int)>(k_Exit);
+  WaitForAnExitSaveUnderWay();
   OnImageEnd();
   if (real) real(status);
   strata::RawSyscall(SYS_exit_group, status);
@@ -403,6 +458,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
 [[noreturn]] void _Exit(int status) noexcept {
   using namespace strata::base_internal;
   const auto real = RealProcessEndFunction<void (*)(int)>(k_ExitC99);
+  WaitForAnExitSaveUnderWay();
   OnImageEnd();
   if (real) real(status);
   strata::RawSyscall(SYS_exit_group, status);

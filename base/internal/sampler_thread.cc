@@ -6,6 +6,7 @@
 // calibration is perfmon (full/perfmon), whose EnableMonitoring() measures it.
 #include "base/internal/sampler_thread.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -26,6 +27,7 @@
 #include "base/internal/thread_registry.h"
 #include "base/internal/tier_extension.h"
 #include "platform/mutex.h"
+#include "platform/raw_syscall.h"
 #include "platform/sampling/sampling_signal.h"
 #include "platform/time_stamp.h"
 #include "shared/buffer/entry_kinds.h"
@@ -111,6 +113,29 @@ struct SamplerThreadParams {
   bool cpu_time_timers;  // Default mode (not precise): the threads' CPU-clock timers.
 };
 
+// Sleeps until CLOCK_MONOTONIC reaches `deadline` or the session asks the sampler to stop
+// (g_sampler_stop, woken by StopSamplerThreadLocked). Returns false when asked to stop.
+bool SleepUntilDeadlineOrStop(TimeStamp deadline) {
+  const int64_t ns = deadline.ToNanoseconds();
+  const timespec until{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  while (g_sampler_stop.load(std::memory_order_acquire) == 0) {
+    // An absolute CLOCK_MONOTONIC timeout (FUTEX_WAIT_BITSET without FUTEX_CLOCK_REALTIME).
+    const long rc = RawSyscall(SYS_futex, reinterpret_cast<long>(&g_sampler_stop),
+                               FUTEX_WAIT_BITSET_PRIVATE, 0, reinterpret_cast<long>(&until), 0,
+                               FUTEX_BITSET_MATCH_ANY);
+    if (rc == -ETIMEDOUT) break;
+    if (rc == -EAGAIN) continue;  // The word changed: asked to stop (checked above).
+    if (rc != 0 && rc != -EINTR) {
+      // No futex (a seccomp filter that refuses it): sleep as before, without the early wake.
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
+      }
+      break;
+    }
+    if (TimeStamp::Now() >= deadline) break;  // Woken early for nothing, or interrupted.
+  }
+  return g_sampler_stop.load(std::memory_order_acquire) == 0;
+}
+
 // The longest sampler loop with CPU-clock timers, in requested intervals.
 constexpr int kMaxLoopIntervals = 8;
 
@@ -160,15 +185,11 @@ void* SamplerThreadMain(void* arg) {
   const int64_t perf_loop_intervals = SamplerLoopIntervalsWithPerfEvents(params.interval);
   TimeStamp next = TimeStamp::Now();
   ThreadDirectedSignalCheck signal_check;
-  while (!g_sampler_stop.load(std::memory_order_acquire)) {
+  while (g_sampler_stop.load(std::memory_order_acquire) == 0) {
     next = next + TimeDuration::FromNanoseconds(params.interval.ToNanoseconds() * loop_intervals);
     const TimeStamp now = TimeStamp::Now();
     if (next < now) next = now;  // Late (the machine is busy): do not try to catch up.
-    const int64_t ns = next.ToNanoseconds();
-    timespec deadline{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
-    }
-    if (g_sampler_stop.load(std::memory_order_acquire)) break;
+    if (!SleepUntilDeadlineOrStop(next)) break;
     // A signal the program sent to this thread (tgkill over /proc/self/task) is taken here,
     // as a thread of the program would take it; one rt_sigpending call when there is none
     // (profiler_thread_signals.h). No lock held.
@@ -196,7 +217,7 @@ void* SamplerThreadMain(void* arg) {
 // Start and stop. Session mutex held.
 
 void StartSamplerThreadLocked(Session& session, const ProfilerSettings& settings) {
-  g_sampler_stop.store(false, std::memory_order_release);
+  g_sampler_stop.store(0, std::memory_order_release);
   auto* params = new SamplerThreadParams{
       TimeDuration::FromMilliseconds(settings.interval_ms),
       (settings.features & kFeaturePrecise) == 0};
@@ -217,7 +238,10 @@ void StopSamplerThreadLocked(Session& session) {
     session.sampler_running = false;
     return;
   }
-  g_sampler_stop.store(true, std::memory_order_release);
+  g_sampler_stop.store(1, std::memory_order_release);
+  // Wakes the sampler from its sleep between loops: the stop (at exit, every process's)
+  // does not wait for the rest of its period.
+  RawSyscall(SYS_futex, reinterpret_cast<long>(&g_sampler_stop), FUTEX_WAKE_PRIVATE, 1);
   JoinProfilerThread(session.sampler_thread);
   session.sampler_running = false;
 }

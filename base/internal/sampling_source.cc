@@ -25,17 +25,24 @@ namespace strata {
 namespace base_internal {
 namespace {
 
+constexpr size_t kReasonBytes = 224;
+
 // Session-wide state, registry mutex held.
 struct SourceState {
   SamplingSourceRequest request = SamplingSourceRequest::kAuto;
   bool precise = false;
   // Set once perf_event_open was refused for a reason that holds for every thread
   // (permission, no system call, no software events): later threads go straight to timers.
-  std::string perf_refused;
+  // Fixed arrays, not strings: they are written by a new thread's registration, on the
+  // program's thread, which never allocates (docs/host-contract.md).
+  char perf_refused[kReasonBytes] = {};
   // The seccomp check before the session's first perf_event_open was made.
   bool seccomp_checked = false;
+  // It found a filter: no helper process for the events' descriptors (a sandbox's filter may
+  // kill a process-making clone), so they stay below the soft limit (Strata's share).
+  bool seccomp_filtered = false;
   // Why the latest thread that fell back to a timer did (out of descriptors, ...).
-  std::string thread_fallback;
+  char thread_fallback[kReasonBytes] = {};
   uint64_t threads_on_events = 0;
   uint64_t threads_on_timers = 0;
   uint64_t lost_events = 0;
@@ -50,29 +57,42 @@ SourceState& State() {
   return state.get();
 }
 
-std::string ErrnoName(int error) {
-  const char* name = strerrorname_np(error);
-  return name ? name : std::to_string(error);
+// `error`'s name (EMFILE...), or its number, in `buffer`. No allocation.
+const char* ErrnoName(int error, char (&buffer)[16]) {
+  if (const char* name = strerrorname_np(error)) return name;
+  snprintf(buffer, sizeof(buffer), "%d", error);
+  return buffer;
 }
 
-// The most perf-event descriptors Strata keeps open: a sixteenth of the program's soft
-// RLIMIT_NOFILE, read now (the program may change it). Beyond it threads get CPU-clock timers,
-// which take no descriptor, so the program's own opens near its limit still succeed.
-constexpr int kDescriptorShareDivisor = 16;
-int PerfEventDescriptorBudget() {
+// The program's RLIMIT_NOFILE now (it may change it): perf events are numbered above the
+// soft limit, so they need room under the hard one (PerfTaskClockEvent::Open).
+struct DescriptorLimits {
+  long soft = -1;
+  long hard = -1;
+};
+DescriptorLimits ReadDescriptorLimits() {
   rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
-    return PerfTaskClockEvent::kMaxOpenEvents;
-  }
-  return static_cast<int>(std::min<rlim_t>(limit.rlim_cur / kDescriptorShareDivisor,
-                                           PerfTaskClockEvent::kMaxOpenEvents));
+  DescriptorLimits limits;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return limits;
+  limits.soft = limit.rlim_cur == RLIM_INFINITY ? -1 : static_cast<long>(limit.rlim_cur);
+  limits.hard = limit.rlim_max == RLIM_INFINITY ? -1 : static_cast<long>(limit.rlim_max);
+  return limits;
+}
+
+// Where a perf event's descriptor cannot be numbered above the soft limit (the hard limit
+// equals it and the process may not raise it: private_fd.h), at most this share of the soft
+// limit is taken below it, in the program's range; beyond, threads get CPU-clock timers.
+constexpr int kBelowLimitShareDivisor = 16;
+int BelowSoftLimitBudget(const DescriptorLimits& limits) {
+  if (limits.soft < 0) return PerfTaskClockEvent::kMaxOpenEvents;
+  return static_cast<int>(std::min<long>(limits.soft / kBelowLimitShareDivisor,
+                                         PerfTaskClockEvent::kMaxOpenEvents));
 }
 
 // Why perf_event_open must not be used because the process's seccomp filter would kill or
 // trap it (a trial in a throwaway child), or "" when it may be used (a filter that answers
-// with an error is found by the first real call, as without a filter).
-std::string PerfEventOpenRefusalBySeccomp() {
-  const SeccompMode mode = CurrentSeccompMode();
+// with an error is found by the first real call, as without a filter). A literal.
+const char* PerfEventOpenRefusalBySeccomp(SeccompMode mode) {
   if (mode == SeccompMode::kNone || mode == SeccompMode::kUnknown) return "";
   if (mode == SeccompMode::kStrict) return "perf_event_open not tried (seccomp strict mode)";
   struct perf_event_attr attr;
@@ -103,25 +123,33 @@ bool RefusedForEveryThread(int error) {
          error == EOPNOTSUPP || error == EINVAL || error == ENODEV;
 }
 
-std::string RefusalReason(int error) {
-  if (error == EDQUOT) {
-    return "perf_event_open not used (Strata's share of descriptors, 1/" +
-           std::to_string(kDescriptorShareDivisor) + " of RLIMIT_NOFILE: " +
-           std::to_string(PerfEventDescriptorBudget()) + ", is in use)";
+// Why perf_event_open answered `error`, written into `reason` (after `prefix`). Runs on a new
+// thread's registration: formats into the caller's array, allocates nothing.
+void WriteRefusalReason(int error, const char* prefix, char (&reason)[kReasonBytes]) {
+  if (error == ERANGE) {
+    const DescriptorLimits limits = ReadDescriptorLimits();
+    snprintf(reason, sizeof(reason),
+             "%sperf_event_open not used (no descriptor number above the program's soft "
+             "RLIMIT_NOFILE %ld, hard %ld, and Strata's share below it, 1/%d: %d, in use)",
+             prefix, limits.soft, limits.hard, kBelowLimitShareDivisor,
+             BelowSoftLimitBudget(limits));
+    return;
   }
-  std::string reason = "perf_event_open refused (" + ErrnoName(error);
+  char number[16];
+  char detail[64] = {};
   if (error == EACCES || error == EPERM) {
     const int paranoid = PerfTaskClockEvent::ParanoidLevel();
-    if (paranoid != -100) reason += ", perf_event_paranoid=" + std::to_string(paranoid);
+    if (paranoid != -100) snprintf(detail, sizeof(detail), ", perf_event_paranoid=%d", paranoid);
   } else if (error == ENOSYS) {
-    reason += ": no such system call, or a seccomp filter";
+    snprintf(detail, sizeof(detail), ": no such system call, or a seccomp filter");
   } else if (error == EMFILE || error == ENFILE) {
-    reason += ": out of file descriptors";
+    snprintf(detail, sizeof(detail), ": out of file descriptors");
   } else if (error == ENOSPC) {
-    reason += ": more than " + std::to_string(PerfTaskClockEvent::kMaxOpenEvents) +
-              " threads with events";
+    snprintf(detail, sizeof(detail), ": more than %d threads with events",
+             PerfTaskClockEvent::kMaxOpenEvents);
   }
-  return reason + ")";
+  snprintf(reason, sizeof(reason), "%sperf_event_open refused (%s%s)", prefix,
+           ErrnoName(error, number), detail);
 }
 
 bool StartTimer(RegisteredThread* thread, const std::string& thread_name,
@@ -138,8 +166,9 @@ bool StartTimer(RegisteredThread* thread, const std::string& thread_name,
   }
   if (error == 0) error = thread->timer.Arm(TimeDuration::FromMilliseconds(settings.interval_ms));
   if (error != 0) {
+    char number[16];
     LogError("cannot sample thread %d (%s): %s", thread->tid.ToNumber(), thread_name.c_str(),
-             strerror(error));
+             ErrnoName(error, number));
     thread->timer.Destroy();
     return false;
   }
@@ -150,11 +179,14 @@ bool StartTimer(RegisteredThread* thread, const std::string& thread_name,
 
 // Opens `thread`'s perf event. Returns 0 or the errno of the refusal.
 int StartEvent(RegisteredThread* thread, const ProfilerSettings& settings, int signal_number) {
-  // EDQUOT: Strata's own share, not the process's limit (RefusalReason says which).
-  if (PerfTaskClockEvent::OpenCount() >= PerfEventDescriptorBudget()) return EDQUOT;
+  // ERANGE: no room above the program's soft limit, nor in Strata's share below it
+  // (WriteRefusalReason says so).
+  const bool below_allowed =
+      PerfTaskClockEvent::BelowSoftLimitCount() < BelowSoftLimitBudget(ReadDescriptorLimits());
   ThreadSamplingSource& source = thread->source;
   const int error = source.perf_event.Open(
-      thread->tid, TimeDuration::FromMilliseconds(settings.interval_ms), signal_number);
+      thread->tid, TimeDuration::FromMilliseconds(settings.interval_ms), signal_number,
+      below_allowed, /*above_soft_limit_helper_allowed=*/!State().seccomp_filtered);
   if (error != 0) return error;
   // The previous event's signals may still be queued: its number stays recognised.
   const int previous = source.descriptors.current.load(std::memory_order_relaxed);
@@ -193,14 +225,17 @@ bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const std::string
     return false;
   }
   if (state.precise || state.request == SamplingSourceRequest::kTimers ||
-      !state.perf_refused.empty()) {
+      state.perf_refused[0] != '\0') {
     return StartTimer(thread, thread_name, settings, signal_number);
   }
   if (!state.seccomp_checked) {
     state.seccomp_checked = true;
-    state.perf_refused = PerfEventOpenRefusalBySeccomp();
-    if (!state.perf_refused.empty()) {
-      LogInfo("%s: sampling with CPU-clock timers", state.perf_refused.c_str());
+    const SeccompMode mode = CurrentSeccompMode();
+    state.seccomp_filtered = mode != SeccompMode::kNone;
+    snprintf(state.perf_refused, sizeof(state.perf_refused), "%s",
+             PerfEventOpenRefusalBySeccomp(mode));
+    if (state.perf_refused[0] != '\0') {
+      LogInfo("%s: sampling with CPU-clock timers", state.perf_refused);
       return StartTimer(thread, thread_name, settings, signal_number);
     }
   }
@@ -209,20 +244,19 @@ bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const std::string
     ++state.threads_on_events;
     return true;
   }
-  const std::string reason = RefusalReason(error);
   if (RefusedForEveryThread(error)) {
-    state.perf_refused = reason;
+    WriteRefusalReason(error, "", state.perf_refused);
     if (state.request == SamplingSourceRequest::kPerfEvents) {
       LogError("STRATA_SAMPLING_SOURCE=perf: %s; CPU-clock timers instead (one sample per "
                "scheduler tick at most)",
-               reason.c_str());
+               state.perf_refused);
     } else {
-      LogInfo("%s: sampling with CPU-clock timers", reason.c_str());
+      LogInfo("%s: sampling with CPU-clock timers", state.perf_refused);
     }
   } else {
-    state.thread_fallback = reason;
+    WriteRefusalReason(error, "", state.thread_fallback);
     LogInfo("thread %d (%s): %s: a CPU-clock timer instead", thread->tid.ToNumber(),
-            thread_name.c_str(), reason.c_str());
+            thread_name.c_str(), state.thread_fallback);
   }
   return StartTimer(thread, thread_name, settings, signal_number);
 }
@@ -280,10 +314,11 @@ void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const std::string
             thread->tid.ToNumber(), thread_name.c_str());
     return;
   }
-  state.thread_fallback = "the program closed the event's descriptor and " + RefusalReason(error);
+  WriteRefusalReason(error, "the program closed the event's descriptor and ",
+                     state.thread_fallback);
   --state.threads_on_events;
   LogInfo("thread %d (%s): %s: a CPU-clock timer instead", thread->tid.ToNumber(),
-          thread_name.c_str(), state.thread_fallback.c_str());
+          thread_name.c_str(), state.thread_fallback);
   if (!StartTimer(thread, thread_name, settings, signal_number)) {
     source.kind = ThreadSourceKind::kNone;  // Not sampled any more (logged).
   }
@@ -342,7 +377,7 @@ SamplingSourceReport SamplingSourceReportLocked(const ProfilerSettings& settings
     std::string why;
     if (state.request == SamplingSourceRequest::kTimers) {
       why = "STRATA_SAMPLING_SOURCE=timer";
-    } else if (!state.perf_refused.empty()) {
+    } else if (state.perf_refused[0] != '\0') {
       why = state.perf_refused;
     } else {
       why = state.thread_fallback;
@@ -360,9 +395,10 @@ SamplingSourceReport SamplingSourceReportLocked(const ProfilerSettings& settings
   return report;
 }
 
-std::vector<ThreadId> ThreadsOnEventsLocked(const std::vector<RegisteredThread*>& threads) {
+std::vector<ThreadId> ThreadsOnEventsLocked(RegisteredThread* const* threads, size_t count) {
   std::vector<ThreadId> tids;
-  for (const RegisteredThread* thread : threads) {
+  for (size_t i = 0; i < count; ++i) {
+    const RegisteredThread* thread = threads[i];
     if (thread->source.kind == ThreadSourceKind::kPerfEvent) tids.push_back(thread->tid);
   }
   return tids;

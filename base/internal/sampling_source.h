@@ -94,7 +94,7 @@ SamplingSourceReport SamplingSourceReportLocked(const ProfilerSettings& settings
 
 // The tids of those of `threads` on perf events now (before stopping them), for
 // WaitForQueuedEventSignals.
-std::vector<ThreadId> ThreadsOnEventsLocked(const std::vector<RegisteredThread*>& threads);
+std::vector<ThreadId> ThreadsOnEventsLocked(RegisteredThread* const* threads, size_t count);
 
 // Waits (bounded, ~100 ms) until none of `threads` has the sampling signal pending (a signal
 // queued by an event before it was closed reaches the program's disposition once ours is

@@ -61,12 +61,17 @@ extern std::atomic<bool> g_forked_child STRATA_BASE_HIDDEN;
 // sampler thread keeps running; the sampler reads it once per loop iteration (see
 // Session::sampler_loop_mutex).
 extern std::atomic<const TierExtension*> g_extension STRATA_BASE_HIDDEN;
-// Asks the sampler thread to end (sampler_thread.h).
-extern std::atomic<bool> g_sampler_stop STRATA_BASE_HIDDEN;
+// Asks the sampler thread to end (sampler_thread.h): 1 to stop, 0 to run. An int, the futex
+// word the sampler sleeps on between loops, so that a stop wakes it at once (a process's
+// exit used to wait up to a sampler period, 4 ms, for its next wake-up; issue 38).
+extern std::atomic<int> g_sampler_stop STRATA_BASE_HIDDEN;
 // libunwind could not be loaded: walk frame pointers instead.
 extern std::atomic<bool> g_libunwind_missing STRATA_BASE_HIDDEN;
 // The running session's features, for the signal handler.
 extern std::atomic<uint32_t> g_sampling_features STRATA_BASE_HIDDEN;
+// The running session's sampling interval in ns (0 when none), for the signal handler's
+// compensation of its own cost (sample_capture.cc, "The handler's own cost").
+extern std::atomic<int64_t> g_sampling_interval_ns STRATA_BASE_HIDDEN;
 
 }  // namespace base_internal
 }  // namespace strata

@@ -1,5 +1,6 @@
 #include "base/internal/shutdown_path.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -107,6 +108,34 @@ std::string ShutdownPathForThisProcess(const std::string& path, const void* code
   const MappedFile library = FileMappedAt(maps, reinterpret_cast<unsigned long long>(code_address));
   if (library.inode == 0) return path;
   return AncestorSharesPath(path, library) ? PerProcessShutdownPath(path) : path;
+}
+
+bool FindProfiledChild(const void* code_address, pid_t* child, std::string* child_name) {
+  std::string text;
+  if (!ReadProcFile("/proc/self/maps", &text)) return false;
+  const MappedFile library = FileMappedAt(text, reinterpret_cast<unsigned long long>(code_address));
+  if (library.inode == 0) return false;
+  const std::string self = "/proc/" + std::to_string(getpid()) + "/task/";
+  DIR* tasks = opendir(self.c_str());
+  if (tasks == nullptr) return false;
+  bool found = false;
+  std::string children;
+  while (dirent* task = found ? nullptr : readdir(tasks)) {
+    if (task->d_name[0] == '.' || !ReadProcFile(self + task->d_name + "/children", &children)) continue;
+    const char* cursor = children.c_str();
+    char* end = nullptr;
+    for (long pid; !found && (pid = std::strtol(cursor, &end, 10)) > 0; cursor = end) {
+      const std::string proc = "/proc/" + std::to_string(pid);
+      if (ReadProcFile(proc + "/maps", &text) && MapsFile(text, library)) {
+        found = true;
+        *child = static_cast<pid_t>(pid);
+        if (!ReadProcFile(proc + "/comm", child_name)) child_name->clear();
+        while (!child_name->empty() && child_name->back() == '\n') child_name->pop_back();
+      }
+    }
+  }
+  closedir(tasks);
+  return found;
 }
 
 std::string PerProcessShutdownPath(const std::string& path) {

@@ -33,6 +33,13 @@ namespace base_internal {
 // `code_address` is any address in this library's code (its mapping identifies the library).
 std::string ShutdownPathForThisProcess(const std::string& path, const void* code_address);
 
+// A child of this process (of any of its threads) that has this library mapped (`code_address`
+// as above): a profiled process this one started, such as the program a wrapper (`timeout`,
+// `nice`, a shell) runs. Its pid and command name (/proc/<pid>/comm); false when there is none
+// or /proc cannot tell (no /proc/<pid>/task/<tid>/children). Reads /proc: not at load time
+// only, but never on a program's thread (the control thread calls it).
+bool FindProfiledChild(const void* code_address, pid_t* child, std::string* child_name);
+
 // `path` with "%p" added: ".%p" before a final ".json" in the file name, else at the end.
 std::string PerProcessShutdownPath(const std::string& path);
 

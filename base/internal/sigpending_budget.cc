@@ -9,6 +9,7 @@
 #include "base/internal/core.h"
 #include "base/internal/log.h"
 #include "base/markers.h"
+#include "platform/never_destroyed.h"
 
 namespace strata {
 namespace base_internal {
@@ -19,12 +20,15 @@ std::atomic<bool> g_logged{false};
 // A text marker on the main thread's track (every profile has it), straight into the
 // buffer: no registry lock, no staging.
 void RecordNotSampledMarker(std::string_view text) {
-  static const ProfilerString kName = ProfilerString::Literal("Thread not sampled");
+  // Never destroyed: a function-local static with a destructor registers it with
+  // __cxa_atexit at its first use, which allocates through the program's malloc, and the first
+  // use is a new thread's registration, on the program's thread.
+  static NeverDestroyed<ProfilerString> kName(ProfilerString::Literal("Thread not sampled"));
   MarkerHeaderRef header;
   header.thread = MainThreadId();
   header.phase = MarkerPhase::kInstant;
   header.start = TimeStamp::Now();
-  header.name = &kName;
+  header.name = &kName.get();
   header.category = static_cast<uint8_t>(Category::kProfiler);
   header.payload_tag = kTextMarkerTag;
   SessionBuffer().PutObjects(EntryKind::kMarker, header, text);

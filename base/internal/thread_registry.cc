@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "base/internal/log.h"
@@ -49,17 +50,20 @@ struct LibcMutexFunctions {
   int (*trylock)(pthread_mutex_t*) = nullptr;
   int (*unlock)(pthread_mutex_t*) = nullptr;
 };
+// Looked up once, by the first registration: the main thread's, in the library's constructor
+// (dlopen and dlsym allocate; a new thread's registration later only reads the result).
+__attribute__((noinline)) LibcMutexFunctions ResolveLibcMutexFunctions() {
+  LibcMutexFunctions f;
+  void* libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+  if (libc) {
+    f.trylock = reinterpret_cast<int (*)(pthread_mutex_t*)>(dlsym(libc, "pthread_mutex_trylock"));
+    f.unlock = reinterpret_cast<int (*)(pthread_mutex_t*)>(dlsym(libc, "pthread_mutex_unlock"));
+    if (!f.trylock || !f.unlock) f = LibcMutexFunctions();
+  }
+  return f;
+}
 const LibcMutexFunctions& LibcMutex() {
-  static const LibcMutexFunctions functions = [] {
-    LibcMutexFunctions f;
-    void* libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
-    if (libc) {
-      f.trylock = reinterpret_cast<int (*)(pthread_mutex_t*)>(dlsym(libc, "pthread_mutex_trylock"));
-      f.unlock = reinterpret_cast<int (*)(pthread_mutex_t*)>(dlsym(libc, "pthread_mutex_unlock"));
-      if (!f.trylock || !f.unlock) f = LibcMutexFunctions();
-    }
-    return f;
-  }();
+  static const LibcMutexFunctions functions = ResolveLibcMutexFunctions();
   return functions;
 }
 
@@ -99,9 +103,17 @@ bool HasDied(const RegisteredThread* thread) {
 }  // namespace
 
 std::string CurrentThreadName() {
-  char name[64] = {};
-  if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0) return std::string();
+  char name[16];
+  CurrentThreadNameInto(name);
   return name;
+}
+
+void CurrentThreadNameInto(char (&name)[16]) {
+  // The calling thread's own name: prctl(PR_GET_NAME), a system call of its own (glibc's
+  // pthread_getname_np on pthread_self() reads no file).
+  std::memset(name, 0, sizeof(name));
+  if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0) name[0] = '\0';
+  name[sizeof(name) - 1] = '\0';
 }
 
 std::string ThreadNameFromProc(ThreadId tid) {
@@ -117,19 +129,33 @@ std::string ThreadNameFromProc(ThreadId tid) {
   return s;
 }
 
+namespace {
+char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// Whether `needle` occurs in `haystack`, ignoring ASCII case. No copies (a new thread's
+// registration matches its name here, on the program's thread).
+bool ContainsIgnoringCase(const char* haystack, size_t haystack_size, const char* needle,
+                          size_t needle_size) {
+  if (needle_size > haystack_size) return false;
+  for (size_t start = 0; start + needle_size <= haystack_size; ++start) {
+    size_t i = 0;
+    while (i < needle_size && AsciiLower(haystack[start + i]) == AsciiLower(needle[i])) ++i;
+    if (i == needle_size) return true;
+  }
+  return false;
+}
+}  // namespace
+
 bool NameMatchesFilters(const std::string& name, bool is_main,
                         const std::vector<std::string>& filters) {
   if (filters.empty()) return true;
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  const std::string lname = lower(name);
+  static constexpr char kMain[] = "main";
   for (const std::string& filter : filters) {
-    const std::string lf = lower(filter);
-    if (lname.find(lf) != std::string::npos) return true;
-    if (is_main && std::string("main").find(lf) != std::string::npos) return true;
-    if (lf == "*") return true;
+    if (ContainsIgnoringCase(name.data(), name.size(), filter.data(), filter.size())) return true;
+    if (is_main && ContainsIgnoringCase(kMain, sizeof(kMain) - 1, filter.data(), filter.size())) {
+      return true;
+    }
+    if (filter == "*") return true;
   }
   return false;
 }
@@ -175,6 +201,10 @@ class NoCancellation {
 };
 }  // namespace
 
+namespace {
+size_t ReclaimDeadThreadsWithoutPruneLocked(Registry& registry);
+}  // namespace
+
 RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   NoCancellation no_cancellation;
   if (RegisteredThread* registered = t_registered_thread) {
@@ -190,7 +220,12 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
     }
     return registered;
   }
-  auto thread = std::make_unique<RegisteredThread>();
+  // Strata's own pages (RegisteredThread::operator new), never the program's allocator.
+  std::unique_ptr<RegisteredThread> thread(new (std::nothrow) RegisteredThread);
+  if (!thread) {
+    LogError("cannot register thread %d: out of memory", CurrentThreadId().ToNumber());
+    return nullptr;
+  }
   thread->tid = CurrentThreadId();
   thread->pthread = pthread_self();
   thread->cpu_clock = ThreadCpuClock::ForCurrentThread();
@@ -226,20 +261,28 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
 
   Registry& registry = GetRegistry();
   AutoLock lock(registry.mutex);
-  ThreadInfo info;
+  // Made in place in the list (Strata's own pages): no ThreadInfo on the stack to destroy.
+  raw->info_index = registry.infos.size();
+  ThreadInfo& info = registry.infos.emplace_back();
   info.tid = raw->tid;
-  info.name = name ? name : CurrentThreadName();
+  if (name) {
+    info.name = name;  // The program's own request (ProfilerRegisterThread with a name).
+  } else {
+    // The kernel's name, at most 15 characters: it fits the string's own in-place buffer,
+    // so no allocation (the new thread's registration, on the program's thread).
+    char kernel_name[16];
+    CurrentThreadNameInto(kernel_name);
+    info.name = kernel_name;
+  }
   info.name_given = name != nullptr;
   info.register_time = TimeStamp::Now();
   info.is_main = raw->is_main;
-  raw->info_index = registry.infos.size();
-  registry.infos.push_back(std::move(info));
   registry.live.push_back(raw);
   if (registry.sampling) StartSamplingLocked(registry, raw);
   // Threads that ended without unregistering, also when no sampler loop looks for them (out
   // of session); amortised O(1) per registration.
   if (++registry.registered_since_sweep >= std::max(kMinPruneBatch, registry.live.size())) {
-    ReclaimDeadThreadsLocked(registry);
+    ReclaimDeadThreadsWithoutPruneLocked(registry);  // The next end or sampler loop prunes.
   }
   LogInfo("registered thread %d '%s'", raw->tid.ToNumber(),
           registry.infos[raw->info_index].name.c_str());
@@ -298,7 +341,7 @@ void PruneEndedThreadsLocked(Registry& registry) {
     return registry.sampling && info.recorded && info.buffer_end > oldest_kept;
   };
   constexpr size_t kDropped = SIZE_MAX;
-  std::vector<size_t> new_index(registry.infos.size(), kDropped);
+  RegistryList<size_t> new_index(registry.infos.size(), kDropped);
   size_t kept = 0;
   for (size_t i = 0; i < registry.infos.size(); ++i) {
     if (!keep(registry.infos[i])) continue;
@@ -328,33 +371,40 @@ void EndRegistrationLocked(Registry& registry, RegisteredThread* thread, bool on
   if (on_thread && was_sampling && thread->has_sample && !ProfilerIsPaused() &&
       registry.sampling) {
     if (const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
-        cpu && thread->last_sample_cpu_ns >= 0 && cpu->ToNanoseconds() > thread->last_sample_cpu_ns) {
+        cpu && thread->last_sample_cpu_ns >= 0 && thread->ProgramCpuNs(*cpu) > thread->last_sample_cpu_ns) {
       PutCopyOfLastSampleLocked(thread, *cpu, now);
     }
   }
   FlushMarkersLocked(thread);
   ThreadInfo& info = registry.infos[thread->info_index];
   if (on_thread && !info.name_given) {
-    const std::string name = CurrentThreadName();
-    if (!name.empty()) info.name = name;
+    char name[16];  // The kernel's name: fits the string's in-place buffer (no allocation).
+    CurrentThreadNameInto(name);
+    if (name[0] != '\0') info.name = name;
   }
   info.unregister_time = TimeStamp::Now();
   if (thread->marker_staging.load(std::memory_order_relaxed) != nullptr) info.recorded = true;
   info.buffer_end = SessionBuffer().GetState().range_end;
   registry.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
+  registry.handler_cpu_excluded_ns += thread->handler_cpu_ns.load(std::memory_order_relaxed);
   registry.live.erase(std::remove(registry.live.begin(), registry.live.end(), thread),
                       registry.live.end());
-  // A prune walks every entry; it runs once per max(kMinPruneBatch, live threads) ends.
-  if (++registry.ended_since_prune >= std::max(kMinPruneBatch, registry.live.size())) {
+  ++registry.ended_since_prune;
+}
+
+// A prune walks every entry; it runs once per max(kMinPruneBatch, live threads) ends. Not on a
+// new thread's registration: a prune destroys ended threads' names, and a name the program
+// gave (longer than the in-place buffer) was made by the program's allocator.
+void MaybePruneEndedThreadsLocked(Registry& registry) {
+  if (registry.ended_since_prune >= std::max(kMinPruneBatch, registry.live.size())) {
     PruneEndedThreadsLocked(registry);
   }
 }
 
-}  // namespace
-
-size_t ReclaimDeadThreadsLocked(Registry& registry) {
+// ReclaimDeadThreadsLocked without the prune: a new thread's registration's sweep.
+size_t ReclaimDeadThreadsWithoutPruneLocked(Registry& registry) {
   registry.registered_since_sweep = 0;
-  std::vector<RegisteredThread*> dead;
+  RegistryList<RegisteredThread*> dead;
   for (RegisteredThread* thread : registry.live) {
     if (HasDied(thread)) dead.push_back(thread);
   }
@@ -371,12 +421,21 @@ size_t ReclaimDeadThreadsLocked(Registry& registry) {
   return dead.size();
 }
 
+}  // namespace
+
+size_t ReclaimDeadThreadsLocked(Registry& registry) {
+  const size_t reclaimed = ReclaimDeadThreadsWithoutPruneLocked(registry);
+  MaybePruneEndedThreadsLocked(registry);
+  return reclaimed;
+}
+
 void UnregisterThread(RegisteredThread* thread) {
   NoCancellation no_cancellation;
   Registry& registry = GetRegistry();
   {
     AutoLock lock(registry.mutex);
     EndRegistrationLocked(registry, thread, /*on_thread=*/true);
+    MaybePruneEndedThreadsLocked(registry);
   }
   ReleaseAliveMutex(thread);
   SetSamplingThreadContext(nullptr);

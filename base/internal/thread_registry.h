@@ -27,6 +27,7 @@
 #include "base/profiler.h"
 #include "platform/cpu_time.h"
 #include "platform/mutex.h"
+#include "platform/page_allocation.h"
 #include "platform/process_thread_ids.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "platform/sampling/stack_bounds.h"
@@ -37,7 +38,17 @@
 namespace strata {
 namespace base_internal {
 
+// Made by the thread's own registration, on a program's thread (a new thread, before the
+// program's start routine runs): its memory is Strata's own pages (AllocateSizedPages), never
+// the program's allocator (docs/host-contract.md). `new (std::nothrow)` gives null when the
+// kernel refuses; `delete` unmaps.
 struct RegisteredThread {
+  static void* operator new(size_t bytes, const std::nothrow_t&) noexcept {
+    static_assert(alignof(RegisteredThread) <= 16, "AllocateSizedPages aligns to 16 bytes");
+    return AllocateSizedPages(bytes);
+  }
+  static void operator delete(void* memory) noexcept { FreeSizedPages(memory); }
+
   ThreadId tid;
   pthread_t pthread;
   ThreadCpuClock cpu_clock;
@@ -60,6 +71,20 @@ struct RegisteredThread {
   // signal blocked there: never twice at once), so that they take no handler stack (~2 KiB;
   // docs/sampling.md, "Stack").
   LibunwindWalkScratch walk_scratch;
+  // The handler's own cost (sample_capture.cc, docs/sampling.md "The handler's own cost"):
+  // written only by the thread's own signal handler (every signal blocked there).
+  // The thread's CPU clock when the previous handler ended (its entry when it was short), or
+  // -1; the CPU clock at the current handler's entry and its wall time then.
+  int64_t handler_exit_cpu_ns = -1;
+  int64_t handler_entry_cpu_ns = -1;
+  int64_t handler_entry_time_ns = 0;
+  // The program's CPU since the latest recorded sample, less the intervals recorded: a
+  // signal is skipped while it is under half an interval (a long walk ate the period).
+  int64_t sample_credit_ns = 0;
+  // The CPU the thread spent in long handlers (walks), kept out of every CPU delta: the
+  // thread's "program CPU" is its CPU clock less this. Written by the handler (single
+  // writer), read by the sampler.
+  std::atomic<int64_t> handler_cpu_ns{0};
   // A later tier's per-thread data (tier_extension.h), e.g. a script engine's context.
   std::atomic<void*> tier_data{nullptr};
   // The thread's marker staging (marker_staging.h), created by the thread at its first
@@ -103,16 +128,29 @@ struct RegisteredThread {
   bool last_sample_in_system_call = false;  // Of the latest sample drained.
   // Wait stacks: the blocking call the thread is in, if any (wait_state.h).
   WaitState wait;
+
+  // `cpu` (a reading of the thread's CPU clock) less the CPU its long sampling handlers used
+  // (handler_cpu_ns): the clock every CPU delta of the profile is taken on, so that a deep
+  // walk's cost is not charged to the code it sampled (last_sample_cpu_ns is on it).
+  int64_t ProgramCpuNs(TimeDuration cpu) const {
+    return cpu.ToNanoseconds() - handler_cpu_ns.load(std::memory_order_relaxed);
+  }
 };
+
+// The registry's lists grow on a new thread's registration, on the program's thread: their
+// memory is Strata's own pages (page_allocation.h), never the program's allocator.
+template <typename T>
+using RegistryList = std::vector<T, PageAllocator<T>>;
 
 struct Registry {
   Mutex mutex{"strata thread registry"};
-  std::vector<RegisteredThread*> live;
-  std::vector<ThreadInfo> infos;
+  RegistryList<RegisteredThread*> live;
+  RegistryList<ThreadInfo> infos;
   // The running session's sampling configuration (copied at start).
   bool sampling = false;
   ProfilerSettings settings;
   uint64_t dropped_samples = 0;  // From threads that ended.
+  int64_t handler_cpu_excluded_ns = 0;  // From threads that ended (their handler_cpu_ns).
   // Why sampling stopped before the session's end (for the profile), or empty.
   std::string sampling_stopped;
   size_t ended_since_prune = 0;  // Threads that ended since the last PruneEndedThreadsLocked.
@@ -129,9 +167,13 @@ extern __thread RegisteredThread* t_registered_thread __attribute__((tls_model("
 
 // The calling thread's name (pthread_getname_np), "" when unknown.
 std::string CurrentThreadName();
+// The same into `name` (the kernel's name: at most 15 characters), "" when unknown. No
+// allocation (a new thread's registration).
+void CurrentThreadNameInto(char (&name)[16]);
 // Thread `tid`'s name from /proc/self/task/<tid>/comm, "" when unknown.
 std::string ThreadNameFromProc(ThreadId tid);
 // Whether a thread named `name` passes the session's thread filters.
+// Case-insensitive; allocates nothing.
 bool NameMatchesFilters(const std::string& name, bool is_main,
                         const std::vector<std::string>& filters);
 

@@ -51,9 +51,12 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   if (!StartThreadSamplingSourceLocked(thread, info.name, settings, signal_number)) return;
   info.profiled = true;
   thread->has_sample = false;
+  // The handler CPU counted from here (profilingLog.handlerCpuExcludedMs; the thread is not
+  // sampled yet, so its handler does not write it now).
+  thread->handler_cpu_ns.store(0, std::memory_order_relaxed);
   // The first sample carries the CPU used since sampling started, not since the thread did.
   const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
-  thread->last_sample_cpu_ns = cpu ? cpu->ToNanoseconds() : -1;
+  thread->last_sample_cpu_ns = cpu ? thread->ProgramCpuNs(*cpu) : -1;
   thread->last_seen_cpu = cpu;
   thread->paused_at_cpu.reset();
   if (ProfilerIsPaused()) thread->paused_at_cpu = cpu;
@@ -104,7 +107,7 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
 void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeStamp now) {
   int64_t cpu_delta = 0;
   if (thread->last_sample_cpu_ns >= 0) {
-    cpu_delta = std::max<int64_t>(0, cpu.ToNanoseconds() - thread->last_sample_cpu_ns);
+    cpu_delta = std::max<int64_t>(0, thread->ProgramCpuNs(cpu) - thread->last_sample_cpu_ns);
     thread->last_sample_cpu_ns += cpu_delta;
   }
   if (thread->last_sample == RegisteredThread::LastSample::kWait) {
@@ -204,7 +207,7 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
     const int64_t interval_ns =
         TimeDuration::FromMilliseconds(settings.interval_ms).ToNanoseconds();
     if (thread->last_sample_cpu_ns >= 0 &&
-        cpu->ToNanoseconds() - thread->last_sample_cpu_ns >= interval_ns) {
+        thread->ProgramCpuNs(*cpu) - thread->last_sample_cpu_ns >= interval_ns) {
       PutCopyOfLastSampleLocked(thread, *cpu, now);
     } else if (thread->last_sample != RegisteredThread::LastSample::kCpu) {
       // Off CPU after a wrapped wait ended, in no wrapped call (docs/sampling.md, "Unknown

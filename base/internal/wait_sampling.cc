@@ -146,7 +146,7 @@ void WriteDueWaitSamplesLocked(RegisteredThread* thread, int64_t due, uint64_t s
     // carries it.
     const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
     if (thread->has_sample && cpu && thread->last_sample_cpu_ns >= 0 &&
-        cpu->ToNanoseconds() - thread->last_sample_cpu_ns >= interval_ns) {
+        thread->ProgramCpuNs(*cpu) - thread->last_sample_cpu_ns >= interval_ns) {
       PutCopyOfLastSampleLocked(thread, *cpu, TimeStamp::FromNanoseconds(wait.tracked_start_ns));
     }
     if (!WriteWaitStackLocked(thread, sequence, time_of(first))) return;

@@ -1,6 +1,7 @@
 #include "platform/sampling/libunwind_walker.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <limits.h>
@@ -329,6 +330,84 @@ TEST_CASE(
   }
   REQUIRE(sigaction(SIGTRAP, &previous, nullptr) == 0);
   munmap(code, page);
+}
+
+
+// --- Verified frame-pointer steps (issue 38). A 300-deep recursion of functions with frame
+// records (this file keeps frame pointers), walked in a signal handler three ways: every
+// frame by libunwind (verified steps off), then with them on twice (the first walk notes the
+// return addresses, the second crosses them by frame pointers). Same frames, pc and sp.
+namespace verified_steps {
+
+constexpr size_t kCapacity = 1024;
+NativeFrame g_plain[kCapacity];
+NativeFrame g_learning[kCapacity];
+NativeFrame g_verified[kCapacity];
+size_t g_plain_count = 0, g_learning_count = 0, g_verified_count = 0;
+StackBounds g_bounds;
+
+void WalkThreeWays(int, siginfo_t*, void* context) {
+  ucontext_t* uc = static_cast<ucontext_t*>(context);
+  SetVerifiedFramePointerSteps(false);
+  g_plain_count = WalkStackWithLibunwind(uc, g_bounds, g_plain, kCapacity);
+  SetVerifiedFramePointerSteps(true);
+  g_learning_count = WalkStackWithLibunwind(uc, g_bounds, g_learning, kCapacity);
+  g_verified_count = WalkStackWithLibunwind(uc, g_bounds, g_verified, kCapacity);
+}
+
+extern "C" __attribute__((noinline)) int strata_test_verified_recurse(int depth) {
+  const int result = depth <= 0 ? raise(SIGUSR2) : strata_test_verified_recurse(depth - 1);
+  __asm__ volatile("" : : "r"(result) : "memory");
+  return result + 1;
+}
+
+void* RecurseAndSignal(void*) {
+  g_bounds = StackBounds::OfCurrentThread();
+  strata_test_verified_recurse(300);
+  return nullptr;
+}
+
+}  // namespace verified_steps
+
+TEST_CASE("WalkStackWithLibunwind: verified frame-pointer steps give libunwind's frames",
+          "[platform][sampling]") {
+  using namespace verified_steps;
+  REQUIRE(WarmUpLibunwind());
+  FlushLibunwindCaches();  // No verdict from an earlier walk.
+  struct sigaction action {};
+  action.sa_sigaction = &WalkThreeWays;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous {};
+  REQUIRE(sigaction(SIGUSR2, &action, &previous) == 0);
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, nullptr, &RecurseAndSignal, nullptr) == 0);
+  REQUIRE(pthread_join(thread, nullptr) == 0);
+  sigaction(SIGUSR2, &previous, nullptr);
+
+  const std::vector<std::string> names = sampling_testing::SymbolNames(g_plain, g_plain_count);
+  size_t recursion_frames = 0;
+  for (const std::string& name : names) recursion_frames += name == "strata_test_verified_recurse";
+  std::printf("verified steps: %zu frames (%zu in the recursion); learning walk %zu, verified "
+              "walk %zu\n",
+              g_plain_count, recursion_frames, g_learning_count, g_verified_count);
+  CHECK(recursion_frames == 301);
+  CHECK(g_plain_count > recursion_frames + 1);  // The walk went past the recursion.
+  REQUIRE(g_learning_count == g_plain_count);
+  REQUIRE(g_verified_count == g_plain_count);
+  size_t differing = 0;
+  for (size_t i = 0; i < g_plain_count; ++i) {
+    differing += g_learning[i].pc != g_plain[i].pc || g_learning[i].sp != g_plain[i].sp ||
+                 g_verified[i].pc != g_plain[i].pc || g_verified[i].sp != g_plain[i].sp;
+  }
+  CHECK(differing == 0);
+  // The recursion's return address was noted: the third walk crossed it by frame pointers.
+  size_t noted = 0;
+  for (size_t i = 1; i < g_plain_count; ++i) {
+    noted += names[i] == "strata_test_verified_recurse" &&
+             FramePointerStepVerifiedForTesting(g_plain[i].pc);
+  }
+  CHECK(noted >= 300);
 }
 
 }  // namespace

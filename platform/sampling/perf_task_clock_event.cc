@@ -30,6 +30,7 @@ struct TrackedEvent {
 };
 TrackedEvent g_tracked[PerfTaskClockEvent::kMaxOpenEvents];
 std::atomic<int> g_open_count{0};
+std::atomic<int> g_below_soft_limit_count{0};
 
 int ClaimSlot() {
   for (int i = 0; i < PerfTaskClockEvent::kMaxOpenEvents; ++i) {
@@ -65,7 +66,9 @@ bool NamesEvent(int fd, dev_t device, ino_t inode, uint64_t event_id) {
 
 }  // namespace
 
-int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_number) {
+int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_number,
+                             bool below_soft_limit_allowed,
+                             bool above_soft_limit_helper_allowed) {
   if (IsOpen()) return EBUSY;
   if (!thread.IsSpecified() || period.ToNanoseconds() <= 0 || signal_number <= 0 ||
       signal_number >= NSIG) {
@@ -91,15 +94,33 @@ int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_nu
   // 3 runs in 20 under load with kernel mode counted). A user-mode overflow's signal is
   // delivered at the return from the timer interrupt, before the program's next system call.
   attr.exclude_kernel = 1;
-  const long opened = syscall(SYS_perf_event_open, &attr, static_cast<pid_t>(thread.ToNumber()),
-                              -1, -1, PERF_FLAG_FD_CLOEXEC);
+  // The raw system call: libc's syscall() is a symbol the program (and Strata's own seccomp
+  // interposer) may define, and this runs on a new thread's registration.
+  const long opened = RawSyscall(SYS_perf_event_open, reinterpret_cast<long>(&attr),
+                                 static_cast<long>(thread.ToNumber()), -1, -1,
+                                 PERF_FLAG_FD_CLOEXEC);
   if (opened < 0) {
-    const int error = errno;
+    const int error = static_cast<int>(-opened);
     release_slot();
     return error;
   }
-  // Moved high first: fasync records the number it is registered on, and si_fd carries it.
-  if (!descriptor_.Adopt(static_cast<int>(opened))) {
+  // Moved above the program's soft RLIMIT_NOFILE first (the program's own opens keep every
+  // number below it), and before the set-up: fasync records the number it is registered on,
+  // and si_fd carries it. Not possible: below the limit if allowed, else no event (ERANGE).
+  int kept = above_soft_limit_helper_allowed
+                 ? MoveDescriptorAboveSoftLimit(static_cast<int>(opened))
+                 : -1;
+  below_soft_limit_ = false;
+  if (kept < 0) {
+    if (!below_soft_limit_allowed) {
+      RawSyscall(SYS_close, opened);
+      release_slot();
+      return ERANGE;
+    }
+    kept = static_cast<int>(opened);  // Adopt moves it high in the program's range.
+    below_soft_limit_ = true;
+  }
+  if (!descriptor_.Adopt(kept)) {
     release_slot();
     return EBADF;
   }
@@ -132,6 +153,7 @@ int PerfTaskClockEvent::Open(ThreadId thread, TimeDuration period, int signal_nu
   tracked.fd_plus_one.store(fd + 1, std::memory_order_release);
   table_slot_ = slot;
   g_open_count.fetch_add(1, std::memory_order_relaxed);
+  if (below_soft_limit_) g_below_soft_limit_count.fetch_add(1, std::memory_order_relaxed);
   if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
     error = errno;
     Close();
@@ -145,7 +167,9 @@ void PerfTaskClockEvent::ReleaseTableSlot() {
   // Already emptied in a forked child (CloseAllInForkedChild): not counted twice.
   if (g_tracked[table_slot_].fd_plus_one.exchange(kFree, std::memory_order_acq_rel) > 0) {
     g_open_count.fetch_sub(1, std::memory_order_relaxed);
+    if (below_soft_limit_) g_below_soft_limit_count.fetch_sub(1, std::memory_order_relaxed);
   }
+  below_soft_limit_ = false;
   table_slot_ = -1;
 }
 
@@ -201,17 +225,36 @@ void PerfTaskClockEvent::CloseAllInForkedChild() {
     tracked.fd_plus_one.store(kFree, std::memory_order_relaxed);
   }
   g_open_count.store(0, std::memory_order_relaxed);
+  g_below_soft_limit_count.store(0, std::memory_order_relaxed);
 }
 
 int PerfTaskClockEvent::OpenCount() { return g_open_count.load(std::memory_order_relaxed); }
 
+int PerfTaskClockEvent::BelowSoftLimitCount() {
+  return g_below_soft_limit_count.load(std::memory_order_relaxed);
+}
+
 int PerfTaskClockEvent::ParanoidLevel() {
-  FILE* file = std::fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-  if (!file) return -100;
-  int level = -100;
-  if (std::fscanf(file, "%d", &level) != 1) level = -100;
-  std::fclose(file);
-  return level;
+  // Raw open and read into a stack array: no stdio buffer from the program's malloc (this
+  // runs on a new thread's registration when its event is refused).
+  const long fd = RawSyscall(SYS_openat, AT_FDCWD,
+                             reinterpret_cast<long>("/proc/sys/kernel/perf_event_paranoid"),
+                             O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -100;
+  char text[32] = {};
+  const long got = RawSyscall(SYS_read, fd, reinterpret_cast<long>(text), sizeof(text) - 1);
+  RawSyscall(SYS_close, fd);
+  if (got <= 0) return -100;
+  int level = 0;
+  bool negative = false;
+  int i = 0;
+  if (text[i] == '-') {
+    negative = true;
+    ++i;
+  }
+  if (text[i] < '0' || text[i] > '9') return -100;
+  for (; text[i] >= '0' && text[i] <= '9' && level < 100000; ++i) level = level * 10 + (text[i] - '0');
+  return negative ? -level : level;
 }
 
 }  // namespace strata

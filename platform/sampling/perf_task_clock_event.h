@@ -72,8 +72,18 @@ class PerfTaskClockEvent {
   // EBUSY if already open, EINVAL for a bad argument, ENOSPC when kMaxOpenEvents are open;
   // perf_event_open's own (EACCES/EPERM: refused by perf_event_paranoid or a security
   // policy; ENOSYS: no such system call or a seccomp filter; ENOENT/EOPNOTSUPP: no software
-  // events; EMFILE/ENFILE), or fcntl's. Nothing is left open on failure.
-  [[nodiscard]] int Open(ThreadId thread, TimeDuration period, int signal_number);
+  // events; EMFILE/ENFILE), or fcntl's; ERANGE when the descriptor cannot be moved above the
+  // soft RLIMIT_NOFILE (private_fd.h, MoveDescriptorAboveSoftLimit) and may not stay below.
+  // The event's descriptor is numbered at or above the soft limit, outside the program's
+  // range, where it can be. Nothing is left open on failure.
+  // `below_soft_limit_allowed`: when the descriptor cannot be moved above the soft limit,
+  // keep it below (moved high in the program's range, MoveDescriptorHigh) rather than fail
+  // with ERANGE; counted in BelowSoftLimitCount() while open.
+  // `above_soft_limit_helper_allowed`: false where a seccomp filter is installed (a sandbox's
+  // filter may kill the helper's process-making clone): the descriptor is not moved above.
+  [[nodiscard]] int Open(ThreadId thread, TimeDuration period, int signal_number,
+                         bool below_soft_limit_allowed = false,
+                         bool above_soft_limit_helper_allowed = true);
 
   // True when open and the descriptor still names the event opened (anonymous inode and
   // event id). When the program closed it (or reused the number), forgets it without closing
@@ -100,6 +110,9 @@ class PerfTaskClockEvent {
 
   // How many events of this copy of the code are open now. Async-signal-safe.
   static int OpenCount();
+  // How many of them have their descriptor below the soft RLIMIT_NOFILE (in the program's
+  // range: Open's below_soft_limit_allowed). Async-signal-safe.
+  static int BelowSoftLimitCount();
 
   // perf_event_paranoid as /proc says (-100 when unreadable), for messages.
   static int ParanoidLevel();
@@ -110,6 +123,7 @@ class PerfTaskClockEvent {
   PrivateDescriptor descriptor_;
   uint64_t event_id_ = 0;
   int table_slot_ = -1;
+  bool below_soft_limit_ = false;  // Counted in BelowSoftLimitCount().
 };
 
 }  // namespace strata

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -10,6 +11,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "catch2/catch.hpp"
 #include "platform/process_thread_ids.h"
@@ -73,9 +75,11 @@ struct CountingHandlerScope {
   struct sigaction previous;
 };
 
-// Opens the event on this thread, or skips the test where the kernel refuses it.
+// Opens the event on this thread (its descriptor below the soft RLIMIT_NOFILE where it cannot
+// go above), or skips the test where the kernel refuses it.
 bool OpenOrSkip(PerfTaskClockEvent& event, TimeDuration period) {
-  const int error = event.Open(CurrentThreadId(), period, kSignal);
+  const int error = event.Open(CurrentThreadId(), period, kSignal,
+                               /*below_soft_limit_allowed=*/true);
   if (error == EACCES || error == EPERM || error == ENOSYS || error == ENOENT ||
       error == EOPNOTSUPP) {
     WARN("perf_event_open refused here (" << strerror(error) << "): skipped");
@@ -108,6 +112,91 @@ TEST_CASE("A task-clock event signals every overflow without a refresh", "[perf]
   INFO("signals " << g_poll_in.load() << " in " << cpu_ms << " ms of CPU");
   CHECK(per_cpu_second > 700);
   CHECK(per_cpu_second < 1050);
+}
+
+// Sets the soft RLIMIT_NOFILE for the scope (the hard one unchanged), then restores it.
+struct SoftDescriptorLimitScope {
+  explicit SoftDescriptorLimitScope(rlim_t soft) {
+    getrlimit(RLIMIT_NOFILE, &saved);
+    rlimit lowered = saved;
+    lowered.rlim_cur = soft;
+    ok = soft < saved.rlim_max && setrlimit(RLIMIT_NOFILE, &lowered) == 0;
+  }
+  ~SoftDescriptorLimitScope() { setrlimit(RLIMIT_NOFILE, &saved); }
+  rlimit saved{};
+  bool ok = false;
+};
+
+TEST_CASE("The descriptor is numbered above the soft RLIMIT_NOFILE, outside the program's range",
+          "[perf]") {
+  CountingHandlerScope handler;
+  const SoftDescriptorLimitScope limit(64);
+  if (!limit.ok) {
+    WARN("the hard RLIMIT_NOFILE leaves no room above 64 here: skipped");
+    return;
+  }
+  PerfTaskClockEvent event;
+  const int error = event.Open(CurrentThreadId(), TimeDuration::FromMilliseconds(1), kSignal,
+                               /*below_soft_limit_allowed=*/false);
+  if (error == EACCES || error == EPERM || error == ENOSYS || error == ENOENT ||
+      error == EOPNOTSUPP) {
+    WARN("perf_event_open refused here (" << strerror(error) << "): skipped");
+    return;
+  }
+  REQUIRE(error == 0);
+  const int fd = event.descriptor();
+  CHECK(fd >= 64);
+  CHECK(PerfTaskClockEvent::BelowSoftLimitCount() == 0);
+  rlimit now{};
+  getrlimit(RLIMIT_NOFILE, &now);
+  CHECK(now.rlim_cur == 64);  // The process's own limit never changed.
+  BurnCpu(TimeDuration::FromMilliseconds(20));
+  CHECK(g_poll_in.load() > 0);
+  CHECK(g_last_fd.load() == fd);  // fasync was registered on the final number.
+  // Every number below the limit is still the program's: it can open up to it.
+  std::vector<int> opened;
+  for (int next; (next = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) opened.push_back(next);
+  const int highest = opened.empty() ? -1 : opened.back();
+  for (int each : opened) close(each);
+  CHECK(highest == 63);
+  event.Close();
+}
+
+TEST_CASE("Where the hard limit leaves no room above the soft one, Open says ERANGE unless "
+          "allowed below",
+          "[perf]") {
+  CountingHandlerScope handler;
+  rlimit saved{};
+  getrlimit(RLIMIT_NOFILE, &saved);
+  if (saved.rlim_cur != saved.rlim_max) {
+    WARN("the soft RLIMIT_NOFILE is below the hard one here: the case needs them equal");
+    return;
+  }
+  // Raising the hard limit (CAP_SYS_RESOURCE) lets the helper go above: nothing to check.
+  rlimit raised = saved;
+  raised.rlim_max = saved.rlim_max + 1;
+  if (setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+    setrlimit(RLIMIT_NOFILE, &saved);
+    WARN("this process may raise its hard RLIMIT_NOFILE: the case needs it may not");
+    return;
+  }
+  PerfTaskClockEvent event;
+  int error = event.Open(CurrentThreadId(), TimeDuration::FromMilliseconds(1), kSignal,
+                         /*below_soft_limit_allowed=*/false);
+  if (error == EACCES || error == EPERM || error == ENOSYS || error == ENOENT ||
+      error == EOPNOTSUPP) {
+    WARN("perf_event_open refused here (" << strerror(error) << "): skipped");
+    return;
+  }
+  CHECK(error == ERANGE);
+  CHECK_FALSE(event.IsOpen());
+  error = event.Open(CurrentThreadId(), TimeDuration::FromMilliseconds(1), kSignal,
+                     /*below_soft_limit_allowed=*/true);
+  REQUIRE(error == 0);
+  CHECK(event.descriptor() < static_cast<int>(saved.rlim_cur));
+  CHECK(PerfTaskClockEvent::BelowSoftLimitCount() == 1);
+  event.Close();
+  CHECK(PerfTaskClockEvent::BelowSoftLimitCount() == 0);
 }
 
 TEST_CASE("The descriptor is high and close-on-exec, and si_fd names it", "[perf]") {
@@ -159,7 +248,7 @@ TEST_CASE("A descriptor closed by the program is forgotten, never closed again",
   CHECK(fcntl(fd, F_GETFD) != -1);  // The program's eventfd is still open.
   close(fd);
   // Open again: a fresh event.
-  REQUIRE(event.Open(CurrentThreadId(), TimeDuration::FromMilliseconds(1), kSignal) == 0);
+  REQUIRE(event.Open(CurrentThreadId(), TimeDuration::FromMilliseconds(1), kSignal, true) == 0);
   CHECK(event.IsStillOurs());
 }
 
@@ -235,7 +324,7 @@ TEST_CASE("The sampling handler takes the event's signals and chains the program
   SetSamplingThreadEventDescriptors(&descriptors);
   {
     PerfTaskClockEvent event;
-    const int error = event.Open(CurrentThreadId(), TimeDuration::FromMilliseconds(1), kSignal);
+    const int error = event.Open(CurrentThreadId(), TimeDuration::FromMilliseconds(1), kSignal, true);
     if (error == 0) {
       descriptors.current = event.descriptor();
       BurnCpu(TimeDuration::FromMilliseconds(30));

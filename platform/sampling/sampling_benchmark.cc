@@ -6,7 +6,10 @@
 // (what they used before issue 17). Manual (docs/sampling.md):
 //   bazel run -c opt //platform/sampling:sampling_benchmark -- [cpu_seconds_per_run]
 // Prints one line per walker and depth: samples per CPU second, walk p50/p90/p99 (rdtsc,
-// converted with a TSC rate measured over 50 ms), mean frames.
+// converted with a TSC rate measured over 50 ms), mean frames, and the p50 per frame.
+// "libunwind" is the walker as sampling uses it (verified frame-pointer steps where
+// libunwind confirmed them, libunwind_walker.h); "libunwind-all" steps every frame with
+// libunwind, as before issue 38. Both on the same stacks (Recurse keeps frame pointers).
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,7 +38,14 @@ namespace strata {
 constexpr int kTestSamplingSignal = SIGPROF;
 namespace {
 
-enum class Walker { kFramePointers, kLibunwind, kClockReads, kMonotonicStamp, kTscStamp };
+enum class Walker {
+  kFramePointers,
+  kLibunwind,
+  kLibunwindEveryFrame,
+  kClockReads,
+  kMonotonicStamp,
+  kTscStamp
+};
 
 constexpr size_t kMaxSamples = 100000;
 constexpr size_t kMaxFrames = 1024;  // Base keeps up to 1 024 (SampleSlot).
@@ -83,7 +93,7 @@ void OnSample(void* thread_context, ucontext_t* context, int) {
     const uint64_t start = __rdtsc();
     count = run->walker == Walker::kFramePointers
                 ? WalkFramePointers(*context, run->bounds, frames, kMaxFrames)
-                : WalkStackWithLibunwind(context, run->bounds, frames, kMaxFrames);
+                : WalkStackWithLibunwind(context, run->bounds, frames, kMaxFrames);  // Either mode.
     ticks = __rdtsc() - start;
   }
   run->ticks[index] = ticks;
@@ -151,8 +161,8 @@ int main(int argc, char** argv) {
   const double cpu_seconds = argc > 1 ? std::atof(argv[1]) : 1.0;
   const double tsc_per_ns = MeasureTscPerNanosecond();
   if (InstallSamplingSignalHandler(kTestSamplingSignal, &OnSample) != 0) return 1;
-  std::printf("%-15s %5s %8s %10s %10s %10s %7s\n", "walker", "depth", "samples/s", "p50 ns",
-              "p90 ns", "p99 ns", "frames");
+  std::printf("%-15s %5s %8s %10s %10s %10s %7s %9s\n", "walker", "depth", "samples/s", "p50 ns",
+              "p90 ns", "p99 ns", "frames", "ns/frame");
   struct Config {
     Walker walker;
     int depth;
@@ -162,7 +172,10 @@ int main(int argc, char** argv) {
                             {Walker::kTscStamp, 0},       {Walker::kFramePointers, 0},
                             {Walker::kFramePointers, 40}, {Walker::kLibunwind, 0},
                             {Walker::kLibunwind, 10},     {Walker::kLibunwind, 40},
-                            {Walker::kFramePointers, 600}, {Walker::kLibunwind, 600}};
+                            {Walker::kFramePointers, 600}, {Walker::kLibunwind, 600},
+                            {Walker::kLibunwindEveryFrame, 40},
+                            {Walker::kFramePointers, 1000}, {Walker::kLibunwind, 1000},
+                            {Walker::kLibunwindEveryFrame, 1000}};
   for (const Config& config : configs) {
     Run run;
     run.walker = config.walker;
@@ -171,6 +184,7 @@ int main(int argc, char** argv) {
     run.ticks.resize(kMaxSamples);
     run.ticks2.resize(kMaxSamples);
     run.frames.resize(kMaxSamples);
+    SetVerifiedFramePointerSteps(config.walker != Walker::kLibunwindEveryFrame);
     pthread_t thread;
     pthread_create(&thread, nullptr, &SampledThread, &run);
     pthread_join(thread, nullptr);
@@ -180,14 +194,17 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) frames += run.frames[i];
     const char* name = config.walker == Walker::kFramePointers ? "frame pointers"
                        : config.walker == Walker::kLibunwind   ? "libunwind"
+                       : config.walker == Walker::kLibunwindEveryFrame ? "libunwind-all"
                        : config.walker == Walker::kMonotonicStamp ? "stamp Now()"
                        : config.walker == Walker::kTscStamp       ? "stamp TSC"
                                                                   : "clock_gettime#1";
-    std::printf("%-15s %5d %8.0f %10.0f %10.0f %10.0f %7.1f\n", name, config.depth,
+    const double mean_frames = n ? frames / n : 0;
+    std::printf("%-15s %5d %8.0f %10.0f %10.0f %10.0f %7.1f %9.1f\n", name, config.depth,
                 n / run.measured_cpu_seconds, Percentile(ticks, 50) / tsc_per_ns,
                 Percentile(ticks, 90) / tsc_per_ns, Percentile(ticks, 99) / tsc_per_ns,
-                n ? frames / n : 0);
-    if (config.walker != Walker::kFramePointers && config.walker != Walker::kLibunwind) {
+                mean_frames, mean_frames > 0 ? Percentile(ticks, 50) / tsc_per_ns / mean_frames : 0);
+    if (config.walker != Walker::kFramePointers && config.walker != Walker::kLibunwind &&
+        config.walker != Walker::kLibunwindEveryFrame) {
       std::vector<uint64_t> second(run.ticks2.begin(), run.ticks2.begin() + n);
       std::printf("%-15s %5s %8s %10.0f %10.0f %10.0f\n",
                   config.walker == Walker::kClockReads ? "clock_gettime#2" : " +CPU clock", "",

@@ -182,7 +182,8 @@ std::vector<SharedLibrary> CollectSharedLibraries() {
 bool IsStrataLibrary(std::string_view name) {
   const size_t slash = name.rfind('/');
   if (slash != std::string_view::npos) name.remove_prefix(slash + 1);
-  for (const std::string_view own : {"libstrata_base.so", "libstrata_full.so", "libstrata_record.so"}) {
+  for (const std::string_view own : {"libstrata_base.so", "libstrata_full.so", "libstrata_record.so",
+                                        "libstrata_alloc.so"}) {
     if (name.substr(0, own.size()) == own) return true;
   }
   return false;

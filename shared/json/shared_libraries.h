@@ -37,7 +37,8 @@ struct SharedLibrary {
 std::vector<SharedLibrary> CollectSharedLibraries();
 
 // Whether `name` (a library's file name, or its path) is one of Strata's own libraries
-// (libstrata_base.so, libstrata_full.so, libstrata_record.so, with any version suffix):
+// (libstrata_base.so, libstrata_full.so, libstrata_record.so, libstrata_alloc.so, with any
+// version suffix):
 // their code is never a frame of a profile (docs/symbols.md, "Strata's own frames").
 bool IsStrataLibrary(std::string_view name);
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <fstream>
 #include <utility>
 
@@ -23,14 +25,19 @@ bool ParseHex(const char*& text, uint64_t* value) {
 
 std::string PerfMap::PathFor(int64_t pid) { return "/tmp/perf-" + std::to_string(pid) + ".map"; }
 
-PerfMap PerfMap::Read(const std::string& path) {
-  PerfMap map;
+std::vector<std::string> PerfMap::JitDumpPathsFor(int64_t pid) {
+  const std::string name = "jit-" + std::to_string(pid) + ".dump";
+  std::vector<std::string> paths;
+  paths.push_back("/tmp/" + name);
+  paths.push_back(name);  // The current directory: where V8 writes it.
+  return paths;
+}
+
+std::vector<PerfMap::Entry> PerfMap::ReadLines(const std::string& path) {
+  std::vector<Entry> entries;
   std::ifstream in(path);
-  if (!in) return map;
-  // Every line in file order; a later line replaces what an earlier one said of its range.
-  std::vector<std::pair<size_t, Entry>> lines;  // (line number, entry)
+  if (!in) return entries;
   std::string line;
-  size_t number = 0;
   while (std::getline(in, line)) {
     const char* text = line.c_str();
     Entry entry;
@@ -39,8 +46,109 @@ PerfMap PerfMap::Read(const std::string& path) {
     if (!ParseHex(text, &entry.size) || *text != ' ' || entry.size == 0) continue;
     entry.name = std::string(text + 1);
     if (entry.name.empty()) continue;
-    lines.emplace_back(number++, std::move(entry));
+    entries.push_back(std::move(entry));
   }
+  return entries;
+}
+
+namespace {
+
+// perf's jitdump format (tools/perf/util/jitdump.h; docs/symbols.md "JIT code").
+constexpr uint32_t kJitDumpMagic = 0x4A695444;         // "JiTD" as the writer's uint32.
+constexpr uint32_t kJitCodeLoad = 0;
+constexpr uint32_t kJitCodeMove = 1;
+constexpr uint32_t kJitCodeClose = 3;
+constexpr size_t kJitHeaderMinSize = 40;  // magic .. flags.
+constexpr size_t kRecordPrefixSize = 16;  // id, total_size, timestamp.
+constexpr size_t kCodeLoadFixedSize = kRecordPrefixSize + 40;  // pid, tid, vma, addr, size, index.
+constexpr size_t kCodeMoveSize = kRecordPrefixSize + 48;
+
+template <typename T>
+T Load(const std::string& data, size_t offset) {
+  T value;
+  std::memcpy(&value, data.data() + offset, sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+std::vector<PerfMap::Entry> PerfMap::ReadJitDumpRecords(const std::string& path) {
+  std::vector<Entry> entries;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return entries;
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.size() < kJitHeaderMinSize) return entries;
+  const uint32_t magic = Load<uint32_t>(data, 0);
+  if (magic != kJitDumpMagic) return entries;  // Other byte order: not this machine's runtime.
+  const uint32_t header_size = Load<uint32_t>(data, 8);
+  if (header_size < kJitHeaderMinSize || header_size > data.size()) return entries;
+  // Where each code index was loaded, for JIT_CODE_MOVE (which carries no name).
+  std::vector<std::pair<uint64_t, std::string>> names_by_index;
+  auto name_of = [&](uint64_t index) -> const std::string* {
+    for (auto it = names_by_index.rbegin(); it != names_by_index.rend(); ++it) {
+      if (it->first == index) return &it->second;
+    }
+    return nullptr;
+  };
+  size_t offset = header_size;
+  while (offset + kRecordPrefixSize <= data.size()) {
+    const uint32_t id = Load<uint32_t>(data, offset);
+    const uint32_t total_size = Load<uint32_t>(data, offset + 4);
+    // A record cut short (the runtime still writing, or killed): the rest is unreadable.
+    if (total_size < kRecordPrefixSize || total_size > data.size() - offset) break;
+    if (id == kJitCodeClose) break;
+    if (id == kJitCodeLoad && total_size > kCodeLoadFixedSize) {
+      const uint64_t vma = Load<uint64_t>(data, offset + kRecordPrefixSize + 8);
+      const uint64_t code_size = Load<uint64_t>(data, offset + kRecordPrefixSize + 24);
+      const uint64_t code_index = Load<uint64_t>(data, offset + kRecordPrefixSize + 32);
+      const size_t name_start = offset + kCodeLoadFixedSize;
+      const size_t name_end = data.find('\0', name_start);
+      if (name_end != std::string::npos && name_end < offset + total_size && code_size > 0 &&
+          name_end > name_start) {
+        Entry entry;
+        entry.start = vma;
+        entry.size = code_size;
+        entry.name = data.substr(name_start, name_end - name_start);
+        names_by_index.emplace_back(code_index, entry.name);
+        entries.push_back(std::move(entry));
+      }
+    } else if (id == kJitCodeMove && total_size >= kCodeMoveSize) {
+      const uint64_t new_address = Load<uint64_t>(data, offset + kRecordPrefixSize + 24);
+      const uint64_t code_size = Load<uint64_t>(data, offset + kRecordPrefixSize + 32);
+      const uint64_t code_index = Load<uint64_t>(data, offset + kRecordPrefixSize + 40);
+      if (const std::string* name = name_of(code_index); name && code_size > 0) {
+        entries.push_back(Entry{new_address, code_size, *name});
+      }
+    }
+    offset += total_size;
+  }
+  return entries;
+}
+
+PerfMap PerfMap::Read(const std::string& path) { return FromEntries(ReadLines(path)); }
+
+PerfMap PerfMap::ReadJitDump(const std::string& path) {
+  return FromEntries(ReadJitDumpRecords(path));
+}
+
+PerfMap PerfMap::ForProcess(int64_t pid) {
+  std::vector<Entry> entries = ReadLines(PathFor(pid));
+  for (const std::string& path : JitDumpPathsFor(pid)) {
+    std::vector<Entry> dumped = ReadJitDumpRecords(path);
+    if (dumped.empty()) continue;
+    for (Entry& entry : dumped) entries.push_back(std::move(entry));
+    break;  // The first file found: the same dump is not read twice.
+  }
+  return FromEntries(std::move(entries));
+}
+
+PerfMap PerfMap::FromEntries(std::vector<Entry> in_order) {
+  PerfMap map;
+  // Every entry in order; a later one replaces what an earlier one said of its range.
+  std::vector<std::pair<size_t, Entry>> lines;  // (position, entry)
+  lines.reserve(in_order.size());
+  size_t number = 0;
+  for (Entry& entry : in_order) lines.emplace_back(number++, std::move(entry));
   // Latest first at each start; then sweep by start, dropping what a later line overlapped.
   std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
     return a.second.start != b.second.start ? a.second.start < b.second.start : a.first > b.first;

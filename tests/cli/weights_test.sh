@@ -116,9 +116,18 @@ for command in "summary $OUT/run.json" "report $OUT/run.json -o $WORK/x.html" "c
   # shellcheck disable=SC2086
   "$STRATA" $command --weight bogus >/dev/null 2>"$WORK/bad.err"
   status=$?
-  [[ $status == 2 ]] && grep -q "unknown weight 'bogus' (accepted: wall, cpu, samples)" "$WORK/bad.err" \
+  [[ $status == 2 ]] && grep -q "unknown weight 'bogus' (accepted: wall, cpu, samples, bytes, retained)" "$WORK/bad.err" \
     && pass "${command%% *} --weight bogus: status 2, the accepted values named" \
     || fail "${command%% *} --weight bogus: status $status: $(cat "$WORK/bad.err")"
+done
+# bytes and retained (native allocations, docs/memory.md) are summary's only.
+for command in "report $OUT/run.json -o $WORK/x.html" "convert $OUT/run.json --to pprof -o $WORK/x"; do
+  # shellcheck disable=SC2086
+  "$STRATA" $command --weight bytes >/dev/null 2>"$WORK/bad.err"
+  status=$?
+  [[ $status == 2 ]] && grep -q "weight bytes is for strata summary only" "$WORK/bad.err" \
+    && pass "${command%% *} --weight bytes: status 2, summary only" \
+    || fail "${command%% *} --weight bytes: status $status: $(cat "$WORK/bad.err")"
 done
 
 # --- pprof -----------------------------------------------------------------------------------

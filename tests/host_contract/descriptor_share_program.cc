@@ -1,6 +1,8 @@
 // Threads that stay alive while the main thread opens /dev/null until the process runs out of
 // descriptors. No Strata include, no Strata call.
-//   descriptor_share_program THREADS
+//   descriptor_share_program THREADS [idle]
+// With "idle" the threads only sleep (many threads on a busy machine); otherwise each spins
+// briefly every millisecond (sampled).
 // Prints "descriptor_share: opened=N" (N: how many opens succeeded) and exits 0.
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,11 +11,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? atoi(argv[1]) : 20;
+  const bool idle = argc > 2 && strcmp(argv[2], "idle") == 0;
   std::atomic<bool> done{false};
   std::atomic<int> started{0};
   std::vector<std::thread> workers;
@@ -22,8 +26,10 @@ int main(int argc, char** argv) {
       started.fetch_add(1);
       volatile unsigned long spin = 0;
       while (!done.load()) {
-        for (int k = 0; k < 100000; ++k) spin = spin + k;  // CPU: sampled.
-        usleep(1000);
+        if (!idle) {
+          for (int k = 0; k < 100000; ++k) spin = spin + k;  // CPU: sampled.
+        }
+        usleep(idle ? 20000 : 1000);
       }
     });
   }

@@ -1,9 +1,10 @@
-// A program whose allocator and `write` are its own, guarded by its own locks and slow: the
-// memory-tracking pattern of many C++ code bases (a global operator new/delete that counts
-// under a std::mutex). It calls no Strata function and includes no Strata header.
+// A program whose allocator, `pthread_mutex_lock` and `write` are its own, guarded by its own
+// locks and slow: the memory-tracking pattern of many C++ code bases (a global operator
+// new/delete that counts under a std::mutex). It calls no Strata function and includes no
+// Strata header.
 //
-// It watches Strata from inside: its operator new/delete, malloc family and write note every
-// call whose caller is code of libstrata_base.so on one of the program's own threads (a
+// It watches Strata from inside: its operator new/delete, malloc family, pthread_mutex_lock
+// and write note every call whose caller is code of libstrata_base.so on one of the program's own threads (a
 // re-entry: docs/host-contract.md forbids it), and every nested entry into its own locked
 // operator new on one thread (which would deadlock). Under the old marker path (the "Awaiting
 // lock" marker allocated the thread's staging area with operator new) such a program hung.
@@ -18,6 +19,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,19 +56,20 @@ std::atomic<uintptr_t> g_strata_load_address{0};
 
 thread_local bool t_program_thread = false;  // Set by the program's own threads only.
 thread_local int t_in_operator_new = 0;
-// Inside the program's own pthread_create call (std::thread's constructor): the one
-// documented place where Strata allocates on the calling thread (docs/host-contract.md,
-// "Heavy by design": the start routine's wrapper; glibc allocates the new thread's TLS there
-// too). A new thread's own registration runs before its body sets t_program_thread, and its
-// unregistration after its body clears it: both outside the program's code.
-thread_local bool t_creating_thread = false;
 
 template <typename... Args>
 std::thread StartThread(Args&&... args) {
-  t_creating_thread = true;
-  std::thread thread(std::forward<Args>(args)...);
-  t_creating_thread = false;
-  return thread;
+  return std::thread(std::forward<Args>(args)...);
+}
+
+// Strata's own threads (the sampler, the control thread) name themselves "Strata..." first
+// thing; they may allocate. Every other thread is the program's: its pthread_create call
+// (Strata's wrapper), its registration before its body runs, its body, its unregistration
+// after: none may reach the program's allocator from Strata's code (docs/host-contract.md).
+bool OnStrataThread() {
+  char name[17] = {};
+  if (syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0) != 0) return false;
+  return strncmp(name, "Strata", 6) == 0;
 }
 
 int64_t NowNs() {
@@ -77,12 +80,10 @@ int64_t NowNs() {
 
 // A call from libstrata_base.so's code on a program thread.
 void NoteCaller(const void* return_address) {
-  if (!t_program_thread || t_creating_thread || !g_watching.load(std::memory_order_relaxed)) {
-    return;
-  }
+  if (!g_watching.load(std::memory_order_relaxed)) return;
   const auto pc = reinterpret_cast<uintptr_t>(return_address);
   if (pc >= g_strata_begin.load(std::memory_order_relaxed) &&
-      pc < g_strata_end.load(std::memory_order_relaxed)) {
+      pc < g_strata_end.load(std::memory_order_relaxed) && !OnStrataThread()) {
     if (g_strata_calls.fetch_add(1) < 5) {
       char line[128];
       const int n = snprintf(line, sizeof(line),
@@ -220,6 +221,28 @@ int posix_memalign(void** out, size_t alignment, size_t bytes) {
   *out = p;
   return 0;
 }
+// The program's own pthread_mutex_lock, slow now and then (a lock-profiling shim, as some
+// programs have): every caller checked. Its definition in the executable comes first in the
+// lookup order (std::mutex reaches it too); it calls the next one, Strata's wait wrapper when
+// preloaded (which then records its "Awaiting lock" markers), else libc's.
+int pthread_mutex_lock(pthread_mutex_t* mutex) {
+  using Lock = int (*)(pthread_mutex_t*);
+  // The next definition (the loader's own locks do not come through here).
+  static std::atomic<Lock> real{nullptr};
+  Lock next = real.load(std::memory_order_acquire);
+  if (next == nullptr) {
+    next = reinterpret_cast<Lock>(dlsym(RTLD_NEXT, "pthread_mutex_lock"));
+    real.store(next, std::memory_order_release);
+  }
+  NoteCaller(__builtin_return_address(0));
+  static std::atomic<unsigned> calls{0};
+  if ((calls.fetch_add(1, std::memory_order_relaxed) & 63) == 0) {
+    for (volatile int spin = 0; spin < 20000; spin = spin + 1) {
+    }
+  }
+  return next(mutex);
+}
+
 // The program's own write, slow and locked (its log lock), as some programs have.
 ssize_t write(int fd, const void* data, size_t bytes) {
   NoteCaller(__builtin_return_address(0));

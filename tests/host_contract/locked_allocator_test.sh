@@ -6,7 +6,9 @@
 #   - end (a watchdog kills a hang after 120 s: the old lock-marker path deadlocked here) with
 #     status 0, as plain;
 #   - see no nested entry into its locked operator new and no call from libstrata_base.so's
-#     code into its allocator or write on any of its own threads (the program counts them);
+#     code into its allocator or write on any of its own threads (the program counts them),
+#     its pthread_create calls and each new thread's registration and unregistration included
+#     (only Strata's own threads, named "Strata...", may allocate);
 #   - write a profile the format checker accepts; in the runs with wait stacks, when the
 #     program itself measured lock waits over 1 ms, the profile has "Awaiting lock" markers
 #     (not in precise mode, which ignores waitstacks: docs/env-vars.md).

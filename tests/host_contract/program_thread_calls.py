@@ -15,6 +15,11 @@ compiler inlined:
   3. Fail on any reachable call through the PLT that is not in ALLOWED_IMPORTS, and on any
      reachable function of the library's own that allocates (operator new/delete, the
      forwarding to the program's allocator) or is not allowed here (FORBIDDEN_INTERNAL).
+  4. A new thread's registration (REGISTRATION_ROOTS: pthread_create's start trampoline,
+     which runs on the new thread before the program's start routine) is walked apart, by a
+     narrower rule: it may make system calls through libc (perf_event_open's set-up, timers,
+     its stack bounds), but it must not allocate: no operator new/delete, no libc function
+     that allocates (ALLOCATING_IMPORTS), except the ones named in GLIBC_ALLOCATIONS_KNOWN.
 
 Functions on paths that end the process (Fatal, abort messages) are not walked: they
 run once, to say why the program is stopped (NOT_WALKED).
@@ -72,6 +77,9 @@ OWN_ROOTS = [
     r"OnSamplingSignal",                                   # the sampling-signal handler
     r"^_ZN6strata13base_internal\d+(Record\w*Marker|BeginMarker|BeginStagedMarker|"
     r"FlushAndRewindMarkerStaging)",                       # marker paths (base/markers.h)
+    # The native allocation records, called by libstrata_alloc.so's hooks inside the
+    # program's malloc/free (base/internal/native_allocations.h).
+    r"^_ZN6strata13base_internal\d+(RecordNativeAllocation|NoteNativeAllocationSetFull)",
 ]
 
 # Calls not followed, each for its reason (docs/host-contract.md, "What the check reads").
@@ -99,18 +107,97 @@ NOT_WALKED = [
 EDGES_NOT_FOLLOWED = [
     # The inlined destructor of a literal ProfilerString (made by the marker helpers for the
     # general path): a literal name owns no memory, its std::string member stays empty.
-    (re.compile(r"AddTextMarker|AddMarker|Record\w*Marker"),
+    # (also the "Thread not sampled" marker's literal name, made once when the sampling
+    # signal's budget refuses a new thread its timer)
+    (re.compile(r"AddTextMarker|AddMarker|Record\w*Marker|SigpendingBudgetAllowsTimerFor"),
      re.compile(r"^_ZNSt12__sso_stringD[12]Ev$|^_ZNSt7__cxx1112basic_string.*D[12]Ev$|"
                 r"^_ZNSt7__cxx1112basic_string.*_M_disposeEv$")),
 ]
+
+# A new thread's registration: pthread_create's start trampoline (called by glibc through a
+# function pointer), on the new thread before the program's start routine; and its
+# unregistration, the thread-exit key's destructor (called by glibc through a function
+# pointer), after the routine returned. Walked with the registration rule (module docstring,
+# step 4).
+REGISTRATION_ROOTS = [
+    r"^_ZN6strata13base_internal12_GLOBAL__N_116ThreadTrampolineEPv$",
+    r"^_ZN6strata13base_internal22OnRegisteredThreadExitEPv$",
+]
+
+# libc functions that allocate (through the program's malloc, which glibc calls through its
+# PLT, so a program's own malloc is the one called) or may: forbidden on the registration path.
+ALLOCATING_IMPORTS = {
+    "malloc", "calloc", "realloc", "free", "posix_memalign", "aligned_alloc", "memalign",
+    "valloc", "pvalloc", "strdup", "strndup", "asprintf", "vasprintf", "open_memstream",
+    "fopen", "fopen64", "fdopen", "freopen", "fclose", "fread", "fgets", "fscanf",
+    "__isoc99_fscanf", "getline", "getdelim", "opendir", "fdopendir", "closedir", "readdir",
+    "scandir", "dlopen", "dlmopen", "dlclose", "dlsym", "dlvsym", "dlerror", "dlinfo",
+    "dladdr", "dladdr1", "pthread_getattr_np", "pthread_attr_destroy", "__cxa_atexit",
+    "atexit", "strerror", "strerror_l", "setlocale", "newlocale", "tolower_l",
+    "pthread_key_create", "pthread_setspecific", "pthread_getaffinity_np", "qsort",
+}
+
+# Allocating libc functions the registration still calls, each with its reason. The test
+# prints them: the list is to shrink, never to grow without a reason here and in
+# docs/host-contract.md ("Known gaps").
+GLIBC_ALLOCATIONS_KNOWN = {
+    # The new thread's stack bounds (the handler's headroom check needs them before its first
+    # sample). glibc's pthread_getattr_np reallocates a CPU-affinity set through the program's
+    # realloc and pthread_attr_destroy frees it: on the new thread before the program's start
+    # routine, holding no lock of the program's.
+    "pthread_getattr_np": "the new thread's stack bounds (glibc reallocates a CPU set)",
+    "pthread_attr_destroy": "frees pthread_getattr_np's CPU set",
+    # The thread-exit key's value: glibc allocates a second-level block only for keys past
+    # the first 32; Strata's key is created by the library's constructor, among the first.
+    "pthread_setspecific": "the thread-exit key (one of the first 32: no allocation)",
+    # Once per process, by the main thread's registration in the library's constructor.
+    "pthread_key_create": "the thread-exit key, made once by the constructor's registration",
+}
+
+# Calls the registration walk does not follow, each for its reason.
+REGISTRATION_NOT_WALKED = [
+    # libc's mutex functions for the liveness mutex, looked up (dlopen, dlsym) by the first
+    # registration: the main thread's, in the library's constructor. Later a load.
+    re.compile(r"ResolveLibcMutexFunctions"),
+    # libunwind's private load (dlopen...): made by the session's start (StartLocked) before
+    # any thread can be registered into it; a registration warms it only when a session runs
+    # (ProfilerIsActive), so there the load is a function-local static already set.
+    re.compile(r"^_ZN6strata13LoadLibunwindEv$"),
+]
+
+# Edges the registration walk does not follow, each for its reason.
+REGISTRATION_EDGES_NOT_FOLLOWED = [
+    # The thread's name into its ThreadInfo: a new thread's is the kernel's (at most 15
+    # characters), which fits std::string's in-place buffer: no allocation (also at a
+    # thread's end, EndRegistrationLocked). A name given by the program
+    # (ProfilerRegisterThread("...")) is the program's own call, not this path.
+    (re.compile(r"RegisterCurrentThreadImpl|EndRegistrationLocked"),
+     re.compile(r"^_ZNSt7__cxx1112basic_string.*(_M_replace|_M_mutate|_M_create|aSEPKc|"
+                r"_M_assign|_M_construct)")),
+]
+
+REGISTRATION_EDGES_NOT_FOLLOWED.append(
+    # The registry's list of ThreadInfo growing (Strata's own pages): the old elements are
+    # moved, then destroyed; a moved-from std::string is empty, in its in-place buffer.
+    (re.compile(r"vector<strata::base_internal::ThreadInfo|"
+                r"St6vectorIN6strata13base_internal10ThreadInfoENS0_13PageAllocator"),
+     re.compile(r"^_ZNSs.*D[12]Ev$|__sso_string.*D[12]Ev$|^_ZNSt7__cxx1112basic_string.*D[12]Ev$|"
+                r"_M_dispose")))
+
+REGISTRATION_EDGES_NOT_FOLLOWED.append(
+    # A thread's end prunes the entries of ended threads (once per max(256, live threads)
+    # ends): their names are destroyed. A kernel name owns no memory (in-place buffer); only
+    # a name longer than 15 characters, which the program gave with its own
+    # ProfilerRegisterThread("...") call (made by its allocator then), is freed here, through
+    # the program's operator delete, on an ending thread after its routine returned
+    # (docs/host-contract.md, "Known gaps").
+    (re.compile(r"PruneEndedThreadsLocked"),
+     re.compile(r"__sso_string.*D[12]Ev$|^_ZNSt7__cxx1112basic_string.*D[12]Ev$|_M_dispose")))
 
 # Exported interposers that do heavy work on purpose, each for its reason: they are not
 # walked from. Every other exported function is a root, so a new interposer is checked
 # until it is named here (and in docs/host-contract.md).
 HEAVY_BY_DESIGN = {
-    # A new thread is registered on itself, before the program's start routine runs: it holds
-    # no lock of the program's yet (glibc's own thread start allocates its TLS there too).
-    "pthread_create": "registers the new thread (allocates) before the program's code runs",
     "pthread_setname_np": "a renamed thread is matched against the thread filters again",
     # The wrapped calls take the loader's lock and free memory themselves.
     "dlclose": "notes the library change (the library list is read again)",
@@ -181,51 +268,33 @@ def demangle(names):
     return out.splitlines()
 
 
-def main(argv):
-    if len(argv) < 2:
-        print(__doc__)
-        return 2
-    library = argv[1]
-    calls = parse(library)
-    roots = exported_interposers(library)
-    for pattern in OWN_ROOTS + INDIRECT_ROOTS:
-        regex = re.compile(pattern)
-        found = [f for f in calls if regex.search(f)]
-        if not found:
-            print("program_thread_calls: no function matches the root pattern %r" % pattern)
-            return 1
-        roots.extend(found)
-    missing = [r for r in roots if r not in calls]
-    if missing:
-        print("program_thread_calls: roots not found in the disassembly: %s" % missing)
-        return 1
-
+def walk(calls, roots, not_walked, edges_not_followed, import_forbidden):
+    """Walks every direct call from `roots`. Returns (parent map, violations)."""
     parent = {r: None for r in roots}
     queue = list(roots)
     violations = []
     while queue:
         function = queue.pop()
-        if any(p.search(function) for p in NOT_WALKED):
+        if any(p.search(function) for p in not_walked):
             continue
         if any(p.search(function) for p in FORBIDDEN_INTERNAL):
             violations.append((function, function))
             continue
         for callee, is_plt in sorted(calls.get(function, ())):
-            if any(a.search(function) and b.search(callee) for a, b in EDGES_NOT_FOLLOWED):
+            if any(a.search(function) and b.search(callee) for a, b in edges_not_followed):
                 continue
             if is_plt:
-                if callee not in ALLOWED_IMPORTS and not any(p.search(callee) for p in NOT_WALKED):
+                if import_forbidden(callee) and not any(p.search(callee) for p in not_walked):
                     violations.append((function, callee + "@plt"))
                 continue
             if callee not in parent:
                 parent[callee] = function
                 queue.append(callee)
+    return parent, violations
 
-    if len(argv) > 2 and argv[2] == "--list":
-        for name in sorted(demangle(sorted(parent))):
-            print("reachable:", name)
-    print("program_thread_calls: %d roots, %d functions reachable from a program's thread"
-          % (len(roots), len(parent)))
+
+def report(violations, parent):
+    """Prints each violation with its call path; returns how many distinct ones."""
     seen = set()
     for function, callee in violations:
         if (function, callee) in seen:
@@ -239,10 +308,65 @@ def main(argv):
         print("FORBIDDEN: %s" % demangle([callee])[0])
         for step in demangle(path):
             print("    from %s" % step[:200])
-    if violations:
-        print("program_thread_calls: %d forbidden calls" % len(seen))
+    return len(seen)
+
+
+def find_roots(calls, patterns):
+    found_all = []
+    for pattern in patterns:
+        regex = re.compile(pattern)
+        found = [f for f in calls if regex.search(f)]
+        if not found:
+            print("program_thread_calls: no function matches the root pattern %r" % pattern)
+            return None
+        found_all.extend(found)
+    return found_all
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    library = argv[1]
+    calls = parse(library)
+    roots = exported_interposers(library)
+    own_roots = find_roots(calls, OWN_ROOTS + INDIRECT_ROOTS)
+    registration_roots = find_roots(calls, REGISTRATION_ROOTS)
+    if own_roots is None or registration_roots is None:
         return 1
-    return 0
+    roots.extend(own_roots)
+    missing = [r for r in roots if r not in calls]
+    if missing:
+        print("program_thread_calls: roots not found in the disassembly: %s" % missing)
+        return 1
+
+    parent, violations = walk(calls, roots, NOT_WALKED, EDGES_NOT_FOLLOWED,
+                              lambda callee: callee not in ALLOWED_IMPORTS)
+    registration_parent, registration_violations = walk(
+        calls, registration_roots, NOT_WALKED + REGISTRATION_NOT_WALKED,
+        EDGES_NOT_FOLLOWED + REGISTRATION_EDGES_NOT_FOLLOWED,
+        lambda callee: callee in ALLOCATING_IMPORTS and callee not in GLIBC_ALLOCATIONS_KNOWN)
+    known = sorted({callee for f in registration_parent
+                    for callee, is_plt in calls.get(f, ()) if is_plt and
+                    callee in GLIBC_ALLOCATIONS_KNOWN})
+
+    if len(argv) > 2 and argv[2] == "--list":
+        for name in sorted(demangle(sorted(parent))):
+            print("reachable:", name)
+        for name in sorted(demangle(sorted(registration_parent))):
+            print("registration:", name)
+    print("program_thread_calls: %d roots, %d functions reachable from a program's thread"
+          % (len(roots), len(parent)))
+    print("program_thread_calls: a new thread's registration reaches %d functions; known "
+          "allocating glibc calls there: %s" % (len(registration_parent), ", ".join(known)))
+    count = report(violations, parent)
+    registration_count = report(registration_violations, registration_parent)
+    if count:
+        print("program_thread_calls: %d forbidden calls" % count)
+    if registration_count:
+        print("program_thread_calls: %d allocating calls on a new thread's registration"
+              % registration_count)
+    return 1 if count or registration_count else 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # examples/bazel, a separate workspace using this repository through local_repository
-# (@strata//:base, @strata//:full), built offline by the same Bazel (docs/install.md): copied
+# (@strata//:base, @strata//:full) and strata_deps() (deps.bzl), built offline by the same
+# Bazel (docs/install.md): copied
 # outside the repository with its path pointed at this source tree, built with a Bazel of its
 # own (--batch, an output root in the test's temporary directory: no server left behind);
 # both programs run plain and with STRATA_STARTUP=1 / STRATA_SHUTDOWN: the same output and
@@ -13,6 +14,13 @@ source_tree="$(dirname "$(readlink -f "$_runfiles/VERSION")")"
   { fail "no Strata source tree at $source_tree"; finish; }
 cmp -s "$source_tree/examples/bazel/strata_example.cc" "$source_tree/examples/cmake/strata_example.cc" ||
   fail "examples/bazel and examples/cmake have different strata_example.cc (they are one program)"
+# One macro instead of the repositories by hand (issue 39): the example's WORKSPACE declares
+# Strata and calls strata_deps(), nothing else.
+repositories=$(grep -cE '^\s*(new_)?local_repository\(' "$source_tree/examples/bazel/WORKSPACE")
+[[ $repositories == 1 ]] && grep -q '^load("@strata//:deps.bzl", "strata_deps")' "$source_tree/examples/bazel/WORKSPACE" &&
+  grep -q '^strata_deps(path = ' "$source_tree/examples/bazel/WORKSPACE" \
+  && pass "examples/bazel/WORKSPACE: the Strata repository and strata_deps(), nothing by hand" \
+  || fail "examples/bazel/WORKSPACE declares $repositories repositories by hand, or does not call strata_deps()"
 example="$WORK/bazel_example"
 rm -rf "$example"
 cp -r "$source_tree/examples/bazel" "$example"

@@ -5,19 +5,22 @@
 #   bazel test //tests/install:deb_root_test --test_output=streamed
 # STRATA_DEB_ROOT_TARBALL=FILE reuses (or, if missing, saves) the debootstrap tarball.
 #
-#   1. tools/make_deb.sh builds strata_VERSION_amd64.deb from this build's files.
+#   1. tools/make_deb.sh builds the packages (libstrata-base0, libstrata-full0,
+#      libstrata-spidermonkey0, libstrata-dev, strata, strata-dbg) from this build's files.
 #   2. debootstrap --variant=minbase bookworm: a fresh Debian root with no compiler, no
 #      Strata, none of its dependencies; entered with chroot in a private mount namespace
 #      (/proc, /dev bound for apt and the profiler).
-#   3. `apt-get install ./strata_VERSION_amd64.deb` in it: the package and its dependencies
-#      from the Debian mirror; `dpkg -s strata` says installed.
+#   3. `apt-get install ./strata_*.deb ./libstrata-dev_*.deb ./libstrata-full0_*.deb
+#      ./libstrata-base0_*.deb` in it: the packages and their dependencies from the Debian
+#      mirror; `dpkg -s strata` says installed, and libmozjs-102-0 is not installed (only
+#      libstrata-spidermonkey0 needs it).
 #   4. From another directory (/var/tmp, nothing of Strata there): `strata record -o … --
 #      /bin/true` writes a profile; `strata summary` reads it.
 #   5. g++, make and pkgconf installed; examples/make's program built with
 #      `pkg-config --cflags --libs strata-full` alone (nothing else on the command line), run
 #      with STRATA_STARTUP=1 / STRATA_SHUTDOWN: a profile with ExampleBusyWork.
-#   6. `dpkg -r strata`: every file the package installed is gone, `dpkg -s` says not installed
-#      (config-files or nothing), the dependencies' files stay.
+#   6. `dpkg -r` of the four: every file they installed is gone, `dpkg -s strata` says not
+#      installed (config-files or nothing), the dependencies' files stay.
 source "$(dirname "$0")/../scenario_lib.sh"
 
 if [[ $(id -u) -ne 0 ]]; then fail "needs root (debootstrap, chroot)"; finish; fi
@@ -30,8 +33,10 @@ if ! timeout 300 bash "$_runfiles/tools/make_deb.sh" --build-root "$_runfiles" "
     >"$WORK/deb.out" 2>"$WORK/deb.err"; then
   fail "make_deb.sh failed:"; sed 's/^/    /' "$WORK/deb.err" | tail -30; finish
 fi
-deb="$(tail -1 "$WORK/deb.out")"
-pass "built $(basename "$deb")"
+packages=(strata libstrata-dev libstrata-full0 libstrata-base0)
+debs=()
+for package in "${packages[@]}"; do debs+=("$(grep "/${package}_[^/]*\.deb\$" "$WORK/deb.out")"); done
+pass "built $(for deb in "${debs[@]}"; do basename "$deb"; done | tr '\n' ' ')"
 
 ROOT="$(mktemp -d /var/tmp/strata-deb-root.XXXXXX)"
 cleanup() { rm -rf --one-file-system "$ROOT"; }
@@ -57,7 +62,7 @@ for absent in /usr/bin/g++ /usr/bin/pkg-config /usr/lib/x86_64-linux-gnu/libunwi
   [[ -e "$ROOT$absent" ]] && fail "the fresh root already has $absent"
 done
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-cp "$deb" "$ROOT/tmp/"
+cp "${debs[@]}" "$ROOT/tmp/"
 cp -rL "$_runfiles/examples/make" "$ROOT/tmp/example"
 
 # in_root SCRIPT: runs SCRIPT with bash in the root, in a private mount namespace.
@@ -71,14 +76,17 @@ in_root() {
       DEBIAN_FRONTEND=noninteractive /bin/bash -c "$2"' in_root "$ROOT" "$1"
 }
 
-if in_root "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb")" \
+in_root_debs="$(for deb in "${debs[@]}"; do printf '/tmp/%s ' "$(basename "$deb")"; done)"
+if in_root "apt-get update -q && apt-get install -y -q --no-install-recommends $in_root_debs" \
     >"$WORK/install.log" 2>&1 &&
    in_root "dpkg -s strata" 2>/dev/null | grep -qx 'Status: install ok installed'; then
-  pass "apt-get install ./$(basename "$deb") on the fresh root: $(grep -cE '^(Setting up|Unpacking) ' "$WORK/install.log") unpack/setup steps"
+  pass "apt-get install of ${packages[*]} on the fresh root: $(grep -cE '^(Setting up|Unpacking) ' "$WORK/install.log") unpack/setup steps"
 else
-  fail "apt-get install of the package failed:"; tail -15 "$WORK/install.log" | sed 's/^/    /'; finish
+  fail "apt-get install of the packages failed:"; tail -15 "$WORK/install.log" | sed 's/^/    /'; finish
 fi
-in_root "dpkg -L strata" >"$WORK/files.txt" 2>/dev/null
+in_root "dpkg -s libmozjs-102-0" 2>/dev/null | grep -q 'install ok installed' &&
+  fail "libmozjs-102-0 was installed: only libstrata-spidermonkey0 may need it"
+in_root "dpkg -L ${packages[*]}" >"$WORK/files.txt" 2>/dev/null
 in_root "cd /var/tmp && strata record -o /var/tmp/true.json -- /bin/true && strata summary /var/tmp/true.json" \
   >"$WORK/record.log" 2>&1
 if [[ -s "$ROOT/var/tmp/true.json" ]] && grep -q '^Profile of' "$WORK/record.log"; then
@@ -104,7 +112,7 @@ else
   fail "the example did not build in the root:"; tail -n 15 "$WORK/toolchain.log" "$WORK/build.log" | sed 's/^/    /'
 fi
 
-in_root "dpkg -r strata" >"$WORK/remove.log" 2>&1 || { fail "dpkg -r strata failed"; tail -5 "$WORK/remove.log"; }
+in_root "dpkg -r ${packages[*]}" >"$WORK/remove.log" 2>&1 || { fail "dpkg -r failed"; tail -5 "$WORK/remove.log"; }
 status="$(in_root "dpkg-query -W -f='\${Status}' strata" 2>/dev/null || true)"
 left=0
 while read -r path; do
@@ -113,8 +121,8 @@ while read -r path; do
 done <"$WORK/files.txt"
 if [[ $left -eq 0 && "$status" != *"install ok installed"* ]] &&
    [[ -e "$ROOT/usr/lib/x86_64-linux-gnu/libunwind.so.8" ]]; then
-  pass "dpkg -r strata: all $(grep -c . "$WORK/files.txt") listed paths' files gone, status '${status:-not installed}', dependencies kept"
+  pass "dpkg -r ${packages[*]}: all $(grep -c . "$WORK/files.txt") listed paths' files gone, status '${status:-not installed}', dependencies kept"
 else
-  fail "dpkg -r strata: $left files left, status '$status'"
+  fail "dpkg -r ${packages[*]}: $left files left, status '$status'"
 fi
 finish

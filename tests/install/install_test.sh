@@ -9,7 +9,8 @@
 #   3. The installed headers: each public header alone, and all together, compile with only
 #      -I PREFIX/include (plus the system's abseil headers, which they use), -Wall -Wextra
 #      -Wpedantic -Werror, g++ and clang++, C++17 and C++20; perfmon_c.h also as C11.
-#   4. examples/cmake (find_package(Strata), Debian's cmake) and examples/make (pkg-config),
+#   4. examples/cmake (find_package(Strata), Debian's cmake; COMPONENTS base full found, an
+#      unknown component refused) and examples/make (pkg-config),
 #      copied outside the repository, build against the prefix; each program runs plain and
 #      with STRATA_STARTUP=1 / STRATA_SHUTDOWN: same output and status, a profile the checker
 #      accepts, with ExampleBusyWork in most samples, the label, both markers, the typed
@@ -138,6 +139,26 @@ if "${LIMIT[@]}" cmake -S "$EXAMPLES/cmake" -B "$EXAMPLES/cmake/build" -DCMAKE_P
 else
   fail "examples/cmake did not build:"
   sed 's/^/    /' "$WORK/cmake.log" | tail -30
+fi
+# find_package(Strata COMPONENTS ...): known components are found, an unknown one fails naming it.
+mkdir -p "$EXAMPLES/components"
+cat >"$EXAMPLES/components/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(components CXX)
+find_package(Strata REQUIRED COMPONENTS ${WANTED})
+CMAKE
+if "${LIMIT[@]}" cmake -S "$EXAMPLES/components" -B "$EXAMPLES/components/ok" -DWANTED="base;full" \
+    -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/components_ok.log" 2>&1; then
+  pass "find_package(Strata REQUIRED COMPONENTS base full) is found"
+else
+  fail "find_package(Strata REQUIRED COMPONENTS base full): $(tail -5 "$WORK/components_ok.log")"
+fi
+if ! "${LIMIT[@]}" cmake -S "$EXAMPLES/components" -B "$EXAMPLES/components/bad" -DWANTED=nonsense \
+    -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/components_bad.log" 2>&1 &&
+   grep -q "unknown component 'nonsense'" "$WORK/components_bad.log"; then
+  pass "find_package(Strata REQUIRED COMPONENTS nonsense) fails, naming the component"
+else
+  fail "find_package(Strata COMPONENTS nonsense): $(tail -5 "$WORK/components_bad.log")"
 fi
 if (cd "$EXAMPLES/make" && "${LIMIT[@]}" make PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig") >"$WORK/make.log" 2>&1; then
   pass "examples/make built with pkg-config"

@@ -9,7 +9,10 @@
 //   --alloc    system | locked: a global operator new/delete and malloc family of its own,
 //              guarded by a pthread mutex held ~1 ms every 64th call (a memory-tracking
 //              allocator; atfork handlers for fork()); a nested entry on one thread (which
-//              would deadlock) aborts.
+//              would deadlock) aborts. Every call to it from libstrata_base.so's code on a
+//              thread that is not one of Strata's own (named "Strata...") is counted:
+//              "alloc=ok" when there is none (docs/host-contract.md: registration, wrappers,
+//              the handler and the marker paths never reach the program's allocator).
 //   --process  none | fork | _Fork | sysfork | clone | vfork_exec | posix_spawn | exec: three
 //              children of that kind (exec: the program's last step execs itself) each work
 //              ~20 ms and end with status 7 (exit(), or _exit after clone).
@@ -28,11 +31,13 @@
 // stdout: one "torture: ..." line per part, "ok" or what went wrong; status 0 when all are ok.
 #include <dirent.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -40,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -124,6 +130,51 @@ void AllocatorAfterForkInChild() {
   if (g_locked_allocator.load()) pthread_mutex_init(&g_allocator_mutex, nullptr);
 }
 
+// Calls from Strata's code (issue 33): libstrata_base.so's executable range, found at start.
+std::atomic<bool> g_watch_strata_calls{false};
+std::atomic<uintptr_t> g_strata_begin{0};
+std::atomic<uintptr_t> g_strata_end{0};
+std::atomic<uintptr_t> g_strata_load_address{0};
+std::atomic<long> g_strata_allocator_calls{0};
+
+int FindStrata(dl_phdr_info* info, size_t, void*) {
+  if (info->dlpi_name == nullptr || strstr(info->dlpi_name, "libstrata_base") == nullptr) return 0;
+  uintptr_t begin = UINTPTR_MAX, end = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD || !(header.p_flags & PF_X)) continue;
+    begin = std::min<uintptr_t>(begin, info->dlpi_addr + header.p_vaddr);
+    end = std::max<uintptr_t>(end, info->dlpi_addr + header.p_vaddr + header.p_memsz);
+  }
+  g_strata_load_address.store(info->dlpi_addr);
+  g_strata_begin.store(begin);
+  g_strata_end.store(end);
+  return 1;
+}
+
+// Strata's own threads (the sampler, the control thread) name themselves "Strata..." first.
+bool OnStrataThread() {
+  char name[17] = {};
+  if (syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0) != 0) return false;
+  return strncmp(name, "Strata", 6) == 0;
+}
+
+void NoteCaller(const void* return_address) {
+  if (!g_watch_strata_calls.load(std::memory_order_relaxed)) return;
+  const auto pc = reinterpret_cast<uintptr_t>(return_address);
+  if (pc < g_strata_begin.load(std::memory_order_relaxed) ||
+      pc >= g_strata_end.load(std::memory_order_relaxed) || OnStrataThread()) {
+    return;
+  }
+  if (g_strata_allocator_calls.fetch_add(1) < 3) {
+    char line[128];
+    const int n = snprintf(line, sizeof(line),
+                           "torture: the allocator called from libstrata_base.so+0x%lx\n",
+                           static_cast<unsigned long>(pc - g_strata_load_address.load()));
+    syscall(SYS_write, 2, line, n);
+  }
+}
+
 class AllocatorLock {
  public:
   AllocatorLock() : active_(g_locked_allocator.load(std::memory_order_relaxed)) {
@@ -149,30 +200,45 @@ class AllocatorLock {
 
 }  // namespace
 
+namespace {
+void* LockedMemalign(size_t alignment, size_t n) {
+  AllocatorLock lock;
+  return __libc_memalign(alignment, n);
+}
+}  // namespace
+
 extern "C" {
 void* malloc(size_t n) {
+  NoteCaller(__builtin_return_address(0));
   AllocatorLock lock;
   return __libc_malloc(n);
 }
 void free(void* p) {
+  NoteCaller(__builtin_return_address(0));
   AllocatorLock lock;
   __libc_free(p);
 }
 void* calloc(size_t n, size_t size) {
+  NoteCaller(__builtin_return_address(0));
   AllocatorLock lock;
   return __libc_calloc(n, size);
 }
 void* realloc(void* p, size_t n) {
+  NoteCaller(__builtin_return_address(0));
   AllocatorLock lock;
   return __libc_realloc(p, n);
 }
 void* memalign(size_t alignment, size_t n) {
-  AllocatorLock lock;
-  return __libc_memalign(alignment, n);
+  NoteCaller(__builtin_return_address(0));
+  return LockedMemalign(alignment, n);
 }
-void* aligned_alloc(size_t alignment, size_t n) { return memalign(alignment, n); }
+void* aligned_alloc(size_t alignment, size_t n) {
+  NoteCaller(__builtin_return_address(0));
+  return LockedMemalign(alignment, n);
+}
 int posix_memalign(void** out, size_t alignment, size_t n) {
-  void* p = memalign(alignment, n);
+  NoteCaller(__builtin_return_address(0));
+  void* p = LockedMemalign(alignment, n);
   if (!p) return ENOMEM;
   *out = p;
   return 0;
@@ -180,17 +246,39 @@ int posix_memalign(void** out, size_t alignment, size_t n) {
 }  // extern "C"
 
 void* operator new(size_t n) {
+  NoteCaller(__builtin_return_address(0));
   void* p = malloc(n ? n : 1);
   if (!p) throw std::bad_alloc();
   return p;
 }
-void* operator new[](size_t n) { return operator new(n); }
-void* operator new(size_t n, const std::nothrow_t&) noexcept { return malloc(n ? n : 1); }
-void* operator new[](size_t n, const std::nothrow_t&) noexcept { return malloc(n ? n : 1); }
-void operator delete(void* p) noexcept { free(p); }
-void operator delete[](void* p) noexcept { free(p); }
-void operator delete(void* p, size_t) noexcept { free(p); }
-void operator delete[](void* p, size_t) noexcept { free(p); }
+void* operator new[](size_t n) {
+  NoteCaller(__builtin_return_address(0));
+  return operator new(n);
+}
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  NoteCaller(__builtin_return_address(0));
+  return malloc(n ? n : 1);
+}
+void* operator new[](size_t n, const std::nothrow_t&) noexcept {
+  NoteCaller(__builtin_return_address(0));
+  return malloc(n ? n : 1);
+}
+void operator delete(void* p) noexcept {
+  NoteCaller(__builtin_return_address(0));
+  free(p);
+}
+void operator delete[](void* p) noexcept {
+  NoteCaller(__builtin_return_address(0));
+  free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+  NoteCaller(__builtin_return_address(0));
+  free(p);
+}
+void operator delete[](void* p, size_t) noexcept {
+  NoteCaller(__builtin_return_address(0));
+  free(p);
+}
 
 namespace {
 
@@ -636,6 +724,8 @@ int main(int argc, char** argv) {
   if (g_alloc == "locked") {
     g_locked_allocator.store(true);
     pthread_atfork(AllocatorBeforeFork, AllocatorAfterForkInParent, AllocatorAfterForkInChild);
+    dl_iterate_phdr(&FindStrata, nullptr);  // Not preloaded: the range stays empty.
+    g_watch_strata_calls.store(true);
   }
   if (g_rlimit == "nofile64") {
     rlimit limit;
@@ -652,6 +742,11 @@ int main(int argc, char** argv) {
   DeepMainStack();
   FinishWorkers(workers);
   CheckSignals();
+  if (g_alloc == "locked") {
+    g_watch_strata_calls.store(false);  // The exit save runs next: the program's request.
+    const long calls = g_strata_allocator_calls.load();
+    Report("alloc", calls == 0 ? "ok" : std::to_string(calls) + " calls from Strata's code");
+  }
   if (g_process == "exec") {
     char* tail_argv[] = {const_cast<char*>(g_self), const_cast<char*>("--exec-tail"), nullptr};
     std::fflush(nullptr);

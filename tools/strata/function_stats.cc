@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <utility>
 
 namespace strata {
@@ -12,14 +13,16 @@ const char* WeightName(Weight weight) {
     case Weight::kWall: return "wall";
     case Weight::kCpu: return "cpu";
     case Weight::kSamples: return "samples";
+    case Weight::kBytes: return "bytes";
+    case Weight::kRetained: return "retained";
   }
   return "?";
 }
 
-const char* WeightNames() { return "wall, cpu, samples"; }
+const char* WeightNames() { return "wall, cpu, samples, bytes, retained"; }
 
 bool ParseWeight(std::string_view name, Weight* weight) {
-  for (Weight w : {Weight::kWall, Weight::kCpu, Weight::kSamples}) {
+  for (Weight w : {Weight::kWall, Weight::kCpu, Weight::kSamples, Weight::kBytes, Weight::kRetained}) {
     if (name == WeightName(w)) {
       *weight = w;
       return true;
@@ -33,6 +36,8 @@ double FunctionTime::Self(Weight weight) const {
     case Weight::kWall: return self_wall;
     case Weight::kCpu: return self_cpu;
     case Weight::kSamples: return static_cast<double>(self_samples);
+    case Weight::kBytes: return self_bytes;
+    case Weight::kRetained: return self_retained;
   }
   return 0;
 }
@@ -42,6 +47,8 @@ double FunctionTime::Total(Weight weight) const {
     case Weight::kWall: return total_wall;
     case Weight::kCpu: return total_cpu;
     case Weight::kSamples: return static_cast<double>(total_samples);
+    case Weight::kBytes: return total_bytes;
+    case Weight::kRetained: return total_retained;
   }
   return 0;
 }
@@ -51,6 +58,8 @@ double FunctionTimes::Total(Weight weight) const {
     case Weight::kWall: return wall;
     case Weight::kCpu: return cpu_ms;
     case Weight::kSamples: return static_cast<double>(samples);
+    case Weight::kBytes: return bytes;
+    case Weight::kRetained: return retained;
   }
   return 0;
 }
@@ -107,6 +116,51 @@ bool ProfileHasCpu(const Profile& profile) {
   return false;
 }
 
+namespace {
+
+// Adds `bytes` to the `self` and `total` members of the stack's functions (each distinct
+// function once in total).
+void AddToStack(const Thread& thread, int32_t stack, double bytes, double FunctionTime::*self,
+                double FunctionTime::*total, FunctionTimes& times, std::vector<size_t>& last_counted,
+                size_t& sequence) {
+  if (stack < 0) return;
+  times.functions[thread.SelfFunction(stack)].*self += bytes;
+  ++sequence;
+  for (int32_t s = stack; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
+    const uint32_t f = thread.frames[thread.stack_frame[static_cast<size_t>(s)]].function;
+    if (last_counted[f] == sequence) continue;
+    last_counted[f] = sequence;
+    times.functions[f].*total += bytes;
+  }
+}
+
+// The thread's native allocations: bytes allocated, and retained (an allocation not matched
+// by a later free of its address in the thread's records, as the front-end matches them).
+void AddNativeAllocations(const Thread& thread, FunctionTimes& times,
+                          std::vector<size_t>& last_counted, size_t& sequence) {
+  std::unordered_map<uint64_t, size_t> live;  // address -> index of its allocation
+  for (size_t i = 0; i < thread.native_allocations.size(); ++i) {
+    const NativeAllocation& a = thread.native_allocations[i];
+    if (a.bytes >= 0) {
+      times.bytes += static_cast<double>(a.bytes);
+      AddToStack(thread, a.stack, static_cast<double>(a.bytes), &FunctionTime::self_bytes,
+                 &FunctionTime::total_bytes, times, last_counted, sequence);
+      live[a.address] = i;
+    } else {
+      live.erase(a.address);
+    }
+  }
+  for (const auto& [address, i] : live) {
+    (void)address;
+    const NativeAllocation& a = thread.native_allocations[i];
+    times.retained += static_cast<double>(a.bytes);
+    AddToStack(thread, a.stack, static_cast<double>(a.bytes), &FunctionTime::self_retained,
+               &FunctionTime::total_retained, times, last_counted, sequence);
+  }
+}
+
+}  // namespace
+
 FunctionTimes ComputeFunctionTimes(const Profile& profile) {
   FunctionTimes times;
   times.cpu = ProfileHasCpu(profile);
@@ -139,6 +193,7 @@ FunctionTimes ComputeFunctionTimes(const Profile& profile) {
         t.total_samples++;
       }
     }
+    AddNativeAllocations(thread, times, last_counted, sequence);
   }
   return times;
 }

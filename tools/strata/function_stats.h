@@ -14,6 +14,11 @@
 //   delta the front-end ignores, and unknown deltas weigh 0. A profile without CPU deltas
 //   (ProfileHasCpu() false) falls back to one interval per sample, and says so.
 // * samples: 1 per sample.
+// And two weights of native allocations (docs/memory.md), from the "Native allocation"
+// records instead of the samples, for `strata summary`:
+// * bytes: the estimated bytes allocated (the records with a positive size);
+// * retained: the bytes of the allocations not freed by the end of the profile, matched by
+//   address in each thread's records in order, as the front-end's "Retained Memory".
 // Self time goes to the stack's leaf function, or, when the leaf is an inlined function
 // (DWARF inline frames), to the function it is inlined into (Thread::SelfFunction): the same
 // function in a profile named at capture and in one symbolicated with DWARF, as perf's
@@ -34,13 +39,17 @@
 namespace strata {
 namespace cli {
 
-enum class Weight { kWall, kCpu, kSamples };
+enum class Weight { kWall, kCpu, kSamples, kBytes, kRetained };
 
-// "wall", "cpu", "samples".
+// "wall", "cpu", "samples", "bytes", "retained".
 const char* WeightName(Weight weight);
-// The accepted names, for messages: "wall, cpu, samples".
+// The accepted names, for messages: "wall, cpu, samples, bytes, retained".
 const char* WeightNames();
 bool ParseWeight(std::string_view name, Weight* weight);
+// bytes and retained: weights of native allocations, not of samples.
+inline bool IsAllocationWeight(Weight weight) {
+  return weight == Weight::kBytes || weight == Weight::kRetained;
+}
 
 struct FunctionTime {
   double self_wall = 0;  // ms
@@ -49,6 +58,10 @@ struct FunctionTime {
   double total_cpu = 0;
   size_t self_samples = 0;
   size_t total_samples = 0;
+  double self_bytes = 0;  // Native allocations: estimated bytes allocated.
+  double total_bytes = 0;
+  double self_retained = 0;  // Of those, not freed by the end.
+  double total_retained = 0;
 
   double Self(Weight weight) const;
   double Total(Weight weight) const;
@@ -59,6 +72,8 @@ struct FunctionTimes {
   double wall = 0;   // ms over every sample.
   double cpu_ms = 0;
   size_t samples = 0;
+  double bytes = 0;     // Native allocations' estimated bytes, and those retained.
+  double retained = 0;
   std::vector<FunctionTime> functions;  // Indexed like Profile::functions.
 
   double Total(Weight weight) const;

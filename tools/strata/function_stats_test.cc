@@ -73,7 +73,12 @@ TEST_CASE("Weight names parse, and only those") {
   CHECK(w == Weight::kWall);
   CHECK_FALSE(ParseWeight("Wall", &w));
   CHECK_FALSE(ParseWeight("", &w));
-  CHECK(std::string(WeightNames()) == "wall, cpu, samples");
+  CHECK(ParseWeight("bytes", &w));
+  CHECK(w == Weight::kBytes);
+  CHECK(ParseWeight("retained", &w));
+  CHECK(w == Weight::kRetained);
+  CHECK(IsAllocationWeight(w));
+  CHECK(std::string(WeightNames()) == "wall, cpu, samples, bytes, retained");
 }
 
 TEST_CASE("Wall time: to the next sample; a gap over a paused range counts one interval") {

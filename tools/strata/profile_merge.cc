@@ -732,10 +732,14 @@ void SymbolicateProfile(rapidjson::Document* profile, const SymbolizerFactory& m
         // JIT-compiled code the process's runtime named in its perf map (docs/symbols.md).
         if (thread.IsObject() && thread.HasMember("pid") && thread["pid"].IsInt64()) {
           const int64_t pid = thread["pid"].GetInt64();
-          PerfMap map = PerfMap::Read(PerfMap::PathFor(pid));
+          // And its jitdump (jit-<pid>.dump), where the runtime wrote one.
+          PerfMap map = PerfMap::ForProcess(pid);
           if (!map.empty()) {
+            const bool has_perf_map = !PerfMap::Read(PerfMap::PathFor(pid)).empty();
             symbolizer = std::make_unique<PerfMapSymbolizer>(
-                std::move(symbolizer), std::move(map), "perf-" + std::to_string(pid) + ".map");
+                std::move(symbolizer), std::move(map),
+                (has_perf_map ? "perf-" : "jit-") + std::to_string(pid) +
+                    (has_perf_map ? ".map" : ".dump"));
           }
         }
       }

@@ -323,6 +323,30 @@ class ModelBuilder {
         if (d != nullptr && d->IsObject() && d->HasMember("type") && (*d)["type"].IsString()) {
           marker.type = (*d)["type"].GetString();
         }
+        if (marker.type == "Native allocation") {
+          NativeAllocation allocation;
+          allocation.time = marker.start;
+          const Value* size = d->HasMember("size") ? &(*d)["size"] : nullptr;
+          const Value* address = d->HasMember("memoryAddress") ? &(*d)["memoryAddress"] : nullptr;
+          if (size == nullptr || !size->IsInt64()) continue;  // Not one the front-end reads.
+          allocation.bytes = size->GetInt64();
+          if (address != nullptr && address->IsUint64()) allocation.address = address->GetUint64();
+          // The stack: the first sample of the payload's "SyncProfile", in this thread's table.
+          if (d->HasMember("stack") && (*d)["stack"].IsObject()) {
+            const Value& stack = (*d)["stack"];
+            if (stack.HasMember("samples") && stack["samples"].IsObject() &&
+                stack["samples"].HasMember("data") && stack["samples"]["data"].IsArray() &&
+                !stack["samples"]["data"].Empty() && stack["samples"]["data"][0].IsArray() &&
+                !stack["samples"]["data"][0].Empty()) {
+              const Value& index = stack["samples"]["data"][0][0];
+              if (index.IsUint() && index.GetUint() < stack_count) {
+                allocation.stack = static_cast<int32_t>(index.GetUint());
+              }
+            }
+          }
+          thread->native_allocations.push_back(allocation);
+          continue;
+        }
         thread->markers.push_back(std::move(marker));
       }
     }

@@ -66,6 +66,16 @@ struct Marker {
   int32_t category = -1;
 };
 
+// A "Native allocation" marker (docs/memory.md): an allocation (bytes > 0, the estimate of
+// the bytes its sample stands for) or the free of one (bytes < 0), as the front-end reads it.
+// These markers are kept out of Thread::markers, as the front-end takes them out of its list.
+struct NativeAllocation {
+  double time = 0;      // ms
+  int64_t bytes = 0;
+  uint64_t address = 0;
+  int32_t stack = -1;   // Into the thread's stack table; -1: none.
+};
+
 struct Thread {
   // The thread's name; a non-Firefox program's main thread (written "GeckoMain", which the
   // front-end needs) is named after its program ("python3"), `is_main` set.
@@ -87,6 +97,7 @@ struct Thread {
   std::vector<int32_t> sample_stack;     // -1: no stack.
   std::vector<double> sample_cpu_ms;     // CPU time since the previous sample; NaN: unknown.
   std::vector<Marker> markers;
+  std::vector<NativeAllocation> native_allocations;  // In the table's (time) order.
 
   size_t sample_count() const { return sample_time.size(); }
   // Functions of a stack, root first.

@@ -45,12 +45,14 @@ struct MarkerStats {
 
 }  // namespace
 
-std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weight sort_by) {
+std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weight sort_by,
+                             const std::string& filter_note) {
   const FunctionTimes times = ComputeFunctionTimes(profile);
   std::string out;
   out += Format("Profile of %s: %.1f ms, %zu process(es), %zu thread(s), %zu samples, interval %.2f ms\n",
                 profile.product.empty() ? "?" : TerminalSafe(profile.product).c_str(), profile.duration(),
                 profile.processes.size(), profile.threads.size(), profile.total_samples, profile.interval_ms);
+  if (!filter_note.empty()) out += filter_note + "\n";
   // One line per distinct source, with the processes it sampled ("pid: source" each).
   std::vector<std::pair<std::string, std::vector<std::string>>> sources;
   for (const std::string& entry : profile.sampling_sources) {
@@ -124,7 +126,17 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weigh
   }
 
   // Functions: wall and CPU columns, sorted by `sort_by`, % of all of it.
-  const char* sort_name = sort_by == Weight::kWall ? "wall time" : sort_by == Weight::kCpu ? "CPU time" : "samples";
+  const char* sort_name = sort_by == Weight::kWall      ? "wall time"
+                          : sort_by == Weight::kCpu     ? "CPU time"
+                          : sort_by == Weight::kBytes   ? "allocated bytes"
+                          : sort_by == Weight::kRetained ? "retained bytes"
+                                                         : "samples";
+  if (IsAllocationWeight(sort_by)) {
+    out += Format("\nNative allocations: %.2f MiB allocated, %.2f MiB retained at the end (estimates; "
+                  "docs/memory.md)%s\n",
+                  times.bytes / 1048576.0, times.retained / 1048576.0,
+                  times.bytes > 0 ? "" : ": none in this profile (record with --features nativeallocations)");
+  }
   std::vector<size_t> order(times.functions.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto print_top = [&](const char* title, bool by_self) {
@@ -133,6 +145,23 @@ std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weigh
       const double ka = key(a), kb = key(b);
       return ka != kb ? ka > kb : profile.functions[a].name < profile.functions[b].name;
     });
+    if (IsAllocationWeight(sort_by)) {
+      // Native allocations (docs/memory.md): estimated bytes, in MiB.
+      out += Format("\nTop functions by %s %s (%% of all %s, MiB):\n  %12s %8s %12s %8s  %s\n", title,
+                    sort_name, sort_name, "self MiB", "self %", "total MiB", "total %", "function");
+      const double all = std::max(times.Total(sort_by), 1e-12);
+      for (size_t i = 0; i < order.size() && i < top_functions; ++i) {
+        const FunctionTime& f = times.functions[order[i]];
+        if (key(order[i]) <= 0) break;
+        const Function& function = profile.functions[order[i]];
+        std::string name = Shorten(TerminalSafe(function.name), 90);
+        if (!function.library.empty()) name += "  [" + TerminalSafe(function.library) + "]";
+        out += Format("  %12.2f %7.1f%% %12.2f %7.1f%%  %s\n", f.Self(sort_by) / 1048576.0,
+                      100.0 * f.Self(sort_by) / all, f.Total(sort_by) / 1048576.0,
+                      100.0 * f.Total(sort_by) / all, name.c_str());
+      }
+      return;
+    }
     out += Format("\nTop functions by %s time, sorted by %s (%% of all %s):\n  %10s %10s %8s %11s %10s %8s %9s  %s\n",
                   title, sort_name, sort_name, "self wall", "self CPU", "self %", "total wall", "total CPU", "total %",
                   "samples", "function");

@@ -21,7 +21,9 @@
 namespace strata {
 namespace cli {
 
-std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weight sort_by = Weight::kWall);
+// `filter_note` ("Filtered: ...", profile_filter.h), when not empty, is the second line.
+std::string SummarizeProfile(const Profile& profile, size_t top_functions, Weight sort_by = Weight::kWall,
+                             const std::string& filter_note = "");
 
 }  // namespace cli
 }  // namespace strata

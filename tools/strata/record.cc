@@ -6,6 +6,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,9 +32,19 @@
 #include "tools/strata/program_check.h"
 #include "tools/strata/progress.h"
 #include "tools/strata/recover.h"
+#include "tools/strata/version.h"
 #include "tools/strata/view.h"
 
 extern char** environ;
+
+// The Debian multiarch directory name of this build's target (tools/make_deb.sh).
+#if defined(__x86_64__)
+#define STRATA_MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define STRATA_MULTIARCH "aarch64-linux-gnu"
+#else
+#define STRATA_MULTIARCH "unknown-linux-gnu"
+#endif
 
 namespace strata {
 namespace cli {
@@ -71,6 +83,28 @@ std::string FindHookLibrary(const std::string& explicit_path) {
     if (IsFile(candidate)) return Absolute(candidate);
   }
   return "";
+}
+
+// True when the comma-separated feature list turns `feature` on (the last mention wins).
+bool FeatureRequested(const std::string& features, const std::string& feature) {
+  bool on = false;
+  std::istringstream items(features);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const size_t b = item.find_first_not_of(" \t");
+    const size_t e = item.find_last_not_of(" \t");
+    item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    if (item == feature) on = true;
+    if (item == "-" + feature) on = false;
+  }
+  return on;
+}
+
+// libstrata_alloc.so (the allocation hooks of the feature nativeallocations): beside
+// libstrata_base.so, as the build and the install put it.
+std::string FindAllocationHooksLibrary(const std::string& base) {
+  const std::string candidate = base.substr(0, base.rfind('/') + 1) + "libstrata_alloc.so";
+  return IsFile(candidate) ? candidate : "";
 }
 
 // /proc/<pid>/stat: the parent pid and the command name.
@@ -158,6 +192,11 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     while (words >> word) (IsAddressSanitizerRuntime(word) ? asan_runtimes : others) += word + ":";
   }
   std::string ld_preload = asan_runtimes + base;
+  // The allocation hooks right after base: before any allocator the caller preloads
+  // (tcmalloc, jemalloc), whose functions they forward to.
+  if (FeatureRequested(options.features, "nativeallocations")) {
+    ld_preload += ":" + FindAllocationHooksLibrary(base);
+  }
   if (!hook.empty()) ld_preload += ":" + hook;
   if (!others.empty()) ld_preload += ":" + others.substr(0, others.size() - 1);
   set["LD_PRELOAD"] = ld_preload;
@@ -180,6 +219,7 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     set["STRATA_RECORD_HOOK"] = "1";
     set["STRATA_RECORD_PRELOAD"] = original_preload;
     if (!options.children) set["STRATA_RECORD_ROOT_ONLY"] = "1";
+    // With exec_only, the child adds STRATA_RECORD_ROOT_PID=<its pid> before its exec (RunTree).
   }
   std::vector<std::string> environment;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -189,7 +229,7 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
     // too, so that the recording has the options it was given, and so is STRATA_SIGNAL (a
     // control signal would stop the recording's sessions and save numbered files of its own).
     if (set.count(key) != 0 || key.rfind("STRATA_STARTUP", 0) == 0 ||
-        key == "STRATA_RECORD_ROOT_ONLY" || key == "STRATA_SIGNAL" ||
+        key == "STRATA_RECORD_ROOT_ONLY" || key == "STRATA_RECORD_ROOT_PID" || key == "STRATA_SIGNAL" ||
         key == "STRATA_FLIGHT_RECORDER") {
       continue;
     }
@@ -230,6 +270,11 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
   for (const std::string& a : options.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const std::string& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+  // --follow exec: the command's own pid, written by the child itself before its exec (no
+  // allocation after fork): libstrata_record.so tells the command's process from the ones
+  // it starts by it.
+  char root_pid_entry[64] = "STRATA_RECORD_ROOT_PID=";
+  if (options.exec_only) envp.push_back(root_pid_entry);
   envp.push_back(nullptr);
 
   const pid_t child = fork();
@@ -243,6 +288,14 @@ ProcessResult RunTree(const RecordOptions& options, const std::vector<std::strin
   if (child == 0) {
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     close(exec_pipe[0]);
+    if (options.exec_only) {
+      char digits[24];
+      int n = 0;
+      for (pid_t pid = getpid(); pid > 0 && n < 23; pid /= 10) digits[n++] = static_cast<char>('0' + pid % 10);
+      char* end = root_pid_entry + strlen(root_pid_entry);
+      while (n > 0) *end++ = digits[--n];
+      *end = '\0';
+    }
     environ = envp.data();
     execvp(argv[0], argv.data());
     const int e = errno;
@@ -464,14 +517,42 @@ size_t CountSamples(const rapidjson::Value& profile) {
   return n;
 }
 
+// Where the private directory of the processes' profiles and flight recorder files goes:
+// $TMPDIR when set (the caller's choice), else /dev/shm when it is a tmpfs this user can
+// write with kMinimumShmBytes free, else /tmp. On a disk file system every recorded process
+// pays for creating, faulting in (the flight recorder reserves each chunk's blocks before
+// writing it) and removing its files through the journal, and for the fsync of its profile:
+// measured 12-20 ms per short process on ext4 against ~1 ms on tmpfs (issue 38,
+// docs/benchmarks.md). The files only live until the merge, and tmpfs pages are the memory
+// the buffers would take anyway (a process's flight recorder file grows with what it wrote).
+constexpr unsigned long long kMinimumShmBytes = 1ull << 30;
+
+std::string RecordingTemporaryRoot() {
+  const char* tmp = std::getenv("TMPDIR");
+  if (tmp != nullptr && tmp[0] != '\0') return tmp;
+  struct statfs fs {};
+  struct statvfs space {};
+  constexpr long kTmpfsMagic = 0x01021994;  // TMPFS_MAGIC, <linux/magic.h>
+  if (statfs("/dev/shm", &fs) == 0 && fs.f_type == kTmpfsMagic && access("/dev/shm", W_OK | X_OK) == 0 &&
+      statvfs("/dev/shm", &space) == 0 &&
+      static_cast<unsigned long long>(space.f_bavail) * space.f_frsize >= kMinimumShmBytes) {
+    return "/dev/shm";
+  }
+  return "/tmp";
+}
+
 }  // namespace
 
 std::string FindBaseLibrary(const std::string& explicit_path) {
   if (!explicit_path.empty()) return IsFile(explicit_path) ? Absolute(explicit_path) : "";
   if (const char* env = std::getenv("STRATA_BASE_LIB")) return IsFile(env) ? Absolute(env) : "";
   const std::string dir = ExecutableDirectory();
+  // The Debian packages: the runtime library by its SONAME in the multiarch directory
+  // (libstrata-base0; the unversioned name is libstrata-dev's).
+  const std::string soname = "libstrata_base.so." + std::string(STRATA_VERSION).substr(0, std::string(STRATA_VERSION).find('.'));
   for (const std::string& candidate : {dir + "/../../base/libstrata_base.so", dir + "/libstrata_base.so",
-                                       dir + "/../lib/libstrata_base.so", dir + "/../lib/strata/libstrata_base.so"}) {
+                                       dir + "/../lib/libstrata_base.so", dir + "/../lib/strata/libstrata_base.so",
+                                       dir + "/../lib/" STRATA_MULTIARCH "/" + soname}) {
     if (IsFile(candidate)) return Absolute(candidate);
   }
   return "";
@@ -484,10 +565,17 @@ int Record(const RecordOptions& options) {
                  options.base_library.empty() ? " next to the strata binary" : (" at " + options.base_library).c_str());
     return 2;
   }
+  if (FeatureRequested(options.features, "nativeallocations") &&
+      FindAllocationHooksLibrary(base).empty()) {
+    std::fprintf(stderr, "strata record: --features nativeallocations needs libstrata_alloc.so next to %s\n",
+                 base.c_str());
+    return 2;
+  }
   const std::string hook = FindHookLibrary(options.hook_library);
   if (hook.empty()) {
-    if (!options.children) {
-      std::fprintf(stderr, "strata record: --no-children needs libstrata_record.so (next to the strata binary)\n");
+    if (!options.children || options.exec_only) {
+      std::fprintf(stderr, "strata record: %s needs libstrata_record.so (next to the strata binary)\n",
+                   options.exec_only ? "--follow exec" : "--follow none (--no-children)");
       return 2;
     }
     if (!options.quiet) {
@@ -504,8 +592,7 @@ int Record(const RecordOptions& options) {
     }
   }
 
-  const char* tmp = std::getenv("TMPDIR");
-  std::string directory = std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") + "/strata-record.XXXXXX";
+  std::string directory = RecordingTemporaryRoot() + "/strata-record.XXXXXX";
   if (mkdtemp(&directory[0]) == nullptr) {
     std::fprintf(stderr, "strata record: cannot create a temporary directory %s: %s\n", directory.c_str(),
                  std::strerror(errno));
@@ -550,7 +637,12 @@ int Record(const RecordOptions& options) {
   // Merge.
   const auto merge_start = Clock::now();
   size_t unfinished = 0;
-  const std::map<pid_t, std::string> saved = SavedProfiles(directory, &unfinished);
+  std::map<pid_t, std::string> saved = SavedProfiles(directory, &unfinished);
+  if (options.exec_only) {
+    // A process the command started may have saved a profile all the same (its base tier
+    // started before libstrata_record.so could stop it): left out.
+    for (auto it = saved.begin(); it != saved.end();) it = it->first == run.pid ? std::next(it) : saved.erase(it);
+  }
   if (saved.empty()) {
     // Never a silent empty result: the command's own failure status, or 3 when it succeeded
     // but no process of it was profiled (it cleared LD_PRELOAD, or ran only static or

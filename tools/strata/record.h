@@ -43,6 +43,11 @@ struct RecordOptions {
   std::string filters;     // STRATA_STARTUP_FILTERS.
   int buffer_mb = 0;       // 0: default.
   bool children = true;    // Preload into every process the command starts.
+  // --follow exec: only the command's own process, across the programs it execs (a shell
+  // shim that ends in `exec python3`), not the processes it starts: they run unprofiled
+  // (libstrata_record.so restores the caller's LD_PRELOAD in them) and any profile one still
+  // saves is left out. Needs `children` (the exec'd image must be preloaded again).
+  bool exec_only = false;
   bool symbolicate = true;  // Raw addresses + offline DWARF symbolication.
   // Then `strata view` the written profile (view.h) until Ctrl-C, before ending as the
   // command did. The file keeps its raw addresses: the front-end symbolicates them through

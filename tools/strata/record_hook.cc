@@ -31,9 +31,16 @@
 //    base tier's AnswerThreadDirectedSignals (base/internal/profiler_thread_signals.h). A
 //    forked child (no watcher there; the base tier is off in it anyway) gets the default
 //    dispositions back in the kernel.
-// 2. --no-children (STRATA_RECORD_ROOT_ONLY=1): LD_PRELOAD is restored to what it was
-//    before `strata record` (STRATA_RECORD_PRELOAD) in this process's environment, so
-//    nothing it starts is preloaded.
+// 2. --no-children / --follow none (STRATA_RECORD_ROOT_ONLY=1): LD_PRELOAD is restored to
+//    what it was before `strata record` (STRATA_RECORD_PRELOAD) in this process's
+//    environment, so nothing it starts is preloaded.
+// 3. --follow exec (STRATA_RECORD_ROOT_PID=<the command's pid>): the command's own process
+//    keeps everything, so a program it execs is preloaded and profiled again; in any other
+//    process (one it started) LD_PRELOAD is restored as in 2, and STRATA_STARTUP,
+//    STRATA_SHUTDOWN and STRATA_FLIGHT_RECORDER are removed from its environment, so the base
+//    tier does not start there when its constructor runs after this one (the loader runs
+//    this later preload's constructor first), and saves nothing otherwise; `strata record`
+//    leaves out any profile such a process saves all the same. No signal hook there.
 //
 // No dependency but libc (the base tier's ProfilerShutdown is found with dlsym). Nothing here
 // acts unless STRATA_RECORD_HOOK=1; the interposers then just call the next definition.
@@ -278,7 +285,14 @@ __attribute__((constructor)) void StrataRecordHookInit() {
   const char* enabled = getenv("STRATA_RECORD_HOOK");
   if (enabled == nullptr || strcmp(enabled, "1") != 0) return;
   const char* root_only = getenv("STRATA_RECORD_ROOT_ONLY");
-  if (root_only != nullptr && strcmp(root_only, "1") == 0) {
+  const char* root_pid = getenv("STRATA_RECORD_ROOT_PID");
+  const bool not_followed = root_pid != nullptr && atol(root_pid) != static_cast<long>(getpid());
+  if (not_followed) {
+    static const char* const kProfilerVariables[] = {"STRATA_STARTUP", "STRATA_SHUTDOWN", "STRATA_FLIGHT_RECORDER",
+                                                     "STRATA_RECORD_ROOT_PID"};
+    for (const char* name : kProfilerVariables) unsetenv(name);
+  }
+  if (not_followed || (root_only != nullptr && strcmp(root_only, "1") == 0)) {
     const char* original = getenv("STRATA_RECORD_PRELOAD");
     if (original != nullptr && original[0] != '\0') {
       setenv("LD_PRELOAD", original, 1);
@@ -288,6 +302,7 @@ __attribute__((constructor)) void StrataRecordHookInit() {
     unsetenv("STRATA_RECORD_ROOT_ONLY");
     unsetenv("STRATA_RECORD_HOOK");
   }
+  if (not_followed) return;
   StartWatcher();
 }
 

@@ -1,10 +1,13 @@
 // The `strata` command line (docs/cli.md):
-//   strata record [-o FILE] [-i MS] [--features ...] [--filters ...] [--no-children] -- CMD ARGS
+//   strata record [-o FILE] [-i MS] [--features ...] [--filters ...] [--follow all|exec|none] -- CMD ARGS
 //   strata symbolicate FILE [-o OUT]
 //   strata recover FILE.flight [-o OUT] [--raw] [--reason TEXT]
-//   strata summary FILE... [--top N] [--weight wall|cpu|samples]
-//   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples]
-//   strata report FILE [-o report.html] [--weight wall|cpu|samples]
+//   strata summary FILE... [--top N] [--weight wall|cpu|samples|bytes|retained] [--tree] [FILTERS]
+//   strata tree FILE [--weight wall|cpu|samples] [--depth N] [--min-percent P] [FILTERS]
+//   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples] [FILTERS]
+//   strata report FILE [-o report.html] [--weight wall|cpu|samples] [FILTERS]
+//   strata view FILE [--port N] [--no-open] [FILTERS]
+// FILTERS: --pid, --tid, --process, --thread, --range (filter_options.h).
 // Arguments are parsed with CLI11 (Debian libcli11-dev, header-only).
 #include <sys/stat.h>
 
@@ -19,7 +22,9 @@
 #include "rapidjson/document.h"
 #include "shared/symbols/dwarf_symbolizer.h"
 #include "tools/strata/attach/attach_record.h"
+#include "tools/strata/call_tree.h"
 #include "tools/strata/convert.h"
+#include "tools/strata/filter_options.h"
 #include "tools/strata/function_stats.h"
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
@@ -75,7 +80,7 @@ std::string NearestOption(const CLI::App& command, const std::string& given) {
 
 constexpr const char* kFeatureNames[] = {"stackwalk",    "threads",      "cpu",
                                          "precise",      "framepointers", "rawaddresses",
-                                         "waitstacks",   "ownframes"};
+                                         "waitstacks",   "ownframes",     "nativeallocations"};
 
 // CLI11 check for --features: a comma list of known names, each optionally with '-'.
 std::string CheckFeatures(const std::string& value) {
@@ -153,40 +158,62 @@ void NoteCpuFallback(const char* command, const Profile& profile, Weight weight)
   }
 }
 
-bool LoadModel(const std::string& command, const std::string& path, Profile* profile) {
-  rapidjson::Document document;
-  std::string error;
-  if (!LoadProfileDocument(path, &document, &error)) {
-    std::fprintf(stderr, "strata %s: %s\n", command.c_str(), TerminalSafe(error).c_str());
-    return false;
+// `tree_options` null: no call tree.
+int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight, const ProfileFilter& filter,
+               CallTreeOptions* tree_options) {
+  if (tree_options != nullptr && IsAllocationWeight(weight)) {
+    std::fprintf(stderr, "strata summary: --tree takes --weight wall, cpu or samples (not %s)\n", WeightName(weight));
+    return 2;
   }
-  if (!LoadProfileModel(document, profile, &error)) {
-    std::fprintf(stderr, "strata %s: %s: %s\n", command.c_str(), TerminalSafe(path).c_str(),
-                 TerminalSafe(error).c_str());
-    return false;
-  }
-  return true;
-}
-
-int RunSummary(const std::vector<std::string>& files, size_t top, Weight weight) {
   int status = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     Profile profile;
-    if (!LoadModel("summary", files[i], &profile)) {
-      status = 1;
+    std::string note;
+    if (const int load_status = LoadFilteredProfile("summary", files[i], filter, &profile, &note); load_status != 0) {
+      status = std::max(status, load_status);
       continue;
     }
     if (files.size() > 1) std::printf("%s== %s ==\n", i > 0 ? "\n" : "", TerminalSafe(files[i]).c_str());
     NoteCpuFallback("summary", profile, weight);
-    std::fputs(SummarizeProfile(profile, top, weight).c_str(), stdout);
+    std::fputs(SummarizeProfile(profile, top, weight, note).c_str(), stdout);
+    if (tree_options != nullptr) {
+      tree_options->weight = weight;
+      std::printf("\n%s", FormatCallTree(profile, *tree_options).c_str());
+    }
   }
   return status;
 }
 
-int RunConvert(const std::string& input, const std::string& format, const std::string& output,
-               const std::string& weight_name) {
+int RunTree(const std::string& input, const CallTreeOptions& options, const ProfileFilter& filter) {
+  if (IsAllocationWeight(options.weight)) {
+    std::fprintf(stderr, "strata tree: --weight %s is for strata summary only (accepted here: wall, cpu, samples)\n",
+                 WeightName(options.weight));
+    return 2;
+  }
   Profile profile;
-  if (!LoadModel("convert", input, &profile)) return 1;
+  std::string note;
+  if (const int status = LoadFilteredProfile("tree", input, filter, &profile, &note); status != 0) return status;
+  NoteCpuFallback("tree", profile, options.weight);
+  if (note.size() > options.width && note.rfind(": ") != std::string::npos) {
+    const size_t cut = note.rfind(": ");  // Before the counts: two lines that fit the width.
+    note = note.substr(0, cut + 1) + "\n  " + note.substr(cut + 2);
+  }
+  if (!note.empty()) std::printf("%s\n", note.c_str());
+  std::fputs(FormatCallTree(profile, options).c_str(), stdout);
+  return 0;
+}
+
+int RunConvert(const std::string& input, const std::string& format, const std::string& output,
+               const std::string& weight_name, const ProfileFilter& filter) {
+  if (Weight w; ParseWeight(weight_name, &w) && IsAllocationWeight(w)) {
+    std::fprintf(stderr, "strata convert: --weight %s is for strata summary only (accepted here: wall, cpu, "
+                 "samples)\n", weight_name.c_str());
+    return 2;
+  }
+  Profile profile;
+  std::string note;
+  if (const int status = LoadFilteredProfile("convert", input, filter, &profile, &note); status != 0) return status;
+  if (!note.empty()) std::fprintf(stderr, "strata convert: %s\n", note.c_str());
   // collapsed counts samples unless told otherwise (its values are counts by convention).
   Weight weight = WeightOr(weight_name, format == "collapsed" ? Weight::kSamples : Weight::kWall);
   NoteCpuFallback("convert", profile, weight);
@@ -215,13 +242,23 @@ int RunConvert(const std::string& input, const std::string& format, const std::s
   return 0;
 }
 
-int RunReport(const std::string& input, const std::string& output, const ReportOptions& options) {
+int RunReport(const std::string& input, const std::string& output, const ReportOptions& options,
+              const ProfileFilter& filter) {
+  if (IsAllocationWeight(options.weight)) {
+    std::fprintf(stderr, "strata report: --weight %s is for strata summary only (accepted here: wall, cpu, "
+                 "samples)\n", WeightName(options.weight));
+    return 2;
+  }
   Profile profile;
-  if (!LoadModel("report", input, &profile)) return 1;
+  std::string note;
+  if (const int status = LoadFilteredProfile("report", input, filter, &profile, &note); status != 0) return status;
+  if (!note.empty()) std::fprintf(stderr, "strata report: %s\n", note.c_str());
   NoteCpuFallback("report", profile, options.weight);
   std::string error;
   uint64_t bytes = 0;
-  if (!WriteReport(profile, input, options, output, &bytes, &error)) {
+  // The page's title names the file and, when narrowed, the filters.
+  const std::string source = note.empty() ? input : input + " (" + note + ")";
+  if (!WriteReport(profile, source, options, output, &bytes, &error)) {
     std::fprintf(stderr, "strata report: %s\n", TerminalSafe(error).c_str());
     return 1;
   }
@@ -263,14 +300,22 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.05, 1000.0));
   record_command->add_option("--features", record.features,
                              "Features added to the defaults, comma-separated, '-name' removes one: stackwalk, "
-                             "threads, cpu, precise, framepointers, rawaddresses, waitstacks")
+                             "threads, cpu, precise, framepointers, rawaddresses, waitstacks, nativeallocations "
+                             "(sampled allocations: docs/memory.md)")
       ->check(CLI::Validator(CheckFeatures, "LIST"));
   record_command->add_option("--filters", record.filters,
                              "Profile only threads whose name contains one of these (comma-separated)");
   record_command->add_option("--buffer-mb", record.buffer_mb, "Buffer limit per process in MiB (1-4096)")
       ->check(CLI::Range(1, 4096));
   bool no_children = false;
-  record_command->add_flag("--no-children", no_children, "Profile the command's own process only");
+  record_command->add_flag("--no-children", no_children, "Profile the command's own process only (--follow none)");
+  std::string follow;
+  record_command->add_option("--follow", follow,
+                             "Which processes are profiled: all (default: the command and every process it "
+                             "starts), exec (the command's own process across the programs it execs, e.g. a "
+                             "shell shim's `exec python3`; not the processes it starts), none (the command's "
+                             "first program only)")
+      ->check(CLI::IsMember({"all", "exec", "none"}));
   bool no_flight_recorder = false;
   record_command->add_flag("--no-flight-recorder", no_flight_recorder,
                            "Do not keep each process's buffer in a file (a process that dies without saving is then "
@@ -327,9 +372,32 @@ int Main(int argc, char** argv) {
   std::string summary_weight;
   summary_command->add_option("--weight", summary_weight,
                               "What sorts the function tables (both wall and CPU columns are shown): wall "
-                              "(default), cpu or samples")
+                              "(default), cpu or samples; or bytes / retained: the tables of native "
+                              "allocations' estimated bytes, allocated / not freed at the end "
+                              "(--features nativeallocations; docs/memory.md)")
       ->check(CLI::Validator(CheckWeight, "WEIGHT"));
-  summary_command->footer("Example: strata summary strata-profile.json --top 30");
+  ProfileFilter summary_filter;
+  AddFilterOptions(summary_command, &summary_filter);
+  bool summary_tree = false;
+  summary_command->add_flag("--tree", summary_tree, "Then the call tree (as strata tree), by --weight");
+  CallTreeOptions summary_tree_options;
+  AddCallTreeOptions(summary_command, &summary_tree_options);
+
+  // tree
+  std::string tree_input, tree_weight;
+  CallTreeOptions tree_options;
+  CLI::App* tree_command = app.add_subcommand(
+      "tree", "Call tree in the terminal: total and self % per function, by wall or CPU time or samples, "
+              "single-callee chains folded (as perf report --stdio --children)");
+  tree_command->add_option("FILE", tree_input, "Profile")->required();
+  tree_command->add_option("--weight", tree_weight, "wall (default), cpu or samples")
+      ->check(CLI::Validator(CheckWeight, "WEIGHT"));
+  AddCallTreeOptions(tree_command, &tree_options);
+  ProfileFilter tree_filter;
+  AddFilterOptions(tree_command, &tree_filter);
+  tree_command->footer("Example: strata tree strata-profile.json --weight cpu --thread worker --depth 8");
+  summary_command->footer("Example: strata summary strata-profile.json --top 30\n"
+                          "         strata summary p.json --process 'python*' --thread main --range 1000,2500");
 
   // convert
   std::string convert_input, convert_format, convert_output;
@@ -348,6 +416,8 @@ int Main(int argc, char** argv) {
                               "the file), collapsed's values (default samples; wall and cpu in µs), chrome: "
                               "cpu ends the slices at samples without CPU (default wall)")
       ->check(CLI::Validator(CheckWeight, "WEIGHT"));
+  ProfileFilter convert_filter;
+  AddFilterOptions(convert_command, &convert_filter);
   convert_command->footer("Example: strata convert strata-profile.json --to pprof -o profile.pb.gz");
 
   // js: run by main() before this parser (tools/js, a binary of its own); listed for --help.
@@ -369,6 +439,8 @@ int Main(int argc, char** argv) {
   view_command->add_flag("--no-open", view_no_open, "Print the address, do not open a browser");
   view_command->add_option("--source-root", view_options.source_root,
                            "Directory that relative source file names are read under (default: here)");
+  ProfileFilter view_filter;
+  AddFilterOptions(view_command, &view_filter);
   view_command->footer("Example: strata view strata-profile.json");
 
   // report
@@ -378,6 +450,8 @@ int Main(int argc, char** argv) {
       "report", "One self-contained HTML file: flame graph and timeline per thread, top functions");
   report_command->add_option("FILE", report_input, "Profile")->required();
   report_command->add_option("-o,--output", report_output, "HTML file to write")->capture_default_str();
+  ProfileFilter report_filter;
+  AddFilterOptions(report_command, &report_filter);
   report_command->footer("Example: strata report strata-profile.json -o report.html");
   report_command->add_option("--max-samples", report_options.max_samples,
                              "Samples kept in the page over all threads (more are thinned evenly)")
@@ -501,7 +575,12 @@ int Main(int argc, char** argv) {
       record.features += std::string(record.features.empty() ? "" : ",") + "framepointers";
     }
     record.command = command;
-    record.children = !no_children;
+    if (no_children && !follow.empty() && follow != "none") {
+      std::fprintf(stderr, "strata record: --no-children is --follow none, not --follow %s\n", follow.c_str());
+      return 2;
+    }
+    record.children = !no_children && follow != "none";
+    record.exec_only = follow == "exec";
     record.symbolicate = !no_symbolicate;
     record.flight_recorder = !no_flight_recorder;
     record.view_open_browser = !record_no_open;
@@ -509,14 +588,29 @@ int Main(int argc, char** argv) {
   }
   if (*symbolicate_command) return RunSymbolicate(symbolicate_input, symbolicate_output);
   if (*recover_command) return RunRecover(recover);
-  if (*summary_command) return RunSummary(summary_files, top, WeightOr(summary_weight, Weight::kWall));
-  if (*convert_command) return RunConvert(convert_input, convert_format, convert_output, convert_weight);
+  if (*summary_command) {
+    return RunSummary(summary_files, top, WeightOr(summary_weight, Weight::kWall), summary_filter,
+                      summary_tree ? &summary_tree_options : nullptr);
+  }
+  if (*tree_command) {
+    tree_options.weight = WeightOr(tree_weight, Weight::kWall);
+    return RunTree(tree_input, tree_options, tree_filter);
+  }
+  if (*convert_command) {
+    return RunConvert(convert_input, convert_format, convert_output, convert_weight, convert_filter);
+  }
   if (*report_command) {
     report_options.weight = WeightOr(report_weight, Weight::kWall);
-    return RunReport(report_input, report_output, report_options);
+    return RunReport(report_input, report_output, report_options, report_filter);
   }
   if (*view_command) {
     view_options.open_browser = !view_no_open;
+    if (!view_filter.empty()) {
+      std::string note;
+      const int status = FilteredProfileJson("view", view_options.profile, view_filter, &view_options.served_json, &note);
+      if (status != 0) return status;
+      std::fprintf(stderr, "strata view: %s\n", note.c_str());
+    }
     return RunView(view_options);
   }
   return 2;

@@ -112,8 +112,8 @@ std::string FrontEndAddress(const std::string& frontend_url, const std::string& 
 }
 
 int RunView(const ViewOptions& options) {
-  std::string raw;  // The file's bytes, served as they are.
-  {
+  std::string raw = options.served_json;  // The file's bytes, served as they are, or the narrowed profile.
+  if (raw.empty()) {
     std::ifstream in(options.profile, std::ios::binary);
     if (!in) {
       std::fprintf(stderr, "strata view: %s: %s\n", TerminalSafe(options.profile).c_str(), strerror(errno));
@@ -125,8 +125,13 @@ int RunView(const ViewOptions& options) {
   }
   std::string text, error;
   rapidjson::Document document;
-  if (!ReadFileContents(options.profile, &text, &error) ||
-      !ParseProfileJson(options.profile, text, &document, &error)) {
+  if (!options.served_json.empty()) {
+    text = options.served_json;
+  } else if (!ReadFileContents(options.profile, &text, &error)) {
+    std::fprintf(stderr, "strata view: %s\n", TerminalSafe(error).c_str());
+    return 1;
+  }
+  if (!ParseProfileJson(options.profile, text, &document, &error)) {
     std::fprintf(stderr, "strata view: %s\n", TerminalSafe(error).c_str());
     return 1;
   }

@@ -26,6 +26,9 @@ struct ViewOptions {
   bool open_browser = true;   // xdg-open the address when a display exists.
   std::string frontend_url = "https://profiler.firefox.com";
   std::string source_root;    // Relative source names are read under it ("" : here).
+  // Not empty: the profile narrowed by filters (filter_options.h), served instead of the
+  // file's bytes, under the file's name.
+  std::string served_json;
 };
 
 // Serves until interrupted. 0 on a clean stop; 1 on errors (message on stderr).

@@ -7,6 +7,8 @@
 # with STRATA_SHUTDOWN (%p) and STRATA_FLIGHT_RECORDER, outside `strata record`:
 #   - never a temporary or partial file (before: .tmp-PID files after 3/3 runs of 9 threads
 #     calling exit, and after kills during the save);
+#   - another thread's _exit during the save waits for it: the profile is kept (at least 1
+#     of the 5 runs; before: 0);
 #   - the ends that are not crashes (return, _exit, exec, threads calling exit, another
 #     thread's _exit) leave no flight recorder file (before: one 67 MB file per _exit or exec
 #     image and per concurrent exit), those that are (SIGKILL, SIGTERM) may keep theirs;
@@ -77,7 +79,12 @@ for mode in exit _exit exec exit_threads; do
   done
 done
 
-# Ended by another thread during the exit save: whatever the moment, nothing partial.
+# Ended by another thread during the exit save: whatever the moment, nothing partial. An
+# _exit from another thread while the save runs waits for it (bounded), so the profile is
+# kept: at least one of the five _exit_thread runs must have it (before: none, the _exit
+# ended the process under the save; a loaded machine may delay the save's start past the
+# _exit, which then ends the process at once, as it must).
+exit_thread_profiles=0
 for mode in kill_thread term_thread _exit_thread; do
   for delay in 2 5 10 20 40; do
     name="$mode-$delay"
@@ -85,8 +92,18 @@ for mode in kill_thread term_thread _exit_thread; do
     flight_allowed=1
     [[ $mode == _exit_thread ]] && flight_allowed=0
     check_files "$name" "$flight_allowed"
+    if [[ $mode == _exit_thread ]]; then
+      kept=$(ls "$WORK/$name" | grep -c '^profile-.*\.json$')
+      exit_thread_profiles=$((exit_thread_profiles + kept))
+    fi
   done
 done
+result "scenario=exit-kinds _exit_thread_profiles_kept=$exit_thread_profiles of 5"
+if ((exit_thread_profiles >= 1)); then
+  pass "_exit from another thread during the save: $exit_thread_profiles of 5 profiles kept"
+else
+  fail "_exit from another thread during the save: no profile kept in 5 runs"
+fi
 
 # Disk used by the flight recorder: 8 sleeping processes.
 dir="$WORK/sleepers"
