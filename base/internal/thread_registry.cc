@@ -304,7 +304,12 @@ bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer) {
   for (const RegisteredThread* live : registry.live) {
     if (live->tid == tid) return false;
   }
-  auto thread = std::make_unique<RegisteredThread>();
+  // Strata's own pages (RegisteredThread::operator new), as for a thread that registers itself.
+  std::unique_ptr<RegisteredThread> thread(new (std::nothrow) RegisteredThread);
+  if (!thread) {
+    LogError("cannot adopt thread %d: out of memory", static_cast<int>(tid.ToNumber()));
+    return false;
+  }
   thread->tid = tid;
   thread->pthread = static_cast<pthread_t>(thread_pointer);
   thread->cpu_clock = ThreadCpuClock::ForThreadId(tid);
