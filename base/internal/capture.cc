@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/categories.h"
+#include "base/internal/attach.h"
 #include "base/internal/core.h"
 #include "base/internal/env_settings.h"
 #include "base/internal/library_history.h"
@@ -143,6 +144,7 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     }
     // What sent the sampling signals and why (docs/sampling.md, "Sampling sources").
     w.StringProperty("samplingSource", snapshot.sampling_source.description);
+    if (InAttachedSession()) w.StringProperty("attached", kAttachedSessionNote);
     w.DoubleProperty("requestedInterval", snapshot.settings.interval_ms);
     // Kernel-mode CPU (docs/sampling.md, "No sleep cut short, user mode only"): the perf
     // event signals user mode only, so a system call's CPU is in the CPU delta of the

@@ -441,7 +441,10 @@ using namespace base_internal;
 void ProfilerInit() {
   static std::once_flag once;
   std::call_once(once, []() {
-    InitMainThreadId();
+    // The main thread is the process's initial thread. The library's constructor runs on it
+    // when preloaded or linked; loaded later with dlopen (attach: on a borrowed thread) it may
+    // run on any thread, which is then not the main one (MainThreadId's default: tid == pid).
+    if (CurrentThreadId().ToNumber() == RawGetPid()) InitMainThreadId();
     RecordProcessIdentity();
     pthread_atfork(nullptr, nullptr, &OnForkChild);
     RegisterCurrentThreadImpl(nullptr);

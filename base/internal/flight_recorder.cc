@@ -654,14 +654,9 @@ void ConfigureFlightRecorder(const char* directory) {
   recorder.directory = resolved;
 }
 
-ChunkStorage* StartFlightRecorderLocked(size_t limit_bytes, size_t chunk_bytes,
-                                        TimeStamp start_time, const ProfilerSettings& settings) {
-  Recorder& recorder = GetRecorder();
-  AutoLock lock(recorder.mutex);
-  if (FlightFile* last = g_file.exchange(nullptr, std::memory_order_acq_rel)) {
-    recorder.previous.push_back(last);
-  }
-  // Files of earlier sessions whose chunks are all gone are unmapped (their lookups freed).
+// Files of earlier sessions whose chunks are all gone are unmapped (their lookups freed).
+// Recorder mutex held.
+static void ReleaseUnusedFilesLocked(Recorder& recorder) {
   std::vector<FlightFile*> kept;
   for (FlightFile* f : recorder.previous) {
     if (!f->ReleaseIfUnused()) {
@@ -671,6 +666,23 @@ ChunkStorage* StartFlightRecorderLocked(size_t limit_bytes, size_t chunk_bytes,
     }
   }
   recorder.previous = std::move(kept);
+}
+
+void ReleaseStoppedFlightRecorderFiles() {
+  Recorder& recorder = GetRecorder();
+  AutoLock lock(recorder.mutex);
+  ReleaseUnusedFilesLocked(recorder);
+  recorder.directory.clear();  // The next session records without a file unless configured.
+}
+
+ChunkStorage* StartFlightRecorderLocked(size_t limit_bytes, size_t chunk_bytes,
+                                        TimeStamp start_time, const ProfilerSettings& settings) {
+  Recorder& recorder = GetRecorder();
+  AutoLock lock(recorder.mutex);
+  if (FlightFile* last = g_file.exchange(nullptr, std::memory_order_acq_rel)) {
+    recorder.previous.push_back(last);
+  }
+  ReleaseUnusedFilesLocked(recorder);
   recorder.path.clear();
   if (recorder.directory.empty()) return nullptr;
   std::string path, error;

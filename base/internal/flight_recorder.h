@@ -60,6 +60,12 @@ bool FlightRecorderStats(size_t* file_bytes, size_t* heap_chunks);
 // file as it is.
 void StopFlightRecorderLocked();
 
+// After a session stopped and its buffer's chunks are gone (ProfilerStop): unmaps the files of
+// stopped sessions, as the next start would, and forgets the directory (the next session has
+// no file unless ConfigureFlightRecorder is called again). For attach sessions, which leave
+// the process as it was (base/internal/attach.cc). Not async-signal-safe; thread-safe.
+void ReleaseStoppedFlightRecorderFiles();
+
 // Removes the running session's file (its profile was saved at exit: nothing to recover).
 // The mapping stays; the space goes when the process ends.
 void RemoveFlightRecorderFile();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -15,8 +16,10 @@
 
 #include "base/internal/log.h"
 #include "base/internal/tier_extension.h"
+#include "platform/checked_read.h"
 #include "platform/never_destroyed.h"
 #include "platform/next_definition.h"
+#include "platform/raw_syscall.h"
 #include "platform/sampling/sampling_signal.h"
 
 namespace strata {
@@ -87,6 +90,9 @@ void ReleaseAliveMutex(RegisteredThread* thread) {
 constexpr unsigned kFutexOwnerDied = 0x40000000;
 
 bool HasDied(const RegisteredThread* thread) {
+  if (thread->adopted) {
+    return RawSyscall(SYS_tgkill, RawSyscall(SYS_getpid), thread->tid.ToNumber(), 0) == -ESRCH;
+  }
   if (!thread->alive_mutex_held) return false;
   // The futex word, which the kernel writes at the thread's death (glibc's public layout).
   const unsigned word = __atomic_load_n(
@@ -281,6 +287,54 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   LogInfo("registered thread %d '%s'", raw->tid.ToNumber(),
           registry.infos[raw->info_index].name.c_str());
   return raw;
+}
+
+bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer) {
+  if (tid == CurrentThreadId() || thread_pointer == 0) return false;
+  // glibc's thread control block starts with {tcb, dtv, self}: a live thread's self is its
+  // own pointer. Read with a system call, so a wrong pointer is refused, never a fault.
+  uintptr_t self = 0;
+  if (!CheckedRead(reinterpret_cast<const void*>(thread_pointer + 2 * sizeof(void*)), &self,
+                   sizeof(self)) ||
+      self != thread_pointer) {
+    return false;
+  }
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (const RegisteredThread* live : registry.live) {
+    if (live->tid == tid) return false;
+  }
+  // Strata's own pages (RegisteredThread::operator new), as for a thread that registers itself.
+  std::unique_ptr<RegisteredThread> thread(new (std::nothrow) RegisteredThread);
+  if (!thread) {
+    LogError("cannot adopt thread %d: out of memory", static_cast<int>(tid.ToNumber()));
+    return false;
+  }
+  thread->tid = tid;
+  thread->pthread = static_cast<pthread_t>(thread_pointer);
+  thread->cpu_clock = ThreadCpuClock::ForThreadId(tid);
+  thread->is_main = tid == MainThreadId();
+  thread->adopted = true;
+  if (!thread->is_main) thread->bounds = StackBounds::OfThread(thread->pthread);
+  RegisteredThread* raw = thread.release();
+  auto in_thread = [thread_pointer](auto* local) {
+    return reinterpret_cast<decltype(local)>(ThreadLocalAddressInThread(local, thread_pointer));
+  };
+  __atomic_store_n(in_thread(&strata_t_profiling_stack), &raw->profiling_stack, __ATOMIC_SEQ_CST);
+  __atomic_store_n(in_thread(&t_registered_thread), raw, __ATOMIC_SEQ_CST);
+  SetSamplingStateOfOtherThread(thread_pointer, raw, &raw->source.descriptors, raw->bounds.low,
+                                raw->bounds.high);
+  ThreadInfo info;
+  info.tid = tid;
+  info.name = ThreadNameFromProc(tid);
+  info.register_time = TimeStamp::Now();
+  info.is_main = raw->is_main;
+  raw->info_index = registry.infos.size();
+  registry.infos.push_back(std::move(info));
+  registry.live.push_back(raw);
+  if (registry.sampling) StartSamplingLocked(registry, raw);
+  LogInfo("adopted thread %d '%s'", tid.ToNumber(), registry.infos[raw->info_index].name.c_str());
+  return true;
 }
 
 void PruneEndedThreadsLocked(Registry& registry) {

@@ -99,6 +99,9 @@ struct RegisteredThread {
   // (ReclaimDeadThreadsLocked): a memory load per thread, no system call.
   pthread_mutex_t alive_mutex;
   bool alive_mutex_held = false;
+  // Registered by another thread (RegisterOtherThread, attach): no alive mutex, no
+  // thread-exit key; its death is found by the kernel's answer to a null signal (tgkill 0).
+  bool adopted = false;
 
   // Sampler-thread state, under the registry mutex.
   // CPU accounting (docs/sampling.md, "CPU accounting"): the thread's CPU clock at its latest
@@ -172,6 +175,18 @@ bool NameMatchesFilters(const std::string& name, bool is_main,
 // registered before, it only names it: a non-null `name` replaces the name (and the filters
 // are applied to it again); null leaves the registration as it is.
 RegisteredThread* RegisterCurrentThreadImpl(const char* name);
+// Attach (issue 36): registers thread `tid` of this process, which existed before the library
+// was loaded and so never registered itself, from another thread (Strata's attach worker).
+// `thread_pointer` is its %fs base (its pthread_t), read by the injector with ptrace. Its
+// thread-local registration, sampling context and stack bounds are written in its static TLS
+// (sampling_signal.h, SetSamplingStateOfOtherThread); its sampling starts when a session runs.
+// Returns false, changing nothing, when `tid` is registered already, is the caller, or its
+// thread pointer does not point at itself (header.self: not a glibc thread, or gone). An
+// adopted thread that ends is reclaimed as a dead one (ReclaimDeadThreadsLocked). The thread
+// must stay alive during the call (the caller gathered it just before; a thread that ends in
+// that window may have its TLS memory reused or unmapped). Not async-signal-safe.
+bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer);
+
 // Unregisters and deletes `thread`, the calling thread's registration: what it recorded goes
 // into the buffer first.
 void UnregisterThread(RegisteredThread* thread);

@@ -751,6 +751,25 @@ void SetSamplingThreadEventDescriptors(const SamplingEventDescriptors* descripto
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
+uintptr_t ThreadLocalAddressInThread(const void* local_tls_address, uintptr_t thread_pointer) {
+  uintptr_t own_pointer;
+  __asm__("mov %%fs:0, %0" : "=r"(own_pointer));
+  return thread_pointer + (reinterpret_cast<uintptr_t>(local_tls_address) - own_pointer);
+}
+
+void SetSamplingStateOfOtherThread(uintptr_t thread_pointer, void* thread_context,
+                                   const SamplingEventDescriptors* descriptors, uintptr_t low,
+                                   uintptr_t high) {
+  auto in_thread = [thread_pointer](auto* local) {
+    return reinterpret_cast<decltype(local)>(ThreadLocalAddressInThread(local, thread_pointer));
+  };
+  __atomic_store_n(in_thread(&strata_t_stack_low), 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(in_thread(&strata_t_stack_high), high, __ATOMIC_SEQ_CST);
+  __atomic_store_n(in_thread(&strata_t_stack_low), low, __ATOMIC_SEQ_CST);
+  in_thread(&t_event_descriptors)->store(descriptors, std::memory_order_seq_cst);
+  in_thread(&t_thread_context)->store(thread_context, std::memory_order_seq_cst);
+}
+
 void* GetSamplingThreadContext() { return t_thread_context.load(std::memory_order_relaxed); }
 
 void SetSamplingThreadStackBounds(uintptr_t low, uintptr_t high) {

@@ -200,6 +200,22 @@ void BlockSamplingSignalOnCurrentThread();
 void SetSamplingThreadContext(void* thread_context);
 void* GetSamplingThreadContext();
 
+// For another thread of this process (attach, issue 36: threads that existed before the
+// library was loaded cannot register themselves): sets that thread's context, perf event
+// descriptors and stack bounds, as the three setters here would on it. `thread_pointer` is
+// the thread's %fs base (its pthread_t under glibc); the library's thread-local storage is
+// static (initial-exec), so each variable lies at the same offset from every thread's
+// pointer. The thread must be alive and not yet sampled (no signal of ours reaches it while
+// this runs); the caller orders these stores before it arms the thread's sampling source (a
+// system call). Not async-signal-safe; thread-safe for distinct threads.
+void SetSamplingStateOfOtherThread(uintptr_t thread_pointer, void* thread_context,
+                                   const SamplingEventDescriptors* descriptors, uintptr_t low,
+                                   uintptr_t high);
+
+// The address `local_tls_address` (a thread-local variable of the calling thread, static TLS)
+// has in the thread whose thread pointer is `thread_pointer`.
+uintptr_t ThreadLocalAddressInThread(const void* local_tls_address, uintptr_t thread_pointer);
+
 // The calling thread's perf event descriptors (perf_task_clock_event.h): a signal with
 // si_code POLL_IN/POLL_HUP whose si_fd is their current or retired number is a sampling
 // signal of this thread; every other instance still goes to the program. Null (the default):

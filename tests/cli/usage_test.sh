@@ -46,7 +46,10 @@ expect_exit version_short 0 "^strata " "$STRATA" -v
 expect_exit help_command 0 "Usage: strata \[OPTIONS\] SUBCOMMAND" "$STRATA" help
 expect_exit help_record 0 "Example: strata record" "$STRATA" help record
 expect_exit help_unknown 2 "unknown command 'nosuch'" "$STRATA" help nosuch
-expect_exit record_pid 2 "unknown option '-p' \(attaching" "$STRATA" record -p 1234
+# -p attaches (docs/attach.md; tests/attach): a bad pid list is a usage error, a process that
+# does not exist a refusal.
+expect_exit record_pid_usage 2 "is not a process id" "$STRATA" record -p 12,x
+expect_exit record_pid_gone 1 "no process 4194303" "$STRATA" record -p 4194303
 expect_exit record_typo 2 "did you mean '--frequency'" "$STRATA" record --frequncy 100 -- true
 expect_exit record_both_rates 2 "not both" "$STRATA" record -F 100 -i 2 -- true
 expect_exit record_bad_graph 2 "call-graph" "$STRATA" record -g lbr -- true

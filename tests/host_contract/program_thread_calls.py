@@ -178,8 +178,10 @@ REGISTRATION_EDGES_NOT_FOLLOWED = [
 
 REGISTRATION_EDGES_NOT_FOLLOWED.append(
     # The registry's list of ThreadInfo growing (Strata's own pages): the old elements are
-    # moved, then destroyed; a moved-from std::string is empty, in its in-place buffer.
+    # moved, then destroyed; a moved-from std::string is empty, in its in-place buffer (the
+    # relocation is its own function where the compiler does not inline it).
     (re.compile(r"vector<strata::base_internal::ThreadInfo|"
+                r"__relocate_a_1<strata::base_internal::ThreadInfo\*|__relocate_a_1IPN6strata13base_internal10ThreadInfoE|"
                 r"St6vectorIN6strata13base_internal10ThreadInfoENS0_13PageAllocator"),
      re.compile(r"^_ZNSs.*D[12]Ev$|__sso_string.*D[12]Ev$|^_ZNSt7__cxx1112basic_string.*D[12]Ev$|"
                 r"_M_dispose")))

@@ -21,6 +21,7 @@
 #include "CLI/CLI.hpp"
 #include "rapidjson/document.h"
 #include "shared/symbols/dwarf_symbolizer.h"
+#include "tools/strata/attach/attach_record.h"
 #include "tools/strata/call_tree.h"
 #include "tools/strata/convert.h"
 #include "tools/strata/filter_options.h"
@@ -279,6 +280,10 @@ int Main(int argc, char** argv) {
       "multi-process profile. The exit status is the command's.");
   record_command->add_option("-o,--output", record.output, "Profile to write; .json.gz compresses")
       ->capture_default_str();
+  std::string attach_pids;
+  record_command->add_option("-p,--pid", attach_pids,
+                             "Attach to running processes PID[,PID...] instead of running a command "
+                             "(docs/attach.md); Ctrl-C or --duration stops, they keep running");
   double frequency_hz = 0;
   record_command->add_option("-F,--frequency", frequency_hz,
                              "Sampling frequency in Hz (1-20000), as perf's -F: the interval is 1000/HZ ms")
@@ -532,6 +537,19 @@ int Main(int argc, char** argv) {
       return 2;
     }
     if (command.empty()) command = command_after_dashes;
+    if (!attach_pids.empty()) {
+      record.command = command;  // Refused by AttachRecord: -p or a command.
+      if (record.view || no_children) {
+        std::fprintf(stderr, "strata record: %s is for a command, not with -p (then: strata view FILE)\n",
+                     record.view ? "--view" : "--no-children");
+        return 2;
+      }
+      if (frequency_hz > 0) record.interval_ms = 1000.0 / frequency_hz;
+      if (call_graph == "fp") record.features += std::string(record.features.empty() ? "" : ",") + "framepointers";
+      record.symbolicate = !no_symbolicate;
+      record.flight_recorder = !no_flight_recorder;
+      return AttachRecord(attach_pids, record);
+    }
     if (command.empty()) {
       std::fprintf(stderr, "strata record: no command given\n%s", record_command->help().c_str());
       return 2;
@@ -540,11 +558,7 @@ int Main(int argc, char** argv) {
       // An option this command does not know, before the command: never run as a program.
       const std::string option = command[0].substr(0, command[0].find('='));
       std::fprintf(stderr, "strata record: unknown option '%s'", TerminalSafe(option).c_str());
-      if (option == "-p" || option == "--pid") {
-        std::fprintf(stderr, " (attaching to a running process is not supported yet: run the "
-                             "program under `strata record -- CMD`, or preload libstrata_base.so "
-                             "with STRATA_SIGNAL; docs/cli.md)");
-      } else if (const std::string nearest = NearestOption(*record_command, option); !nearest.empty()) {
+      if (const std::string nearest = NearestOption(*record_command, option); !nearest.empty()) {
         std::fprintf(stderr, "; did you mean '%s'?", nearest.c_str());
       }
       std::fprintf(stderr, "\nUsage: strata record [OPTIONS] -- CMD [ARGS...]\n");

@@ -1,0 +1,432 @@
+#!/usr/bin/env bash
+# `strata record -p PID` (issue 36, docs/attach.md) on a real multi-threaded echo server
+# started without Strata (echo_server --waiters: accept on the main thread, a worker per
+# connection that computes a checksum of each line, and threads blocked in read, epoll_wait
+# and pthread_cond_wait, plus one spinning), while echo_client.py drives it:
+#   attach:   attached (stopped by SIGINT, as Ctrl-C) while the client runs (from its first
+#             replies to 1 s after), and a second client connects while attached (its worker
+#             starts after the attach): strata exits 0; the client
+#             sees byte-identical replies and no error; the profile has every thread of the
+#             server, and each busy thread (the spinner, the worker) >= 95 % of one sample per
+#             ms of its CPU time (the profile's CPU deltas: the thread's own CPU clock), the
+#             second worker is in the profile with CPU samples; the front-end's importer takes
+#             every thread with its samples; the
+#             server's waits saw no EINTR; after detach its descriptors (/proc/PID/fd), every
+#             thread's SigBlk/SigCgt and its thread count are those before the attach.
+#   cycles:   CYCLES attach/detach cycles of 0.1 s on the same server: it answers correctly
+#             after them, its descriptors do not grow, its RSS grows by less than the library
+#             mapping's resident size (tools/attach_cycles.sh runs 100).
+#   exit:     the server exits (QUIT: exit(0)) while attached: strata saves what the exit save
+#             wrote and exits 0; the server's status is its own (0).
+#   killed:   the server is killed (SIGKILL) while attached: strata recovers its profile from
+#             the flight recorder file and exits 0; no private directory is left in /tmp.
+#   alone:    a process whose one thread waits in read, epoll_wait or pthread_cond_wait (its
+#             other thread, if any, in sigwaitinfo, never borrowed): that thread is borrowed
+#             and its wait goes on without EINTR or spurious wake-up; a process whose only
+#             thread spins is refused (nothing safe to borrow) and spins on.
+#   namespace: a process in its own mount namespace with a private /tmp (and, second case,
+#             the library's directory hidden there): attached, its profile saved in its own /tmp,
+#             the library loaded from the same path (or from a copy in that /tmp).
+#   two:      -p A,B: one profile with both processes.
+#   refusals: exit 1 with the reason for a static program, a 32-bit one, a process already traced, one
+#             already profiled by Strata (preloaded, STRATA_STARTUP=1), another user's process
+#             (strata run as nobody); exit 2 for -p with a non-number, with a command, with --view.
+source "$(dirname "$0")/../scenario_lib.sh"
+
+STRATA="$(binary tools/strata/strata)"
+SERVER="$(binary tests/attach/echo_server)"
+STATIC="$(binary tests/attach/static_sleeper)"
+CLIENT="$(dirname "$0")/echo_client.py"
+[[ -f "$CLIENT" ]] || CLIENT="$(binary tests/attach/echo_client.py)"
+CYCLES="${ATTACH_CYCLES:-20}"
+
+SERVERS=()
+start_server() {  # NAME: starts the server plain; sets SERVER_PID and PORT.
+  "$SERVER" --waiters >"$WORK/$1.server" 2>&1 &
+  SERVER_PID=$!
+  SERVERS+=("$SERVER_PID")
+  PORT=""
+  for _ in $(seq 1200); do
+    PORT=$(sed -n 's/^port //p' "$WORK/$1.server")
+    [[ -n "$PORT" ]] && break
+    sleep 0.05
+  done
+  # Every waiter in its wait.
+  sleep 0.3
+}
+
+stop_server() {
+  timeout 10 python3 "$CLIENT" "$PORT" --quit >/dev/null 2>&1
+  wait "$SERVER_PID" 2>/dev/null
+}
+
+# What detach must give back: descriptors (number -> target), each thread's masks, threads.
+process_state() {
+  local pid="$1" tid
+  for fd in /proc/"$pid"/fd/*; do echo "fd $(basename "$fd") $(readlink "$fd" 2>/dev/null)"; done | sort
+  for tid in $(ls /proc/"$pid"/task | sort -n); do
+    echo "task $tid $(grep -E '^(SigBlk|SigCgt)' /proc/"$pid"/task/"$tid"/status | tr -s '\t\n' '  ')"
+  done
+  grep '^Threads' /proc/"$pid"/status
+}
+
+wait_ready() {  # FILE: until the program printed "ready" (at most 60 s).
+  for _ in $(seq 1200); do grep -q "^ready" "$1" 2>/dev/null && return; sleep 0.05; done
+}
+
+wait_recording() {  # NAME: until strata says it records (at most 60 s).
+  for _ in $(seq 1200); do grep -q "recording" "$WORK/$1.err" 2>/dev/null && return; sleep 0.05; done
+}
+
+rss_kb() { awk '/^VmRSS/ { print $2 }' /proc/"$1"/status; }
+
+# --- attach ---------------------------------------------------------------------------------
+start_server attach
+before=$(process_state "$SERVER_PID")
+# The client runs from its first replies (+0.5 s) before the attach to 1 s after strata ended.
+timeout 300 python3 "$CLIENT" "$PORT" --seconds 280 --stop-file "$WORK/attach.done" \
+  --ready-file "$WORK/attach.ready" >"$WORK/attach.client" 2>&1 &
+client_pid=$!
+for _ in $(seq 1200); do [[ -e "$WORK/attach.ready" ]] && break; sleep 0.05; done
+sleep 0.5
+# strata runs until it is interrupted (SIGINT, as Ctrl-C): 2 s, then a second connection's
+# client for 1 s (its worker thread starts while attached), then 0.5 s.
+"$STRATA" record -p "$SERVER_PID" -o "$OUT/attach.json" >"$WORK/attach.out" 2>"$WORK/attach.err" &
+strata_pid=$!
+wait_recording attach
+sleep 2
+timeout 120 python3 "$CLIENT" "$PORT" --seconds 1 >"$WORK/attach.client2" 2>&1
+client2_status=$?
+sleep 0.5
+kill -INT "$strata_pid"
+wait "$strata_pid"
+status=$?
+sleep 1
+touch "$WORK/attach.done"
+wait "$client_pid"
+client_status=$?
+sed 's/^/    /' "$WORK/attach.err"
+result "scenario=attach status=$status client_status=$client_status $(cat "$WORK/attach.client" | tail -1)"
+if [[ $status -eq 0 ]]; then pass "attach: strata exited 0"; else fail "attach: strata exited $status"; fi
+if [[ $client2_status -eq 0 ]]; then
+  pass "attach: the second client (connected while attached) saw identical replies ($(tail -1 "$WORK/attach.client2"))"
+else
+  fail "attach: the second client saw a difference or an error: $(tail -3 "$WORK/attach.client2")"
+fi
+if [[ $client_status -eq 0 ]]; then
+  pass "attach: the client saw identical replies and no error ($(tail -1 "$WORK/attach.client"))"
+else
+  fail "attach: the client saw a difference or an error:"
+  sed 's/^/    /' "$WORK/attach.client" | head -10
+fi
+# The clients' worker threads end (at most 10 s).
+for _ in $(seq 200); do
+  [[ "$(grep '^Threads' /proc/"$SERVER_PID"/status)" == "$(echo "$before" | grep '^Threads')" ]] && break
+  sleep 0.05
+done
+after=$(process_state "$SERVER_PID")
+if [[ "$before" == "$after" ]]; then
+  pass "attach: descriptors, every thread's SigBlk/SigCgt and the thread count are as before"
+else
+  fail "attach: the process is not as before the attach:"
+  diff <(echo "$before") <(echo "$after") | sed 's/^/    /'
+fi
+# No mapping of a file of the attach's (its flight recorder file) is left; the library stays.
+left_mapped=$(grep -c 'strata-attach' /proc/"$SERVER_PID"/maps)
+if ((left_mapped == 0)); then
+  pass "attach: no mapping of the attach's files left (the library stays, inert)"
+else
+  fail "attach: $left_mapped mapping(s) of the attach's files left: $(grep -m1 strata-attach /proc/"$SERVER_PID"/maps)"
+fi
+eintr=$(timeout 10 python3 "$CLIENT" "$PORT" --stats)
+result "scenario=attach stats=\"$eintr\""
+if [[ "$eintr" == "eintr 0 "* ]]; then
+  pass "attach: no wait of the server saw EINTR ($eintr)"
+else
+  fail "attach: the server's waits saw EINTR: $eintr"
+fi
+if [[ -s "$OUT/attach.json" ]]; then
+  check_format attach
+  stats attach
+  check_frontend attach
+  # Every thread the server had (main, 4 waiters, the client's worker) is in the profile.
+  threads=$(grep -c '^thread ' "$WORK/attach.stats")
+  if ((threads >= 7)); then pass "attach: $threads threads in the profile"; else fail "attach: $threads threads in the profile, expected 7"; fi
+  for tid in $(echo "$before" | awk '$1 == "task" { print $2 }'); do
+    if grep -q "^thread .* tid=$tid " "$WORK/attach.stats"; then :; else fail "attach: thread $tid of the server is not in the profile"; fi
+  done
+  # The worker of the second connection started while attached: sampled too.
+  workers=$(grep -c '^thread .* name=echo-worker ' "$WORK/attach.stats")
+  late=$(awk '$1 == "thread" && / name=echo-worker / { for (i = 2; i <= NF; i++) if ($i ~ /^cpu_samples=/) n = substr($i, 13) } END { print n + 0 }' "$WORK/attach.stats")
+  result "scenario=attach workers=$workers late_worker_cpu_samples=$late"
+  if ((workers == 2 && late > 0)); then
+    pass "attach: the worker started while attached is in the profile with $late CPU samples"
+  else
+    fail "attach: $workers echo-worker threads (expected 2: one started while attached), the last with $late CPU samples"
+  fi
+  # The busy threads, by the profile's CPU deltas (the thread's own CPU clock): the spinner
+  # (pure CPU) >= 95 % of one sample per ms; the worker (socket reads and writes: the perf
+  # task-clock source gives such a thread ~0.85 per ms preloaded too) is reported.
+  for thread in spinner echo-worker; do
+    samples=$(field attach thread "name=$thread" cpu_samples)
+    cpu_ms=$(field attach thread "name=$thread" cpu_ms)
+    result "scenario=attach thread=$thread cpu_samples=$samples cpu_ms=$cpu_ms"
+    if [[ "$thread" == spinner ]]; then
+      if ge "$cpu_ms" 10 && ge "$samples" "$(awk -v c="$cpu_ms" 'BEGIN { print 0.95 * c }')"; then
+        pass "attach: busy thread $thread: $samples samples while running for $cpu_ms ms of CPU"
+      else
+        fail "attach: busy thread $thread: $samples samples while running for $cpu_ms ms of CPU (< 95 % of 1/ms, or under 10 ms)"
+      fi
+    fi
+  done
+  # Correct stacks: the worker's samples in Checksum, the spinner's in Spinner.
+  "$PROFILE_STATS" "$OUT/attach.json" "echo-worker:Checksum" "spinner:Spinner" | grep '^match' >"$WORK/attach.match"
+  sed 's/^/    /' "$WORK/attach.match"
+  for pattern in Checksum Spinner; do
+    share=$(awk -v p="patterns=$pattern" '$0 ~ p { for (i = 2; i <= NF; i++) if ($i ~ /^pct=/) print substr($i, 5) }' "$WORK/attach.match")
+    if ge "${share:-0}" 50; then
+      pass "attach: ${share} % of the thread's samples are in $pattern"
+    else
+      fail "attach: ${share:-0} % of the thread's samples are in $pattern, expected most"
+    fi
+  done
+else
+  fail "attach: no profile written"
+fi
+"$STRATA" summary "$OUT/attach.json" >"$WORK/attach.summary" 2>&1
+if grep -q "attached" "$WORK/attach.summary"; then
+  pass "attach: strata summary says the profile was attached: $(grep -m1 attached "$WORK/attach.summary")"
+else
+  fail "attach: strata summary does not say the profile was attached"
+fi
+
+# --- cycles ---------------------------------------------------------------------------------
+first_fds=""
+rss_first=0
+for ((i = 1; i <= CYCLES; i++)); do
+  if ! timeout -s KILL 60 "$STRATA" record -q -p "$SERVER_PID" --duration 0.1 -o "$WORK/cycle.json" \
+    >"$WORK/cycle.out" 2>&1; then
+    fail "cycles: attach $i failed: $(tail -3 "$WORK/cycle.out")"
+    break
+  fi
+  fds=$(ls /proc/"$SERVER_PID"/fd | wc -l)
+  if ((i == 1)); then
+    first_fds=$fds
+    rss_first=$(rss_kb "$SERVER_PID")
+    # The bound: what the library's own mapping takes (its resident pages after one attach).
+    library_kb=$(awk '/libstrata_base/ { inlib = 1; next } /^[0-9a-f]+-[0-9a-f]+ / { inlib = 0 }
+      inlib && $1 == "Rss:" { kb += $2 } END { print kb + 0 }' /proc/"$SERVER_PID"/smaps)
+  fi
+done
+rss_last=$(rss_kb "$SERVER_PID")
+result "scenario=cycles cycles=$CYCLES fds_before=$(echo "$before" | grep -c '^fd ') fds_first=$first_fds fds_last=$fds rss_before_kb=$rss_first rss_last_kb=$rss_last library_kb=$library_kb"
+if [[ "$fds" == "$(echo "$before" | grep -c '^fd ')" ]]; then
+  pass "cycles: $CYCLES attach/detach cycles: descriptors $fds, as before"
+else
+  fail "cycles: descriptors $fds after $CYCLES cycles, $(echo "$before" | grep -c '^fd ') before"
+fi
+if ((rss_last - rss_first < library_kb)); then
+  pass "cycles: RSS ${rss_first} KiB after the first cycle, ${rss_last} KiB after the last (less than the library mapping's $library_kb KiB more)"
+else
+  fail "cycles: RSS grew from ${rss_first} KiB to ${rss_last} KiB over $CYCLES cycles"
+fi
+if timeout 30 python3 "$CLIENT" "$PORT" --seconds 0.5 >"$WORK/cycles.client" 2>&1; then
+  pass "cycles: the server still answers correctly ($(tail -1 "$WORK/cycles.client"))"
+else
+  fail "cycles: the server's answers after the cycles: $(tail -3 "$WORK/cycles.client")"
+fi
+stop_server
+
+
+# --- exit while attached --------------------------------------------------------------------
+start_server exit
+timeout -s KILL 120 "$STRATA" record -p "$SERVER_PID" -o "$OUT/exit.json" >"$WORK/exit.out" 2>"$WORK/exit.err" &
+strata_pid=$!
+wait_recording exit
+timeout 10 python3 "$CLIENT" "$PORT" --quit >/dev/null 2>&1
+wait "$SERVER_PID"
+server_status=$?
+wait "$strata_pid"
+status=$?
+result "scenario=exit strata_status=$status server_status=$server_status"
+if [[ $server_status -eq 0 && $status -eq 0 && -s "$OUT/exit.json" ]]; then
+  pass "exit: the server exited 0 while attached; strata saved its profile and exited 0"
+  check_format exit
+else
+  fail "exit: server status $server_status, strata status $status, profile $(ls -la "$OUT/exit.json" 2>&1)"
+  sed 's/^/    /' "$WORK/exit.err"
+fi
+
+# --- killed while attached ------------------------------------------------------------------
+start_server killed
+timeout -s KILL 120 "$STRATA" record -p "$SERVER_PID" -o "$OUT/killed.json" >"$WORK/killed.out" 2>"$WORK/killed.err" &
+strata_pid=$!
+wait_recording killed
+sleep 0.5
+kill -KILL "$SERVER_PID"
+wait "$SERVER_PID"
+server_status=$?
+wait "$strata_pid"
+status=$?
+result "scenario=killed strata_status=$status server_status=$server_status"
+if [[ $server_status -eq 137 && $status -eq 0 && -s "$OUT/killed.json" ]] && grep -q "recovered" "$WORK/killed.err"; then
+  pass "killed: the server was killed (SIGKILL) while attached; strata recovered its profile and exited 0"
+  check_format killed
+else
+  fail "killed: server status $server_status, strata status $status, profile $(ls -la "$OUT/killed.json" 2>&1)"
+  sed 's/^/    /' "$WORK/killed.err"
+fi
+
+# No private directory left in /tmp by any attach above (the process alive, exited, killed).
+left=0
+for pid in "${SERVERS[@]}"; do left=$((left + $(ls -d /tmp/strata-attach-"$pid".* 2>/dev/null | wc -l))); done
+if ((left == 0)); then pass "no /tmp/strata-attach-PID.* directory left"; else fail "$left /tmp/strata-attach-PID.* directories left"; fi
+
+refusal() {  # NAME EXPECTED_STATUS WORDS PID_OR_ARGS...
+  local name="$1" expected="$2" words="$3"
+  shift 3
+  timeout -s KILL 60 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
+  local status=$?
+  result "scenario=refusal-$name status=$status message=\"$(head -1 "$WORK/$name.err")\""
+  if [[ $status -eq $expected ]] && grep -qi "$words" "$WORK/$name.err"; then
+    pass "refusal $name: exit $status: $(head -1 "$WORK/$name.err")"
+  else
+    fail "refusal $name: exit $status (expected $expected with '$words'): $(head -3 "$WORK/$name.err")"
+  fi
+}
+
+# --- one thread alone in read, epoll_wait, pthread_cond_wait: borrowed there -----------------
+for kind in read epoll cond; do
+  fifo="$WORK/$kind.fifo"
+  mkfifo "$fifo"
+  exec 7<>"$fifo"
+  "$SERVER" --only "$kind" <&7 >"$WORK/$kind.server" 2>&1 &
+  pid=$!
+  SERVERS+=("$pid")
+  wait_ready "$WORK/$kind.server"
+  timeout -s KILL 60 "$STRATA" record -p "$pid" --duration 0.3 -o "$OUT/$kind.json" >"$WORK/$kind.out" 2>"$WORK/$kind.err"
+  status=$?
+  if [[ "$kind" == cond ]]; then kill -USR2 "$pid"; else echo q >&7; fi
+  wait "$pid"
+  server_status=$?
+  exec 7>&-
+  borrowed=$(sed -n 's/.*borrowed thread \([0-9]*\) .*/\1/p' "$WORK/$kind.err")
+  result "scenario=alone kind=$kind strata_status=$status server_status=$server_status borrowed=$borrowed pid=$pid output=\"$(tail -1 "$WORK/$kind.server")\""
+  if [[ $status -eq 0 && "$borrowed" == "$pid" && $server_status -eq 0 && "$(tail -1 "$WORK/$kind.server")" == "eintr 0 spurious 0" ]]; then
+    pass "alone $kind: the thread waiting in $kind was borrowed; its wait went on undisturbed (no EINTR, no spurious wake-up)"
+  else
+    fail "alone $kind: strata status $status, borrowed '$borrowed' (the waiter is $pid), server status $server_status: $(tail -1 "$WORK/$kind.server")"
+    sed 's/^/    /' "$WORK/$kind.err" | head -5
+  fi
+done
+# Another mount namespace (a container's view): a private /tmp, and also the library's
+# directory hidden, so that the process must load a copy of it from its own /tmp.
+library_dir=$(dirname "$(readlink -f "$STRATA_LIB")")
+for case in private_tmp hidden_library; do
+  fifo="$WORK/$case.fifo"
+  mkfifo "$fifo"
+  exec 7<>"$fifo"
+  hide=/nonexistent
+  [[ "$case" == hidden_library ]] && hide="$library_dir"
+  unshare -m --propagation private sh -c \
+    'mount -t tmpfs tmpfs /tmp && { [ "$1" = /nonexistent ] || mount -t tmpfs tmpfs "$1"; } && exec "$0" --only read' \
+    "$SERVER" "$hide" <&7 >"$WORK/$case.server" 2>&1 &
+  pid=$!
+  SERVERS+=("$pid")
+  wait_ready "$WORK/$case.server"
+  timeout -s KILL 60 "$STRATA" record -p "$pid" --duration 0.3 -o "$OUT/$case.json" >"$WORK/$case.out" 2>"$WORK/$case.err"
+  status=$?
+  loaded=$(awk '/libstrata_base/ { print $6; exit }' /proc/"$pid"/maps)
+  echo q >&7
+  wait "$pid"
+  server_status=$?
+  exec 7>&-
+  result "scenario=namespace case=$case strata_status=$status server_status=$server_status loaded=$loaded output=\"$(tail -1 "$WORK/$case.server")\""
+  expected_path="$(readlink -f "$STRATA_LIB")"
+  [[ "$case" == hidden_library ]] && expected_path="/tmp/strata-attach-$pid."
+  if [[ $status -eq 0 && -s "$OUT/$case.json" && $server_status -eq 0 && "$(tail -1 "$WORK/$case.server")" == "eintr 0 spurious 0" &&
+        "$loaded" == "$expected_path"* ]]; then
+    pass "namespace $case: attached, profile saved from the process's own /tmp, library loaded from $loaded"
+  else
+    fail "namespace $case: strata status $status, server status $server_status, library $loaded: $(head -3 "$WORK/$case.err")"
+  fi
+done
+
+# Two processes at once (-p A,B): one profile with both.
+"$SERVER" --waiters >"$WORK/two_a.server" 2>&1 &
+pid_a=$!
+"$SERVER" --waiters >"$WORK/two_b.server" 2>&1 &
+pid_b=$!
+SERVERS+=("$pid_a" "$pid_b")
+for _ in $(seq 1200); do grep -q '^port' "$WORK/two_a.server" "$WORK/two_b.server" 2>/dev/null &&
+  [[ $(cat "$WORK/two_a.server" "$WORK/two_b.server" | grep -c '^port') == 2 ]] && break; sleep 0.05; done
+timeout -s KILL 60 "$STRATA" record -p "$pid_a,$pid_b" --duration 0.5 -o "$OUT/two.json" >"$WORK/two.out" 2>"$WORK/two.err"
+status=$?
+processes=$(python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+print(1 + len(p.get("processes", [])))' "$OUT/two.json" 2>/dev/null)
+result "scenario=two strata_status=$status processes=$processes"
+if [[ $status -eq 0 && "$processes" == 2 ]]; then
+  pass "two: -p A,B wrote one profile with both processes"
+  check_format two
+else
+  fail "two: strata status $status, $processes process(es) in the profile: $(head -3 "$WORK/two.err")"
+fi
+kill "$pid_a" "$pid_b"
+wait "$pid_a" "$pid_b" 2>/dev/null
+
+# A process whose only thread spins: nothing can be borrowed safely: refused, the spin goes on.
+"$SERVER" --only spin >"$WORK/spin.server" 2>&1 &
+pid=$!
+wait_ready "$WORK/spin.server"
+refusal spin 1 "could be borrowed" "$STRATA" record -p "$pid" --duration 0.3 -o "$WORK/r.json"
+wait "$pid"
+server_status=$?
+if [[ $server_status -eq 0 && "$(tail -1 "$WORK/spin.server")" == spun ]]; then
+  pass "alone spin: the spinning process went on and exited 0"
+else
+  fail "alone spin: status $server_status, output $(tail -1 "$WORK/spin.server")"
+fi
+
+# --- refusals -------------------------------------------------------------------------------
+"$STATIC" &
+static_pid=$!
+refusal static 1 "statically linked" "$STRATA" record -p "$static_pid" --duration 0.2 -o "$WORK/r.json"
+kill "$static_pid"
+# A 32-bit program (i386 machine code that only waits, assembled here with binutils).
+printf '.globl _start\n_start:\n mov $29, %%eax\n int $0x80\n jmp _start\n' >"$WORK/p32.s"
+if as --32 -o "$WORK/p32.o" "$WORK/p32.s" 2>/dev/null && ld -m elf_i386 -o "$WORK/p32" "$WORK/p32.o" 2>/dev/null; then
+  "$WORK/p32" &
+  p32_pid=$!
+  refusal 32bit 1 "not a 64-bit x86-64 program" "$STRATA" record -p "$p32_pid" --duration 0.2 -o "$WORK/r.json"
+  kill "$p32_pid"
+else
+  result "scenario=refusal-32bit skipped=\"no i386 binutils (as --32, ld -m elf_i386)\""
+fi
+start_server refusals
+strace -f -p "$SERVER_PID" -o /dev/null &
+strace_pid=$!
+for _ in $(seq 1200); do [[ "$(awk '/^TracerPid/ { print $2 }' /proc/"$SERVER_PID"/status)" != 0 ]] && break; sleep 0.05; done
+refusal traced 1 "already traced" "$STRATA" record -p "$SERVER_PID" --duration 0.2 -o "$WORK/r.json"
+kill "$strace_pid"
+wait "$strace_pid" 2>/dev/null
+# strata run as nobody (its binary and library copied where nobody can read them).
+public=$(mktemp -d /tmp/strata-attach-test.XXXXXX)
+cp "$STRATA" "$STRATA_LIB" "$public/"
+chmod -R a+rX "$public" && chmod 1777 "$public"
+refusal other_user 1 "no permission" setpriv --reuid=65534 --regid=65534 --clear-groups \
+  "$public/strata" record -p "$SERVER_PID" --duration 0.2 -o "$public/r.json"
+rm -rf "$public"
+refusal not_a_pid 2 "not a process id" "$STRATA" record -p 12x -o "$WORK/r.json"
+refusal pid_and_command 2 "not both" "$STRATA" record -p "$SERVER_PID" -o "$WORK/r.json" -- true
+refusal pid_and_view 2 "not with -p" "$STRATA" record -p "$SERVER_PID" --view -o "$WORK/r.json"
+stop_server
+env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_SHUTDOWN="$WORK/preloaded.json" \
+  "$SERVER" --waiters >"$WORK/preloaded.server" 2>&1 &
+preloaded_pid=$!
+wait_ready_port() { for _ in $(seq 1200); do grep -q '^port' "$1" 2>/dev/null && return; sleep 0.05; done; }
+wait_ready_port "$WORK/preloaded.server"
+refusal already_profiled 1 "already profiled by Strata" "$STRATA" record -p "$preloaded_pid" --duration 0.2 -o "$WORK/r.json"
+kill -KILL "$preloaded_pid"
+finish

@@ -1,0 +1,114 @@
+// Loads libstrata_base.so into a running x86-64 glibc process and starts an attach session
+// there (docs/attach.md, issue 36), with ptrace, leaving every thread as it was:
+//
+//   1. Each thread of the target is stopped alone (PTRACE_SEIZE + PTRACE_INTERRUPT), its
+//      thread pointer (%fs base: its pthread_t) read, and let go with its registers as they
+//      were: the base tier registers these threads from inside (they never ran its
+//      pthread_create wrapper). One stop at a time, ~tens of microseconds each.
+//   2. One thread blocked in a blocking system call that holds no lock of libc's (read, poll,
+//      accept, recvmsg, a condition-variable or join futex wait...) is borrowed: stopped,
+//      all its registers saved (general ones and the XSAVE area), and made to call, one at a
+//      time, with a private 256 KiB mapping as its stack (the mmap and munmap calls use a
+//      few words of the program's stack, 1 KiB below its red zone): mmap, dlopen(library, RTLD_NOW) (dlerror on failure),
+//      strata_attach_start(settings) (its address: the library's load bias, read from the
+//      handle, plus its .dynsym value), munmap. Each call returns to
+//      address 0, which faults: that SIGSEGV stop is the end of the call, never delivered.
+//      Other signals that arrive meanwhile are passed on (the program's handler runs on top
+//      of the call, as under gdb's `call`). Calls run with orig_rax = -1 (no system call
+//      restart in the middle of ours).
+//   3. The saved registers are put back exactly, so the kernel restarts the interrupted call
+//      as if nothing happened (ERESTARTSYS and friends); a call the kernel ends with a plain
+//      EINTR when its thread is merely stopped (epoll_wait, sigtimedwait/sigwaitinfo, semop,
+//      msgrcv...: signal(7)) is rewound to its `syscall` instruction instead, unless a signal
+//      the thread does not block is pending (then the EINTR may be that signal's), so the
+//      program never sees an EINTR of ours (a relative timeout starts again in full). Every
+//      path detaches (PTRACE_DETACH, signal 0).
+// The loader must be idle (ld.so's _r_debug.r_state == RT_CONSISTENT) so the borrowed thread
+// cannot wait for a dlopen another thread is in the middle of.
+//
+// Thread safety: one injection at a time per target; the caller blocks SIGINT/SIGTERM/SIGHUP
+// meanwhile (the tracee must not be left in a stop the tracer's death would turn into a
+// SIGSEGV delivery). Not for use in a signal handler.
+#ifndef STRATA_TOOLS_STRATA_ATTACH_INJECTOR_H_
+#define STRATA_TOOLS_STRATA_ATTACH_INJECTOR_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata {
+namespace attach {
+
+// What /proc tells of a target before anything touches it.
+struct TargetFacts {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string libc_path;   // As the target sees it (its mount namespace).
+  uint64_t libc_base = 0;  // Load address of libc.so.6's first mapping.
+  std::string ld_path;
+  uint64_t ld_base = 0;
+  bool has_strata = false;  // libstrata_base.so already mapped.
+};
+
+// Why `pid` cannot be attached to ("" when it can be tried): gone, not x86-64, static (no
+// libc.so.6), already traced (TracerPid), stopped (State T), strict seccomp, or Yama's
+// ptrace_scope 3. Fills `facts`. Each reason ends with what to do.
+std::string CheckTarget(pid_t pid, TargetFacts* facts);
+
+struct InjectionResult {
+  bool ok = false;
+  std::string error;           // When !ok: why, with what to do.
+  bool refused = false;        // A refusal (exit 1), not a failure in the middle.
+  int start_result = -1;       // strata_attach_start's return value.
+  uint64_t state_address = 0;  // strata_attach_state in the target.
+  uint64_t stop_address = 0;   // strata_attach_stop_request in the target.
+  uint64_t mailbox_address = 0;  // strata_attach_new_threads in the target.
+  size_t threads_listed = 0;   // Threads whose pointer was read.
+  pid_t borrowed_tid = 0;
+  double borrowed_stop_ms = 0;     // The borrowed thread's whole stop (step 2).
+  double longest_thread_stop_ms = 0;  // The longest stop of step 1.
+  double list_ms = 0;    // Step 1 in all (each thread's stop waits for it to be scheduled).
+  double borrow_wait_ms = 0;  // Until a thread was found in a safe call, stopped.
+};
+
+// Steps 1-3 for `facts.pid`. `library` is the path the target opens (its namespace),
+// `library_file` the same file as this process reads it (for its symbols);
+// `settings` the "NAME=VALUE" lines for strata_attach_start, to which the thread list
+// (STRATA_ATTACH_THREADS) is added here.
+InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& library,
+                               const std::string& library_file, const std::string& settings);
+
+// A thread of the target and its thread pointer (%fs base).
+struct ThreadPointer {
+  pid_t tid;
+  uint64_t pointer;
+};
+
+// The target's threads (/proc/PID/task).
+std::vector<pid_t> ThreadsOf(pid_t pid);
+
+// Step 1 for `tids`: each stopped once (all asked at once, each let go as soon as it stopped,
+// registers untouched but for the EINTR rewind), its thread pointer read. Raises
+// *longest_stop_ms to the longest stop; *permission_denied when PTRACE_SEIZE said EPERM.
+// Threads that ended meanwhile, and pointers two tasks share, are left out.
+std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t>& tids, double* longest_stop_ms,
+                                              bool* permission_denied);
+
+// Threads started after the attach: hands (tid, pointer) pairs to the attach worker through
+// its mailbox (strata_attach_new_threads, base/internal/attach.cc) when the worker has taken
+// the previous ones; false (nothing written) while it has not, or on a write error. At most
+// kMailboxThreads per call.
+inline constexpr size_t kMailboxThreads = 64;
+bool OfferNewThreads(pid_t pid, uint64_t mailbox_address, const std::vector<ThreadPointer>& threads);
+
+// Reads or writes one 32-bit word of the target's memory (process_vm_readv/writev).
+bool ReadTargetWord(pid_t pid, uint64_t address, int32_t* value);
+bool WriteTargetWord(pid_t pid, uint64_t address, int32_t value);
+
+}  // namespace attach
+}  // namespace strata
+
+#endif  // STRATA_TOOLS_STRATA_ATTACH_INJECTOR_H_
