@@ -35,7 +35,7 @@ done
 
 if [[ -z "$build_root" ]]; then
   (cd "$repo" && tools/setup.sh &&
-   bazel build -c opt //base:libstrata_base.so //full:libstrata_full.so \
+   bazel build -c opt //base:libstrata_base.so //base:libstrata_alloc.so //full:libstrata_full.so \
      //full/script/spidermonkey:libstrata_spidermonkey.so //tools/strata:strata \
      //tools/strata:libstrata_record.so //tools/js:strata_js)
   build_root="$(cd "$repo" && bazel info -c opt bazel-bin 2>/dev/null)"
@@ -58,7 +58,7 @@ bash "$repo/tools/install_tree.sh" --no-rpath-flags --final-prefix=/usr "$build_
 # Under /usr the debug files are found by build-id in /usr/lib/debug; no lib/.debug/ links.
 rm -rf "$tree/usr/lib/.debug"
 mkdir -p "$tree/$ma/strata" "$tree/usr/lib/strata"
-mv "$tree"/usr/lib/libstrata_base.so* "$tree"/usr/lib/libstrata_full.so* "$tree"/usr/lib/libstrata_spidermonkey.so* "$tree/$ma/"
+mv "$tree"/usr/lib/libstrata_base.so* "$tree"/usr/lib/libstrata_alloc.so* "$tree"/usr/lib/libstrata_full.so* "$tree"/usr/lib/libstrata_spidermonkey.so* "$tree/$ma/"
 mv "$tree/usr/lib/pkgconfig" "$tree/usr/lib/cmake" "$tree/$ma/"
 mv "$tree/usr/lib/libstrata_record.so" "$tree/usr/lib/strata/"
 sed -i "s|^libdir=\${prefix}/lib\$|libdir=\${prefix}/lib/$multiarch|" "$tree/$ma"/pkgconfig/*.pc
@@ -66,7 +66,7 @@ sed -i -e 's|CMAKE_CURRENT_LIST_DIR}/../../..|CMAKE_CURRENT_LIST_DIR}/../../../.
   -e "s|_strata_prefix}/lib/libstrata_|_strata_prefix}/lib/$multiarch/libstrata_|g" "$tree/$ma/cmake/Strata/StrataConfig.cmake"
 # The loader finds the libraries in the multiarch directory: no search path of their own
 # (Debian forbids one pointing elsewhere).
-for elf in "$tree/$ma/libstrata_full.so.$version" "$tree/$ma/libstrata_spidermonkey.so.$version"; do
+for elf in "$tree/$ma/libstrata_full.so.$version" "$tree/$ma/libstrata_alloc.so.$version" "$tree/$ma/libstrata_spidermonkey.so.$version"; do
   patchelf --remove-rpath "$elf"
 done
 if [[ -f "$tree/usr/bin/strata_js" ]]; then
@@ -211,8 +211,9 @@ sampling, and records labels, markers and counters into Gecko profiles that the 
 Profiler opens."
 make_package libstrata-base0 libs same "libunwind8" \
   "in-process sampling profiler for C++ - base library" \
-  "$about This package has the base tier's runtime library, which a program links or which is preloaded into any program (strata record)." \
-  "$ma/libstrata_base.so.$version" "$ma/libstrata_base.so.$soversion"
+  "$about This package has the base tier's runtime library, which a program links or which is preloaded into any program (strata record), and the allocation hooks of the nativeallocations feature." \
+  "$ma/libstrata_base.so.$version" "$ma/libstrata_base.so.$soversion" \
+  "$ma/libstrata_alloc.so.$version" "$ma/libstrata_alloc.so.$soversion"
 make_package libstrata-full0 libs same "" \
   "in-process sampling profiler for C++ - full tier library" \
   "$about This package has the full tier: taking over a base session, child processes in one session, the performance monitor." \
@@ -226,7 +227,7 @@ make_package libstrata-spidermonkey0 libs same "" \
 make_package libstrata-dev libdevel "" "libstrata-base0 (= $version), libstrata-full0 (= $version), libabsl-dev" \
   "in-process sampling profiler for C++ - development files" \
   "$about This package has the headers, the pkg-config files (strata-base, strata-full, strata-spidermonkey) and the CMake package (find_package(Strata))." \
-  usr/include/strata "$ma/libstrata_base.so" "$ma/libstrata_full.so" "$ma/libstrata_spidermonkey.so" \
+  usr/include/strata "$ma/libstrata_base.so" "$ma/libstrata_alloc.so" "$ma/libstrata_full.so" "$ma/libstrata_spidermonkey.so" \
   "$ma/pkgconfig" "$ma/cmake"
 make_package strata devel "" "libstrata-base0 (= $version)" \
   "in-process sampling profiler for C++ - command line" \

@@ -8,7 +8,7 @@
 #   - dependencies: only libstrata-spidermonkey0 needs libmozjs-102-0; only libstrata-dev
 #     needs libabsl-dev; libstrata-base0 needs libunwind8 (dlopened); the others need the
 #     Strata libraries they link; strata needs libstrata-base0 (record preloads it);
-#   - contents: the runtime libraries in /usr/lib/<multiarch>, the debug files (6) only in
+#   - contents: the runtime libraries in /usr/lib/<multiarch>, the debug files (7) only in
 #     strata-dbg, headers, .so links, pkg-config and CMake files only in libstrata-dev,
 #     strata.1 and bash completion in strata; copyright and changelog.gz in every package;
 #   - lintian: 0 errors on every package (Debian's lintian, installed by tools/setup.sh);
@@ -83,7 +83,8 @@ has() {
   for path in "$@"; do contents_of "$package" | grep -qxF "$path" || fail "$package lacks $path"; done
 }
 ma="./usr/lib/$multiarch"
-has libstrata-base0 "$ma/libstrata_base.so.$version" "$ma/libstrata_base.so.${version%%.*} -> libstrata_base.so.$version"
+has libstrata-base0 "$ma/libstrata_base.so.$version" "$ma/libstrata_base.so.${version%%.*} -> libstrata_base.so.$version" \
+  "$ma/libstrata_alloc.so.$version" "$ma/libstrata_alloc.so.${version%%.*} -> libstrata_alloc.so.$version"
 has libstrata-full0 "$ma/libstrata_full.so.$version"
 has libstrata-spidermonkey0 "$ma/libstrata_spidermonkey.so.$version" "$ma/strata/strata_js"
 has libstrata-dev ./usr/include/strata/markers.h ./usr/include/strata/full.h \
@@ -95,7 +96,7 @@ for package in "${packages[@]}"; do
   has "$package" "./usr/share/doc/$package/copyright" "./usr/share/doc/$package/changelog.gz"
   debug=$(contents_of "$package" | grep -cE '^\./usr/lib/debug/\.build-id/[0-9a-f]{2}/[0-9a-f]+\.debug$')
   if [[ $package == strata-dbg ]]; then
-    [[ $debug -eq 6 ]] || fail "strata-dbg has $debug debug files (6 expected)"
+    [[ $debug -eq 7 ]] || fail "strata-dbg has $debug debug files (7 expected)"
   else
     [[ $debug -eq 0 ]] || fail "$package has $debug debug files"
     contents_of "$package" | grep -q '^\./usr/lib/libstrata' && fail "$package has a library outside /usr/lib/$multiarch"

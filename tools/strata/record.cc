@@ -101,9 +101,18 @@ bool FeatureRequested(const std::string& features, const std::string& feature) {
 }
 
 // libstrata_alloc.so (the allocation hooks of the feature nativeallocations): beside
-// libstrata_base.so, as the build and the install put it.
+// libstrata_base.so, as the build and the install put it, with the base library's version
+// suffix when it has one (a Debian install preloads libstrata_base.so.0, and the unversioned
+// names are the -dev package's links).
 std::string FindAllocationHooksLibrary(const std::string& base) {
-  const std::string candidate = base.substr(0, base.rfind('/') + 1) + "libstrata_alloc.so";
+  const std::string directory = base.substr(0, base.rfind('/') + 1);
+  const std::string file = base.substr(directory.size());
+  const std::string prefix = "libstrata_base.so";
+  if (file.compare(0, prefix.size(), prefix) == 0 && file.size() > prefix.size()) {
+    const std::string versioned = directory + "libstrata_alloc.so" + file.substr(prefix.size());
+    if (IsFile(versioned)) return versioned;
+  }
+  const std::string candidate = directory + "libstrata_alloc.so";
   return IsFile(candidate) ? candidate : "";
 }
 
