@@ -756,5 +756,24 @@ void SymbolicateProfile(rapidjson::Document* profile, const SymbolizerFactory& m
   });
 }
 
+size_t CountThreads(const rapidjson::Value& profile) {
+  size_t n = profile["threads"].Size();
+  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
+    for (const rapidjson::Value& p : profile["processes"].GetArray()) n += CountThreads(p);
+  }
+  return n;
+}
+
+size_t CountSamples(const rapidjson::Value& profile) {
+  size_t n = 0;
+  for (const rapidjson::Value& t : profile["threads"].GetArray()) {
+    if (t.HasMember("samples") && t["samples"].HasMember("data")) n += t["samples"]["data"].Size();
+  }
+  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
+    for (const rapidjson::Value& p : profile["processes"].GetArray()) n += CountSamples(p);
+  }
+  return n;
+}
+
 }  // namespace cli
 }  // namespace strata

@@ -33,6 +33,11 @@ namespace cli {
 // children are copied.
 void MergeProfiles(rapidjson::Document* parent, std::vector<rapidjson::Document>* children);
 
+// The threads and samples of a (merged) profile, its sub-processes' included: what `strata
+// record` says it saved.
+size_t CountThreads(const rapidjson::Value& profile);
+size_t CountSamples(const rapidjson::Value& profile);
+
 // Whether any thread of the profile (or of its sub-processes) has an unsymbolicated "0x..."
 // frame.
 bool HasRawAddresses(const rapidjson::Value& profile);

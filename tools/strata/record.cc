@@ -507,25 +507,6 @@ std::map<pid_t, std::string> SavedProfiles(const std::string& directory, size_t*
   return profiles;
 }
 
-size_t CountThreads(const rapidjson::Value& profile) {
-  size_t n = profile["threads"].Size();
-  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
-    for (const rapidjson::Value& p : profile["processes"].GetArray()) n += CountThreads(p);
-  }
-  return n;
-}
-
-size_t CountSamples(const rapidjson::Value& profile) {
-  size_t n = 0;
-  for (const rapidjson::Value& t : profile["threads"].GetArray()) {
-    if (t.HasMember("samples") && t["samples"].HasMember("data")) n += t["samples"]["data"].Size();
-  }
-  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
-    for (const rapidjson::Value& p : profile["processes"].GetArray()) n += CountSamples(p);
-  }
-  return n;
-}
-
 // Where the private directory of the processes' profiles and flight recorder files goes:
 // $TMPDIR when set (the caller's choice), else /dev/shm when it is a tmpfs this user can
 // write with kMinimumShmBytes free, else /tmp. On a disk file system every recorded process

@@ -109,25 +109,6 @@ void RemoveDirectory(Attached* target) {
   }
 }
 
-size_t CountSamples(const rapidjson::Value& profile) {
-  size_t n = 0;
-  for (const rapidjson::Value& t : profile["threads"].GetArray()) {
-    if (t.HasMember("samples") && t["samples"].HasMember("data")) n += t["samples"]["data"].Size();
-  }
-  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
-    for (const rapidjson::Value& p : profile["processes"].GetArray()) n += CountSamples(p);
-  }
-  return n;
-}
-
-size_t CountThreads(const rapidjson::Value& profile) {
-  size_t n = profile["threads"].Size();
-  if (profile.HasMember("processes") && profile["processes"].IsArray()) {
-    for (const rapidjson::Value& p : profile["processes"].GetArray()) n += CountThreads(p);
-  }
-  return n;
-}
-
 // The settings strata_attach_start reads (base/internal/attach.cc): what `strata record`
 // puts in the environment of a command it runs.
 std::string SessionSettings(const RecordOptions& options, const std::string& directory) {
