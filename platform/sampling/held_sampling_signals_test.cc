@@ -42,6 +42,31 @@ void CountingHandler(int, siginfo_t* info, void*) {
   g_last_value.store(info->si_value.sival_int);
 }
 
+// CountingHandler as the program's handler of `signal_number`; RestoreDefault undoes it.
+void InstallCountingHandler(int signal_number) {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_sigaction = &CountingHandler;
+  action.sa_flags = SA_SIGINFO;
+  REQUIRE(sigaction(signal_number, &action, nullptr) == 0);
+}
+void RestoreDefault(int signal_number) {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_handler = SIG_DFL;
+  sigaction(signal_number, &action, nullptr);
+}
+
+// Blocks `signal_number` on the calling thread: returns the set of it alone; the mask before
+// goes to `previous`.
+sigset_t BlockOne(int signal_number, sigset_t* previous) {
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signal_number);
+  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, previous) == 0);
+  return one;
+}
+
 TEST_CASE("Held instances are taken oldest first, with their siginfo") {
   TakeEverything();
   const int signal_number = SIGRTMIN + 3;
@@ -97,15 +122,9 @@ TEST_CASE("A full table drops and counts; nothing is fatal") {
 TEST_CASE("An unblock delivers the held instances and those the kernel still has, in order") {
   TakeEverything();
   const int signal_number = SIGRTMIN + 3;
-  struct sigaction action;
-  std::memset(&action, 0, sizeof(action));
-  action.sa_sigaction = &CountingHandler;
-  action.sa_flags = SA_SIGINFO;
-  REQUIRE(sigaction(signal_number, &action, nullptr) == 0);
-  sigset_t one, previous;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
-  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, &previous) == 0);
+  InstallCountingHandler(signal_number);
+  sigset_t previous;
+  const sigset_t one = BlockOne(signal_number, &previous);
   HoldForeignSamplingSignal(signal_number, QueuedInfo(signal_number, 1));
   // Pending in the kernel (blocked here): pulled behind the held one.
   union sigval value;
@@ -122,18 +141,14 @@ TEST_CASE("An unblock delivers the held instances and those the kernel still has
   CHECK(g_last_value.load() == 2);  // Oldest first.
   CHECK_FALSE(HasHeldSamplingSignal());
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  action.sa_handler = SIG_DFL;
-  action.sa_flags = 0;
-  sigaction(signal_number, &action, nullptr);
+  RestoreDefault(signal_number);
 }
 
 TEST_CASE("A process-directed instance goes to a thread waiting for the signal") {
   TakeEverything();
   const int signal_number = SIGRTMIN + 3;
-  sigset_t one, previous;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
-  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, &previous) == 0);  // Inherited by the waiter.
+  sigset_t previous;
+  BlockOne(signal_number, &previous);  // Inherited by the waiter.
   struct Waiter {
     std::atomic<int> registered{0};
     int value = 0;
@@ -167,16 +182,10 @@ TEST_CASE("A process-directed instance goes to a thread waiting for the signal")
 TEST_CASE("A process-directed instance goes to a thread whose view leaves the signal unblocked") {
   TakeEverything();
   const int signal_number = SIGRTMIN + 3;
-  struct sigaction action;
-  std::memset(&action, 0, sizeof(action));
-  action.sa_sigaction = &CountingHandler;
-  action.sa_flags = SA_SIGINFO;
-  REQUIRE(sigaction(signal_number, &action, nullptr) == 0);
-  sigset_t one, previous;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
+  InstallCountingHandler(signal_number);
   // This thread blocks it (for real and in its view); the acceptor does not.
-  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, &previous) == 0);
+  sigset_t previous;
+  BlockOne(signal_number, &previous);
   SetProgramBlocksSamplingSignal(true);
   g_handled.store(0);
   struct Acceptor {
@@ -214,9 +223,7 @@ TEST_CASE("A process-directed instance goes to a thread whose view leaves the si
   TakeEverything();
   SetProgramBlocksSamplingSignal(false);
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  action.sa_handler = SIG_DFL;
-  action.sa_flags = 0;
-  sigaction(signal_number, &action, nullptr);
+  RestoreDefault(signal_number);
 }
 
 TEST_CASE("A new thread's view is unknown until set; the start unblocks the signal for real") {
@@ -228,11 +235,9 @@ TEST_CASE("A new thread's view is unknown until set; the start unblocks the sign
     bool blocked_for_real_at_start = false;
     bool blocked_for_real_after = true;
   } seen;
-  sigset_t one, previous;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
   // As our pthread_create wrapper does: blocked for real on the creator around the creation.
-  REQUIRE(pthread_sigmask(SIG_BLOCK, &one, &previous) == 0);
+  sigset_t previous;
+  BlockOne(signal_number, &previous);
   pthread_t thread;
   static int s_signal;
   s_signal = signal_number;
