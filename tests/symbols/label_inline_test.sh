@@ -10,6 +10,8 @@
 # frame (Worker;Crunch;std::sin<int>;Handle requests: 1 441 of 1 443 samples misplaced).
 #   - `strata record`: raw addresses, symbolicated with DWARF at the end;
 #   - the preload recipe (named at capture from ELF symbols), then `strata symbolicate`.
+# Both files pass the format checker, and the front-end's importer (profiler-cli) reads the
+# recorded one with every thread (it ignores the pushSite column).
 source "$(dirname "$0")/../scenario_lib.sh"
 
 STRATA="$(binary tools/strata/strata)"
@@ -56,6 +58,8 @@ if [[ $status -ne 0 ]]; then
   sed 's/^/    /' "$WORK/record.err"
 else
   check_format record
+  # The front-end's own importer reads the file with its pushSite column.
+  stats record >/dev/null && check_frontend record
   check_placement record
 fi
 
