@@ -28,8 +28,13 @@
 #             the library's directory hidden there): attached, its profile saved in its own /tmp,
 #             the library loaded from the same path (or from a copy in that /tmp).
 #   two:      -p A,B: one profile with both processes.
-#   refusals: exit 1 with the reason for a static program, a 32-bit one, a process already traced, one
-#             already profiled by Strata (preloaded, STRATA_STARTUP=1), another user's process
+#   join:     a process already profiled by Strata (preloaded, STRATA_STARTUP=1, with a flight
+#             recorder; or attached by another strata) is joined, not loaded into twice: the
+#             profile has the window's samples only (all inside it, the session began before),
+#             the process answers and saves its own profile at exit as before; a session without
+#             a flight recorder file, or with one of another version, is refused (exit 1).
+#   refusals: exit 1 with the reason for a static program, a 32-bit one, a process already traced,
+#             another user's process
 #             (strata run as nobody); exit 2 for -p with a non-number, with a command, with --view.
 source "$(dirname "$0")/../scenario_lib.sh"
 
@@ -422,11 +427,115 @@ refusal not_a_pid 2 "not a process id" "$STRATA" record -p 12x -o "$WORK/r.json"
 refusal pid_and_command 2 "not both" "$STRATA" record -p "$SERVER_PID" -o "$WORK/r.json" -- true
 refusal pid_and_view 2 "not with -p" "$STRATA" record -p "$SERVER_PID" --view -o "$WORK/r.json"
 stop_server
+wait_ready_port() { for _ in $(seq 1200); do grep -q '^port' "$1" 2>/dev/null && return; sleep 0.05; done; }
+
+# --- join: a process already profiled by Strata ----------------------------------------------
+# Preloaded (STRATA_STARTUP=1) with a flight recorder: `record -p` joins its session (nothing
+# loaded, no ptrace) and writes the window's samples only; the process's own session goes on
+# and saves at its exit as it would have.
+mkdir -p "$WORK/join_flight"
+env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_FLIGHT_RECORDER="$WORK/join_flight" \
+  STRATA_SHUTDOWN="$OUT/join_own.json" "$SERVER" --waiters >"$WORK/join.server" 2>&1 &
+join_pid=$!
+wait_ready_port "$WORK/join.server"
+PORT=$(sed -n 's/^port //p' "$WORK/join.server")
+sleep 0.5  # The session has samples from before the window.
+window_start=$(date +%s.%N)
+timeout -s KILL 120 "$STRATA" record -p "$join_pid" --duration 0.5 -o "$OUT/join.json" >"$WORK/join.out" 2>"$WORK/join.err"
+status=$?
+window_end=$(date +%s.%N)
+sed 's/^/    /' "$WORK/join.err"
+# The samples' times on the epoch clock (meta.startTime + time) against the window, and the
+# session's start (before the window: a whole-session dump would have samples before it).
+read -r join_samples join_first join_last session_start <<<"$(python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+start = p["meta"]["startTime"] / 1000
+times = []
+for t in p["threads"]:
+    s = t["samples"]
+    column = s["schema"]["time"]
+    times += [start + row[column] / 1000 for row in s["data"]]
+print(len(times), min(times, default=0), max(times, default=0), start)' "$OUT/join.json" 2>/dev/null)"
+result "scenario=join status=$status samples=$join_samples first=$join_first last=$join_last session_start=$session_start window=$window_start,$window_end"
+if [[ $status -eq 0 && "${join_samples:-0}" -gt 0 ]] && grep -q "joined its session" "$WORK/join.err" &&
+   awk -v f="$join_first" -v l="$join_last" -v s="$session_start" -v a="$window_start" -v b="$window_end" \
+     'BEGIN { exit !(s < a && f >= a && l <= b) }'; then
+  pass "join: a preloaded process's session joined: $join_samples samples, all inside the window (the session began $(awk -v s="$session_start" -v a="$window_start" 'BEGIN { printf "%.2f", a - s }') s before it)"
+  check_format join
+else
+  fail "join: status $status, $join_samples samples from $join_first to $join_last, session start $session_start, window $window_start-$window_end"
+fi
+if [[ "$(awk '/^TracerPid/ { print $2 }' /proc/"$join_pid"/status)" == 0 ]] && timeout 30 python3 "$CLIENT" "$PORT" --seconds 0.3 >"$WORK/join.client" 2>&1; then
+  pass "join: the process answers as before ($(tail -1 "$WORK/join.client"))"
+else
+  fail "join: the process after the join: $(tail -3 "$WORK/join.client")"
+fi
+# Joining a session that another `strata record -p` attached: both profiles are written.
+timeout -s KILL 120 "$STRATA" record -p "$join_pid" -o "$OUT/join_first.json" >"$WORK/join_first.out" 2>"$WORK/join_first.err" &
+first_strata=$!
+sleep 1
+timeout -s KILL 120 "$STRATA" record -p "$join_pid" --duration 0.3 -o "$OUT/join_second.json" >"$WORK/join_second.out" 2>"$WORK/join_second.err"
+second_status=$?
+kill -INT "$first_strata"
+wait "$first_strata"
+first_status=$?
+result "scenario=join_preloaded_twice first_status=$first_status second_status=$second_status"
+if [[ $first_status -eq 0 && $second_status -eq 0 && -s "$OUT/join_first.json" && -s "$OUT/join_second.json" ]] &&
+   grep -q "joined its session" "$WORK/join_first.err" "$WORK/join_second.err"; then
+  pass "join: two strata joined the same session one after the other, both wrote their profile"
+else
+  fail "join: two joins: statuses $first_status, $second_status: $(tail -2 "$WORK/join_first.err") $(tail -2 "$WORK/join_second.err")"
+fi
+timeout 10 python3 "$CLIENT" "$PORT" --quit >/dev/null 2>&1
+wait "$join_pid"
+join_server_status=$?
+if [[ $join_server_status -eq 0 && -s "$OUT/join_own.json" && -z "$(ls "$WORK/join_flight")" ]]; then
+  pass "join: the process's own session saved at its exit as without the joins (status 0, its flight file removed)"
+  check_format join_own
+else
+  fail "join: the process's own exit: status $join_server_status, own profile $(ls -la "$OUT/join_own.json" 2>&1), flight files: $(ls "$WORK/join_flight")"
+fi
+# An attached session joined by a second strata.
+start_server join_attached
+timeout -s KILL 120 "$STRATA" record -p "$SERVER_PID" -o "$OUT/join_attached_first.json" >"$WORK/join_attached_first.out" 2>"$WORK/join_attached_first.err" &
+first_strata=$!
+wait_recording join_attached_first
+sleep 0.3
+timeout -s KILL 120 "$STRATA" record -p "$SERVER_PID" --duration 0.3 -o "$OUT/join_attached_second.json" >"$WORK/join_attached_second.out" 2>"$WORK/join_attached_second.err"
+second_status=$?
+kill -INT "$first_strata"
+wait "$first_strata"
+first_status=$?
+result "scenario=join_attached first_status=$first_status second_status=$second_status"
+if [[ $first_status -eq 0 && $second_status -eq 0 && -s "$OUT/join_attached_first.json" && -s "$OUT/join_attached_second.json" ]] &&
+   grep -q "joined its session" "$WORK/join_attached_second.err"; then
+  pass "join: a session attached by another strata was joined; both wrote their profile"
+  check_format join_attached_second
+else
+  fail "join: attached then joined: statuses $first_status, $second_status: $(tail -2 "$WORK/join_attached_second.err")"
+fi
+stop_server
+# Refused: a session without a flight recorder file (nothing strata can read from outside).
 env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_SHUTDOWN="$WORK/preloaded.json" \
   "$SERVER" --waiters >"$WORK/preloaded.server" 2>&1 &
 preloaded_pid=$!
-wait_ready_port() { for _ in $(seq 1200); do grep -q '^port' "$1" 2>/dev/null && return; sleep 0.05; done; }
 wait_ready_port "$WORK/preloaded.server"
-refusal already_profiled 1 "already profiled by Strata" "$STRATA" record -p "$preloaded_pid" --duration 0.2 -o "$WORK/r.json"
+refusal already_profiled 1 "without a flight recorder file" "$STRATA" record -p "$preloaded_pid" --duration 0.2 -o "$WORK/r.json"
 kill -KILL "$preloaded_pid"
+# Refused: a flight recorder file of another Strata version (a process with the library loaded
+# and a mapped strata-PID-N.flight whose header says version 999).
+env LD_PRELOAD="$STRATA_PRELOAD" python3 -c '
+import mmap, os, struct, sys, time
+path = os.path.join(sys.argv[1], "strata-%d-1.flight" % os.getpid())
+with open(path, "wb") as f:
+    f.write(b"STRATAFR" + struct.pack("<I", 999) + bytes(4096 - 12))
+f = open(path, "r+b")
+m = mmap.mmap(f.fileno(), 4096, mmap.MAP_SHARED)
+print("ready", flush=True)
+time.sleep(600)' "$WORK" >"$WORK/other_version.out" 2>&1 &
+other_pid=$!
+wait_ready "$WORK/other_version.out"
+refusal other_version 1 "another Strata version" "$STRATA" record -p "$other_pid" --duration 0.2 -o "$WORK/r.json"
+kill -KILL "$other_pid"
 finish
