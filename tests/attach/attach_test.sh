@@ -24,6 +24,10 @@
 #             other thread, if any, in sigwaitinfo, never borrowed): that thread is borrowed
 #             and its wait goes on without EINTR or spurious wake-up; a process whose only
 #             thread spins is refused (nothing safe to borrow) and spins on.
+#   killed strata: strata killed (SIGKILL) before each ptrace step of the injection in turn, and
+#             at random moments of slowed injections: the process runs on (not traced, not
+#             stopped), its thread's registers (ymm included), mask and alternate stack intact
+#             across its read, no EINTR (echo_server --only regs).
 #   namespace: a process in its own mount namespace with a private /tmp (and, second case,
 #             the library's directory hidden there): attached, its profile saved in its own /tmp,
 #             the library loaded from the same path (or from a copy in that /tmp).
@@ -324,6 +328,73 @@ for kind in read epoll cond; do
     sed 's/^/    /' "$WORK/$kind.err" | head -5
   fi
 done
+# --- strata killed during the injection ------------------------------------------------------
+# A process whose one thread waits in read with known values in its registers (ymm included),
+# its signal mask and alternate stack (echo_server --only regs): strata is killed (SIGKILL)
+# before each ptrace step of the injection in turn (STRATA_ATTACH_TEST_KILL_AT=N), until an
+# attach runs through; then at random moments of injections slowed by 5 ms a step. After each
+# kill the process runs on, not traced, not stopped, its read goes on; at the end no read saw
+# a register, its mask or its alternate stack changed, nor an EINTR.
+fifo="$WORK/killed_strata.fifo"
+mkfifo "$fifo"
+exec 7<>"$fifo"
+"$SERVER" --only regs <&7 >"$WORK/killed_strata.server" 2>"$WORK/killed_strata.server_err" &
+pid=$!
+SERVERS+=("$pid")
+wait_ready "$WORK/killed_strata.server"
+worker_gone() {  # PID: the attach worker of an abandoned attach has ended (at most 10 s).
+  for _ in $(seq 200); do grep -q StrataAttach /proc/"$1"/task/*/comm 2>/dev/null || return 0; sleep 0.05; done
+}
+after_kill_ok() {  # PID: alive, not traced, not stopped.
+  local state tracer
+  state=$(awk '/^State/ { print $2 }' /proc/"$1"/status 2>/dev/null)
+  tracer=$(awk '/^TracerPid/ { print $2 }' /proc/"$1"/status 2>/dev/null)
+  [[ -n "$state" && "$state" != T && "$state" != t && "$state" != Z && "$tracer" == 0 ]]
+}
+kill_steps=0
+kill_problems=""
+for n in $(seq 1 80); do
+  STRATA_ATTACH_TEST_KILL_AT=$n timeout -s KILL 60 "$STRATA" record -q -p "$pid" --duration 0.1 \
+    -o "$WORK/killed_strata.json" >/dev/null 2>"$WORK/killed_strata.err"
+  status=$?
+  if [[ $status -eq 0 ]]; then break; fi
+  if [[ $status -ne 137 ]]; then kill_problems+=" step $n: strata status $status ($(tail -1 "$WORK/killed_strata.err"));"; fi
+  kill_steps=$n
+  worker_gone "$pid"
+  after_kill_ok "$pid" || kill_problems+=" step $n: process $(grep -E '^(State|TracerPid)' /proc/"$pid"/status 2>/dev/null | tr -s '\t\n' '  ');"
+  echo x >&7  # The read returns and checks its registers, then reads again.
+done
+random_kills=0
+for i in $(seq 1 10); do
+  rm -f "$WORK/killed_random.err"
+  # strata itself, not under timeout (killing timeout would leave strata running).
+  STRATA_ATTACH_TEST_STEP_DELAY_MS=5 "$STRATA" record -q -p "$pid" --duration 0.1 \
+    -o "$WORK/killed_strata.json" >/dev/null 2>"$WORK/killed_random.err" &
+  strata_pid=$!
+  for _ in $(seq 1200); do grep -q "injection starts" "$WORK/killed_random.err" 2>/dev/null && break; sleep 0.01; done
+  sleep "0.$(printf '%03d' $((RANDOM % 150)))"
+  kill -KILL "$strata_pid" 2>/dev/null
+  wait "$strata_pid"
+  [[ $? -eq 137 ]] && random_kills=$((random_kills + 1))
+  worker_gone "$pid"
+  after_kill_ok "$pid" || kill_problems+=" random kill $i: process $(grep -E '^(State|TracerPid)' /proc/"$pid"/status 2>/dev/null | tr -s '\t\n' '  ');"
+  echo x >&7
+done
+echo q >&7
+wait "$pid"
+server_status=$?
+exec 7>&-
+result "scenario=killed_strata steps=$kill_steps random_kills=$random_kills server_status=$server_status output=\"$(tail -1 "$WORK/killed_strata.server")\" problems=\"$kill_problems\""
+if [[ $kill_steps -ge 6 && -z "$kill_problems" && $server_status -eq 0 &&
+      "$(tail -1 "$WORK/killed_strata.server")" == "eintr 0 spurious 0 regs_changed 0" ]]; then
+  pass "killed strata: killed before each of the $kill_steps ptrace steps of the injection and at $random_kills random moments, the process ran on with its registers, mask and alternate stack intact, no EINTR"
+else
+  fail "killed strata: $kill_steps steps, problems:$kill_problems server status $server_status: $(tail -1 "$WORK/killed_strata.server") $(head -3 "$WORK/killed_strata.server_err")"
+fi
+# Strata's files of the killed attaches (their private directories in /tmp) are strata's to
+# remove: a killed strata cannot; removed here.
+rm -rf /tmp/strata-attach-"$pid".*
+
 # Another mount namespace (a container's view): a private /tmp, and also the library's
 # directory hidden, so that the process must load a copy of it from its own /tmp.
 library_dir=$(dirname "$(readlink -f "$STRATA_LIB")")
@@ -397,6 +468,8 @@ fi
 # --- refusals -------------------------------------------------------------------------------
 "$STATIC" &
 static_pid=$!
+# Once it runs the static program (not the shell's fork before its exec).
+for _ in $(seq 1200); do [[ "$(readlink /proc/"$static_pid"/exe)" == *static_sleeper ]] && break; sleep 0.05; done
 refusal static 1 "statically linked" "$STRATA" record -p "$static_pid" --duration 0.2 -o "$WORK/r.json"
 kill "$static_pid"
 # A 32-bit program (i386 machine code that only waits, assembled here with binutils).
@@ -471,10 +544,10 @@ if [[ "$(awk '/^TracerPid/ { print $2 }' /proc/"$join_pid"/status)" == 0 ]] && t
 else
   fail "join: the process after the join: $(tail -3 "$WORK/join.client")"
 fi
-# Joining a session that another `strata record -p` attached: both profiles are written.
-timeout -s KILL 120 "$STRATA" record -p "$join_pid" -o "$OUT/join_first.json" >"$WORK/join_first.out" 2>"$WORK/join_first.err" &
+# Two strata joining the same session, the second while the first records.
+"$STRATA" record -p "$join_pid" -o "$OUT/join_first.json" >"$WORK/join_first.out" 2>"$WORK/join_first.err" &
 first_strata=$!
-sleep 1
+wait_recording join_first
 timeout -s KILL 120 "$STRATA" record -p "$join_pid" --duration 0.3 -o "$OUT/join_second.json" >"$WORK/join_second.out" 2>"$WORK/join_second.err"
 second_status=$?
 kill -INT "$first_strata"
@@ -498,7 +571,7 @@ else
 fi
 # An attached session joined by a second strata.
 start_server join_attached
-timeout -s KILL 120 "$STRATA" record -p "$SERVER_PID" -o "$OUT/join_attached_first.json" >"$WORK/join_attached_first.out" 2>"$WORK/join_attached_first.err" &
+"$STRATA" record -p "$SERVER_PID" -o "$OUT/join_attached_first.json" >"$WORK/join_attached_first.out" 2>"$WORK/join_attached_first.err" &
 first_strata=$!
 wait_recording join_attached_first
 sleep 0.3
