@@ -104,6 +104,7 @@ class BorrowedThread {
   void Finish();
 
   double StoppedMilliseconds() const { return thread_.StoppedMilliseconds(); }
+  double HeldMilliseconds() const { return thread_.HeldMilliseconds(); }
   int ptrace_round_trips() const { return round_trips_; }
   // "prepare 0.3 + load 1.2 + finish 0.1 ms": where the stop went.
   std::string Phases() const;

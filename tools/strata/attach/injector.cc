@@ -218,7 +218,7 @@ std::string CheckTarget(pid_t pid, TargetFacts* facts) {
 std::vector<pid_t> ThreadsOf(pid_t pid) { return Threads(pid); }
 
 std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t>& tids, double* longest_stop_ms,
-                                              bool* permission_denied) {
+                                              bool* permission_denied, double* longest_held_ms) {
   *permission_denied = false;
   std::map<uint64_t, int> pointer_uses;
   std::vector<ThreadPointer> pointers;
@@ -251,6 +251,7 @@ std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t
     }
     thread.Detach();
     *longest_stop_ms = std::max(*longest_stop_ms, thread.StoppedMilliseconds());
+    if (longest_held_ms != nullptr) *longest_held_ms = std::max(*longest_held_ms, thread.HeldMilliseconds());
     asked.erase(found);
   }
   // A pointer shared by two tasks (a raw clone sharing its parent's TLS): not a thread of
@@ -362,7 +363,8 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
   std::string thread_list;
   bool permission_denied = false;
   const std::vector<ThreadPointer> pointers =
-      ReadThreadPointers(pid, Threads(pid), &result.longest_thread_stop_ms, &permission_denied);
+      ReadThreadPointers(pid, Threads(pid), &result.longest_thread_stop_ms, &permission_denied,
+                         &result.longest_thread_held_ms);
   if (permission_denied) {
     result.refused = true;
     result.error = PermissionAdvice(pid);
@@ -451,6 +453,7 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
       }
       thread.Finish();
       result.borrowed_stop_ms = thread.StoppedMilliseconds();
+      result.borrowed_held_ms = thread.HeldMilliseconds();
       result.borrowed_round_trips = thread.ptrace_round_trips();
       result.borrowed_phases = thread.Phases();
       if (!ok) {

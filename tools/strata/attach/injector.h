@@ -68,9 +68,11 @@ struct InjectionResult {
   size_t threads_listed = 0;   // Threads whose pointer was read.
   pid_t borrowed_tid = 0;
   double borrowed_stop_ms = 0;     // The borrowed thread's whole stop (step 2), PTRACE_INTERRUPT to PTRACE_DETACH.
+  double borrowed_held_ms = 0;     // The same from the stop's report (waitpid) to PTRACE_DETACH.
   int borrowed_round_trips = 0;    // ptrace requests on it meanwhile.
   std::string borrowed_phases;     // Where the stop went (BorrowedThread::Phases).
-  double longest_thread_stop_ms = 0;  // The longest stop of step 1.
+  double longest_thread_stop_ms = 0;  // The longest stop of step 1 (PTRACE_INTERRUPT to PTRACE_DETACH).
+  double longest_thread_held_ms = 0;  // The longest of step 1 from the stop's report to PTRACE_DETACH.
   double list_ms = 0;    // Step 1 in all (each thread's stop waits for it to be scheduled).
   double borrow_wait_ms = 0;  // Until a thread was found in a safe call, stopped.
 };
@@ -96,7 +98,7 @@ std::vector<pid_t> ThreadsOf(pid_t pid);
 // *longest_stop_ms to the longest stop; *permission_denied when PTRACE_SEIZE said EPERM.
 // Threads that ended meanwhile, and pointers two tasks share, are left out.
 std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t>& tids, double* longest_stop_ms,
-                                              bool* permission_denied);
+                                              bool* permission_denied, double* longest_held_ms = nullptr);
 
 // Threads started after the attach: hands (tid, pointer) pairs to the attach worker through
 // its mailbox (strata_attach_new_threads, base/internal/attach.cc) when the worker has taken

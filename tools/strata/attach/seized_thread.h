@@ -82,6 +82,7 @@ class SeizedThread {
       *error = "the thread ended";
       return false;
     }
+    stop_reported_ = Clock::now();
     if ((status >> 16) == PTRACE_EVENT_STOP) {
       stopped_ = true;
       return ptrace(PTRACE_GETREGS, tid_, nullptr, &saved_) == 0;
@@ -165,9 +166,14 @@ class SeizedThread {
     return regs;
   }
 
-  // From PTRACE_INTERRUPT to PTRACE_DETACH (or now, while seized).
+  // From PTRACE_INTERRUPT to PTRACE_DETACH (or now, while seized): the stop's upper bound (a
+  // thread asked to stop first has to be scheduled to stop).
   double StoppedMilliseconds() const {
     return std::chrono::duration<double, std::milli>((seized_ ? Clock::now() : stop_end_) - stop_start_).count();
+  }
+  // From the stop's report (waitpid) to PTRACE_DETACH: the stop strata holds.
+  double HeldMilliseconds() const {
+    return std::chrono::duration<double, std::milli>((seized_ ? Clock::now() : stop_end_) - stop_reported_).count();
   }
 
   // A call the kernel ends with a plain EINTR when its thread is merely stopped (epoll_wait,
@@ -208,6 +214,7 @@ class SeizedThread {
   user_regs_struct saved_{};
   std::vector<uint8_t> xstate_;
   Clock::time_point stop_start_;
+  Clock::time_point stop_reported_;
   Clock::time_point stop_end_;
 };
 
