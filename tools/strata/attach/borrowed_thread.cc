@@ -140,19 +140,25 @@ std::vector<uint8_t> TrampolineCode(pid_t pid, pid_t tid, int signal_number, uin
 }
 
 // A signal whose default action is to ignore it, which the program has no handler for (SigCgt
-// of /proc/PID/status): SIGURG, SIGWINCH or SIGCHLD (not SIGCONT: sending it cancels stops).
-// SIGURG when it handles them all (its handler then runs once if strata dies mid-call).
-int QuietSignal(pid_t pid) {
+// of /proc/PID/status): SIGURG, SIGWINCH or SIGCHLD (not SIGCONT: sending it cancels stops);
+// one the thread does not block (`blocked`) when there is one, so that its mask need not
+// change for the call (a process-directed one it blocks could otherwise land on it). SIGURG
+// when the program handles them all (its handler then runs once if strata dies mid-call).
+int QuietSignal(pid_t pid, uint64_t blocked) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   uint64_t caught = 0;
   while (std::getline(status, line)) {
     if (line.rfind("SigCgt:", 0) == 0) caught = std::strtoull(line.c_str() + 7, nullptr, 16);
   }
+  int fallback = 0;
   for (int candidate : {SIGURG, SIGWINCH, SIGCHLD}) {
-    if ((caught & (uint64_t{1} << (candidate - 1))) == 0) return candidate;
+    const uint64_t bit = uint64_t{1} << (candidate - 1);
+    if ((caught & bit) != 0) continue;
+    if ((blocked & bit) == 0) return candidate;
+    if (fallback == 0) fallback = candidate;
   }
-  return SIGURG;
+  return fallback != 0 ? fallback : SIGURG;
 }
 
 bool WriteMemory(pid_t pid, uint64_t address, const void* data, size_t length) {
@@ -458,7 +464,7 @@ bool BorrowedThread::Prepare(const LoadRequest& load, std::string* error) {
     *error = "libc's __restore_rt was not found in its code";
     return false;
   }
-  stop_signal_ = QuietSignal(pid_);
+  stop_signal_ = QuietSignal(pid_, signal_mask_);
   if (!WriteFrame(error)) return false;
   // The code page(s): the trampoline, then the strings.
   const size_t code_bytes = 512;  // More than the trampoline takes.

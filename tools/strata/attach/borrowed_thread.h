@@ -18,7 +18,8 @@
 //     page through /proc/PID/mem.
 //   - The trampoline maps a private stack, calls dlopen and strata_attach_start on it, unmaps
 //     it, then sends the thread a signal whose default action is to ignore it (SIGURG, SIGWINCH
-//     or SIGCHLD, one the program has no handler for), which stops it for strata (the results
+//     or SIGCHLD, one the program has no handler for, and the thread does not block when there
+//     is one; else unblocked for the call), which stops it for strata (the results
 //     in %r12-%r14), then does rt_sigreturn with the frame. Without strata the signal is
 //     ignored and the thread goes back to its call.
 //   - Strata then lets the thread go into munmap of the code page returning to __restore_rt:
