@@ -34,9 +34,9 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   if (!NameMatchesFilters(info.name, thread->is_main, settings.thread_filters)) return;
   const int signal_number = InstalledSamplingSignal();
   if (signal_number == 0) return;  // No handler: a signal would kill the program.
-  // Once per thread, before its first signal; allocates (never in signal context). The
-  // thread is alive: it is in the registry, whose mutex is held.
-  if (thread->bounds.IsEmpty()) thread->bounds = StackBounds::OfThread(thread->pthread);
+  // The main thread's, once, before its first signal (read without allocating, from any
+  // thread; other threads read theirs at registration).
+  if (thread->bounds.IsEmpty() && thread->is_main) thread->bounds = StackBounds::OfMainThread();
   // The main thread's stack grows on demand: the handler's headroom check needs how far it
   // may grow (sampling_signal.h, SetSamplingMainStackLimits). Process-wide, set once.
   if (thread->is_main) {

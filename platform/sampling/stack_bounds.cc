@@ -2,16 +2,111 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 
-#include <cstdlib>
 #include <cstring>
+
+#include "platform/raw_syscall.h"
 
 extern "C" void* __libc_stack_end;  // glibc: the initial stack pointer's page, roughly.
 
 namespace strata {
+namespace {
 
-StackBounds StackBounds::OfCurrentThread() { return OfThread(pthread_self()); }
+constexpr uintptr_t kPageSize = 4096;
+
+// The mapping of /proc/self/maps that holds `address`, and the end of the one before it.
+struct Mapping {
+  uintptr_t start = 0;
+  uintptr_t end = 0;
+  uintptr_t previous_end = 0;
+};
+
+// A hexadecimal number at `*text`, which is moved past it.
+uintptr_t ParseHex(const char** text) {
+  uintptr_t value = 0;
+  for (;; ++*text) {
+    const char c = **text;
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return value;
+    value = value * 16 + static_cast<uintptr_t>(digit);
+  }
+}
+
+// Reads /proc/self/maps with raw system calls into a fixed buffer, line by line
+// ("start-end perms offset dev inode path"): no allocation, no libc call. False when the file
+// cannot be read or no mapping holds `address`.
+bool FindMapping(uintptr_t address, Mapping* found) {
+  const long fd = RawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/maps"),
+                             O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buffer[2048];
+  size_t filled = 0;
+  uintptr_t previous_end = 0;
+  bool done = false, ok = false;
+  while (!done) {
+    const long got = RawSyscall(SYS_read, fd, reinterpret_cast<long>(buffer + filled),
+                                static_cast<long>(sizeof(buffer) - 1 - filled));
+    if (got <= 0) break;
+    filled += static_cast<size_t>(got);
+    buffer[filled] = '\0';
+    const char* line = buffer;
+    const char* newline;
+    while ((newline = static_cast<const char*>(std::memchr(line, '\n', buffer + filled - line)))) {
+      const uintptr_t start = ParseHex(&line);
+      const uintptr_t end = *line == '-' ? (++line, ParseHex(&line)) : 0;
+      if (address >= start && address < end) {
+        *found = Mapping{start, end, previous_end};
+        done = ok = true;
+        break;
+      }
+      previous_end = end;
+      line = newline + 1;
+    }
+    filled = static_cast<size_t>(buffer + filled - line);
+    std::memmove(buffer, line, filled);
+    if (filled == sizeof(buffer) - 1) filled = 0;  // A line longer than the buffer: dropped.
+  }
+  RawSyscall(SYS_close, fd);
+  return ok;
+}
+
+// The main thread's stack as glibc's pthread_getattr_np reports it: from the page above
+// __libc_stack_end down to the soft RLIMIT_STACK counted from the mapping's end, or to the
+// mapping below, whichever is higher.
+StackBounds MainStackIn(const Mapping& mapping) {
+  struct rlimit limit = {RLIM_INFINITY, RLIM_INFINITY};
+  RawSyscall(SYS_prlimit64, 0, RLIMIT_STACK, 0, reinterpret_cast<long>(&limit));
+  StackBounds bounds;
+  bounds.high = (reinterpret_cast<uintptr_t>(__libc_stack_end) + kPageSize - 1) & ~(kPageSize - 1);
+  bounds.low = mapping.previous_end;
+  if (limit.rlim_cur < mapping.end && mapping.end - limit.rlim_cur > bounds.low) {
+    bounds.low = (mapping.end - limit.rlim_cur) & ~(kPageSize - 1);
+  }
+  return bounds;
+}
+
+}  // namespace
+
+StackBounds StackBounds::OfCurrentThread() {
+  const uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  Mapping mapping;
+  if (!FindMapping(here, &mapping)) return StackBounds();
+  // The main stack (also a forked child's, whatever thread forked it, is told by the address).
+  const uintptr_t main_inside = reinterpret_cast<uintptr_t>(__libc_stack_end);
+  if (main_inside >= mapping.start && main_inside < mapping.end) return MainStackIn(mapping);
+  StackBounds bounds;
+  bounds.low = mapping.start;
+  bounds.high = mapping.end;
+  return bounds;
+}
+
+StackBounds StackBounds::OfMainThread() {
+  Mapping mapping;
+  if (!FindMapping(reinterpret_cast<uintptr_t>(__libc_stack_end), &mapping)) return StackBounds();
+  return MainStackIn(mapping);
+}
 
 StackBounds StackBounds::OfThread(pthread_t thread) {
   pthread_attr_t attributes;
@@ -28,42 +123,14 @@ StackBounds StackBounds::OfThread(pthread_t thread) {
 }
 
 StackBounds StackBounds::MainStackReach() {
-  const uintptr_t inside = reinterpret_cast<uintptr_t>(__libc_stack_end);
-  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return StackBounds();
-  // Line by line, in a fixed buffer: "start-end perms offset dev inode path".
-  char buffer[4096];
-  size_t filled = 0;
-  uintptr_t previous_end = 0;
+  Mapping mapping;
+  if (!FindMapping(reinterpret_cast<uintptr_t>(__libc_stack_end), &mapping)) return StackBounds();
+  constexpr uintptr_t kStackGuardGap = 256 * kPageSize;
   StackBounds found;
-  bool done = false;
-  while (!done) {
-    const ssize_t got = read(fd, buffer + filled, sizeof(buffer) - 1 - filled);
-    if (got <= 0) break;
-    filled += static_cast<size_t>(got);
-    buffer[filled] = '\0';
-    char* line = buffer;
-    char* newline;
-    while ((newline = std::strchr(line, '\n')) != nullptr) {
-      *newline = '\0';
-      char* dash = nullptr;
-      const uintptr_t start = std::strtoull(line, &dash, 16);
-      const uintptr_t end = (dash && *dash == '-') ? std::strtoull(dash + 1, nullptr, 16) : 0;
-      if (inside >= start && inside < end) {
-        constexpr uintptr_t kStackGuardGap = 256 * 4096;
-        found.high = end;
-        found.low = previous_end + kStackGuardGap < start ? previous_end + kStackGuardGap : start;
-        done = true;
-        break;
-      }
-      previous_end = end;
-      line = newline + 1;
-    }
-    filled = static_cast<size_t>(buffer + filled - line);
-    std::memmove(buffer, line, filled);
-    if (filled == sizeof(buffer) - 1) filled = 0;  // A line longer than the buffer: dropped.
-  }
-  close(fd);
+  found.high = mapping.end;
+  found.low = mapping.previous_end + kStackGuardGap < mapping.start
+                  ? mapping.previous_end + kStackGuardGap
+                  : mapping.start;
   return found;
 }
 

@@ -49,6 +49,9 @@ ALLOWED_IMPORTS = {
     "__cxa_guard_acquire", "__cxa_guard_release", "__cxa_guard_abort",
     # Ends the process on a broken invariant (after the message).
     "abort",
+    # pthread_create's wrapper: reads the stack address and size the program set in its own
+    # attributes (two fields; no lock, no allocation).
+    "pthread_attr_getstack",
 }
 
 # Functions of the library's own that must never run on a program's thread.
@@ -141,12 +144,9 @@ ALLOCATING_IMPORTS = {
 # prints them: the list is to shrink, never to grow without a reason here and in
 # docs/host-contract.md ("Known gaps").
 GLIBC_ALLOCATIONS_KNOWN = {
-    # The new thread's stack bounds (the handler's headroom check needs them before its first
-    # sample). glibc's pthread_getattr_np reallocates a CPU-affinity set through the program's
-    # realloc and pthread_attr_destroy frees it: on the new thread before the program's start
-    # routine, holding no lock of the program's.
-    "pthread_getattr_np": "the new thread's stack bounds (glibc reallocates a CPU set)",
-    "pthread_attr_destroy": "frees pthread_getattr_np's CPU set",
+    # (The new thread's stack bounds came from glibc's pthread_getattr_np, which reallocates a
+    # CPU-affinity set through the program's realloc: now read from /proc/self/maps with raw
+    # system calls, stack_bounds.h. pthread_getattr_np and pthread_attr_destroy are forbidden.)
     # The thread-exit key's value: glibc allocates a second-level block only for keys past
     # the first 32; Strata's key is created by the library's constructor, among the first.
     "pthread_setspecific": "the thread-exit key (one of the first 32: no allocation)",
