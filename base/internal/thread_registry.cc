@@ -146,7 +146,7 @@ bool ContainsIgnoringCase(const char* haystack, size_t haystack_size, const char
 }
 }  // namespace
 
-bool NameMatchesFilters(const std::string& name, bool is_main,
+bool NameMatchesFilters(std::string_view name, bool is_main,
                         const std::vector<std::string>& filters) {
   if (filters.empty()) return true;
   static constexpr char kMain[] = "main";

@@ -168,7 +168,7 @@ void CurrentThreadNameInto(char (&name)[16]);
 std::string ThreadNameFromProc(ThreadId tid);
 // Whether a thread named `name` passes the session's thread filters.
 // Case-insensitive; allocates nothing.
-bool NameMatchesFilters(const std::string& name, bool is_main,
+bool NameMatchesFilters(std::string_view name, bool is_main,
                         const std::vector<std::string>& filters);
 
 // Registers the calling thread and starts sampling it when a session runs. On a thread

@@ -48,7 +48,7 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
     }
   }
   // A perf task-clock event, else a timer (sampling_source.h); logged when neither.
-  if (!StartThreadSamplingSourceLocked(thread, info.name, settings, signal_number)) return;
+  if (!StartThreadSamplingSourceLocked(thread, info.name.c_str(), settings, signal_number)) return;
   info.profiled = true;
   thread->has_sample = false;
   // The handler CPU counted from here (profilingLog.longHandlerCpuMs; the thread is not
@@ -179,7 +179,7 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
     return;
   }
   // A perf event whose descriptor the program closed sends nothing more: reopened here.
-  CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name,
+  CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name.c_str(),
                                   settings, now);
   // A thread blocked in a wrapped call gets samples of where it waits instead of copies.
   if (SampleWaitLocked(thread, now, /*ran=*/false)) {

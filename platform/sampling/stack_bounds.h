@@ -55,8 +55,10 @@ struct StackBounds {
 
   bool IsEmpty() const { return high <= low; }
   size_t size() const { return IsEmpty() ? 0 : high - low; }
-  // The part of these bounds inside `other`; `other` when these are empty.
+  // The part of these bounds inside `other`; these when `other` is empty, `other` when these
+  // are.
   StackBounds NarrowedTo(const StackBounds& other) const {
+    if (other.IsEmpty()) return *this;
     if (IsEmpty()) return other;
     StackBounds narrowed;
     narrowed.low = low > other.low ? low : other.low;

@@ -81,6 +81,10 @@ TEST_CASE("StackBounds: NarrowedTo keeps the part inside a given stack",
   const StackBounds unknown = StackBounds().NarrowedTo(given);
   CHECK(unknown.low == given.low);
   CHECK(unknown.high == given.high);
+  // No stack given (pthread_create without one): the mapping as it is.
+  const StackBounds not_given = mapping.NarrowedTo(StackBounds());
+  CHECK(not_given.low == mapping.low);
+  CHECK(not_given.high == mapping.high);
 }
 
 TEST_CASE("StackBounds: a thread's bounds are its stack, of the size it was given",
