@@ -182,7 +182,8 @@ HEAVY_BY_DESIGN = {
     "dl_iterate_phdr": "notes the library change",
     # Session control events: the program replaces the sampling signal's handler or installs
     # a seccomp filter; Strata stops sampling (or its session) there, once.
-    "sigaction": "a disposition of the sampling signal: bookkeeping, or sampling stops",
+    "sigaction": "a disposition of the sampling signal: bookkeeping, or sampling stops; "
+                 "the sampling signal added to a small-alternate-stack handler's sa_mask",
     "signal": "as sigaction",
     "bsd_signal": "as sigaction",
     "sysv_signal": "as sigaction",
