@@ -6,15 +6,18 @@
 //
 // Thread safety: StackBounds is a value type; every function is thread-safe.
 // Allocation: OfCurrentThread(), OfMainThread() and MainStackReach() allocate nothing and
-// call no libc function the program could interpose: they read /proc/self/maps with raw
-// system calls into a fixed 2 KiB buffer on the caller's stack (a new thread's registration
-// runs them on the program's thread, before its start routine: docs/host-contract.md). They
-// open a descriptor for the length of the read (the lowest free number, as any open does).
+// call no libc function the program could interpose: they ask /proc/self/maps with raw
+// system calls (a new thread's registration runs them on the program's thread, before its
+// start routine: docs/host-contract.md): OfCurrentThread() with one PROCMAP_QUERY ioctl
+// where the kernel has it (Linux 6.11+; ~1.4 us of CPU here), else, like the other two, by
+// reading the file into a fixed 2 KiB buffer on the caller's stack (~8 us for 25 mappings,
+// more for more). They open a descriptor for that long (the lowest free number, as any open
+// does).
 // OfThread() calls glibc's pthread_getattr_np, which allocates through the program's malloc:
 // only for another thread, from Strata's own threads (attach).
-// Async-signal safety: none of the four is meant for a signal handler (they read a
-// kernel-generated file: tens of microseconds); Contains() and the accessors are
-// async-signal-safe.
+// Async-signal safety: none of the four is meant for a signal handler (they ask a
+// kernel-generated file, taking the kernel's memory-map lock); Contains() and the accessors
+// are async-signal-safe.
 #ifndef STRATA_PLATFORM_SAMPLING_STACK_BOUNDS_H_
 #define STRATA_PLATFORM_SAMPLING_STACK_BOUNDS_H_
 
