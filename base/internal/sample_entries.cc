@@ -1,7 +1,10 @@
 #include "base/internal/sample_entries.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
+
+#include "platform/page_allocation.h"
 
 namespace strata {
 
@@ -32,37 +35,26 @@ std::string_view ScriptText(const SampleSlot& s, const SampleSlot::ScriptFrame& 
                           std::min<uint32_t>(f.text_length, used - f.text_offset));
 }
 
-}  // namespace
-
-size_t Serializer<MergedStack>::Bytes(const MergedStack& m) {
-  const SampleSlot& s = *m.slot;
-  size_t bytes = ULEB128Size(uint64_t{base_internal::MergedFrameCount(s)});
-  base_internal::ForEachMergedFrame(s, [&](MergedFrameKind kind, uint32_t i) {
-    switch (kind) {
-      case MergedFrameKind::kNative:
-        bytes += 1 + sizeof(uint64_t);
-        return;
-      case MergedFrameKind::kLabel: {
-        const SampleSlot::Label& l = s.labels[i];
-        bytes += 1 + StringEncoding::LiteralBytes(l.label ? strlen(l.label) : 0) + 1 + 1;
-        if (l.has_dynamic) bytes += StringEncoding::DynamicBytes(strlen(l.dynamic));
-        return;
-      }
-      case MergedFrameKind::kScript: {
-        const SampleSlot::ScriptFrame& f = s.script_frames[i];
-        bytes += 4 + ULEB128Size(uint64_t{f.line}) + ULEB128Size(uint64_t{f.column}) +
-                 StringEncoding::DynamicBytes(ScriptText(s, f).size());
-        return;
-      }
+// One merged frame's encoding: its size, and writing it.
+size_t MergedFrameBytes(const SampleSlot& s, MergedFrameKind kind, uint32_t i) {
+  switch (kind) {
+    case MergedFrameKind::kNative:
+      return 1 + sizeof(uint64_t);
+    case MergedFrameKind::kLabel: {
+      const SampleSlot::Label& l = s.labels[i];
+      return 1 + StringEncoding::LiteralBytes(l.label ? strlen(l.label) : 0) + 1 + 1 +
+             (l.has_dynamic ? StringEncoding::DynamicBytes(strlen(l.dynamic)) : 0);
     }
-  });
-  return bytes;
+    case MergedFrameKind::kScript: {
+      const SampleSlot::ScriptFrame& f = s.script_frames[i];
+      return 4 + ULEB128Size(uint64_t{f.line}) + ULEB128Size(uint64_t{f.column}) +
+             StringEncoding::DynamicBytes(ScriptText(s, f).size());
+    }
+  }
+  return 0;
 }
 
-void Serializer<MergedStack>::Write(EntryWriter& writer, const MergedStack& m) {
-  const SampleSlot& s = *m.slot;
-  writer.WriteULEB128<uint64_t>(base_internal::MergedFrameCount(s));
-  base_internal::ForEachMergedFrame(s, [&](MergedFrameKind kind, uint32_t i) {
+void WriteMergedFrame(EntryWriter& writer, const SampleSlot& s, MergedFrameKind kind, uint32_t i) {
     switch (kind) {
       case MergedFrameKind::kNative:
         writer.WriteObjects(static_cast<uint8_t>(SampleFrame::Kind::kNative),
@@ -91,7 +83,159 @@ void Serializer<MergedStack>::Write(EntryWriter& writer, const MergedStack& m) {
         return;
       }
     }
-  });
 }
+
+}  // namespace
+
+size_t Serializer<MergedStack>::Bytes(const MergedStack& m) {
+  const SampleSlot& s = *m.slot;
+  size_t bytes = ULEB128Size(uint64_t{base_internal::MergedFrameCount(s)});
+  base_internal::ForEachMergedFrame(
+      s, [&](MergedFrameKind kind, uint32_t i) { bytes += MergedFrameBytes(s, kind, i); });
+  return bytes;
+}
+
+void Serializer<MergedStack>::Write(EntryWriter& writer, const MergedStack& m) {
+  const SampleSlot& s = *m.slot;
+  writer.WriteULEB128<uint64_t>(base_internal::MergedFrameCount(s));
+  base_internal::ForEachMergedFrame(
+      s, [&](MergedFrameKind kind, uint32_t i) { WriteMergedFrame(writer, s, kind, i); });
+}
+
+namespace base_internal {
+
+namespace {
+
+constexpr uint32_t kMaxMergedFrames =
+    SampleSlot::kMaxNativeFrames + SampleSlot::kMaxLabels + SampleSlot::kMaxScriptFrames;
+// A shorter shared part is not worth a reference (the reference's own fields).
+constexpr size_t kMinSharedBytes = 16;
+
+// The merged frames of the sample being written and where each frame's encoding ends
+// (registry mutex held: one at a time).
+struct MergedFramesScratch {
+  uint8_t bytes[PreviousSampleStack::kCapacityBytes];
+  uint32_t ends[kMaxMergedFrames];
+  uint32_t count;
+  size_t size;
+};
+MergedFramesScratch g_scratch;
+
+// Encodes the slot's merged frames into g_scratch, as Serializer<MergedStack> writes them
+// after the count. False when they do not fit.
+bool EncodeMergedFrames(const SampleSlot& s) {
+  MergedFramesScratch& out = g_scratch;
+  EntryWriter writer(out.bytes, sizeof(out.bytes), nullptr, 0);
+  uint32_t count = 0;
+  bool fits = true;
+  ForEachMergedFrame(s, [&](MergedFrameKind kind, uint32_t i) {
+    if (!fits) return;
+    if (kind == MergedFrameKind::kNative) {
+      // The usual frame, with plain stores (the same bytes as WriteMergedFrame).
+      if (uint8_t* p = writer.TakeContiguous(1 + sizeof(uint64_t))) {
+        p[0] = static_cast<uint8_t>(SampleFrame::Kind::kNative);
+        const uint64_t pc = s.natives[i].pc;
+        std::memcpy(p + 1, &pc, sizeof(pc));
+      } else {
+        fits = false;
+        return;
+      }
+    } else if (MergedFrameBytes(s, kind, i) <= writer.RemainingBytes()) {
+      WriteMergedFrame(writer, s, kind, i);
+    } else {
+      fits = false;
+      return;
+    }
+    out.ends[count++] = static_cast<uint32_t>(sizeof(out.bytes) - writer.RemainingBytes());
+  });
+  out.count = count;
+  out.size = sizeof(out.bytes) - writer.RemainingBytes();
+  return fits;
+}
+
+size_t CommonPrefixBytes(const uint8_t* a, const uint8_t* b, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    if (x != y) break;
+  }
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace
+
+PreviousSampleStack::~PreviousSampleStack() {
+  if (bytes_) FreePages(bytes_, kCapacityBytes);
+}
+
+BlockIndex PutSampleEntry(ChunkedBuffer& buffer, PreviousSampleStack& previous, ThreadId thread,
+                          TimeStamp time, int64_t cpu_delta_ns, int32_t overruns,
+                          const SampleSlot& slot) {
+  if (!previous.bytes_) previous.bytes_ = static_cast<uint8_t*>(AllocatePages(PreviousSampleStack::kCapacityBytes));
+  if (!previous.bytes_ || !EncodeMergedFrames(slot)) {
+    previous.Forget();
+    return buffer.PutObjects(EntryKind::kSample, thread, time, cpu_delta_ns, overruns,
+                             MergedStack{&slot});
+  }
+  const MergedFramesScratch& frames = g_scratch;
+  // Whole frames within the bytes both encodings start with: the same frames (each frame's
+  // encoding is self-delimiting), so the previous encoding's first shared_bytes are these.
+  uint32_t shared_frames = 0;
+  const int64_t time_ns = time.ToNanoseconds();
+  if (previous.known_ && time_ns >= previous.time_ns_) {
+    const size_t common =
+        CommonPrefixBytes(previous.bytes_, frames.bytes, std::min(previous.size_, frames.size));
+    shared_frames = static_cast<uint32_t>(
+        std::upper_bound(frames.ends, frames.ends + frames.count, common) - frames.ends);
+  }
+  const size_t shared_bytes = shared_frames ? frames.ends[shared_frames - 1] : 0;
+  const uint64_t age_ns = static_cast<uint64_t>(time_ns - previous.time_ns_);
+  const uint32_t own_frames = frames.count - shared_frames;
+  BufferIndex chunk_start = 0;
+  bool shares = false;
+  const BlockIndex block = buffer.ReserveAndPutInChunk(
+      [&](BufferIndex start) {
+        chunk_start = start;
+        shares = shared_bytes >= kMinSharedBytes && previous.known_ && start == previous.chunk_start_;
+        const size_t common = SumBytes(EntryKind::kSample, thread, time, cpu_delta_ns, overruns);
+        return shares ? common + ULEB128Size(age_ns) + ULEB128Size(uint64_t{shared_frames}) +
+                            ULEB128Size(uint64_t{shared_bytes}) + ULEB128Size(uint64_t{own_frames}) +
+                            (frames.size - shared_bytes)
+                      : common + ULEB128Size(uint64_t{frames.count}) + frames.size;
+      },
+      [&](EntryWriter* writer) {
+        if (!writer) return BlockIndex();
+        if (shares) {
+          writer->WriteObjects(EntryKind::kSampleSharedPrefix, thread, time, cpu_delta_ns, overruns);
+          writer->WriteULEB128(age_ns);
+          writer->WriteULEB128(uint64_t{shared_frames});
+          writer->WriteULEB128(uint64_t{shared_bytes});
+          writer->WriteULEB128(uint64_t{own_frames});
+          writer->WriteBytes(frames.bytes + shared_bytes, frames.size - shared_bytes);
+        } else {
+          writer->WriteObjects(EntryKind::kSample, thread, time, cpu_delta_ns, overruns);
+          writer->WriteULEB128(uint64_t{frames.count});
+          writer->WriteBytes(frames.bytes, frames.size);
+        }
+        return writer->CurrentBlockIndex();
+      });
+  if (!block) {
+    previous.Forget();
+    return block;
+  }
+  // The first shared_bytes are already there.
+  std::memcpy(previous.bytes_ + shared_bytes, frames.bytes + shared_bytes,
+              frames.size - shared_bytes);
+  previous.size_ = frames.size;
+  previous.time_ns_ = time_ns;
+  previous.chunk_start_ = chunk_start;
+  previous.known_ = true;
+  return block;
+}
+
+}  // namespace base_internal
 
 }  // namespace strata
