@@ -42,7 +42,8 @@ size_t MergedFrameBytes(const SampleSlot& s, MergedFrameKind kind, uint32_t i) {
       return 1 + sizeof(uint64_t);
     case MergedFrameKind::kLabel: {
       const SampleSlot::Label& l = s.labels[i];
-      return 1 + StringEncoding::LiteralBytes(l.label ? strlen(l.label) : 0) + 1 + 1 +
+      return 1 + (l.push_site != 0 ? sizeof(uint64_t) : 0) +
+             StringEncoding::LiteralBytes(l.label ? strlen(l.label) : 0) + 1 + 1 +
              (l.has_dynamic ? StringEncoding::DynamicBytes(strlen(l.dynamic)) : 0);
     }
     case MergedFrameKind::kScript: {
@@ -63,7 +64,11 @@ void WriteMergedFrame(EntryWriter& writer, const SampleSlot& s, MergedFrameKind 
       case MergedFrameKind::kLabel: {
         const SampleSlot::Label& l = s.labels[i];
         const char* label = l.label ? l.label : "";
-        writer.WriteObject(static_cast<uint8_t>(SampleFrame::Kind::kLabel));
+        if (l.push_site != 0) {
+          writer.WriteObjects(profile::kLabelWithPushSiteTag, static_cast<uint64_t>(l.push_site));
+        } else {
+          writer.WriteObject(static_cast<uint8_t>(SampleFrame::Kind::kLabel));
+        }
         StringEncoding::WriteLiteral(writer, label, strlen(label));
         writer.WriteObjects(static_cast<uint8_t>(l.category), l.has_dynamic);
         if (l.has_dynamic) StringEncoding::WriteDynamic(writer, l.dynamic);

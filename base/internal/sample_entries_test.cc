@@ -69,6 +69,7 @@ struct StackModel {
         label.stack_address = sp - 8;
         label.category = static_cast<uint32_t>(frames[k].pc % 7);
         label.has_dynamic = frames[k].dynamic;
+        label.push_site = frames[k].pc % 3 == 0 ? 0x600000 + k : 0;  // Some with a push site.
         std::snprintf(label.dynamic, sizeof(label.dynamic), "item %u", static_cast<unsigned>(k % 5));
       }
     }

@@ -252,7 +252,7 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
 
   HoldAliveMutex(thread.get());
   RegisteredThread* raw = thread.release();
-  strata_t_profiling_stack = &raw->profiling_stack;
+  strata_t_profiling_stack_v2 = &raw->profiling_stack;
   t_registered_thread = raw;
   SetSamplingThreadEventDescriptors(&raw->source.descriptors);
   SetSamplingThreadContext(raw);
@@ -320,7 +320,7 @@ bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer) {
   auto in_thread = [thread_pointer](auto* local) {
     return reinterpret_cast<decltype(local)>(ThreadLocalAddressInThread(local, thread_pointer));
   };
-  __atomic_store_n(in_thread(&strata_t_profiling_stack), &raw->profiling_stack, __ATOMIC_SEQ_CST);
+  __atomic_store_n(in_thread(&strata_t_profiling_stack_v2), &raw->profiling_stack, __ATOMIC_SEQ_CST);
   __atomic_store_n(in_thread(&t_registered_thread), raw, __ATOMIC_SEQ_CST);
   SetSamplingStateOfOtherThread(thread_pointer, raw, &raw->source.descriptors, raw->bounds.low,
                                 raw->bounds.high);
@@ -446,7 +446,7 @@ void UnregisterThread(RegisteredThread* thread) {
   SetSamplingThreadContext(nullptr);
   SetSamplingThreadEventDescriptors(nullptr);
   SetSamplingThreadStackBounds(0, 0);
-  strata_t_profiling_stack = nullptr;
+  strata_t_profiling_stack_v2 = nullptr;
   t_registered_thread = nullptr;
   delete thread->marker_staging.load(std::memory_order_relaxed);
   delete thread;
