@@ -197,34 +197,38 @@ BlockIndex PutSampleEntry(ChunkedBuffer& buffer, PreviousSampleStack& previous, 
         std::upper_bound(frames.ends, frames.ends + frames.count, common) - frames.ends);
   }
   const size_t shared_bytes = shared_frames ? frames.ends[shared_frames - 1] : 0;
-  const uint64_t age_ns = static_cast<uint64_t>(time_ns - previous.time_ns_);
-  const uint32_t own_frames = frames.count - shared_frames;
+  // Each encoding's fields before its frames, made before locking: [kind][thread][time]
+  // [cpu delta][overruns], then the whole sample's frame count, or the shared one's base age,
+  // shared frames, shared bytes and own frame count (shared/profile/sample_entry.h).
+  uint8_t whole_head[64];
+  uint8_t shared_head[64];
+  EntryWriter head_writer(whole_head, sizeof(whole_head), nullptr, 0);
+  head_writer.WriteObjects(EntryKind::kSample, thread, time, cpu_delta_ns, overruns);
+  const size_t common_bytes = sizeof(whole_head) - head_writer.RemainingBytes();
+  std::memcpy(shared_head, whole_head, common_bytes);
+  shared_head[0] = static_cast<uint8_t>(EntryKind::kSampleSharedPrefix);
+  uint8_t* whole_end = whole_head + common_bytes;
+  WriteULEB128(uint64_t{frames.count}, whole_end);
+  uint8_t* shared_end = shared_head + common_bytes;
+  for (const uint64_t field : {static_cast<uint64_t>(time_ns - previous.time_ns_), uint64_t{shared_frames},
+                               uint64_t{shared_bytes}, uint64_t{frames.count - shared_frames}}) {
+    WriteULEB128(field, shared_end);
+  }
   BufferIndex chunk_start = 0;
   bool shares = false;
   const BlockIndex block = buffer.ReserveAndPutInChunk(
       [&](BufferIndex start) {
         chunk_start = start;
         shares = shared_bytes >= kMinSharedBytes && previous.known_ && start == previous.chunk_start_;
-        const size_t common = SumBytes(EntryKind::kSample, thread, time, cpu_delta_ns, overruns);
-        return shares ? common + ULEB128Size(age_ns) + ULEB128Size(uint64_t{shared_frames}) +
-                            ULEB128Size(uint64_t{shared_bytes}) + ULEB128Size(uint64_t{own_frames}) +
-                            (frames.size - shared_bytes)
-                      : common + ULEB128Size(uint64_t{frames.count}) + frames.size;
+        return shares ? static_cast<size_t>(shared_end - shared_head) + frames.size - shared_bytes
+                      : static_cast<size_t>(whole_end - whole_head) + frames.size;
       },
       [&](EntryWriter* writer) {
         if (!writer) return BlockIndex();
-        if (shares) {
-          writer->WriteObjects(EntryKind::kSampleSharedPrefix, thread, time, cpu_delta_ns, overruns);
-          writer->WriteULEB128(age_ns);
-          writer->WriteULEB128(uint64_t{shared_frames});
-          writer->WriteULEB128(uint64_t{shared_bytes});
-          writer->WriteULEB128(uint64_t{own_frames});
-          writer->WriteBytes(frames.bytes + shared_bytes, frames.size - shared_bytes);
-        } else {
-          writer->WriteObjects(EntryKind::kSample, thread, time, cpu_delta_ns, overruns);
-          writer->WriteULEB128(uint64_t{frames.count});
-          writer->WriteBytes(frames.bytes, frames.size);
-        }
+        const uint8_t* head = shares ? shared_head : whole_head;
+        writer->WriteBytes(head, static_cast<size_t>((shares ? shared_end : whole_end) - head));
+        const size_t skipped = shares ? shared_bytes : 0;
+        writer->WriteBytes(frames.bytes + skipped, frames.size - skipped);
         return writer->CurrentBlockIndex();
       });
   if (!block) {

@@ -24,21 +24,22 @@ const char* ScriptFrameImplementation(ScriptFrameKind kind) {
 }
 
 void SampleFrameHistory::Remember(TimeStamp time, const uint8_t* list, size_t size) {
-  EntryReader reader = EntryReader::OverBytes(absl::Span<const uint8_t>(list, size));
-  count_ = reader.ReadULEB128<uint64_t>();
-  known_ = !reader.Failed();
+  const uint8_t* cursor = list;
+  known_ = TryReadULEB128(&cursor, list + size, &count_);
   if (!known_) return;
-  count_header_bytes_ = size - reader.RemainingBytes();
+  count_header_bytes_ = static_cast<size_t>(cursor - list);
   list_.assign(list, list + size);
   time_ = time;
 }
 
 bool SampleFrameHistory::Expand(EntryReader& reader, TimeStamp time, const uint8_t** list,
                                 size_t* size) {
-  const uint64_t age_ns = reader.ReadULEB128<uint64_t>();
-  const uint64_t shared_frames = reader.ReadULEB128<uint64_t>();
-  const uint64_t shared_bytes = reader.ReadULEB128<uint64_t>();
-  const uint64_t own_frames = reader.ReadULEB128<uint64_t>();
+  uint64_t fields[4];  // base age (ns), shared frames, shared bytes, own frames
+  for (uint64_t& field : fields) field = reader.ReadULEB128<uint64_t>();
+  const uint64_t age_ns = fields[0];
+  const uint64_t shared_frames = fields[1];
+  const uint64_t shared_bytes = fields[2];
+  const uint64_t own_frames = fields[3];
   // Every frame takes at least one byte.
   if (reader.Failed() || own_frames > reader.RemainingBytes() || shared_frames > shared_bytes) {
     reader.SetFailed();
