@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/internal/core.h"
+#include "base/internal/sample_entries.h"
 #include "base/internal/sample_ring.h"
 #include "base/internal/sampling_source.h"
 #include "base/internal/session_state.h"
@@ -128,6 +129,8 @@ struct RegisteredThread {
   bool last_sample_in_system_call = false;  // Of the latest sample drained.
   // Wait stacks: the blocking call the thread is in, if any (wait_state.h).
   WaitState wait;
+  // The latest sample written, whose first frames the next one may share (sample_entries.h).
+  PreviousSampleStack previous_stack;
 
 };
 

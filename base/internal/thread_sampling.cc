@@ -51,6 +51,7 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   if (!StartThreadSamplingSourceLocked(thread, info.name.c_str(), settings, signal_number)) return;
   info.profiled = true;
   thread->has_sample = false;
+  thread->previous_stack.Forget();  // Its first sample is written whole.
   // The handler CPU counted from here (profilingLog.longHandlerCpuMs; the thread is not
   // sampled yet, so its handler does not write it now).
   thread->handler_cpu_ns.store(0, std::memory_order_relaxed);
@@ -93,8 +94,8 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
       }
       thread->last_sample_cpu_ns = std::max(thread->last_sample_cpu_ns, slot->cpu_ns);
     }
-    buffer.PutObjects(EntryKind::kSample, thread->tid, TimeStamp::FromNanoseconds(slot->time_ns),
-                      cpu_delta, slot->overruns, MergedStack{slot});
+    PutSampleEntry(buffer, thread->previous_stack, thread->tid,
+                   TimeStamp::FromNanoseconds(slot->time_ns), cpu_delta, slot->overruns, *slot);
     if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
     // For meta.interval (sampling_source.h).
     NoteSampleExpirationsLocked(slot->overruns + 1, cpu_delta);

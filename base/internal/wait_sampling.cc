@@ -118,6 +118,7 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
   slot->script_text_bytes = 0;
   GetSession().buffer.PutObjects(EntryKind::kSample, thread->tid, time, int64_t{0}, int32_t{0},
                                  MergedStack{slot});
+  thread->previous_stack.Forget();  // The thread's next sample cannot share this one's frames.
   GetRegistry().infos[thread->info_index].recorded = true;
   thread->has_sample = true;
   thread->last_sample = RegisteredThread::LastSample::kWait;
