@@ -12,6 +12,9 @@
 // area per thread, a buffer chunk), not for small objects.
 //
 // Thread safety: thread-safe. Async-signal safety: async-signal-safe (system calls only).
+// ThreadSanitizer builds map and unmap through TSan's mmap/munmap interceptors instead, so that
+// TSan resets the shadow of reused addresses (page_allocation.cc); TSan runs signal handlers at
+// its own safe points.
 #ifndef STRATA_PLATFORM_PAGE_ALLOCATION_H_
 #define STRATA_PLATFORM_PAGE_ALLOCATION_H_
 

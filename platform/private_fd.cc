@@ -17,6 +17,11 @@
 
 #include "platform/page_allocation.h"
 #include "platform/raw_syscall.h"
+#include "platform/tsan_startup.h"
+
+#if STRATA_TSAN_BUILD
+#include <dlfcn.h>
+#endif
 
 namespace strata {
 namespace {
@@ -66,6 +71,33 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) int AboveLimitHel
   job->result = RawSyscall(SYS_fcntl, job->fd, F_DUPFD_CLOEXEC, job->floor);
   return 0;
 }
+
+using CloneFunction = int (*)(int (*)(void*), void*, int, void*, ...);
+
+#if STRATA_TSAN_BUILD
+// ThreadSanitizer builds: glibc's clone itself, not TSan's interceptor (which the plain name
+// binds to). The interceptor treats every clone as a fork: ForkBefore in the caller, then
+// ForkChildAfter in the child and ForkParentAfter in the caller. With CLONE_VM the child's
+// half runs on the caller's own TSan state (same memory, same thread pointer): the caller's
+// ignore_interceptors was left at -1, so TSan took its later atomics for plain accesses and
+// its locks for nothing (a false race reported on the registry by every preloaded exit
+// save), and in a multi-threaded process the child would mark the whole process as forked.
+// The helper is uninstrumented and makes raw system calls only: TSan has nothing to track.
+std::atomic<CloneFunction> g_libc_clone{nullptr};
+
+CloneFunction LibcClone() {
+  CloneFunction found = g_libc_clone.load(std::memory_order_acquire);
+  if (found != nullptr) return found;
+  // By libc's handle (already loaded: RTLD_NOLOAD loads nothing; the handle is kept).
+  void* const libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  void* const symbol = libc != nullptr ? dlsym(libc, "clone") : nullptr;
+  found = symbol != nullptr ? reinterpret_cast<CloneFunction>(symbol) : &::clone;
+  g_libc_clone.store(found, std::memory_order_release);
+  return found;
+}
+#else
+CloneFunction LibcClone() { return &::clone; }
+#endif
 
 constexpr size_t kHelperStackBytes = 16 * 1024;
 // How far above the soft limit the helper lets itself go when the hard limit is unlimited or
@@ -135,8 +167,8 @@ int MoveDescriptorAboveSoftLimit(int fd, long* soft_limit_out, long* hard_limit_
   // No exit signal (the low byte of the flags is 0): no SIGCHLD reaches the program, and its
   // wait(-1) (without __WCLONE/__WALL) cannot reap the helper.
   const int saved_errno = errno;
-  const int pid = clone(&AboveLimitHelper, static_cast<char*>(stack) + kHelperStackBytes,
-                        CLONE_VM | CLONE_FILES | CLONE_VFORK, &job);
+  const int pid = LibcClone()(&AboveLimitHelper, static_cast<char*>(stack) + kHelperStackBytes,
+                              CLONE_VM | CLONE_FILES | CLONE_VFORK, &job);
   errno = saved_errno;
   if (pid > 0) {
     long waited;

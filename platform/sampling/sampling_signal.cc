@@ -117,8 +117,10 @@ __attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry_m
 // thread's scratch (a raw prlimit64: it has no stack to put it on).
 __attribute__((visibility("hidden"))) uintptr_t strata_main_stack_top = 0;
 __attribute__((visibility("hidden"))) uintptr_t strata_main_stack_reach_low = 0;
+// Words 0-1: the limit (struct rlimit); 2-4: the handler's three arguments across the system
+// call (thread-local memory, so that the entry touches no callee-saved register: see below).
 __attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread uint64_t
-    strata_t_rlimit_scratch[2] = {0, 0};
+    strata_t_rlimit_scratch[5] = {0, 0, 0, 0, 0};
 // The calling thread's stack bounds (SetSamplingThreadStackBounds), read by the handler and
 // by the assembly entry (initial-exec: %fs-relative, no call, no allocation).
 __attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread uintptr_t
@@ -392,10 +394,17 @@ void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
 // program's below a 7 KiB alternate stack (issue 33), or into a thread's guard page (a thread
 // 3.4-3.9 KiB above its guard page: SIGSEGV, as the kernel's frame alone still fit).
 // Everything else jumps to the handler, whose own checks (LowStackAt: the main stack, the
-// unknown ones) then run. It writes no memory below the stack pointer and changes only
-// registers (the kernel restores every one of them at sigreturn; the handler's three
-// arguments are put back before the jump); the ucontext and siginfo lie above the stack
-// pointer.
+// unknown ones) then run. It writes no memory below the stack pointer (the ucontext and
+// siginfo lie above it) and changes only the registers a called function may change (rax,
+// rcx, rdx, rsi, rdi, r8-r11; the handler's three arguments are put back before the jump),
+// never a callee-saved one (rbx, rbp, r12-r15): the kernel would restore those at sigreturn,
+// but the entry is also called as a plain function -- by ThreadSanitizer's deferred delivery
+// (CallUserSignalHandler, from ProcessPendingSignals at an interceptor's exit), or by a
+// runtime that forwards signals to the handler it found with a raw rt_sigaction -- and its
+// caller then relies on them (r12-r15 kept the arguments across the system call once: TSan's
+// caller crashed on its clobbered ThreadState pointer in every preloaded exit save). The
+// arguments stay in the thread's scratch instead, which only this thread's entry touches, and
+// no signal interrupts it (the handler's mask blocks every signal).
 static_assert(offsetof(ucontext_t, uc_stack) + offsetof(stack_t, ss_sp) == 16, "ss_sp");
 static_assert(offsetof(ucontext_t, uc_stack) + offsetof(stack_t, ss_size) == 32, "ss_size");
 static_assert(offsetof(siginfo_t, si_code) == 8, "si_code");
@@ -459,23 +468,22 @@ strata_sampling_signal_entry:
   movq strata_main_stack_reach_low(%rip), %r8
   cmpq %r8, %rsp
   jb 9f
-  movq %rdi, %r12
-  movq %rsi, %r13
-  movq %rdx, %r14
   movq strata_t_rlimit_scratch@gottpoff(%rip), %r10
   addq %fs:0, %r10
-  movq %r10, %r15
+  movq %rdi, 16(%r10)
+  movq %rsi, 24(%r10)
+  movq %rdx, 32(%r10)
   movl $302, %eax
   xorl %edi, %edi
   movl $3, %esi
   xorl %edx, %edx
   syscall
-  movq %r12, %rdi
-  movq %r13, %rsi
-  movq %r14, %rdx
+  movq 16(%r10), %rdi
+  movq 24(%r10), %rsi
+  movq 32(%r10), %rdx
   testq %rax, %rax
   jnz 9f
-  movq (%r15), %rcx
+  movq (%r10), %rcx
   movq strata_main_stack_top(%rip), %rax
   movq %rax, %r9
   subq %r8, %r9

@@ -16,8 +16,27 @@ source "$(dirname "$0")/../../scenario_lib.sh"
 
 program="$(binary tests/host_safety/process_life/thread_ends)"
 threads=2000
+modes=(return pthread_exit cancel sys_exit)
+if ((UNDER_TSAN)); then
+  # TSan cannot run a thread that ends with a raw SYS_exit: it skips TSan's thread teardown and
+  # TSan's pthread_join waits for ever, plain as well (as in thread_registry_test).
+  echo "skipped under TSan: the sys_exit mode (TSan's pthread_join waits for ever for such a thread)"
+  modes=(return pthread_exit cancel)
+  # 300 threads: the cancel mode with 2000 passed the 120 s hang watchdog preloaded (the
+  # TSan-built program alone took 22 s for 200 cancelled threads at load 30).
+  threads=300
+fi
+# Resident memory the program grows by on its own (the plain run's own measure), allowed on
+# top of Strata's 16 MB. Under TSan that is TSan's per-thread memory: +14.5 MB for 200
+# cancelled threads without Strata (2026-12-06). Plain builds: 0, the bound as before.
+plain_growth_kb() {
+  ((UNDER_TSAN)) || { echo 0; return; }
+  local rss_before_kb=0 rss_after_kb=0 fds_before fds_after
+  eval "$(sed -n 's/^measure: //p' "$WORK/plain-$1.err")"
+  echo $((rss_after_kb > rss_before_kb ? rss_after_kb - rss_before_kb : 0))
+}
 
-for mode in return pthread_exit cancel sys_exit; do
+for mode in "${modes[@]}"; do
   timeout -s KILL 120 "$program" "$mode" "$threads" >"$WORK/plain-$mode.out" 2>"$WORK/plain-$mode.err"
   plain_status=$?
   name=preload-$mode
@@ -48,10 +67,11 @@ for mode in return pthread_exit cancel sys_exit; do
   else
     fail "$name: descriptors $fds_before -> $fds_after after $threads threads ended (not released)"
   fi
-  if ((rss_after_kb - rss_before_kb <= 16 * 1024)); then
-    pass "$name: resident $rss_before_kb -> $rss_after_kb kB"
+  allowed_kb=$((16 * 1024 + $(plain_growth_kb "$mode")))
+  if ((rss_after_kb - rss_before_kb <= allowed_kb)); then
+    pass "$name: resident $rss_before_kb -> $rss_after_kb kB (at most +$allowed_kb kB)"
   else
-    fail "$name: resident $rss_before_kb -> $rss_after_kb kB after $threads threads ended (> +16 MB)"
+    fail "$name: resident $rss_before_kb -> $rss_after_kb kB after $threads threads ended (> +$allowed_kb kB)"
   fi
   if ((late >= 50)); then
     pass "$name: the late worker is sampled ($late samples)"

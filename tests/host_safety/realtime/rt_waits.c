@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,9 @@
 enum { kWaits = 600 };
 static int64_t g_lateness_ns[kWaits];
 static int g_done_waits = 0;
-static volatile int g_worker_done = 0;
+// Set by the worker, read by main and the watchdog: atomic, so that the flag is no data race
+// (TSan reported it).
+static atomic_int g_worker_done;
 static volatile int g_stop_burning = 0;
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cond;  // CLOCK_MONOTONIC; never signalled: every wait times out.
@@ -61,7 +64,7 @@ static int __attribute__((noinline)) Deep(int depth) {
 static void* Worker(void* arg) {
   (void)arg;
   Deep(200);
-  g_worker_done = 1;
+  atomic_store(&g_worker_done, 1);
   return NULL;
 }
 
@@ -97,7 +100,7 @@ static void WaitLoop(void) {
 static void* Watchdog(void* arg) {
   (void)arg;
   for (int tenths = 0; tenths < 200; ++tenths) {
-    if (g_worker_done) return NULL;
+    if (atomic_load(&g_worker_done)) return NULL;
     const struct timespec step = {0, 100000000};
     nanosleep(&step, NULL);
   }
@@ -134,7 +137,7 @@ int main(void) {
     return 2;
   }
   volatile uint64_t sink = 0;
-  while (!g_worker_done) {
+  while (!atomic_load(&g_worker_done)) {
     for (int i = 0; i < 100000; ++i) sink += (uint64_t)i * 2654435761u;
   }
   pthread_join(worker, NULL);

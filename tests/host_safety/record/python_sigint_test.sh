@@ -87,7 +87,9 @@ run_external() {
   local pid=$!
   set +m
   local target=""
-  for _ in $(seq 600); do
+  # Up to 4 minutes: a bound for a hung start only. Under TSan on a loaded machine `strata
+  # record` and python3 took over 30 s (the old bound) to print "ready" (2026-12-06).
+  for _ in $(seq 4800); do
     grep -q ready "$WORK/$name.out" 2>/dev/null && target=$(pgrep -P "$pid" | head -1) && [[ -n "$target" ]] && break
     sleep 0.05
   done

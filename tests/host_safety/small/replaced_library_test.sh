@@ -46,6 +46,9 @@ check_names() {
   a_in_a=$(count "a_work_(in_libreplaced_lib_a.so)|a_work_(in_libreplaced_lib_a.so)")
   b_in_b=$(count "b_work_(in_libreplaced_lib_b.so)|b_work_(in_libreplaced_lib_b.so)")
   result "case=$name a_work=${a:-?} b_work=${b:-?} a_work_in_a=${a_in_a:-?} b_work_in_b=${b_in_b:-?}"
+  # Under TSan the spinning a_work and b_work call nothing TSan intercepts: their samples are
+  # taken at the next safe point (after the spin), so which function they land in says nothing.
+  if skip_under_tsan "$name: samples in a_work and b_work, and their shares"; then return; fi
   if [[ "${a:-0}" -gt 0 && "${b:-0}" -gt 0 ]]; then
     pass "$name: samples in a_work ($a) and in b_work ($b)"
   else
@@ -64,8 +67,10 @@ check_names() {
 run_profiled preloaded "$program" "$lib_a" "$lib_b" "$iterations"
 same_as_plain preloaded "$RUN_STATUS"
 [[ -s "$OUT/preloaded.json" ]] && check_names preloaded "$OUT/preloaded.json" || fail "preloaded: no profile"
-grep -q '"a_work (in libreplaced_lib_a.so)"' "$OUT/preloaded.json" &&
-  pass "preloaded: frames 'a_work (in libreplaced_lib_a.so)'" || fail "preloaded: no frame 'a_work (in libreplaced_lib_a.so)'"
+if ! skip_under_tsan "preloaded: frames 'a_work (in libreplaced_lib_a.so)'"; then
+  grep -q '"a_work (in libreplaced_lib_a.so)"' "$OUT/preloaded.json" &&
+    pass "preloaded: frames 'a_work (in libreplaced_lib_a.so)'" || fail "preloaded: no frame 'a_work (in libreplaced_lib_a.so)'"
+fi
 
 # --- preloaded with raw addresses, symbolicated afterwards
 STRATA_STARTUP_FEATURES=rawaddresses run_profiled raw "$program" "$lib_a" "$lib_b" "$iterations"
