@@ -127,7 +127,29 @@ std::string PermissionAdvice(pid_t pid) {
   return advice;
 }
 
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
+
+bool StatusShowsShadowStack(const std::string& status_text) {
+  std::istringstream lines(status_text);
+  std::string line;
+  const std::string key = "x86_Thread_features:";
+  while (std::getline(lines, line)) {
+    if (line.compare(0, key.size(), key) != 0) continue;
+    std::istringstream words(line.substr(key.size()));
+    std::string word;
+    while (words >> word) {
+      if (word == "shstk") return true;
+    }
+  }
+  return false;
+}
 
 bool ReadTargetWord(pid_t pid, uint64_t address, int32_t* value) {
   return ReadTarget(pid, address, value, sizeof(*value));
@@ -163,6 +185,16 @@ std::string CheckTarget(pid_t pid, TargetFacts* facts) {
     int scope = 0;
     if (yama && (yama >> scope) && scope >= 3) {
       return "Yama ptrace_scope is 3: no process may be traced until reboot; use `perf record -p` instead";
+    }
+  }
+  // User shadow stacks (glibc.cpu.x86_shstk on Linux 6.6+): the borrowed thread's calls
+  // return into __restore_rt, which is not on its shadow stack (a control-protection fault
+  // kills the program). Any thread may have one; it is enabled per thread.
+  for (pid_t tid : Threads(pid)) {
+    if (StatusShowsShadowStack(ReadWholeFile(ProcPath(pid, "task/" + std::to_string(tid) + "/status")))) {
+      return "process " + std::to_string(pid) + " runs with user shadow stacks (thread " + std::to_string(tid) +
+             ": shstk in x86_Thread_features): Strata's attach would make it fault; start the program with "
+             "GLIBC_TUNABLES=glibc.cpu.x86_shstk=off, or use `perf record -p`";
     }
   }
   // The executable's class and machine.

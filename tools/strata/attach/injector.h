@@ -53,9 +53,17 @@ struct TargetFacts {
 };
 
 // Why `pid` cannot be attached to ("" when it can be tried): gone, not x86-64, static (no
-// libc.so.6), already traced (TracerPid), stopped (State T), strict seccomp, or Yama's
-// ptrace_scope 3. Fills `facts`. Each reason ends with what to do.
+// libc.so.6), already traced (TracerPid), stopped (State T), strict seccomp, Yama's
+// ptrace_scope 3, or a thread running with a user shadow stack. Fills `facts`. Each reason
+// ends with what to do.
 std::string CheckTarget(pid_t pid, TargetFacts* facts);
+
+// True when the text of a /proc/PID/task/TID/status file says its thread runs with a user
+// shadow stack: `shstk` among the words of its `x86_Thread_features:` line (Linux 6.6+; absent
+// on older kernels: false). Such a thread cannot be borrowed: the return into __restore_rt
+// that the borrowed thread's calls are arranged around (borrowed_thread.h) is not on its
+// shadow stack and raises a control-protection fault that kills the program. Pure function.
+bool StatusShowsShadowStack(const std::string& status_text);
 
 struct InjectionResult {
   bool ok = false;
