@@ -37,6 +37,9 @@
 #             profile has the window's samples only (all inside it, the session began before),
 #             the process answers and saves its own profile at exit as before; a session without
 #             a flight recorder file, or with one of another version, is refused (exit 1).
+#   altstack: a process whose only thread waits in read inside a handler on a malloc'd
+#             alternate signal stack is refused (exit 1: not on its own stack); the heap canary
+#             bytes below that stack are intact and the program exits 0.
 #   refusals: exit 1 with the reason for a static program, a 32-bit one, a process already traced,
 #             another user's process
 #             (strata run as nobody); exit 2 for -p with a non-number, with a command, with --view.
@@ -45,6 +48,7 @@ source "$(dirname "$0")/../scenario_lib.sh"
 STRATA="$(binary tools/strata/strata)"
 SERVER="$(binary tests/attach/echo_server)"
 STATIC="$(binary tests/attach/static_sleeper)"
+ALTSTACK="$(binary tests/attach/altstack_waiter)"
 CLIENT="$(dirname "$0")/echo_client.py"
 [[ -f "$CLIENT" ]] || CLIENT="$(binary tests/attach/echo_client.py)"
 CYCLES="${ATTACH_CYCLES:-20}"
@@ -481,6 +485,27 @@ if as --32 -o "$WORK/p32.o" "$WORK/p32.s" 2>/dev/null && ld -m elf_i386 -o "$WOR
   kill "$p32_pid"
 else
   result "scenario=refusal-32bit skipped=\"no i386 binutils (as --32, ld -m elf_i386)\""
+fi
+# A process whose only thread waits in read inside a handler on a malloc'd alternate signal
+# stack, heap canary bytes below it: refused (no thread on its own stack), the canary intact.
+mkfifo "$WORK/altstack.fifo"
+"$ALTSTACK" <"$WORK/altstack.fifo" >"$WORK/altstack.program" 2>&1 &
+altstack_pid=$!
+exec 7>"$WORK/altstack.fifo"
+for _ in $(seq 1200); do
+  grep -q waiting "$WORK/altstack.program" && [[ "$(cut -d' ' -f1 /proc/"$altstack_pid"/syscall 2>/dev/null)" == 0 ]] && break
+  sleep 0.05
+done
+refusal altstack 1 "alternate signal stack" "$STRATA" record -p "$altstack_pid" --duration 0.2 -o "$WORK/r.json"
+printf x >&7
+exec 7>&-
+wait "$altstack_pid"
+altstack_status=$?
+result "scenario=altstack status=$altstack_status output=\"$(tr '\n' ' ' <"$WORK/altstack.program")\""
+if [[ $altstack_status -eq 0 ]] && grep -q "canary intact" "$WORK/altstack.program"; then
+  pass "altstack: the heap below the alternate stack is intact, the program exits 0"
+else
+  fail "altstack: status $altstack_status: $(cat "$WORK/altstack.program")"
 fi
 start_server refusals
 strace -f -p "$SERVER_PID" -o /dev/null &

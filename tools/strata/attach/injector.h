@@ -115,6 +115,30 @@ std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t
 inline constexpr size_t kMailboxThreads = 64;
 bool OfferNewThreads(pid_t pid, uint64_t mailbox_address, const std::vector<ThreadPointer>& threads);
 
+// One line of /proc/PID/maps: [start, end) and its name ("" for an anonymous mapping).
+struct StackMapping {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  std::string name;
+};
+
+// What a borrowed thread needs below its stack pointer: the signal frame (red zone, 1 KiB,
+// the XSAVE area, the ucontext: up to ~5 KiB) and the calls made on the program's stack before
+// the private stack is mapped, with a margin.
+inline constexpr uint64_t kBorrowedStackRoom = 12 * 1024;
+
+// Why a thread whose stack pointer is `sp` may not be borrowed ("" when it may): the frame is
+// written below `sp`, which must therefore be on the thread's own stack, with
+// kBorrowedStackRoom below it in the same mapping. The thread's own stack is, for the main
+// thread (`main_thread`: tid == pid), the mapping the kernel names [stack]; for any other
+// thread, the anonymous mapping that holds its thread pointer (%fs base, its struct pthread:
+// glibc puts it at the top of the thread's stack block, for the stacks it allocates and for
+// those given with pthread_attr_setstack) with `sp` below it. A handler running on an
+// alternate signal stack (malloc'd: [heap] or an arena; mmap'd: another mapping) fails this,
+// so the frame never lands in the program's data. Pure function.
+std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
+                                 uint64_t thread_pointer, uint64_t sp);
+
 // Reads or writes one 32-bit word of the target's memory (process_vm_readv/writev).
 bool ReadTargetWord(pid_t pid, uint64_t address, int32_t* value);
 bool WriteTargetWord(pid_t pid, uint64_t address, int32_t value);

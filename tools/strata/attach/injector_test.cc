@@ -42,3 +42,51 @@ TEST_CASE("no shadow stack") {
 }  // namespace
 }  // namespace attach
 }  // namespace strata
+
+namespace strata {
+namespace attach {
+namespace {
+
+// A process's mappings: the main thread's [stack], a thread stack (guard, then the stack block
+// with its struct pthread at the top), the heap with an alternate signal stack in it.
+const std::vector<StackMapping> kMappings = {
+    {0x555500000000, 0x555500021000, "[heap]"},
+    {0x7f0000000000, 0x7f0000001000, ""},  // Guard page (PROT_NONE).
+    {0x7f0000001000, 0x7f0000801000, ""},  // The thread's stack block; pthread at 0x7f00007ff6c0.
+    {0x7f0000900000, 0x7f0000910000, ""},  // An mmap'd alternate stack.
+    {0x7fff00000000, 0x7fff00021000, "[stack]"},
+};
+constexpr uint64_t kThreadPointer = 0x7f00007ff6c0;
+
+TEST_CASE("the main thread on [stack] with room may be borrowed") {
+  CHECK(BorrowedStackProblem(kMappings, true, 0x7f1234, 0x7fff00020000) == "");
+  CHECK(BorrowedStackProblem(kMappings, true, 0x7f1234, 0x7fff00000000 + kBorrowedStackRoom) == "");
+}
+
+TEST_CASE("another thread on its stack block with room may be borrowed") {
+  CHECK(BorrowedStackProblem(kMappings, false, kThreadPointer, 0x7f00007fe000) == "");
+}
+
+TEST_CASE("a handler on an alternate stack is not borrowed") {
+  CHECK(BorrowedStackProblem(kMappings, true, 0, 0x555500010000).find("[heap]") != std::string::npos);
+  CHECK(BorrowedStackProblem(kMappings, false, kThreadPointer, 0x555500010000).find("[heap]") != std::string::npos);
+  CHECK(BorrowedStackProblem(kMappings, false, kThreadPointer, 0x7f000090f000).find("not on its thread stack") !=
+        std::string::npos);
+  CHECK(BorrowedStackProblem(kMappings, true, 0, 0x7f00007fe000).find("not on the main thread's stack") !=
+        std::string::npos);
+  // Another thread's stack block (its pointer elsewhere), and above its own pointer.
+  CHECK(BorrowedStackProblem(kMappings, false, 0x7f000090fff0, 0x7f00007fe000) != "");
+  CHECK(BorrowedStackProblem(kMappings, false, kThreadPointer, 0x7f0000800000) != "");
+  CHECK(BorrowedStackProblem(kMappings, false, kThreadPointer, 0x100).find("no mapping") != std::string::npos);
+}
+
+TEST_CASE("too little room below the stack pointer") {
+  CHECK(BorrowedStackProblem(kMappings, true, 0, 0x7fff00000000 + kBorrowedStackRoom - 16).find("KiB") !=
+        std::string::npos);
+  CHECK(BorrowedStackProblem(kMappings, false, kThreadPointer, 0x7f0000001000 + 4096).find("KiB") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace attach
+}  // namespace strata
