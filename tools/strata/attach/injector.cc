@@ -437,17 +437,19 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
   // 1. Every thread's pointer, one short stop each.
   // What each thread waits in before the listing stops it: a timed wait (nanosleep, poll...)
   // stopped once is restarted by the kernel as restart_syscall, which says nothing of itself.
-  std::map<pid_t, int> safety_before_listing;
-  for (pid_t tid : Threads(pid)) {
-    const BlockedCall call = ReadBlockedCall(pid, tid);
-    safety_before_listing[tid] = SafetyOf(call.nr, call.second_argument);
-  }
-  // The safety of a call, a restart_syscall being that of the call it restarts (when the
-  // thread was in a safe call before the listing).
-  auto safety_of = [&safety_before_listing](pid_t tid, long nr, uint64_t second) {
+  // Kept with where it waits (its stack pointer and instruction pointer): a restart_syscall
+  // has the safety of that call only when found at the same place, not when the thread woke
+  // meanwhile and entered another timed wait (one that may hold a lock) that the listing's
+  // stop turned into a restart_syscall.
+  std::map<pid_t, BlockedCall> before_listing;
+  for (pid_t tid : Threads(pid)) before_listing[tid] = ReadBlockedCall(pid, tid);
+  // The safety of a call at `sp`/`pc` (the address after its `syscall` instruction), a
+  // restart_syscall being that of the call it restarts.
+  auto safety_of = [&before_listing](pid_t tid, long nr, uint64_t second, uint64_t sp, uint64_t pc) {
     if (nr == SYS_restart_syscall) {
-      auto found = safety_before_listing.find(tid);
-      return found == safety_before_listing.end() ? 0 : found->second;
+      auto found = before_listing.find(tid);
+      if (found == before_listing.end() || found->second.sp != sp || found->second.pc != pc) return 0;
+      return SafetyOf(found->second.nr, found->second.second_argument);
     }
     return SafetyOf(nr, second);
   };
@@ -499,7 +501,7 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
     const std::vector<StackMapping> mappings = ReadMappings(pid);
     for (pid_t tid : Threads(pid)) {
       const BlockedCall call = ReadBlockedCall(pid, tid);
-      const int safety = safety_of(tid, call.nr, call.second_argument);
+      const int safety = safety_of(tid, call.nr, call.second_argument, call.sp, call.pc);
       if (safety <= best_safety) continue;
       const auto pointer = listed_pointers.find(tid);
       if (tid != pid && pointer == listed_pointers.end()) continue;  // Not listed: its stack is not known.
@@ -525,7 +527,7 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
       }
       // Still in that call, now that it is stopped?
       const user_regs_struct& saved = thread.saved();
-      if (safety_of(best, static_cast<long>(saved.orig_rax), saved.rsi) == 0) {
+      if (safety_of(best, static_cast<long>(saved.orig_rax), saved.rsi, saved.rsp, saved.rip) == 0) {
         thread.Release();
         continue;
       }
