@@ -16,6 +16,10 @@
 //      trampoline). Signals that arrive meanwhile are passed on (the program's handler runs
 //      on top of the call, as under gdb's `call`). Calls run with orig_rax = -1 (no system
 //      call restart in the middle of ours).
+//      Only a thread on its own stack with 12 KiB below its stack pointer (BorrowedStackProblem)
+//      is borrowed; a restart_syscall counts as the call seen before the listing only at the
+//      same stack and instruction pointers. A call that does not come back within 10 s is
+//      abandoned: the thread is let go as it is and finishes alone (borrowed_thread.h).
 //   3. The saved registers are put back exactly, so the kernel restarts the interrupted call
 //      as if nothing happened (ERESTARTSYS and friends); a call the kernel ends with a plain
 //      EINTR when its thread is merely stopped (epoll_wait, sigtimedwait/sigwaitinfo, semop,
