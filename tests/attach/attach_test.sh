@@ -37,6 +37,14 @@
 #             profile has the window's samples only (all inside it, the session began before),
 #             the process answers and saves its own profile at exit as before; a session without
 #             a flight recorder file, or with one of another version, is refused (exit 1).
+#   altstack: a process whose only thread waits in read inside a handler on a malloc'd
+#             alternate signal stack is refused (exit 1: not on its own stack); the heap canary
+#             bytes below that stack are intact and the program exits 0.
+#   call timeout: the borrowed thread's dlopen waits for the loader's lock, held by another
+#             thread (in a dl_iterate_phdr callback until SIGUSR2): strata gives up after the
+#             call timeout (STRATA_ATTACH_TEST_CALL_TIMEOUT_MS=1000) with an error instead of
+#             hanging, the process is neither traced nor stopped, and once the lock is released
+#             its read goes on (reads the next line, no EINTR, exit 0).
 #   refusals: exit 1 with the reason for a static program, a 32-bit one, a process already traced,
 #             another user's process
 #             (strata run as nobody); exit 2 for -p with a non-number, with a command, with --view.
@@ -45,6 +53,8 @@ source "$(dirname "$0")/../scenario_lib.sh"
 STRATA="$(binary tools/strata/strata)"
 SERVER="$(binary tests/attach/echo_server)"
 STATIC="$(binary tests/attach/static_sleeper)"
+ALTSTACK="$(binary tests/attach/altstack_waiter)"
+LOCK_WAITER="$(binary tests/attach/loader_lock_waiter)"
 CLIENT="$(dirname "$0")/echo_client.py"
 [[ -f "$CLIENT" ]] || CLIENT="$(binary tests/attach/echo_client.py)"
 CYCLES="${ATTACH_CYCLES:-20}"
@@ -482,6 +492,55 @@ if as --32 -o "$WORK/p32.o" "$WORK/p32.s" 2>/dev/null && ld -m elf_i386 -o "$WOR
 else
   result "scenario=refusal-32bit skipped=\"no i386 binutils (as --32, ld -m elf_i386)\""
 fi
+# A process whose only thread waits in read inside a handler on a malloc'd alternate signal
+# stack, heap canary bytes below it: refused (no thread on its own stack), the canary intact.
+mkfifo "$WORK/altstack.fifo"
+"$ALTSTACK" <"$WORK/altstack.fifo" >"$WORK/altstack.program" 2>&1 &
+altstack_pid=$!
+exec 7>"$WORK/altstack.fifo"
+for _ in $(seq 1200); do
+  grep -q waiting "$WORK/altstack.program" && [[ "$(cut -d' ' -f1 /proc/"$altstack_pid"/syscall 2>/dev/null)" == 0 ]] && break
+  sleep 0.05
+done
+refusal altstack 1 "alternate signal stack" "$STRATA" record -p "$altstack_pid" --duration 0.2 -o "$WORK/r.json"
+printf x >&7
+exec 7>&-
+wait "$altstack_pid"
+altstack_status=$?
+result "scenario=altstack status=$altstack_status output=\"$(tr '\n' ' ' <"$WORK/altstack.program")\""
+if [[ $altstack_status -eq 0 ]] && grep -q "canary intact" "$WORK/altstack.program"; then
+  pass "altstack: the heap below the alternate stack is intact, the program exits 0"
+else
+  fail "altstack: status $altstack_status: $(cat "$WORK/altstack.program")"
+fi
+# --- call timeout: the borrowed thread's dlopen waits for a lock another thread holds --------
+# The main thread waits in read (borrowed), the other holds the loader's write lock inside a
+# dl_iterate_phdr callback until SIGUSR2: strata gives up after the call timeout (1 s here)
+# instead of hanging, lets the thread go and fails; once the lock is released the main thread
+# finishes the load alone and goes back to its read, which sees the next line, no EINTR.
+mkfifo "$WORK/lock.fifo"
+"$LOCK_WAITER" <"$WORK/lock.fifo" >"$WORK/lock.program" 2>&1 &
+lock_pid=$!
+exec 7>"$WORK/lock.fifo"
+for _ in $(seq 1200); do grep -q waiting "$WORK/lock.program" && break; sleep 0.05; done
+timeout -s KILL 120 env STRATA_ATTACH_TEST_CALL_TIMEOUT_MS=1000 "$STRATA" record -p "$lock_pid" --duration 0.2 \
+  -o "$WORK/lock.json" >"$WORK/lock.out" 2>"$WORK/lock.err"
+lock_strata=$?
+lock_state=$(awk '/^State/ { print $2 } /^TracerPid/ { print $2 }' /proc/"$lock_pid"/status | tr '\n' ' ')
+kill -USR2 "$lock_pid"
+sleep 0.5
+printf 'line\n' >&7
+exec 7>&-
+wait "$lock_pid"
+lock_status=$?
+result "scenario=call_timeout strata_status=$lock_strata state=\"$lock_state\" status=$lock_status output=\"$(tr '\n' ' ' <"$WORK/lock.program")\""
+if [[ $lock_strata -ne 0 && $lock_strata -ne 137 ]] && grep -q "did not come back" "$WORK/lock.err" &&
+   [[ "$lock_state" == "S 0 " ]] && [[ $lock_status -eq 0 ]] && grep -q "read 5" "$WORK/lock.program"; then
+  pass "call timeout: strata gave up (exit $lock_strata), the process ran on and read its line, no EINTR"
+else
+  fail "call timeout: strata $lock_strata ($(tail -1 "$WORK/lock.err")), state '$lock_state', status $lock_status, output: $(cat "$WORK/lock.program")"
+fi
+
 start_server refusals
 strace -f -p "$SERVER_PID" -o /dev/null &
 strace_pid=$!

@@ -232,6 +232,9 @@ BorrowedThread::BorrowedThread(pid_t pid, pid_t tid, const LibcCalls& libc)
     : pid_(pid), thread_(tid), libc_(libc) {
   kill_at_ = EnvironmentInt("STRATA_ATTACH_TEST_KILL_AT");
   step_delay_ms_ = EnvironmentInt("STRATA_ATTACH_TEST_STEP_DELAY_MS");
+  if (const int timeout_ms = EnvironmentInt("STRATA_ATTACH_TEST_CALL_TIMEOUT_MS"); timeout_ms > 0) {
+    call_timeout_ms_ = timeout_ms;
+  }
 }
 
 BorrowedThread::~BorrowedThread() { Finish(); }
@@ -387,8 +390,45 @@ bool BorrowedThread::CallReturningToRestore(uint64_t function, std::initializer_
   }
 }
 
+namespace {
+
+// waitpid(tid) until `deadline`: tid, -1 on an error, 0 when the deadline passed first. Polls
+// (WNOHANG) with pauses growing to 0.5 ms: a call that comes back late is seen within 0.5 ms.
+pid_t WaitUntil(pid_t tid, int* status, Clock::time_point deadline) {
+  useconds_t pause_us = 20;
+  for (;;) {
+    const pid_t waited = waitpid(tid, status, __WALL | WNOHANG);
+    if (waited < 0 && errno == EINTR) continue;
+    if (waited != 0) return waited;
+    if (Clock::now() >= deadline) return 0;
+    usleep(pause_us);
+    pause_us = std::min<useconds_t>(pause_us * 2, 500);
+  }
+}
+
+}  // namespace
+
+void BorrowedThread::Abandon() {
+  // Running in the call: an interrupt stop (or a signal-delivery stop that comes first), then
+  // let go as it is. The kernel restarts the system call it was stopped in (its registers are
+  // untouched), so the call goes on where it was; the trampoline ends it as when strata dies
+  // (the signal frame: rt_sigreturn back to the program's call, the mask given back there).
+  broken_ = true;
+  abandoned_ = true;
+  const pid_t tid = thread_.tid();
+  ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
+  int status = 0;
+  const pid_t waited = WaitUntil(tid, &status, Clock::now() + std::chrono::seconds(2));
+  if (waited != tid || WIFEXITED(status) || WIFSIGNALED(status)) {
+    return;  // Not stopped (or gone): the kernel detaches it when strata exits.
+  }
+  const bool signal_delivery = (status >> 16) == 0 && WSTOPSIG(status) != (SIGTRAP | 0x80);
+  thread_.DetachAsIs(signal_delivery ? WSTOPSIG(status) : 0);
+}
+
 bool BorrowedThread::WaitForTrampoline(user_regs_struct* after_call, std::string* error) {
   const pid_t tid = thread_.tid();
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(call_timeout_ms_);
   int pass_signal = 0;
   for (;;) {
     Step();
@@ -398,10 +438,15 @@ bool BorrowedThread::WaitForTrampoline(user_regs_struct* after_call, std::string
     }
     pass_signal = 0;
     int status = 0;
-    pid_t waited;
-    do {
-      waited = waitpid(tid, &status, __WALL);
-    } while (waited < 0 && errno == EINTR);
+    const pid_t waited = WaitUntil(tid, &status, deadline);
+    if (waited == 0) {
+      Abandon();
+      *error = "the borrowed thread " + std::to_string(tid) + "'s call (dlopen, strata_attach_start) did not " +
+               "come back within " + std::to_string(call_timeout_ms_) + " ms (waiting for a lock another " +
+               "thread holds?): the thread was let go to finish it alone, and goes back to its own call " +
+               "when it has (the library then stays loaded, inert); try again later";
+      return false;
+    }
     if (waited != tid || WIFEXITED(status) || WIFSIGNALED(status)) {
       *error = "the process ended during the call";
       broken_ = true;
@@ -554,6 +599,7 @@ bool BorrowedThread::Call(uint64_t function, std::initializer_list<uint64_t> arg
 void BorrowedThread::Finish() {
   if (finished_) return;
   finished_ = true;
+  if (abandoned_) return;  // Let go in its call (Abandon): nothing of it is strata's now.
   const Clock::time_point start = Clock::now();
   const pid_t tid = thread_.tid();
   std::string error;

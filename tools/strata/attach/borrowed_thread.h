@@ -116,7 +116,14 @@ class BorrowedThread {
                         std::string* error);
   bool CallReturningToRestore(uint64_t function, std::initializer_list<uint64_t> arguments, uint64_t* result,
                               std::string* error);
+  // Lets the thread run to the trampoline's signal stop (the program's signals passed on);
+  // false when the call faulted, the process ended, or it did not come back within
+  // call_timeout_ms_ (then Abandon).
   bool WaitForTrampoline(user_regs_struct* after_call, std::string* error);
+  // For a call that does not come back (dlopen waiting for a lock, which a thread stopped at
+  // the wrong moment may hold): the thread, running in it, is stopped and let go as it is, to
+  // finish the call and go back to its own through the frame, as when strata dies.
+  void Abandon();
   bool WriteFrame(std::string* error);
   bool WriteCode(const std::vector<uint8_t>& bytes, std::string* error);
 
@@ -135,6 +142,8 @@ class BorrowedThread {
   bool broken_ = false;            // A call did not come back: no more calls.
   bool in_signal_code_ = true;     // Stopped in the kernel's signal code (where a restore is exact).
   bool finished_ = false;
+  bool abandoned_ = false;         // Let go in the middle of a call (Abandon).
+  int call_timeout_ms_ = 10000;    // A call's limit (STRATA_ATTACH_TEST_CALL_TIMEOUT_MS in tests).
   int round_trips_ = 0;
   int steps_ = 0;
   int kill_at_ = 0;

@@ -66,18 +66,53 @@ std::vector<pid_t> Threads(pid_t pid) {
   return tids;
 }
 
-// The system call thread `tid` is blocked in and its second argument, from
-// /proc/PID/task/TID/syscall ("running" or a signal: -1).
-long BlockedSyscall(pid_t pid, pid_t tid, uint64_t* second_argument) {
+// What /proc/PID/task/TID/syscall says of thread `tid`: the system call it is blocked in
+// (-1 when running or not in a call), its second argument, and its user stack pointer and
+// instruction pointer (the address after its `syscall` instruction, as in its registers).
+struct BlockedCall {
+  long nr = -1;
+  uint64_t second_argument = 0;
+  uint64_t sp = 0;
+  uint64_t pc = 0;
+};
+
+BlockedCall ReadBlockedCall(pid_t pid, pid_t tid) {
+  BlockedCall call;
   std::ifstream in(ProcPath(pid, "task/" + std::to_string(tid) + "/syscall"));
-  std::string number, first, second;
-  if (!(in >> number)) return -1;
+  std::string number;
+  if (!(in >> number)) return call;
   char* end = nullptr;
   const long nr = std::strtol(number.c_str(), &end, 10);
-  if (end == number.c_str() || *end != '\0') return -1;
-  in >> first >> second;
-  *second_argument = std::strtoull(second.c_str(), nullptr, 16);
-  return nr;
+  if (end == number.c_str() || *end != '\0' || nr < 0) return call;
+  std::string fields[8];  // Six arguments, sp, pc.
+  for (std::string& field : fields) {
+    if (!(in >> field)) return call;
+  }
+  call.nr = nr;
+  call.second_argument = std::strtoull(fields[1].c_str(), nullptr, 16);
+  call.sp = std::strtoull(fields[6].c_str(), nullptr, 16);
+  call.pc = std::strtoull(fields[7].c_str(), nullptr, 16);
+  return call;
+}
+
+std::vector<StackMapping> ReadMappings(pid_t pid) {
+  std::vector<StackMapping> mappings;
+  std::ifstream maps(ProcPath(pid, "maps"));
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);
+    std::string range, permissions, offset, device, inode, name;
+    fields >> range >> permissions >> offset >> device >> inode;
+    std::getline(fields >> std::ws, name);
+    const size_t dash = range.find('-');
+    if (dash == std::string::npos) continue;
+    StackMapping mapping;
+    mapping.start = std::strtoull(range.c_str(), nullptr, 16);
+    mapping.end = std::strtoull(range.c_str() + dash + 1, nullptr, 16);
+    mapping.name = name;
+    mappings.push_back(mapping);
+  }
+  return mappings;
 }
 
 // A blocking call in which the thread holds no lock of libc's or the loader's: what a
@@ -127,7 +162,55 @@ std::string PermissionAdvice(pid_t pid) {
   return advice;
 }
 
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
+
+std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
+                                 uint64_t thread_pointer, uint64_t sp) {
+  const StackMapping* found = nullptr;
+  for (const StackMapping& mapping : mappings) {
+    if (mapping.start <= sp && sp < mapping.end) found = &mapping;
+  }
+  auto where = [&found]() {
+    return found->name.empty() ? std::string("an anonymous mapping that is not its stack") : found->name;
+  };
+  if (found == nullptr) return "its stack pointer is in no mapping";
+  if (main_thread) {
+    if (found->name != "[stack]") {
+      return "its stack pointer is not on the main thread's stack ([stack]) but in " + where() +
+             " (a handler on an alternate signal stack?)";
+    }
+  } else if (!found->name.empty() || thread_pointer < found->start || thread_pointer >= found->end ||
+             sp >= thread_pointer) {
+    return "its stack pointer is not on its thread stack (the mapping below its thread pointer) but in " +
+           where() + " (a handler on an alternate signal stack?)";
+  }
+  if (sp - found->start < kBorrowedStackRoom) {
+    return "less than " + std::to_string(kBorrowedStackRoom / 1024) + " KiB of its stack left below its stack pointer";
+  }
+  return "";
+}
+
+bool StatusShowsShadowStack(const std::string& status_text) {
+  std::istringstream lines(status_text);
+  std::string line;
+  const std::string key = "x86_Thread_features:";
+  while (std::getline(lines, line)) {
+    if (line.compare(0, key.size(), key) != 0) continue;
+    std::istringstream words(line.substr(key.size()));
+    std::string word;
+    while (words >> word) {
+      if (word == "shstk") return true;
+    }
+  }
+  return false;
+}
 
 bool ReadTargetWord(pid_t pid, uint64_t address, int32_t* value) {
   return ReadTarget(pid, address, value, sizeof(*value));
@@ -163,6 +246,16 @@ std::string CheckTarget(pid_t pid, TargetFacts* facts) {
     int scope = 0;
     if (yama && (yama >> scope) && scope >= 3) {
       return "Yama ptrace_scope is 3: no process may be traced until reboot; use `perf record -p` instead";
+    }
+  }
+  // User shadow stacks (glibc.cpu.x86_shstk on Linux 6.6+): the borrowed thread's calls
+  // return into __restore_rt, which is not on its shadow stack (a control-protection fault
+  // kills the program). Any thread may have one; it is enabled per thread.
+  for (pid_t tid : Threads(pid)) {
+    if (StatusShowsShadowStack(ReadWholeFile(ProcPath(pid, "task/" + std::to_string(tid) + "/status")))) {
+      return "process " + std::to_string(pid) + " runs with user shadow stacks (thread " + std::to_string(tid) +
+             ": shstk in x86_Thread_features): Strata's attach would make it fault; start the program with "
+             "GLIBC_TUNABLES=glibc.cpu.x86_shstk=off, or use `perf record -p`";
     }
   }
   // The executable's class and machine.
@@ -344,18 +437,19 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
   // 1. Every thread's pointer, one short stop each.
   // What each thread waits in before the listing stops it: a timed wait (nanosleep, poll...)
   // stopped once is restarted by the kernel as restart_syscall, which says nothing of itself.
-  std::map<pid_t, int> safety_before_listing;
-  for (pid_t tid : Threads(pid)) {
-    uint64_t second = 0;
-    const long nr = BlockedSyscall(pid, tid, &second);
-    safety_before_listing[tid] = SafetyOf(nr, second);
-  }
-  // The safety of a call, a restart_syscall being that of the call it restarts (when the
-  // thread was in a safe call before the listing).
-  auto safety_of = [&safety_before_listing](pid_t tid, long nr, uint64_t second) {
+  // Kept with where it waits (its stack pointer and instruction pointer): a restart_syscall
+  // has the safety of that call only when found at the same place, not when the thread woke
+  // meanwhile and entered another timed wait (one that may hold a lock) that the listing's
+  // stop turned into a restart_syscall.
+  std::map<pid_t, BlockedCall> before_listing;
+  for (pid_t tid : Threads(pid)) before_listing[tid] = ReadBlockedCall(pid, tid);
+  // The safety of a call at `sp`/`pc` (the address after its `syscall` instruction), a
+  // restart_syscall being that of the call it restarts.
+  auto safety_of = [&before_listing](pid_t tid, long nr, uint64_t second, uint64_t sp, uint64_t pc) {
     if (nr == SYS_restart_syscall) {
-      auto found = safety_before_listing.find(tid);
-      return found == safety_before_listing.end() ? 0 : found->second;
+      auto found = before_listing.find(tid);
+      if (found == before_listing.end() || found->second.sp != sp || found->second.pc != pc) return 0;
+      return SafetyOf(found->second.nr, found->second.second_argument);
     }
     return SafetyOf(nr, second);
   };
@@ -379,6 +473,11 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
   }
 
   result.list_ms = MillisecondsSince(list_start);
+  std::map<pid_t, uint64_t> listed_pointers;
+  for (const ThreadPointer& thread : pointers) listed_pointers[thread.tid] = thread.pointer;
+  // Threads in a safe call whose stack pointer is not on their own stack (a handler on an
+  // alternate signal stack): never borrowed, the frame would land in the program's data.
+  std::map<pid_t, std::string> stack_problems;
   // 2. Borrow a thread blocked in a safe call, while the loader is idle.
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(2);
   for (bool first = true;; first = false) {
@@ -387,8 +486,11 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
       result.refused = true;
       result.error = "no thread of process " + std::to_string(pid) +
                      " could be borrowed for 2 s: none blocked in a call where it holds no lock of "
-                     "libc's (read, poll, accept, a condition wait...), or the loader stayed busy; "
-                     "try again when the program waits for input";
+                     "libc's (read, poll, accept, a condition wait...) on its own stack, or the loader "
+                     "stayed busy; try again when the program waits for input";
+      for (const auto& [tid, problem] : stack_problems) {
+        result.error += "; thread " + std::to_string(tid) + " waits in such a call, but " + problem;
+      }
       return result;
     }
     int r_state = 0;
@@ -396,14 +498,21 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
         r_debug == 0 || (ReadTarget(pid, r_debug + 24, &r_state, sizeof(r_state)) && r_state == 0);
     pid_t best = 0;
     int best_safety = 0;
+    const std::vector<StackMapping> mappings = ReadMappings(pid);
     for (pid_t tid : Threads(pid)) {
-      uint64_t second = 0;
-      const long nr = BlockedSyscall(pid, tid, &second);  // Before `second` is read.
-      const int safety = safety_of(tid, nr, second);
-      if (safety > best_safety) {
-        best = tid;
-        best_safety = safety;
+      const BlockedCall call = ReadBlockedCall(pid, tid);
+      const int safety = safety_of(tid, call.nr, call.second_argument, call.sp, call.pc);
+      if (safety <= best_safety) continue;
+      const auto pointer = listed_pointers.find(tid);
+      if (tid != pid && pointer == listed_pointers.end()) continue;  // Not listed: its stack is not known.
+      const std::string problem =
+          BorrowedStackProblem(mappings, tid == pid, pointer == listed_pointers.end() ? 0 : pointer->second, call.sp);
+      if (!problem.empty()) {
+        stack_problems[tid] = problem;
+        continue;
       }
+      best = tid;
+      best_safety = safety;
     }
     if (loader_idle && best != 0) {
       BorrowedThread thread(pid, best, libc_calls);
@@ -418,7 +527,14 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
       }
       // Still in that call, now that it is stopped?
       const user_regs_struct& saved = thread.saved();
-      if (safety_of(best, static_cast<long>(saved.orig_rax), saved.rsi) == 0) {
+      if (safety_of(best, static_cast<long>(saved.orig_rax), saved.rsi, saved.rsp, saved.rip) == 0) {
+        thread.Release();
+        continue;
+      }
+      // On its own stack, with room for the frame (the registers now, the mappings now).
+      const std::string problem = BorrowedStackProblem(ReadMappings(pid), best == pid, saved.fs_base, saved.rsp);
+      if (!problem.empty()) {
+        stack_problems[best] = problem;
         thread.Release();
         continue;
       }

@@ -16,6 +16,10 @@
 //      trampoline). Signals that arrive meanwhile are passed on (the program's handler runs
 //      on top of the call, as under gdb's `call`). Calls run with orig_rax = -1 (no system
 //      call restart in the middle of ours).
+//      Only a thread on its own stack with 12 KiB below its stack pointer (BorrowedStackProblem)
+//      is borrowed; a restart_syscall counts as the call seen before the listing only at the
+//      same stack and instruction pointers. A call that does not come back within 10 s is
+//      abandoned: the thread is let go as it is and finishes alone (borrowed_thread.h).
 //   3. The saved registers are put back exactly, so the kernel restarts the interrupted call
 //      as if nothing happened (ERESTARTSYS and friends); a call the kernel ends with a plain
 //      EINTR when its thread is merely stopped (epoll_wait, sigtimedwait/sigwaitinfo, semop,
@@ -53,9 +57,17 @@ struct TargetFacts {
 };
 
 // Why `pid` cannot be attached to ("" when it can be tried): gone, not x86-64, static (no
-// libc.so.6), already traced (TracerPid), stopped (State T), strict seccomp, or Yama's
-// ptrace_scope 3. Fills `facts`. Each reason ends with what to do.
+// libc.so.6), already traced (TracerPid), stopped (State T), strict seccomp, Yama's
+// ptrace_scope 3, or a thread running with a user shadow stack. Fills `facts`. Each reason
+// ends with what to do.
 std::string CheckTarget(pid_t pid, TargetFacts* facts);
+
+// True when the text of a /proc/PID/task/TID/status file says its thread runs with a user
+// shadow stack: `shstk` among the words of its `x86_Thread_features:` line (Linux 6.6+; absent
+// on older kernels: false). Such a thread cannot be borrowed: the return into __restore_rt
+// that the borrowed thread's calls are arranged around (borrowed_thread.h) is not on its
+// shadow stack and raises a control-protection fault that kills the program. Pure function.
+bool StatusShowsShadowStack(const std::string& status_text);
 
 struct InjectionResult {
   bool ok = false;
@@ -106,6 +118,30 @@ std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t
 // kMailboxThreads per call.
 inline constexpr size_t kMailboxThreads = 64;
 bool OfferNewThreads(pid_t pid, uint64_t mailbox_address, const std::vector<ThreadPointer>& threads);
+
+// One line of /proc/PID/maps: [start, end) and its name ("" for an anonymous mapping).
+struct StackMapping {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  std::string name;
+};
+
+// What a borrowed thread needs below its stack pointer: the signal frame (red zone, 1 KiB,
+// the XSAVE area, the ucontext: up to ~5 KiB) and the calls made on the program's stack before
+// the private stack is mapped, with a margin.
+inline constexpr uint64_t kBorrowedStackRoom = 12 * 1024;
+
+// Why a thread whose stack pointer is `sp` may not be borrowed ("" when it may): the frame is
+// written below `sp`, which must therefore be on the thread's own stack, with
+// kBorrowedStackRoom below it in the same mapping. The thread's own stack is, for the main
+// thread (`main_thread`: tid == pid), the mapping the kernel names [stack]; for any other
+// thread, the anonymous mapping that holds its thread pointer (%fs base, its struct pthread:
+// glibc puts it at the top of the thread's stack block, for the stacks it allocates and for
+// those given with pthread_attr_setstack) with `sp` below it. A handler running on an
+// alternate signal stack (malloc'd: [heap] or an arena; mmap'd: another mapping) fails this,
+// so the frame never lands in the program's data. Pure function.
+std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
+                                 uint64_t thread_pointer, uint64_t sp);
 
 // Reads or writes one 32-bit word of the target's memory (process_vm_readv/writev).
 bool ReadTargetWord(pid_t pid, uint64_t address, int32_t* value);

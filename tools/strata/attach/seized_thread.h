@@ -131,10 +131,11 @@ class SeizedThread {
     stopped_ = false;
   }
 
-  // Lets go with the registers the thread has now (the caller arranged them).
-  void DetachAsIs() {
+  // Lets go with the registers the thread has now (the caller arranged them), delivering
+  // `signal` (0: none; a signal-delivery stop's own signal).
+  void DetachAsIs(int signal = 0) {
     if (!seized_) return;
-    ptrace(PTRACE_DETACH, tid_, nullptr, nullptr);
+    ptrace(PTRACE_DETACH, tid_, nullptr, reinterpret_cast<void*>(static_cast<long>(signal)));
     stop_end_ = Clock::now();
     seized_ = false;
     stopped_ = false;

@@ -1,0 +1,57 @@
+// A process whose main thread waits in read(2) on stdin (a call where it may be borrowed)
+// while its other thread holds the loader's write lock: it waits in sigwaitinfo (never
+// borrowed) for SIGUSR2 inside a dl_iterate_phdr callback. A dlopen in the main thread waits
+// for that lock until SIGUSR2 comes. Prints "waiting" when both wait; then, for each line of
+// its stdin, "read N" (N bytes, no EINTR ever: "EINTR" and exit 4); exits 0 at its end.
+// Used by attach_test.sh ("call timeout").
+#define _GNU_SOURCE
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static sigset_t usr2;
+static volatile int in_callback;
+
+static int Callback(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)info, (void)size, (void)data;
+  in_callback = 1;
+  int signal_number = 0;
+  while (sigwait(&usr2, &signal_number) != 0) {
+  }
+  return 1;
+}
+
+static void* HoldLoaderLock(void* unused) {
+  (void)unused;
+  dl_iterate_phdr(Callback, NULL);
+  return NULL;
+}
+
+int main(void) {
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &usr2, NULL);  // Inherited: only sigwait takes it.
+  pthread_t holder;
+  if (pthread_create(&holder, NULL, HoldLoaderLock, NULL) != 0) return 2;
+  while (!in_callback) usleep(1000);
+  static const char ready[] = "waiting\n";
+  write(1, ready, sizeof(ready) - 1);
+  char buffer[256];
+  for (;;) {
+    const ssize_t n = read(0, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) {
+      write(1, "EINTR\n", 6);
+      return 4;
+    }
+    if (n <= 0) break;
+    char line[32];
+    const int length = snprintf(line, sizeof(line), "read %zd\n", n);
+    write(1, line, (size_t)length);
+  }
+  pthread_join(holder, NULL);
+  return 0;
+}
