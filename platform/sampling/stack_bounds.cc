@@ -136,6 +136,16 @@ StackBounds StackBounds::OfCurrentThread() {
   StackBounds bounds;
   bounds.low = mapping.start;
   bounds.high = mapping.end;
+  // The mapping may have been merged with an anonymous rw mapping just above the stack block
+  // (a large malloc chunk; MAP_STACK keeps them apart only from Linux 6.7), which the program
+  // may unmap later: `high` stops at the thread's TCB (glibc's struct pthread, the thread
+  // pointer, placed at the top of the stack block, above the static TLS and every frame).
+  // A stack the program gave holds the TCB too; where it does not lie in this mapping, the
+  // pthread_create wrapper's narrowing to the given stack is the cap.
+  const uintptr_t thread_control_block = reinterpret_cast<uintptr_t>(pthread_self());
+  if (thread_control_block > here && thread_control_block < bounds.high) {
+    bounds.high = thread_control_block;
+  }
   return bounds;
 }
 
@@ -158,6 +168,11 @@ StackBounds StackBounds::OfThread(pthread_t thread) {
   StackBounds bounds;
   bounds.low = reinterpret_cast<uintptr_t>(address);
   bounds.high = bounds.low + size;
+  // As OfCurrentThread(): the frames end below the TCB at the top of the block.
+  const uintptr_t thread_control_block = reinterpret_cast<uintptr_t>(thread);
+  if (thread_control_block > bounds.low && thread_control_block < bounds.high) {
+    bounds.high = thread_control_block;
+  }
   return bounds;
 }
 

@@ -32,9 +32,12 @@ struct StackBounds {
   uintptr_t low = 0;   // Lowest address of the stack (inclusive).
   uintptr_t high = 0;  // One past the highest address (exclusive): where the stack starts.
 
-  // The calling thread's stack: the mapping that holds the caller's frame, which for a stack
-  // glibc allocated is what pthread_getattr_np reports (the guard page below is a mapping of
-  // its own). On the main stack (the mapping that holds __libc_stack_end, whichever thread
+  // The calling thread's stack: the mapping that holds the caller's frame, up to the thread's
+  // TCB (pthread_self(), which glibc places at the top of the stack block, above every frame)
+  // when that lies inside: for a stack glibc allocated, pthread_getattr_np's `low` (the guard
+  // page below is a mapping of its own) and, as `high`, the thread pointer, below its end
+  // (the TCB and static TLS; the mapping can also reach further up, merged with an adjacent
+  // anonymous one the program may unmap). On the main stack (the mapping that holds __libc_stack_end, whichever thread
   // runs on it: a forked child's), OfMainThread(). A stack the program gave
   // (pthread_attr_setstack) may lie inside a larger mapping: pthread_create's wrapper narrows
   // these bounds to the given stack. Empty bounds when /proc/self/maps cannot be read.
@@ -46,7 +49,7 @@ struct StackBounds {
   // interrupted stack pointer and `high`. Empty bounds on failure.
   static StackBounds OfMainThread();
   // The same as OfCurrentThread() for `thread`, which must be alive for the duration of the
-  // call, through glibc's pthread_getattr_np (allocates: see above).
+  // call, through glibc's pthread_getattr_np (allocates: see above), capped at its TCB too.
   static StackBounds OfThread(pthread_t thread);
 
   // The main thread's growable stack, for the sampling handler's headroom check

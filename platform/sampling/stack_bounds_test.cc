@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <limits.h>
 #include <sched.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <cstdint>
@@ -53,17 +54,33 @@ TEST_CASE("StackBounds: the main thread's, read from any thread, are what glibc 
   CHECK(own.high == main_stack.high);
 }
 
+// pthread_getattr_np's stack of `thread`: the whole stack block, TCB and static TLS included.
+StackBounds GlibcStack(pthread_t thread) {
+  pthread_attr_t attributes;
+  if (pthread_getattr_np(thread, &attributes) != 0) return StackBounds();
+  void* address = nullptr;
+  size_t size = 0;
+  pthread_attr_getstack(&attributes, &address, &size);
+  pthread_attr_destroy(&attributes);
+  StackBounds bounds;
+  bounds.low = reinterpret_cast<uintptr_t>(address);
+  bounds.high = bounds.low + size;
+  return bounds;
+}
+
 struct ThreadResult {
   StackBounds bounds;
   uintptr_t local = 0;
   StackBounds glibc;  // pthread_getattr_np's.
+  uintptr_t thread_pointer = 0;  // pthread_self(): glibc's TCB, at the stack block's top.
 };
 
 void* CaptureBounds(void* argument) {
   ThreadResult* result = static_cast<ThreadResult*>(argument);
   result->bounds = StackBounds::OfCurrentThread();
   result->local = AddressOfALocal();
-  result->glibc = StackBounds::OfThread(pthread_self());
+  result->glibc = GlibcStack(pthread_self());
+  result->thread_pointer = reinterpret_cast<uintptr_t>(pthread_self());
   return nullptr;
 }
 
@@ -104,7 +121,8 @@ TEST_CASE("StackBounds: a thread's bounds are its stack, of the size it was give
 
   REQUIRE_FALSE(result.bounds.IsEmpty());
   CHECK(result.bounds.Contains(result.local));
-  CHECK(result.bounds.size() >= kStackSize);
+  // The stack block minus its TCB and static TLS at the top.
+  CHECK(result.bounds.size() >= kStackSize - 64 * 1024);
   CHECK(result.bounds.size() <= kStackSize + 64 * 1024);
   // Not the main thread's stack.
   CHECK_FALSE(result.bounds.Contains(AddressOfALocal()));
@@ -191,9 +209,41 @@ TEST_CASE("StackBounds: a thread's own bounds, read without allocating, are glib
     INFO("stack size " << stack_size);
     REQUIRE_FALSE(result.glibc.IsEmpty());
     CHECK(result.bounds.low == result.glibc.low);
-    CHECK(result.bounds.high == result.glibc.high);
+    // glibc's end is the stack block's; the frames end below the TCB, the thread pointer.
+    CHECK(result.bounds.high == result.thread_pointer);
+    CHECK(result.bounds.high <= result.glibc.high);
+    CHECK(result.bounds.Contains(result.local));
   }
 }
 
+TEST_CASE("StackBounds: a stack inside a larger mapping ends at the thread's TCB",
+          "[platform][sampling]") {
+  // One anonymous rw mapping, its lower half given as a thread's stack: the same /proc/self/maps
+  // view as a glibc stack the kernel merged with an anonymous mapping above it (a large malloc
+  // chunk, on kernels before 6.7), which the program may unmap while the thread runs. glibc
+  // places the TCB at the top of a given stack too; the bounds must end there, below the
+  // upper half.
+  constexpr size_t kHalf = 1024 * 1024;
+  void* mapping = mmap(nullptr, 2 * kHalf, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  REQUIRE(mapping != MAP_FAILED);
+  const uintptr_t upper_half = reinterpret_cast<uintptr_t>(mapping) + kHalf;
+  pthread_attr_t attributes;
+  REQUIRE(pthread_attr_init(&attributes) == 0);
+  REQUIRE(pthread_attr_setstack(&attributes, mapping, kHalf) == 0);
+  ThreadResult result;
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, &attributes, &CaptureBounds, &result) == 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attributes);
+  munmap(mapping, 2 * kHalf);
+
+  REQUIRE_FALSE(result.bounds.IsEmpty());
+  CHECK(result.bounds.low == reinterpret_cast<uintptr_t>(mapping));
+  CHECK(result.bounds.Contains(result.local));
+  CHECK(result.bounds.high == result.thread_pointer);
+  CHECK(result.bounds.high <= upper_half);
+  CHECK_FALSE(result.bounds.Contains(upper_half));
+}
 }  // namespace
 }  // namespace strata
