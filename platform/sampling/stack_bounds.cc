@@ -5,8 +5,8 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
+#include <atomic>
 #include <cstdint>
-
 #include <cstring>
 
 #include "platform/raw_syscall.h"
@@ -18,12 +18,7 @@ namespace {
 
 constexpr uintptr_t kPageSize = 4096;
 
-// The mapping of /proc/self/maps that holds `address`, and the end of the one before it.
-struct Mapping {
-  uintptr_t start = 0;
-  uintptr_t end = 0;
-  uintptr_t previous_end = 0;
-};
+using stack_bounds_internal::MapsLine;
 
 // A hexadecimal number at `*text`, which is moved past it.
 uintptr_t ParseHex(const char** text) {
@@ -34,6 +29,16 @@ uintptr_t ParseHex(const char** text) {
     if (digit < 0) return value;
     value = value * 16 + static_cast<uintptr_t>(digit);
   }
+}
+
+// "start-end " at the head of a maps line; false when the head is not that.
+bool ParseRange(const char* line, uintptr_t* start, uintptr_t* end) {
+  const char* text = line;
+  *start = ParseHex(&text);
+  if (text == line || *text != '-') return false;
+  const char* const end_text = ++text;
+  *end = ParseHex(&text);
+  return text != end_text && *text == ' ' && *start < *end;
 }
 
 // Linux 6.11's PROCMAP_QUERY ioctl on /proc/self/maps (linux/fs.h; defined here for older
@@ -55,18 +60,25 @@ struct ProcmapQuery {
   uint64_t vma_name_addr;
   uint64_t build_id_addr;
 };
+static_assert(sizeof(ProcmapQuery) == 104, "linux/fs.h's struct procmap_query");
 constexpr unsigned long kProcmapQuery = (3UL << 30) | (sizeof(ProcmapQuery) << 16) | ('f' << 8) | 17;
 
-// Reads /proc/self/maps with raw system calls: no allocation, no libc call. With
+std::atomic<bool> g_maps_file_read_forced{false};
+
+long PreadMaps(void* context, char* into, size_t capacity, uint64_t offset) {
+  return RawSyscall(SYS_pread64, *static_cast<const long*>(context), reinterpret_cast<long>(into),
+                    static_cast<long>(capacity), static_cast<long>(offset));
+}
+
+// Asks /proc/self/maps with raw system calls: no allocation, no libc call. With
 // `need_previous` false, first one PROCMAP_QUERY ioctl (Linux 6.11+; ~1 us against ~8 us of
-// CPU for a short file read whole); else, or where the kernel has no such ioctl, line by line
-// ("start-end perms offset dev inode path") into a fixed buffer. False when the file cannot
-// be read or no mapping holds `address`.
-bool FindMapping(uintptr_t address, Mapping* found, bool need_previous) {
-  const long fd = RawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/maps"),
-                             O_RDONLY | O_CLOEXEC);
+// CPU for a short file read whole); else, or where the kernel has no such ioctl, the file's
+// lines (FindInMaps). False when the file cannot be read or no mapping holds `address`.
+bool FindMapping(uintptr_t address, MapsLine* found, bool need_previous) {
+  long fd = RawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/maps"),
+                       O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  if (!need_previous) {
+  if (!need_previous && !g_maps_file_read_forced.load(std::memory_order_relaxed)) {
     ProcmapQuery query = {};
     query.size = sizeof(query);
     query.query_addr = address;
@@ -74,37 +86,11 @@ bool FindMapping(uintptr_t address, Mapping* found, bool need_previous) {
                    reinterpret_cast<long>(&query)) == 0 &&
         query.vma_start <= address && address < query.vma_end) {
       RawSyscall(SYS_close, fd);
-      *found = Mapping{query.vma_start, query.vma_end, 0};
+      *found = MapsLine{query.vma_start, query.vma_end, 0, false};
       return true;
     }
   }
-  char buffer[2048];
-  size_t filled = 0;
-  uintptr_t previous_end = 0;
-  bool done = false, ok = false;
-  while (!done) {
-    const long got = RawSyscall(SYS_read, fd, reinterpret_cast<long>(buffer + filled),
-                                static_cast<long>(sizeof(buffer) - 1 - filled));
-    if (got <= 0) break;
-    filled += static_cast<size_t>(got);
-    buffer[filled] = '\0';
-    const char* line = buffer;
-    const char* newline;
-    while ((newline = static_cast<const char*>(std::memchr(line, '\n', buffer + filled - line)))) {
-      const uintptr_t start = ParseHex(&line);
-      const uintptr_t end = *line == '-' ? (++line, ParseHex(&line)) : 0;
-      if (address >= start && address < end) {
-        *found = Mapping{start, end, previous_end};
-        done = ok = true;
-        break;
-      }
-      previous_end = end;
-      line = newline + 1;
-    }
-    filled = static_cast<size_t>(buffer + filled - line);
-    std::memmove(buffer, line, filled);
-    if (filled == sizeof(buffer) - 1) filled = 0;  // A line longer than the buffer: dropped.
-  }
+  const bool ok = stack_bounds_internal::FindInMaps(&PreadMaps, &fd, address, found);
   RawSyscall(SYS_close, fd);
   return ok;
 }
@@ -112,7 +98,7 @@ bool FindMapping(uintptr_t address, Mapping* found, bool need_previous) {
 // The main thread's stack as glibc's pthread_getattr_np reports it: from the page above
 // __libc_stack_end down to the soft RLIMIT_STACK counted from the mapping's end, or to the
 // mapping below, whichever is higher.
-StackBounds MainStackIn(const Mapping& mapping) {
+StackBounds MainStackIn(const MapsLine& mapping) {
   struct rlimit limit = {RLIM_INFINITY, RLIM_INFINITY};
   RawSyscall(SYS_prlimit64, 0, RLIMIT_STACK, 0, reinterpret_cast<long>(&limit));
   StackBounds bounds;
@@ -126,9 +112,67 @@ StackBounds MainStackIn(const Mapping& mapping) {
 
 }  // namespace
 
+namespace stack_bounds_internal {
+
+bool FindInMaps(MapsReader read, void* context, uintptr_t address, MapsLine* found) {
+  char buffer[kMapsBufferSize];
+  size_t filled = 0;
+  uint64_t offset = 0;
+  // In the tail of a line longer than the buffer (its range was read from its head).
+  bool skipping_tail = false;
+  uintptr_t previous_end = 0;
+  bool previous_known = false;
+  for (;;) {
+    const long got = read(context, buffer + filled, sizeof(buffer) - 1 - filled, offset);
+    if (got <= 0) return false;
+    offset += static_cast<uint64_t>(got);
+    filled += static_cast<size_t>(got);
+    buffer[filled] = '\0';
+    const char* const stop = buffer + filled;
+    const char* line = buffer;
+    if (skipping_tail) {
+      const char* newline = static_cast<const char*>(std::memchr(line, '\n', stop - line));
+      if (newline == nullptr) {
+        filled = 0;
+        continue;
+      }
+      line = newline + 1;
+      skipping_tail = false;
+    }
+    for (;;) {
+      const char* newline = static_cast<const char*>(std::memchr(line, '\n', stop - line));
+      const bool buffer_full = line == buffer && filled == sizeof(buffer) - 1;
+      if (newline == nullptr && !buffer_full) break;  // The rest comes with the next read.
+      // A whole line, or the head of one longer than the buffer (a long path).
+      uintptr_t start = 0, end = 0;
+      const bool parsed = ParseRange(line, &start, &end);
+      if (parsed && address >= start && address < end) {
+        *found = MapsLine{start, end, previous_end, previous_known};
+        return true;
+      }
+      previous_end = end;
+      previous_known = parsed;
+      if (newline == nullptr) {
+        skipping_tail = true;
+        line = stop;
+        break;
+      }
+      line = newline + 1;
+    }
+    filled = static_cast<size_t>(stop - line);
+    std::memmove(buffer, line, filled);
+  }
+}
+
+}  // namespace stack_bounds_internal
+
+void StackBounds::ForceMapsFileReadForTesting(bool forced) {
+  g_maps_file_read_forced.store(forced, std::memory_order_relaxed);
+}
+
 StackBounds StackBounds::OfCurrentThread() {
   const uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  Mapping mapping;
+  MapsLine mapping;
   if (!FindMapping(here, &mapping, /*need_previous=*/false)) return StackBounds();
   // The main stack (also a forked child's, whatever thread forked it, is told by the address).
   const uintptr_t main_inside = reinterpret_cast<uintptr_t>(__libc_stack_end);
@@ -150,8 +194,9 @@ StackBounds StackBounds::OfCurrentThread() {
 }
 
 StackBounds StackBounds::OfMainThread() {
-  Mapping mapping;
-  if (!FindMapping(reinterpret_cast<uintptr_t>(__libc_stack_end), &mapping, true)) {
+  MapsLine mapping;
+  if (!FindMapping(reinterpret_cast<uintptr_t>(__libc_stack_end), &mapping, true) ||
+      !mapping.previous_known) {
     return StackBounds();
   }
   return MainStackIn(mapping);
@@ -177,8 +222,9 @@ StackBounds StackBounds::OfThread(pthread_t thread) {
 }
 
 StackBounds StackBounds::MainStackReach() {
-  Mapping mapping;
-  if (!FindMapping(reinterpret_cast<uintptr_t>(__libc_stack_end), &mapping, true)) {
+  MapsLine mapping;
+  if (!FindMapping(reinterpret_cast<uintptr_t>(__libc_stack_end), &mapping, true) ||
+      !mapping.previous_known) {
     return StackBounds();
   }
   constexpr uintptr_t kStackGuardGap = 256 * kPageSize;

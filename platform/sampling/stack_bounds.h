@@ -59,6 +59,10 @@ struct StackBounds {
   // guard gap (256 pages, its default). Empty bounds on failure.
   static StackBounds MainStackReach();
 
+  // Test hook: true makes OfCurrentThread() read the file's lines as on kernels before 6.11
+  // (no PROCMAP_QUERY ioctl). Thread-safe; set it while no other thread reads bounds.
+  static void ForceMapsFileReadForTesting(bool forced);
+
   bool IsEmpty() const { return high <= low; }
   size_t size() const { return IsEmpty() ? 0 : high - low; }
   // The part of these bounds inside `other`; these when `other` is empty, `other` when these
@@ -78,6 +82,33 @@ struct StackBounds {
   }
 };
 
+// The /proc/self/maps line parser, separate for its unit test. Allocates nothing, calls
+// nothing but `read`; async-signal-safe when `read` is.
+namespace stack_bounds_internal {
+
+// The bytes FindInMaps reads at once, on the caller's stack.
+inline constexpr size_t kMapsBufferSize = 2048;
+
+// One line of /proc/self/maps ("start-end perms offset dev inode path") and the end of the
+// line before it.
+struct MapsLine {
+  uintptr_t start = 0;
+  uintptr_t end = 0;
+  uintptr_t previous_end = 0;
+  bool previous_known = false;  // False for the first line (or an unparsable one before).
+};
+
+// Reads up to `capacity` bytes of the file at `offset` into `into`: the count, 0 at its end,
+// negative on error.
+using MapsReader = long (*)(void* context, char* into, size_t capacity, uint64_t offset);
+
+// Finds the line whose [start, end) holds `address`, reading the file from offset 0 through
+// `read` into a kMapsBufferSize buffer. A line longer than the buffer (a long path) is parsed
+// from its head and its tail skipped, never taken for a line of its own. False when no line
+// holds `address` or `read` fails.
+bool FindInMaps(MapsReader read, void* context, uintptr_t address, MapsLine* found);
+
+}  // namespace stack_bounds_internal
 }  // namespace strata
 
 #endif  // STRATA_PLATFORM_SAMPLING_STACK_BOUNDS_H_

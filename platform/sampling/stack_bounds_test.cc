@@ -5,8 +5,11 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <utility>
 
 #include "catch2/catch.hpp"
@@ -191,8 +194,19 @@ TEST_CASE("StackBounds: Contains and ContainsRange are half-open and overflow-sa
   CHECK_FALSE(StackBounds().Contains(0));
 }
 
+// Runs the enclosing test once with the PROCMAP_QUERY ioctl (where the kernel has it) and
+// once reading the file's lines, as on kernels before 6.11.
+#define FOR_BOTH_MAPS_READS()                                                   \
+  const bool maps_file_read_forced = GENERATE(false, true);                     \
+  INFO("maps file read forced: " << maps_file_read_forced);                     \
+  StackBounds::ForceMapsFileReadForTesting(maps_file_read_forced);              \
+  struct ResetMapsRead {                                                        \
+    ~ResetMapsRead() { StackBounds::ForceMapsFileReadForTesting(false); }       \
+  } reset_maps_read
+
 TEST_CASE("StackBounds: a thread's own bounds, read without allocating, are glibc's",
           "[platform][sampling]") {
+  FOR_BOTH_MAPS_READS();
   // Read from /proc/self/maps (the mapping that holds the frame), they equal what glibc's
   // pthread_getattr_np reports for stacks it allocated, of every size (last in this file:
   // glibc's stack cache may hand a later thread one of these larger stacks).
@@ -218,6 +232,7 @@ TEST_CASE("StackBounds: a thread's own bounds, read without allocating, are glib
 
 TEST_CASE("StackBounds: a stack inside a larger mapping ends at the thread's TCB",
           "[platform][sampling]") {
+  FOR_BOTH_MAPS_READS();
   // One anonymous rw mapping, its lower half given as a thread's stack: the same /proc/self/maps
   // view as a glibc stack the kernel merged with an anonymous mapping above it (a large malloc
   // chunk, on kernels before 6.7), which the program may unmap while the thread runs. glibc
@@ -245,5 +260,75 @@ TEST_CASE("StackBounds: a stack inside a larger mapping ends at the thread's TCB
   CHECK(result.bounds.high <= upper_half);
   CHECK_FALSE(result.bounds.Contains(upper_half));
 }
+TEST_CASE("StackBounds: the main thread's, read both ways, are glibc's", "[platform][sampling]") {
+  FOR_BOTH_MAPS_READS();
+  const StackBounds glibc = GlibcStack(pthread_self());
+  const StackBounds own = StackBounds::OfCurrentThread();
+  CHECK(own.low == glibc.low);
+  CHECK(own.high == glibc.high);
+  const StackBounds reach = StackBounds::MainStackReach();
+  REQUIRE_FALSE(reach.IsEmpty());
+  CHECK(reach.Contains(AddressOfALocal()));
+  CHECK(reach.low <= glibc.low);
+}
+
+// A maps file served from a string, at most `chunk` bytes per read.
+struct SyntheticMaps {
+  std::string text;
+  size_t chunk = 0;
+};
+
+long ReadSyntheticMaps(void* context, char* into, size_t capacity, uint64_t offset) {
+  const auto* maps = static_cast<const SyntheticMaps*>(context);
+  if (offset >= maps->text.size()) return 0;
+  const size_t count = std::min({capacity, maps->chunk, maps->text.size() - offset});
+  std::memcpy(into, maps->text.data() + offset, count);
+  return static_cast<long>(count);
+}
+
+TEST_CASE("StackBounds: a maps line longer than the buffer is skipped whole",
+          "[platform][sampling]") {
+  using stack_bounds_internal::FindInMaps;
+  using stack_bounds_internal::kMapsBufferSize;
+  using stack_bounds_internal::MapsLine;
+  // A 3000-byte path made of what looks like maps lines: read from the middle of that line
+  // (as before the fix, after the buffer filled), its text would be taken for mappings that
+  // hold the address.
+  std::string long_path = "/tmp/";
+  while (long_path.size() < 3000) long_path += "x\n7000-9000 rw-p 0 00:00 0 /";
+  for (char& c : long_path) {
+    if (c == '\n') c = '_';
+  }
+  // No newline in the path: "_" instead; the fake ranges still parse after a mid-line start.
+  SyntheticMaps maps;
+  maps.text = "1000-2000 r--p 00000000 00:00 0\n"
+              "3000-4000 r--p 00000000 08:01 12 " + long_path + "\n"
+              "8000-a000 rw-p 00000000 00:00 0 [stack]\n"
+              "b000-c000 rw-p 00000000 00:00 0\n";
+  REQUIRE(long_path.size() > kMapsBufferSize);
+  for (const size_t chunk : {size_t{1}, size_t{7}, size_t{100}, size_t{1000}, kMapsBufferSize}) {
+    INFO("read chunk " << chunk);
+    maps.chunk = chunk;
+    MapsLine found;
+    REQUIRE(FindInMaps(&ReadSyntheticMaps, &maps, 0x8800, &found));
+    CHECK(found.start == 0x8000);
+    CHECK(found.end == 0xa000);
+    CHECK(found.previous_known);
+    CHECK(found.previous_end == 0x4000);
+    // The long line itself, found from its head.
+    REQUIRE(FindInMaps(&ReadSyntheticMaps, &maps, 0x3800, &found));
+    CHECK(found.start == 0x3000);
+    CHECK(found.previous_end == 0x2000);
+    // The first line: nothing before it.
+    REQUIRE(FindInMaps(&ReadSyntheticMaps, &maps, 0x1000, &found));
+    CHECK_FALSE(found.previous_known);
+    // Between lines, and past the last: nothing.
+    CHECK_FALSE(FindInMaps(&ReadSyntheticMaps, &maps, 0x7000, &found));
+    CHECK_FALSE(FindInMaps(&ReadSyntheticMaps, &maps, 0xd000, &found));
+    REQUIRE(FindInMaps(&ReadSyntheticMaps, &maps, 0xb000, &found));
+    CHECK(found.previous_end == 0xa000);
+  }
+}
+
 }  // namespace
 }  // namespace strata
