@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 
+#include "platform/private_fd.h"
 #include "platform/raw_syscall.h"
 
 extern "C" void* __libc_stack_end;  // glibc: the initial stack pointer's page, roughly.
@@ -65,6 +67,42 @@ constexpr unsigned long kProcmapQuery = (3UL << 30) | (sizeof(ProcmapQuery) << 1
 
 std::atomic<bool> g_maps_file_read_forced{false};
 
+// The process-wide /proc/self/maps descriptor (OpenSharedMapsDescriptor): its number and the
+// process that opened it, packed so that a reader sees a matching pair (an inherited one
+// names the parent's maps), and its identity (fstat), written before the pair is published.
+std::atomic<uint64_t> g_shared_maps{~uint64_t{0}};
+std::atomic<uint64_t> g_shared_maps_device{0};
+std::atomic<uint64_t> g_shared_maps_inode{0};
+
+uint64_t PackSharedMaps(long fd, long pid) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(pid)) << 32) | static_cast<uint32_t>(fd);
+}
+
+bool StatDescriptor(long fd, uint64_t* device, uint64_t* inode) {
+  struct stat status;
+  if (RawSyscall(SYS_fstat, fd, reinterpret_cast<long>(&status)) != 0) return false;
+  *device = status.st_dev;
+  *inode = status.st_ino;
+  return true;
+}
+
+// The shared descriptor when this process opened it and its number still names it, else -1.
+long SharedMapsDescriptor() {
+  const uint64_t packed = g_shared_maps.load(std::memory_order_acquire);
+  if (packed == ~uint64_t{0}) return -1;
+  const long fd = static_cast<long>(static_cast<uint32_t>(packed));
+  if (static_cast<uint32_t>(packed >> 32) != static_cast<uint32_t>(RawSyscall(SYS_getpid))) {
+    return -1;  // Inherited across fork: the parent's maps.
+  }
+  uint64_t device = 0, inode = 0;
+  if (!StatDescriptor(fd, &device, &inode) ||
+      device != g_shared_maps_device.load(std::memory_order_relaxed) ||
+      inode != g_shared_maps_inode.load(std::memory_order_relaxed)) {
+    return -1;  // The program closed it (and may have reopened the number).
+  }
+  return fd;
+}
+
 long PreadMaps(void* context, char* into, size_t capacity, uint64_t offset) {
   return RawSyscall(SYS_pread64, *static_cast<const long*>(context), reinterpret_cast<long>(into),
                     static_cast<long>(capacity), static_cast<long>(offset));
@@ -75,8 +113,12 @@ long PreadMaps(void* context, char* into, size_t capacity, uint64_t offset) {
 // CPU for a short file read whole); else, or where the kernel has no such ioctl, the file's
 // lines (FindInMaps). False when the file cannot be read or no mapping holds `address`.
 bool FindMapping(uintptr_t address, MapsLine* found, bool need_previous) {
-  long fd = RawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/maps"),
-                       O_RDONLY | O_CLOEXEC);
+  long fd = SharedMapsDescriptor();
+  const bool shared = fd >= 0;
+  if (!shared) {
+    fd = RawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/maps"),
+                    O_RDONLY | O_CLOEXEC);
+  }
   if (fd < 0) return false;
   if (!need_previous && !g_maps_file_read_forced.load(std::memory_order_relaxed)) {
     ProcmapQuery query = {};
@@ -85,13 +127,13 @@ bool FindMapping(uintptr_t address, MapsLine* found, bool need_previous) {
     if (RawSyscall(SYS_ioctl, fd, static_cast<long>(kProcmapQuery),
                    reinterpret_cast<long>(&query)) == 0 &&
         query.vma_start <= address && address < query.vma_end) {
-      RawSyscall(SYS_close, fd);
+      if (!shared) RawSyscall(SYS_close, fd);
       *found = MapsLine{query.vma_start, query.vma_end, 0, false};
       return true;
     }
   }
   const bool ok = stack_bounds_internal::FindInMaps(&PreadMaps, &fd, address, found);
-  RawSyscall(SYS_close, fd);
+  if (!shared) RawSyscall(SYS_close, fd);
   return ok;
 }
 
@@ -165,6 +207,38 @@ bool FindInMaps(MapsReader read, void* context, uintptr_t address, MapsLine* fou
 }
 
 }  // namespace stack_bounds_internal
+
+bool StackBounds::OpenSharedMapsDescriptor(bool above_soft_limit_helper_allowed) {
+  if (SharedMapsDescriptor() >= 0) return true;
+  // One inherited from the parent (a forked child's) names the parent's maps: closed when its
+  // number still names it (the identity recorded in the parent is this memory's copy).
+  const uint64_t inherited = g_shared_maps.exchange(~uint64_t{0}, std::memory_order_acq_rel);
+  if (inherited != ~uint64_t{0}) {
+    const long inherited_fd = static_cast<long>(static_cast<uint32_t>(inherited));
+    uint64_t device = 0, inode = 0;
+    if (StatDescriptor(inherited_fd, &device, &inode) &&
+        device == g_shared_maps_device.load(std::memory_order_relaxed) &&
+        inode == g_shared_maps_inode.load(std::memory_order_relaxed)) {
+      RawSyscall(SYS_close, inherited_fd);
+    }
+  }
+  if (!above_soft_limit_helper_allowed) return false;
+  const long opened = RawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/maps"),
+                                 O_RDONLY | O_CLOEXEC);
+  if (opened < 0) return false;
+  const int fd = MoveDescriptorAboveSoftLimit(static_cast<int>(opened));
+  uint64_t device = 0, inode = 0;
+  if (fd < 0 || !StatDescriptor(fd, &device, &inode)) {
+    // Kept in the program's range for good it would take one of its descriptors: each query
+    // opens its own instead.
+    RawSyscall(SYS_close, fd < 0 ? opened : fd);
+    return false;
+  }
+  g_shared_maps_device.store(device, std::memory_order_relaxed);
+  g_shared_maps_inode.store(inode, std::memory_order_relaxed);
+  g_shared_maps.store(PackSharedMaps(fd, RawSyscall(SYS_getpid)), std::memory_order_release);
+  return true;
+}
 
 void StackBounds::ForceMapsFileReadForTesting(bool forced) {
   g_maps_file_read_forced.store(forced, std::memory_order_relaxed);

@@ -11,8 +11,8 @@
 // start routine: docs/host-contract.md): OfCurrentThread() with one PROCMAP_QUERY ioctl
 // where the kernel has it (Linux 6.11+; ~1.4 us of CPU here), else, like the other two, by
 // reading the file into a fixed 2 KiB buffer on the caller's stack (~8 us for 25 mappings,
-// more for more). They open a descriptor for that long (the lowest free number, as any open
-// does).
+// more for more). They use the descriptor OpenSharedMapsDescriptor() opened, else open one
+// for that long (the lowest free number, as any open does).
 // OfThread() calls glibc's pthread_getattr_np, which allocates through the program's malloc:
 // only for another thread, from Strata's own threads (attach).
 // Async-signal safety: none of the four is meant for a signal handler (they ask a
@@ -58,6 +58,19 @@ struct StackBounds {
   // it can grow to whatever the limit: the end of the mapping below plus the kernel's stack
   // guard gap (256 pages, its default). Empty bounds on failure.
   static StackBounds MainStackReach();
+
+  // Opens the process-wide /proc/self/maps descriptor the three functions above use from then
+  // on (the ioctl ignores the file position; the file is read with pread from offset 0):
+  // close-on-exec, moved above the soft RLIMIT_NOFILE (MoveDescriptorAboveSoftLimit, a helper
+  // process: `above_soft_limit_helper_allowed` false where a seccomp filter may kill it).
+  // Where that is not possible, none is kept and each query opens its own for its length (the
+  // lowest free number, as any open does), as before the first call. Checked before each use
+  // by process (an inherited one names the parent's maps: a forked child queries with its own
+  // until it calls this again, which closes the inherited one and opens its own) and identity
+  // (fstat: a number the program closed or reused is never used). Returns whether one is held.
+  // Call at session start, not on a program thread's path: thread-safe (one caller at a time)
+  // but not async-signal-safe, and it may allocate (clone's helper stack is Strata's).
+  static bool OpenSharedMapsDescriptor(bool above_soft_limit_helper_allowed);
 
   // Test hook: true makes OfCurrentThread() read the file's lines as on kernels before 6.11
   // (no PROCMAP_QUERY ioctl). Thread-safe; set it while no other thread reads bounds.

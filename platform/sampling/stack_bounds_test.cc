@@ -3,7 +3,11 @@
 #include <pthread.h>
 #include <limits.h>
 #include <sched.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +15,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "catch2/catch.hpp"
 
@@ -328,6 +333,79 @@ TEST_CASE("StackBounds: a maps line longer than the buffer is skipped whole",
     REQUIRE(FindInMaps(&ReadSyntheticMaps, &maps, 0xb000, &found));
     CHECK(found.previous_end == 0xa000);
   }
+}
+
+void* CaptureBoundsInChild(void* argument) {
+  auto* bounds = static_cast<StackBounds*>(argument);
+  *bounds = StackBounds::OfCurrentThread();
+  return nullptr;
+}
+
+// In a forked child: a thread's stack (a mapping the parent does not have) found with the
+// descriptor the child asks through, then with the one it opens itself. The exit status
+// says which step failed.
+int ChildFindsItsOwnThreadsStack() {
+  for (int step = 1; step <= 2; ++step) {
+    if (step == 2 && !StackBounds::OpenSharedMapsDescriptor(true)) return 10;
+    // A stack size glibc's stack cache (stacks the parent mapped) cannot serve: under 4
+    // times the request, none of the stacks before is that large.
+    pthread_attr_t attributes;
+    if (pthread_attr_init(&attributes) != 0 ||
+        pthread_attr_setstacksize(&attributes, 40 * 1024 * 1024) != 0) {
+      return 30;
+    }
+    StackBounds bounds;
+    pthread_t thread;
+    if (pthread_create(&thread, &attributes, &CaptureBoundsInChild, &bounds) != 0) return 20;
+    pthread_join(thread, nullptr);
+    pthread_attr_destroy(&attributes);
+    if (bounds.IsEmpty()) return step;
+  }
+  return 0;
+}
+
+TEST_CASE("StackBounds: one process-wide maps descriptor, above the soft limit, per process",
+          "[platform][sampling]") {
+  FOR_BOTH_MAPS_READS();
+  // A small soft limit the shared descriptor is placed above, then every number below it
+  // taken: the queries still work (each opened its own descriptor before: EMFILE).
+  struct rlimit original;
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &original) == 0);
+  struct rlimit small = original;
+  small.rlim_cur = 64;
+  if (original.rlim_max <= 64 || setrlimit(RLIMIT_NOFILE, &small) != 0) {
+    WARN("cannot lower the soft descriptor limit: not tested");
+    return;
+  }
+  const bool held = StackBounds::OpenSharedMapsDescriptor(true);
+  std::vector<int> fillers;
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers.push_back(fd);
+  const StackBounds own = StackBounds::OfCurrentThread();
+  const StackBounds main_stack = StackBounds::OfMainThread();
+  const StackBounds reach = StackBounds::MainStackReach();
+  for (const int fd : fillers) close(fd);
+  // A forked child never asks the parent's maps through the inherited descriptor (still
+  // under the small limit, above which the child's own can be placed).
+  int status = -1;
+  if (held) {
+    const pid_t child = fork();
+    if (child == 0) _exit(ChildFindsItsOwnThreadsStack());
+    if (child < 0 || waitpid(child, &status, 0) != child) status = -1;
+  }
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &original) == 0);
+  if (!held) {
+    WARN("no descriptor above the soft limit here (hard limit reached?): not tested");
+    return;
+  }
+  CHECK_FALSE(fillers.empty());
+  CHECK(own.Contains(AddressOfALocal()));
+  CHECK(main_stack.Contains(AddressOfALocal()));
+  CHECK(reach.Contains(AddressOfALocal()));
+  // Opened once: a second call keeps it.
+  CHECK(StackBounds::OpenSharedMapsDescriptor(true));
+
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 }  // namespace
