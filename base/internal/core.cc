@@ -51,6 +51,7 @@
 #include "platform/sampling/libunwind_walker.h"
 #include "platform/sampling/libunwind_imports.h"
 #include "platform/sampling/sampling_signal.h"
+#include "platform/sampling/seccomp_probe.h"
 #include "platform/sampling/stack_bounds.h"
 #include "platform/sampling/thread_sampling_timer.h"
 #include "shared/buffer/local_limit_chunk_manager.h"
@@ -153,6 +154,10 @@ size_t ChunkBytesFor(size_t limit) {
 
 void StartLocked(Session& session, const ProfilerSettings& settings) {
   WarmUpLibunwindForSampling();  // Before any thread can be sampled.
+  // The /proc/self/maps descriptor new threads' registrations read their stack bounds with,
+  // opened here rather than on a program thread (above the program's soft descriptor limit,
+  // by a helper process a seccomp filter could kill: none then).
+  StackBounds::OpenSharedMapsDescriptor(CurrentSeccompMode() == SeccompMode::kNone);
   const size_t limit = static_cast<size_t>(settings.buffer_megabytes) << 20;
   auto manager = std::make_unique<LocalLimitChunkManager>(
       limit, static_cast<BufferChunk::Length>(ChunkBytesFor(limit)));
