@@ -152,6 +152,41 @@ TEST_CASE("pprof decodes with the profile.proto schema, same sample total") {
   CHECK_FALSE(DecodePprof(std::string("\x0a\xff\xff", 3), &garbage, &error));
 }
 
+TEST_CASE("pprof heap profile: allocated and in-use objects and bytes of the native allocations") {
+  Profile profile = TestProfile();
+  Thread& thread = profile.threads[0];
+  REQUIRE(thread.stack_prefix.size() >= 2);
+  // 0x10 allocated at stack 0, freed, then allocated again at stack 1; 0x20 never freed.
+  thread.native_allocations = {{1.0, 1000, 0x10, 0}, {2.0, 500, 0x20, 1}, {3.0, -1000, 0x10, 1},
+                               {4.0, 700, 0x10, 1}};
+  for (const Weight weight : {Weight::kBytes, Weight::kRetained}) {
+    PprofProfile decoded;
+    std::string error;
+    REQUIRE(DecodePprof(PprofProtobuf(profile, weight), &decoded, &error));
+    CHECK(ValidatePprof(decoded) == "");
+    REQUIRE(decoded.sample_types.size() == 4);
+    std::vector<std::string> types;
+    for (const auto& t : decoded.sample_types) {
+      types.push_back(decoded.strings[static_cast<size_t>(t.type)] + "/" +
+                      decoded.strings[static_cast<size_t>(t.unit)]);
+    }
+    CHECK(types == std::vector<std::string>{"alloc_objects/count", "alloc_space/bytes", "inuse_objects/count",
+                                            "inuse_space/bytes"});
+    CHECK(PprofTotal(decoded, 0) == 3);
+    CHECK(PprofTotal(decoded, 1) == 2200);
+    CHECK(PprofTotal(decoded, 2) == 2);
+    CHECK(PprofTotal(decoded, 3) == 1200);
+    CHECK(decoded.strings[static_cast<size_t>(decoded.default_sample_type)] ==
+          (weight == Weight::kBytes ? "alloc_space" : "inuse_space"));
+    CHECK(decoded.strings[static_cast<size_t>(decoded.period_type.type)] == "space");
+    // Per stack: the freed allocation at stack 0 is allocated, not in use.
+    for (const auto& sample : decoded.samples) {
+      if (sample.values[1] == 1000) CHECK(sample.values[3] == 0);
+      if (sample.values[1] == 1200) CHECK(sample.values[3] == 1200);
+    }
+  }
+}
+
 TEST_CASE("pprof: a function and the functions inlined into it are one location's lines") {
   // main > malloc > tcache_get (inlined into malloc: inlineDepth 1, as strata symbolicate
   // writes it).
