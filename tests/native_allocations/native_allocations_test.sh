@@ -16,6 +16,8 @@
 #     output, no nested entry into its allocator, its function's bytes within 5 %.
 #   - `strata summary --weight bytes|retained` gives the same functions' totals, and so does
 #     `go tool pprof` (alloc_space, inuse_space) of `strata convert --to pprof --weight retained`;
+#   - `strata report` opens on bytes allocated, and --weight retained shows LeakSome alone, in
+#     headless Chromium (when installed);
 #   - the hooks without the feature record nothing; a bad STRATA_ALLOC_INTERVAL is reported
 #     with the accepted range and the default is kept.
 source "$(dirname "$0")/../scenario_lib.sh"
@@ -214,6 +216,54 @@ PY
     fail "go tool pprof: alloc_space and inuse_space"
     head -20 "$WORK/pprof.inuse_space" | sed 's/^/    /'
   fi
+fi
+
+# strata report of the recorded profile: it opens on bytes allocated (a profile with native
+# allocations); loaded by headless Chromium (as tests/cli/report_browser_test.sh does), the
+# page's script finishes (status ready, no console message), its table weighs bytes allocated
+# and lists the allocating functions; with --weight retained, LeakSome and no function that
+# leaks nothing.
+browser="$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)"
+if [[ -z "$browser" ]]; then
+  echo "  (no Chromium: the report's bytes views were not loaded in a browser; tools/setup.sh installs it)"
+else
+  for weight in default retained; do
+    report_args=()
+    [[ $weight == default ]] || report_args=(--weight "$weight")
+    "$STRATA" report "$WORK/recorded.json" "${report_args[@]}" -o "$WORK/report.html" 2>"$WORK/report.err" ||
+      fail "strata report ${report_args[*]}: status $? ($(head -c 300 "$WORK/report.err"))"
+    timeout 90 "$browser" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
+      --no-default-browser-check --disable-extensions --user-data-dir="$WORK/chrome-profile" \
+      --enable-logging=stderr --v=0 --dump-dom "file://$WORK/report.html" >"$WORK/dom.$weight.html" \
+      2>"$WORK/chrome.$weight.err"
+    if [[ ! -s "$WORK/dom.$weight.html" ]]; then
+      echo "  (Chromium could not run here: the report's bytes views were not loaded)"
+      break
+    fi
+    table=$(python3 -c 'import re, sys
+m = re.search(r"<table id=\"top\">.*?</table>", open(sys.argv[1]).read(), re.S)
+print(m.group(0) if m else "")' "$WORK/dom.$weight.html")
+    words="bytes allocated"
+    [[ $weight == retained ]] && words="bytes retained"
+    if grep -q 'data-state="ready"' "$WORK/dom.$weight.html" && ! grep -q ":CONSOLE" "$WORK/chrome.$weight.err" &&
+        grep -q "<span id=\"top-scope\" class=\"hint\">[^<]*$words" "$WORK/dom.$weight.html"; then
+      pass "strata report ($weight): ready, silent, the table weighs $words"
+    else
+      fail "strata report ($weight): $(grep -o '<div id="status"[^<]*' "$WORK/dom.$weight.html"; grep -o '<span id="top-scope"[^<]*' "$WORK/dom.$weight.html"; grep ":CONSOLE" "$WORK/chrome.$weight.err" | head -3)"
+    fi
+    if [[ $weight == default ]]; then
+      missing=""
+      for name in AllocateSmall AllocateMedium AllocateLarge AllocateMixed LeakSome; do
+        grep -q "$name" <<<"$table" || missing+=" $name"
+      done
+      [[ -z "$missing" ]] && pass "strata report: the bytes table lists the allocating functions" ||
+        fail "strata report: the bytes table misses$missing"
+    elif grep -q LeakSome <<<"$table" && ! grep -q -e AllocateSmall -e AllocateMedium -e AllocateLarge <<<"$table"; then
+      pass "strata report --weight retained: LeakSome, and no function that leaks nothing"
+    else
+      fail "strata report --weight retained: the table does not show LeakSome alone among the workers' functions"
+    fi
+  done
 fi
 
 unset STRATA_ALLOC_INTERVAL

@@ -382,6 +382,42 @@ TEST_CASE("The report has a weight control and wall, CPU and sample weights per 
   }
 }
 
+TEST_CASE("The report weighs native allocations by bytes allocated and retained") {
+  Profile profile = TestProfile();
+  Thread& thread = profile.threads[0];
+  REQUIRE(thread.stack_prefix.size() >= 2);
+  // 0x10 allocated at stack 0 and freed, then again at stack 1; 0x20 never freed.
+  thread.native_allocations = {{1.0, 1000, 0x10, 0}, {2.0, 500, 0x20, 1}, {3.0, -1000, 0x10, 1},
+                               {4.0, 700, 0x10, 1}};
+  ReportOptions options;
+  options.weight = Weight::kBytes;
+  const std::string html = ReportHtml(profile, "a.json", options);
+  const std::string open = "<script type=\"application/json\" id=\"strata-data\">";
+  const size_t at = html.find(open);
+  REQUIRE(at != std::string::npos);
+  rapidjson::Document data;
+  data.Parse(html.substr(at + open.size(), html.find("</script>", at) - at - open.size()).c_str());
+  REQUIRE_FALSE(data.HasParseError());
+  CHECK(data["allocations"].GetBool());
+  CHECK(std::string(data["weight"].GetString()) == "bytes");
+  const auto& t = data["threads"][0];
+  REQUIRE(t.HasMember("ab"));
+  REQUIRE(t["at"].Size() == 3);  // The allocations, not the free.
+  int64_t allocated = 0, retained = 0;
+  for (const auto& v : t["ab"].GetArray()) allocated += v.GetInt64();
+  for (const auto& v : t["ar"].GetArray()) retained += v.GetInt64();
+  CHECK(allocated == 2200);
+  CHECK(retained == 1200);
+  for (const auto& s : t["as"].GetArray()) {
+    CHECK(s.GetInt() >= 0);
+    CHECK(s.GetInt() < static_cast<int>(t["sp"].Size()));  // Their stacks are in the table.
+  }
+  // A profile without allocations offers no bytes.
+  const std::string plain = ReportHtml(TestProfile(), "p.json", ReportOptions());
+  CHECK(plain.find("\"allocations\":false") != std::string::npos);
+  CHECK(plain.find("\"ab\"") == std::string::npos);
+}
+
 TEST_CASE("The report is one self-contained page with the data") {
   const Profile profile = TestProfile();
   const std::string html = ReportHtml(profile, "p.json", ReportOptions());

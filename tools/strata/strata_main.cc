@@ -5,7 +5,7 @@
 //   strata summary FILE... [--top N] [--weight wall|cpu|samples|bytes|retained] [--tree] [FILTERS]
 //   strata tree FILE [--weight wall|cpu|samples] [--depth N] [--min-percent P] [FILTERS]
 //   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples|bytes|retained] [FILTERS]
-//   strata report FILE [-o report.html] [--weight wall|cpu|samples] [FILTERS]
+//   strata report FILE [-o report.html] [--weight wall|cpu|samples|bytes|retained] [FILTERS]
 //   strata view FILE [--port N] [--no-open] [FILTERS]
 // FILTERS: --pid, --tid, --process, --thread, --range (filter_options.h).
 // Arguments are parsed with CLI11 (Debian libcli11-dev, header-only).
@@ -252,16 +252,21 @@ int RunConvert(const std::string& input, const std::string& format, const std::s
   return 0;
 }
 
-int RunReport(const std::string& input, const std::string& output, const ReportOptions& options,
-              const ProfileFilter& filter) {
-  if (IsAllocationWeight(options.weight)) {
-    std::fprintf(stderr, "strata report: --weight %s is for strata summary only (accepted here: wall, cpu, "
-                 "samples)\n", WeightName(options.weight));
-    return 2;
-  }
+// `weight_given`: --weight was on the command line; without it a profile with native
+// allocations opens on bytes allocated.
+int RunReport(const std::string& input, const std::string& output, ReportOptions options,
+              const ProfileFilter& filter, bool weight_given) {
   Profile profile;
   std::string note;
   if (const int status = LoadFilteredProfile("report", input, filter, &profile, &note); status != 0) return status;
+  const bool allocations = std::any_of(profile.threads.begin(), profile.threads.end(),
+                                       [](const Thread& t) { return !t.native_allocations.empty(); });
+  if (IsAllocationWeight(options.weight) && !allocations) {
+    std::fprintf(stderr, "strata report: --weight %s: %s has no native allocations (record with --features "
+                 "nativeallocations)\n", WeightName(options.weight), TerminalSafe(input).c_str());
+    return 1;
+  }
+  if (!weight_given && allocations) options.weight = Weight::kBytes;
   if (!note.empty()) std::fprintf(stderr, "strata report: %s\n", note.c_str());
   NoteCpuFallback("report", profile, options.weight);
   std::string error;
@@ -472,7 +477,8 @@ int Main(int argc, char** argv) {
   std::string report_weight;
   report_command->add_option("--weight", report_weight,
                              "What the flame graph and the table weigh when the page opens (a control in the "
-                             "page switches it): wall (default), cpu or samples")
+                             "page switches it): wall (default), cpu or samples; bytes or retained: the native "
+                             "allocations' bytes allocated or retained (the default for a profile with them)")
       ->check(CLI::Validator(CheckWeight, "WEIGHT"));
 
   // `record ... -- CMD ARGS`: everything after the first "--" is the command, untouched
@@ -614,7 +620,7 @@ int Main(int argc, char** argv) {
   }
   if (*report_command) {
     report_options.weight = WeightOr(report_weight, Weight::kWall);
-    return RunReport(report_input, report_output, report_options, report_filter);
+    return RunReport(report_input, report_output, report_options, report_filter, !report_weight.empty());
   }
   if (*view_command) {
     view_options.open_browser = !view_no_open;
