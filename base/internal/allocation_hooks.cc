@@ -12,10 +12,13 @@
 // Why a library of its own: a program profiled without the feature does not load it, and pays
 // nothing; and libstrata_base.so must stay small (docs/benchmarks.md, size budget).
 //
-// Cost when no session with the feature runs: the forwarding call and one relaxed load
-// (g_native_allocation_interval). With it: a thread-local countdown of bytes (no lock, no
-// atomic read-modify-write, no system call) for an allocation that is not sampled; a free
-// adds one relaxed load of the live set's filter. A sampled allocation (bytes-weighted
+// Cost when no session with the feature runs: a jump to the next definition (a tail call)
+// and one relaxed load (g_native_allocation_interval). With it: a thread-local countdown of
+// bytes (no lock, no atomic read-modify-write, no system call) for an allocation that is not
+// sampled, decided before the forwarded call from the size alone; a free adds one relaxed load
+// of the live set's filter. Every other path is out of line. When libstdc++'s operator new and
+// delete come next, the hooks' plain, array and nothrow forms call the next malloc and free
+// themselves, as libstdc++'s would (g_new_is_malloc): one hook per call, not three. A sampled allocation (bytes-weighted
 // Poisson sampling: each byte is sampled with probability 1/R) is recorded by
 // RecordNativeAllocation (libstrata_base.so) with the estimate s / (1 - exp(-s/R)) and its
 // address goes into the live set; the free of a sampled address is recorded with minus it.
