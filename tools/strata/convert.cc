@@ -293,21 +293,7 @@ class PprofBuilder {
       out.Message(1, value_type);
     }
 
-    // pprof takes the first mapping for the main binary ("File:"): the parent process's
-    // executable, the library named as the process.
-    if (!profile_.processes.empty()) {
-      const Process& parent = profile_.processes.front();
-      for (size_t lib = 0; lib < parent.libs.size(); ++lib) {
-        if (parent.libs[lib].name != parent.name) continue;
-        mapping_index_.emplace(std::make_pair(size_t{0}, static_cast<int32_t>(lib)), 1);
-        mapping_keys_.emplace_back(0, static_cast<int32_t>(lib));
-        break;
-      }
-    }
-
-    // Samples: one per distinct (thread, stack).
-    const int64_t key_process = String("process"), key_pid = String("pid"), key_thread = String("thread"),
-                  key_tid = String("thread_id");
+    NoteMainMapping();
     Progress progress("convert", profile_.total_samples);
     for (const Thread& thread : profile_.threads) {
       // By stack + 1 (0: no stack): count, wall ns, CPU ns.
@@ -325,97 +311,21 @@ class PprofBuilder {
         entry.cpu_ns += SampleCpuMs(thread, i, true, profile_.interval_ms) * 1e6;
       }
       progress.Advance(thread.sample_count());
-      const int64_t process_name =
-          String(ProcessLabel(profile_, profile_.processes[thread.process]));
-      const int64_t thread_name = String(thread.name);
-      std::vector<uint64_t> locations;
-      std::vector<const Frame*> inlined;  // Leaf first: frames inlined into the next outer one.
+      const ThreadNames names = NamesOf(thread);
       for (size_t index = 0; index < by_stack.size(); ++index) {
         const auto& value = by_stack[index];
         if (value.count == 0) continue;
-        const int32_t stack = static_cast<int32_t>(index) - 1;
-        ProtoWriter sample;
-        locations.clear();
-        // One location per address: a function and the functions inlined into it (inlineDepth
-        // > 0, from DWARF) are one location's lines, innermost first, as pprof encodes inlining
-        // (`pprof -noinlines` then reports by the outer function, as perf --no-inline does).
-        inlined.clear();
-        for (int32_t s = stack; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
-          const Frame& frame = thread.frames[thread.stack_frame[static_cast<size_t>(s)]];
-          inlined.push_back(&frame);
-          if (frame.inline_depth > 0 && thread.stack_prefix[static_cast<size_t>(s)] >= 0) continue;
-          locations.push_back(LocationFor(inlined, thread.process, locations.empty()));
-          inlined.clear();
-        }
-        sample.Packed(1, locations);
         std::vector<int64_t> values = {value.count, std::llround(value.wall_ns)};
         if (cpu) values.push_back(std::llround(value.cpu_ns));
-        sample.Packed(2, values);
-        for (const auto& [key, str, num] : {std::make_tuple(key_process, process_name, int64_t{0}),
-                                            std::make_tuple(key_pid, int64_t{0}, thread.pid),
-                                            std::make_tuple(key_thread, thread_name, int64_t{0}),
-                                            std::make_tuple(key_tid, int64_t{0}, thread.tid)}) {
-          ProtoWriter label;
-          label.Int(1, key);
-          label.Int(2, str);
-          label.Int(3, num);
-          sample.Message(3, label);
-        }
-        out.Message(2, sample);
+        AddSample(out, thread, names, static_cast<int32_t>(index) - 1, values);
       }
     }
-
-    // Mappings (field 3): the libraries the locations are in, so that pprof knows the files
-    // (and build ids) and can symbolize again.
-    for (size_t i = 0; i < mapping_keys_.size(); ++i) {
-      const auto [process, lib] = mapping_keys_[i];
-      const Library& library = profile_.processes[process].libs[static_cast<size_t>(lib)];
-      ProtoWriter mapping;
-      mapping.Int(1, static_cast<int64_t>(i + 1));
-      mapping.Int(2, static_cast<int64_t>(library.start));
-      mapping.Int(3, static_cast<int64_t>(library.end));
-      mapping.Int(4, static_cast<int64_t>(library.offset));
-      mapping.Int(5, String(library.path.empty() ? library.name : library.path));
-      mapping.Int(6, String(library.code_id));
-      mapping.Int(7, 1);  // has_functions
-      mapping.Int(8, 1);  // has_filenames
-      mapping.Int(9, 1);  // has_line_numbers
-      mapping.Int(10, 1);  // has_inline_frames
-      out.Message(3, mapping);
-    }
-    for (size_t i = 0; i < location_keys_.size(); ++i) {
-      ProtoWriter location;
-      location.Int(1, static_cast<int64_t>(i + 1));
-      location.Int(2, static_cast<int64_t>(location_places_[i].mapping));
-      location.Int(3, static_cast<int64_t>(location_places_[i].address));
-      for (const auto& [function_id, line_number] : location_keys_[i]) {
-        ProtoWriter line;
-        line.Int(1, static_cast<int64_t>(function_id));
-        line.Int(2, line_number);
-        location.Message(4, line);
-      }
-      out.Message(4, location);
-    }
-    for (size_t i = 0; i < function_ids_.size(); ++i) {
-      const Function& f = profile_.functions[function_ids_[i]];
-      ProtoWriter function;
-      function.Int(1, static_cast<int64_t>(i + 1));
-      const int64_t name = String(f.name);
-      function.Int(2, name);
-      function.Int(3, name);
-      function.Int(4, String(f.file));
-      out.Message(5, function);
-    }
-    const int64_t comment = String("converted by strata from a Gecko profile of " + profile_.product);
-    for (const std::string& s : strings_) out.Bytes(6, s);
-    out.Int(9, static_cast<int64_t>(std::llround((profile_.start_epoch_ms + profile_.start_time) * 1e6)));
-    out.Int(10, static_cast<int64_t>(std::llround(profile_.duration() * 1e6)));
+    WriteTables(out);
     ProtoWriter period_type;
     period_type.Int(1, cpu_type);
     period_type.Int(2, ns_unit);
     out.Message(11, period_type);
     out.Int(12, static_cast<int64_t>(std::llround(profile_.interval_ms * 1e6)));
-    out.Packed(13, std::vector<int64_t>{comment});
     out.Int(14, default_type);
     return out.Take();
   }
@@ -428,7 +338,7 @@ class PprofBuilder {
   // allocations (a record carries the estimate of its bytes, not its size). The default
   // sample type is alloc_space for --weight bytes, inuse_space for retained.
   std::string RunHeap() {
-    const int64_t count = String("count"), bytes = String("bytes");
+    const int64_t count = String("count"), bytes = String("bytes"), space = String("space");
     const int64_t alloc_objects = String("alloc_objects"), alloc_space = String("alloc_space"),
                   inuse_objects = String("inuse_objects"), inuse_space = String("inuse_space");
     ProtoWriter out;
@@ -463,16 +373,17 @@ class PprofBuilder {
         values[2] += 1;
         values[3] += a.bytes;
       }
+      const ThreadNames names = NamesOf(thread);
       for (size_t index = 0; index < by_stack.size(); ++index) {
         const auto& values = by_stack[index];
         if (values[0] == 0) continue;
-        AddSample(out, thread, static_cast<int32_t>(index) - 1,
+        AddSample(out, thread, names, static_cast<int32_t>(index) - 1,
                   std::vector<int64_t>(values.begin(), values.end()));
       }
     }
     WriteTables(out);
     ProtoWriter period_type;
-    period_type.Int(1, String("space"));
+    period_type.Int(1, space);
     period_type.Int(2, bytes);
     out.Message(11, period_type);
     out.Int(14, weight_ == Weight::kRetained ? inuse_space : alloc_space);
@@ -493,9 +404,19 @@ class PprofBuilder {
     }
   }
 
+  // The string ids of a thread's labels' values (its process's and its own names).
+  struct ThreadNames {
+    int64_t process;
+    int64_t thread;
+  };
+  ThreadNames NamesOf(const Thread& thread) {
+    return {String(ProcessLabel(profile_, profile_.processes[thread.process])), String(thread.name)};
+  }
+
   // One Sample (field 2) of `thread` at `stack` (-1: none) with `values`, labelled with its
-  // process and thread.
-  void AddSample(ProtoWriter& out, const Thread& thread, int32_t stack, const std::vector<int64_t>& values) {
+  // process and thread (`names`: NamesOf(thread)).
+  void AddSample(ProtoWriter& out, const Thread& thread, const ThreadNames& names, int32_t stack,
+                 const std::vector<int64_t>& values) {
     std::vector<uint64_t> locations;
     std::vector<const Frame*> inlined;  // Leaf first: frames inlined into the next outer one.
     for (int32_t s = stack; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
@@ -508,11 +429,9 @@ class PprofBuilder {
     ProtoWriter sample;
     sample.Packed(1, locations);
     sample.Packed(2, values);
-    const int64_t process_name = String(ProcessLabel(profile_, profile_.processes[thread.process]));
-    const int64_t thread_name = String(thread.name);
-    for (const auto& [key, str, num] : {std::make_tuple(String("process"), process_name, int64_t{0}),
+    for (const auto& [key, str, num] : {std::make_tuple(String("process"), names.process, int64_t{0}),
                                         std::make_tuple(String("pid"), int64_t{0}, thread.pid),
-                                        std::make_tuple(String("thread"), thread_name, int64_t{0}),
+                                        std::make_tuple(String("thread"), names.thread, int64_t{0}),
                                         std::make_tuple(String("thread_id"), int64_t{0}, thread.tid)}) {
       ProtoWriter label;
       label.Int(1, key);
@@ -568,8 +487,6 @@ class PprofBuilder {
       out.Message(5, function);
     }
     const int64_t comment = String("converted by strata from a Gecko profile of " + profile_.product);
-    // The period type's strings too, before the table.
-    (void)String("space");
     for (const std::string& s : strings_) out.Bytes(6, s);
     out.Int(9, static_cast<int64_t>(std::llround((profile_.start_epoch_ms + profile_.start_time) * 1e6)));
     out.Int(10, static_cast<int64_t>(std::llround(profile_.duration() * 1e6)));
