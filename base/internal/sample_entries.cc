@@ -45,6 +45,7 @@ size_t Serializer<MergedStack>::Bytes(const MergedStack& m) {
       case MergedFrameKind::kLabel: {
         const SampleSlot::Label& l = s.labels[i];
         bytes += 1 + StringEncoding::LiteralBytes(l.label ? strlen(l.label) : 0) + 1 + 1;
+        if (l.push_site != 0) bytes += sizeof(uint64_t);
         if (l.has_dynamic) bytes += StringEncoding::DynamicBytes(strlen(l.dynamic));
         return;
       }
@@ -71,7 +72,11 @@ void Serializer<MergedStack>::Write(EntryWriter& writer, const MergedStack& m) {
       case MergedFrameKind::kLabel: {
         const SampleSlot::Label& l = s.labels[i];
         const char* label = l.label ? l.label : "";
-        writer.WriteObject(static_cast<uint8_t>(SampleFrame::Kind::kLabel));
+        if (l.push_site != 0) {
+          writer.WriteObjects(profile::kLabelWithPushSiteTag, static_cast<uint64_t>(l.push_site));
+        } else {
+          writer.WriteObject(static_cast<uint8_t>(SampleFrame::Kind::kLabel));
+        }
         StringEncoding::WriteLiteral(writer, label, strlen(label));
         writer.WriteObjects(static_cast<uint8_t>(l.category), l.has_dynamic);
         if (l.has_dynamic) StringEncoding::WriteDynamic(writer, l.dynamic);

@@ -96,6 +96,7 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
     SampleSlot::Label& label = slot->labels[i];
     label.label = frame.label;
     label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
+    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
     label.category = frame.category;
     label.has_dynamic = frame.dynamic_string != nullptr;
     if (label.has_dynamic) {

@@ -552,6 +552,7 @@ class ProfileBuilder {
     if (!timeline_.has_moved_libraries()) return;
     for (size_t i = 0; i < count; ++i) {
       if (frames[i].kind == SampleFrame::Kind::kNative) frames[i].address = timeline_.AddressAt(frames[i].address, time);
+      if (frames[i].push_site != 0) frames[i].push_site = timeline_.AddressAt(frames[i].push_site, time);
     }
   }
 
@@ -630,7 +631,8 @@ class ProfileBuilder {
           text += ' ';
           text += *f.dynamic;
         }
-        frame_indexes_.push_back(stacks.LabelFrame(text, f.category));
+        frame_indexes_.push_back(stacks.LabelFrame(text, f.category, 0, false, std::nullopt,
+                                                   f.push_site));
       }
     }
     ++samples_;

@@ -25,6 +25,7 @@ const char* ScriptFrameImplementation(ScriptFrameKind kind) {
 
 void Deserializer<SampleFrame>::ReadInto(EntryReader& reader, SampleFrame& frame) {
   const uint8_t kind = reader.ReadObject<uint8_t>();
+  frame.push_site = 0;
   if (kind == static_cast<uint8_t>(SampleFrame::Kind::kNative)) {
     frame.kind = SampleFrame::Kind::kNative;
     frame.address = reader.ReadObject<uint64_t>();
@@ -44,7 +45,9 @@ void Deserializer<SampleFrame>::ReadInto(EntryReader& reader, SampleFrame& frame
     reader.ReadIntoObject(frame.text);
     return;
   }
-  if (kind != static_cast<uint8_t>(SampleFrame::Kind::kLabel)) {
+  if (kind == profile::kLabelWithPushSiteTag) {
+    frame.push_site = reader.ReadObject<uint64_t>();
+  } else if (kind != static_cast<uint8_t>(SampleFrame::Kind::kLabel)) {
     reader.SetFailed();
     return;
   }

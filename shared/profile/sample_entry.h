@@ -5,11 +5,15 @@
 //                  [ULEB128 frame count][frames, root first]
 //      frame:      [uint8 0][uint64 address]                                      native
 //                  [uint8 1][ProfilerString label][uint8 category][bool][string dynamic?] label
+//                  [uint8 3][uint64 push site][... as kind 1]           label with its push site
 //                  [uint8 2][uint8 ScriptFrameKind][uint8 category][uint8 flags]
 //                  [ULEB128 line][ULEB128 column][string text]                    script
 //      A script frame comes from a script engine (full tier): a function ("name (file:line:
 //      col)" as the engine labels it) with its JIT tier, or one of the engine's own labels.
 //      line/column: the current position in the function, valid with kScriptFrameHasPosition.
+//      A label's push site (base/labels.h, LabelFrame::push_site) is an address in the code of
+//      the function that pushed it, after inlining: it places the label among the inlined
+//      frames of the native frame it follows (docs/symbols.md, "Labels").
 //   kSameSample    [kind][ThreadId][TimeStamp][int64 cpu_delta_ns]  a copy of the thread's
 //                  previous sample (same stack), written without signalling the thread when it
 //                  has not run since the sampler's previous loop; cpu_delta_ns is the CPU it used
@@ -47,6 +51,8 @@ enum class ScriptFrameKind : uint8_t {
 };
 inline constexpr uint8_t kScriptFrameRelevantForJs = 1u << 0;  // A label kept in JS-only views.
 inline constexpr uint8_t kScriptFrameHasPosition = 1u << 1;    // line and column are known.
+// The frame tag of a label written with its push site (read back as SampleFrame::Kind::kLabel).
+inline constexpr uint8_t kLabelWithPushSiteTag = 3;
 
 // True for the kinds that are script functions (everything but kLabel).
 inline bool IsScriptFunction(ScriptFrameKind kind) { return kind != ScriptFrameKind::kLabel; }
@@ -62,6 +68,7 @@ struct SampleFrame {
   ProfilerString label;       // kLabel
   uint8_t category = 0;       // kLabel, kScript
   std::optional<std::string> dynamic;  // kLabel
+  uint64_t push_site = 0;              // kLabel: where it was pushed; 0 when unknown.
   ScriptFrameKind script_kind = ScriptFrameKind::kLabel;  // kScript
   uint8_t script_flags = 0;                                // kScript
   uint32_t line = 0;                                       // kScript

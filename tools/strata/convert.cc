@@ -417,10 +417,19 @@ class PprofBuilder {
   // process and thread (`names`: NamesOf(thread)).
   void AddSample(ProtoWriter& out, const Thread& thread, const ThreadNames& names, int32_t stack,
                  const std::vector<int64_t>& values) {
+    // One location per address: a function and the functions inlined into it (inlineDepth
+    // > 0, from DWARF) are one location's lines, innermost first, as pprof encodes inlining
+    // (`pprof -noinlines` then reports by the outer function, as perf --no-inline does).
     std::vector<uint64_t> locations;
     std::vector<const Frame*> inlined;  // Leaf first: frames inlined into the next outer one.
     for (int32_t s = stack; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
       const Frame& frame = thread.frames[thread.stack_frame[static_cast<size_t>(s)]];
+      if (frame.is_label && !inlined.empty()) {
+        // A label between inline levels (docs/symbols.md, "Labels"): the inlined frames
+        // below it are a location of their own, at their physical frame's address.
+        locations.push_back(LocationFor(inlined, thread.process, locations.empty()));
+        inlined.clear();
+      }
       inlined.push_back(&frame);
       if (frame.inline_depth > 0 && thread.stack_prefix[static_cast<size_t>(s)] >= 0) continue;
       locations.push_back(LocationFor(inlined, thread.process, locations.empty()));

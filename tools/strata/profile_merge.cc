@@ -1,6 +1,7 @@
 #include "tools/strata/profile_merge.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -440,6 +441,13 @@ class ThreadSymbolicator {
       address_frames += is_address[i];
     }
     if (address_frames == 0) return;
+    // Label frames' push sites (docs/symbols.md, "Labels"): where each was pushed.
+    const int push_column = Column(frame_table, "pushSite");
+    std::vector<uint64_t> push_site(frame_count, 0);
+    for (SizeType i = 0; push_column >= 0 && i < frame_count; ++i) {
+      const Value* site = Cell(frames[i], push_column);
+      if (!is_address[i] && site && site->IsUint64()) push_site[i] = site->GetUint64();
+    }
     stats_->address_frames += address_frames;
 
     Value& stack_table = thread_["stackTable"];
@@ -454,15 +462,23 @@ class ThreadSymbolicator {
     for (SizeType i = 0; i < stack_count; ++i) {
       Value* p = Cell(stacks[i], prefix_column);
       Value* f = Cell(stacks[i], frame_column);
-      if (p != nullptr && p->IsUint() && p->GetUint() < i) {
-        prefix[i] = p->GetUint();
-        caller[static_cast<size_t>(prefix[i])] = true;
-      }
+      if (p != nullptr && p->IsUint() && p->GetUint() < i) prefix[i] = p->GetUint();
       if (f != nullptr && f->IsUint() && f->GetUint() < frame_count) frame[i] = f->GetUint();
     }
     ForEachStackReference([&](Value& cell) {
       if (cell.IsUint() && cell.GetUint() < stack_count) leaf[cell.GetUint()] = true;
     });
+    // A native frame is a caller when a native frame follows it in some stack (looked up at
+    // its return address - 1), a leaf when a sample's stack ends in it or in labels or script
+    // frames after it (looked up at its pc; labels pushed in the leaf's own function follow
+    // it); both when both. Children come after their prefix: one pass from the end.
+    for (SizeType i = stack_count; i-- > 0;) {
+      if (prefix[i] < 0) continue;
+      const size_t p = static_cast<size_t>(prefix[i]);
+      const bool native = frame[i] >= 0 && is_address[static_cast<size_t>(frame[i])];
+      if (native || caller[i]) caller[p] = true;
+      if (leaf[i] && frame[i] >= 0 && !native) leaf[p] = true;
+    }
     for (SizeType i = 0; i < stack_count; ++i) {
       if (!caller[i]) leaf[i] = true;  // Unused or leaf-only: keep it complete.
     }
@@ -485,6 +501,11 @@ class ThreadSymbolicator {
       const bool raw = is_raw[static_cast<size_t>(frame[i])];
       if (caller[i]) want(CallerAddress(address), raw);
       if (leaf[i]) want(address, raw);
+    }
+    for (SizeType i = 0; i < stack_count; ++i) {
+      if (frame[i] >= 0 && push_site[static_cast<size_t>(frame[i])] != 0) {
+        want(push_site[static_cast<size_t>(frame[i])], false);
+      }
     }
     SymbolizeResult result;
     symbolizer_.Symbolize(lookups, &result);
@@ -591,24 +612,71 @@ class ThreadSymbolicator {
       }
       return it->second;
     };
-    std::vector<int64_t> as_caller(stack_count, -1);
+    // An address frame's chain is pushed when something after it needs it (materialize): a
+    // label with a push site goes between the chain's frames instead, right below the
+    // innermost function of the chain that holds its push site (LabelDepth), and the rest of
+    // the chain follows it (docs/symbols.md, "Labels"). Each stack has a state per role of the
+    // address frame above it (caller: a native frame follows; leaf: the sample ends here).
+    constexpr int kCaller = 0;
+    constexpr int kLeaf = 1;
+    std::vector<std::array<PendingChain, 2>> pending(stack_count);
+    std::vector<std::array<int64_t, 2>> made(stack_count, {kNotMade, kNotMade});
     std::vector<int64_t> as_leaf(stack_count, -1);
+    auto materialize = [&](int64_t stack, int role) -> int64_t {
+      if (stack < 0) return -1;
+      const size_t i = static_cast<size_t>(stack);
+      if (!pending[i][role].valid) role = 1 - role;
+      const PendingChain& state = pending[i][role];
+      if (!state.valid) return -1;
+      int64_t& made_stack = made[i][role];
+      if (made_stack == kNotMade) {
+        int64_t s = state.base;
+        if (state.chain) {
+          for (size_t j = state.from; j < state.chain->size(); ++j) s = push(s, (*state.chain)[j]);
+        }
+        made_stack = s;
+      }
+      return made_stack;
+    };
     for (SizeType i = 0; i < stack_count; ++i) {
-      if (frame[i] < 0) continue;
-      const int64_t parent = prefix[i] >= 0 ? as_caller[static_cast<size_t>(prefix[i])] : -1;
+      if (frame[i] < 0) continue;  // As before: what follows starts at the root.
       const size_t f = static_cast<size_t>(frame[i]);
-      if (!is_address[f]) {
-        as_caller[i] = as_leaf[i] = push(parent, static_cast<uint32_t>(kept_frame[f]));
+      const int64_t p = prefix[i];
+      if (is_address[f]) {
+        const int64_t parent = materialize(p, kCaller);
+        const uint64_t address = frame_address[f];
+        if (caller[i]) {
+          const size_t lookup = lookup_index[CallerAddress(address)];
+          pending[i][kCaller] =
+              PendingChain{parent, &chain_for(lookup, static_cast<SizeType>(f), address), 0, lookup, true};
+        }
+        if (leaf[i]) {
+          const size_t lookup = lookup_index[address];
+          pending[i][kLeaf] =
+              PendingChain{parent, &chain_for(lookup, static_cast<SizeType>(f), address), 0, lookup, true};
+          as_leaf[i] = materialize(i, kLeaf);
+        }
         continue;
       }
-      const uint64_t address = frame_address[f];
-      auto build = [&](uint64_t lookup_address) {
-        int64_t s = parent;
-        for (uint32_t nf : chain_for(lookup_index[lookup_address], static_cast<SizeType>(f), address)) s = push(s, nf);
-        return s;
-      };
-      if (caller[i]) as_caller[i] = build(CallerAddress(address));
-      if (leaf[i]) as_leaf[i] = build(address);
+      const uint32_t kept = static_cast<uint32_t>(kept_frame[f]);
+      for (int role : {kCaller, kLeaf}) {
+        const PendingChain* above = nullptr;
+        if (p >= 0) {
+          above = &pending[static_cast<size_t>(p)][role];
+          if (!above->valid) above = &pending[static_cast<size_t>(p)][1 - role];
+        }
+        if (push_site[f] != 0 && above && above->valid && above->chain) {
+          const size_t depth = std::max(
+              above->from,
+              LabelDepth(result, above->lookup, above->chain->size(), lookup_index[push_site[f]]));
+          int64_t s = above->base;
+          for (size_t j = above->from; j < depth; ++j) s = push(s, (*above->chain)[j]);
+          pending[i][role] = PendingChain{push(s, kept), above->chain, depth, above->lookup, true};
+        } else {
+          pending[i][role] = PendingChain{push(materialize(p, role), kept), nullptr, 0, 0, true};
+        }
+      }
+      as_leaf[i] = materialize(i, kLeaf);
     }
 
     ForEachStackReference([&](Value& cell) {
@@ -631,6 +699,39 @@ class ThreadSymbolicator {
   }
 
  private:
+  // An address frame's chain of new frames (outermost first) not pushed yet: `base` is the new
+  // stack the frames chain[from...] go on (chain null: nothing pending, `base` is the stack).
+  struct PendingChain {
+    int64_t base = -1;
+    const std::vector<uint32_t>* chain = nullptr;
+    size_t from = 0;
+    size_t lookup = 0;  // The chain's lookup (its functions are result.FramesOf(lookup)).
+    bool valid = false;
+  };
+  static constexpr int64_t kNotMade = -2;
+
+  // How many frames of the chain of `chain_lookup` (chain_size frames, outermost first) go
+  // above a label pushed at `push_lookup`: the functions the two chains share from the
+  // outermost one, in the same module (the label is in the innermost function that holds its
+  // push site). All of them (the label below every inlined frame, as before push sites) when
+  // the push site is in another function or unknown.
+  static size_t LabelDepth(const SymbolizeResult& result, size_t chain_lookup, size_t chain_size,
+                           size_t push_lookup) {
+    const auto chain = result.FramesOf(chain_lookup);
+    const auto pushed = result.FramesOf(push_lookup);
+    if (chain.size() != chain_size || pushed.empty() ||
+        result.addresses[chain_lookup].module != result.addresses[push_lookup].module) {
+      return chain_size;
+    }
+    // FramesOf is innermost first.
+    size_t shared = 0;
+    while (shared < chain.size() && shared < pushed.size() &&
+           chain[chain.size() - 1 - shared].function == pushed[pushed.size() - 1 - shared].function) {
+      ++shared;
+    }
+    return shared == 0 ? chain_size : shared;
+  }
+
   // Calls fn(cell) for every stack index in samples and marker backtraces.
   template <typename Fn>
   void ForEachStackReference(const Fn& fn) {
