@@ -1,4 +1,5 @@
 #include "tools/strata/profile_merge.h"
+#include "tools/strata/profile_symbolication.h"
 
 #include <algorithm>
 #include <map>
