@@ -12,10 +12,13 @@
 // Why a library of its own: a program profiled without the feature does not load it, and pays
 // nothing; and libstrata_base.so must stay small (docs/benchmarks.md, size budget).
 //
-// Cost when no session with the feature runs: the forwarding call and one relaxed load
-// (g_native_allocation_interval). With it: a thread-local countdown of bytes (no lock, no
-// atomic read-modify-write, no system call) for an allocation that is not sampled; a free
-// adds one relaxed load of the live set's filter. A sampled allocation (bytes-weighted
+// Cost when no session with the feature runs: a jump to the next definition (a tail call)
+// and one relaxed load (g_native_allocation_interval). With it: a thread-local countdown of
+// bytes (no lock, no atomic read-modify-write, no system call) for an allocation that is not
+// sampled, decided before the forwarded call from the size alone; a free adds one relaxed load
+// of the live set's filter. Every other path is out of line. When libstdc++'s operator new and
+// delete come next, the hooks' plain, array and nothrow forms call the next malloc and free
+// themselves, as libstdc++'s would (g_new_is_malloc): one hook per call, not three. A sampled allocation (bytes-weighted
 // Poisson sampling: each byte is sampled with probability 1/R) is recorded by
 // RecordNativeAllocation (libstrata_base.so) with the estimate s / (1 - exp(-s/R)) and its
 // address goes into the live set; the free of a sampled address is recorded with minus it.
@@ -87,6 +90,13 @@ struct NextFunctions {
   DeleteAlignedNothrowFunction delete_single_aligned_nothrow, delete_array_aligned_nothrow;
 };
 NextFunctions g_next;
+// True when the plain, array and nothrow operator new and the unaligned operator deletes that
+// come next are libstdc++.so's, and the process's first (global) operator new(size_t) and
+// operator delete(void*) are this library's: libstdc++'s then only call malloc (through the
+// global operator new: these hooks) and free, so the hooks call the next malloc and free
+// themselves, one hook per call instead of three (new[] -> operator new -> malloc). Set once,
+// with the next definitions.
+bool g_new_is_malloc = false;
 std::atomic<int> g_resolve_state{0};  // 0: not yet, 1: resolving, 2: resolved.
 // --- Bootstrap arena: what dlsym itself allocates while the next definitions are looked up.
 alignas(64) char g_arena[64 * 1024];
@@ -111,6 +121,51 @@ void* ArenaAllocate(size_t bytes, size_t alignment = 16) {
 template <typename F>
 void Resolve(F& function, const char* name) {
   function = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+// True when `function` is defined in libstdc++.so (its file name says so).
+bool InLibstdcxx(const void* function) {
+  Dl_info info;
+  if (function == nullptr || dladdr(function, &info) == 0 || info.dli_fname == nullptr) return false;
+  const char* name = info.dli_fname;
+  for (const char* c = name; *c != '\0'; ++c) {
+    if (*c == '/') name = c + 1;
+  }
+  return strncmp(name, "libstdc++.so", 12) == 0;
+}
+
+// True when the process's first definition of `name` is in this library.
+bool IsOwnFunction(const char* name) {
+  Dl_info own;
+  Dl_info first;
+  const void* function = dlsym(RTLD_DEFAULT, name);
+  return function != nullptr && dladdr(static_cast<const void*>(&g_next), &own) != 0 &&
+         dladdr(function, &first) != 0 && own.dli_fbase == first.dli_fbase;
+}
+
+// g_new_is_malloc's test (see there), after the lookup of the next definitions.
+bool NextNewIsLibstdcxxMalloc() {
+  const NextFunctions& n = g_next;
+  const void* next_forms[] = {
+      reinterpret_cast<const void*>(n.new_single),
+      reinterpret_cast<const void*>(n.new_array),
+      reinterpret_cast<const void*>(n.new_single_nothrow),
+      reinterpret_cast<const void*>(n.new_array_nothrow),
+      reinterpret_cast<const void*>(n.delete_single),
+      reinterpret_cast<const void*>(n.delete_array),
+      reinterpret_cast<const void*>(n.delete_single_sized),
+      reinterpret_cast<const void*>(n.delete_array_sized),
+      reinterpret_cast<const void*>(n.delete_single_nothrow),
+      reinterpret_cast<const void*>(n.delete_array_nothrow),
+  };
+  for (const void* function : next_forms) {
+    if (!InLibstdcxx(function)) return false;
+  }
+  // libstdc++'s array and nothrow forms call the global operator new(size_t) and
+  // operator delete(void*): a program that replaces those (in a library loaded after this
+  // one) keeps them.
+  return n.malloc != nullptr && n.free != nullptr && IsOwnFunction("_Znwm") &&
+         IsOwnFunction("_ZdlPv");
 }
 
 // Looks the next definitions up, once. False while the lookup is under way (on this or
@@ -151,6 +206,7 @@ __attribute__((noinline)) bool ResolveNextDefinitions() {
   Resolve(n.delete_array_sized_aligned, "_ZdaPvmSt11align_val_t");
   Resolve(n.delete_single_aligned_nothrow, "_ZdlPvSt11align_val_tRKSt9nothrow_t");
   Resolve(n.delete_array_aligned_nothrow, "_ZdaPvSt11align_val_tRKSt9nothrow_t");
+  g_new_is_malloc = NextNewIsLibstdcxxMalloc();
   g_resolve_state.store(2, std::memory_order_release);
   return true;
 }
@@ -269,8 +325,9 @@ __attribute__((noinline)) void SampleAllocation(ThreadSampling& t, void* pointer
   const int64_t bytes = estimate >= 9.0e18 ? INT64_MAX : static_cast<int64_t>(estimate + 0.5);
   t.in_hook = true;
   const uint64_t address = reinterpret_cast<uintptr_t>(pointer);
+  LiveAllocationSet* set = LiveSet();
+  if (set != nullptr) set->Prefetch(address);  // Its lines come in during the stack walk.
   if (RecordNativeAllocation(bytes, address)) {
-    LiveAllocationSet* set = LiveSet();
     if (set != nullptr && !set->Insert(address, bytes)) {
       NoteNativeAllocationSetFull(set->capacity());
     }
@@ -289,6 +346,18 @@ __attribute__((always_inline)) inline void AfterAllocation(void* pointer, size_t
   SampleAllocation(t, pointer, size, interval);
 }
 
+// Before an allocation of `size` bytes: counts it, and true when it is to be sampled (then
+// call SampleAllocation() with its address, after the allocation). False (the common case)
+// lets the hook tail-call the next allocator.
+__attribute__((always_inline)) inline bool CountAllocation(size_t size, uint64_t* interval) {
+  *interval = g_native_allocation_interval.load(std::memory_order_relaxed);
+  if (__builtin_expect(*interval == 0, 1)) return false;
+  ThreadSampling& t = t_sampling;
+  if (t.in_hook) return false;
+  t.bytes_until_sample -= static_cast<int64_t>(size);
+  return __builtin_expect(t.bytes_until_sample <= 0, 0);
+}
+
 __attribute__((noinline)) void RecordFree(ThreadSampling& t, LiveAllocationSet* set,
                                           void* pointer) {
   int64_t estimate = 0;
@@ -298,14 +367,20 @@ __attribute__((noinline)) void RecordFree(ThreadSampling& t, LiveAllocationSet* 
   t.in_hook = false;
 }
 
+// False when `pointer` is certainly no live sampled allocation (the feature off, or the live
+// set's filter says so): its free records nothing.
+__attribute__((always_inline)) inline bool MayBeSampled(void* pointer) {
+  if (__builtin_expect(g_native_allocation_interval.load(std::memory_order_relaxed) == 0, 1)) {
+    return false;
+  }
+  if (pointer == nullptr) return false;
+  if (g_live_set_state.load(std::memory_order_acquire) != 2) return false;
+  return g_live_set.MightContain(reinterpret_cast<uintptr_t>(pointer));
+}
+
 // Before every free (the address may be reused as soon as the memory is freed).
 __attribute__((always_inline)) inline void BeforeFree(void* pointer) {
-  if (__builtin_expect(g_native_allocation_interval.load(std::memory_order_relaxed) == 0, 1)) {
-    return;
-  }
-  if (pointer == nullptr) return;
-  if (g_live_set_state.load(std::memory_order_acquire) != 2) return;
-  if (__builtin_expect(!g_live_set.MightContain(reinterpret_cast<uintptr_t>(pointer)), 1)) return;
+  if (__builtin_expect(!MayBeSampled(pointer), 1)) return;
   ThreadSampling& t = t_sampling;
   if (t.in_hook) return;
   RecordFree(t, &g_live_set, pointer);
@@ -316,6 +391,11 @@ __attribute__((always_inline)) inline void BeforeFree(void* pointer) {
 }  // namespace strata
 
 using strata::base_internal::AfterAllocation;
+using strata::base_internal::CountAllocation;
+using strata::base_internal::g_resolve_state;
+using strata::base_internal::MayBeSampled;
+using strata::base_internal::g_new_is_malloc;
+using strata::base_internal::SampleAllocation;
 using strata::base_internal::ArenaAllocate;
 using strata::base_internal::BeforeFree;
 using strata::base_internal::EnsureResolved;
@@ -327,11 +407,38 @@ using strata::base_internal::ThreadSampling;
 
 // --- The C allocation functions.
 
-STRATA_HOOK void* malloc(size_t size) {
-  if (__builtin_expect(!EnsureResolved(), 0)) return ArenaAllocate(size);
+namespace {
+
+// The hooks' paths other than the common one, out of line: the common one (resolved, not
+// sampled) then needs no saved registers and ends in a tail call to the next allocator.
+__attribute__((noinline)) void* MallocSampled(size_t size, uint64_t interval) {
   void* pointer = g_next.malloc(size);
-  AfterAllocation(pointer, size);
+  SampleAllocation(t_sampling, pointer, size, interval);
   return pointer;
+}
+__attribute__((noinline)) void* MallocUnresolved(size_t size) {
+  if (!EnsureResolved()) return ArenaAllocate(size);
+  return malloc(size);
+}
+__attribute__((noinline)) void FreeChecked(void* pointer) {
+  BeforeFree(pointer);
+  g_next.free(pointer);
+}
+__attribute__((noinline)) void FreeUnresolved(void* pointer) {
+  if (InArena(pointer)) return;  // Never given back.
+  if (!EnsureResolved()) return;
+  FreeChecked(pointer);
+}
+
+}  // namespace
+
+STRATA_HOOK void* malloc(size_t size) {
+  if (__builtin_expect(g_resolve_state.load(std::memory_order_acquire) != 2, 0)) {
+    return MallocUnresolved(size);
+  }
+  uint64_t interval;
+  if (__builtin_expect(!CountAllocation(size, &interval), 1)) return g_next.malloc(size);
+  return MallocSampled(size, interval);
 }
 
 STRATA_HOOK void* calloc(size_t count, size_t size) {
@@ -347,9 +454,14 @@ STRATA_HOOK void* calloc(size_t count, size_t size) {
 }
 
 STRATA_HOOK void free(void* pointer) {
-  if (__builtin_expect(InArena(pointer), 0)) return;  // Never given back.
-  if (__builtin_expect(!EnsureResolved(), 0)) return;
-  BeforeFree(pointer);
+  if (__builtin_expect(InArena(pointer) || g_resolve_state.load(std::memory_order_acquire) != 2, 0)) {
+    FreeUnresolved(pointer);
+    return;
+  }
+  if (__builtin_expect(MayBeSampled(pointer), 0)) {
+    FreeChecked(pointer);
+    return;
+  }
   g_next.free(pointer);
 }
 
@@ -454,6 +566,52 @@ __attribute__((always_inline)) inline void* ForwardNew(F next, size_t size, Args
   return pointer;
 }
 
+// Plain, array and nothrow operator new when libstdc++'s come next (g_new_is_malloc): what
+// they would do, malloc(size ? size : 1), here, counted once. When malloc fails, the next
+// operator new runs (its new_handler loop, std::bad_alloc or nullptr), counted as above.
+template <typename F, typename... Args>
+__attribute__((noinline)) void* NewSlowPath(F next, size_t size, Args... args) {
+  if (!EnsureResolved()) return ArenaAllocate(size ? size : 1);
+  if (!g_new_is_malloc) return ForwardNew(next, size, args...);
+  void* pointer = g_next.malloc(size ? size : 1);
+  if (pointer == nullptr) return ForwardNew(next, size, args...);
+  AfterAllocation(pointer, size);
+  return pointer;
+}
+// malloc failed for an operator new already counted: the next operator new's own failure
+// path (its new_handler loop, then std::bad_alloc or nullptr), its malloc calls not counted.
+// When it throws, the guard stays set as in ForwardNew.
+template <typename F, typename... Args>
+__attribute__((noinline)) void* NewAfterFailedMalloc(F next, size_t size, Args... args) {
+  ThreadSampling& t = t_sampling;
+  const bool outer = !t.in_hook;
+  t.in_hook = true;
+  void* pointer = next(size, args...);
+  if (outer) t.in_hook = false;
+  return pointer;
+}
+template <typename F, typename... Args>
+__attribute__((noinline)) void* NewSampled(F next, size_t size, uint64_t interval, Args... args) {
+  void* pointer = g_next.malloc(size ? size : 1);
+  if (pointer == nullptr) pointer = NewAfterFailedMalloc(next, size, args...);
+  SampleAllocation(t_sampling, pointer, size, interval);
+  return pointer;
+}
+
+template <typename F, typename... Args>
+__attribute__((always_inline)) inline void* NewThroughMalloc(F next, size_t size, Args... args) {
+  if (__builtin_expect(g_resolve_state.load(std::memory_order_acquire) != 2 || !g_new_is_malloc, 0)) {
+    return NewSlowPath(next, size, args...);
+  }
+  uint64_t interval;
+  if (__builtin_expect(CountAllocation(size, &interval), 0)) {
+    return NewSampled(next, size, interval, args...);
+  }
+  void* pointer = g_next.malloc(size ? size : 1);
+  if (__builtin_expect(pointer == nullptr, 0)) return NewAfterFailedMalloc(next, size, args...);
+  return pointer;
+}
+
 template <typename F, typename... Args>
 __attribute__((always_inline)) inline void ForwardDelete(F next, void* pointer, Args... args) {
   if (__builtin_expect(InArena(pointer), 0)) return;
@@ -476,17 +634,39 @@ __attribute__((always_inline)) inline void ForwardDelete(F next, void* pointer, 
   if (outer) t.in_hook = false;
 }
 
+// The unaligned operator deletes when libstdc++'s come next (g_new_is_malloc): free, as
+// theirs (through the global operator delete(void*): this library's).
+template <typename F, typename... Args>
+__attribute__((noinline)) void DeleteSlowPath(F next, void* pointer, Args... args) {
+  ForwardDelete(next, pointer, args...);
+}
+
+template <typename F, typename... Args>
+__attribute__((always_inline)) inline void DeleteThroughFree(F next, void* pointer, Args... args) {
+  if (__builtin_expect(g_resolve_state.load(std::memory_order_acquire) != 2 || !g_new_is_malloc ||
+                           InArena(pointer),
+                       0)) {
+    DeleteSlowPath(next, pointer, args...);
+    return;
+  }
+  if (__builtin_expect(MayBeSampled(pointer), 0)) {
+    FreeChecked(pointer);
+    return;
+  }
+  g_next.free(pointer);
+}
+
 }  // namespace
 
 #define STRATA_NEW_HOOK __attribute__((visibility("default")))
 
-STRATA_NEW_HOOK void* operator new(size_t size) { return ForwardNew(g_next.new_single, size); }
-STRATA_NEW_HOOK void* operator new[](size_t size) { return ForwardNew(g_next.new_array, size); }
+STRATA_NEW_HOOK void* operator new(size_t size) { return NewThroughMalloc(g_next.new_single, size); }
+STRATA_NEW_HOOK void* operator new[](size_t size) { return NewThroughMalloc(g_next.new_array, size); }
 STRATA_NEW_HOOK void* operator new(size_t size, const std::nothrow_t& tag) noexcept {
-  return ForwardNew(g_next.new_single_nothrow, size, tag);
+  return NewThroughMalloc(g_next.new_single_nothrow, size, tag);
 }
 STRATA_NEW_HOOK void* operator new[](size_t size, const std::nothrow_t& tag) noexcept {
-  return ForwardNew(g_next.new_array_nothrow, size, tag);
+  return NewThroughMalloc(g_next.new_array_nothrow, size, tag);
 }
 STRATA_NEW_HOOK void* operator new(size_t size, std::align_val_t alignment) {
   return ForwardNew(g_next.new_single_aligned, size, alignment);
@@ -506,22 +686,22 @@ STRATA_NEW_HOOK void* operator new[](size_t size, std::align_val_t alignment,
 }
 
 STRATA_NEW_HOOK void operator delete(void* pointer) noexcept {
-  ForwardDelete(g_next.delete_single, pointer);
+  DeleteThroughFree(g_next.delete_single, pointer);
 }
 STRATA_NEW_HOOK void operator delete[](void* pointer) noexcept {
-  ForwardDelete(g_next.delete_array, pointer);
+  DeleteThroughFree(g_next.delete_array, pointer);
 }
 STRATA_NEW_HOOK void operator delete(void* pointer, size_t size) noexcept {
-  ForwardDelete(g_next.delete_single_sized, pointer, size);
+  DeleteThroughFree(g_next.delete_single_sized, pointer, size);
 }
 STRATA_NEW_HOOK void operator delete[](void* pointer, size_t size) noexcept {
-  ForwardDelete(g_next.delete_array_sized, pointer, size);
+  DeleteThroughFree(g_next.delete_array_sized, pointer, size);
 }
 STRATA_NEW_HOOK void operator delete(void* pointer, const std::nothrow_t& tag) noexcept {
-  ForwardDelete(g_next.delete_single_nothrow, pointer, tag);
+  DeleteThroughFree(g_next.delete_single_nothrow, pointer, tag);
 }
 STRATA_NEW_HOOK void operator delete[](void* pointer, const std::nothrow_t& tag) noexcept {
-  ForwardDelete(g_next.delete_array_nothrow, pointer, tag);
+  DeleteThroughFree(g_next.delete_array_nothrow, pointer, tag);
 }
 STRATA_NEW_HOOK void operator delete(void* pointer, std::align_val_t alignment) noexcept {
   ForwardDelete(g_next.delete_single_aligned, pointer, alignment);

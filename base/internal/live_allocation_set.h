@@ -91,6 +91,15 @@ class LiveAllocationSet {
     return false;
   }
 
+  // Starts loading the lines Insert(address) and Remove(address) will touch first (the
+  // address's first slot and its filter count), so that they arrive while the caller does
+  // something else (the stack walk of a sampled allocation).
+  void Prefetch(uint64_t address) const {
+    if (slots_ == nullptr) return;
+    __builtin_prefetch(&slots_[Hash(address) >> (64 - slot_bits_)], 1);
+    __builtin_prefetch(&FilterCount(address), 1);
+  }
+
   // False when `address` is certainly not in the set: one relaxed load.
   bool MightContain(uint64_t address) const {
     return slots_ != nullptr && FilterCount(address).load(std::memory_order_relaxed) != 0;
@@ -109,9 +118,16 @@ class LiveAllocationSet {
     const size_t mask = (size_t{1} << slot_bits_) - 1;
     size_t index = Hash(address) >> (64 - slot_bits_);
     Slot* reusable = nullptr;
+    // No live key in the address's filter bucket: the address is not in the set, so the first
+    // tombstone or empty slot will do (without this, every insertion walked to the end of its
+    // probe sequence, through the tombstones that removals leave: most of an insertion's time).
+    const bool may_be_present = FilterCount(address).load(std::memory_order_relaxed) != 0;
     for (size_t probe = 0; probe < kProbeLimit; ++probe, index = (index + 1) & mask) {
       Slot& slot = slots_[index];
       const uint64_t key = slot.key.load(std::memory_order_acquire);
+      if (key == kTombstone && !may_be_present) {
+        return Claim(slot, kTombstone, address, estimate) ? kInserted : kRaced;
+      }
       if (key == address) {  // Still here: its free was not seen.
         slot.estimate.store(estimate, std::memory_order_relaxed);
         return kInserted;

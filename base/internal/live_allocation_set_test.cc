@@ -49,6 +49,32 @@ TEST_CASE("LiveAllocationSet: full is refused, and removals make room again") {
   for (uint64_t a : inserted) CHECK(set.Insert(a + 8, 2));
 }
 
+TEST_CASE("LiveAllocationSet: keys stay found among the tombstones of many removals") {
+  // An insertion whose address has no live key in its filter bucket takes the first
+  // tombstone of its probe sequence; one that may be present walks on (its earlier entry is
+  // replaced). Neither hides a live key from Remove.
+  LiveAllocationSet set;
+  REQUIRE(set.Init(256));
+  std::vector<uint64_t> kept;
+  for (uint64_t i = 0; i < 32; ++i) {
+    kept.push_back(0x7f0000000000 + i * 4096);
+    REQUIRE(set.Insert(kept.back(), static_cast<int64_t>(i)));
+  }
+  int64_t estimate = 0;
+  for (uint64_t round = 0; round < 2000; ++round) {
+    const uint64_t a = 0x550000000000 + round * 48;
+    REQUIRE(set.Insert(a, 7));
+    if (round % 3 == 0) REQUIRE(set.Insert(a, 8));  // Inserted again while present.
+    REQUIRE(set.Remove(a, &estimate));
+    CHECK(estimate == (round % 3 == 0 ? 8 : 7));
+    CHECK_FALSE(set.Remove(a, &estimate));
+  }
+  for (uint64_t i = 0; i < kept.size(); ++i) {
+    REQUIRE(set.Remove(kept[i], &estimate));
+    CHECK(estimate == static_cast<int64_t>(i));
+  }
+}
+
 TEST_CASE("LiveAllocationSet: unsampled addresses are mostly told apart by the filter") {
   LiveAllocationSet set;
   REQUIRE(set.Init(4096));

@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -183,29 +184,32 @@ void GeckoThreadWriter::AddMarker(std::string_view name, const MarkerTiming& tim
 }
 
 void GeckoThreadWriter::WriteMarkerStack(JsonWriter& w, uint32_t stack, TimeStamp time) {
-  // A miniature thread whose single sample points into the owning thread's stack table.
-  w.StartObjectProperty("stack");
-  w.StringProperty("name", "SyncProfile");
-  w.NullProperty("registerTime");
-  w.NullProperty("unregisterTime");
-  w.StringProperty("processType", description_.process_type);
-  w.IntProperty("tid", description_.tid.ToNumber());
-  w.IntProperty("pid", description_.pid.ToNumber());
-  w.StartObjectProperty("markers");
-  w.SpliceProperty("schema", kMarkersSchema);
-  w.SpliceProperty("data", "[]");
-  w.EndObject();
-  w.StartObjectProperty("samples");
-  w.SpliceProperty("schema", R"({"stack":0,"time":1,"eventDelay":2})");
-  w.StartArrayProperty("data");
-  w.StartArray();
-  w.Uint(stack);
-  w.TimeMs(Relative(time));
-  w.Int(0);
-  w.EndArray();
-  w.EndArray();
-  w.EndObject();
-  w.EndObject();
+  // A miniature thread whose single sample points into the owning thread's stack table:
+  // {"name":"SyncProfile",...,"samples":{"schema":...,"data":[[stack,time,0]]}}. All but the
+  // stack index and the time is the same for every backtrace of this thread: that text is
+  // made once and each backtrace spliced whole (writing its ~25 keys one by one was most of
+  // the save's cost per native allocation record, issue 37).
+  if (marker_stack_prefix_.empty()) {
+    ChunkedJsonWriter process_type;
+    process_type.String(description_.process_type);
+    marker_stack_prefix_ = R"({"name":"SyncProfile","registerTime":null,"unregisterTime":null,"processType":)";
+    marker_stack_prefix_ += process_type.TakeString();
+    marker_stack_prefix_ += R"(,"tid":)";
+    marker_stack_prefix_ += std::to_string(description_.tid.ToNumber());
+    marker_stack_prefix_ += R"(,"pid":)";
+    marker_stack_prefix_ += std::to_string(description_.pid.ToNumber());
+    marker_stack_prefix_ += R"(,"markers":{"schema":)";
+    marker_stack_prefix_ += kMarkersSchema;
+    marker_stack_prefix_ += R"(,"data":[]},"samples":{"schema":{"stack":0,"time":1,"eventDelay":2},"data":[[)";
+  }
+  std::string& text = marker_stack_text_;  // Reused: no allocation per backtrace.
+  text.assign(marker_stack_prefix_);
+  char number[JsonWriter::kMaxNumberChars];
+  text.append(number, std::to_chars(number, number + sizeof(number), stack).ptr);
+  text += ',';
+  text.append(number, JsonWriter::FormatTimeMs(Relative(time), number));
+  text += ",0]]}}";
+  w.SpliceProperty("stack", text);
 }
 
 void GeckoThreadWriter::WriteHead(JsonWriter& w) {

@@ -222,6 +222,9 @@ class GeckoThreadWriter {
   size_t clamped_samples_ = 0;
   int64_t last_sample_ns_ = INT64_MIN;
   std::string misuse_;
+  // WriteMarkerStack's text before the stack index (made at its first call), and its buffer.
+  std::string marker_stack_prefix_;
+  std::string marker_stack_text_;
 };
 
 // One process counter (meta-less time series), e.g. memory in use.

@@ -262,8 +262,17 @@ TEST_CASE("a full small profile, parsed back field by field") {
     const Value& cause = data["stack"];
     CHECK(std::string(cause["name"].GetString()) == "SyncProfile");
     CHECK(cause["registerTime"].IsNull());
+    CHECK(cause["unregisterTime"].IsNull());
+    // The backtrace's constant text is made once per thread (WriteMarkerStack): its thread's.
+    CHECK(std::string(cause["processType"].GetString()) == t["processType"].GetString());
+    CHECK(cause["tid"].GetInt64() == t["tid"].GetInt64());
+    CHECK(cause["pid"].GetInt64() == t["pid"].GetInt64());
+    CHECK(cause["markers"]["schema"]["data"].GetInt() == 5);
+    CHECK(cause["markers"]["data"].Size() == 0);
+    CHECK(cause["samples"]["data"].Size() == 1);
     CHECK(Cell(cause["samples"], 0, "stack").GetUint() == *s_read);
     CHECK(Cell(cause["samples"], 0, "time").GetDouble() == 2.5);
+    CHECK(Cell(cause["samples"], 0, "eventDelay").GetInt() == 0);
     CHECK(Cell(markers, 2, "phase").GetInt() == 2);
     CHECK(Cell(markers, 2, "endTime").IsNull());
     CHECK(Cell(markers, 3, "phase").GetInt() == 3);

@@ -203,6 +203,12 @@ class JsonWriter {
   const std::string& error() const;
   bool ok() const { return error().empty(); }
 
+  // The longest integer or time text (sign, 20 digits, point, 6 decimals) with room to spare.
+  static constexpr size_t kMaxNumberChars = 32;
+  // Writes TimeMs's text at `out` (room for kMaxNumberChars) and returns its length (for
+  // text made outside a writer and spliced: GeckoThreadWriter::WriteMarkerStack).
+  static size_t FormatTimeMs(int64_t nanoseconds, char* out);
+
  private:
   enum class Scope : uint8_t { kTop, kObject, kArray };
   struct Level {
@@ -210,8 +216,6 @@ class JsonWriter {
     bool has_value;  // A comma is needed before the next value or key.
   };
 
-  // The longest integer or time text (sign, 20 digits, point, 6 decimals) with room to spare.
-  static constexpr size_t kMaxNumberChars = 32;
 
   // Comma handling before a value; returns false (and latches an error) on misuse.
   __attribute__((always_inline)) bool BeforeValue() {
@@ -247,8 +251,6 @@ class JsonWriter {
   void MaybeFlush() {
     if (pos_ >= chunk_size_) Flush();
   }
-  // Writes TimeMs's text at `out` (room for kMaxNumberChars) and returns its length.
-  static size_t FormatTimeMs(int64_t nanoseconds, char* out);
   void WriteEscaped(std::string_view text);
   void Misuse(const char* what);
 

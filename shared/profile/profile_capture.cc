@@ -710,10 +710,22 @@ class ProfileBuilder {
     return stacks.Stack(base, label);
   }
 
+  // As MarkerFrames() then StackOf(), in frames reused from marker to marker (no allocation
+  // per marker: native allocation records are markers with stacks, by the hundred thousand).
   std::optional<uint32_t> MarkerStack(ThreadState& thread,
                                       const std::vector<uint64_t>& leaf_first) {
-    const std::vector<SampleFrame> frames = MarkerFrames(leaf_first, marker_time_);
-    return StackOf(thread, frames.data(), frames.size());
+    std::vector<SampleFrame>& frames = marker_frames_;
+    const size_t n = leaf_first.size();
+    if (frames.size() < n) frames.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      SampleFrame& frame = frames[n - 1 - i];
+      frame.kind = SampleFrame::Kind::kNative;
+      frame.address = leaf_first[i];
+    }
+    MoveAddresses(frames.data(), n, marker_time_);
+    size_t count = n;
+    ElideOwnFrames(frames.data(), count);
+    return StackOf(thread, frames.data(), count);
   }
 
   void AddMarker(EntryReader& reader) {
@@ -802,6 +814,7 @@ class ProfileBuilder {
   std::vector<CounterState> counters_;
   std::vector<OverheadSample> overhead_;
   std::vector<uint32_t> frame_indexes_;
+  std::vector<SampleFrame> marker_frames_;  // MarkerStack()'s, reused (native frames only).
   SampleRecord sample_;       // Reused by every sample read (no allocation per sample);
   size_t sample_frames_ = 0;  // the number of its frames that are the current sample's.
   // The current sample's serialized frames (ReadSampleHeader), and their copy when they

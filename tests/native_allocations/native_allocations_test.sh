@@ -14,7 +14,10 @@
 #     native-retained-allocations names the functions with their shares (alloc_frontend_check.js).
 #   - locked_new_program (its own operator new holding its own mutex around malloc): ends, same
 #     output, no nested entry into its allocator, its function's bytes within 5 %.
-#   - `strata summary --weight bytes|retained` gives the same functions' totals;
+#   - `strata summary --weight bytes|retained` gives the same functions' totals, and so does
+#     `go tool pprof` (alloc_space, inuse_space) of `strata convert --to pprof --weight retained`;
+#   - `strata report` opens on bytes allocated, and --weight retained shows LeakSome alone, in
+#     headless Chromium (when installed);
 #   - the hooks without the feature record nothing; a bad STRATA_ALLOC_INTERVAL is reported
 #     with the accepted range and the default is kept.
 source "$(dirname "$0")/../scenario_lib.sh"
@@ -151,6 +154,116 @@ then
   pass "strata summary --weight bytes / retained"
 else
   fail "strata summary --weight bytes / retained"
+fi
+
+# pprof heap profiles (strata convert --to pprof --weight bytes|retained), read by `go tool
+# pprof` without a warning: each function's alloc_space within 5 % of the truth, LeakSome's
+# inuse_space within 5 % of its leak, the functions that leak nothing at most 1 % of it.
+if ! command -v go >/dev/null; then
+  fail "go missing (golang-go; tools/setup.sh installs it)"
+else
+  "$STRATA" convert "$WORK/recorded.json" --to pprof --weight retained -o "$WORK/heap.pb.gz" \
+    >"$WORK/convert.err" 2>&1 || fail "strata convert --to pprof --weight retained: status $? ($(head -c 300 "$WORK/convert.err"))"
+  for index in alloc_space inuse_space; do
+    HOME="$WORK" PPROF_TMPDIR="$WORK" go tool pprof -sample_index="$index" -top -unit=B -nodecount=1000 \
+      "$WORK/heap.pb.gz" >"$WORK/pprof.$index" 2>"$WORK/pprof.$index.err" ||
+      fail "go tool pprof -sample_index=$index: status $? ($(head -c 300 "$WORK/pprof.$index.err"))"
+    # Its only stderr lines are the file it reads and nothing else (no warning, no error).
+    if grep -v -e '^File: ' -e '^Type: ' -e '^Time: ' -e '^Duration: ' -e '^Showing ' -e '^Dropped ' \
+        -e '^ *flat ' "$WORK/pprof.$index.err" | grep -q .; then
+      fail "go tool pprof -sample_index=$index warns: $(head -c 300 "$WORK/pprof.$index.err")"
+    fi
+  done
+  if python3 - "$WORK/pprof.alloc_space" "$WORK/pprof.inuse_space" "$WORK/plain.out" <<'PY'
+import re, sys
+def cumulative(path):
+    out = {}
+    for line in open(path):
+        # flat flat% sum% cum cum% name (a value of 0 is printed without its unit).
+        m = re.match(r"\s*([0-9.]+)B?\s+[0-9.]+%\s+[0-9.]+%\s+([0-9.]+)B?\s+[0-9.]+%\s+(.*)", line)
+        if m:
+            out[m.group(3).strip()] = float(m.group(2))
+    return out
+def lookup(table, name):
+    return sum(v for k, v in table.items() if re.search(r"\b" + name + r"\b", k))
+allocated, inuse = cumulative(sys.argv[1]), cumulative(sys.argv[2])
+failures = leaked = others = 0
+for line in open(sys.argv[3]):
+    w = line.split()
+    if len(w) != 4 or w[0] != "truth":
+        continue
+    name, a, r = w[1], int(w[2].split("=")[1]), int(w[3].split("=")[1])
+    err = (lookup(allocated, name) - a) / a
+    ok = abs(err) <= 0.05
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} pprof alloc_space: {name} {err:+.2%}")
+    if r:
+        leaked += r
+        err = (lookup(inuse, name) - r) / r
+        ok = abs(err) <= 0.05
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} pprof inuse_space: {name} {err:+.2%}")
+    else:
+        others += lookup(inuse, name)
+ok = leaked > 0 and others <= 0.01 * leaked
+failures += not ok
+print(f"{'ok  ' if ok else 'FAIL'} pprof inuse_space: others {others:.0f} bytes (leak {leaked})")
+sys.exit(1 if failures else 0)
+PY
+  then
+    pass "go tool pprof: alloc_space and inuse_space"
+  else
+    fail "go tool pprof: alloc_space and inuse_space"
+    head -20 "$WORK/pprof.inuse_space" | sed 's/^/    /'
+  fi
+fi
+
+# strata report of the recorded profile: it opens on bytes allocated (a profile with native
+# allocations); loaded by headless Chromium (as tests/cli/report_browser_test.sh does), the
+# page's script finishes (status ready, no console message), its table weighs bytes allocated
+# and lists the allocating functions; with --weight retained, LeakSome and no function that
+# leaks nothing.
+browser="$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)"
+if [[ -z "$browser" ]]; then
+  echo "  (no Chromium: the report's bytes views were not loaded in a browser; tools/setup.sh installs it)"
+else
+  for weight in default retained; do
+    report_args=()
+    [[ $weight == default ]] || report_args=(--weight "$weight")
+    "$STRATA" report "$WORK/recorded.json" "${report_args[@]}" -o "$WORK/report.html" 2>"$WORK/report.err" ||
+      fail "strata report ${report_args[*]}: status $? ($(head -c 300 "$WORK/report.err"))"
+    timeout 90 "$browser" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
+      --no-default-browser-check --disable-extensions --user-data-dir="$WORK/chrome-profile" \
+      --enable-logging=stderr --v=0 --dump-dom "file://$WORK/report.html" >"$WORK/dom.$weight.html" \
+      2>"$WORK/chrome.$weight.err"
+    if [[ ! -s "$WORK/dom.$weight.html" ]]; then
+      echo "  (Chromium could not run here: the report's bytes views were not loaded)"
+      break
+    fi
+    table=$(python3 -c 'import re, sys
+m = re.search(r"<table id=\"top\">.*?</table>", open(sys.argv[1]).read(), re.S)
+print(m.group(0) if m else "")' "$WORK/dom.$weight.html")
+    words="bytes allocated"
+    [[ $weight == retained ]] && words="bytes retained"
+    if grep -q 'data-state="ready"' "$WORK/dom.$weight.html" && ! grep -q ":CONSOLE" "$WORK/chrome.$weight.err" &&
+        grep -q "<span id=\"top-scope\" class=\"hint\">[^<]*$words" "$WORK/dom.$weight.html"; then
+      pass "strata report ($weight): ready, silent, the table weighs $words"
+    else
+      fail "strata report ($weight): $(grep -o '<div id="status"[^<]*' "$WORK/dom.$weight.html"; grep -o '<span id="top-scope"[^<]*' "$WORK/dom.$weight.html"; grep ":CONSOLE" "$WORK/chrome.$weight.err" | head -3)"
+    fi
+    if [[ $weight == default ]]; then
+      missing=""
+      for name in AllocateSmall AllocateMedium AllocateLarge AllocateMixed LeakSome; do
+        grep -q "$name" <<<"$table" || missing+=" $name"
+      done
+      [[ -z "$missing" ]] && pass "strata report: the bytes table lists the allocating functions" ||
+        fail "strata report: the bytes table misses$missing"
+    elif grep -q LeakSome <<<"$table" && ! grep -q -e AllocateSmall -e AllocateMedium -e AllocateLarge <<<"$table"; then
+      pass "strata report --weight retained: LeakSome, and no function that leaks nothing"
+    else
+      fail "strata report --weight retained: the table does not show LeakSome alone among the workers' functions"
+    fi
+  done
 fi
 
 unset STRATA_ALLOC_INTERVAL

@@ -1,6 +1,7 @@
 #include "tools/strata/convert.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -273,6 +274,7 @@ class PprofBuilder {
   PprofBuilder(const Profile& profile, Weight weight) : profile_(profile), weight_(weight) { String(""); }
 
   std::string Run() {
+    if (IsAllocationWeight(weight_)) return RunHeap();
     const bool cpu = ProfileHasCpu(profile_);
     const int64_t ns_unit = String("nanoseconds");
     // Sample types: samples/count, wall/nanoseconds, and cpu/nanoseconds with CPU deltas.
@@ -291,21 +293,7 @@ class PprofBuilder {
       out.Message(1, value_type);
     }
 
-    // pprof takes the first mapping for the main binary ("File:"): the parent process's
-    // executable, the library named as the process.
-    if (!profile_.processes.empty()) {
-      const Process& parent = profile_.processes.front();
-      for (size_t lib = 0; lib < parent.libs.size(); ++lib) {
-        if (parent.libs[lib].name != parent.name) continue;
-        mapping_index_.emplace(std::make_pair(size_t{0}, static_cast<int32_t>(lib)), 1);
-        mapping_keys_.emplace_back(0, static_cast<int32_t>(lib));
-        break;
-      }
-    }
-
-    // Samples: one per distinct (thread, stack).
-    const int64_t key_process = String("process"), key_pid = String("pid"), key_thread = String("thread"),
-                  key_tid = String("thread_id");
+    NoteMainMapping();
     Progress progress("convert", profile_.total_samples);
     for (const Thread& thread : profile_.threads) {
       // By stack + 1 (0: no stack): count, wall ns, CPU ns.
@@ -323,54 +311,148 @@ class PprofBuilder {
         entry.cpu_ns += SampleCpuMs(thread, i, true, profile_.interval_ms) * 1e6;
       }
       progress.Advance(thread.sample_count());
-      const int64_t process_name =
-          String(ProcessLabel(profile_, profile_.processes[thread.process]));
-      const int64_t thread_name = String(thread.name);
-      std::vector<uint64_t> locations;
-      std::vector<const Frame*> inlined;  // Leaf first: frames inlined into the next outer one.
+      const ThreadNames names = NamesOf(thread);
       for (size_t index = 0; index < by_stack.size(); ++index) {
         const auto& value = by_stack[index];
         if (value.count == 0) continue;
-        const int32_t stack = static_cast<int32_t>(index) - 1;
-        ProtoWriter sample;
-        locations.clear();
-        // One location per address: a function and the functions inlined into it (inlineDepth
-        // > 0, from DWARF) are one location's lines, innermost first, as pprof encodes inlining
-        // (`pprof -noinlines` then reports by the outer function, as perf --no-inline does).
-        inlined.clear();
-        for (int32_t s = stack; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
-          const Frame& frame = thread.frames[thread.stack_frame[static_cast<size_t>(s)]];
-          if (frame.is_label && !inlined.empty()) {
-            // A label between inline levels (docs/symbols.md, "Labels"): the inlined frames
-            // below it are a location of their own, at their physical frame's address.
-            locations.push_back(LocationFor(inlined, thread.process, locations.empty()));
-            inlined.clear();
-          }
-          inlined.push_back(&frame);
-          if (frame.inline_depth > 0 && thread.stack_prefix[static_cast<size_t>(s)] >= 0) continue;
-          locations.push_back(LocationFor(inlined, thread.process, locations.empty()));
-          inlined.clear();
-        }
-        sample.Packed(1, locations);
         std::vector<int64_t> values = {value.count, std::llround(value.wall_ns)};
         if (cpu) values.push_back(std::llround(value.cpu_ns));
-        sample.Packed(2, values);
-        for (const auto& [key, str, num] : {std::make_tuple(key_process, process_name, int64_t{0}),
-                                            std::make_tuple(key_pid, int64_t{0}, thread.pid),
-                                            std::make_tuple(key_thread, thread_name, int64_t{0}),
-                                            std::make_tuple(key_tid, int64_t{0}, thread.tid)}) {
-          ProtoWriter label;
-          label.Int(1, key);
-          label.Int(2, str);
-          label.Int(3, num);
-          sample.Message(3, label);
-        }
-        out.Message(2, sample);
+        AddSample(out, thread, names, static_cast<int32_t>(index) - 1, values);
       }
     }
+    WriteTables(out);
+    ProtoWriter period_type;
+    period_type.Int(1, cpu_type);
+    period_type.Int(2, ns_unit);
+    out.Message(11, period_type);
+    out.Int(12, static_cast<int64_t>(std::llround(profile_.interval_ms * 1e6)));
+    out.Int(14, default_type);
+    return out.Take();
+  }
 
-    // Mappings (field 3): the libraries the locations are in, so that pprof knows the files
-    // (and build ids) and can symbolize again.
+  // A heap profile, as Go's runtime writes one (`go tool pprof` reads its four sample types):
+  // alloc_objects/count and alloc_space/bytes, the sampled allocations and their estimated
+  // bytes; inuse_objects/count and inuse_space/bytes, those not freed at the end (matched by
+  // address in table order, as `strata summary --weight retained` and the front-end's
+  // "Retained Memory" do). Objects are sampled allocations, not estimates of the number of
+  // allocations (a record carries the estimate of its bytes, not its size). The default
+  // sample type is alloc_space for --weight bytes, inuse_space for retained.
+  std::string RunHeap() {
+    const int64_t count = String("count"), bytes = String("bytes"), space = String("space");
+    const int64_t alloc_objects = String("alloc_objects"), alloc_space = String("alloc_space"),
+                  inuse_objects = String("inuse_objects"), inuse_space = String("inuse_space");
+    ProtoWriter out;
+    for (const auto& [type, unit] : {std::make_pair(alloc_objects, count), std::make_pair(alloc_space, bytes),
+                                     std::make_pair(inuse_objects, count), std::make_pair(inuse_space, bytes)}) {
+      ProtoWriter value_type;
+      value_type.Int(1, type);
+      value_type.Int(2, unit);
+      out.Message(1, value_type);
+    }
+    NoteMainMapping();
+    for (const Thread& thread : profile_.threads) {
+      if (thread.native_allocations.empty()) continue;
+      // By stack + 1 (0: no stack): the four values.
+      std::vector<std::array<int64_t, 4>> by_stack(thread.stack_prefix.size() + 1, {0, 0, 0, 0});
+      std::unordered_map<uint64_t, size_t> live;  // Address -> its allocation's index.
+      for (size_t i = 0; i < thread.native_allocations.size(); ++i) {
+        const NativeAllocation& a = thread.native_allocations[i];
+        if (a.bytes < 0) {
+          live.erase(a.address);
+          continue;
+        }
+        auto& values = by_stack[static_cast<size_t>(a.stack + 1)];
+        values[0] += 1;
+        values[1] += a.bytes;
+        live[a.address] = i;
+      }
+      for (const auto& [address, i] : live) {
+        (void)address;
+        const NativeAllocation& a = thread.native_allocations[i];
+        auto& values = by_stack[static_cast<size_t>(a.stack + 1)];
+        values[2] += 1;
+        values[3] += a.bytes;
+      }
+      const ThreadNames names = NamesOf(thread);
+      for (size_t index = 0; index < by_stack.size(); ++index) {
+        const auto& values = by_stack[index];
+        if (values[0] == 0) continue;
+        AddSample(out, thread, names, static_cast<int32_t>(index) - 1,
+                  std::vector<int64_t>(values.begin(), values.end()));
+      }
+    }
+    WriteTables(out);
+    ProtoWriter period_type;
+    period_type.Int(1, space);
+    period_type.Int(2, bytes);
+    out.Message(11, period_type);
+    out.Int(14, weight_ == Weight::kRetained ? inuse_space : alloc_space);
+    return out.Take();
+  }
+
+ private:
+  // pprof takes the first mapping for the main binary ("File:"): the parent process's
+  // executable, the library named as the process.
+  void NoteMainMapping() {
+    if (profile_.processes.empty()) return;
+    const Process& parent = profile_.processes.front();
+    for (size_t lib = 0; lib < parent.libs.size(); ++lib) {
+      if (parent.libs[lib].name != parent.name) continue;
+      mapping_index_.emplace(std::make_pair(size_t{0}, static_cast<int32_t>(lib)), 1);
+      mapping_keys_.emplace_back(0, static_cast<int32_t>(lib));
+      break;
+    }
+  }
+
+  // The string ids of a thread's labels' values (its process's and its own names).
+  struct ThreadNames {
+    int64_t process;
+    int64_t thread;
+  };
+  ThreadNames NamesOf(const Thread& thread) {
+    return {String(ProcessLabel(profile_, profile_.processes[thread.process])), String(thread.name)};
+  }
+
+  // One Sample (field 2) of `thread` at `stack` (-1: none) with `values`, labelled with its
+  // process and thread (`names`: NamesOf(thread)).
+  void AddSample(ProtoWriter& out, const Thread& thread, const ThreadNames& names, int32_t stack,
+                 const std::vector<int64_t>& values) {
+    // One location per address: a function and the functions inlined into it (inlineDepth
+    // > 0, from DWARF) are one location's lines, innermost first, as pprof encodes inlining
+    // (`pprof -noinlines` then reports by the outer function, as perf --no-inline does).
+    std::vector<uint64_t> locations;
+    std::vector<const Frame*> inlined;  // Leaf first: frames inlined into the next outer one.
+    for (int32_t s = stack; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
+      const Frame& frame = thread.frames[thread.stack_frame[static_cast<size_t>(s)]];
+      if (frame.is_label && !inlined.empty()) {
+        // A label between inline levels (docs/symbols.md, "Labels"): the inlined frames
+        // below it are a location of their own, at their physical frame's address.
+        locations.push_back(LocationFor(inlined, thread.process, locations.empty()));
+        inlined.clear();
+      }
+      inlined.push_back(&frame);
+      if (frame.inline_depth > 0 && thread.stack_prefix[static_cast<size_t>(s)] >= 0) continue;
+      locations.push_back(LocationFor(inlined, thread.process, locations.empty()));
+      inlined.clear();
+    }
+    ProtoWriter sample;
+    sample.Packed(1, locations);
+    sample.Packed(2, values);
+    for (const auto& [key, str, num] : {std::make_tuple(String("process"), names.process, int64_t{0}),
+                                        std::make_tuple(String("pid"), int64_t{0}, thread.pid),
+                                        std::make_tuple(String("thread"), names.thread, int64_t{0}),
+                                        std::make_tuple(String("thread_id"), int64_t{0}, thread.tid)}) {
+      ProtoWriter label;
+      label.Int(1, key);
+      label.Int(2, str);
+      label.Int(3, num);
+      sample.Message(3, label);
+    }
+    out.Message(2, sample);
+  }
+
+  // Mappings, locations, functions, the string table and the times (fields 3-10, 13).
+  void WriteTables(ProtoWriter& out) {
     for (size_t i = 0; i < mapping_keys_.size(); ++i) {
       const auto [process, lib] = mapping_keys_[i];
       const Library& library = profile_.processes[process].libs[static_cast<size_t>(lib)];
@@ -400,31 +482,26 @@ class PprofBuilder {
       }
       out.Message(4, location);
     }
+    std::vector<std::array<int64_t, 3>> functions;  // Interned before the string table.
     for (size_t i = 0; i < function_ids_.size(); ++i) {
       const Function& f = profile_.functions[function_ids_[i]];
+      functions.push_back({static_cast<int64_t>(i + 1), String(f.name), String(f.file)});
+    }
+    for (const auto& [id, name, file] : functions) {
       ProtoWriter function;
-      function.Int(1, static_cast<int64_t>(i + 1));
-      const int64_t name = String(f.name);
+      function.Int(1, id);
       function.Int(2, name);
       function.Int(3, name);
-      function.Int(4, String(f.file));
+      function.Int(4, file);
       out.Message(5, function);
     }
     const int64_t comment = String("converted by strata from a Gecko profile of " + profile_.product);
     for (const std::string& s : strings_) out.Bytes(6, s);
     out.Int(9, static_cast<int64_t>(std::llround((profile_.start_epoch_ms + profile_.start_time) * 1e6)));
     out.Int(10, static_cast<int64_t>(std::llround(profile_.duration() * 1e6)));
-    ProtoWriter period_type;
-    period_type.Int(1, cpu_type);
-    period_type.Int(2, ns_unit);
-    out.Message(11, period_type);
-    out.Int(12, static_cast<int64_t>(std::llround(profile_.interval_ms * 1e6)));
     out.Packed(13, std::vector<int64_t>{comment});
-    out.Int(14, default_type);
-    return out.Take();
   }
 
- private:
   // Strings must all be interned before the string table is written (it is written last).
   int64_t String(const std::string& s) {
     auto [it, inserted] = string_ids_.emplace(s, static_cast<int64_t>(strings_.size()));

@@ -152,6 +152,41 @@ TEST_CASE("pprof decodes with the profile.proto schema, same sample total") {
   CHECK_FALSE(DecodePprof(std::string("\x0a\xff\xff", 3), &garbage, &error));
 }
 
+TEST_CASE("pprof heap profile: allocated and in-use objects and bytes of the native allocations") {
+  Profile profile = TestProfile();
+  Thread& thread = profile.threads[0];
+  REQUIRE(thread.stack_prefix.size() >= 2);
+  // 0x10 allocated at stack 0, freed, then allocated again at stack 1; 0x20 never freed.
+  thread.native_allocations = {{1.0, 1000, 0x10, 0}, {2.0, 500, 0x20, 1}, {3.0, -1000, 0x10, 1},
+                               {4.0, 700, 0x10, 1}};
+  for (const Weight weight : {Weight::kBytes, Weight::kRetained}) {
+    PprofProfile decoded;
+    std::string error;
+    REQUIRE(DecodePprof(PprofProtobuf(profile, weight), &decoded, &error));
+    CHECK(ValidatePprof(decoded) == "");
+    REQUIRE(decoded.sample_types.size() == 4);
+    std::vector<std::string> types;
+    for (const auto& t : decoded.sample_types) {
+      types.push_back(decoded.strings[static_cast<size_t>(t.type)] + "/" +
+                      decoded.strings[static_cast<size_t>(t.unit)]);
+    }
+    CHECK(types == std::vector<std::string>{"alloc_objects/count", "alloc_space/bytes", "inuse_objects/count",
+                                            "inuse_space/bytes"});
+    CHECK(PprofTotal(decoded, 0) == 3);
+    CHECK(PprofTotal(decoded, 1) == 2200);
+    CHECK(PprofTotal(decoded, 2) == 2);
+    CHECK(PprofTotal(decoded, 3) == 1200);
+    CHECK(decoded.strings[static_cast<size_t>(decoded.default_sample_type)] ==
+          (weight == Weight::kBytes ? "alloc_space" : "inuse_space"));
+    CHECK(decoded.strings[static_cast<size_t>(decoded.period_type.type)] == "space");
+    // Per stack: the freed allocation at stack 0 is allocated, not in use.
+    for (const auto& sample : decoded.samples) {
+      if (sample.values[1] == 1000) CHECK(sample.values[3] == 0);
+      if (sample.values[1] == 1200) CHECK(sample.values[3] == 1200);
+    }
+  }
+}
+
 TEST_CASE("pprof: a function and the functions inlined into it are one location's lines") {
   // main > malloc > tcache_get (inlined into malloc: inlineDepth 1, as strata symbolicate
   // writes it).
@@ -345,6 +380,42 @@ TEST_CASE("The report has a weight control and wall, CPU and sample weights per 
     CHECK(wall == Approx(blocked ? 58 : 10));
     CHECK(n == (blocked ? 58 : 10));
   }
+}
+
+TEST_CASE("The report weighs native allocations by bytes allocated and retained") {
+  Profile profile = TestProfile();
+  Thread& thread = profile.threads[0];
+  REQUIRE(thread.stack_prefix.size() >= 2);
+  // 0x10 allocated at stack 0 and freed, then again at stack 1; 0x20 never freed.
+  thread.native_allocations = {{1.0, 1000, 0x10, 0}, {2.0, 500, 0x20, 1}, {3.0, -1000, 0x10, 1},
+                               {4.0, 700, 0x10, 1}};
+  ReportOptions options;
+  options.weight = Weight::kBytes;
+  const std::string html = ReportHtml(profile, "a.json", options);
+  const std::string open = "<script type=\"application/json\" id=\"strata-data\">";
+  const size_t at = html.find(open);
+  REQUIRE(at != std::string::npos);
+  rapidjson::Document data;
+  data.Parse(html.substr(at + open.size(), html.find("</script>", at) - at - open.size()).c_str());
+  REQUIRE_FALSE(data.HasParseError());
+  CHECK(data["allocations"].GetBool());
+  CHECK(std::string(data["weight"].GetString()) == "bytes");
+  const auto& t = data["threads"][0];
+  REQUIRE(t.HasMember("ab"));
+  REQUIRE(t["at"].Size() == 3);  // The allocations, not the free.
+  int64_t allocated = 0, retained = 0;
+  for (const auto& v : t["ab"].GetArray()) allocated += v.GetInt64();
+  for (const auto& v : t["ar"].GetArray()) retained += v.GetInt64();
+  CHECK(allocated == 2200);
+  CHECK(retained == 1200);
+  for (const auto& s : t["as"].GetArray()) {
+    CHECK(s.GetInt() >= 0);
+    CHECK(s.GetInt() < static_cast<int>(t["sp"].Size()));  // Their stacks are in the table.
+  }
+  // A profile without allocations offers no bytes.
+  const std::string plain = ReportHtml(TestProfile(), "p.json", ReportOptions());
+  CHECK(plain.find("\"allocations\":false") != std::string::npos);
+  CHECK(plain.find("\"ab\"") == std::string::npos);
 }
 
 TEST_CASE("The report is one self-contained page with the data") {

@@ -50,6 +50,9 @@ class ReportData {
     Number(w, profile_.interval_ms);
     w.Key("cpu");
     w.Bool(cpu);
+    w.Key("allocations");
+    w.Bool(std::any_of(profile_.threads.begin(), profile_.threads.end(),
+                       [](const Thread& t) { return !t.native_allocations.empty(); }));
     w.Key("weight");
     String(w, WeightName(options_.weight));
     w.Key("start");
@@ -124,9 +127,31 @@ class ReportData {
     // Stacks the kept samples use, with their ancestors, renumbered parents first.
     std::vector<int32_t> new_index(t.stack_prefix.size(), -1);
     std::vector<uint8_t> used(t.stack_prefix.size(), 0);
-    for (size_t i = 0; i < n; i += step) {
-      for (int32_t s = t.sample_stack[i]; s >= 0 && !used[static_cast<size_t>(s)]; s = t.stack_prefix[static_cast<size_t>(s)]) {
+    auto use = [&](int32_t stack) {
+      for (int32_t s = stack; s >= 0 && !used[static_cast<size_t>(s)]; s = t.stack_prefix[static_cast<size_t>(s)]) {
         used[static_cast<size_t>(s)] = 1;
+      }
+    };
+    for (size_t i = 0; i < n; i += step) use(t.sample_stack[i]);
+    // Native allocations (frees are not shown: an allocation's bytes count as retained when
+    // no later free of its address follows, as the front-end and strata summary match them).
+    std::vector<size_t> allocations;
+    std::vector<uint8_t> retained;
+    if (!t.native_allocations.empty()) {
+      std::unordered_map<uint64_t, size_t> live;  // Address -> index into `allocations`.
+      for (const NativeAllocation& a : t.native_allocations) {
+        if (a.bytes < 0) {
+          if (auto it = live.find(a.address); it != live.end()) {
+            retained[it->second] = 0;
+            live.erase(it);
+          }
+          continue;
+        }
+        if (auto it = live.find(a.address); it != live.end()) retained[it->second] = 0;  // Freed unseen.
+        live[a.address] = allocations.size();
+        allocations.push_back(static_cast<size_t>(&a - t.native_allocations.data()));
+        retained.push_back(1);
+        use(a.stack);
       }
     }
     w.StartObject();
@@ -210,6 +235,29 @@ class ReportData {
         }
         w.Double(weight);
       }
+      w.EndArray();
+    }
+    if (!allocations.empty()) {
+      // The allocations: "at" time, "as" stack, "ab" estimated bytes, "ar" the same when
+      // retained at the end, else 0.
+      w.Key("at");
+      w.StartArray();
+      for (size_t i : allocations) w.Double(std::round(t.native_allocations[i].time * 1000) / 1000);
+      w.EndArray();
+      w.Key("as");
+      w.StartArray();
+      for (size_t i : allocations) {
+        const int32_t s = t.native_allocations[i].stack;
+        w.Int(s >= 0 ? new_index[static_cast<size_t>(s)] : -1);
+      }
+      w.EndArray();
+      w.Key("ab");
+      w.StartArray();
+      for (size_t i : allocations) w.Int64(t.native_allocations[i].bytes);
+      w.EndArray();
+      w.Key("ar");
+      w.StartArray();
+      for (size_t k = 0; k < allocations.size(); ++k) w.Int64(retained[k] ? t.native_allocations[allocations[k]].bytes : 0);
       w.EndArray();
     }
     // Markers as spans (start/end pairs matched): [name index, start, end, instant], names

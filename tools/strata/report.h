@@ -4,7 +4,10 @@
 // timeline restricts the flame graph and the table to that time range.
 //
 // The flame graph and the table weigh samples by wall time, CPU time or sample count
-// (function_stats.h), switched by a control in the page; `weight` is the one it opens with.
+// (function_stats.h), or, in a profile with native allocations (docs/memory.md), the
+// allocations by their estimated bytes (allocated, or retained: not freed at the end, matched
+// by address as `strata summary --weight retained` does), switched by a control in the page;
+// `weight` is the one it opens with.
 //
 // The page's data is embedded as JSON: functions used by the samples, and per thread the
 // stack table (pruned to the stacks samples use), the samples (time, stack, wall ms, CPU ms,
@@ -29,7 +32,9 @@ namespace cli {
 struct ReportOptions {
   size_t max_samples = 300000;  // Over all threads.
   size_t max_markers = 20000;   // Per thread (the first ones are kept).
-  Weight weight = Weight::kWall;  // What the flame graph and the table weigh first.
+  // What the flame graph and the table weigh first. bytes and retained weigh the native
+  // allocations (estimated bytes allocated; those not freed at the end) instead of samples.
+  Weight weight = Weight::kWall;
 };
 
 // The HTML text. `source` names the profile in the page title.

@@ -4,8 +4,8 @@
 //   strata recover FILE.flight [-o OUT] [--raw] [--reason TEXT]
 //   strata summary FILE... [--top N] [--weight wall|cpu|samples|bytes|retained] [--tree] [FILTERS]
 //   strata tree FILE [--weight wall|cpu|samples] [--depth N] [--min-percent P] [FILTERS]
-//   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples] [FILTERS]
-//   strata report FILE [-o report.html] [--weight wall|cpu|samples] [FILTERS]
+//   strata convert FILE --to chrome|pprof|collapsed -o OUT [--weight wall|cpu|samples|bytes|retained] [FILTERS]
+//   strata report FILE [-o report.html] [--weight wall|cpu|samples|bytes|retained] [FILTERS]
 //   strata view FILE [--port N] [--no-open] [FILTERS]
 // FILTERS: --pid, --tid, --process, --thread, --range (filter_options.h).
 // Arguments are parsed with CLI11 (Debian libcli11-dev, header-only).
@@ -206,15 +206,25 @@ int RunTree(const std::string& input, const CallTreeOptions& options, const Prof
 
 int RunConvert(const std::string& input, const std::string& format, const std::string& output,
                const std::string& weight_name, const ProfileFilter& filter) {
-  if (Weight w; ParseWeight(weight_name, &w) && IsAllocationWeight(w)) {
-    std::fprintf(stderr, "strata convert: --weight %s is for strata summary only (accepted here: wall, cpu, "
-                 "samples)\n", weight_name.c_str());
+  const bool heap = [&] {
+    Weight w;
+    return ParseWeight(weight_name, &w) && IsAllocationWeight(w);
+  }();
+  if (heap && format != "pprof") {
+    std::fprintf(stderr, "strata convert: --weight %s is for --to pprof (a heap profile) only (accepted with %s: "
+                 "wall, cpu, samples)\n", weight_name.c_str(), format.c_str());
     return 2;
   }
   Profile profile;
   std::string note;
   if (const int status = LoadFilteredProfile("convert", input, filter, &profile, &note); status != 0) return status;
   if (!note.empty()) std::fprintf(stderr, "strata convert: %s\n", note.c_str());
+  if (heap && std::none_of(profile.threads.begin(), profile.threads.end(),
+                           [](const Thread& t) { return !t.native_allocations.empty(); })) {
+    std::fprintf(stderr, "strata convert: --weight %s: %s has no native allocations (record with --features "
+                 "nativeallocations)\n", weight_name.c_str(), TerminalSafe(input).c_str());
+    return 1;
+  }
   // collapsed counts samples unless told otherwise (its values are counts by convention).
   Weight weight = WeightOr(weight_name, format == "collapsed" ? Weight::kSamples : Weight::kWall);
   NoteCpuFallback("convert", profile, weight);
@@ -243,16 +253,21 @@ int RunConvert(const std::string& input, const std::string& format, const std::s
   return 0;
 }
 
-int RunReport(const std::string& input, const std::string& output, const ReportOptions& options,
-              const ProfileFilter& filter) {
-  if (IsAllocationWeight(options.weight)) {
-    std::fprintf(stderr, "strata report: --weight %s is for strata summary only (accepted here: wall, cpu, "
-                 "samples)\n", WeightName(options.weight));
-    return 2;
-  }
+// `weight_given`: --weight was on the command line; without it a profile with native
+// allocations opens on bytes allocated.
+int RunReport(const std::string& input, const std::string& output, ReportOptions options,
+              const ProfileFilter& filter, bool weight_given) {
   Profile profile;
   std::string note;
   if (const int status = LoadFilteredProfile("report", input, filter, &profile, &note); status != 0) return status;
+  const bool allocations = std::any_of(profile.threads.begin(), profile.threads.end(),
+                                       [](const Thread& t) { return !t.native_allocations.empty(); });
+  if (IsAllocationWeight(options.weight) && !allocations) {
+    std::fprintf(stderr, "strata report: --weight %s: %s has no native allocations (record with --features "
+                 "nativeallocations)\n", WeightName(options.weight), TerminalSafe(input).c_str());
+    return 1;
+  }
+  if (!weight_given && allocations) options.weight = Weight::kBytes;
   if (!note.empty()) std::fprintf(stderr, "strata report: %s\n", note.c_str());
   NoteCpuFallback("report", profile, options.weight);
   std::string error;
@@ -415,11 +430,14 @@ int Main(int argc, char** argv) {
   convert_command->add_option("--weight", convert_weight,
                               "wall, cpu or samples: pprof's default sample type (default wall; all are in "
                               "the file), collapsed's values (default samples; wall and cpu in µs), chrome: "
-                              "cpu ends the slices at samples without CPU (default wall)")
+                              "cpu ends the slices at samples without CPU (default wall); bytes or retained "
+                              "(pprof only): a heap profile of the native allocations (alloc_objects, "
+                              "alloc_space, inuse_objects, inuse_space; default alloc_space or inuse_space)")
       ->check(CLI::Validator(CheckWeight, "WEIGHT"));
   ProfileFilter convert_filter;
   AddFilterOptions(convert_command, &convert_filter);
-  convert_command->footer("Example: strata convert strata-profile.json --to pprof -o profile.pb.gz");
+  convert_command->footer("Example: strata convert strata-profile.json --to pprof -o profile.pb.gz\n"
+                          "         strata convert heap.json --to pprof --weight retained -o heap.pb.gz");
 
   // js: run by main() before this parser (tools/js, a binary of its own); listed for --help.
   app.add_subcommand("js", "Run a JavaScript file in SpiderMonkey and profile its JS stacks (strata js --help)")
@@ -460,7 +478,8 @@ int Main(int argc, char** argv) {
   std::string report_weight;
   report_command->add_option("--weight", report_weight,
                              "What the flame graph and the table weigh when the page opens (a control in the "
-                             "page switches it): wall (default), cpu or samples")
+                             "page switches it): wall (default), cpu or samples; bytes or retained: the native "
+                             "allocations' bytes allocated or retained (the default for a profile with them)")
       ->check(CLI::Validator(CheckWeight, "WEIGHT"));
 
   // `record ... -- CMD ARGS`: everything after the first "--" is the command, untouched
@@ -602,7 +621,7 @@ int Main(int argc, char** argv) {
   }
   if (*report_command) {
     report_options.weight = WeightOr(report_weight, Weight::kWall);
-    return RunReport(report_input, report_output, report_options, report_filter);
+    return RunReport(report_input, report_output, report_options, report_filter, !report_weight.empty());
   }
   if (*view_command) {
     view_options.open_browser = !view_no_open;
