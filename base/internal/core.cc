@@ -188,6 +188,9 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
     LogError("cannot install the sampling signal handler for signal %d: %s; markers only",
              signal_number, strerror(error));
   } else {
+    // The program's handlers on alternate stacks, installed before this session, run with
+    // the sampling signal blocked (signal_interposers.h).
+    MaskSamplingSignalInAlternateStackHandlers(InstalledSamplingSignal());
     LogInfo("sampling with signal %d (gdb: handle SIG%d nostop noprint pass)", signal_number,
             signal_number);
   }
@@ -263,6 +266,8 @@ void StopLocked(Session& session) {
   // handler, not the program's disposition (by default: terminate).
   WaitForQueuedEventSignals(threads_on_events, InstalledSamplingSignal());
   (void)UninstallSamplingSignalHandler();
+  // Left in place when the uninstall gave up (the handler still installed).
+  if (InstalledSamplingSignal() == 0) UnmaskSamplingSignalInAlternateStackHandlers();
   session.controlled_manager = nullptr;
   session.buffer.ResetChunkManager();
   LogInfo("profiler stopped");

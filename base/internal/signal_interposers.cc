@@ -154,29 +154,44 @@ bool IsStrataSignal(int signal_number) {
 
 __attribute__((constructor)) void ResolveAtLoad() { ResolveRealFunctions(); }
 
-// Signals whose program handler runs on its alternate stack with S added to its sa_mask by
-// Strata (bit signal_number - 1), so that the old action read back is the program's.
-std::atomic<uint64_t> g_sampling_signal_masked_in{0};
+// The kernel's mask word (signals 1..64, bit n - 1) of a sigset_t, read and changed by bit
+// operations: glibc's sigaddset/sigdelset/sigismember are interposable exports (and refuse
+// 32 and 33), not for a program's thread.
+inline uint64_t MaskWord(const sigset_t& set) {
+  uint64_t word;
+  std::memcpy(&word, &set, sizeof(word));
+  return word;
+}
+inline uint64_t SignalBit(int signal_number) {
+  return signal_number >= 1 && signal_number <= 64 ? uint64_t{1} << (signal_number - 1) : 0;
+}
+inline bool HasSignal(const sigset_t& set, int signal_number) {
+  return (MaskWord(set) & SignalBit(signal_number)) != 0;
+}
+inline void AddSignal(sigset_t* set, int signal_number) {
+  const uint64_t word = MaskWord(*set) | SignalBit(signal_number);
+  std::memcpy(set, &word, sizeof(word));
+}
+inline void RemoveSignal(sigset_t* set, int signal_number) {
+  const uint64_t word = MaskWord(*set) & ~SignalBit(signal_number);
+  std::memcpy(set, &word, sizeof(word));
+}
+inline void EmptySet(sigset_t* set) { std::memset(set, 0, sizeof(*set)); }
 
-// An alternate stack smaller than this cannot hold a second kernel signal frame (~3.3 KiB
-// here, with the XSAVE area) below a program's handler and the sampling handler's own need
-// (kSamplingHandlerStackNeed): a sample landing there would make the kernel kill the process
-// ("overflowed sigaltstack") before any handler code runs.
-constexpr size_t kAlternateStackSampledFrom = 16 * 1024;
+// Per signal 1..64: the sampling signal Strata added to the kernel mask of the program's
+// SA_ONSTACK handler for it (0: none; the program's own mask never named it), so that the
+// mask read back is always the program's, whichever S is installed now.
+std::atomic<uint8_t> g_sampling_signal_masked_in[65];
 
 // Whether S must stay blocked while the program's handler `action` for `signal_number` runs:
-// a handler (not SIG_DFL/SIG_IGN) on the alternate stack (SA_ONSTACK), where the calling
-// thread's alternate stack is smaller than kAlternateStackSampledFrom or not set yet (a
-// program usually sets its stack, then installs the handler, on the same thread).
+// a handler (not SIG_DFL/SIG_IGN) on the alternate stack (SA_ONSTACK), whose own mask does
+// not block S already. Whatever the size of any thread's alternate stack: those are crash or
+// rare handlers, and a second kernel signal frame (several KiB with AVX-512/AMX state) below
+// one on a small stack makes the kernel kill the process ("overflowed sigaltstack").
 bool MasksSamplingSignalIn(int signal_number, const struct sigaction& action, int sampling) {
-  if (sampling <= 0 || signal_number == sampling || (action.sa_flags & SA_ONSTACK) == 0 ||
-      action.sa_handler == SIG_DFL || action.sa_handler == SIG_IGN ||
-      sigismember(&action.sa_mask, sampling) == 1) {
-    return false;
-  }
-  stack_t alternate;
-  if (RawSyscall(SYS_sigaltstack, 0, reinterpret_cast<long>(&alternate)) != 0) return true;
-  return (alternate.ss_flags & SS_DISABLE) != 0 || alternate.ss_size < kAlternateStackSampledFrom;
+  return sampling > 0 && signal_number != sampling && (action.sa_flags & SA_ONSTACK) != 0 &&
+         action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN &&
+         !HasSignal(action.sa_mask, sampling);
 }
 
 int ProgramSigaction(int signal_number, const struct sigaction* action,
@@ -192,30 +207,23 @@ int ProgramSigaction(int signal_number, const struct sigaction* action,
     errno = ENOSYS;
     return -1;
   }
-  // A program handler on a small alternate stack runs with S blocked: S's instances meanwhile
+  if (signal_number <= 0 || signal_number > 64) return real(signal_number, action, old_action);
+  // A program handler on an alternate stack runs with S blocked: S's instances meanwhile
   // stay pending until it returns (docs/host-contract.md, "Stack").
   const int sampling = InstalledSamplingSignal();
-  if (sampling <= 0 || signal_number <= 0 || signal_number > 64) {
-    return real(signal_number, action, old_action);
-  }
-  const uint64_t bit = uint64_t{1} << (signal_number - 1);
   struct sigaction adjusted;
   const bool mask_now = action != nullptr && MasksSamplingSignalIn(signal_number, *action, sampling);
   if (mask_now) {
     adjusted = *action;
-    sigaddset(&adjusted.sa_mask, sampling);
+    AddSignal(&adjusted.sa_mask, sampling);
     action = &adjusted;
   }
-  const bool masked_before = (g_sampling_signal_masked_in.load() & bit) != 0;
+  const int masked_before = g_sampling_signal_masked_in[signal_number].load();
   const int rc = real(signal_number, action, old_action);
   if (rc != 0) return rc;
-  if (old_action != nullptr && masked_before) sigdelset(&old_action->sa_mask, sampling);
+  if (old_action != nullptr && masked_before != 0) RemoveSignal(&old_action->sa_mask, masked_before);
   if (action != nullptr) {
-    if (mask_now) {
-      g_sampling_signal_masked_in.fetch_or(bit);
-    } else {
-      g_sampling_signal_masked_in.fetch_and(~bit);
-    }
+    g_sampling_signal_masked_in[signal_number].store(mask_now ? sampling : 0);
   }
   return rc;
 }
@@ -436,6 +444,41 @@ bool CodeRangeOf(const void* address, uintptr_t* begin, uintptr_t* end) {
 
 int SamplingSignalOfProgramCall() {
   return IsInSamplingHandler() ? 0 : InstalledSamplingSignal();
+}
+
+void MaskSamplingSignalInAlternateStackHandlers(int sampling) {
+  const SigactionFunction real = Real(g_sigaction, "sigaction");
+  if (real == nullptr || sampling <= 0 || sampling > 64) return;
+  for (int signal_number = 1; signal_number <= 64; ++signal_number) {
+    if (signal_number == SIGKILL || signal_number == SIGSTOP ||
+        signal_number == ControlSignal() || g_sampling_signal_masked_in[signal_number].load() != 0) {
+      continue;
+    }
+    struct sigaction current;
+    if (real(signal_number, nullptr, &current) != 0 ||
+        !MasksSamplingSignalIn(signal_number, current, sampling)) {
+      continue;
+    }
+    AddSignal(&current.sa_mask, sampling);
+    if (real(signal_number, &current, nullptr) == 0) {
+      g_sampling_signal_masked_in[signal_number].store(sampling);
+    }
+  }
+}
+
+void UnmaskSamplingSignalInAlternateStackHandlers() {
+  const SigactionFunction real = Real(g_sigaction, "sigaction");
+  if (real == nullptr) return;
+  for (int signal_number = 1; signal_number <= 64; ++signal_number) {
+    const int masked = g_sampling_signal_masked_in[signal_number].exchange(0);
+    if (masked == 0) continue;
+    struct sigaction current;
+    if (real(signal_number, nullptr, &current) != 0 || !HasSignal(current.sa_mask, masked)) {
+      continue;
+    }
+    RemoveSignal(&current.sa_mask, masked);
+    (void)real(signal_number, &current, nullptr);
+  }
 }
 
 void PrepareSignalInterposers() {
