@@ -58,6 +58,7 @@
 
 #include "base/internal/control_signal.h"
 #include "base/internal/core.h"
+#include "platform/kernel_signal_set.h"
 #include "platform/next_definition.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/held_sampling_signals.h"
@@ -131,8 +132,8 @@ void ResolveRealFunctions() {
 // applied).
 int ChangeOneSignalMask(int how, int signal_number) {
   sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
+  EmptySignalSet(&one);
+  AddSignal(&one, signal_number);
   return ::sigprocmask(how, &one, nullptr);
 }
 
@@ -153,30 +154,6 @@ bool IsStrataSignal(int signal_number) {
 }
 
 __attribute__((constructor)) void ResolveAtLoad() { ResolveRealFunctions(); }
-
-// The kernel's mask word (signals 1..64, bit n - 1) of a sigset_t, read and changed by bit
-// operations: glibc's sigaddset/sigdelset/sigismember are interposable exports (and refuse
-// 32 and 33), not for a program's thread.
-inline uint64_t MaskWord(const sigset_t& set) {
-  uint64_t word;
-  std::memcpy(&word, &set, sizeof(word));
-  return word;
-}
-inline uint64_t SignalBit(int signal_number) {
-  return signal_number >= 1 && signal_number <= 64 ? uint64_t{1} << (signal_number - 1) : 0;
-}
-inline bool HasSignal(const sigset_t& set, int signal_number) {
-  return (MaskWord(set) & SignalBit(signal_number)) != 0;
-}
-inline void AddSignal(sigset_t* set, int signal_number) {
-  const uint64_t word = MaskWord(*set) | SignalBit(signal_number);
-  std::memcpy(set, &word, sizeof(word));
-}
-inline void RemoveSignal(sigset_t* set, int signal_number) {
-  const uint64_t word = MaskWord(*set) & ~SignalBit(signal_number);
-  std::memcpy(set, &word, sizeof(word));
-}
-inline void EmptySet(sigset_t* set) { std::memset(set, 0, sizeof(*set)); }
 
 // Per signal 1..64: the sampling signal Strata added to the kernel mask of the program's
 // SA_ONSTACK handler for it (0: none; the program's own mask never named it), so that the
@@ -253,10 +230,10 @@ int ChangeMask(MaskFunction real, int how, const sigset_t* set, sigset_t* old,
   sigset_t filtered;
   const sigset_t* effective = set;
   if (set != nullptr) {
-    const bool named = sigismember(set, signal_number) == 1;
+    const bool named = HasSignal(*set, signal_number);
     if (how == SIG_BLOCK || how == SIG_SETMASK) {
       filtered = *set;
-      sigdelset(&filtered, signal_number);
+      RemoveSignal(&filtered, signal_number);
       effective = &filtered;
     }
     int result = real(how, effective, old);
@@ -266,7 +243,7 @@ int ChangeMask(MaskFunction real, int how, const sigset_t* set, sigset_t* old,
       if (how == SIG_BLOCK && named) blocked = true;
       if (how == SIG_UNBLOCK && named) blocked = false;
       SetProgramBlocksSamplingSignal(blocked);
-      if (old != nullptr && program_blocked) sigaddset(old, signal_number);
+      if (old != nullptr && program_blocked) AddSignal(old, signal_number);
       // Unblocked: the foreign instances held meanwhile are delivered now, before the call
       // returns, as the kernel delivers pending signals at an unblock.
       if (program_blocked && !blocked) DeliverHeldSamplingSignals(signal_number);
@@ -274,7 +251,7 @@ int ChangeMask(MaskFunction real, int how, const sigset_t* set, sigset_t* old,
     return result;
   }
   const int result = real(how, nullptr, old);
-  if (result == 0 && old != nullptr && program_blocked) sigaddset(old, signal_number);
+  if (result == 0 && old != nullptr && program_blocked) AddSignal(old, signal_number);
   return result;
 }
 
@@ -288,8 +265,8 @@ class WaiterRegistration {
  public:
   explicit WaiterRegistration(int signal_number) {
     sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, signal_number);
+    EmptySignalSet(&one);
+    AddSignal(&one, signal_number);
     RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&one),
                reinterpret_cast<long>(&previous_), _NSIG / 8);
     slot_ = RegisterSamplingSignalWaiter();
@@ -328,7 +305,7 @@ int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* t
     errno = ENOSYS;
     return -1;
   }
-  if (signal_number == 0 || set == nullptr || sigismember(set, signal_number) != 1 ||
+  if (signal_number == 0 || set == nullptr || !HasSignal(*set, signal_number) ||
       (timeout != nullptr &&
        (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000))) {
     return real(set, info, timeout);  // The kernel's own answer (EINVAL for a bad timeout).
@@ -343,7 +320,7 @@ int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* t
     WaiterRegistration waiter(signal_number);  // Before the held ones are looked at.
     if (HasHeldSamplingSignal()) {
       sigset_t others = *set;
-      sigdelset(&others, signal_number);
+      RemoveSignal(&others, signal_number);
       const struct timespec zero {};
       const int other = real(&others, out, &zero);
       if (other > 0) return other;
@@ -370,14 +347,14 @@ int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* t
 // Whether `set` (which may be null, whatever the prototype it came through says) names the
 // signal.
 bool Names(const sigset_t* set, int signal_number) {
-  return set != nullptr && signal_number != 0 && sigismember(set, signal_number) == 1;
+  return set != nullptr && signal_number != 0 && HasSignal(*set, signal_number);
 }
 
 // `set` without the sampling signal, in `storage`.
 const sigset_t* WithoutSignal(const sigset_t* set, int signal_number, sigset_t* storage) {
-  if (set == nullptr || signal_number == 0 || sigismember(set, signal_number) != 1) return set;
+  if (set == nullptr || signal_number == 0 || !HasSignal(*set, signal_number)) return set;
   *storage = *set;
-  sigdelset(storage, signal_number);
+  RemoveSignal(storage, signal_number);
   return storage;
 }
 
@@ -403,8 +380,8 @@ bool RecordSignalCall(int signal_number, sighandler_t handler, int flags, bool m
   std::memset(&action, 0, sizeof(action));
   action.sa_handler = handler;
   action.sa_flags = flags;
-  sigemptyset(&action.sa_mask);
-  if (mask_itself) sigaddset(&action.sa_mask, signal_number);
+  EmptySignalSet(&action.sa_mask);
+  if (mask_itself) AddSignal(&action.sa_mask, signal_number);
   int result = 0;
   if (RecordProgramAction(signal_number, &action, &previous)) {
     *old = HandlerOf(previous);
@@ -637,7 +614,7 @@ int sigpending(sigset_t* set) {
   const int filtered = FilteredSignal(__builtin_return_address(0));
   if (result != 0 || filtered == 0 || !ProgramBlocksSamplingSignal()) return result;
   PullPendingSamplingSignals(filtered);  // Sent, and not yet taken by any thread.
-  if (HasHeldSamplingSignal()) sigaddset(set, filtered);
+  if (HasHeldSamplingSignal()) AddSignal(set, filtered);
   return result;
 }
 
@@ -649,25 +626,25 @@ sighandler_t sigset(int signal_number, sighandler_t disposition) {
     return real != nullptr ? real(signal_number, disposition) : SIG_ERR;
   }
   sigset_t one, old_mask;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
+  EmptySignalSet(&one);
+  AddSignal(&one, signal_number);
   struct sigaction previous;
   if (disposition == SIG_HOLD) {
     if (sigaction(signal_number, nullptr, &previous) != 0 ||
         sigprocmask(SIG_BLOCK, &one, &old_mask) != 0) {
       return SIG_ERR;
     }
-    return sigismember(&old_mask, signal_number) == 1 ? SIG_HOLD : HandlerOf(previous);
+    return HasSignal(old_mask, signal_number) ? SIG_HOLD : HandlerOf(previous);
   }
   struct sigaction action;
   std::memset(&action, 0, sizeof(action));
   action.sa_handler = disposition;
-  sigemptyset(&action.sa_mask);
+  EmptySignalSet(&action.sa_mask);
   if (sigaction(signal_number, &action, &previous) != 0 ||
       sigprocmask(SIG_UNBLOCK, &one, &old_mask) != 0) {
     return SIG_ERR;
   }
-  return sigismember(&old_mask, signal_number) == 1 ? SIG_HOLD : HandlerOf(previous);
+  return HasSignal(old_mask, signal_number) ? SIG_HOLD : HandlerOf(previous);
 }
 
 int sigignore(int signal_number) {
@@ -677,7 +654,7 @@ int sigignore(int signal_number) {
   struct sigaction action;
   std::memset(&action, 0, sizeof(action));
   action.sa_handler = SIG_IGN;
-  sigemptyset(&action.sa_mask);
+  EmptySignalSet(&action.sa_mask);
   return sigaction(signal_number, &action, nullptr);
 }
 
