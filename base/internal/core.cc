@@ -57,6 +57,10 @@
 
 // The calling thread's profiling stack (labels.h).
 __thread strata::ProfilingStack* strata_t_profiling_stack_v2 = nullptr;
+// Label ABI 1's symbol (labels.h before the push site, 32-byte records): exported so that a
+// program built against that header still loads (its TLS relocation resolves), and always
+// null, so its inline macros see an unregistered thread and record no labels.
+__thread strata::ProfilingStack* strata_t_profiling_stack = nullptr;
 
 namespace strata {
 namespace base_internal {
