@@ -30,7 +30,12 @@ namespace strata {
 namespace flight {
 
 inline constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'F', 'R'};
-inline constexpr uint32_t kVersion = 1;
+// The version a writer puts in the header. 2: the buffer's label frames may carry tag 3 (the
+// push site, label ABI 2), which a version-1 reader does not know. Readers accept
+// kOldestReadableVersion..kVersion (a version-1 file has no tag 3: read the same way) and
+// refuse any other with a clear message (`strata recover`, `record -p`'s join).
+inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr size_t kFileHeaderBytes = 4096;
 inline constexpr size_t kSlotHeaderBytes = 128;
 inline constexpr size_t kMetadataHalfBytes = 1 << 20;
