@@ -27,8 +27,10 @@
 // ABI: the macros write LabelFrame records inline into the library's stack, so its layout is
 // part of the binary interface. It changed in label ABI 2 (the push site was added); the
 // thread-local stack pointer's symbol carries the version (strata_t_profiling_stack_v2), so
-// a program built against an older header fails to load with a missing symbol instead of
-// writing frames of the old size. Source compatible: the macros and AutoLabel are unchanged.
+// a program built against an older header never writes frames of the old size: the library
+// also exports the old symbol (strata_t_profiling_stack), always null, so such a program
+// loads and runs as before but records no labels (rebuild it to get them). Source
+// compatible: the macros and AutoLabel are unchanged.
 #ifndef STRATA_BASE_LABELS_H_
 #define STRATA_BASE_LABELS_H_
 

@@ -63,8 +63,7 @@ bool IsDefaultAction(const struct sigaction& action) { return action.sa_handler 
 void ReportDefaultAction(struct sigaction* old_action) {
   if (old_action == nullptr) return;
   std::memset(old_action, 0, sizeof(*old_action));
-  old_action->sa_handler = SIG_DFL;
-  sigemptyset(&old_action->sa_mask);
+  old_action->sa_handler = SIG_DFL;  // The mask: empty (zeroed).
 }
 
 // ---- Signal context begins: async-signal-safe only (no lock, no allocation). ----

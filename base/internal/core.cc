@@ -58,6 +58,10 @@
 
 // The calling thread's profiling stack (labels.h).
 __thread strata::ProfilingStack* strata_t_profiling_stack_v2 = nullptr;
+// Label ABI 1's symbol (labels.h before the push site, 32-byte records): exported so that a
+// program built against that header still loads (its TLS relocation resolves), and always
+// null, so its inline macros see an unregistered thread and record no labels.
+__thread strata::ProfilingStack* strata_t_profiling_stack = nullptr;
 
 namespace strata {
 namespace base_internal {
@@ -193,6 +197,9 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
     LogError("cannot install the sampling signal handler for signal %d: %s; markers only",
              signal_number, strerror(error));
   } else {
+    // The program's handlers on alternate stacks, installed before this session, run with
+    // the sampling signal blocked (signal_interposers.h).
+    MaskSamplingSignalInAlternateStackHandlers(InstalledSamplingSignal());
     LogInfo("sampling with signal %d (gdb: handle SIG%d nostop noprint pass)", signal_number,
             signal_number);
   }
@@ -268,6 +275,8 @@ void StopLocked(Session& session) {
   // handler, not the program's disposition (by default: terminate).
   WaitForQueuedEventSignals(threads_on_events, InstalledSamplingSignal());
   (void)UninstallSamplingSignalHandler();
+  // Left in place when the uninstall gave up (the handler still installed).
+  if (InstalledSamplingSignal() == 0) UnmaskSamplingSignalInAlternateStackHandlers();
   session.controlled_manager = nullptr;
   session.buffer.ResetChunkManager();
   LogInfo("profiler stopped");

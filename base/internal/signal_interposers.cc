@@ -58,6 +58,7 @@
 
 #include "base/internal/control_signal.h"
 #include "base/internal/core.h"
+#include "platform/kernel_signal_set.h"
 #include "platform/next_definition.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/held_sampling_signals.h"
@@ -131,8 +132,8 @@ void ResolveRealFunctions() {
 // applied).
 int ChangeOneSignalMask(int how, int signal_number) {
   sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
+  EmptySignalSet(&one);
+  AddSignal(&one, signal_number);
   return ::sigprocmask(how, &one, nullptr);
 }
 
@@ -154,29 +155,20 @@ bool IsStrataSignal(int signal_number) {
 
 __attribute__((constructor)) void ResolveAtLoad() { ResolveRealFunctions(); }
 
-// Signals whose program handler runs on its alternate stack with S added to its sa_mask by
-// Strata (bit signal_number - 1), so that the old action read back is the program's.
-std::atomic<uint64_t> g_sampling_signal_masked_in{0};
-
-// An alternate stack smaller than this cannot hold a second kernel signal frame (~3.3 KiB
-// here, with the XSAVE area) below a program's handler and the sampling handler's own need
-// (kSamplingHandlerStackNeed): a sample landing there would make the kernel kill the process
-// ("overflowed sigaltstack") before any handler code runs.
-constexpr size_t kAlternateStackSampledFrom = 16 * 1024;
+// Per signal 1..64: the sampling signal Strata added to the kernel mask of the program's
+// SA_ONSTACK handler for it (0: none; the program's own mask never named it), so that the
+// mask read back is always the program's, whichever S is installed now.
+std::atomic<uint8_t> g_sampling_signal_masked_in[65];
 
 // Whether S must stay blocked while the program's handler `action` for `signal_number` runs:
-// a handler (not SIG_DFL/SIG_IGN) on the alternate stack (SA_ONSTACK), where the calling
-// thread's alternate stack is smaller than kAlternateStackSampledFrom or not set yet (a
-// program usually sets its stack, then installs the handler, on the same thread).
+// a handler (not SIG_DFL/SIG_IGN) on the alternate stack (SA_ONSTACK), whose own mask does
+// not block S already. Whatever the size of any thread's alternate stack: those are crash or
+// rare handlers, and a second kernel signal frame (several KiB with AVX-512/AMX state) below
+// one on a small stack makes the kernel kill the process ("overflowed sigaltstack").
 bool MasksSamplingSignalIn(int signal_number, const struct sigaction& action, int sampling) {
-  if (sampling <= 0 || signal_number == sampling || (action.sa_flags & SA_ONSTACK) == 0 ||
-      action.sa_handler == SIG_DFL || action.sa_handler == SIG_IGN ||
-      sigismember(&action.sa_mask, sampling) == 1) {
-    return false;
-  }
-  stack_t alternate;
-  if (RawSyscall(SYS_sigaltstack, 0, reinterpret_cast<long>(&alternate)) != 0) return true;
-  return (alternate.ss_flags & SS_DISABLE) != 0 || alternate.ss_size < kAlternateStackSampledFrom;
+  return sampling > 0 && signal_number != sampling && (action.sa_flags & SA_ONSTACK) != 0 &&
+         action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN &&
+         !HasSignal(action.sa_mask, sampling);
 }
 
 int ProgramSigaction(int signal_number, const struct sigaction* action,
@@ -192,30 +184,23 @@ int ProgramSigaction(int signal_number, const struct sigaction* action,
     errno = ENOSYS;
     return -1;
   }
-  // A program handler on a small alternate stack runs with S blocked: S's instances meanwhile
+  if (signal_number <= 0 || signal_number > 64) return real(signal_number, action, old_action);
+  // A program handler on an alternate stack runs with S blocked: S's instances meanwhile
   // stay pending until it returns (docs/host-contract.md, "Stack").
   const int sampling = InstalledSamplingSignal();
-  if (sampling <= 0 || signal_number <= 0 || signal_number > 64) {
-    return real(signal_number, action, old_action);
-  }
-  const uint64_t bit = uint64_t{1} << (signal_number - 1);
   struct sigaction adjusted;
   const bool mask_now = action != nullptr && MasksSamplingSignalIn(signal_number, *action, sampling);
   if (mask_now) {
     adjusted = *action;
-    sigaddset(&adjusted.sa_mask, sampling);
+    AddSignal(&adjusted.sa_mask, sampling);
     action = &adjusted;
   }
-  const bool masked_before = (g_sampling_signal_masked_in.load() & bit) != 0;
+  const int masked_before = g_sampling_signal_masked_in[signal_number].load();
   const int rc = real(signal_number, action, old_action);
   if (rc != 0) return rc;
-  if (old_action != nullptr && masked_before) sigdelset(&old_action->sa_mask, sampling);
+  if (old_action != nullptr && masked_before != 0) RemoveSignal(&old_action->sa_mask, masked_before);
   if (action != nullptr) {
-    if (mask_now) {
-      g_sampling_signal_masked_in.fetch_or(bit);
-    } else {
-      g_sampling_signal_masked_in.fetch_and(~bit);
-    }
+    g_sampling_signal_masked_in[signal_number].store(mask_now ? sampling : 0);
   }
   return rc;
 }
@@ -245,10 +230,10 @@ int ChangeMask(MaskFunction real, int how, const sigset_t* set, sigset_t* old,
   sigset_t filtered;
   const sigset_t* effective = set;
   if (set != nullptr) {
-    const bool named = sigismember(set, signal_number) == 1;
+    const bool named = HasSignal(*set, signal_number);
     if (how == SIG_BLOCK || how == SIG_SETMASK) {
       filtered = *set;
-      sigdelset(&filtered, signal_number);
+      RemoveSignal(&filtered, signal_number);
       effective = &filtered;
     }
     int result = real(how, effective, old);
@@ -258,7 +243,7 @@ int ChangeMask(MaskFunction real, int how, const sigset_t* set, sigset_t* old,
       if (how == SIG_BLOCK && named) blocked = true;
       if (how == SIG_UNBLOCK && named) blocked = false;
       SetProgramBlocksSamplingSignal(blocked);
-      if (old != nullptr && program_blocked) sigaddset(old, signal_number);
+      if (old != nullptr && program_blocked) AddSignal(old, signal_number);
       // Unblocked: the foreign instances held meanwhile are delivered now, before the call
       // returns, as the kernel delivers pending signals at an unblock.
       if (program_blocked && !blocked) DeliverHeldSamplingSignals(signal_number);
@@ -266,7 +251,7 @@ int ChangeMask(MaskFunction real, int how, const sigset_t* set, sigset_t* old,
     return result;
   }
   const int result = real(how, nullptr, old);
-  if (result == 0 && old != nullptr && program_blocked) sigaddset(old, signal_number);
+  if (result == 0 && old != nullptr && program_blocked) AddSignal(old, signal_number);
   return result;
 }
 
@@ -280,8 +265,8 @@ class WaiterRegistration {
  public:
   explicit WaiterRegistration(int signal_number) {
     sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, signal_number);
+    EmptySignalSet(&one);
+    AddSignal(&one, signal_number);
     RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&one),
                reinterpret_cast<long>(&previous_), _NSIG / 8);
     slot_ = RegisterSamplingSignalWaiter();
@@ -320,7 +305,7 @@ int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* t
     errno = ENOSYS;
     return -1;
   }
-  if (signal_number == 0 || set == nullptr || sigismember(set, signal_number) != 1 ||
+  if (signal_number == 0 || set == nullptr || !HasSignal(*set, signal_number) ||
       (timeout != nullptr &&
        (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000))) {
     return real(set, info, timeout);  // The kernel's own answer (EINVAL for a bad timeout).
@@ -335,7 +320,7 @@ int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* t
     WaiterRegistration waiter(signal_number);  // Before the held ones are looked at.
     if (HasHeldSamplingSignal()) {
       sigset_t others = *set;
-      sigdelset(&others, signal_number);
+      RemoveSignal(&others, signal_number);
       const struct timespec zero {};
       const int other = real(&others, out, &zero);
       if (other > 0) return other;
@@ -362,14 +347,14 @@ int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* t
 // Whether `set` (which may be null, whatever the prototype it came through says) names the
 // signal.
 bool Names(const sigset_t* set, int signal_number) {
-  return set != nullptr && signal_number != 0 && sigismember(set, signal_number) == 1;
+  return set != nullptr && signal_number != 0 && HasSignal(*set, signal_number);
 }
 
 // `set` without the sampling signal, in `storage`.
 const sigset_t* WithoutSignal(const sigset_t* set, int signal_number, sigset_t* storage) {
-  if (set == nullptr || signal_number == 0 || sigismember(set, signal_number) != 1) return set;
+  if (set == nullptr || signal_number == 0 || !HasSignal(*set, signal_number)) return set;
   *storage = *set;
-  sigdelset(storage, signal_number);
+  RemoveSignal(storage, signal_number);
   return storage;
 }
 
@@ -395,8 +380,8 @@ bool RecordSignalCall(int signal_number, sighandler_t handler, int flags, bool m
   std::memset(&action, 0, sizeof(action));
   action.sa_handler = handler;
   action.sa_flags = flags;
-  sigemptyset(&action.sa_mask);
-  if (mask_itself) sigaddset(&action.sa_mask, signal_number);
+  EmptySignalSet(&action.sa_mask);
+  if (mask_itself) AddSignal(&action.sa_mask, signal_number);
   int result = 0;
   if (RecordProgramAction(signal_number, &action, &previous)) {
     *old = HandlerOf(previous);
@@ -436,6 +421,41 @@ bool CodeRangeOf(const void* address, uintptr_t* begin, uintptr_t* end) {
 
 int SamplingSignalOfProgramCall() {
   return IsInSamplingHandler() ? 0 : InstalledSamplingSignal();
+}
+
+void MaskSamplingSignalInAlternateStackHandlers(int sampling) {
+  const SigactionFunction real = Real(g_sigaction, "sigaction");
+  if (real == nullptr || sampling <= 0 || sampling > 64) return;
+  for (int signal_number = 1; signal_number <= 64; ++signal_number) {
+    if (signal_number == SIGKILL || signal_number == SIGSTOP ||
+        signal_number == ControlSignal() || g_sampling_signal_masked_in[signal_number].load() != 0) {
+      continue;
+    }
+    struct sigaction current;
+    if (real(signal_number, nullptr, &current) != 0 ||
+        !MasksSamplingSignalIn(signal_number, current, sampling)) {
+      continue;
+    }
+    AddSignal(&current.sa_mask, sampling);
+    if (real(signal_number, &current, nullptr) == 0) {
+      g_sampling_signal_masked_in[signal_number].store(sampling);
+    }
+  }
+}
+
+void UnmaskSamplingSignalInAlternateStackHandlers() {
+  const SigactionFunction real = Real(g_sigaction, "sigaction");
+  if (real == nullptr) return;
+  for (int signal_number = 1; signal_number <= 64; ++signal_number) {
+    const int masked = g_sampling_signal_masked_in[signal_number].exchange(0);
+    if (masked == 0) continue;
+    struct sigaction current;
+    if (real(signal_number, nullptr, &current) != 0 || !HasSignal(current.sa_mask, masked)) {
+      continue;
+    }
+    RemoveSignal(&current.sa_mask, masked);
+    (void)real(signal_number, &current, nullptr);
+  }
 }
 
 void PrepareSignalInterposers() {
@@ -594,7 +614,7 @@ int sigpending(sigset_t* set) {
   const int filtered = FilteredSignal(__builtin_return_address(0));
   if (result != 0 || filtered == 0 || !ProgramBlocksSamplingSignal()) return result;
   PullPendingSamplingSignals(filtered);  // Sent, and not yet taken by any thread.
-  if (HasHeldSamplingSignal()) sigaddset(set, filtered);
+  if (HasHeldSamplingSignal()) AddSignal(set, filtered);
   return result;
 }
 
@@ -606,25 +626,25 @@ sighandler_t sigset(int signal_number, sighandler_t disposition) {
     return real != nullptr ? real(signal_number, disposition) : SIG_ERR;
   }
   sigset_t one, old_mask;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
+  EmptySignalSet(&one);
+  AddSignal(&one, signal_number);
   struct sigaction previous;
   if (disposition == SIG_HOLD) {
     if (sigaction(signal_number, nullptr, &previous) != 0 ||
         sigprocmask(SIG_BLOCK, &one, &old_mask) != 0) {
       return SIG_ERR;
     }
-    return sigismember(&old_mask, signal_number) == 1 ? SIG_HOLD : HandlerOf(previous);
+    return HasSignal(old_mask, signal_number) ? SIG_HOLD : HandlerOf(previous);
   }
   struct sigaction action;
   std::memset(&action, 0, sizeof(action));
   action.sa_handler = disposition;
-  sigemptyset(&action.sa_mask);
+  EmptySignalSet(&action.sa_mask);
   if (sigaction(signal_number, &action, &previous) != 0 ||
       sigprocmask(SIG_UNBLOCK, &one, &old_mask) != 0) {
     return SIG_ERR;
   }
-  return sigismember(&old_mask, signal_number) == 1 ? SIG_HOLD : HandlerOf(previous);
+  return HasSignal(old_mask, signal_number) ? SIG_HOLD : HandlerOf(previous);
 }
 
 int sigignore(int signal_number) {
@@ -634,7 +654,7 @@ int sigignore(int signal_number) {
   struct sigaction action;
   std::memset(&action, 0, sizeof(action));
   action.sa_handler = SIG_IGN;
-  sigemptyset(&action.sa_mask);
+  EmptySignalSet(&action.sa_mask);
   return sigaction(signal_number, &action, nullptr);
 }
 

@@ -20,6 +20,19 @@ void PrepareSignalInterposers();
 // samples with S and the caller is not the sampling handler), else 0. Async-signal-safe.
 int SamplingSignalOfProgramCall();
 
+// Adds the sampling signal S to the kernel mask of every program handler that runs on an
+// alternate stack (SA_ONSTACK; not S's, nor the control signal's), recording per signal that
+// S was added: the program's sigaction queries keep reading back exactly its own mask, and
+// handlers it installs later are masked by the sigaction wrapper. Call right after S is
+// installed. UnmaskSamplingSignalInAlternateStackHandlers takes the recorded S out again of
+// the handlers the program has not replaced since (a replaced one was recorded anew by the
+// wrapper); call after S is uninstalled. Both run on the thread that starts or stops the
+// session, not concurrently with each other, and use libc's real sigaction (no lock, no
+// allocation). Known gap: a program's sigaction for the same signal on another thread between
+// the scan's read and its write is overwritten by the action the scan read.
+void MaskSamplingSignalInAlternateStackHandlers(int sampling_signal);
+void UnmaskSamplingSignalInAlternateStackHandlers();
+
 }  // namespace base_internal
 }  // namespace strata
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "platform/kernel_signal_set.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/sampling_signal.h"
 
@@ -240,12 +241,12 @@ TemporarySamplingSignalMask::TemporarySamplingSignalMask(int signal_number,
   // arrives meanwhile, or one of the held ones re-queued below, is delivered inside the call
   // (which then returns EINTR), as plain, and not just before it.
   sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number_);
+  EmptySignalSet(&one);
+  AddSignal(&one, signal_number_);
   RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&one),
              reinterpret_cast<long>(&previous_), static_cast<long>(sizeof(uint64_t)));
   previous_override_ = t_view_override;
-  const bool unblocks = sigismember(mask, signal_number_) != 1;
+  const bool unblocks = !HasSignal(*mask, signal_number_);
   t_view_override = unblocks ? 0 : 1;
   if (unblocks) {
     // Only into a free slot: with every slot taken, live acceptors are already known.
@@ -310,8 +311,8 @@ void HoldForeignSamplingSignal(int signal_number, const siginfo_t& info) {
 
 void PullPendingSamplingSignals(int signal_number) {
   sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, signal_number);
+  EmptySignalSet(&one);
+  AddSignal(&one, signal_number);
   const struct timespec zero {};
   for (int round = 0; round < 2 * kHeldSlots; ++round) {
     siginfo_t info;

@@ -31,6 +31,11 @@ namespace strata {
 namespace flight {
 
 inline constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'F', 'R'};
+// The version a writer puts in the header. 2: the buffer's chunks may hold samples written as a
+// shared prefix of the thread's previous one (kSampleSharedPrefix) and label frames carrying
+// the push site (tag 3, label ABI 2), neither of which a version-1 reader knows. Readers accept
+// kOldestReadableVersion..kVersion (a version-1 file has neither: read the same way) and
+// refuse any other with a clear message (`strata recover`, `record -p`'s join).
 inline constexpr uint32_t kVersion = 2;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr size_t kFileHeaderBytes = 4096;

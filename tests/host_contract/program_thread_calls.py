@@ -38,7 +38,6 @@ ALLOWED_IMPORTS = {
     "__errno_location", "__stack_chk_fail", "__tls_get_addr",
     "clock_gettime",  # vDSO or a system call; Strata uses a raw one where rdtsc is forbidden.
     "getpid", "gettid", "pthread_self", "pthread_equal",
-    "sigemptyset", "sigfillset", "sigaddset", "sigdelset", "sigismember", "sigorset",
     "__libc_current_sigrtmin", "__libc_current_sigrtmax",
     # async-signal-safe by glibc's documentation (2.35+): the loader's lock-free lookup.
     "_dl_find_object",
