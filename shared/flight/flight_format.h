@@ -1,5 +1,5 @@
 // The flight recorder's file (docs/flight-recorder.md): the layout shared by its writer
-// (base/internal/flight_recorder.h, in the profiled process) and its reader
+// (base/internal/flight/flight_recorder.h, in the profiled process) and its reader
 // (flight_reader.h, `strata recover`). Version 1.
 //
 //   offset 0                  FileHeader (kFileHeaderBytes): identity, geometry, end state

@@ -78,7 +78,7 @@ OWN_ROOTS = [
     r"^_ZN6strata13base_internal\d+(Record\w*Marker|BeginMarker|BeginStagedMarker|"
     r"FlushAndRewindMarkerStaging)",                       # marker paths (base/markers.h)
     # The native allocation records, called by libstrata_alloc.so's hooks inside the
-    # program's malloc/free (base/internal/native_allocations.h).
+    # program's malloc/free (base/internal/allocations/native_allocations.h).
     r"^_ZN6strata13base_internal\d+(RecordNativeAllocation|NoteNativeAllocationSetFull)",
 ]
 

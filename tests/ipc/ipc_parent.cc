@@ -78,7 +78,7 @@ const char* g_child_path = nullptr;
 // A TSan build (docs/reliability.md, "Sanitizers"): TSan runs a SIGPROF handler late, at the
 // thread's next intercepted call, so a thread spinning in plain code is sampled once or not at
 // all; in a program linked with TSan, TSan's pthread_create comes before Strata's, which then
-// does not register the threads the program starts (base/internal/preload.cc); and every
+// does not register the threads the program starts (base/internal/process/preload.cc); and every
 // process runs several times slower. So under TSan the worker threads' presence and samples
 // are not checked (SkippedUnderTsan prints why), gathering polls every second instead of every
 // 200 ms, and the limit scenario's writers write 4x slower.
