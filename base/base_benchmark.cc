@@ -9,7 +9,7 @@
 #include "base/profiler.h"
 #include "base/testing/three_field_marker.h"
 #include "benchmark/benchmark.h"
-#include "base/internal/core.h"
+#include "base/internal/session/core.h"
 #include "platform/time_stamp.h"
 #include "platform/tsc_clock.h"
 #include "shared/buffer/chunked_buffer.h"

@@ -7,7 +7,7 @@
 #include "base/labels.h"
 #include "base/markers.h"
 #include "base/profiler.h"
-#include "base/internal/core.h"
+#include "base/internal/session/core.h"
 #include "catch2/catch.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "base/internal/control_signal.h"
+#include "base/internal/signals/control_signal.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "base/internal/env_settings.h"
+#include "base/internal/settings/env_settings.h"
 
 #include <signal.h>
 

@@ -1,4 +1,4 @@
-#include "base/internal/shutdown_path.h"
+#include "base/internal/session/shutdown_path.h"
 
 #include <string>
 

@@ -15,7 +15,7 @@
 // on 6.18 with clocksource tsc: the kernel does not fall back, the vDSO faults; the
 // clock_gettime system call and the CPU-time clocks work). On such a thread Now() makes the
 // system call instead (~100+ ns), when strata_t_tsc_forbidden is set for it
-// (base/internal/thread_restrictions.h sets it before the thread forbids the TSC). Every
+// (base/internal/process/thread_restrictions.h sets it before the thread forbids the TSC). Every
 // other clock read of Strata's goes through ReadClock() below, which honours the same mark
 // (issue 33: the exit save's CLOCK_REALTIME read through the vDSO killed a main thread that
 // had forbidden the TSC, 3/3).

@@ -39,7 +39,7 @@ STRATA_LIB="$(cd "$(dirname "$STRATA_LIB")" && pwd)/$(basename "$STRATA_LIB")"
 # after libc's). So every scenario preloads $STRATA_PRELOAD, the library and its runtimes (for a
 # plain build, the library alone): ASan's runtime first (it refuses to start otherwise), TSan's
 # after the library, so that the library's pthread_create comes before TSan's interceptor and
-# can still wrap thread starts (base/internal/preload.cc).
+# can still wrap thread starts (base/internal/process/preload.cc).
 #   SANITIZER           "" for a plain build, else the runtimes' names, e.g. "asan+ubsan".
 #   SANITIZER_RUNTIMES  their absolute paths, colon-separated (LD_PRELOAD syntax), or "".
 #   STRATA_PRELOAD      the value for LD_PRELOAD (preload_value below for other libraries).

@@ -3,7 +3,7 @@
 #
 #   entry_deserializer  shared/buffer/entry_deserializer_fuzzer.cc   buffer entry deserializers
 #   message_decoder     full/ipc/message_decoder_fuzzer.cc           IPC frames and payloads
-#   env_settings        base/internal/env_settings_fuzzer.cc         STRATA_* variable parsers
+#   env_settings        base/internal/settings/env_settings_fuzzer.cc         STRATA_* variable parsers
 #   flight_reader       shared/flight/flight_reader_fuzzer.cc        flight recorder files (read, and
 #                                                                    the recovered profile written)
 #
@@ -51,14 +51,14 @@ done
 declare -A SOURCES=(
   [entry_deserializer]="shared/buffer/entry_deserializer_fuzzer.cc platform/check.cc shared/profile/sample_entry.cc"
   [message_decoder]="full/ipc/message_decoder_fuzzer.cc full/ipc/messages.cc shared/buffer/controlled_chunk_manager.cc platform/check.cc"
-  [env_settings]="base/internal/env_settings_fuzzer.cc base/internal/env_settings.cc platform/check.cc"
+  [env_settings]="base/internal/settings/env_settings_fuzzer.cc base/internal/settings/env_settings.cc platform/check.cc"
   [flight_reader]="shared/flight/flight_reader_fuzzer.cc shared/flight/flight_reader.cc shared/flight/flight_recovery.cc shared/buffer/chunked_buffer.cc shared/buffer/chunk.cc shared/buffer/local_limit_chunk_manager.cc shared/buffer/controlled_chunk_manager.cc shared/profile/sample_entry.cc shared/profile/profile_capture.cc shared/profile/library_timeline.cc shared/json/json_writer.cc shared/json/gecko_profile_writer.cc shared/json/unique_strings.cc shared/json/unique_stacks.cc shared/json/shortest_double.cc shared/json/shared_libraries.cc shared/json/location.cc shared/symbols/symbolizer.cc shared/symbols/elf_symbolizer.cc shared/symbols/elf_symbol_table.cc shared/symbols/demangle.cc shared/symbols/debug_file.cc platform/check.cc platform/mutex.cc platform/process_thread_ids.cc platform/time_stamp.cc"
 )
 # The code each target is meant to test (its coverage is reported).
 declare -A TESTED=(
   [entry_deserializer]="shared/buffer/entry_serialization.h shared/buffer/entry_kinds.h shared/profile/sample_entry.cc shared/profile/marker_entry.h"
   [message_decoder]="full/ipc/messages.cc"
-  [env_settings]="base/internal/env_settings.cc"
+  [env_settings]="base/internal/settings/env_settings.cc"
   [flight_reader]="shared/flight/flight_reader.cc shared/flight/flight_recovery.cc"
 )
 declare -A MAX_LEN=([entry_deserializer]=512 [message_decoder]=512 [env_settings]=256 [flight_reader]=4096)

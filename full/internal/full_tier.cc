@@ -4,9 +4,9 @@
 #include <atomic>
 #include <mutex>
 
-#include "base/internal/core.h"
-#include "base/internal/log.h"
-#include "base/internal/tier_extension.h"
+#include "base/internal/session/core.h"
+#include "base/internal/settings/log.h"
+#include "base/internal/session/tier_extension.h"
 #include "base/markers.h"
 #include "full/full.h"
 #include "full/internal/ipc.h"

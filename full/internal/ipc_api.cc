@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "base/internal/core.h"
-#include "base/internal/log.h"
+#include "base/internal/session/core.h"
+#include "base/internal/settings/log.h"
 #include "full/internal/ipc.h"
 #include "full/multiprocess.h"
 #include "shared/profile/profile_capture.h"

@@ -25,11 +25,11 @@
 #include <optional>
 #include <vector>
 
-#include "base/internal/capture.h"
-#include "base/internal/core.h"
-#include "base/internal/log.h"
-#include "base/internal/profiler_thread_signals.h"
-#include "base/internal/tier_extension.h"
+#include "base/internal/session/capture.h"
+#include "base/internal/session/core.h"
+#include "base/internal/settings/log.h"
+#include "base/internal/signals/profiler_thread_signals.h"
+#include "base/internal/session/tier_extension.h"
 #include "base/profiler.h"
 #include "full/internal/ipc.h"
 #include "full/internal/ipc_link.h"

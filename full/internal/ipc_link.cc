@@ -10,8 +10,8 @@
 
 #include <memory>
 
-#include "base/internal/core.h"
-#include "base/internal/tier_extension.h"
+#include "base/internal/session/core.h"
+#include "base/internal/session/tier_extension.h"
 #include "base/profiler.h"
 
 namespace strata {

@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <string>
 
-#include "base/internal/core.h"
-#include "base/internal/log.h"
-#include "base/internal/profiler_thread_signals.h"
-#include "base/internal/tier_extension.h"
+#include "base/internal/session/core.h"
+#include "base/internal/settings/log.h"
+#include "base/internal/signals/profiler_thread_signals.h"
+#include "base/internal/session/tier_extension.h"
 #include "full/internal/ipc.h"
 
 namespace strata {

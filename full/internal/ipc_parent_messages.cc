@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "base/internal/tier_extension.h"
+#include "base/internal/session/tier_extension.h"
 #include "base/profiler.h"
 
 namespace strata {

@@ -10,8 +10,8 @@
 #include <string>
 #include <utility>
 
-#include "base/internal/core.h"
-#include "base/internal/log.h"
+#include "base/internal/session/core.h"
+#include "base/internal/settings/log.h"
 #include "full/internal/ipc.h"
 #include "full/internal/sub_process_end.h"
 #include "rapidjson/reader.h"

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "base/internal/core.h"
+#include "base/internal/session/core.h"
 #include "base/markers.h"
 #include "platform/cpu_time.h"
 #include "platform/process_thread_ids.h"

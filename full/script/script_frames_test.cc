@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "base/internal/sample_entries.h"
-#include "base/internal/sample_ring.h"
+#include "base/internal/sampling/sample_entries.h"
+#include "base/internal/sampling/sample_ring.h"
 #include "catch2/catch.hpp"
 #include "full/script/script_stack.h"
 #include "rapidjson/document.h"

@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "base/internal/core.h"
-#include "base/internal/log.h"
-#include "base/internal/tier_extension.h"
+#include "base/internal/session/core.h"
+#include "base/internal/settings/log.h"
+#include "base/internal/session/tier_extension.h"
 #include "base/profiler.h"
 #include "platform/mutex.h"
 

@@ -20,7 +20,7 @@
 //      the frame pointers lead out of the JIT code, the walk resumes at the cached segment if
 //      its entry is still live on the stack (else the sample is cut there: no native root);
 //   4. the sampler thread later merges natives, labels and script frames by stack address
-//      (base/internal/sample_entries.h) into one kSample entry.
+//      (base/internal/sampling/sample_entries.h) into one kSample entry.
 //
 // The handler runs on the very thread whose engine it reads, so the thread is stopped while
 // it is read (what the engine's profiling API requires), and detaching on that same thread
@@ -44,7 +44,7 @@
 #include <cstdint>
 
 #include "base/categories.h"
-#include "base/internal/sample_ring.h"
+#include "base/internal/sampling/sample_ring.h"
 #include "platform/sampling/native_frame.h"
 #include "shared/profile/sample_entry.h"
 

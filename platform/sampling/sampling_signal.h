@@ -17,7 +17,7 @@
 //     the number alone, so a program that does use
 //     the signal (kill, sigqueue, its own timers) gets its instances as without Strata.
 //
-// Ownership (the preload tier's interposers, base/internal/signal_interposers.cc, route the
+// Ownership (the preload tier's interposers, base/internal/signals/signal_interposers.cc, route the
 // program's calls here): while installed, the kernel disposition of the signal stays ours.
 // What the program sets with sigaction/signal is recorded as the *program's action*
 // (RecordProgramAction): foreign instances of the signal go to it, `oldact` reports it, and

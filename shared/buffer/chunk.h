@@ -43,7 +43,7 @@ namespace strata {
 class BufferChunk;
 
 // Where a chunk's memory can come from instead of the heap: the flight recorder's slots in a
-// file-backed shared mapping (base/internal/flight_recorder.h). The storage is told of each
+// file-backed shared mapping (base/internal/flight/flight_recorder.h). The storage is told of each
 // step of a chunk's life so that it can describe the chunk to a reader of its memory.
 // Its memory must stay mapped as long as any chunk of it lives (in practice: until the
 // process ends). Registered storages are found by address when a chunk is deleted.

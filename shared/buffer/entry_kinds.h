@@ -52,9 +52,9 @@ enum class EntryKind : uint8_t {
   kCompactStack = 65,
   kSameSample = 66,
   kRunningTimes = 67,
-  kSample = 68,         // A stack sample (base/internal/sample_entries.h).
-  kCounterSample = 69,  // A counter's value (base/internal/sample_entries.h).
-  kProfilerOverhead = 70,  // One sampler loop's own cost (base/internal/sample_entries.h).
+  kSample = 68,         // A stack sample (base/internal/sampling/sample_entries.h).
+  kCounterSample = 69,  // A counter's value (base/internal/sampling/sample_entries.h).
+  kProfilerOverhead = 70,  // One sampler loop's own cost (base/internal/sampling/sample_entries.h).
   // A blocked thread off-CPU outside any wrapped call (docs/sampling.md, "Unknown waits"):
   // ThreadId, TimeStamp, int64 CPU delta (ns), uint8 flags (kUnknownWaitDropsLeaf: the
   // previous sample was a finished wait's, whose leaf is left out), uint8 the label's

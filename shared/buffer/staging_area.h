@@ -9,7 +9,7 @@
 // entries move into the buffer in batches (ChunkedBuffer::PutBlocks: one buffer lock, one
 // copy per chunk): by the owner when the area is full (or explicitly), and by any other
 // thread that wants the buffer complete (FlushInto). The base tier gives each registered
-// thread one for its markers (base/internal/markers.cc; flushed also on every sampler loop, at
+// thread one for its markers (base/internal/markers/markers.cc; flushed also on every sampler loop, at
 // capture and when the thread unregisters).
 //
 // Staged bytes are blocks exactly as the buffer stores them ([ULEB128 size][entry]), so the

@@ -1,7 +1,8 @@
 // The flight recorder's file (docs/flight-recorder.md): the layout shared by its writer
-// (base/internal/flight_recorder.h, in the profiled process) and its reader
+// (base/internal/flight/flight_recorder.h, in the profiled process) and its reader
 // (flight_reader.h, `strata recover`). Version 2 (the chunks may hold kSampleSharedPrefix
-// entries, which a version-1 reader would drop); readers take versions 1 and 2.
+// entries and push-site label frames, which a version-1 reader does not know); readers take
+// versions 1 and 2.
 //
 //   offset 0                  FileHeader (kFileHeaderBytes): identity, geometry, end state
 //   metadata_offset           two metadata logs of metadata_half_bytes each; the header's

@@ -1,7 +1,7 @@
 // The reader on the fuzzer's hand-made seed (fuzz_corpus/flight_reader_fuzzer/seed-two-chunks,
 // built by the fuzzer's fix-up rules): a block straddling two chunks is joined, the metadata
 // decoded; its recovery with a FIFO for a library file does not hang. (The writer and the
-// reader together: base/internal/flight_recorder_test.cc.)
+// reader together: base/internal/flight/flight_recorder_test.cc.)
 #include "shared/flight/flight_reader.h"
 
 #include <sys/stat.h>

@@ -27,7 +27,7 @@ namespace strata {
 namespace flight {
 namespace {
 
-// The "Text" marker payload's schema (the same as a normal save's, base/internal/capture.cc).
+// The "Text" marker payload's schema (the same as a normal save's, base/internal/session/capture.cc).
 constexpr const char kTextMarkerSchema[] =
     R"({"name":"Text","display":["marker-chart","marker-table"],)"
     R"("chartLabel":"{marker.data.name}","tableLabel":"{marker.name} - {marker.data.name}",)"

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/internal/core.h"
+#include "base/internal/session/core.h"
 #include "base/markers.h"
 #include "base/profiler.h"
 #include "catch2/catch.hpp"

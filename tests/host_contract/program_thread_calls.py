@@ -80,7 +80,7 @@ OWN_ROOTS = [
     r"^_ZN6strata13base_internal\d+(Record\w*Marker|BeginMarker|BeginStagedMarker|"
     r"FlushAndRewindMarkerStaging)",                       # marker paths (base/markers.h)
     # The native allocation records, called by libstrata_alloc.so's hooks inside the
-    # program's malloc/free (base/internal/native_allocations.h).
+    # program's malloc/free (base/internal/allocations/native_allocations.h).
     r"^_ZN6strata13base_internal\d+(RecordNativeAllocation|NoteNativeAllocationSetFull)",
 ]
 
@@ -165,7 +165,7 @@ REGISTRATION_NOT_WALKED = [
 ]
 
 # Edges the registration walk does not follow, each for its reason. (None today: thread names
-# are Strata's own (base/internal/thread_name.h), so a new thread's naming, the registry's
+# are Strata's own (base/internal/registry/thread_name.h), so a new thread's naming, the registry's
 # list growing and a thread's end pruning ended threads' entries free nothing of the
 # program's; before, std::string names needed three exceptions here, one of them a real
 # operator delete of a long given name.)

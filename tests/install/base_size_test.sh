@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # libstrata_base.so stays small (issue 19): stripped, the optimised build is at most 512 KiB.
 # The preloaded library is mapped into every process of a `strata record` tree; cold code is
-# compiled with -Os (.bazelrc) to keep it there. Only an optimised build is meaningful, so
+# compiled with -Os (.bazelrc) and the C++ symbols nothing outside it uses are kept local
+# (base/libstrata_base.lds, tools/base_local_symbols.py) to keep it there: 473 976 bytes on
+# 2026-12-06 (docs/benchmarks.md, "Library size"). Only an optimised build is meaningful, so
 # this test is tagged manual and tools/test.sh runs it with `-c opt`; run by hand:
 #   bazel test -c opt //tests/install:base_size_test
 set -uo pipefail

@@ -183,7 +183,7 @@ CpuPlacement PlaceSamplesOnCpuClock(const Sampled& s, const std::vector<BusyCpuM
   for (const BusyCpuMark& m : marks) {
     // The last sample at or before the marker, and the first signalled one at or after it: a
     // copy with CPU delta 0 leaves the CPU the thread used since its previous sample (less
-    // than an interval) to its next sample (base/internal/thread_sampling.cc), so the running
+    // than an interval) to its next sample (base/internal/sampling/thread_sampling.cc), so the running
     // sum lags the clock there. (A copy with a delta carries all of it: exact.)
     size_t after = std::lower_bound(s.times.begin(), s.times.end(), m.time_ms) - s.times.begin();
     while (after < s.times.size() && !(s.cpu_ms[after] > 0)) ++after;

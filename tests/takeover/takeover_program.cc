@@ -51,7 +51,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/internal/core.h"
+#include "base/internal/session/core.h"
 #include "base/markers.h"
 #include "base/profiler.h"
 #include "platform/sampling/sampling_signal.h"

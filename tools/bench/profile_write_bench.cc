@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "base/internal/core.h"
+#include "base/internal/session/core.h"
 #include "base/markers.h"
 #include "base/profiler.h"
 #include "base/testing/three_field_marker.h"

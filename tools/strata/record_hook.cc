@@ -28,7 +28,7 @@
 //    The watcher is created with libc's pthread_create (not base's wrapper), so it is not a
 //    profiled thread, with every signal blocked, so no process-directed signal of the
 //    program runs on it; one sent to it alone (tgkill) is taken there within 10 ms, by the
-//    base tier's AnswerThreadDirectedSignals (base/internal/profiler_thread_signals.h). A
+//    base tier's AnswerThreadDirectedSignals (base/internal/signals/profiler_thread_signals.h). A
 //    forked child (no watcher there; the base tier is off in it anyway) gets the default
 //    dispositions back in the kernel.
 // 2. --no-children / --follow none (STRATA_RECORD_ROOT_ONLY=1): LD_PRELOAD is restored to
@@ -86,7 +86,7 @@ std::atomic<int> g_watcher_gave_up{0};
 struct sigaction g_visible[kSignalCount];
 ShutdownFunction g_profiler_shutdown = nullptr;
 // strata::base_internal::AnswerThreadDirectedSignals and its state (the same layout as
-// base/internal/profiler_thread_signals.h's ThreadDirectedSignalCheck), found with dlsym.
+// base/internal/signals/profiler_thread_signals.h's ThreadDirectedSignalCheck), found with dlsym.
 struct ThreadDirectedSignalCheck {
   uint64_t last_pending = 0;
 };
@@ -215,7 +215,7 @@ void* Watcher(void*) {
   int signal_number;
   // The program may signal this thread alone (tgkill over /proc/self/task) and wait for its
   // handler to answer: the base tier's check delivers such signals here, as on a thread of the
-  // program (base/internal/profiler_thread_signals.h); the wait ends every 10 ms for it.
+  // program (base/internal/signals/profiler_thread_signals.h); the wait ends every 10 ms for it.
   g_watcher_tid.store(static_cast<int>(syscall(SYS_gettid)));
   ThreadDirectedSignalCheck check;
   const struct timespec bound = {0, 10 * 1000 * 1000};

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "base/categories.h"
-#include "base/internal/log.h"
+#include "base/internal/settings/log.h"
 #include "base/markers.h"
 #include "base/profiler.h"
 #include "full/script/script_stack.h"

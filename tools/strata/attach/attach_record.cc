@@ -38,7 +38,7 @@ double MillisecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// base/internal/attach.cc's AttachState.
+// base/internal/attach/attach.cc's AttachState.
 constexpr int kAttachRunning = 2;
 constexpr int kAttachSaved = 3;
 constexpr int kAttachAbandoned = 4;
@@ -113,7 +113,7 @@ void RemoveDirectory(Attached* target) {
   }
 }
 
-// The settings strata_attach_start reads (base/internal/attach.cc): what `strata record`
+// The settings strata_attach_start reads (base/internal/attach/attach.cc): what `strata record`
 // puts in the environment of a command it runs.
 std::string SessionSettings(const RecordOptions& options, const std::string& directory) {
   std::string settings = "STRATA_SHUTDOWN=" + directory + "/%p.json\n";

@@ -113,7 +113,7 @@ std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t
                                               bool* permission_denied, double* longest_held_ms = nullptr);
 
 // Threads started after the attach: hands (tid, pointer) pairs to the attach worker through
-// its mailbox (strata_attach_new_threads, base/internal/attach.cc) when the worker has taken
+// its mailbox (strata_attach_new_threads, base/internal/attach/attach.cc) when the worker has taken
 // the previous ones; false (nothing written) while it has not, or on a write error. At most
 // kMailboxThreads per call.
 inline constexpr size_t kMailboxThreads = 64;

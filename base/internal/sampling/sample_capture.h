@@ -1,0 +1,29 @@
+// Capture of one sample on the sampled thread, in its sampling-signal handler: base's own
+// sampling callback (OnSamplingSignal), and the pieces of it a tier's callback uses
+// (tier_extension.h: BeginSample, BeginSampleWithoutNativeWalk, WalkNativeSegment,
+// CommitSample, defined in sample_capture.cc). docs/sampling.md.
+//
+// Async-signal safety: everything here runs in signal context on the sampled thread: no
+// lock, no allocation, no cancellation point, no errno left changed (the dispatcher in
+// platform/sampling saves it). Thread safety: only the sampled thread writes its scratch slot
+// and its ring; the sampler thread reads a sample from the ring after CommitSample
+// (sample_ring.h).
+#ifndef STRATA_BASE_INTERNAL_SAMPLE_CAPTURE_H_
+#define STRATA_BASE_INTERNAL_SAMPLE_CAPTURE_H_
+
+#include <ucontext.h>
+
+#include "base/internal/session/session_state.h"
+
+namespace strata {
+namespace base_internal {
+
+// Base's own sampling callback (retired while a tier extension provides one), installed by
+// core.cc (StartLocked, DetachTierExtension). `context` is the thread's RegisteredThread.
+STRATA_BASE_HIDDEN void OnSamplingSignal(void* context, ucontext_t* signal_context,
+                                         int overruns);
+
+}  // namespace base_internal
+}  // namespace strata
+
+#endif  // STRATA_BASE_INTERNAL_SAMPLE_CAPTURE_H_

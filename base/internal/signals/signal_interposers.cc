@@ -1,0 +1,675 @@
+// The program keeps its own signals while a session samples with signal S (InstalledSampling
+// Signal(), platform/sampling/sampling_signal.h): libc's signal functions are wrapped, in the
+// preload tier, like pthread_create in preload.cc (exported with C linkage, the real functions
+// found with dlsym(RTLD_NEXT)).
+//
+//   sigaction, signal, bsd_signal, sysv_signal  for S: the program's wish is recorded as its
+//       action (our handler stays the kernel disposition; S's instances that are not samples
+//       go to that action), and the old action reported is the program's, never ours. glibc's
+//       signal() does not go through the exported sigaction, hence its own wrappers.
+//   sigset, sigignore, sighold, sigrelse (System V)  for S and C: carried out through the
+//       wrappers above (glibc's own versions call its internal sigaction and sigprocmask, which
+//       no wrapper sees: `sigset(S, SIG_DFL)` made S's next sample kill the program).
+//   sigprocmask, pthread_sigmask  S is removed from the masks given to SIG_BLOCK and
+//       SIG_SETMASK; whether the program asked for S to be blocked is remembered per thread
+//       (the program's view, platform/sampling/held_sampling_signals.h), so the old mask it
+//       reads back is the one it set. A new thread made by our pthread_create starts with its
+//       creator's view (preload.cc). An unblock of S in that view delivers the foreign
+//       instances of S held meanwhile, before the call returns, as the kernel would.
+//   sigwait, sigwaitinfo, sigtimedwait  for a set naming S, the kernel is given S too, with S
+//       blocked for real on the thread for the length of the call: a foreign S (kill,
+//       sigqueue, tgkill: not a sample) sent or handed to the waiting thread is read with its
+//       siginfo, after the held ones; Strata's own samples the wait dequeues are never
+//       returned (queued back to the thread, taken by the handler as samples of the wait) and
+//       the wait goes on for what is left of its timeout.
+//   sigpending  reports S while a foreign instance is held for the thread or the process.
+//   signalfd  S is removed from the set: the program never reads a sample there (nor a held
+//       foreign S: docs/host-contract.md, "Signals").
+// A foreign S taken by the handler on a thread whose program view blocks S is held
+// (held_sampling_signals.h): handed to a thread waiting for S, or kept for the next wait,
+// sigpending or unblock; never given to the program's action while the program blocks it.
+// The control signal C (STRATA_SIGNAL, control_signal.h) is not the sampling signal: its
+// sigaction/signal calls go to HandleProgramControlSignalAction (SIG_DFL recorded, `oldact`
+// SIG_DFL; a handler or SIG_IGN is given to the kernel and ends the control). Masks and
+// sigwait-style calls for C are forwarded unchanged: a program that blocks C keeps it.
+// Everything else, every other signal and every call while no session samples (S == 0) is
+// forwarded unchanged. Calls made by libunwind (loaded by the profiler, or by the program: one
+// object) are forwarded unchanged: it blocks every signal around its locks, which must then
+// keep the sampling handler (which takes them) out. So are calls from inside the sampling
+// handler.
+//
+// Thread safety: all thread-safe; all async-signal-safe where the wrapped function is (the
+// real functions are resolved at load time, PrepareSignalInterposers at session start; what
+// they add is atomics and raw system calls: gettid, getpid, rt_sigprocmask, rt_sigtimedwait,
+// rt_tgsigqueueinfo, clock_gettime). A wait that is cancelled unwinds through the RAII that
+// restores its mask and its waiter slot.
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "base/internal/signals/control_signal.h"
+#include "base/internal/session/core.h"
+#include "platform/kernel_signal_set.h"
+#include "platform/next_definition.h"
+#include "platform/raw_syscall.h"
+#include "platform/sampling/held_sampling_signals.h"
+#include "platform/sampling/libunwind_loader.h"
+#include "platform/tsan_startup.h"
+#include "platform/sampling/sampling_signal.h"
+
+namespace strata {
+namespace base_internal {
+namespace {
+
+using SigactionFunction = int (*)(int, const struct sigaction*, struct sigaction*);
+using SignalFunction = sighandler_t (*)(int, sighandler_t);
+using MaskFunction = int (*)(int, const sigset_t*, sigset_t*);
+using SignalfdFunction = int (*)(int, const sigset_t*, int);
+using SigwaitFunction = int (*)(const sigset_t*, int*);
+using SigwaitinfoFunction = int (*)(const sigset_t*, siginfo_t*);
+using SigtimedwaitFunction = int (*)(const sigset_t*, siginfo_t*, const struct timespec*);
+using SigsetFunction = sighandler_t (*)(int, sighandler_t);
+using SigOneFunction = int (*)(int);
+using SigpendingFunction = int (*)(sigset_t*);
+using SigsuspendFunction = int (*)(const sigset_t*);
+
+template <typename Function>
+Function Real(std::atomic<Function>& cache, const char* name) {
+  Function real = cache.load(std::memory_order_acquire);
+  if (real == nullptr) {
+    real = reinterpret_cast<Function>(NextDefinition(name));
+    cache.store(real, std::memory_order_release);
+  }
+  return real;
+}
+
+std::atomic<SigactionFunction> g_sigaction{nullptr};
+std::atomic<SignalFunction> g_signal{nullptr};
+std::atomic<SignalFunction> g_bsd_signal{nullptr};
+std::atomic<SignalFunction> g_sysv_signal{nullptr};
+std::atomic<MaskFunction> g_sigprocmask{nullptr};
+std::atomic<MaskFunction> g_pthread_sigmask{nullptr};
+std::atomic<SignalfdFunction> g_signalfd{nullptr};
+std::atomic<SigwaitFunction> g_sigwait{nullptr};
+std::atomic<SigwaitinfoFunction> g_sigwaitinfo{nullptr};
+std::atomic<SigtimedwaitFunction> g_sigtimedwait{nullptr};
+std::atomic<SigsetFunction> g_sigset{nullptr};
+std::atomic<SigOneFunction> g_sigignore{nullptr};
+std::atomic<SigOneFunction> g_sighold{nullptr};
+std::atomic<SigOneFunction> g_sigrelse{nullptr};
+std::atomic<SigpendingFunction> g_sigpending{nullptr};
+std::atomic<SigsuspendFunction> g_sigsuspend{nullptr};
+
+void ResolveRealFunctions() {
+  (void)Real(g_sigaction, "sigaction");
+  (void)Real(g_signal, "signal");
+  (void)Real(g_bsd_signal, "bsd_signal");
+  (void)Real(g_sysv_signal, "sysv_signal");
+  (void)Real(g_sigprocmask, "sigprocmask");
+  (void)Real(g_pthread_sigmask, "pthread_sigmask");
+  (void)Real(g_signalfd, "signalfd");
+  (void)Real(g_sigwait, "sigwait");
+  (void)Real(g_sigwaitinfo, "sigwaitinfo");
+  (void)Real(g_sigtimedwait, "sigtimedwait");
+  (void)Real(g_sigset, "sigset");
+  (void)Real(g_sigignore, "sigignore");
+  (void)Real(g_sighold, "sighold");
+  (void)Real(g_sigrelse, "sigrelse");
+  (void)Real(g_sigpending, "sigpending");
+  (void)Real(g_sigsuspend, "sigsuspend");
+}
+
+// Blocks or unblocks one signal through the sigprocmask wrapper (for S: remembered, not
+// applied).
+int ChangeOneSignalMask(int how, int signal_number) {
+  sigset_t one;
+  EmptySignalSet(&one);
+  AddSignal(&one, signal_number);
+  return ::sigprocmask(how, &one, nullptr);
+}
+
+// A System V one-signal call (sigignore, sighold, sigrelse) for any other signal: libc's own.
+int CallRealOneSignal(std::atomic<SigOneFunction>& cache, const char* name, int signal_number) {
+  const SigOneFunction real = Real(cache, name);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return real(signal_number);
+}
+
+// The sampling or the control signal, whose System V calls go through the wrappers.
+bool IsStrataSignal(int signal_number) {
+  return signal_number > 0 && !IsInSamplingHandler() &&
+         (signal_number == InstalledSamplingSignal() || signal_number == ControlSignal());
+}
+
+__attribute__((constructor)) void ResolveAtLoad() { ResolveRealFunctions(); }
+
+// Per signal 1..64: the sampling signal Strata added to the kernel mask of the program's
+// SA_ONSTACK handler for it (0: none; the program's own mask never named it), so that the
+// mask read back is always the program's, whichever S is installed now.
+std::atomic<uint8_t> g_sampling_signal_masked_in[65];
+
+// Whether S must stay blocked while the program's handler `action` for `signal_number` runs:
+// a handler (not SIG_DFL/SIG_IGN) on the alternate stack (SA_ONSTACK), whose own mask does
+// not block S already. Whatever the size of any thread's alternate stack: those are crash or
+// rare handlers, and a second kernel signal frame (several KiB with AVX-512/AMX state) below
+// one on a small stack makes the kernel kill the process ("overflowed sigaltstack").
+bool MasksSamplingSignalIn(int signal_number, const struct sigaction& action, int sampling) {
+  return sampling > 0 && signal_number != sampling && (action.sa_flags & SA_ONSTACK) != 0 &&
+         action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN &&
+         !HasSignal(action.sa_mask, sampling);
+}
+
+int ProgramSigaction(int signal_number, const struct sigaction* action,
+                     struct sigaction* old_action) {
+  if (InOwnSigactionCall()) {  // Strata's own (ThreadSanitizer builds: OwnSigaction).
+    return Real(g_sigaction, "sigaction")(signal_number, action, old_action);
+  }
+  if (!IsInSamplingHandler() && RecordProgramAction(signal_number, action, old_action)) return 0;
+  int result = 0;
+  if (HandleProgramControlSignalAction(signal_number, action, old_action, &result)) return result;
+  const SigactionFunction real = Real(g_sigaction, "sigaction");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (signal_number <= 0 || signal_number > 64) return real(signal_number, action, old_action);
+  // A program handler on an alternate stack runs with S blocked: S's instances meanwhile
+  // stay pending until it returns (docs/host-contract.md, "Stack").
+  const int sampling = InstalledSamplingSignal();
+  struct sigaction adjusted;
+  const bool mask_now = action != nullptr && MasksSamplingSignalIn(signal_number, *action, sampling);
+  if (mask_now) {
+    adjusted = *action;
+    AddSignal(&adjusted.sa_mask, sampling);
+    action = &adjusted;
+  }
+  const int masked_before = g_sampling_signal_masked_in[signal_number].load();
+  const int rc = real(signal_number, action, old_action);
+  if (rc != 0) return rc;
+  if (old_action != nullptr && masked_before != 0) RemoveSignal(&old_action->sa_mask, masked_before);
+  if (action != nullptr) {
+    g_sampling_signal_masked_in[signal_number].store(mask_now ? sampling : 0);
+  }
+  return rc;
+}
+
+// libunwind's code, [begin, end): its callers are trusted (see the file comment).
+std::atomic<uintptr_t> g_libunwind_begin{0};
+std::atomic<uintptr_t> g_libunwind_end{0};
+
+bool CalledByLibunwind(const void* return_address) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(return_address);
+  return address >= g_libunwind_begin.load(std::memory_order_relaxed) &&
+         address < g_libunwind_end.load(std::memory_order_relaxed);
+}
+
+// The sampling signal when the call must be filtered, else 0.
+int FilteredSignal(const void* return_address) {
+  const int signal_number = InstalledSamplingSignal();
+  if (signal_number == 0 || IsInSamplingHandler() || CalledByLibunwind(return_address)) return 0;
+  return signal_number;
+}
+
+int ChangeMask(MaskFunction real, int how, const sigset_t* set, sigset_t* old,
+               int signal_number) {
+  if (signal_number == 0) return real(how, set, old);
+  // The program's view of S on this thread (held_sampling_signals.h).
+  const bool program_blocked = ProgramBlocksSamplingSignal();
+  sigset_t filtered;
+  const sigset_t* effective = set;
+  if (set != nullptr) {
+    const bool named = HasSignal(*set, signal_number);
+    if (how == SIG_BLOCK || how == SIG_SETMASK) {
+      filtered = *set;
+      RemoveSignal(&filtered, signal_number);
+      effective = &filtered;
+    }
+    int result = real(how, effective, old);
+    if (result == 0) {
+      bool blocked = program_blocked;
+      if (how == SIG_SETMASK) blocked = named;
+      if (how == SIG_BLOCK && named) blocked = true;
+      if (how == SIG_UNBLOCK && named) blocked = false;
+      SetProgramBlocksSamplingSignal(blocked);
+      if (old != nullptr && program_blocked) AddSignal(old, signal_number);
+      // Unblocked: the foreign instances held meanwhile are delivered now, before the call
+      // returns, as the kernel delivers pending signals at an unblock.
+      if (program_blocked && !blocked) DeliverHeldSamplingSignals(signal_number);
+    }
+    return result;
+  }
+  const int result = real(how, nullptr, old);
+  if (result == 0 && old != nullptr && program_blocked) AddSignal(old, signal_number);
+  return result;
+}
+
+// The calling thread waits for S: registered as a waiter (the handler may hand it a
+// process-directed S), and S blocked for real on it meanwhile, so that an S handed to it
+// before it is inside the kernel's wait stays pending for that wait instead of reaching the
+// handler here (which would hold it, unseen by this wait). Undone however the wait ends (a
+// cancellation unwinds through it): an S that arrives after the wait returned is then taken
+// by the handler and held for the next wait. Raw system calls: not the interposed masks.
+class WaiterRegistration {
+ public:
+  explicit WaiterRegistration(int signal_number) {
+    sigset_t one;
+    EmptySignalSet(&one);
+    AddSignal(&one, signal_number);
+    RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&one),
+               reinterpret_cast<long>(&previous_), _NSIG / 8);
+    slot_ = RegisterSamplingSignalWaiter();
+  }
+  ~WaiterRegistration() {
+    UnregisterSamplingSignalWaiter(slot_);
+    RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous_), 0,
+               _NSIG / 8);
+  }
+  WaiterRegistration(const WaiterRegistration&) = delete;
+  WaiterRegistration& operator=(const WaiterRegistration&) = delete;
+
+ private:
+  sigset_t previous_;
+  int slot_ = -1;
+};
+
+int64_t MonotonicNs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * int64_t{1000000000} + now.tv_nsec;
+}
+
+// sigtimedwait (timeout null: sigwaitinfo) for the program's `set`. When the set names S, the
+// kernel is given S too, so that a foreign S sent to this thread, or handed to it by the
+// handler while it waits, is read with its siginfo as plain; Strata's own samples the wait
+// dequeues are given back to the thread (GiveSampleBack) and the wait goes on for what is
+// left of the timeout. The
+// instances held before the wait (held_sampling_signals.h) are read first, after any other
+// signal of the set already pending (the kernel gives the lowest number first, and S is the
+// highest the program can be waiting for in practice). Returns as sigtimedwait.
+int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* timeout,
+                  int signal_number) {
+  const SigtimedwaitFunction real = Real(g_sigtimedwait, "sigtimedwait");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (signal_number == 0 || set == nullptr || !HasSignal(*set, signal_number) ||
+      (timeout != nullptr &&
+       (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000))) {
+    return real(set, info, timeout);  // The kernel's own answer (EINVAL for a bad timeout).
+  }
+  siginfo_t local;
+  siginfo_t* const out = info != nullptr ? info : &local;
+  const int64_t deadline_ns =
+      timeout != nullptr
+          ? MonotonicNs() + timeout->tv_sec * int64_t{1000000000} + timeout->tv_nsec
+          : 0;
+  for (;;) {
+    WaiterRegistration waiter(signal_number);  // Before the held ones are looked at.
+    if (HasHeldSamplingSignal()) {
+      sigset_t others = *set;
+      RemoveSignal(&others, signal_number);
+      const struct timespec zero {};
+      const int other = real(&others, out, &zero);
+      if (other > 0) return other;
+      if (TakeHeldSamplingSignal(out)) return signal_number;
+    }
+    struct timespec left {};
+    if (timeout != nullptr) {
+      const int64_t left_ns = std::max<int64_t>(0, deadline_ns - MonotonicNs());
+      left.tv_sec = static_cast<time_t>(left_ns / 1000000000);
+      left.tv_nsec = static_cast<long>(left_ns % 1000000000);
+    }
+    const int result = real(set, out, timeout != nullptr ? &left : nullptr);
+    if (result != signal_number || !IsStrataSamplingSignal(*out)) return result;
+    // One of Strata's, not the program's to read: given back to this thread, it reaches the
+    // handler when this turn ends and S is unblocked again (a sample of this wait).
+    GiveSampleBack(signal_number, *out);
+    if (timeout != nullptr && MonotonicNs() >= deadline_ns) {
+      errno = EAGAIN;
+      return -1;
+    }
+  }
+}
+
+// Whether `set` (which may be null, whatever the prototype it came through says) names the
+// signal.
+bool Names(const sigset_t* set, int signal_number) {
+  return set != nullptr && signal_number != 0 && HasSignal(*set, signal_number);
+}
+
+// `set` without the sampling signal, in `storage`.
+const sigset_t* WithoutSignal(const sigset_t* set, int signal_number, sigset_t* storage) {
+  if (set == nullptr || signal_number == 0 || !HasSignal(*set, signal_number)) return set;
+  *storage = *set;
+  RemoveSignal(storage, signal_number);
+  return storage;
+}
+
+// The old handler as signal() reports it.
+// (glibc: sa_handler and sa_sigaction share their storage, so this is also the address of
+// an SA_SIGINFO handler, as glibc's signal() returns it.)
+sighandler_t HandlerOf(const struct sigaction& action) { return action.sa_handler; }
+
+// signal() and its variants for the sampling or the control signal: true if handled
+// (result in *old).
+bool RecordSignalCall(int signal_number, sighandler_t handler, int flags, bool mask_itself,
+                      sighandler_t* old) {
+  if (signal_number == 0 || (signal_number != InstalledSamplingSignal() &&
+                             signal_number != ControlSignal())) {
+    return false;
+  }
+  if (handler == SIG_ERR) {
+    errno = EINVAL;
+    *old = SIG_ERR;
+    return true;
+  }
+  struct sigaction action, previous;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_handler = handler;
+  action.sa_flags = flags;
+  EmptySignalSet(&action.sa_mask);
+  if (mask_itself) AddSignal(&action.sa_mask, signal_number);
+  int result = 0;
+  if (RecordProgramAction(signal_number, &action, &previous)) {
+    *old = HandlerOf(previous);
+    return true;
+  }
+  if (HandleProgramControlSignalAction(signal_number, &action, &previous, &result)) {
+    *old = result == 0 ? HandlerOf(previous) : SIG_ERR;
+    return true;
+  }
+  return false;
+}
+
+// The [begin, end) of the loaded object whose code contains `address` (its PT_LOAD segments).
+bool CodeRangeOf(const void* address, uintptr_t* begin, uintptr_t* end) {
+  Dl_info info{};
+  link_map* map = nullptr;
+  if (dladdr1(address, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 ||
+      map == nullptr || info.dli_fbase == nullptr) {
+    return false;
+  }
+  const auto* header = static_cast<const ElfW(Ehdr)*>(info.dli_fbase);
+  const auto* segments = reinterpret_cast<const ElfW(Phdr)*>(
+      static_cast<const char*>(info.dli_fbase) + header->e_phoff);
+  uintptr_t low = UINTPTR_MAX, high = 0;
+  for (int i = 0; i < header->e_phnum; ++i) {
+    if (segments[i].p_type != PT_LOAD || (segments[i].p_flags & PF_X) == 0) continue;
+    low = std::min<uintptr_t>(low, map->l_addr + segments[i].p_vaddr);
+    high = std::max<uintptr_t>(high, map->l_addr + segments[i].p_vaddr + segments[i].p_memsz);
+  }
+  if (low >= high) return false;
+  *begin = low;
+  *end = high;
+  return true;
+}
+
+}  // namespace
+
+int SamplingSignalOfProgramCall() {
+  return IsInSamplingHandler() ? 0 : InstalledSamplingSignal();
+}
+
+void MaskSamplingSignalInAlternateStackHandlers(int sampling) {
+  const SigactionFunction real = Real(g_sigaction, "sigaction");
+  if (real == nullptr || sampling <= 0 || sampling > 64) return;
+  for (int signal_number = 1; signal_number <= 64; ++signal_number) {
+    if (signal_number == SIGKILL || signal_number == SIGSTOP ||
+        signal_number == ControlSignal() || g_sampling_signal_masked_in[signal_number].load() != 0) {
+      continue;
+    }
+    struct sigaction current;
+    if (real(signal_number, nullptr, &current) != 0 ||
+        !MasksSamplingSignalIn(signal_number, current, sampling)) {
+      continue;
+    }
+    AddSignal(&current.sa_mask, sampling);
+    if (real(signal_number, &current, nullptr) == 0) {
+      g_sampling_signal_masked_in[signal_number].store(sampling);
+    }
+  }
+}
+
+void UnmaskSamplingSignalInAlternateStackHandlers() {
+  const SigactionFunction real = Real(g_sigaction, "sigaction");
+  if (real == nullptr) return;
+  for (int signal_number = 1; signal_number <= 64; ++signal_number) {
+    const int masked = g_sampling_signal_masked_in[signal_number].exchange(0);
+    if (masked == 0) continue;
+    struct sigaction current;
+    if (real(signal_number, nullptr, &current) != 0 || !HasSignal(current.sa_mask, masked)) {
+      continue;
+    }
+    RemoveSignal(&current.sa_mask, masked);
+    (void)real(signal_number, &current, nullptr);
+  }
+}
+
+void PrepareSignalInterposers() {
+  ResolveRealFunctions();
+  // The session's starting thread takes a process-directed S unless it blocks it in the
+  // program's view (held_sampling_signals.h) -- or is one of Strata's threads, which block
+  // every signal for real (a session started by the control signal).
+  uint64_t real_mask = 0;
+  RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, reinterpret_cast<long>(&real_mask),
+             static_cast<long>(sizeof(real_mask)));
+  constexpr uint64_t kStandardSignals = (uint64_t{1} << 31) - 1;  // Signals 1..31.
+  constexpr uint64_t kUnblockable = (uint64_t{1} << (SIGKILL - 1)) | (uint64_t{1} << (SIGSTOP - 1));
+  if ((real_mask | kUnblockable) != ((real_mask | kUnblockable) | kStandardSignals)) {
+    SetProgramBlocksSamplingSignal(ProgramBlocksSamplingSignal());
+  }
+  const LibunwindFunctions* unwind = LoadedLibunwind();
+  uintptr_t begin = 0, end = 0;
+  if (unwind != nullptr && unwind->step != nullptr &&
+      CodeRangeOf(reinterpret_cast<const void*>(unwind->step), &begin, &end)) {
+    g_libunwind_end.store(0, std::memory_order_relaxed);
+    g_libunwind_begin.store(begin, std::memory_order_relaxed);
+    g_libunwind_end.store(end, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace base_internal
+}  // namespace strata
+
+using namespace strata;
+using namespace strata::base_internal;
+
+extern "C" {
+
+#if STRATA_TSAN_BUILD
+int __sigaction(int, const struct sigaction*, struct sigaction*);  // glibc's (GLIBC_2.2.5)
+
+// libtsan's start-up calls it (platform/tsan_startup.h): libc's own until TSan has started.
+__attribute__((no_sanitize("thread"))) int sigaction(int signal_number,
+                                                     const struct sigaction* action,
+                                                     struct sigaction* old_action) {
+  if (StrataBeforeTsanStart()) return __sigaction(signal_number, action, old_action);
+  return ProgramSigaction(signal_number, action, old_action);
+}
+#else
+int sigaction(int signal_number, const struct sigaction* action, struct sigaction* old_action) {
+  return ProgramSigaction(signal_number, action, old_action);
+}
+#endif
+
+sighandler_t signal(int signal_number, sighandler_t handler) {
+  sighandler_t old;
+  // glibc: BSD semantics, SA_RESTART, the signal blocked in its handler.
+  if (RecordSignalCall(signal_number, handler, SA_RESTART, true, &old)) return old;
+  const SignalFunction real = Real(g_signal, "signal");
+  return real != nullptr ? real(signal_number, handler) : SIG_ERR;
+}
+
+sighandler_t bsd_signal(int signal_number, sighandler_t handler) {
+  sighandler_t old;
+  if (RecordSignalCall(signal_number, handler, SA_RESTART, true, &old)) return old;
+  const SignalFunction real = Real(g_bsd_signal, "bsd_signal");
+  return real != nullptr ? real(signal_number, handler) : SIG_ERR;
+}
+
+sighandler_t sysv_signal(int signal_number, sighandler_t handler) {
+  sighandler_t old;
+  // glibc: SA_RESETHAND | SA_NODEFER, nothing blocked.
+  if (RecordSignalCall(signal_number, handler, SA_RESETHAND | SA_NODEFER, false, &old)) return old;
+  const SignalFunction real = Real(g_sysv_signal, "sysv_signal");
+  return real != nullptr ? real(signal_number, handler) : SIG_ERR;
+}
+
+int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  const MaskFunction real = Real(g_sigprocmask, "sigprocmask");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return ChangeMask(real, how, set, old, FilteredSignal(__builtin_return_address(0)));
+}
+
+int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
+  const MaskFunction real = Real(g_pthread_sigmask, "pthread_sigmask");
+  if (real == nullptr) return ENOSYS;
+  return ChangeMask(real, how, set, old, FilteredSignal(__builtin_return_address(0)));
+}
+
+int signalfd(int fd, const sigset_t* mask, int flags) {
+  const SignalfdFunction real = Real(g_signalfd, "signalfd");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  sigset_t storage;
+  const int filtered = FilteredSignal(__builtin_return_address(0));
+  if (Names(mask, filtered)) {
+    NoteSignalfdNamingSignal();
+  }
+  return real(fd, WithoutSignal(mask, filtered, &storage), flags);
+}
+
+int sigwait(const sigset_t* set, int* signal_number) {
+  const int filtered = FilteredSignal(__builtin_return_address(0));
+  if (filtered == 0) {
+    const SigwaitFunction real = Real(g_sigwait, "sigwait");
+    return real != nullptr ? real(set, signal_number) : ENOSYS;
+  }
+  // glibc's sigwait: sigtimedwait without a timeout, again after a handler interrupted it.
+  int result;
+  do {
+    result = WaitForSignal(set, nullptr, nullptr, filtered);
+  } while (result < 0 && errno == EINTR);
+  if (result < 0) return errno;
+  *signal_number = result;
+  return 0;
+}
+
+int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+  const int filtered = FilteredSignal(__builtin_return_address(0));
+  if (filtered == 0) {
+    const SigwaitinfoFunction real = Real(g_sigwaitinfo, "sigwaitinfo");
+    if (real == nullptr) {
+      errno = ENOSYS;
+      return -1;
+    }
+    return real(set, info);
+  }
+  return WaitForSignal(set, info, nullptr, filtered);
+}
+
+int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+  return WaitForSignal(set, info, timeout, FilteredSignal(__builtin_return_address(0)));
+}
+
+// The temporary mask is the program's view during the call (held_sampling_signals.h,
+// TemporarySamplingSignalMask): a foreign S it unblocks is delivered inside the call, which
+// returns EINTR, as plain; the held ones first.
+int sigsuspend(const sigset_t* mask) {
+  const SigsuspendFunction real = Real(g_sigsuspend, "sigsuspend");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const TemporarySamplingSignalMask temporary(FilteredSignal(__builtin_return_address(0)), mask);
+  return real(mask);
+}
+
+// The held instances of S (held_sampling_signals.h) are pending in the program's view.
+int sigpending(sigset_t* set) {
+  const SigpendingFunction real = Real(g_sigpending, "sigpending");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  const int result = real(set);
+  const int filtered = FilteredSignal(__builtin_return_address(0));
+  if (result != 0 || filtered == 0 || !ProgramBlocksSamplingSignal()) return result;
+  PullPendingSamplingSignals(filtered);  // Sent, and not yet taken by any thread.
+  if (HasHeldSamplingSignal()) AddSignal(set, filtered);
+  return result;
+}
+
+// System V signal functions (glibc implements them with its internal sigaction and
+// sigprocmask): for S and C, the same operations through the wrappers above.
+sighandler_t sigset(int signal_number, sighandler_t disposition) {
+  if (!IsStrataSignal(signal_number)) {
+    const SigsetFunction real = Real(g_sigset, "sigset");
+    return real != nullptr ? real(signal_number, disposition) : SIG_ERR;
+  }
+  sigset_t one, old_mask;
+  EmptySignalSet(&one);
+  AddSignal(&one, signal_number);
+  struct sigaction previous;
+  if (disposition == SIG_HOLD) {
+    if (sigaction(signal_number, nullptr, &previous) != 0 ||
+        sigprocmask(SIG_BLOCK, &one, &old_mask) != 0) {
+      return SIG_ERR;
+    }
+    return HasSignal(old_mask, signal_number) ? SIG_HOLD : HandlerOf(previous);
+  }
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_handler = disposition;
+  EmptySignalSet(&action.sa_mask);
+  if (sigaction(signal_number, &action, &previous) != 0 ||
+      sigprocmask(SIG_UNBLOCK, &one, &old_mask) != 0) {
+    return SIG_ERR;
+  }
+  return HasSignal(old_mask, signal_number) ? SIG_HOLD : HandlerOf(previous);
+}
+
+int sigignore(int signal_number) {
+  if (!IsStrataSignal(signal_number)) {
+    return CallRealOneSignal(g_sigignore, "sigignore", signal_number);
+  }
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_handler = SIG_IGN;
+  EmptySignalSet(&action.sa_mask);
+  return sigaction(signal_number, &action, nullptr);
+}
+
+int sighold(int signal_number) {
+  if (!IsStrataSignal(signal_number)) {
+    return CallRealOneSignal(g_sighold, "sighold", signal_number);
+  }
+  return ChangeOneSignalMask(SIG_BLOCK, signal_number);
+}
+
+int sigrelse(int signal_number) {
+  if (!IsStrataSignal(signal_number)) {
+    return CallRealOneSignal(g_sigrelse, "sigrelse", signal_number);
+  }
+  return ChangeOneSignalMask(SIG_UNBLOCK, signal_number);
+}
+
+}  // extern "C"

@@ -1,0 +1,243 @@
+// Wait stacks for blocking I/O and IPC calls beyond wait_wrappers.cc's (issue 34): positioned
+// and vectored reads and writes, sends, file syncs and locks, sendfile and splice, System V
+// messages and semaphores, POSIX message queues, tcdrain, and the 64-bit-offset names a
+// program built with _FILE_OFFSET_BITS=64 calls. Each marks the wait (scoped_wait.h) and calls
+// the real function with the program's arguments: same result, errno and cancellation.
+// Exported with C linkage (libstrata_base.lds). Thread safety and async-signal safety: as the
+// wrapped function.
+#include <fcntl.h>
+#include <mqueue.h>
+#include <sys/mman.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "base/internal/wait/scoped_wait.h"
+#include "base/internal/wait/wait_wrappers.h"
+
+// decltype(&::pread) and the like carry the declarations' attributes (nonnull, access), which
+// a template argument cannot: they are not needed for the call through the pointer.
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+
+namespace strata {
+namespace base_internal {
+namespace {
+
+#define STRATA_FOR_EACH_IO_FUNCTION(X) \
+  X(pread) \
+  X(pread64) \
+  X(preadv) \
+  X(preadv2) \
+  X(pwrite) \
+  X(pwrite64) \
+  X(writev) \
+  X(pwritev) \
+  X(pwritev2) \
+  X(send) \
+  X(sendto) \
+  X(sendmsg) \
+  X(sendmmsg) \
+  X(recvmmsg) \
+  X(sendfile) \
+  X(splice) \
+  X(msync) \
+  X(sync_file_range) \
+  X(syncfs) \
+  X(sync) \
+  X(lockf) \
+  X(tcdrain) \
+  X(msgrcv) \
+  X(msgsnd) \
+  X(semop) \
+  X(semtimedop) \
+  X(mq_receive) \
+  X(mq_timedreceive) \
+  X(mq_send) \
+  X(mq_timedsend) \
+  X(preadv64) \
+  X(preadv64v2) \
+  X(pwritev64) \
+  X(pwritev64v2) \
+  X(sendfile64) \
+  X(lockf64)
+
+#define STRATA_REAL_SLOT(function)                                    \
+  std::atomic<decltype(&::function)> g_real_##function{nullptr}; \
+  constexpr const char* kVersionOf_##function = VersionOf(#function);
+STRATA_FOR_EACH_IO_FUNCTION(STRATA_REAL_SLOT)
+#undef STRATA_REAL_SLOT
+
+#define STRATA_REAL(function)                                                          \
+  ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function, \
+                                ::strata::base_internal::kVersionOf_##function)
+
+}  // namespace
+
+void ResolveBlockingIoFunctions() {
+#define STRATA_RESOLVE(function) (void)STRATA_REAL(function);
+  STRATA_FOR_EACH_IO_FUNCTION(STRATA_RESOLVE)
+#undef STRATA_RESOLVE
+}
+
+}  // namespace base_internal
+}  // namespace strata
+
+extern "C" {
+
+ssize_t pread(int fd, void* data, size_t size, off_t offset) {
+  const auto real = STRATA_REAL(pread);
+  STRATA_WAIT_CALL(pread, fd, data, size, offset);
+}
+ssize_t pread64(int fd, void* data, size_t size, off64_t offset) {
+  const auto real = STRATA_REAL(pread64);
+  STRATA_WAIT_CALL(pread64, fd, data, size, offset);
+}
+ssize_t preadv(int fd, const iovec* vectors, int count, off_t offset) {
+  const auto real = STRATA_REAL(preadv);
+  STRATA_WAIT_CALL(preadv, fd, vectors, count, offset);
+}
+ssize_t preadv2(int fd, const iovec* vectors, int count, off_t offset, int flags) {
+  const auto real = STRATA_REAL(preadv2);
+  STRATA_WAIT_CALL(preadv2, fd, vectors, count, offset, flags);
+}
+ssize_t pwrite(int fd, const void* data, size_t size, off_t offset) {
+  const auto real = STRATA_REAL(pwrite);
+  STRATA_WAIT_CALL(pwrite, fd, data, size, offset);
+}
+ssize_t pwrite64(int fd, const void* data, size_t size, off64_t offset) {
+  const auto real = STRATA_REAL(pwrite64);
+  STRATA_WAIT_CALL(pwrite64, fd, data, size, offset);
+}
+ssize_t writev(int fd, const iovec* vectors, int count) {
+  const auto real = STRATA_REAL(writev);
+  STRATA_WAIT_CALL(writev, fd, vectors, count);
+}
+ssize_t pwritev(int fd, const iovec* vectors, int count, off_t offset) {
+  const auto real = STRATA_REAL(pwritev);
+  STRATA_WAIT_CALL(pwritev, fd, vectors, count, offset);
+}
+ssize_t pwritev2(int fd, const iovec* vectors, int count, off_t offset, int flags) {
+  const auto real = STRATA_REAL(pwritev2);
+  STRATA_WAIT_CALL(pwritev2, fd, vectors, count, offset, flags);
+}
+ssize_t send(int fd, const void* data, size_t size, int flags) {
+  const auto real = STRATA_REAL(send);
+  STRATA_WAIT_CALL(send, fd, data, size, flags);
+}
+ssize_t sendto(int fd, const void* data, size_t size, int flags, const sockaddr* to,
+               socklen_t to_size) {
+  const auto real = STRATA_REAL(sendto);
+  STRATA_WAIT_CALL(sendto, fd, data, size, flags, to, to_size);
+}
+ssize_t sendmsg(int fd, const msghdr* message, int flags) {
+  const auto real = STRATA_REAL(sendmsg);
+  STRATA_WAIT_CALL(sendmsg, fd, message, flags);
+}
+int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int flags) {
+  const auto real = STRATA_REAL(sendmmsg);
+  STRATA_WAIT_CALL(sendmmsg, fd, messages, count, flags);
+}
+int recvmmsg(int fd, mmsghdr* messages, unsigned int count, int flags, timespec* timeout) {
+  const auto real = STRATA_REAL(recvmmsg);
+  STRATA_WAIT_CALL(recvmmsg, fd, messages, count, flags, timeout);
+}
+ssize_t sendfile(int out, int in, off_t* offset, size_t count) {
+  const auto real = STRATA_REAL(sendfile);
+  STRATA_WAIT_CALL(sendfile, out, in, offset, count);
+}
+ssize_t splice(int in, loff_t* in_offset, int out, loff_t* out_offset, size_t size,
+               unsigned int flags) {
+  const auto real = STRATA_REAL(splice);
+  STRATA_WAIT_CALL(splice, in, in_offset, out, out_offset, size, flags);
+}
+int msync(void* address, size_t size, int flags) {
+  const auto real = STRATA_REAL(msync);
+  STRATA_WAIT_CALL(msync, address, size, flags);
+}
+int sync_file_range(int fd, off64_t offset, off64_t size, unsigned int flags) {
+  const auto real = STRATA_REAL(sync_file_range);
+  STRATA_WAIT_CALL(sync_file_range, fd, offset, size, flags);
+}
+int syncfs(int fd) {
+  const auto real = STRATA_REAL(syncfs);
+  STRATA_WAIT_CALL(syncfs, fd);
+}
+void sync() {
+  const auto real = STRATA_REAL(sync);
+  strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS());
+  real();
+}
+int lockf(int fd, int command, off_t size) {
+  const auto real = STRATA_REAL(lockf);
+  STRATA_WAIT_CALL(lockf, fd, command, size);
+}
+int tcdrain(int fd) {
+  const auto real = STRATA_REAL(tcdrain);
+  STRATA_WAIT_CALL(tcdrain, fd);
+}
+ssize_t msgrcv(int queue, void* message, size_t size, long type, int flags) {
+  const auto real = STRATA_REAL(msgrcv);
+  STRATA_WAIT_CALL(msgrcv, queue, message, size, type, flags);
+}
+int msgsnd(int queue, const void* message, size_t size, int flags) {
+  const auto real = STRATA_REAL(msgsnd);
+  STRATA_WAIT_CALL(msgsnd, queue, message, size, flags);
+}
+int semop(int set, sembuf* operations, size_t count) {
+  const auto real = STRATA_REAL(semop);
+  STRATA_WAIT_CALL(semop, set, operations, count);
+}
+int semtimedop(int set, sembuf* operations, size_t count, const timespec* timeout) {
+  const auto real = STRATA_REAL(semtimedop);
+  STRATA_WAIT_CALL(semtimedop, set, operations, count, timeout);
+}
+ssize_t mq_receive(mqd_t queue, char* message, size_t size, unsigned int* priority) {
+  const auto real = STRATA_REAL(mq_receive);
+  STRATA_WAIT_CALL(mq_receive, queue, message, size, priority);
+}
+ssize_t mq_timedreceive(mqd_t queue, char* message, size_t size, unsigned int* priority,
+                        const timespec* deadline) {
+  const auto real = STRATA_REAL(mq_timedreceive);
+  STRATA_WAIT_CALL(mq_timedreceive, queue, message, size, priority, deadline);
+}
+int mq_send(mqd_t queue, const char* message, size_t size, unsigned int priority) {
+  const auto real = STRATA_REAL(mq_send);
+  STRATA_WAIT_CALL(mq_send, queue, message, size, priority);
+}
+int mq_timedsend(mqd_t queue, const char* message, size_t size, unsigned int priority,
+                 const timespec* deadline) {
+  const auto real = STRATA_REAL(mq_timedsend);
+  STRATA_WAIT_CALL(mq_timedsend, queue, message, size, priority, deadline);
+}
+ssize_t preadv64(int fd, const iovec* vectors, int count, off64_t offset) {
+  const auto real = STRATA_REAL(preadv64);
+  STRATA_WAIT_CALL(preadv64, fd, vectors, count, offset);
+}
+ssize_t preadv64v2(int fd, const iovec* vectors, int count, off64_t offset, int flags) {
+  const auto real = STRATA_REAL(preadv64v2);
+  STRATA_WAIT_CALL(preadv64v2, fd, vectors, count, offset, flags);
+}
+ssize_t pwritev64(int fd, const iovec* vectors, int count, off64_t offset) {
+  const auto real = STRATA_REAL(pwritev64);
+  STRATA_WAIT_CALL(pwritev64, fd, vectors, count, offset);
+}
+ssize_t pwritev64v2(int fd, const iovec* vectors, int count, off64_t offset, int flags) {
+  const auto real = STRATA_REAL(pwritev64v2);
+  STRATA_WAIT_CALL(pwritev64v2, fd, vectors, count, offset, flags);
+}
+ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) {
+  const auto real = STRATA_REAL(sendfile64);
+  STRATA_WAIT_CALL(sendfile64, out, in, offset, count);
+}
+int lockf64(int fd, int command, off64_t size) {
+  const auto real = STRATA_REAL(lockf64);
+  STRATA_WAIT_CALL(lockf64, fd, command, size);
+}
+
+}  // extern "C"

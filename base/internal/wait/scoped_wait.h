@@ -1,0 +1,156 @@
+// What every wait wrapper shares (wait_wrappers.cc, blocking_io_wrappers.cc): marking the
+// calling thread as waiting (ScopedWait, the WaitState protocol of wait_state.h), the
+// caller's registers at the wrapper's entry, and the lookup of the wrapped function's real
+// definition. Internal to the wrappers' translation units.
+//
+// Thread safety: a ScopedWait acts on the calling thread's WaitState only. Async-signal
+// safety: all of it is (stores, atomics, _dl_find_object, a raw futex wait when a walk of
+// the thread's stack is under way as the wait ends); Real()'s first lookup is not (dlsym),
+// which is why ResolveWaitFunctions looks every wrapped function up at load time.
+#ifndef STRATA_BASE_INTERNAL_SCOPED_WAIT_H_
+#define STRATA_BASE_INTERNAL_SCOPED_WAIT_H_
+
+#include <link.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#include "base/internal/session/core.h"
+#include "base/internal/registry/thread_registry.h"
+#include "base/profiler.h"
+#include "platform/next_definition.h"
+#include "platform/sampling/libunwind_imports.h"
+#include "platform/sampling/libunwind_loader.h"
+#include "platform/time_stamp.h"
+
+namespace strata {
+namespace base_internal {
+
+// Whether waits are marked: a session runs with 'waitstacks' and without 'precise' (whose
+// wall-clock timers sample blocked threads themselves).
+inline bool WaitStacksOn() {
+  const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
+  return (features & (kFeatureWaitStacks | kFeaturePrecise)) == kFeatureWaitStacks;
+}
+
+// The caller's registers at a wrapper's entry, taken in the wrapper itself (it has a frame
+// record: base is built with frame pointers, and __builtin_frame_address forces one).
+struct CallerRegisters {
+  uintptr_t pc;
+  uintptr_t sp;
+  uintptr_t fp;
+};
+#define STRATA_CALLER_REGISTERS()                                                          \
+  ::strata::base_internal::CallerRegisters {                                               \
+    reinterpret_cast<uintptr_t>(__builtin_return_address(0)),                              \
+        reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 2 * sizeof(uintptr_t),   \
+        *static_cast<uintptr_t*>(__builtin_frame_address(0))                               \
+  }
+
+// True when a call comes from the libunwind that Strata walks with (its cache lock, its
+// reads): such a call must never be a wait the sampler walks, since the sampler's own walk
+// needs that lock (a thread holding it and waiting for the walk to end would deadlock it).
+// The same object may also be the program's libunwind (dlopen returns the loaded copy).
+// Async-signal-safe: atomics and _dl_find_object.
+inline std::atomic<uintptr_t> g_libunwind_start{0};
+inline std::atomic<uintptr_t> g_libunwind_end{0};
+inline bool CalledFromLibunwind(uintptr_t return_address) {
+  uintptr_t start = g_libunwind_start.load(std::memory_order_acquire);
+  if (start == 0) {
+    const LibunwindFunctions* unwind = LoadedLibunwind();
+    dl_find_object object;
+    if (!unwind || _dl_find_object(reinterpret_cast<void*>(unwind->step), &object) != 0) {
+      return false;  // Not loaded yet: none of its code can be calling.
+    }
+    g_libunwind_end.store(reinterpret_cast<uintptr_t>(object.dlfo_map_end),
+                          std::memory_order_relaxed);
+    start = reinterpret_cast<uintptr_t>(object.dlfo_map_start);
+    g_libunwind_start.store(start, std::memory_order_release);
+  }
+  return return_address >= start &&
+         return_address < g_libunwind_end.load(std::memory_order_relaxed);
+}
+
+// Whether a wrapped call made now may be marked as a wait: on a registered, sampled thread of
+// a session with wait stacks; not from Strata's own sampling-signal handler or libunwind
+// walks, nor from libunwind's code.
+inline bool MayMarkWait(const RegisteredThread* thread, uintptr_t return_address) {
+  return thread && WaitStacksOn() && thread->sampling.load(std::memory_order_relaxed) &&
+         !thread->capturing.load(std::memory_order_relaxed) && !InStrataLibunwindWalk() &&
+         !CalledFromLibunwind(return_address);
+}
+
+
+// A wrapped call made while the thread seems to be in another one is either nested (a signal
+// handler's, on a deeper part of the stack or on an alternate stack) or follows a wait that
+// was left without its wrapper returning (siglongjmp out of a signal handler that
+// interrupted it, or an exception thrown from one): then this call's frame is not below the
+// abandoned wrapper's, on the thread's own stack.
+inline bool OuterWaitWasAbandoned(const RegisteredThread* thread, uintptr_t caller_sp) {
+  return (thread->wait.sequence.load(std::memory_order_relaxed) & 1) != 0 &&
+         thread->bounds.Contains(caller_sp) &&
+         caller_sp >= thread->wait.caller_sp.load(std::memory_order_relaxed);
+}
+inline void EndAbandonedWait(WaitState& wait) {
+  wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
+                      std::memory_order_seq_cst);
+  wait.AwaitWalkEnd();
+  wait.depth = 0;
+}
+
+// Marks the calling thread as waiting in `function` for its lifetime (wait_state.h has the
+// protocol). Does nothing on an unregistered thread, without a session using wait stacks,
+// and inside another marked wait (a signal handler's call).
+class ScopedWait {
+ public:
+  // Inline: the check that a wait may be marked at all (one relaxed load without a session
+  // using wait stacks); the marking itself is out of line (wait_wrappers.cc), so that each of
+  // the ~90 wrappers stays a few instructions (the library's size, issue 33's budget).
+  ScopedWait(const void* function, const CallerRegisters& caller) {
+    if (WaitStacksOn()) Begin(function, caller);
+  }
+  ~ScopedWait() {
+    if (thread_) End();
+  }
+  ScopedWait(const ScopedWait&) = delete;
+  ScopedWait& operator=(const ScopedWait&) = delete;
+
+ private:
+  STRATA_BASE_HIDDEN void Begin(const void* function, const CallerRegisters& caller);
+  STRATA_BASE_HIDDEN void End();
+
+  RegisteredThread* thread_ = nullptr;
+  bool marked_ = false;
+};
+
+// The real definition of a wrapped function: dlsym(RTLD_NEXT) (dlvsym with `version`),
+// looked up once.
+template <typename Function>
+Function Real(std::atomic<Function>& slot, const char* name, const char* version = nullptr) {
+  Function real = slot.load(std::memory_order_acquire);
+  if (real) return real;
+  real = reinterpret_cast<Function>(NextDefinition(name, version));
+  slot.store(real, std::memory_order_release);
+  return real;
+}
+
+// The symbol version to look up where an unversioned lookup could find an old one: the
+// condition variables' GLIBC_2.2.5 compatibility symbols. nullptr: the default version.
+constexpr const char* VersionOf(std::string_view function) {
+  return function == "pthread_cond_wait" || function == "pthread_cond_timedwait" ? "GLIBC_2.3.2"
+                                                                                 : nullptr;
+}
+
+}  // namespace base_internal
+}  // namespace strata
+
+// A wrapper: marks the wait, calls the real function, returns its result (errno untouched:
+// the destructor only stores to memory and, rarely, sleeps on a futex with a raw system call).
+// The wait's leaf is the real (libc) function, not this wrapper: no frame of Strata's own code
+// appears in a profile (issue 34; docs/symbols.md "Strata's own frames").
+#define STRATA_WAIT_CALL(function, ...)                                              \
+  ::strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS()); \
+  return real(__VA_ARGS__)
+
+#endif  // STRATA_BASE_INTERNAL_SCOPED_WAIT_H_
