@@ -27,6 +27,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "platform/time_stamp.h"
+
 namespace strata {
 namespace clock_internal {
 
@@ -63,44 +65,48 @@ inline int64_t SegmentValue(uint64_t start_ticks, int64_t start_ns, uint64_t q32
 // Converts `ticks`, read before this call, to Strata clock nanoseconds. Returns false (and
 // leaves *ns alone) when the clock is off or `ticks` precede its first segment (read before
 // the clock was switched on): the caller reads clock_gettime instead.
-// A tick older than the ring's oldest intact segment (a reader stalled for ~3 s between its
-// tick and this call) is converted by that segment's line extended backwards: off by the
-// rate difference over the stall, well under the calibration error.
-inline bool TicksToStrataNanoseconds(uint64_t ticks, int64_t* ns) {
+// The usual case, a tick at or after the newest segment's start, is inline (~12
+// instructions); a tick before it (read just before a segment took over, or by a reader
+// stalled between its tick and this call) walks back through the ring, out of line
+// (time_stamp.cc). A tick older than the ring's oldest intact segment (a stall of ~3 s) is
+// converted by that segment's line extended backwards: off by the rate difference over the
+// stall, well under the calibration error.
+bool TicksToStrataNanosecondsSlow(uint64_t ticks, int64_t* ns);
+__attribute__((always_inline)) inline bool TicksToStrataNanoseconds(uint64_t ticks,
+                                                                     int64_t* ns) {
   StrataClockTable& table = g_strata_clock;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    uint64_t index = table.latest.load(std::memory_order_acquire);
-    if (index == 0) return false;
-    bool have_newer = false;
-    uint64_t newer_ticks = 0, newer_q32 = 0;
-    int64_t newer_ns = 0;
-    for (;;) {
-      const StrataClockSlot& slot = table.slots[index % kStrataClockSlots];
-      const uint64_t sequence = slot.sequence.load(std::memory_order_acquire);
-      const uint64_t start_ticks = slot.start_ticks.load(std::memory_order_relaxed);
-      const int64_t start_ns = slot.start_ns.load(std::memory_order_relaxed);
-      const uint64_t q32 = slot.ns_per_tick_q32.load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
-      const bool intact = sequence == 2 * index &&
-                          slot.sequence.load(std::memory_order_relaxed) == sequence;
-      if (!intact) {
-        if (!have_newer) break;  // The newest slot was recycled under us: start over.
-        *ns = SegmentValue(newer_ticks, newer_ns, newer_q32, ticks);  // See above.
-        return true;
-      }
-      if (static_cast<int64_t>(ticks - start_ticks) >= 0) {
-        *ns = SegmentValue(start_ticks, start_ns, q32, ticks);
-        return true;
-      }
-      if (index == 1) return false;  // Before the first segment.
-      have_newer = true;
-      newer_ticks = start_ticks;
-      newer_ns = start_ns;
-      newer_q32 = q32;
-      --index;
-    }
+  const uint64_t index = table.latest.load(std::memory_order_acquire);
+  const StrataClockSlot& slot = table.slots[index % kStrataClockSlots];
+  const uint64_t sequence = slot.sequence.load(std::memory_order_acquire);
+  const uint64_t start_ticks = slot.start_ticks.load(std::memory_order_relaxed);
+  const int64_t start_ns = slot.start_ns.load(std::memory_order_relaxed);
+  const uint64_t q32 = slot.ns_per_tick_q32.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const uint64_t delta = ticks - start_ticks;
+  // Index 0 (off) would pass the sequence test on the never-written slot 0: tested apart.
+  if (__builtin_expect(index != 0 && sequence == 2 * index &&
+                           slot.sequence.load(std::memory_order_relaxed) == sequence &&
+                           static_cast<int64_t>(delta) >= 0,
+                       1)) {
+    *ns = start_ns + static_cast<int64_t>((static_cast<unsigned __int128>(delta) * q32) >> 32);
+    return true;
   }
-  return false;
+  return TicksToStrataNanosecondsSlow(ticks, ns);
+}
+
+// TimeStamp::Now()'s nanoseconds with the fast case inline (rdtsc and the table): for the
+// marker fast path, which reads one time per marker. Same clock, same fallbacks (the
+// out-of-line StrataClockNowNanoseconds()). Async-signal-safe; thread-safe.
+__attribute__((always_inline)) inline int64_t StrataClockNowInline() {
+#if defined(__x86_64__)
+  // The gate's load is not the table's: the tick is read before those.
+  if (__builtin_expect(StrataClockOn() && !strata_t_tsc_forbidden, 1)) {
+    const uint64_t ticks = __builtin_ia32_rdtsc();
+    int64_t ns;
+    if (__builtin_expect(TicksToStrataNanoseconds(ticks, &ns), 1)) return ns;
+  }
+#endif
+  return StrataClockNowNanoseconds();
 }
 
 }  // namespace clock_internal

@@ -10,6 +10,7 @@
 #include "base/markers.h"
 #include "platform/never_destroyed.h"
 #include "platform/mutex.h"
+#include "platform/strata_clock_table.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "shared/buffer/staging_area.h"
 
@@ -74,11 +75,13 @@ std::vector<MarkerTypeFunctions> RegisteredMarkerTypes() {
 namespace {
 
 // A marker's times from its options, reading the clock only where one is missing:
-// TimeStamp::Now(), the clock of samples and of the caller's own Now() calls, so a marker
+// TimeStamp::Now()'s clock (the Strata clock, its fast case inline: one rdtsc and the
+// conversion table), the clock of samples and of the caller's own Now() calls, so a marker
 // recorded after a Now() call is never earlier than it, nor one recorded before it later.
 __attribute__((always_inline)) inline void ResolveMarkerTimes(const MarkerTiming& timing,
                                                               TimeStamp* start, TimeStamp* end) {
-  auto now = [] { return TimeStamp::Now(); };  // Never rdtsc where it is forbidden.
+  // Never rdtsc where it is forbidden.
+  auto now = [] { return TimeStamp::FromNanoseconds(clock_internal::StrataClockNowInline()); };
   switch (timing.phase) {
     case MarkerPhase::kInstant:
     case MarkerPhase::kIntervalStart:
@@ -145,18 +148,18 @@ StagingArea* BeginMarker(const ProfilerString& name, Category category,
   return staging;
 }
 
-uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOptions& options,
-                           uint8_t payload_tag, size_t payload_bytes, StagingArea** staging_out) {
-  RegisteredThread* const thread = t_registered_thread;
-  if (__builtin_expect(options.thread().IsSpecified() || options.capture_stack() ||
-                           name.length > profile::kMaxCommonMarkerNameLength,
-                       0)) {
-    return nullptr;
-  }
+namespace {
+
+// The fast paths' common part: the entry reserved in the calling thread's staging (flushing
+// it first when full), or null (no staging, or too large).
+__attribute__((always_inline)) inline uint8_t* ReserveStagedMarker(RegisteredThread* thread,
+                                                                   size_t payload_bytes,
+                                                                   StagingArea** staging_out) {
   StagingArea* const staging = CurrentThreadStagingArea(thread);
   if (__builtin_expect(staging == nullptr, 0)) return nullptr;
   const size_t entry_bytes = 1 + profile::kCommonMarkerHeaderBytes + payload_bytes;
-  uint8_t* p = staging->TryReserveEntry(entry_bytes);
+  uint8_t* p = __builtin_expect(entry_bytes < 0x80, 1) ? staging->TryReserveSmallEntry(entry_bytes)
+                                                       : staging->TryReserveEntry(entry_bytes);
   if (__builtin_expect(p == nullptr, 0)) {
     if (!MarkerStagingFlushAllowed()) return nullptr;
     // Full (or too large): the batch goes first, so this thread's order is kept.
@@ -164,15 +167,38 @@ uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOpti
     p = staging->TryReserveEntry(entry_bytes);
     if (p == nullptr) return nullptr;  // Too large to stage: the general path writes it.
   }
-  const MarkerTiming& timing = options.timing();
+  *staging_out = staging;
+  return p;
+}
+
+}  // namespace
+
+uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerTiming& timing,
+                           uint8_t payload_tag, size_t payload_bytes, StagingArea** staging_out) {
+  RegisteredThread* const thread = t_registered_thread;
+  uint8_t* p = ReserveStagedMarker(thread, payload_bytes, staging_out);
+  if (__builtin_expect(p == nullptr, 0)) return nullptr;
   TimeStamp start;
   TimeStamp end;
   ResolveMarkerTimes(timing, &start, &end);
   *p++ = static_cast<uint8_t>(EntryKind::kMarker);
-  p = profile::WriteCommonMarkerHeader(p, thread->tid, timing.phase, start, end, name.chars,
-                                       name.length, static_cast<uint8_t>(category), payload_tag);
-  *staging_out = staging;
-  return p;
+  return profile::WriteCommonMarkerHeader(p, thread->tid, timing.phase, start, end, name.chars,
+                                          name.length, static_cast<uint8_t>(category),
+                                          payload_tag);
+}
+
+uint8_t* BeginStagedInstantMarker(const char* name_chars, size_t name_length,
+                                  unsigned category_and_tag, size_t payload_bytes,
+                                  StagingArea** staging_out) {
+  RegisteredThread* const thread = t_registered_thread;
+  uint8_t* p = ReserveStagedMarker(thread, payload_bytes, staging_out);
+  if (__builtin_expect(p == nullptr, 0)) return nullptr;
+  const TimeStamp now = TimeStamp::FromNanoseconds(clock_internal::StrataClockNowInline());
+  *p++ = static_cast<uint8_t>(EntryKind::kMarker);
+  return profile::WriteCommonMarkerHeader(p, thread->tid, MarkerPhase::kInstant, now,
+                                          TimeStamp(), name_chars, name_length,
+                                          static_cast<uint8_t>(category_and_tag),
+                                          static_cast<uint8_t>(category_and_tag >> 8));
 }
 
 void FlushAndRewindMarkerStaging(StagingArea* staging) {
