@@ -120,6 +120,10 @@ bool PublishSegment(uint64_t index, uint64_t start_ticks, int64_t start_ns, uint
   slot.start_ticks.store(start_ticks, std::memory_order_relaxed);
   slot.start_ns.store(start_ns, std::memory_order_relaxed);
   slot.ns_per_tick_q32.store(q32, std::memory_order_relaxed);
+  // The segment before it: the newest published (index - 1), none for the first.
+  slot.previous_start_ticks.store(index == 1 ? 0 : g_writer.start_ticks, std::memory_order_relaxed);
+  slot.previous_start_ns.store(index == 1 ? 0 : g_writer.start_ns, std::memory_order_relaxed);
+  slot.previous_ns_per_tick_q32.store(index == 1 ? 0 : g_writer.q32, std::memory_order_relaxed);
   slot.sequence.store(2 * index, std::memory_order_release);
   if (static_cast<int64_t>(start_ticks - ReadTscTicks()) < static_cast<int64_t>(lead_ticks / 2)) {
     Count(g_statistics.skipped_updates);

@@ -34,11 +34,17 @@ namespace clock_internal {
 
 inline constexpr uint64_t kStrataClockSlots = 64;
 
-struct StrataClockSlot {
+// One cache line: the segment and a copy of the one before it (index - 1), which converts
+// the ticks read in the ~2 ms between the segment's publication and its start without a
+// walk back through the ring.
+struct alignas(64) StrataClockSlot {
   std::atomic<uint64_t> sequence{0};  // 2 * index when complete; 2 * index - 1 while written.
   std::atomic<uint64_t> start_ticks{0};
   std::atomic<int64_t> start_ns{0};
   std::atomic<uint64_t> ns_per_tick_q32{0};  // Nanoseconds per tick, 32 fractional bits.
+  std::atomic<uint64_t> previous_start_ticks{0};
+  std::atomic<int64_t> previous_start_ns{0};
+  std::atomic<uint64_t> previous_ns_per_tick_q32{0};  // 0 for the first segment: none.
 };
 
 struct StrataClockTable {
@@ -65,15 +71,15 @@ inline int64_t SegmentValue(uint64_t start_ticks, int64_t start_ns, uint64_t q32
 // Converts `ticks`, read before this call, to Strata clock nanoseconds. Returns false (and
 // leaves *ns alone) when the clock is off or `ticks` precede its first segment (read before
 // the clock was switched on): the caller reads clock_gettime instead.
-// The usual case, a tick at or after the newest segment's start, is inline (~12
-// instructions); a tick before it (read just before a segment took over, or by a reader
-// stalled between its tick and this call) walks back through the ring, out of line
-// (time_stamp.cc). A tick older than the ring's oldest intact segment (a stall of ~3 s) is
+// The usual case, a tick at or after the newest segment's start or the one before it, is
+// inline (~20 instructions); an older tick (read by a reader stalled between its tick and
+// this call) walks back through the ring, out of line (time_stamp.cc). A tick older than the ring's oldest intact segment (a stall of ~3 s) is
 // converted by that segment's line extended backwards: off by the rate difference over the
 // stall, well under the calibration error.
 bool TicksToStrataNanosecondsSlow(uint64_t ticks, int64_t* ns);
-__attribute__((always_inline)) inline bool TicksToStrataNanoseconds(uint64_t ticks,
-                                                                     int64_t* ns) {
+// The usual case alone: false when it does not apply (then call TicksToStrataNanoseconds).
+__attribute__((always_inline)) inline bool TicksToStrataNanosecondsUsualCase(uint64_t ticks,
+                                                                              int64_t* ns) {
   StrataClockTable& table = g_strata_clock;
   const uint64_t index = table.latest.load(std::memory_order_acquire);
   const StrataClockSlot& slot = table.slots[index % kStrataClockSlots];
@@ -81,17 +87,33 @@ __attribute__((always_inline)) inline bool TicksToStrataNanoseconds(uint64_t tic
   const uint64_t start_ticks = slot.start_ticks.load(std::memory_order_relaxed);
   const int64_t start_ns = slot.start_ns.load(std::memory_order_relaxed);
   const uint64_t q32 = slot.ns_per_tick_q32.load(std::memory_order_relaxed);
+  const uint64_t previous_start_ticks = slot.previous_start_ticks.load(std::memory_order_relaxed);
+  const int64_t previous_start_ns = slot.previous_start_ns.load(std::memory_order_relaxed);
+  const uint64_t previous_q32 = slot.previous_ns_per_tick_q32.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
-  const uint64_t delta = ticks - start_ticks;
   // Index 0 (off) would pass the sequence test on the never-written slot 0: tested apart.
-  if (__builtin_expect(index != 0 && sequence == 2 * index &&
-                           slot.sequence.load(std::memory_order_relaxed) == sequence &&
-                           static_cast<int64_t>(delta) >= 0,
-                       1)) {
+  if (__builtin_expect(index == 0 || sequence != 2 * index ||
+                           slot.sequence.load(std::memory_order_relaxed) != sequence,
+                       0)) {
+    return false;
+  }
+  const uint64_t delta = ticks - start_ticks;
+  if (__builtin_expect(static_cast<int64_t>(delta) >= 0, 1)) {
     *ns = start_ns + static_cast<int64_t>((static_cast<unsigned __int128>(delta) * q32) >> 32);
     return true;
   }
-  return TicksToStrataNanosecondsSlow(ticks, ns);
+  const uint64_t previous_delta = ticks - previous_start_ticks;
+  if (previous_q32 != 0 && static_cast<int64_t>(previous_delta) >= 0) {
+    *ns = previous_start_ns +
+          static_cast<int64_t>((static_cast<unsigned __int128>(previous_delta) * previous_q32) >>
+                               32);
+    return true;
+  }
+  return false;
+}
+__attribute__((always_inline)) inline bool TicksToStrataNanoseconds(uint64_t ticks,
+                                                                     int64_t* ns) {
+  return TicksToStrataNanosecondsUsualCase(ticks, ns) || TicksToStrataNanosecondsSlow(ticks, ns);
 }
 
 // TimeStamp::Now()'s nanoseconds with the fast case inline (rdtsc and the table): for the
