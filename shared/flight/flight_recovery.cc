@@ -146,7 +146,7 @@ TimeStamp LatestTime(const ChunkedBuffer& buffer, size_t* samples) {
 }  // namespace
 
 std::string EndMarkerName(const FlightContents& contents, const RecoveryOptions& options) {
-  if (contents.clean_end && !options.crashed) return "Recording ended";
+  if ((contents.clean_end || options.live) && !options.crashed) return "Recording ended";
   return "Process crashed";
 }
 
@@ -186,6 +186,9 @@ bool WriteRecoveredProfile(const FlightContents& contents, const RecoveryOptions
   }
   const std::string end_name = EndMarkerName(contents, options);
   std::string end_text = options.end_reason;
+  if (end_text.empty() && options.live && !contents.clean_end) {
+    end_text = "read from the running session; the session goes on in the process";
+  }
   if (end_text.empty()) {
     end_text = contents.clean_end && !options.crashed
                    ? "the session ended normally"

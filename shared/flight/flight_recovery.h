@@ -7,8 +7,9 @@
 // shows as '?' characters. Typed markers of the program's own types keep their type name and
 // times; their fields, which only the program's code could decode, are left out.
 // A marker at the last time stamp tells where and why the data ends: "Recording ended" (the
-// session ended normally), else "Process crashed" with the reason given (e.g. the signal the
-// caller learnt from the process's wait status), or "ended without saving" when unknown.
+// session ended normally, or the file was read from a session that goes on: `live`), else
+// "Process crashed" with the reason given (e.g. the signal the caller learnt from the
+// process's wait status), or "ended without saving" when unknown.
 //
 // Thread safety: one call at a time per FlightContents. Async-signal safety: no.
 #ifndef STRATA_SHARED_FLIGHT_FLIGHT_RECOVERY_H_
@@ -31,6 +32,9 @@ struct RecoveryOptions {
   std::string end_reason;
   // True: the caller knows the process died (a signal, or no normal save).
   bool crashed = false;
+  // True: the file was read while its session ran (`strata record -p` joining a running
+  // session): the data ends where the reading was made, not at a crash.
+  bool live = false;
 };
 
 // What the profile's end marker says, for messages.

@@ -24,12 +24,21 @@
 #             other thread, if any, in sigwaitinfo, never borrowed): that thread is borrowed
 #             and its wait goes on without EINTR or spurious wake-up; a process whose only
 #             thread spins is refused (nothing safe to borrow) and spins on.
+#   killed strata: strata killed (SIGKILL) before each ptrace step of the injection in turn, and
+#             at random moments of slowed injections: the process runs on (not traced, not
+#             stopped), its thread's registers (ymm included), mask and alternate stack intact
+#             across its read, no EINTR (echo_server --only regs).
 #   namespace: a process in its own mount namespace with a private /tmp (and, second case,
 #             the library's directory hidden there): attached, its profile saved in its own /tmp,
 #             the library loaded from the same path (or from a copy in that /tmp).
 #   two:      -p A,B: one profile with both processes.
-#   refusals: exit 1 with the reason for a static program, a 32-bit one, a process already traced, one
-#             already profiled by Strata (preloaded, STRATA_STARTUP=1), another user's process
+#   join:     a process already profiled by Strata (preloaded, STRATA_STARTUP=1, with a flight
+#             recorder; or attached by another strata) is joined, not loaded into twice: the
+#             profile has the window's samples only (all inside it, the session began before),
+#             the process answers and saves its own profile at exit as before; a session without
+#             a flight recorder file, or with one of another version, is refused (exit 1).
+#   refusals: exit 1 with the reason for a static program, a 32-bit one, a process already traced,
+#             another user's process
 #             (strata run as nobody); exit 2 for -p with a non-number, with a command, with --view.
 source "$(dirname "$0")/../scenario_lib.sh"
 
@@ -319,6 +328,73 @@ for kind in read epoll cond; do
     sed 's/^/    /' "$WORK/$kind.err" | head -5
   fi
 done
+# --- strata killed during the injection ------------------------------------------------------
+# A process whose one thread waits in read with known values in its registers (ymm included),
+# its signal mask and alternate stack (echo_server --only regs): strata is killed (SIGKILL)
+# before each ptrace step of the injection in turn (STRATA_ATTACH_TEST_KILL_AT=N), until an
+# attach runs through; then at random moments of injections slowed by 5 ms a step. After each
+# kill the process runs on, not traced, not stopped, its read goes on; at the end no read saw
+# a register, its mask or its alternate stack changed, nor an EINTR.
+fifo="$WORK/killed_strata.fifo"
+mkfifo "$fifo"
+exec 7<>"$fifo"
+"$SERVER" --only regs <&7 >"$WORK/killed_strata.server" 2>"$WORK/killed_strata.server_err" &
+pid=$!
+SERVERS+=("$pid")
+wait_ready "$WORK/killed_strata.server"
+worker_gone() {  # PID: the attach worker of an abandoned attach has ended (at most 10 s).
+  for _ in $(seq 200); do grep -q StrataAttach /proc/"$1"/task/*/comm 2>/dev/null || return 0; sleep 0.05; done
+}
+after_kill_ok() {  # PID: alive, not traced, not stopped.
+  local state tracer
+  state=$(awk '/^State/ { print $2 }' /proc/"$1"/status 2>/dev/null)
+  tracer=$(awk '/^TracerPid/ { print $2 }' /proc/"$1"/status 2>/dev/null)
+  [[ -n "$state" && "$state" != T && "$state" != t && "$state" != Z && "$tracer" == 0 ]]
+}
+kill_steps=0
+kill_problems=""
+for n in $(seq 1 80); do
+  STRATA_ATTACH_TEST_KILL_AT=$n timeout -s KILL 60 "$STRATA" record -q -p "$pid" --duration 0.1 \
+    -o "$WORK/killed_strata.json" >/dev/null 2>"$WORK/killed_strata.err"
+  status=$?
+  if [[ $status -eq 0 ]]; then break; fi
+  if [[ $status -ne 137 ]]; then kill_problems+=" step $n: strata status $status ($(tail -1 "$WORK/killed_strata.err"));"; fi
+  kill_steps=$n
+  worker_gone "$pid"
+  after_kill_ok "$pid" || kill_problems+=" step $n: process $(grep -E '^(State|TracerPid)' /proc/"$pid"/status 2>/dev/null | tr -s '\t\n' '  ');"
+  echo x >&7  # The read returns and checks its registers, then reads again.
+done
+random_kills=0
+for i in $(seq 1 10); do
+  rm -f "$WORK/killed_random.err"
+  # strata itself, not under timeout (killing timeout would leave strata running).
+  STRATA_ATTACH_TEST_STEP_DELAY_MS=5 "$STRATA" record -q -p "$pid" --duration 0.1 \
+    -o "$WORK/killed_strata.json" >/dev/null 2>"$WORK/killed_random.err" &
+  strata_pid=$!
+  for _ in $(seq 1200); do grep -q "injection starts" "$WORK/killed_random.err" 2>/dev/null && break; sleep 0.01; done
+  sleep "0.$(printf '%03d' $((RANDOM % 150)))"
+  kill -KILL "$strata_pid" 2>/dev/null
+  wait "$strata_pid"
+  [[ $? -eq 137 ]] && random_kills=$((random_kills + 1))
+  worker_gone "$pid"
+  after_kill_ok "$pid" || kill_problems+=" random kill $i: process $(grep -E '^(State|TracerPid)' /proc/"$pid"/status 2>/dev/null | tr -s '\t\n' '  ');"
+  echo x >&7
+done
+echo q >&7
+wait "$pid"
+server_status=$?
+exec 7>&-
+result "scenario=killed_strata steps=$kill_steps random_kills=$random_kills server_status=$server_status output=\"$(tail -1 "$WORK/killed_strata.server")\" problems=\"$kill_problems\""
+if [[ $kill_steps -ge 6 && -z "$kill_problems" && $server_status -eq 0 &&
+      "$(tail -1 "$WORK/killed_strata.server")" == "eintr 0 spurious 0 regs_changed 0" ]]; then
+  pass "killed strata: killed before each of the $kill_steps ptrace steps of the injection and at $random_kills random moments, the process ran on with its registers, mask and alternate stack intact, no EINTR"
+else
+  fail "killed strata: $kill_steps steps, problems:$kill_problems server status $server_status: $(tail -1 "$WORK/killed_strata.server") $(head -3 "$WORK/killed_strata.server_err")"
+fi
+# Strata's files of the killed attaches (their private directories in /tmp) are strata's to
+# remove: a killed strata cannot; removed here.
+rm -rf /tmp/strata-attach-"$pid".*
+
 # Another mount namespace (a container's view): a private /tmp, and also the library's
 # directory hidden, so that the process must load a copy of it from its own /tmp.
 library_dir=$(dirname "$(readlink -f "$STRATA_LIB")")
@@ -392,6 +468,8 @@ fi
 # --- refusals -------------------------------------------------------------------------------
 "$STATIC" &
 static_pid=$!
+# Once it runs the static program (not the shell's fork before its exec).
+for _ in $(seq 1200); do [[ "$(readlink /proc/"$static_pid"/exe)" == *static_sleeper ]] && break; sleep 0.05; done
 refusal static 1 "statically linked" "$STRATA" record -p "$static_pid" --duration 0.2 -o "$WORK/r.json"
 kill "$static_pid"
 # A 32-bit program (i386 machine code that only waits, assembled here with binutils).
@@ -422,11 +500,115 @@ refusal not_a_pid 2 "not a process id" "$STRATA" record -p 12x -o "$WORK/r.json"
 refusal pid_and_command 2 "not both" "$STRATA" record -p "$SERVER_PID" -o "$WORK/r.json" -- true
 refusal pid_and_view 2 "not with -p" "$STRATA" record -p "$SERVER_PID" --view -o "$WORK/r.json"
 stop_server
+wait_ready_port() { for _ in $(seq 1200); do grep -q '^port' "$1" 2>/dev/null && return; sleep 0.05; done; }
+
+# --- join: a process already profiled by Strata ----------------------------------------------
+# Preloaded (STRATA_STARTUP=1) with a flight recorder: `record -p` joins its session (nothing
+# loaded, no ptrace) and writes the window's samples only; the process's own session goes on
+# and saves at its exit as it would have.
+mkdir -p "$WORK/join_flight"
+env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_FLIGHT_RECORDER="$WORK/join_flight" \
+  STRATA_SHUTDOWN="$OUT/join_own.json" "$SERVER" --waiters >"$WORK/join.server" 2>&1 &
+join_pid=$!
+wait_ready_port "$WORK/join.server"
+PORT=$(sed -n 's/^port //p' "$WORK/join.server")
+sleep 0.5  # The session has samples from before the window.
+window_start=$(date +%s.%N)
+timeout -s KILL 120 "$STRATA" record -p "$join_pid" --duration 0.5 -o "$OUT/join.json" >"$WORK/join.out" 2>"$WORK/join.err"
+status=$?
+window_end=$(date +%s.%N)
+sed 's/^/    /' "$WORK/join.err"
+# The samples' times on the epoch clock (meta.startTime + time) against the window, and the
+# session's start (before the window: a whole-session dump would have samples before it).
+read -r join_samples join_first join_last session_start <<<"$(python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+start = p["meta"]["startTime"] / 1000
+times = []
+for t in p["threads"]:
+    s = t["samples"]
+    column = s["schema"]["time"]
+    times += [start + row[column] / 1000 for row in s["data"]]
+print(len(times), min(times, default=0), max(times, default=0), start)' "$OUT/join.json" 2>/dev/null)"
+result "scenario=join status=$status samples=$join_samples first=$join_first last=$join_last session_start=$session_start window=$window_start,$window_end"
+if [[ $status -eq 0 && "${join_samples:-0}" -gt 0 ]] && grep -q "joined its session" "$WORK/join.err" &&
+   awk -v f="$join_first" -v l="$join_last" -v s="$session_start" -v a="$window_start" -v b="$window_end" \
+     'BEGIN { exit !(s < a && f >= a && l <= b) }'; then
+  pass "join: a preloaded process's session joined: $join_samples samples, all inside the window (the session began $(awk -v s="$session_start" -v a="$window_start" 'BEGIN { printf "%.2f", a - s }') s before it)"
+  check_format join
+else
+  fail "join: status $status, $join_samples samples from $join_first to $join_last, session start $session_start, window $window_start-$window_end"
+fi
+if [[ "$(awk '/^TracerPid/ { print $2 }' /proc/"$join_pid"/status)" == 0 ]] && timeout 30 python3 "$CLIENT" "$PORT" --seconds 0.3 >"$WORK/join.client" 2>&1; then
+  pass "join: the process answers as before ($(tail -1 "$WORK/join.client"))"
+else
+  fail "join: the process after the join: $(tail -3 "$WORK/join.client")"
+fi
+# Two strata joining the same session, the second while the first records.
+"$STRATA" record -p "$join_pid" -o "$OUT/join_first.json" >"$WORK/join_first.out" 2>"$WORK/join_first.err" &
+first_strata=$!
+wait_recording join_first
+timeout -s KILL 120 "$STRATA" record -p "$join_pid" --duration 0.3 -o "$OUT/join_second.json" >"$WORK/join_second.out" 2>"$WORK/join_second.err"
+second_status=$?
+kill -INT "$first_strata"
+wait "$first_strata"
+first_status=$?
+result "scenario=join_preloaded_twice first_status=$first_status second_status=$second_status"
+if [[ $first_status -eq 0 && $second_status -eq 0 && -s "$OUT/join_first.json" && -s "$OUT/join_second.json" ]] &&
+   grep -q "joined its session" "$WORK/join_first.err" "$WORK/join_second.err"; then
+  pass "join: two strata joined the same session one after the other, both wrote their profile"
+else
+  fail "join: two joins: statuses $first_status, $second_status: $(tail -2 "$WORK/join_first.err") $(tail -2 "$WORK/join_second.err")"
+fi
+timeout 10 python3 "$CLIENT" "$PORT" --quit >/dev/null 2>&1
+wait "$join_pid"
+join_server_status=$?
+if [[ $join_server_status -eq 0 && -s "$OUT/join_own.json" && -z "$(ls "$WORK/join_flight")" ]]; then
+  pass "join: the process's own session saved at its exit as without the joins (status 0, its flight file removed)"
+  check_format join_own
+else
+  fail "join: the process's own exit: status $join_server_status, own profile $(ls -la "$OUT/join_own.json" 2>&1), flight files: $(ls "$WORK/join_flight")"
+fi
+# An attached session joined by a second strata.
+start_server join_attached
+"$STRATA" record -p "$SERVER_PID" -o "$OUT/join_attached_first.json" >"$WORK/join_attached_first.out" 2>"$WORK/join_attached_first.err" &
+first_strata=$!
+wait_recording join_attached_first
+sleep 0.3
+timeout -s KILL 120 "$STRATA" record -p "$SERVER_PID" --duration 0.3 -o "$OUT/join_attached_second.json" >"$WORK/join_attached_second.out" 2>"$WORK/join_attached_second.err"
+second_status=$?
+kill -INT "$first_strata"
+wait "$first_strata"
+first_status=$?
+result "scenario=join_attached first_status=$first_status second_status=$second_status"
+if [[ $first_status -eq 0 && $second_status -eq 0 && -s "$OUT/join_attached_first.json" && -s "$OUT/join_attached_second.json" ]] &&
+   grep -q "joined its session" "$WORK/join_attached_second.err"; then
+  pass "join: a session attached by another strata was joined; both wrote their profile"
+  check_format join_attached_second
+else
+  fail "join: attached then joined: statuses $first_status, $second_status: $(tail -2 "$WORK/join_attached_second.err")"
+fi
+stop_server
+# Refused: a session without a flight recorder file (nothing strata can read from outside).
 env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_SHUTDOWN="$WORK/preloaded.json" \
   "$SERVER" --waiters >"$WORK/preloaded.server" 2>&1 &
 preloaded_pid=$!
-wait_ready_port() { for _ in $(seq 1200); do grep -q '^port' "$1" 2>/dev/null && return; sleep 0.05; done; }
 wait_ready_port "$WORK/preloaded.server"
-refusal already_profiled 1 "already profiled by Strata" "$STRATA" record -p "$preloaded_pid" --duration 0.2 -o "$WORK/r.json"
+refusal already_profiled 1 "without a flight recorder file" "$STRATA" record -p "$preloaded_pid" --duration 0.2 -o "$WORK/r.json"
 kill -KILL "$preloaded_pid"
+# Refused: a flight recorder file of another Strata version (a process with the library loaded
+# and a mapped strata-PID-N.flight whose header says version 999).
+env LD_PRELOAD="$STRATA_PRELOAD" python3 -c '
+import mmap, os, struct, sys, time
+path = os.path.join(sys.argv[1], "strata-%d-1.flight" % os.getpid())
+with open(path, "wb") as f:
+    f.write(b"STRATAFR" + struct.pack("<I", 999) + bytes(4096 - 12))
+f = open(path, "r+b")
+m = mmap.mmap(f.fileno(), 4096, mmap.MAP_SHARED)
+print("ready", flush=True)
+time.sleep(600)' "$WORK" >"$WORK/other_version.out" 2>&1 &
+other_pid=$!
+wait_ready "$WORK/other_version.out"
+refusal other_version 1 "another Strata version" "$STRATA" record -p "$other_pid" --duration 0.2 -o "$WORK/r.json"
+kill -KILL "$other_pid"
 finish

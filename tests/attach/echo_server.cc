@@ -130,6 +130,133 @@ void* Worker(void* raw) {
   return nullptr;
 }
 
+// --only regs: the read of `--only read`, made with the syscall instruction in asm so that the
+// registers the kernel keeps across a system call (all but rax, rcx, r11) can be checked after
+// it: rbx, r8-r10, r12-r15, the arguments and ymm0-ymm15 hold new patterns before each read and
+// are compared after it, as are the thread's signal mask (SIGUSR1 blocked) and its alternate
+// signal stack. Each byte but 'q' reads again; counted in "regs_changed N".
+extern "C" {
+struct RegisterImage {
+  uint64_t gpr[8];  // rbx, r8, r9, r10, r12, r13, r14, r15
+  uint64_t args[3];  // rdi, rsi, rdx
+  uint64_t padding[5];
+  uint8_t ymm[16][32];
+};
+RegisterImage strata_test_registers_in, strata_test_registers_out;
+}
+
+long ReadWithRegisters(char* byte) {
+  long result;
+  asm volatile(
+#define LOAD_YMM(n) "vmovdqu strata_test_registers_in+128+32*" #n "(%%rip), %%ymm" #n "\n\t"
+      LOAD_YMM(0) LOAD_YMM(1) LOAD_YMM(2) LOAD_YMM(3) LOAD_YMM(4) LOAD_YMM(5) LOAD_YMM(6) LOAD_YMM(7)
+      LOAD_YMM(8) LOAD_YMM(9) LOAD_YMM(10) LOAD_YMM(11) LOAD_YMM(12) LOAD_YMM(13) LOAD_YMM(14) LOAD_YMM(15)
+      "mov strata_test_registers_in+0(%%rip), %%rbx\n\t"
+      "mov strata_test_registers_in+8(%%rip), %%r8\n\t"
+      "mov strata_test_registers_in+16(%%rip), %%r9\n\t"
+      "mov strata_test_registers_in+24(%%rip), %%r10\n\t"
+      "mov strata_test_registers_in+32(%%rip), %%r12\n\t"
+      "mov strata_test_registers_in+40(%%rip), %%r13\n\t"
+      "mov strata_test_registers_in+48(%%rip), %%r14\n\t"
+      "mov strata_test_registers_in+56(%%rip), %%r15\n\t"
+      "syscall\n\t"
+      "mov %%rbx, strata_test_registers_out+0(%%rip)\n\t"
+      "mov %%r8, strata_test_registers_out+8(%%rip)\n\t"
+      "mov %%r9, strata_test_registers_out+16(%%rip)\n\t"
+      "mov %%r10, strata_test_registers_out+24(%%rip)\n\t"
+      "mov %%r12, strata_test_registers_out+32(%%rip)\n\t"
+      "mov %%r13, strata_test_registers_out+40(%%rip)\n\t"
+      "mov %%r14, strata_test_registers_out+48(%%rip)\n\t"
+      "mov %%r15, strata_test_registers_out+56(%%rip)\n\t"
+      "mov %%rdi, strata_test_registers_out+64(%%rip)\n\t"
+      "mov %%rsi, strata_test_registers_out+72(%%rip)\n\t"
+      "mov %%rdx, strata_test_registers_out+80(%%rip)\n\t"
+#define STORE_YMM(n) "vmovdqu %%ymm" #n ", strata_test_registers_out+128+32*" #n "(%%rip)\n\t"
+      STORE_YMM(0) STORE_YMM(1) STORE_YMM(2) STORE_YMM(3) STORE_YMM(4) STORE_YMM(5) STORE_YMM(6) STORE_YMM(7)
+      STORE_YMM(8) STORE_YMM(9) STORE_YMM(10) STORE_YMM(11) STORE_YMM(12) STORE_YMM(13) STORE_YMM(14) STORE_YMM(15)
+      "vzeroupper\n\t"
+      : "=a"(result)
+      : "a"(0L), "D"(0L), "S"(byte), "d"(1L)
+      : "rcx", "r11", "rbx", "r8", "r9", "r10", "r12", "r13", "r14", "r15", "memory", "xmm0", "xmm1", "xmm2",
+        "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+#undef LOAD_YMM
+#undef STORE_YMM
+  return result;
+}
+
+// The kernel's 64 signals (glibc's sigset_t has room for 1024).
+bool SameSignals(const sigset_t& a, const sigset_t& b) {
+  for (int s = 1; s <= 64; ++s) {
+    if (sigismember(&a, s) != sigismember(&b, s)) return false;
+  }
+  return true;
+}
+
+int WaitWithRegisters() {
+  if (!__builtin_cpu_supports("avx")) {
+    fprintf(stderr, "--only regs needs AVX\n");
+    return 3;
+  }
+  sigset_t usr1, mask;
+  sigemptyset(&usr1);
+  sigemptyset(&mask);  // The kernel fills 8 bytes of the 128: the rest must compare equal.
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
+  pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+  static char alternate[64 * 1024];
+  stack_t altstack{};
+  altstack.ss_sp = alternate;
+  altstack.ss_size = sizeof(alternate);
+  sigaltstack(&altstack, nullptr);
+  int changed = 0, eintr = 0;
+  uint64_t pattern = 0x9e3779b97f4a7c15ULL;
+  printf("ready\n");
+  fflush(stdout);
+  for (;;) {
+    for (uint64_t& word : strata_test_registers_in.gpr) word = pattern = pattern * 6364136223846793005ULL + 1442695040888963407ULL;
+    for (auto& lane : strata_test_registers_in.ymm) {
+      for (uint8_t& b : lane) b = static_cast<uint8_t>((pattern = pattern * 6364136223846793005ULL + 1) >> 56);
+    }
+    char byte = 0;
+    const long result = ReadWithRegisters(&byte);
+    sigset_t now;
+    sigemptyset(&now);
+    pthread_sigmask(SIG_BLOCK, nullptr, &now);
+    stack_t now_altstack{};
+    sigaltstack(nullptr, &now_altstack);
+    const RegisterImage& in = strata_test_registers_in;
+    const RegisterImage& out = strata_test_registers_out;
+    if (memcmp(in.gpr, out.gpr, sizeof(in.gpr)) != 0 || memcmp(in.ymm, out.ymm, sizeof(in.ymm)) != 0 ||
+        out.args[0] != 0 || out.args[1] != reinterpret_cast<uint64_t>(&byte) || out.args[2] != 1 ||
+        !SameSignals(now, mask) || now_altstack.ss_sp != altstack.ss_sp ||
+        now_altstack.ss_size != altstack.ss_size || now_altstack.ss_flags != 0) {
+      ++changed;
+      int first_gpr = -1, first_ymm = -1;
+      for (int i = 0; i < 8 && first_gpr < 0; ++i) first_gpr = in.gpr[i] != out.gpr[i] ? i : -1;
+      for (int i = 0; i < 16 && first_ymm < 0; ++i) first_ymm = memcmp(in.ymm[i], out.ymm[i], 32) != 0 ? i : -1;
+      fprintf(stderr,
+              "read (result %ld): changed: first general register %d, first ymm %d, arguments %d, mask %d, "
+              "altstack %d (mask %#llx, now %#llx)\n",
+              result, first_gpr, first_ymm,
+              out.args[0] != 0 || out.args[1] != reinterpret_cast<uint64_t>(&byte) || out.args[2] != 1,
+              !SameSignals(now, mask),
+              now_altstack.ss_sp != altstack.ss_sp || now_altstack.ss_size != altstack.ss_size || now_altstack.ss_flags != 0,
+              *reinterpret_cast<unsigned long long*>(&mask), *reinterpret_cast<unsigned long long*>(&now));
+    }
+    if (result == -EINTR) {
+      ++eintr;
+      continue;
+    }
+    if (result != 1) {
+      printf("read returned %ld\n", result);
+      return 1;
+    }
+    if (byte == 'q') break;
+  }
+  printf("eintr %d spurious 0 regs_changed %d\n", eintr, changed);
+  return 0;
+}
+
 // --only KIND: the main thread alone waits in one call, so that attach must borrow it there
 // (attach_test.sh): read or epoll_wait on stdin until a byte comes, or pthread_cond_wait until
 // a helper thread blocked in sigwaitinfo (a call attach never borrows; it counts its EINTRs)
@@ -202,6 +329,7 @@ int WaitAlone(const std::string& kind) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[1]) == "--only" && std::string(argv[2]) == "regs") return WaitWithRegisters();
   if (argc > 2 && std::string(argv[1]) == "--only") return WaitAlone(argv[2]);
   bool waiters = argc > 1 && std::string(argv[1]) == "--waiters";
   const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -22,6 +22,7 @@
 #include "rapidjson/document.h"
 #include "shared/symbols/dwarf_symbolizer.h"
 #include "tools/strata/attach/injector.h"
+#include "tools/strata/attach/join_session.h"
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
 #include "tools/strata/recover.h"
@@ -54,6 +55,8 @@ struct Attached {
   size_t threads_added = 0;        // Started after the attach, handed to the worker.
   bool stop_sent = false;
   bool finished = false;        // Saved, abandoned, or gone.
+  // A session already running in the process, joined instead of loading Strata twice.
+  std::unique_ptr<attach::RunningSession> joined;
 };
 
 std::string FdPath(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
@@ -158,8 +161,10 @@ std::string Start(Attached* target, const std::string& base, const RecordOptions
   if (target->injection.start_result == kAttachBusy) {
     target->injection.refused = true;
     return "process " + std::to_string(pid) +
-           " is already profiled by Strata (preloaded with STRATA_STARTUP=1, or another `strata record -p`): "
-           "stop that session first (its STRATA_SIGNAL, or Ctrl-C in the other strata)";
+           " is already profiled by Strata (preloaded with STRATA_STARTUP=1 or STRATA_SIGNAL, or by the API) in a "
+           "session without a flight recorder file, which is all strata can read from outside: stop that session "
+           "first (its STRATA_SIGNAL, or the program's own ProfilerStop), or start the program with "
+           "STRATA_FLIGHT_RECORDER=DIR so that `strata record -p` can join its session";
   }
   if (target->injection.start_result != 0) {
     return "the attach session could not start in process " + std::to_string(pid) + " (code " +
@@ -256,6 +261,26 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
       failure = 1;
       break;
     }
+    if (target->facts.has_strata) {
+      // Strata is in the process already: join its running session when it has one.
+      auto session = std::make_unique<attach::RunningSession>();
+      std::string refusal;
+      if (session->Open(pid, &refusal)) {
+        if (!options.quiet) {
+          std::fprintf(stderr, "strata record: process %d (%s) is already profiled by Strata: joined its session "
+                       "(read from its flight recorder file %s when the recording ends; nothing loaded)\n",
+                       pid, target->name.c_str(), session->path().c_str());
+        }
+        target->joined = std::move(session);
+        targets.push_back(std::move(target));
+        continue;
+      }
+      if (!refusal.empty()) {
+        std::fprintf(stderr, "strata record: cannot attach to process %d: %s\n", pid, refusal.c_str());
+        failure = 1;
+        break;
+      }
+    }
     const std::string why = Start(target.get(), base, options);
     const double loaded_ms = MillisecondsSince(command_start);
     if (!why.empty()) {
@@ -274,11 +299,13 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
       std::fprintf(stderr,
                    "strata record: attached to process %d (%s): %zu threads (listed in %.1f ms, longest stop "
                    "%.3f ms); borrowed thread %d after %.1f ms, stopped %.2f ms; loaded %.1f ms and sampling "
-                   "%.1f ms after the command\n",
+                   "%.1f ms after the command (the borrowed thread's stop: %.2f ms from its report; %s; the "
+                   "listing's longest from its report %.3f ms)\n",
                    pid, target->name.c_str(), target->injection.threads_listed, target->injection.list_ms,
                    target->injection.longest_thread_stop_ms, target->injection.borrowed_tid,
                    target->injection.borrow_wait_ms, target->injection.borrowed_stop_ms, loaded_ms,
-                   MillisecondsSince(command_start));
+                   MillisecondsSince(command_start), target->injection.borrowed_held_ms,
+                   target->injection.borrowed_phases.c_str(), target->injection.longest_thread_held_ms);
     }
     // Every thread now (the program's, and Strata's worker and sampler): only later ones are new.
     for (pid_t tid : attach::ThreadsOf(pid)) target->known_threads.insert(tid);
@@ -297,7 +324,9 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
       for (const auto& target : targets) all_gone = all_gone && ProcessGone(target->facts.pid);
       if (all_gone) break;
       if (options.duration_seconds > 0 && MillisecondsSince(recording_start) >= options.duration_seconds * 1000) break;
-      for (const auto& target : targets) AdoptNewThreads(target.get());
+      for (const auto& target : targets) {
+        if (!target->joined) AdoptNewThreads(target.get());
+      }
       siginfo_t info;
       const struct timespec step = {0, 50 * 1000 * 1000};
       const int signal_number = sigtimedwait(&waited, &info, &step);
@@ -310,7 +339,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
   // Stop and save.
   for (const auto& target : targets) {
     const pid_t pid = target->facts.pid;
-    if (!ProcessGone(pid)) {
+    if (!target->joined && !ProcessGone(pid)) {
       target->stop_sent = attach::WriteTargetWord(pid, target->injection.stop_address, 1);
     }
   }
@@ -321,7 +350,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
       std::fprintf(stderr, "strata record: process %d: %zu thread(s) started while attached were sampled from when "
                    "they were seen\n", pid, target->threads_added);
     }
-    for (;;) {
+    while (!target->joined) {
       int32_t state = 0;
       if (ProcessGone(pid)) {
         if (!options.quiet) std::fprintf(stderr, "strata record: process %d (%s) has ended\n", pid, target->name.c_str());
@@ -343,6 +372,17 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
   rapidjson::MemoryPoolAllocator<> allocator;
   std::vector<rapidjson::Document> documents;
   for (const auto& target : targets) {
+    if (target->joined) {
+      rapidjson::Document document(&allocator);
+      std::string error;
+      if (target->joined->ReadWindow(options.symbolicate, &document, &error)) {
+        documents.push_back(std::move(document));
+      } else {
+        std::fprintf(stderr, "strata record: skipping the joined session of process %d: %s\n", target->facts.pid,
+                     error.c_str());
+      }
+      continue;
+    }
     const std::string directory = FdPath(target->directory_fd);
     RecoverUnsavedProcesses(directory, {}, !options.symbolicate, options.quiet);
     if (DIR* dir = opendir(directory.c_str())) {

@@ -83,5 +83,33 @@ bool ReadDynamicSymbols(const std::string& path, std::map<std::string, uint64_t>
   return false;
 }
 
+bool ReadLoadSegments(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  std::string bytes;
+  if (!ReadAt(fd, 0, sizeof(Elf64_Ehdr), &bytes)) return false;
+  Elf64_Ehdr header;
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_phentsize != sizeof(Elf64_Phdr) ||
+      !ReadAt(fd, header.e_phoff, header.e_phnum * sizeof(Elf64_Phdr), &bytes)) {
+    return false;
+  }
+  std::string chunk;
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr program;
+    std::memcpy(&program, bytes.data() + i * sizeof(Elf64_Phdr), sizeof(program));
+    if (program.p_type != PT_LOAD) continue;
+    for (uint64_t offset = 0; offset < program.p_filesz; offset += 1 << 20) {
+      const size_t length = static_cast<size_t>(std::min<uint64_t>(1 << 20, program.p_filesz - offset));
+      if (!ReadAt(fd, program.p_offset + offset, length, &chunk)) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace attach
 }  // namespace strata

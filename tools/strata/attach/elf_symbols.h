@@ -21,6 +21,11 @@ namespace attach {
 bool ReadDynamicSymbols(const std::string& path, std::map<std::string, uint64_t>* symbols,
                         uint64_t* first_load_vaddr);
 
+// Reads the file ranges of `path`'s PT_LOAD segments (what dlopen maps), so that their pages
+// are in the page cache before a thread of the target is stopped to load it: the stop does not
+// wait for the disk. False when the file cannot be read as ELF.
+bool ReadLoadSegments(const std::string& path);
+
 }  // namespace attach
 }  // namespace strata
 

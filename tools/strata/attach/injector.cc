@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -25,20 +26,15 @@
 #include <set>
 #include <sstream>
 
+#include "tools/strata/attach/borrowed_thread.h"
 #include "tools/strata/attach/elf_symbols.h"
+#include "tools/strata/attach/seized_thread.h"
 
 namespace strata {
 namespace attach {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double MillisecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-constexpr int kNtX86Xstate = 0x202;          // NT_X86_XSTATE
-constexpr size_t kScratchBytes = 256 * 1024;  // The borrowed thread's private stack + strings.
+constexpr size_t kScratchBytes = 256 * 1024;  // The borrowed thread's private stack.
 
 std::string ProcPath(pid_t pid, const std::string& rest) {
   return "/proc/" + std::to_string(pid) + "/" + rest;
@@ -56,198 +52,6 @@ std::map<std::string, std::string> ReadStatus(pid_t pid) {
   }
   return fields;
 }
-
-// A thread stopped by us, seized.
-class SeizedThread {
- public:
-  explicit SeizedThread(pid_t tid) : tid_(tid) {}
-  ~SeizedThread() { Detach(); }
-
-  // Seizes and interrupts the thread; true once it is in its interrupt stop. A signal stop
-  // that comes first is given back to the thread (Detach with it) and counts as a failure.
-  bool Stop(std::string* error) {
-    if (!SeizeAndInterrupt(error)) return false;
-    int status = 0;
-    for (;;) {
-      const pid_t waited = waitpid(tid_, &status, __WALL);
-      if (waited < 0 && errno == EINTR) continue;
-      if (waited != tid_) {
-        *error = std::string("waitpid: ") + std::strerror(errno);
-        return false;
-      }
-      break;
-    }
-    return OnReported(status, error);
-  }
-
-  // Stop() in two halves, for stopping several threads at once: the request, then what
-  // waitpid reported for this thread.
-  bool SeizeAndInterrupt(std::string* error) {
-    if (ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0) {
-      seize_errno_ = errno;
-      *error = std::string("PTRACE_SEIZE: ") + std::strerror(errno);
-      return false;
-    }
-    seized_ = true;
-    if (ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0) {
-      *error = std::string("PTRACE_INTERRUPT: ") + std::strerror(errno);
-      return false;
-    }
-    return true;
-  }
-
-  bool OnReported(int status, std::string* error) {
-    if (WIFEXITED(status) || WIFSIGNALED(status)) {
-      seized_ = false;
-      *error = "the thread ended";
-      return false;
-    }
-    stop_start_ = Clock::now();  // The thread is stopped from here (it ran until now).
-    if ((status >> 16) == PTRACE_EVENT_STOP) {
-      stopped_ = true;
-      return ptrace(PTRACE_GETREGS, tid_, nullptr, &saved_) == 0;
-    }
-    // A signal-delivery stop: hand the signal back when we let go.
-    pending_signal_ = WSTOPSIG(status);
-    stopped_ = true;
-    *error = "a signal arrived first";
-    return false;
-  }
-
-  int seize_errno() const { return seize_errno_; }
-  const user_regs_struct& saved() const { return saved_; }
-
-  bool SaveExtendedState() {
-    xstate_.resize(64 * 1024);
-    struct iovec vector = {xstate_.data(), xstate_.size()};
-    if (ptrace(PTRACE_GETREGSET, tid_, reinterpret_cast<void*>(kNtX86Xstate), &vector) != 0) {
-      xstate_.clear();
-      return false;
-    }
-    xstate_.resize(vector.iov_len);
-    return true;
-  }
-
-  // Calls `function(args...)` on the thread with its stack at `stack_top`; the return value
-  // in *result. False when the call did not come back (the process ended, or it faulted).
-  bool Call(pid_t pid, uint64_t function, std::initializer_list<uint64_t> arguments, uint64_t stack_top,
-            uint64_t* result, std::string* error) {
-    user_regs_struct regs = saved_;
-    unsigned long long* slots[] = {&regs.rdi, &regs.rsi, &regs.rdx, &regs.rcx, &regs.r8, &regs.r9};
-    size_t i = 0;
-    for (uint64_t argument : arguments) *slots[i++] = argument;
-    regs.rip = function;
-    regs.rax = 0;
-    regs.orig_rax = static_cast<uint64_t>(-1);  // No system call restart.
-    regs.eflags &= ~0x400ULL;                   // DF clear, as the ABI wants at a call.
-    regs.rsp = (stack_top & ~15ULL) - 8;        // rsp % 16 == 8 at entry: a return address.
-    const uint64_t return_address = 0;
-    struct iovec local = {const_cast<uint64_t*>(&return_address), sizeof(return_address)};
-    struct iovec remote = {reinterpret_cast<void*>(regs.rsp), sizeof(return_address)};
-    if (process_vm_writev(pid, &local, 1, &remote, 1, 0) != sizeof(return_address)) {
-      *error = std::string("cannot write the call's return address: ") + std::strerror(errno);
-      return false;
-    }
-    if (ptrace(PTRACE_SETREGS, tid_, nullptr, &regs) != 0) {
-      *error = std::string("PTRACE_SETREGS: ") + std::strerror(errno);
-      return false;
-    }
-    int pass_signal = 0;
-    for (;;) {
-      if (ptrace(PTRACE_CONT, tid_, nullptr, reinterpret_cast<void*>(static_cast<long>(pass_signal))) != 0) {
-        *error = std::string("PTRACE_CONT: ") + std::strerror(errno);
-        return false;
-      }
-      pass_signal = 0;
-      int status = 0;
-      pid_t waited;
-      do {
-        waited = waitpid(tid_, &status, __WALL);
-      } while (waited < 0 && errno == EINTR);
-      if (waited != tid_) {
-        *error = std::string("waitpid: ") + std::strerror(errno);
-        return false;
-      }
-      if (WIFEXITED(status) || WIFSIGNALED(status)) {
-        seized_ = stopped_ = false;
-        *error = "the process ended during the call";
-        return false;
-      }
-      if ((status >> 16) != 0) continue;  // An event or group stop: go on.
-      const int signal_number = WSTOPSIG(status);
-      if (signal_number == SIGSEGV) {
-        user_regs_struct after;
-        if (ptrace(PTRACE_GETREGS, tid_, nullptr, &after) != 0) {
-          *error = std::string("PTRACE_GETREGS: ") + std::strerror(errno);
-          return false;
-        }
-        if (after.rip == return_address) {
-          *result = after.rax;
-          return true;
-        }
-        *error = "the call faulted in the target (SIGSEGV at " + std::to_string(after.rip) + ")";
-        return false;
-      }
-      pass_signal = signal_number;  // The program's own signal: its handler runs on top.
-    }
-  }
-
-  // Puts the saved registers back (an epoll wait's EINTR rewound, see injector.h) and lets go.
-  void Detach() {
-    if (!seized_) return;
-    if (stopped_ && pending_signal_ == 0) {
-      user_regs_struct regs = saved_;
-      if (static_cast<long>(regs.rax) == -EINTR && static_cast<long>(regs.orig_rax) >= 0 &&
-          !HasDeliverableSignal()) {
-        // A call the kernel ends with a plain EINTR when its thread is merely stopped
-        // (epoll_wait, sigtimedwait, semop, msgrcv...: signal(7)), and no signal of the
-        // program's is due that would have ended it: rewound to its `syscall` instruction.
-        errno = 0;
-        const long word = ptrace(PTRACE_PEEKTEXT, tid_, reinterpret_cast<void*>(regs.rip - 2), nullptr);
-        if (errno == 0 && (word & 0xffff) == 0x050f) {
-          regs.rax = regs.orig_rax;
-          regs.rip -= 2;
-        }
-      }
-      if (!xstate_.empty()) {
-        struct iovec vector = {xstate_.data(), xstate_.size()};
-        ptrace(PTRACE_SETREGSET, tid_, reinterpret_cast<void*>(kNtX86Xstate), &vector);
-      }
-      ptrace(PTRACE_SETREGS, tid_, nullptr, &regs);
-    }
-    ptrace(PTRACE_DETACH, tid_, nullptr, reinterpret_cast<void*>(static_cast<long>(pending_signal_)));
-    seized_ = false;
-    stopped_ = false;
-  }
-
-  double StoppedMilliseconds() const { return MillisecondsSince(stop_start_); }
-
- private:
-  // Whether a signal is pending for the thread (its own or the process's) that its mask lets
-  // through: then an EINTR at the stop may be that signal's, and stays.
-  bool HasDeliverableSignal() const {
-    std::ifstream status("/proc/" + std::to_string(tid_) + "/status");
-    uint64_t pending = 0, blocked = 0;
-    std::string line;
-    while (std::getline(status, line)) {
-      const size_t colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      const std::string key = line.substr(0, colon);
-      if (key == "SigPnd" || key == "ShdPnd") pending |= std::strtoull(line.c_str() + colon + 1, nullptr, 16);
-      if (key == "SigBlk") blocked = std::strtoull(line.c_str() + colon + 1, nullptr, 16);
-    }
-    return (pending & ~blocked) != 0;
-  }
-
-  pid_t tid_;
-  bool seized_ = false;
-  bool stopped_ = false;
-  int pending_signal_ = 0;
-  int seize_errno_ = 0;
-  user_regs_struct saved_{};
-  std::vector<uint8_t> xstate_;
-  Clock::time_point stop_start_;
-};
 
 std::vector<pid_t> Threads(pid_t pid) {
   std::vector<pid_t> tids;
@@ -414,7 +218,7 @@ std::string CheckTarget(pid_t pid, TargetFacts* facts) {
 std::vector<pid_t> ThreadsOf(pid_t pid) { return Threads(pid); }
 
 std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t>& tids, double* longest_stop_ms,
-                                              bool* permission_denied) {
+                                              bool* permission_denied, double* longest_held_ms) {
   *permission_denied = false;
   std::map<uint64_t, int> pointer_uses;
   std::vector<ThreadPointer> pointers;
@@ -447,6 +251,7 @@ std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t
     }
     thread.Detach();
     *longest_stop_ms = std::max(*longest_stop_ms, thread.StoppedMilliseconds());
+    if (longest_held_ms != nullptr) *longest_held_ms = std::max(*longest_held_ms, thread.HeldMilliseconds());
     asked.erase(found);
   }
   // A pointer shared by two tasks (a raw clone sharing its parent's TLS): not a thread of
@@ -497,14 +302,25 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
     auto found = libc_symbols.find(name);
     return found == libc_symbols.end() ? 0 : facts.libc_base - libc_vaddr + found->second;
   };
-  const uint64_t mmap_address = libc("mmap"), munmap_address = libc("munmap"), dlopen_address = libc("dlopen"),
-                 dlerror_address = libc("dlerror");
-  if (!mmap_address || !munmap_address || !dlopen_address || !dlerror_address) {
+  LibcCalls libc_calls;
+  libc_calls.mmap = libc("mmap");
+  libc_calls.munmap = libc("munmap");
+  const uint64_t dlopen_address = libc("dlopen"), dlerror_address = libc("dlerror");
+  if (!libc_calls.mmap || !libc_calls.munmap || !dlopen_address || !dlerror_address) {
     result.refused = true;
     result.error = "the libc of process " + std::to_string(pid) +
                    " does not export dlopen (glibc older than 2.34?): attach needs glibc >= 2.34";
     return result;
   }
+  // Where the borrowed thread's calls return to without strata (borrowed_thread.h).
+  const uint64_t restore_rt_offset = FindRestoreRt(root + facts.libc_path);
+  if (restore_rt_offset == 0) {
+    result.refused = true;
+    result.error = "the libc of process " + std::to_string(pid) +
+                   " has no single __restore_rt (`mov $15, %rax; syscall`) in its code: not a glibc strata knows";
+    return result;
+  }
+  libc_calls.restore_rt = facts.libc_base + restore_rt_offset;
   // Strata's entry point and control words: offsets in the library's own .dynsym, added to its
   // load bias in the process (the l_addr dlopen's handle starts with). No dlsym round trips.
   std::map<std::string, uint64_t> strata_symbols;
@@ -521,12 +337,34 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
     r_debug = facts.ld_base - ld_vaddr + ld_symbols["_r_debug"];
   }
 
+  // The library's pages into the page cache now: the borrowed thread's dlopen does not wait
+  // for the disk while it is stopped.
+  ReadLoadSegments(library_file);
+
   // 1. Every thread's pointer, one short stop each.
+  // What each thread waits in before the listing stops it: a timed wait (nanosleep, poll...)
+  // stopped once is restarted by the kernel as restart_syscall, which says nothing of itself.
+  std::map<pid_t, int> safety_before_listing;
+  for (pid_t tid : Threads(pid)) {
+    uint64_t second = 0;
+    const long nr = BlockedSyscall(pid, tid, &second);
+    safety_before_listing[tid] = SafetyOf(nr, second);
+  }
+  // The safety of a call, a restart_syscall being that of the call it restarts (when the
+  // thread was in a safe call before the listing).
+  auto safety_of = [&safety_before_listing](pid_t tid, long nr, uint64_t second) {
+    if (nr == SYS_restart_syscall) {
+      auto found = safety_before_listing.find(tid);
+      return found == safety_before_listing.end() ? 0 : found->second;
+    }
+    return SafetyOf(nr, second);
+  };
   const Clock::time_point list_start = Clock::now();
   std::string thread_list;
   bool permission_denied = false;
   const std::vector<ThreadPointer> pointers =
-      ReadThreadPointers(pid, Threads(pid), &result.longest_thread_stop_ms, &permission_denied);
+      ReadThreadPointers(pid, Threads(pid), &result.longest_thread_stop_ms, &permission_denied,
+                         &result.longest_thread_held_ms);
   if (permission_denied) {
     result.refused = true;
     result.error = PermissionAdvice(pid);
@@ -561,14 +399,14 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
     for (pid_t tid : Threads(pid)) {
       uint64_t second = 0;
       const long nr = BlockedSyscall(pid, tid, &second);  // Before `second` is read.
-      const int safety = SafetyOf(nr, second);
+      const int safety = safety_of(tid, nr, second);
       if (safety > best_safety) {
         best = tid;
         best_safety = safety;
       }
     }
     if (loader_idle && best != 0) {
-      SeizedThread thread(best);
+      BorrowedThread thread(pid, best, libc_calls);
       std::string error;
       if (!thread.Stop(&error)) {
         if (thread.seize_errno() == EPERM) {
@@ -580,55 +418,28 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
       }
       // Still in that call, now that it is stopped?
       const user_regs_struct& saved = thread.saved();
-      if (SafetyOf(static_cast<long>(saved.orig_rax), saved.rsi) == 0) {
-        thread.Detach();
+      if (safety_of(best, static_cast<long>(saved.orig_rax), saved.rsi) == 0) {
+        thread.Release();
         continue;
       }
       result.borrowed_tid = best;
       result.borrow_wait_ms = MillisecondsSince(deadline - std::chrono::seconds(2));
-      if (!thread.SaveExtendedState()) {
-        result.error = "cannot read the XSAVE state of the borrowed thread";
-        return result;
-      }
-      // The scratch mapping: called with the program's stack 1 KiB below its red zone
-      // (mmap's wrapper uses a few words).
-      uint64_t scratch = 0;
-      const uint64_t program_stack = saved.rsp - 128 - 1024;
-      if (!thread.Call(pid, mmap_address,
-                       {0, kScratchBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, static_cast<uint64_t>(-1), 0},
-                       program_stack, &scratch, &error) ||
-          scratch > static_cast<uint64_t>(-4096)) {
-        result.error = "mmap in the target failed: " + error;
-        thread.Detach();
-        result.borrowed_stop_ms = thread.StoppedMilliseconds();
-        return result;
-      }
-      const uint64_t stack_top = scratch + kScratchBytes;
-      // Strings at the bottom of the scratch: library, names, settings.
-      const std::string full_settings = settings + "STRATA_ATTACH_THREADS=" + thread_list + "\n";
-      std::string strings;
-      auto place = [&](const std::string& text) {
-        const uint64_t address = scratch + strings.size();
-        strings += text;
-        strings += '\0';
-        return address;
-      };
-      const uint64_t library_address = place(library);
-      const uint64_t settings_address = place(full_settings);
-      bool ok = strings.size() < kScratchBytes / 2 && WriteTarget(pid, scratch, strings.data(), strings.size());
-      if (!ok) error = "cannot write the library path into the target";
-      uint64_t handle = 0, start = 0;
-      if (ok) {
-        ok = thread.Call(pid, dlopen_address, {library_address, static_cast<uint64_t>(RTLD_NOW)}, stack_top, &handle, &error);
-        if (ok && handle == 0) {
-          uint64_t message = 0;
-          std::string why = "unknown";
-          if (thread.Call(pid, dlerror_address, {}, stack_top, &message, &error) && message != 0) {
-            why = ReadTargetString(pid, message);
-          }
-          error = "dlopen(" + library + ") failed in the target: " + why;
-          ok = false;
-        }
+      LoadRequest load;
+      load.dlopen = dlopen_address;
+      load.library = library;
+      load.start_offset = strata_symbols["strata_attach_start"];
+      load.settings = settings + "STRATA_ATTACH_THREADS=" + thread_list + "\n";
+      load.scratch_bytes = kScratchBytes;
+      bool ok = thread.Prepare(load, &error);
+      if (!ok) error = "cannot prepare the borrowed thread: " + error;
+      uint64_t handle = 0, start_result = 0;
+      if (ok) ok = thread.LoadAndStart(&handle, &start_result, &error);
+      if (ok && handle == 0) {
+        uint64_t message = 0;
+        std::string why = "unknown";
+        if (thread.Call(dlerror_address, {}, &message, &error) && message != 0) why = ReadTargetString(pid, message);
+        error = "dlopen(" + library + ") failed in the target: " + why;
+        ok = false;
       }
       uint64_t load_bias = 0;
       if (ok && !ReadTarget(pid, handle, &load_bias, sizeof(load_bias))) {  // link_map::l_addr
@@ -636,18 +447,15 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
         error = "cannot read the library's load address in the target";
       }
       if (ok) {
-        start = load_bias + strata_symbols["strata_attach_start"];
         result.state_address = load_bias + strata_symbols["strata_attach_state"];
         result.stop_address = load_bias + strata_symbols["strata_attach_stop_request"];
         result.mailbox_address = load_bias + strata_symbols["strata_attach_new_threads"];
       }
-      uint64_t start_result = 0;
-      if (ok) ok = thread.Call(pid, start, {settings_address}, stack_top, &start_result, &error);
-      uint64_t ignored = 0;
-      std::string unmap_error;
-      thread.Call(pid, munmap_address, {scratch, kScratchBytes}, program_stack, &ignored, &unmap_error);
-      thread.Detach();
+      thread.Finish();
       result.borrowed_stop_ms = thread.StoppedMilliseconds();
+      result.borrowed_held_ms = thread.HeldMilliseconds();
+      result.borrowed_round_trips = thread.ptrace_round_trips();
+      result.borrowed_phases = thread.Phases();
       if (!ok) {
         result.error = error;
         return result;

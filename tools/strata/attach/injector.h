@@ -6,29 +6,28 @@
 //      were: the base tier registers these threads from inside (they never ran its
 //      pthread_create wrapper). One stop at a time, ~tens of microseconds each.
 //   2. One thread blocked in a blocking system call that holds no lock of libc's (read, poll,
-//      accept, recvmsg, a condition-variable or join futex wait...) is borrowed: stopped,
-//      all its registers saved (general ones and the XSAVE area), and made to call, one at a
-//      time, with a private 256 KiB mapping as its stack (the mmap and munmap calls use a
-//      few words of the program's stack, 1 KiB below its red zone): mmap, dlopen(library, RTLD_NOW) (dlerror on failure),
-//      strata_attach_start(settings) (its address: the library's load bias, read from the
-//      handle, plus its .dynsym value), munmap. Each call returns to
-//      address 0, which faults: that SIGSEGV stop is the end of the call, never delivered.
-//      Other signals that arrive meanwhile are passed on (the program's handler runs on top
-//      of the call, as under gdb's `call`). Calls run with orig_rax = -1 (no system call
-//      restart in the middle of ours).
+//      accept, recvmsg, a condition-variable or join futex wait...) is borrowed
+//      (borrowed_thread.h): stopped, all its registers saved (general ones, the XSAVE area,
+//      the signal mask), and made to call, with a private 256 KiB mapping as its stack:
+//      dlopen(library, RTLD_NOW) (dlerror on failure), then strata_attach_start(settings)
+//      (its address: the library's load bias, read from the handle, plus its .dynsym value).
+//      The calls are arranged so that the thread goes back to its call whatever happens to
+//      strata, SIGKILL included (a signal frame on its stack, libc's __restore_rt, a
+//      trampoline). Signals that arrive meanwhile are passed on (the program's handler runs
+//      on top of the call, as under gdb's `call`). Calls run with orig_rax = -1 (no system
+//      call restart in the middle of ours).
 //   3. The saved registers are put back exactly, so the kernel restarts the interrupted call
 //      as if nothing happened (ERESTARTSYS and friends); a call the kernel ends with a plain
 //      EINTR when its thread is merely stopped (epoll_wait, sigtimedwait/sigwaitinfo, semop,
 //      msgrcv...: signal(7)) is rewound to its `syscall` instruction instead, unless a signal
 //      the thread does not block is pending (then the EINTR may be that signal's), so the
 //      program never sees an EINTR of ours (a relative timeout starts again in full). Every
-//      path detaches (PTRACE_DETACH, signal 0).
+//      path detaches (PTRACE_DETACH, signal 0). PTRACE_O_EXITKILL is never set.
 // The loader must be idle (ld.so's _r_debug.r_state == RT_CONSISTENT) so the borrowed thread
 // cannot wait for a dlopen another thread is in the middle of.
 //
 // Thread safety: one injection at a time per target; the caller blocks SIGINT/SIGTERM/SIGHUP
-// meanwhile (the tracee must not be left in a stop the tracer's death would turn into a
-// SIGSEGV delivery). Not for use in a signal handler.
+// (they stop the recording once the injection is over). Not for use in a signal handler.
 #ifndef STRATA_TOOLS_STRATA_ATTACH_INJECTOR_H_
 #define STRATA_TOOLS_STRATA_ATTACH_INJECTOR_H_
 
@@ -68,8 +67,12 @@ struct InjectionResult {
   uint64_t mailbox_address = 0;  // strata_attach_new_threads in the target.
   size_t threads_listed = 0;   // Threads whose pointer was read.
   pid_t borrowed_tid = 0;
-  double borrowed_stop_ms = 0;     // The borrowed thread's whole stop (step 2).
-  double longest_thread_stop_ms = 0;  // The longest stop of step 1.
+  double borrowed_stop_ms = 0;     // The borrowed thread's whole stop (step 2), PTRACE_INTERRUPT to PTRACE_DETACH.
+  double borrowed_held_ms = 0;     // The same from the stop's report (waitpid) to PTRACE_DETACH.
+  int borrowed_round_trips = 0;    // ptrace requests on it meanwhile.
+  std::string borrowed_phases;     // Where the stop went (BorrowedThread::Phases).
+  double longest_thread_stop_ms = 0;  // The longest stop of step 1 (PTRACE_INTERRUPT to PTRACE_DETACH).
+  double longest_thread_held_ms = 0;  // The longest of step 1 from the stop's report to PTRACE_DETACH.
   double list_ms = 0;    // Step 1 in all (each thread's stop waits for it to be scheduled).
   double borrow_wait_ms = 0;  // Until a thread was found in a safe call, stopped.
 };
@@ -95,7 +98,7 @@ std::vector<pid_t> ThreadsOf(pid_t pid);
 // *longest_stop_ms to the longest stop; *permission_denied when PTRACE_SEIZE said EPERM.
 // Threads that ended meanwhile, and pointers two tasks share, are left out.
 std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t>& tids, double* longest_stop_ms,
-                                              bool* permission_denied);
+                                              bool* permission_denied, double* longest_held_ms = nullptr);
 
 // Threads started after the attach: hands (tid, pointer) pairs to the attach worker through
 // its mailbox (strata_attach_new_threads, base/internal/attach.cc) when the worker has taken
