@@ -45,7 +45,6 @@ Anchor CaptureAnchor() {
 
 // The writer's own state: only the one updating thread touches it.
 struct WriterState {
-  int usable = -1;  // -1: not checked yet.
   bool have_first = false;
   Anchor first;
   uint64_t index = 0;  // The newest segment published (0: none).
@@ -85,11 +84,10 @@ bool KernelClockSourceIsTsc() {
   return n >= 3 && std::memcmp(text, "tsc", 3) == 0 && (n == 3 || text[3] == '\n');
 }
 
-bool TscUsableHere() {
-  if (!kTscIsHardwareCounter || strata_t_tsc_forbidden) return false;
-  if (g_writer.usable < 0) g_writer.usable = TscIsInvariant() && KernelClockSourceIsTsc();
-  return g_writer.usable == 1;
-}
+// -1: not checked yet; 0 / 1: StrataClockTscUsable()'s cached answer.
+std::atomic<int> g_tsc_usable{-1};
+
+bool TscUsableHere() { return !strata_t_tsc_forbidden && StrataClockTscUsable(); }
 
 // Nanoseconds per tick (32 fractional bits) between two anchors; 0 when not after.
 uint64_t RateQ32(const Anchor& earlier, const Anchor& later) {
@@ -150,6 +148,16 @@ bool PublishSegment(uint64_t index, uint64_t start_ticks, int64_t start_ns, uint
 }  // namespace
 
 bool StrataClockUsesTsc() { return clock_internal::StrataClockOn(); }
+
+bool StrataClockTscUsable() {
+  int usable = g_tsc_usable.load(std::memory_order_relaxed);
+  if (usable < 0) {
+    // Racing first callers all ask and store the same answer.
+    usable = kTscIsHardwareCounter && TscIsInvariant() && KernelClockSourceIsTsc() ? 1 : 0;
+    g_tsc_usable.store(usable, std::memory_order_relaxed);
+  }
+  return usable == 1;
+}
 
 bool UpdateStrataClock() {
   if (!TscUsableHere()) return StrataClockUsesTsc();

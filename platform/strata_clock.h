@@ -42,6 +42,11 @@ bool UpdateStrataClock();
 // True when this process's Strata clock runs on the TSC. Thread-safe, async-signal-safe.
 bool StrataClockUsesTsc();
 
+// True when this machine's TSC may carry the Strata clock (x86-64, invariant, the kernel's
+// clock source), whatever the calling thread may do. Thread-safe; reads a file at the first
+// call (not async-signal-safe then).
+bool StrataClockTscUsable();
+
 struct StrataClockStatistics {
   uint64_t segments = 0;         // Published.
   uint64_t skipped_updates = 0;  // Not published: the anchor was disturbed, or the writer

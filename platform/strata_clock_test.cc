@@ -109,6 +109,8 @@ TEST_CASE("Readings never go back, on one thread or across threads, through the 
               static_cast<unsigned long long>(statistics.late_publications),
               static_cast<long long>(statistics.last_offset_ns));
   REQUIRE(out_of_order.load() == 0);
+  // On a machine whose TSC is usable the writer must have switched the clock on.
+  REQUIRE(uses_tsc == StrataClockTscUsable());
   if (!uses_tsc) {
     WARN("the TSC is not used on this machine: Now() stays on clock_gettime");
     REQUIRE_FALSE(StrataClockUsesTsc());
