@@ -53,6 +53,16 @@ void BM_ReadTsc(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadTsc);
 
+// rdtscp: the Strata clock's ordered tick read (platform/strata_clock_table.h).
+void BM_ReadTscp(benchmark::State& state) {
+  for (auto _ : state) {
+    unsigned int processor;
+    uint64_t ticks = __builtin_ia32_rdtscp(&processor);
+    benchmark::DoNotOptimize(ticks);
+  }
+}
+BENCHMARK(BM_ReadTscp);
+
 // CLOCK_MONOTONIC through the vDSO: TimeStamp::Now() before the Strata clock runs on the TSC
 // (and where it cannot), what markers read before issue 38.
 void BM_ClockGettimeMonotonic(benchmark::State& state) {

@@ -37,8 +37,8 @@
 //
 // Cost: inactive, one relaxed atomic load; arguments are not evaluated. Active, a few stores
 // into the thread's staging plus one clock read per time not given (the Strata clock: one
-// rdtsc and its conversion table; ~25 ns for an instant marker here against ~9 ns for rdtsc
-// alone, docs/benchmarks.md "Markers against the timestamp floor").
+// rdtscp and its conversion table; ~34 ns for an instant marker here against ~16 ns for
+// rdtscp alone, docs/benchmarks.md "Markers against the timestamp floor").
 // Time: a time not given is TimeStamp::Now()'s clock at recording, the clock of samples and
 // of the caller's own Now() calls: in program order a marker is never before a Now() that
 // precedes it nor after one that follows it (docs/sampling.md "One clock").

@@ -6,6 +6,10 @@
 #include <atomic>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "platform/raw_syscall.h"
 #include "platform/strata_clock_table.h"
 #include "platform/tsc_clock.h"
@@ -87,6 +91,19 @@ bool KernelClockSourceIsTsc() {
 // -1: not checked yet; 0 / 1: StrataClockTscUsable()'s cached answer.
 std::atomic<int> g_tsc_usable{-1};
 
+// The readers' instruction (strata_clock_table.h ReadStrataClockTicks): CPUID 0x80000001,
+// EDX bit 27.
+bool CpuHasRdtscp() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0x80000000u, &eax, &ebx, &ecx, &edx) || eax < 0x80000001u) return false;
+  if (!__get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx)) return false;
+  return (edx & (1u << 27)) != 0;
+#else
+  return false;
+#endif
+}
+
 bool TscUsableHere() { return !strata_t_tsc_forbidden && StrataClockTscUsable(); }
 
 // Nanoseconds per tick (32 fractional bits) between two anchors; 0 when not after.
@@ -153,7 +170,10 @@ bool StrataClockTscUsable() {
   int usable = g_tsc_usable.load(std::memory_order_relaxed);
   if (usable < 0) {
     // Racing first callers all ask and store the same answer.
-    usable = kTscIsHardwareCounter && TscIsInvariant() && KernelClockSourceIsTsc() ? 1 : 0;
+    usable = kTscIsHardwareCounter && CpuHasRdtscp() && TscIsInvariant() &&
+                     KernelClockSourceIsTsc()
+                 ? 1
+                 : 0;
     g_tsc_usable.store(usable, std::memory_order_relaxed);
   }
   return usable == 1;

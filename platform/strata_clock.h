@@ -13,7 +13,8 @@
 // anchors' uncertainty) above CLOCK_MONOTONIC, so the switch from clock_gettime never goes
 // back, and the following segments slew that margin away.
 //
-// The TSC is used when it is a hardware counter (x86-64), invariant (CPUID nonstop_tsc), the
+// The TSC is used when it is a hardware counter (x86-64) read with rdtscp (the readers' ordered
+// read; CPUID says the CPU has it), invariant (CPUID nonstop_tsc), the
 // kernel's own clock source ("tsc" in /sys/devices/system/clocksource/clocksource0: a kernel
 // that found it unstable on this machine or VM switched away from it), and the calling thread
 // may execute rdtsc; otherwise UpdateStrataClock() does nothing and Now() stays on
@@ -42,8 +43,8 @@ bool UpdateStrataClock();
 // True when this process's Strata clock runs on the TSC. Thread-safe, async-signal-safe.
 bool StrataClockUsesTsc();
 
-// True when this machine's TSC may carry the Strata clock (x86-64, invariant, the kernel's
-// clock source), whatever the calling thread may do. Thread-safe; reads a file at the first
+// True when this machine's TSC may carry the Strata clock (x86-64, rdtscp, invariant, the
+// kernel's clock source), whatever the calling thread may do. Thread-safe; reads a file at the first
 // call (not async-signal-safe then).
 bool StrataClockTscUsable();
 

@@ -116,14 +116,29 @@ __attribute__((always_inline)) inline bool TicksToStrataNanoseconds(uint64_t tic
   return TicksToStrataNanosecondsUsualCase(ticks, ns) || TicksToStrataNanosecondsSlow(ticks, ns);
 }
 
-// TimeStamp::Now()'s nanoseconds with the fast case inline (rdtsc and the table): for the
+// The tick a Strata clock reading converts: rdtscp, which executes only after every earlier
+// instruction has and every earlier load is globally visible (rdtsc may run ahead of them).
+// So a reading that follows, in this thread's order, a load of another thread's reading (or of
+// anything written after it) has a later tick: plain rdtsc broke that hand-over order in 1 of
+// ~1.2 M hand-overs in strata_clock_test (the vDSO's clock_gettime orders its rdtsc likewise,
+// with lfence or rdtscp). x86-64 only (callers check).
+__attribute__((always_inline)) inline uint64_t ReadStrataClockTicks() {
+#if defined(__x86_64__)
+  unsigned int processor;
+  return __builtin_ia32_rdtscp(&processor);
+#else
+  return 0;
+#endif
+}
+
+// TimeStamp::Now()'s nanoseconds with the fast case inline (rdtscp and the table): for the
 // marker fast path, which reads one time per marker. Same clock, same fallbacks (the
 // out-of-line StrataClockNowNanoseconds()). Async-signal-safe; thread-safe.
 __attribute__((always_inline)) inline int64_t StrataClockNowInline() {
 #if defined(__x86_64__)
   // The gate's load is not the table's: the tick is read before those.
   if (__builtin_expect(StrataClockOn() && !strata_t_tsc_forbidden, 1)) {
-    const uint64_t ticks = __builtin_ia32_rdtsc();
+    const uint64_t ticks = ReadStrataClockTicks();
     int64_t ns;
     if (__builtin_expect(TicksToStrataNanoseconds(ticks, &ns), 1)) return ns;
   }

@@ -53,7 +53,7 @@ int64_t StrataClockNowNanoseconds() {
   // The tick is read before the table (TicksToStrataNanoseconds: the segment in force when
   // it was read converts it, whichever table is seen afterwards).
   if (__builtin_expect(clock_internal::StrataClockOn() && !strata_t_tsc_forbidden, 1)) {
-    const uint64_t ticks = __builtin_ia32_rdtsc();
+    const uint64_t ticks = clock_internal::ReadStrataClockTicks();
     int64_t ns;
     if (__builtin_expect(clock_internal::TicksToStrataNanoseconds(ticks, &ns), 1)) return ns;
   }
