@@ -13,8 +13,8 @@
 // profile buffer and to send across processes (ToNanoseconds/FromNanoseconds).
 //
 // Thread safety: value types; TimeStamp::Now() is thread-safe.
-// Async-signal safety: Now() is async-signal-safe (rdtsc and a lock-free table read, ~10 ns
-// here; or clock_gettime through the vDSO, ~23 ns); everything else is arithmetic.
+// Async-signal safety: Now() is async-signal-safe (rdtscp and a lock-free table read, ~23 ns
+// here; or clock_gettime through the vDSO, ~21-26 ns); everything else is arithmetic.
 //
 // Threads that may not read the TSC. The vDSO's clock_gettime(CLOCK_MONOTONIC) executes
 // rdtsc when the clock source is the TSC, and a thread that forbade it
