@@ -40,7 +40,8 @@ int MoveDescriptorHigh(int fd);
 // program that opens files up to its limit opens as many as without Strata -- and closes
 // `fd`. Returns -1 and keeps `fd` when that is not possible: the hard limit equals the soft
 // one and the process may not raise it (no CAP_SYS_RESOURCE), no number is free up to the
-// hard limit, or the helper below cannot be made.
+// hard limit, or the helper below cannot be made (also under Valgrind, which runs no such
+// clone).
 //
 // How: a number at or above the soft limit can only be asked for (F_DUPFD) by a process whose
 // own soft limit is higher, and changing the program's limit, even briefly, would be seen by

@@ -30,6 +30,9 @@
 #   9. native allocations: the hooks' unsampled path, and the feature's cost on an
 #      allocation-heavy program and on g++, beside gperftools' heap profiler and heaptrack
 #      (tools/bench_native_allocations.sh).
+#  10. symbolication speed: addresses per second of `strata symbolicate` against
+#      `llvm-symbolizer --inlining` on the same profile's addresses
+#      (tools/bench/symbolicate_speed.sh).
 # Environment:
 #   BENCH_ROUNDS=5         whole-program rounds        BENCH_REPETITIONS=5  micro-benchmark reps
 #   BENCH_CPU=1            the CPU the micro-benchmarks are pinned to
@@ -615,6 +618,15 @@ log "native allocations ($ROUNDS rounds)"
 while IFS= read -r line; do
   [[ "$line" == "|"* ]] && ROWS+=("$line")
 done < <("$repo/tools/bench_native_allocations.sh" "$BIN" "$ROUNDS")
+
+# --- 10. Symbolication speed (issue 34): tools/bench/symbolicate_speed.sh.
+log "symbolication speed: strata symbolicate against llvm-symbolizer"
+sym_line=$(STRATA_BIN="$BIN" tools/bench/symbolicate_speed.sh 3 2>"$WORK/symbolicate.log" | grep -m1 'addresses=')
+sym_field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$sym_line"; }
+[[ -z "$sym_line" ]] && log "symbolicate_speed.sh failed: $(tail -2 "$WORK/symbolicate.log")"
+row "symbolication, addresses per second: strata symbolicate (whole file) / llvm-symbolizer --inlining (per file), same $(sym_field addresses) addresses of g++ -O2 -c (best of 3)" \
+  "$(sym_field strata_per_s)" "llvm-symbolizer $(sym_field llvm_per_s)" \
+  "$([[ -n "$sym_line" ]] && calc %.2f "$(sym_field strata_per_s) / $(sym_field llvm_per_s)")×" "recorded (no target)" "—"
 
 # --- The table.
 LOAD_END="$(loadavg)"

@@ -34,6 +34,7 @@ PACKAGES=(
   libtcmalloc-minimal4 # tests/native_allocations: the hooks in front of tcmalloc
   libjemalloc2         # tests/native_allocations: the hooks in front of jemalloc
   heaptrack            # tools/bench.sh: native allocation profiling cost, side by side
+  valgrind             # tests/host_safety/small: a preloaded program runs under Valgrind
 )
 
 missing=()

@@ -107,7 +107,7 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     if (!info.profiled && !info.is_main) continue;
     profile::CaptureThread thread;
     thread.tid = info.tid;
-    thread.name = info.is_main ? "GeckoMain" : (info.name.empty() ? "Thread" : info.name);
+    thread.name = info.is_main ? "GeckoMain" : (info.name.empty() ? "Thread" : info.name.c_str());
     thread.register_time = info.register_time;
     thread.unregister_time = info.unregister_time;
     thread.is_main = info.is_main;

@@ -56,7 +56,7 @@
 #include "shared/buffer/local_limit_chunk_manager.h"
 
 // The calling thread's profiling stack (labels.h).
-__thread strata::ProfilingStack* strata_t_profiling_stack = nullptr;
+__thread strata::ProfilingStack* strata_t_profiling_stack_v2 = nullptr;
 
 namespace strata {
 namespace base_internal {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/internal/thread_name.h"
 #include "base/profiler.h"
 #include "platform/process_thread_ids.h"
 #include "platform/time_stamp.h"
@@ -29,7 +30,9 @@ namespace base_internal {
 // What capture needs to know about a thread that was registered during the session.
 struct ThreadInfo {
   ThreadId tid;
-  std::string name;  // The given name, or the kernel's last known name (below).
+  // The given name, or the kernel's last known name (below). Strata's own memory, never the
+  // program's heap: entries are moved and destroyed on the program's threads (thread_name.h).
+  ThreadName name;
   // Named by the program (ProfilerRegisterThread with a name): the name is kept as given.
   // Otherwise it follows the thread's kernel name (pthread_setname_np, read again at capture).
   bool name_given = false;

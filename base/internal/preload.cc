@@ -41,6 +41,7 @@
 #include "base/internal/library_history.h"
 #include "base/internal/log.h"
 #include "base/internal/shutdown_path.h"
+#include "base/internal/thread_registry.h"
 #include "base/internal/thread_restrictions.h"
 #include "base/internal/wait_wrappers.h"
 #include "base/profiler.h"
@@ -50,6 +51,7 @@
 #include "platform/sampling/held_sampling_signals.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "platform/sampling/sampling_signal.h"
+#include "platform/sampling/stack_bounds.h"
 #include "platform/time_stamp.h"
 #include "platform/tsan_startup.h"
 
@@ -100,6 +102,9 @@ struct ThreadStart {
   // The sampling signal when the creator blocked it for real around pthread_create only (the
   // new thread unblocks it once its view is set: StartThreadSamplingSignalView), else 0.
   int blocked_for_start;
+  // The stack the program gave in its attributes (pthread_attr_setstack), else empty: it may
+  // lie inside a larger mapping (the heap), which is all /proc/self/maps shows.
+  strata::StackBounds given_stack;
 };
 
 // Frees the thread's slot among the threads that take a process-directed sampling signal
@@ -116,7 +121,7 @@ void* ThreadTrampoline(void* raw) {
   const SamplingSignalThreadRelease release;
   delete static_cast<ThreadStart*>(raw);
   ApplyInheritedRestrictions(start.restrictions);  // Before anything reads a clock.
-  ProfilerRegisterThread(nullptr);  // Unregistered by the thread-exit key's destructor.
+  RegisterNewThread(start.given_stack);  // Unregistered by the thread-exit key's destructor.
   return start.routine(start.argument);
 }
 
@@ -350,8 +355,15 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
     return real(thread, attributes, routine, argument);
   }
   ThreadStart* start = new (std::nothrow) ThreadStart{routine, argument, CurrentThreadRestrictions(),
-                                                         strata::ProgramBlocksSamplingSignal(), 0};
+                                                         strata::ProgramBlocksSamplingSignal(), 0, {}};
   if (!start) return real(thread, attributes, routine, argument);
+  void* given_stack = nullptr;  // pthread_attr_getstack reads two fields: no lock, no allocation.
+  size_t given_size = 0;
+  if (attributes && pthread_attr_getstack(attributes, &given_stack, &given_size) == 0 &&
+      given_stack != nullptr) {
+    start->given_stack.low = reinterpret_cast<uintptr_t>(given_stack);
+    start->given_stack.high = start->given_stack.low + given_size;
+  }
   // The sampling signal S blocked for real on the creator while the thread is made: the new
   // thread inherits that mask, and glibc restores it before our trampoline runs. Unblocked
   // there, a foreign S could reach the new thread's handler before its view (which may say

@@ -164,6 +164,7 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
     SampleSlot::Label& label = slot->labels[i];
     label.label = frame.label;
     label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
+    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
     label.category = frame.category;
     label.has_dynamic = frame.dynamic_string != nullptr;
     if (label.has_dynamic) CopyBounded(label.dynamic, frame.dynamic_string, sizeof(label.dynamic));

@@ -12,8 +12,14 @@
 // and script frames pushed in a frame the walk could not reach go after the last native
 // frame.
 //
+// Shared prefixes (issue 38): PutSampleEntry writes a sample whose root-side frames repeat
+// the thread's previous sample as a kSampleSharedPrefix entry (layout and the rule that keeps
+// it readable: shared/profile/sample_entry.h), so that a deep stack that stays put costs its
+// changed frames, not all of them, in the buffer.
+//
 // Thread safety: value types; serialization runs in the sampler thread (never in a signal
-// handler). Async-signal safety: no.
+// handler). PutSampleEntry and PreviousSampleStack: registry mutex held (one static scratch).
+// Async-signal safety: no.
 #ifndef STRATA_BASE_INTERNAL_SAMPLE_ENTRIES_H_
 #define STRATA_BASE_INTERNAL_SAMPLE_ENTRIES_H_
 
@@ -26,6 +32,7 @@
 #include "base/internal/sample_ring.h"
 #include "platform/process_thread_ids.h"
 #include "platform/time_stamp.h"
+#include "shared/buffer/chunked_buffer.h"
 #include "shared/buffer/entry_kinds.h"
 #include "shared/buffer/entry_serialization.h"
 #include "shared/profile/sample_entry.h"
@@ -76,6 +83,43 @@ void ForEachMergedFrame(const SampleSlot& slot, F&& f) {
 
 // The number of frames ForEachMergedFrame reports.
 uint32_t MergedFrameCount(const SampleSlot& slot);
+
+// What the sampler remembers of a thread's latest sample in the buffer: its merged frames'
+// encoding, its time and the chunk its block starts in, for the next sample's shared prefix.
+// The encoding lives in pages of Strata's own (page_allocation.h), mapped at the first sample
+// and touched only as far as stacks go (one page for a usual stack). Registry mutex held.
+class PreviousSampleStack {
+ public:
+  // Merged frames whose encoding is larger are written whole, and forget the previous one.
+  static constexpr size_t kCapacityBytes = 16 * 1024;
+
+  PreviousSampleStack() = default;
+  ~PreviousSampleStack();
+  PreviousSampleStack(const PreviousSampleStack&) = delete;
+  PreviousSampleStack& operator=(const PreviousSampleStack&) = delete;
+
+  // The next sample is written whole: call when anything else writes a sample of the thread
+  // (a wait's stack) and when its sampling starts.
+  void Forget() { known_ = false; }
+
+ private:
+  friend BlockIndex PutSampleEntry(ChunkedBuffer& buffer, PreviousSampleStack& previous,
+                                   ThreadId thread, TimeStamp time, int64_t cpu_delta_ns,
+                                   int32_t overruns, const SampleSlot& slot);
+  uint8_t* bytes_ = nullptr;  // kCapacityBytes, or null until the first sample.
+  size_t size_ = 0;
+  int64_t time_ns_ = 0;
+  BufferIndex chunk_start_ = 0;
+  bool known_ = false;
+};
+
+// Writes `slot` as a sample of `thread` (kSample, or kSampleSharedPrefix when its first
+// frames are the previous sample's and that one starts in the same chunk) and updates
+// `previous`. The stack read back is the same either way. Returns the block, null when the
+// write failed (then `previous` is forgotten).
+BlockIndex PutSampleEntry(ChunkedBuffer& buffer, PreviousSampleStack& previous, ThreadId thread,
+                          TimeStamp time, int64_t cpu_delta_ns, int32_t overruns,
+                          const SampleSlot& slot);
 
 }  // namespace base_internal
 

@@ -46,12 +46,13 @@ static_assert(sizeof(RecordHeader) == 48, "8-byte multiple");
 struct RecordLabel {
   const char* label;
   uintptr_t stack_address;
+  uintptr_t push_site;
   uint32_t category;
   uint16_t dynamic_length;
   uint8_t has_dynamic;
   uint8_t reserved;
 };
-static_assert(sizeof(RecordLabel) == 24, "8-byte multiple");
+static_assert(sizeof(RecordLabel) == 32, "8-byte multiple");
 static_assert(sizeof(SampleSlot::ScriptFrame) % 8 == 0, "8-byte multiple");
 static_assert(SampleRing::kRingBytes % 8 == 0, "8-byte multiple");
 static_assert(SampleSlot::kMaxNativeFrames <= UINT16_MAX && SampleSlot::kMaxLabels <= UINT16_MAX &&
@@ -197,8 +198,8 @@ bool SampleRing::CommitWrite() {
   for (uint32_t i = 0; i < used.labels; ++i) {
     const SampleSlot::Label& label = slot.labels[i];
     const uint16_t length = DynamicLength(label);
-    labels[i] = RecordLabel{label.label, label.stack_address, label.category, length,
-                            static_cast<uint8_t>(label.has_dynamic ? 1 : 0), 0};
+    labels[i] = RecordLabel{label.label, label.stack_address, label.push_site, label.category,
+                            length, static_cast<uint8_t>(label.has_dynamic ? 1 : 0), 0};
     std::memcpy(text + text_bytes, label.dynamic, length);
     text_bytes += length;
   }
@@ -269,6 +270,7 @@ bool SampleRing::TryRead(SampleSlot* slot) {
       SampleSlot::Label& to = slot->labels[i];
       to.label = from.label;
       to.stack_address = from.stack_address;
+      to.push_site = from.push_site;
       to.category = from.category;
       to.has_dynamic = from.has_dynamic != 0;
       const uint16_t length = std::min<uint16_t>(from.dynamic_length, SampleSlot::kMaxDynamicChars);

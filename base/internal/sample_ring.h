@@ -12,11 +12,11 @@
 // thread, under the registry lock). A record that does not fit in the free part of the ring
 // is dropped (and the caller counts it); nothing already committed is ever overwritten.
 //
-// Record size. A header of 40 bytes; native frames as their pcs (8 bytes) and their stack
+// Record size. A header of 48 bytes; native frames as their pcs (8 bytes) and their stack
 // pointers as 32-bit offsets above the lowest (12 bytes a frame; 16 when a walk's stack
-// pointers span 4 GiB or more); labels 24 bytes plus their dynamic text; script frames
-// 24 bytes plus their text. A typical sample (40 native frames, 4 labels) takes 640-648 bytes:
-// the 80 KiB ring holds ~126 of them, ~126 ms of a busy thread's CPU at 1 kHz, where the 8
+// pointers span 4 GiB or more); labels 32 bytes (with their push sites) plus their dynamic
+// text; script frames 24 bytes plus their text. A typical sample (40 native frames, 4 labels)
+// takes 672-680 bytes: the 80 KiB ring holds ~119 of them, ~119 ms of a busy thread's CPU at 1 kHz, where the 8
 // fixed slots before it held 8 ms (issue 17: a sampler thread starved ~30 ms beside busy
 // processes on 2 CPUs dropped 7 samples). A deep sample (1 024 frames) takes ~12 KiB.
 //
@@ -57,11 +57,13 @@ struct alignas(4096) SampleSlot {
   static constexpr uint32_t kMaxLabels = 32;
   static constexpr uint32_t kMaxDynamicChars = 63;
   static constexpr uint32_t kMaxScriptFrames = 64;
-  static constexpr uint32_t kScriptTextBytes = 3072;
+  // 2816: 3072 before labels kept their push sites, so that the faulted-in part stays 2 pages.
+  static constexpr uint32_t kScriptTextBytes = 2816;
 
   struct Label {
     const char* label;
     uintptr_t stack_address;
+    uintptr_t push_site;  // LabelFrame::push_site (base/labels.h); 0 when unknown.
     uint32_t category;
     bool has_dynamic;
     char dynamic[kMaxDynamicChars + 1];  // NUL-terminated copy.
@@ -111,10 +113,10 @@ class SampleRing {
   // Bytes of the record ring (a multiple of 8).
   static constexpr size_t kRingBytes = 80 * 1024;
   // A typical sample's record: 40 native frames and 4 labels (two with ~10 characters of
-  // dynamic text) take 640-648 bytes, so a ring holds at least kTypicalRecords (124) of them
+  // dynamic text) take 672-680 bytes, so a ring holds at least kTypicalRecords (119) of them
   // (sample_ring_test checks both). The sampler thread's period is bounded by it
   // (sampler_thread.cc).
-  static constexpr size_t kTypicalRecordBytes = 656;
+  static constexpr size_t kTypicalRecordBytes = 688;
   static constexpr size_t kTypicalRecords = kRingBytes / kTypicalRecordBytes;
 
   SampleRing();

@@ -63,6 +63,7 @@ void FillSample(SampleSlot* slot, uint64_t seed, uint32_t natives, uint32_t labe
     SampleSlot::Label& label = slot->labels[i];
     label.label = kLabelNames[i % 4];
     label.stack_address = stack_top + 96 * (2 * i + 1) + 8;
+    label.push_site = i % 3 == 2 ? 0 : 0x555500001000 + 16 * i + seed;
     label.category = (seed + i) % 7;
     label.has_dynamic = i % 2 == 0;
     if (label.has_dynamic) {
@@ -104,6 +105,7 @@ void CheckSample(const SampleSlot& read, uint64_t seed, uint32_t natives, uint32
   for (uint32_t i = 0; i < labels; ++i) {
     CHECK(read.labels[i].label == expected->labels[i].label);
     CHECK(read.labels[i].stack_address == expected->labels[i].stack_address);
+    CHECK(read.labels[i].push_site == expected->labels[i].push_site);
     CHECK(read.labels[i].category == expected->labels[i].category);
     CHECK(read.labels[i].has_dynamic == expected->labels[i].has_dynamic);
     if (expected->labels[i].has_dynamic) {

@@ -36,7 +36,7 @@ inline constexpr int64_t kPerfLoopPeriodNs = 4000000;
 // That period in requested intervals of `interval`: kPerfLoopPeriodNs, at most an eighth of
 // the typical samples a thread's ring holds (sample_ring.h), so that a sampler thread kept
 // from running for seven more periods still loses nothing (at 1 ms: 4 intervals, and a ring
-// holds 124 ms of typical samples; at 0.25 ms: 15 intervals, 3.75 ms, of 31 ms); at least 1.
+// holds 119 ms of typical samples; at 0.25 ms: 14 intervals, 3.5 ms, of 29.75 ms); at least 1.
 // Any thread.
 inline int64_t SamplerLoopIntervalsWithPerfEvents(TimeDuration interval) {
   const int64_t interval_ns = std::max<int64_t>(1, interval.ToNanoseconds());

@@ -152,7 +152,7 @@ void WriteRefusalReason(int error, const char* prefix, char (&reason)[kReasonByt
            ErrnoName(error, number), detail);
 }
 
-bool StartTimer(RegisteredThread* thread, const std::string& thread_name,
+bool StartTimer(RegisteredThread* thread, const char* thread_name,
                 const ProfilerSettings& settings, int signal_number) {
   const bool precise = (settings.features & kFeaturePrecise) != 0;
   int error;
@@ -167,7 +167,7 @@ bool StartTimer(RegisteredThread* thread, const std::string& thread_name,
   if (error == 0) error = thread->timer.Arm(TimeDuration::FromMilliseconds(settings.interval_ms));
   if (error != 0) {
     char number[16];
-    LogError("cannot sample thread %d (%s): %s", thread->tid.ToNumber(), thread_name.c_str(),
+    LogError("cannot sample thread %d (%s): %s", thread->tid.ToNumber(), thread_name,
              ErrnoName(error, number));
     thread->timer.Destroy();
     return false;
@@ -213,7 +213,7 @@ void ResetSamplingSourcesLocked(const ProfilerSettings& settings) {
   state.precise = (settings.features & kFeaturePrecise) != 0;
 }
 
-bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
+bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const char* thread_name,
                                      const ProfilerSettings& settings, int signal_number) {
   SourceState& state = State();
   // Leave the program its RLIMIT_SIGPENDING entries (sigpending_budget.h). A timer holds one
@@ -256,7 +256,7 @@ bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const std::string
   } else {
     WriteRefusalReason(error, "", state.thread_fallback);
     LogInfo("thread %d (%s): %s: a CPU-clock timer instead", thread->tid.ToNumber(),
-            thread_name.c_str(), state.thread_fallback);
+            thread_name, state.thread_fallback);
   }
   return StartTimer(thread, thread_name, settings, signal_number);
 }
@@ -275,7 +275,7 @@ void NoteThreadSampledLocked(RegisteredThread* thread, const std::optional<TimeD
   source.check_backoff = 1;
 }
 
-void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
+void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const char* thread_name,
                                      const ProfilerSettings& settings, TimeStamp now) {
   ThreadSamplingSource& source = thread->source;
   if (source.kind != ThreadSourceKind::kPerfEvent) return;
@@ -311,14 +311,14 @@ void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const std::string
   if (error == 0) {
     LogInfo("thread %d (%s): its perf event's descriptor was closed by the program; opened "
             "another",
-            thread->tid.ToNumber(), thread_name.c_str());
+            thread->tid.ToNumber(), thread_name);
     return;
   }
   WriteRefusalReason(error, "the program closed the event's descriptor and ",
                      state.thread_fallback);
   --state.threads_on_events;
   LogInfo("thread %d (%s): %s: a CPU-clock timer instead", thread->tid.ToNumber(),
-          thread_name.c_str(), state.thread_fallback);
+          thread_name, state.thread_fallback);
   if (!StartTimer(thread, thread_name, settings, signal_number)) {
     source.kind = ThreadSourceKind::kNone;  // Not sampled any more (logged).
   }

@@ -65,7 +65,7 @@ void ResetSamplingSourcesLocked(const ProfilerSettings& settings);
 // Starts `thread`'s source (perf event, else timer), within Strata's RLIMIT_SIGPENDING share
 // (sigpending_budget.h: live timers and open events count). Returns whether the thread is now
 // sampled (false: it was logged, and marked in the profile when the budget refused).
-bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
+bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const char* thread_name,
                                      const ProfilerSettings& settings, int signal_number);
 
 // Stops it: no overflow or expiry after this returns (signals already queued are still
@@ -79,7 +79,7 @@ void NoteThreadSampledLocked(RegisteredThread* thread, const std::optional<TimeD
 // advanced by kLostEventIntervals (x backoff) since, checks the descriptor; a lost event is
 // opened again (or replaced by a timer).
 // `now`: the sampler loop's time (the CPU clock is read at most every few intervals).
-void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const std::string& thread_name,
+void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const char* thread_name,
                                      const ProfilerSettings& settings, TimeStamp now);
 
 // Counts a drained sample standing for `expirations` intervals (1 + overruns) and carrying

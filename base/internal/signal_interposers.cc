@@ -154,6 +154,31 @@ bool IsStrataSignal(int signal_number) {
 
 __attribute__((constructor)) void ResolveAtLoad() { ResolveRealFunctions(); }
 
+// Signals whose program handler runs on its alternate stack with S added to its sa_mask by
+// Strata (bit signal_number - 1), so that the old action read back is the program's.
+std::atomic<uint64_t> g_sampling_signal_masked_in{0};
+
+// An alternate stack smaller than this cannot hold a second kernel signal frame (~3.3 KiB
+// here, with the XSAVE area) below a program's handler and the sampling handler's own need
+// (kSamplingHandlerStackNeed): a sample landing there would make the kernel kill the process
+// ("overflowed sigaltstack") before any handler code runs.
+constexpr size_t kAlternateStackSampledFrom = 16 * 1024;
+
+// Whether S must stay blocked while the program's handler `action` for `signal_number` runs:
+// a handler (not SIG_DFL/SIG_IGN) on the alternate stack (SA_ONSTACK), where the calling
+// thread's alternate stack is smaller than kAlternateStackSampledFrom or not set yet (a
+// program usually sets its stack, then installs the handler, on the same thread).
+bool MasksSamplingSignalIn(int signal_number, const struct sigaction& action, int sampling) {
+  if (sampling <= 0 || signal_number == sampling || (action.sa_flags & SA_ONSTACK) == 0 ||
+      action.sa_handler == SIG_DFL || action.sa_handler == SIG_IGN ||
+      sigismember(&action.sa_mask, sampling) == 1) {
+    return false;
+  }
+  stack_t alternate;
+  if (RawSyscall(SYS_sigaltstack, 0, reinterpret_cast<long>(&alternate)) != 0) return true;
+  return (alternate.ss_flags & SS_DISABLE) != 0 || alternate.ss_size < kAlternateStackSampledFrom;
+}
+
 int ProgramSigaction(int signal_number, const struct sigaction* action,
                      struct sigaction* old_action) {
   if (InOwnSigactionCall()) {  // Strata's own (ThreadSanitizer builds: OwnSigaction).
@@ -167,7 +192,32 @@ int ProgramSigaction(int signal_number, const struct sigaction* action,
     errno = ENOSYS;
     return -1;
   }
-  return real(signal_number, action, old_action);
+  // A program handler on a small alternate stack runs with S blocked: S's instances meanwhile
+  // stay pending until it returns (docs/host-contract.md, "Stack").
+  const int sampling = InstalledSamplingSignal();
+  if (sampling <= 0 || signal_number <= 0 || signal_number > 64) {
+    return real(signal_number, action, old_action);
+  }
+  const uint64_t bit = uint64_t{1} << (signal_number - 1);
+  struct sigaction adjusted;
+  const bool mask_now = action != nullptr && MasksSamplingSignalIn(signal_number, *action, sampling);
+  if (mask_now) {
+    adjusted = *action;
+    sigaddset(&adjusted.sa_mask, sampling);
+    action = &adjusted;
+  }
+  const bool masked_before = (g_sampling_signal_masked_in.load() & bit) != 0;
+  const int rc = real(signal_number, action, old_action);
+  if (rc != 0) return rc;
+  if (old_action != nullptr && masked_before) sigdelset(&old_action->sa_mask, sampling);
+  if (action != nullptr) {
+    if (mask_now) {
+      g_sampling_signal_masked_in.fetch_or(bit);
+    } else {
+      g_sampling_signal_masked_in.fetch_and(~bit);
+    }
+  }
+  return rc;
 }
 
 // libunwind's code, [begin, end): its callers are trusted (see the file comment).

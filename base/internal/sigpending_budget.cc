@@ -36,7 +36,7 @@ void RecordNotSampledMarker(std::string_view text) {
 
 }  // namespace
 
-bool SigpendingBudgetAllowsTimerFor(ThreadId thread, const std::string& thread_name,
+bool SigpendingBudgetAllowsTimerFor(ThreadId thread, const char* thread_name,
                                     int live_timers) {
   rlimit limit{};
   if (getrlimit(RLIMIT_SIGPENDING, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return true;
@@ -46,7 +46,7 @@ bool SigpendingBudgetAllowsTimerFor(ThreadId thread, const std::string& thread_n
   snprintf(text, sizeof(text),
            "thread %d '%s': RLIMIT_SIGPENDING is %llu and Strata keeps its sampling timers to "
            "1/%u of it (%llu), leaving the rest to the program",
-           thread.ToNumber(), thread_name.c_str(), static_cast<unsigned long long>(limit.rlim_cur),
+           thread.ToNumber(), thread_name, static_cast<unsigned long long>(limit.rlim_cur),
            kSigpendingShareDivisor, budget);
   if (!g_logged.exchange(true)) {
     LogError("%s; threads beyond that are not sampled (a \"Thread not sampled\" marker each)",

@@ -26,7 +26,7 @@ inline constexpr unsigned kSigpendingShareDivisor = 64;
 // with `live_timers` already created. When not: says so once in the log (LogError), and puts
 // a "Thread not sampled" marker naming the thread and the reason on the main thread's track
 // (written straight into the session buffer, so callable with the registry mutex held).
-bool SigpendingBudgetAllowsTimerFor(ThreadId thread, const std::string& thread_name,
+bool SigpendingBudgetAllowsTimerFor(ThreadId thread, const char* thread_name,
                                     int live_timers);
 
 }  // namespace base_internal

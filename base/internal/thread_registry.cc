@@ -146,7 +146,7 @@ bool ContainsIgnoringCase(const char* haystack, size_t haystack_size, const char
 }
 }  // namespace
 
-bool NameMatchesFilters(const std::string& name, bool is_main,
+bool NameMatchesFilters(std::string_view name, bool is_main,
                         const std::vector<std::string>& filters) {
   if (filters.empty()) return true;
   static constexpr char kMain[] = "main";
@@ -205,7 +205,7 @@ namespace {
 size_t ReclaimDeadThreadsWithoutPruneLocked(Registry& registry);
 }  // namespace
 
-RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
+RegisteredThread* RegisterCurrentThreadImpl(const char* name, const StackBounds& given_stack) {
   NoCancellation no_cancellation;
   if (RegisteredThread* registered = t_registered_thread) {
     // Registered before (by pthread_create's wrapper, under the kernel name it had then):
@@ -229,10 +229,9 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   thread->tid = CurrentThreadId();
   thread->pthread = pthread_self();
   thread->cpu_clock = ThreadCpuClock::ForCurrentThread();
-  // The stack bounds are captured when the thread's sampling starts (StartSamplingLocked):
-  // for the main thread, registered by the library's constructor, pthread_getattr_np reads
-  // /proc/self/maps, which a program that preloads the profiler but never starts it
-  // should not pay for at start-up.
+  // The main thread's stack bounds are captured when its sampling starts
+  // (StartSamplingLocked): a program that preloads the profiler but never starts it should
+  // not pay for reading /proc/self/maps at start-up.
   thread->is_main = thread->tid == MainThreadId();
   if (!thread->ring.ok()) {
     LogError("cannot allocate the sample ring of thread %d", thread->tid.ToNumber());
@@ -242,17 +241,17 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name) {
   // profiler does not load libunwind (and liblzma) into every program's start-up.
   if (ProfilerIsActive()) WarmUpLibunwindForSampling();
 
-  // The handler's free-stack check (sampling_signal.h) needs the bounds on this thread; a
-  // thread's own are cheap to read, except the main thread's (/proc/self/maps; its stack grows
-  // on demand: no check).
+  // The handler's free-stack check (sampling_signal.h) needs the bounds on this thread (the
+  // main thread's stack grows on demand: checked against its limit instead). Read without
+  // allocating (stack_bounds.h), narrowed to the stack the program gave pthread_create, if any.
   if (!thread->is_main) {
-    thread->bounds = StackBounds::OfCurrentThread();
+    thread->bounds = StackBounds::OfCurrentThread().NarrowedTo(given_stack);
     SetSamplingThreadStackBounds(thread->bounds.low, thread->bounds.high);
   }
 
   HoldAliveMutex(thread.get());
   RegisteredThread* raw = thread.release();
-  strata_t_profiling_stack = &raw->profiling_stack;
+  strata_t_profiling_stack_v2 = &raw->profiling_stack;
   t_registered_thread = raw;
   SetSamplingThreadEventDescriptors(&raw->source.descriptors);
   SetSamplingThreadContext(raw);
@@ -320,7 +319,7 @@ bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer) {
   auto in_thread = [thread_pointer](auto* local) {
     return reinterpret_cast<decltype(local)>(ThreadLocalAddressInThread(local, thread_pointer));
   };
-  __atomic_store_n(in_thread(&strata_t_profiling_stack), &raw->profiling_stack, __ATOMIC_SEQ_CST);
+  __atomic_store_n(in_thread(&strata_t_profiling_stack_v2), &raw->profiling_stack, __ATOMIC_SEQ_CST);
   __atomic_store_n(in_thread(&t_registered_thread), raw, __ATOMIC_SEQ_CST);
   SetSamplingStateOfOtherThread(thread_pointer, raw, &raw->source.descriptors, raw->bounds.low,
                                 raw->bounds.high);
@@ -446,7 +445,7 @@ void UnregisterThread(RegisteredThread* thread) {
   SetSamplingThreadContext(nullptr);
   SetSamplingThreadEventDescriptors(nullptr);
   SetSamplingThreadStackBounds(0, 0);
-  strata_t_profiling_stack = nullptr;
+  strata_t_profiling_stack_v2 = nullptr;
   t_registered_thread = nullptr;
   delete thread->marker_staging.load(std::memory_order_relaxed);
   delete thread;
@@ -570,6 +569,14 @@ void ProfilerRegisterThread(const char* name) {
   ProfilerInit();
   RegisterCurrentThreadImpl(name);
 }
+
+namespace base_internal {
+void RegisterNewThread(const StackBounds& given_stack) {
+  if (IsForkedChild()) return;
+  ProfilerInit();
+  RegisterCurrentThreadImpl(nullptr, given_stack);
+}
+}  // namespace base_internal
 
 void ProfilerUnregisterThread() {
   if (IsForkedChild()) return;

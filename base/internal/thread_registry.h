@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/internal/core.h"
+#include "base/internal/sample_entries.h"
 #include "base/internal/sample_ring.h"
 #include "base/internal/sampling_source.h"
 #include "base/internal/session_state.h"
@@ -128,6 +129,8 @@ struct RegisteredThread {
   bool last_sample_in_system_call = false;  // Of the latest sample drained.
   // Wait stacks: the blocking call the thread is in, if any (wait_state.h).
   WaitState wait;
+  // The latest sample written, whose first frames the next one may share (sample_entries.h).
+  PreviousSampleStack previous_stack;
 
 };
 
@@ -168,13 +171,20 @@ void CurrentThreadNameInto(char (&name)[16]);
 std::string ThreadNameFromProc(ThreadId tid);
 // Whether a thread named `name` passes the session's thread filters.
 // Case-insensitive; allocates nothing.
-bool NameMatchesFilters(const std::string& name, bool is_main,
+bool NameMatchesFilters(std::string_view name, bool is_main,
                         const std::vector<std::string>& filters);
 
 // Registers the calling thread and starts sampling it when a session runs. On a thread
 // registered before, it only names it: a non-null `name` replaces the name (and the filters
 // are applied to it again); null leaves the registration as it is.
-RegisteredThread* RegisterCurrentThreadImpl(const char* name);
+// `given_stack`: the stack the program gave pthread_create (pthread_attr_setstack), which may
+// lie inside a larger mapping; empty otherwise.
+RegisteredThread* RegisterCurrentThreadImpl(const char* name,
+                                            const StackBounds& given_stack = StackBounds());
+// A new thread's registration, by pthread_create's start trampoline (preload.cc) before the
+// program's start routine: RegisterCurrentThreadImpl(nullptr, given_stack). Allocates nothing
+// from the program (docs/host-contract.md, "A new thread's registration").
+void RegisterNewThread(const StackBounds& given_stack);
 // Attach (issue 36): registers thread `tid` of this process, which existed before the library
 // was loaded and so never registered itself, from another thread (Strata's attach worker).
 // `thread_pointer` is its %fs base (its pthread_t), read by the injector with ptrace. Its

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -37,7 +39,51 @@ void RunShortThreads(int count, F work) {
   }
 }
 
+// The program's operator new/delete (this test's): counts the calls a thread makes while its
+// t_count_allocations is set.
+thread_local bool t_count_allocations = false;
+std::atomic<long> g_counted_allocations{0};
+
 }  // namespace
+
+void* operator new(size_t bytes) {
+  if (t_count_allocations) g_counted_allocations.fetch_add(1);
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  if (t_count_allocations && p) g_counted_allocations.fetch_add(1);
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept { operator delete(p); }
+
+// Issue 33: a long name the program gives (longer than std::string's 15 in-place characters)
+// was made with the program's operator new and, when a later thread's end pruned the entry,
+// freed with the program's operator delete on that thread. Names are Strata's own memory now.
+TEST_CASE("Long thread names never reach the program's operator new or delete") {
+  REQUIRE_FALSE(strata::ProfilerIsActive());
+  const std::string long_name(200, 'n');
+  g_counted_allocations.store(0);
+  for (int i = 0; i < 4 * static_cast<int>(kMinPruneBatch); ++i) {
+    std::thread([&] {
+      t_count_allocations = true;
+      {
+        strata::AutoProfilerRegisterThread registration(long_name.c_str());
+      }  // Unregistered: every max(256, live) ends prune the ended threads' entries.
+      t_count_allocations = false;
+    }).join();
+  }
+  CHECK(g_counted_allocations.load() == 0);
+  // The names are kept whole: the registry's copy of a live one.
+  std::thread([&] {
+    strata::AutoProfilerRegisterThread registration(long_name.c_str());
+    auto& registry = GetRegistry();
+    AutoLock lock(registry.mutex);
+    bool found = false;
+    for (const auto& info : registry.infos) found = found || info.name.view() == long_name;
+    CHECK(found);
+  }).join();
+}
 
 // A thread registered before (by pthread_create's wrapper or by the program) keeps its
 // registration after an AutoProfilerRegisterThread scope: the scope undoes only its own.

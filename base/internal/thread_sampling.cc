@@ -34,9 +34,9 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   if (!NameMatchesFilters(info.name, thread->is_main, settings.thread_filters)) return;
   const int signal_number = InstalledSamplingSignal();
   if (signal_number == 0) return;  // No handler: a signal would kill the program.
-  // Once per thread, before its first signal; allocates (never in signal context). The
-  // thread is alive: it is in the registry, whose mutex is held.
-  if (thread->bounds.IsEmpty()) thread->bounds = StackBounds::OfThread(thread->pthread);
+  // The main thread's, once, before its first signal (read without allocating, from any
+  // thread; other threads read theirs at registration).
+  if (thread->bounds.IsEmpty() && thread->is_main) thread->bounds = StackBounds::OfMainThread();
   // The main thread's stack grows on demand: the handler's headroom check needs how far it
   // may grow (sampling_signal.h, SetSamplingMainStackLimits). Process-wide, set once.
   if (thread->is_main) {
@@ -48,9 +48,10 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
     }
   }
   // A perf task-clock event, else a timer (sampling_source.h); logged when neither.
-  if (!StartThreadSamplingSourceLocked(thread, info.name, settings, signal_number)) return;
+  if (!StartThreadSamplingSourceLocked(thread, info.name.c_str(), settings, signal_number)) return;
   info.profiled = true;
   thread->has_sample = false;
+  thread->previous_stack.Forget();  // Its first sample is written whole.
   // The handler CPU counted from here (profilingLog.longHandlerCpuMs; the thread is not
   // sampled yet, so its handler does not write it now).
   thread->handler_cpu_ns.store(0, std::memory_order_relaxed);
@@ -93,8 +94,8 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
       }
       thread->last_sample_cpu_ns = std::max(thread->last_sample_cpu_ns, slot->cpu_ns);
     }
-    buffer.PutObjects(EntryKind::kSample, thread->tid, TimeStamp::FromNanoseconds(slot->time_ns),
-                      cpu_delta, slot->overruns, MergedStack{slot});
+    PutSampleEntry(buffer, thread->previous_stack, thread->tid,
+                   TimeStamp::FromNanoseconds(slot->time_ns), cpu_delta, slot->overruns, *slot);
     if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
     // For meta.interval (sampling_source.h).
     NoteSampleExpirationsLocked(slot->overruns + 1, cpu_delta);
@@ -179,7 +180,7 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
     return;
   }
   // A perf event whose descriptor the program closed sends nothing more: reopened here.
-  CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name,
+  CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name.c_str(),
                                   settings, now);
   // A thread blocked in a wrapped call gets samples of where it waits instead of copies.
   if (SampleWaitLocked(thread, now, /*ran=*/false)) {

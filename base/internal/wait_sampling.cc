@@ -96,6 +96,7 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
     SampleSlot::Label& label = slot->labels[i];
     label.label = frame.label;
     label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
+    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
     label.category = frame.category;
     label.has_dynamic = frame.dynamic_string != nullptr;
     if (label.has_dynamic) {
@@ -117,6 +118,7 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
   slot->script_text_bytes = 0;
   GetSession().buffer.PutObjects(EntryKind::kSample, thread->tid, time, int64_t{0}, int32_t{0},
                                  MergedStack{slot});
+  thread->previous_stack.Forget();  // The thread's next sample cannot share this one's frames.
   GetRegistry().infos[thread->info_index].recorded = true;
   thread->has_sample = true;
   thread->last_sample = RegisteredThread::LastSample::kWait;

@@ -76,7 +76,7 @@ std::unique_ptr<SampleSlot> MergeSlot() {
   slot->natives[2] = {0x30, 0x1400};
   slot->natives[3] = {0x40, 0x1800};
   slot->native_count = 4;
-  slot->labels[0] = SampleSlot::Label{"app label", 0x1500, 0, false, {}};
+  slot->labels[0] = SampleSlot::Label{"app label", 0x1500, 0, 0, false, {}};
   slot->label_count = 1;
   ScriptFrameWriter writer(*slot);
   writer.Append(ScriptFrameKind::kLabel, Category::kJavaScript, 0, 0x1450, "js::RunScript");

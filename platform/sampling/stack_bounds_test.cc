@@ -1,6 +1,7 @@
 #include "platform/sampling/stack_bounds.h"
 
 #include <pthread.h>
+#include <limits.h>
 #include <sched.h>
 
 #include <atomic>
@@ -36,16 +37,54 @@ TEST_CASE("StackBounds: the main stack's reach holds the main thread's stack and
   CHECK(reach.low <= AddressOfALocal());
 }
 
+TEST_CASE("StackBounds: the main thread's, read from any thread, are what glibc reports",
+          "[platform][sampling]") {
+  pthread_attr_t attributes;
+  REQUIRE(pthread_getattr_np(pthread_self(), &attributes) == 0);
+  void* address = nullptr;
+  size_t size = 0;
+  REQUIRE(pthread_attr_getstack(&attributes, &address, &size) == 0);
+  pthread_attr_destroy(&attributes);
+  const StackBounds main_stack = StackBounds::OfMainThread();
+  CHECK(main_stack.low == reinterpret_cast<uintptr_t>(address));
+  CHECK(main_stack.high == reinterpret_cast<uintptr_t>(address) + size);
+  const StackBounds own = StackBounds::OfCurrentThread();
+  CHECK(own.low == main_stack.low);
+  CHECK(own.high == main_stack.high);
+}
+
 struct ThreadResult {
   StackBounds bounds;
   uintptr_t local = 0;
+  StackBounds glibc;  // pthread_getattr_np's.
 };
 
 void* CaptureBounds(void* argument) {
   ThreadResult* result = static_cast<ThreadResult*>(argument);
   result->bounds = StackBounds::OfCurrentThread();
   result->local = AddressOfALocal();
+  result->glibc = StackBounds::OfThread(pthread_self());
   return nullptr;
+}
+
+TEST_CASE("StackBounds: NarrowedTo keeps the part inside a given stack",
+          "[platform][sampling]") {
+  StackBounds mapping;
+  mapping.low = 0x10000;
+  mapping.high = 0x90000;
+  StackBounds given;
+  given.low = 0x20000;
+  given.high = 0x30000;
+  const StackBounds narrowed = mapping.NarrowedTo(given);
+  CHECK(narrowed.low == given.low);
+  CHECK(narrowed.high == given.high);
+  const StackBounds unknown = StackBounds().NarrowedTo(given);
+  CHECK(unknown.low == given.low);
+  CHECK(unknown.high == given.high);
+  // No stack given (pthread_create without one): the mapping as it is.
+  const StackBounds not_given = mapping.NarrowedTo(StackBounds());
+  CHECK(not_given.low == mapping.low);
+  CHECK(not_given.high == mapping.high);
 }
 
 TEST_CASE("StackBounds: a thread's bounds are its stack, of the size it was given",
@@ -132,6 +171,28 @@ TEST_CASE("StackBounds: Contains and ContainsRange are half-open and overflow-sa
   CHECK_FALSE(bounds.ContainsRange(0xff8, 16));
   CHECK(StackBounds().IsEmpty());
   CHECK_FALSE(StackBounds().Contains(0));
+}
+
+TEST_CASE("StackBounds: a thread's own bounds, read without allocating, are glibc's",
+          "[platform][sampling]") {
+  // Read from /proc/self/maps (the mapping that holds the frame), they equal what glibc's
+  // pthread_getattr_np reports for stacks it allocated, of every size (last in this file:
+  // glibc's stack cache may hand a later thread one of these larger stacks).
+  for (const size_t stack_size : {size_t{0}, size_t{PTHREAD_STACK_MIN}, size_t{64 * 1024},
+                                  size_t{2 * 1024 * 1024}}) {
+    pthread_attr_t attributes;
+    REQUIRE(pthread_attr_init(&attributes) == 0);
+    if (stack_size != 0) REQUIRE(pthread_attr_setstacksize(&attributes, stack_size) == 0);
+    ThreadResult result;
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, &attributes, &CaptureBounds, &result) == 0);
+    pthread_join(thread, nullptr);
+    pthread_attr_destroy(&attributes);
+    INFO("stack size " << stack_size);
+    REQUIRE_FALSE(result.glibc.IsEmpty());
+    CHECK(result.bounds.low == result.glibc.low);
+    CHECK(result.bounds.high == result.glibc.high);
+  }
 }
 
 }  // namespace

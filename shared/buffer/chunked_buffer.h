@@ -90,6 +90,24 @@ class ChunkedBuffer {
                                std::forward<WriteCallback>(write_callback));
   }
 
+  // ReserveAndPut where the size may depend on the chunk the block starts in:
+  // `size_callback(BufferIndex chunk_start)` gets that chunk's RangeStart() (the current
+  // chunk's, or the next chunk's when the current one is full or absent). A chunk is
+  // destroyed with every block that starts in it, and readers start at a chunk's first block
+  // or at a given block: so an entry may refer to an earlier block that started in the same
+  // chunk, and every reader that sees the entry has seen that block (docs/buffer.md,
+  // "References between entries"; kSampleSharedPrefix). Range starts are never reused by a
+  // buffer (they keep growing across Clear() and sessions).
+  template <typename SizeCallback, typename WriteCallback>
+  decltype(auto) ReserveAndPutInChunk(SizeCallback&& size_callback, WriteCallback&& write_callback) {
+    MaybeAutoLock lock(mutex_);
+    const BufferIndex chunk_start = current_chunk_ && current_chunk_->RemainingBytes() > 0
+                                        ? current_chunk_->RangeStart()
+                                        : next_range_start_;
+    return ReserveAndPutLocked([&] { return size_callback(chunk_start); },
+                               std::forward<WriteCallback>(write_callback));
+  }
+
   // Appends `bytes` of complete blocks, each [ULEB128 entry size][entry] exactly as this
   // buffer stores them (a writer's private staging, see staging_area.h).
   // Same result as putting each entry in turn, but with one copy per chunk, made after the

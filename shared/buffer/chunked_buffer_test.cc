@@ -151,6 +151,53 @@ TEST_CASE("Under a small limit the buffer keeps the most recent entries, in orde
   CHECK(state.range_start <= indexes[5000 - read.size()].ToBufferIndex());
 }
 
+TEST_CASE("An entry that refers to an earlier block of the chunk it starts in is never read without it") {
+  // Each entry names the latest earlier entry that was told the same chunk start (or none),
+  // as a sample written as "the previous sample's first frames, then these" does. Under a
+  // small limit the oldest chunks go; reading from the oldest block, every reference is to
+  // an entry read before it. (Referring to the previous entry whatever its chunk fails.)
+  LocalLimitChunkManager manager(/*max_total_bytes=*/4096, /*chunk_min_buffer_bytes=*/256);
+  ChunkedBuffer buffer(ThreadSafety::kThreadSafe, manager);
+  std::mt19937_64 random(38);
+  BufferIndex last_chunk_start = 0;
+  uint64_t last_in_chunk = UINT64_MAX;  // UINT64_MAX: no earlier entry in that chunk.
+  size_t references = 0;
+  for (uint64_t seq = 0; seq < 5000; ++seq) {
+    const std::string payload = PayloadFor(seq, random() % 120);
+    uint64_t refers_to = UINT64_MAX;
+    const BlockIndex index = buffer.ReserveAndPutInChunk(
+        [&](BufferIndex chunk_start) {
+          refers_to = chunk_start == last_chunk_start ? last_in_chunk : UINT64_MAX;
+          last_chunk_start = chunk_start;
+          return SumBytes(seq, refers_to, payload);
+        },
+        [&](EntryWriter* writer) {
+          if (!writer) return BlockIndex();
+          writer->WriteObjects(seq, refers_to, payload);
+          return writer->CurrentBlockIndex();
+        });
+    REQUIRE(index);
+    REQUIRE(index.ToBufferIndex() >= last_chunk_start);
+    last_in_chunk = seq;
+    if (refers_to != UINT64_MAX) ++references;
+  }
+  CHECK(references > 2500);
+  CHECK(buffer.GetState().cleared_block_count > 0);
+  std::vector<bool> seen(5000, false);
+  size_t resolved = 0;
+  buffer.ReadEach([&](EntryReader& reader) {
+    uint64_t seq = 0, refers_to = 0;
+    reader.ReadIntoObjects(seq, refers_to);
+    REQUIRE_FALSE(reader.Failed());
+    if (refers_to != UINT64_MAX) {
+      REQUIRE(seen[refers_to]);
+      ++resolved;
+    }
+    seen[seq] = true;
+  });
+  CHECK(resolved > 0);
+}
+
 // A storage that copies each chunk's bytes when it is marked done (what the flight recorder
 // checksums off the buffer's lock) and compares them with the bytes at recycling.
 class SnapshotStorage : public ChunkStorage {

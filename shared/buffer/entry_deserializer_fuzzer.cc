@@ -224,6 +224,21 @@ void Run(const Byte* data, size_t size) {
       if (reader.Failed()) break;
       if (kind == EntryKind::kSample) {
         ReadSample(reader);
+      } else if (kind == EntryKind::kSampleSharedPrefix) {
+        // Against a base of two native frames at time 0: the rebuilt list must read as a
+        // kSample's frames (or the expansion refuses).
+        static const uint8_t kBase[] = {2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 9, 9, 9, 9, 9, 9, 9, 9};
+        profile::SampleFrameHistory history;
+        history.Remember(TimeStamp(), kBase, sizeof(kBase));
+        profile::SampleRecord record;
+        reader.ReadIntoObjects(record.thread, record.time, record.cpu_delta_ns, record.overruns);
+        const uint8_t* list = nullptr;
+        size_t list_size = 0;
+        if (!reader.Failed() && history.Expand(reader, record.time, &list, &list_size)) {
+          EntryReader frames = EntryReader::OverBytes(absl::Span<const uint8_t>(list, list_size));
+          frames.ReadIntoObject(record.frames);
+          for (const profile::SampleFrame& frame : record.frames) CheckNotLiteral(frame.label);
+        }
       } else if (kind == EntryKind::kMarker) {
         const profile::MarkerHeader header = reader.ReadObject<profile::MarkerHeader>();
         CheckNotLiteral(header.name);

@@ -61,6 +61,9 @@ enum class EntryKind : uint8_t {
   // category. Read as the previous sample's stack under an "Unknown wait" label (no label
   // when it carries CPU).
   kUnknownWait = 71,
+  // A stack sample that repeats the first frames of its thread's previous sample
+  // (shared/profile/sample_entry.h; issue 38): readers older than it skip it.
+  kSampleSharedPrefix = 72,
   kModernLimit,
 };
 

@@ -1,6 +1,7 @@
 // The flight recorder's file (docs/flight-recorder.md): the layout shared by its writer
 // (base/internal/flight_recorder.h, in the profiled process) and its reader
-// (flight_reader.h, `strata recover`). Version 1.
+// (flight_reader.h, `strata recover`). Version 2 (the chunks may hold kSampleSharedPrefix
+// entries, which a version-1 reader would drop); readers take versions 1 and 2.
 //
 //   offset 0                  FileHeader (kFileHeaderBytes): identity, geometry, end state
 //   metadata_offset           two metadata logs of metadata_half_bytes each; the header's
@@ -30,7 +31,8 @@ namespace strata {
 namespace flight {
 
 inline constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'F', 'R'};
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr size_t kFileHeaderBytes = 4096;
 inline constexpr size_t kSlotHeaderBytes = 128;
 inline constexpr size_t kMetadataHalfBytes = 1 << 20;

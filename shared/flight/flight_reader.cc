@@ -315,9 +315,9 @@ bool ReadFlightContents(const uint8_t* data, size_t bytes, FlightContents* out, 
   }
   FileHeader h;
   std::memcpy(&h, data, sizeof(h));
-  if (h.version != kVersion) {
+  if (h.version < kOldestReadableVersion || h.version > kVersion) {
     *error = "flight recorder file version " + std::to_string(h.version) + " (this strata reads " +
-             std::to_string(kVersion) + ")";
+             std::to_string(kOldestReadableVersion) + " to " + std::to_string(kVersion) + ")";
     return false;
   }
   if (h.fixed_checksum != Checksum(&h, kFixedHeaderChecksummedBytes)) {

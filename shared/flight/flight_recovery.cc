@@ -125,7 +125,8 @@ TimeStamp LatestTime(const ChunkedBuffer& buffer, size_t* samples) {
     EntryReader peek = reader;
     const EntryKind kind = peek.ReadObject<EntryKind>();
     ThreadId tid;
-    if (kind == EntryKind::kSample || kind == EntryKind::kSameSample) {
+    if (kind == EntryKind::kSample || kind == EntryKind::kSampleSharedPrefix ||
+        kind == EntryKind::kSameSample) {
       TimeStamp time;
       peek.ReadIntoObjects(tid, time);
       if (!peek.Failed() && time > latest) latest = time;

@@ -24,6 +24,7 @@ uint64_t UniqueStacks::Hash(const FrameKey& k) {
   h = Mix(h, (uint64_t{k.category} << 32) | k.subcategory);
   h = Mix(h, (uint64_t{k.implementation} << 1) | (k.relevant_for_js ? 1 : 0));
   h = Mix(h, k.relative ^ (uint64_t{k.lib} << 48));
+  h = Mix(h, k.push_site);
   return Mix(h, k.inner_window_id);
 }
 
@@ -34,6 +35,7 @@ uint32_t UniqueStacks::FrameForKey(const FrameKey& key) {
   if (index == next) {
     frames_.push_back(key);
     has_native_addresses_ = has_native_addresses_ || key.lib != kNull;
+    has_push_sites_ = has_push_sites_ || key.push_site != 0;
   }
   return index;
 }
@@ -51,6 +53,7 @@ uint32_t UniqueStacks::Frame(const FrameInfo& frame) {
   key.relevant_for_js = frame.relevant_for_js;
   key.lib = frame.native ? frame.native->lib : kNull;
   key.relative = frame.native ? frame.native->relative : 0;
+  key.push_site = frame.push_site;
   return FrameForKey(key);
 }
 
@@ -92,8 +95,9 @@ uint32_t UniqueStacks::NativeSymbolFrame(std::string_view name, std::string_view
 
 uint32_t UniqueStacks::LabelFrame(std::string_view label, uint32_t category,
                                   uint32_t subcategory, bool relevant_for_js,
-                                  std::optional<uint32_t> line) {
+                                  std::optional<uint32_t> line, uint64_t push_site) {
   FrameInfo info;
+  info.push_site = push_site;
   std::string adjusted;
   if (ClassifyLocation(label) == LocationKind::kLabel) {
     info.location = label;
@@ -167,15 +171,13 @@ void UniqueStacks::WriteFrameTable(JsonWriter& w) const {
   };
   w.StartObject();
   w.Key("schema");
-  if (has_native_addresses_) {
-    w.Splice(
-        R"({"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,)"
-        R"("column":5,"category":6,"subcategory":7,"address":8,"lib":9})");
-  } else {
-    w.Splice(
-        R"({"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,)"
-        R"("column":5,"category":6,"subcategory":7})");
-  }
+  std::string schema =
+      R"({"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,)"
+      R"("column":5,"category":6,"subcategory":7)";
+  if (has_native_addresses_) schema += R"(,"address":8,"lib":9)";
+  if (has_push_sites_) schema += has_native_addresses_ ? R"(,"pushSite":10)" : R"(,"pushSite":8)";
+  schema += "}";
+  w.Splice(schema);
   w.StartArrayProperty("data");
   for (const FrameKey& f : frames_) {
     w.StartArray();
@@ -199,6 +201,13 @@ void UniqueStacks::WriteFrameTable(JsonWriter& w) const {
       } else {
         w.Uint(f.relative);
         w.Uint(f.lib);
+      }
+    }
+    if (has_push_sites_) {
+      if (f.push_site == 0) {
+        w.Null();
+      } else {
+        w.Uint(f.push_site);
       }
     }
     w.EndArray();

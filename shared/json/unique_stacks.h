@@ -22,6 +22,12 @@
 // when some frame of the thread has them (null for the other frames); the front-end's Gecko
 // importer ignores columns it does not know, `strata symbolicate` reads them.
 //
+// A label frame can keep its push site (base/labels.h: the absolute address of an instruction
+// of the function that pushed it, after inlining, in the same address space as "0x..."
+// frames), written as a "pushSite" column only when some frame has one: `strata symbolicate`
+// places the label among the inlined frames of the native frame it follows by it
+// (docs/symbols.md, "Labels").
+//
 // Thread safety: none (one per thread writer). Not async-signal-safe.
 #ifndef STRATA_SHARED_JSON_UNIQUE_STACKS_H_
 #define STRATA_SHARED_JSON_UNIQUE_STACKS_H_
@@ -58,6 +64,7 @@ struct FrameInfo {
   uint64_t inner_window_id = 0;         // Browser page id; 0 = none.
   std::string_view implementation;      // Old JIT tier label; "" = null (ignored by importer).
   std::optional<NativeAddress> native;  // Where a named native frame was sampled.
+  uint64_t push_site = 0;               // Label frames: where it was pushed; 0 = unknown.
 };
 
 class UniqueStacks {
@@ -84,9 +91,11 @@ class UniqueStacks {
                              std::optional<uint32_t> line = std::nullopt,
                              std::optional<NativeAddress> native = std::nullopt);
   // A label frame (profiling-stack label, thread root, ...): the string is adjusted if the
-  // front-end would otherwise read it as an address, a native or a JS function.
+  // front-end would otherwise read it as an address, a native or a JS function. `push_site`:
+  // where a profiling-stack label was pushed (0: unknown), see the top of this file.
   uint32_t LabelFrame(std::string_view label, uint32_t category, uint32_t subcategory = 0,
-                      bool relevant_for_js = false, std::optional<uint32_t> line = std::nullopt);
+                      bool relevant_for_js = false, std::optional<uint32_t> line = std::nullopt,
+                      uint64_t push_site = 0);
 
   // The stack (prefix, frame), added if new. `prefix` must be a stack returned earlier (or
   // null for a root) and `frame` a frame returned earlier.
@@ -105,7 +114,7 @@ class UniqueStacks {
 
   // {"schema":{"location":0,"relevantForJS":1,"innerWindowID":2,"implementation":3,"line":4,
   //  "column":5,"category":6,"subcategory":7},"data":[...]}, plus "address":8,"lib":9 when
-  //  some frame has a NativeAddress.
+  //  some frame has a NativeAddress, and "pushSite" (8 or 10) when some frame has a push site.
   void WriteFrameTable(JsonWriter& writer) const;
   // {"schema":{"prefix":0,"frame":1},"data":[[prefix|null,frame],...]}
   void WriteStackTable(JsonWriter& writer) const;
@@ -123,11 +132,12 @@ class UniqueStacks {
     bool relevant_for_js;
     uint32_t lib;          // kNull: no native address.
     uint64_t relative;
+    uint64_t push_site;    // 0: none.
     bool operator==(const FrameKey& o) const {
       return location == o.location && implementation == o.implementation && line == o.line &&
              column == o.column && category == o.category && subcategory == o.subcategory &&
              inner_window_id == o.inner_window_id && relevant_for_js == o.relevant_for_js &&
-             lib == o.lib && relative == o.relative;
+             lib == o.lib && relative == o.relative && push_site == o.push_site;
     }
   };
   static uint64_t Hash(const FrameKey& k);
@@ -149,6 +159,7 @@ class UniqueStacks {
   UniqueStrings& strings_;
   std::vector<FrameKey> frames_;
   bool has_native_addresses_ = false;        // Some frame has lib/relative.
+  bool has_push_sites_ = false;              // Some frame has a push site.
   json_internal::IndexTable frame_index_;    // Into frames_.
   std::vector<AddressEntry> addresses_;      // AddressFrame() cache.
   json_internal::IndexTable address_index_;  // Into addresses_.

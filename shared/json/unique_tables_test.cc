@@ -168,6 +168,44 @@ TEST_CASE("named native frames keep their library and lib-relative address") {
         LocationKind::kNative);
 }
 
+TEST_CASE("label frames keep their push site in a pushSite column") {
+  for (bool with_native : {false, true}) {
+    INFO("with native addresses: " << with_native);
+    UniqueStrings strings;
+    UniqueStacks stacks(strings);
+    {
+      UniqueStrings plain_strings;
+      UniqueStacks plain(plain_strings);
+      plain.LabelFrame("Parse", 0);
+      ChunkedJsonWriter w;
+      plain.WriteFrameTable(w);
+      CHECK_FALSE(Parse(w.TakeString())["schema"].HasMember("pushSite"));
+    }
+    const uint32_t native =
+        with_native ? stacks.NativeSymbolFrame("Foo::run", "libfoo.so", std::nullopt, std::nullopt,
+                                               std::nullopt, NativeAddress{0x10, 2})
+                    : stacks.AddressFrame(0x1234);
+    const uint32_t at_a = stacks.LabelFrame("Parse", 0, 0, false, std::nullopt, 0x5555000010a0);
+    const uint32_t at_b = stacks.LabelFrame("Parse", 0, 0, false, std::nullopt, 0x5555000020b0);
+    const uint32_t unknown = stacks.LabelFrame("Parse", 0);
+    CHECK(at_a != at_b);
+    CHECK(at_a != unknown);
+    CHECK(stacks.LabelFrame("Parse", 0, 0, false, std::nullopt, 0x5555000010a0) == at_a);
+    ChunkedJsonWriter w;
+    stacks.WriteFrameTable(w);
+    rapidjson::Document d = Parse(w.TakeString());
+    const auto& schema = d["schema"];
+    REQUIRE(schema.HasMember("pushSite"));
+    CHECK(schema.HasMember("address") == with_native);
+    const unsigned column = schema["pushSite"].GetUint();
+    CHECK(column == (with_native ? 10u : 8u));
+    CHECK(d["data"][at_a][column].GetUint64() == 0x5555000010a0);
+    CHECK(d["data"][at_b][column].GetUint64() == 0x5555000020b0);
+    CHECK(d["data"][unknown][column].IsNull());
+    CHECK(d["data"][native][column].IsNull());
+  }
+}
+
 TEST_CASE("stacks are de-duplicated by (prefix, frame); prefixes come first") {
   UniqueStrings strings;
   UniqueStacks stacks(strings);

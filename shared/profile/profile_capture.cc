@@ -19,6 +19,12 @@ namespace strata {
 namespace profile {
 namespace {
 
+// The entries that are samples of a thread (each starts with the ThreadId, then its time).
+bool IsSampleKind(EntryKind kind) {
+  return kind == EntryKind::kSample || kind == EntryKind::kSampleSharedPrefix ||
+         kind == EntryKind::kSameSample || kind == EntryKind::kUnknownWait;
+}
+
 // Native addresses of the session resolved in one batch. Leaf addresses are looked up as
 // they are, return addresses one byte earlier (inside the call instruction). The keys are
 // de-duplicated in a flat table (every frame of every sample passes through Note()).
@@ -163,6 +169,8 @@ struct ThreadState {
   // it by the time its rows are read (its oldest chunk was recycled since pass 1).
   bool left_out_if_empty = false;
   std::optional<uint32_t> last_stack;
+  // The thread's latest sample frames in the current reading (kSampleSharedPrefix).
+  SampleFrameHistory frame_history;
   NativeFrameCache native_frames;
   // The stack of each FrameListTable id in this thread's tables: kUnknownStack until the
   // list is first met here, kEmptyStack for a sample without frames.
@@ -200,10 +208,11 @@ class ProfileBuilder {
     const EntryKind kind = peek.ReadObject<EntryKind>();
     switch (kind) {
       case EntryKind::kSample:
+      case EntryKind::kSampleSharedPrefix:
       case EntryKind::kSameSample:
       case EntryKind::kUnknownWait:
       case EntryKind::kMarker: {
-        ThreadId tid;  // All four start with the thread; samples then with their time,
+        ThreadId tid;  // All five start with the thread; samples then with their time,
         peek.ReadIntoObject(tid);  // markers with their phase, start and end (MarkerHeader).
         if (kind != EntryKind::kMarker) {
           TimeStamp time;
@@ -275,10 +284,7 @@ class ProfileBuilder {
   void AddBufferedEntry(EntryReader& reader) {
     EntryReader peek = reader;
     const EntryKind kind = peek.ReadObject<EntryKind>();
-    if (kind != EntryKind::kSample && kind != EntryKind::kSameSample &&
-        kind != EntryKind::kUnknownWait && kind != EntryKind::kMarker) {
-      return;
-    }
+    if (!IsSampleKind(kind) && kind != EntryKind::kMarker) return;
     ThreadId tid;
     peek.ReadIntoObject(tid);
     if (peek.Failed() || ThreadFor(tid).streamed) return;
@@ -288,23 +294,28 @@ class ProfileBuilder {
   void AddStreamedEntry(EntryReader& reader, ThreadId thread, bool markers) {
     EntryReader peek = reader;
     const EntryKind kind = peek.ReadObject<EntryKind>();
-    if (markers ? kind != EntryKind::kMarker
-                : kind != EntryKind::kSample && kind != EntryKind::kSameSample &&
-                      kind != EntryKind::kUnknownWait) {
-      return;
-    }
+    if (markers ? kind != EntryKind::kMarker : !IsSampleKind(kind)) return;
     ThreadId tid;
     peek.ReadIntoObject(tid);
     if (peek.Failed() || tid != thread) return;
     AddEntry(reader);
   }
 
+  // Every reading of the buffer starts with this: shared-prefix samples resolve against what
+  // that reading has read.
+  void ForgetSampleFrames() {
+    for (auto& [key, state] : threads_) {
+      (void)key;
+      state.frame_history.Forget();
+    }
+  }
+
   // Pass 1: addresses to symbolicate.
   void NoteAddresses(EntryReader& reader) {
     if (!symbolicate_) return;
     const EntryKind kind = reader.ReadObject<EntryKind>();
-    if (kind == EntryKind::kSample) {
-      if (!ReadSampleHeader(reader, sample_)) return;
+    if (kind == EntryKind::kSample || kind == EntryKind::kSampleSharedPrefix) {
+      if (!ReadSampleHeader(reader, kind, sample_)) return;
       // With moved libraries the same frames name different functions at different times:
       // no frame-list sharing then.
       if (!timeline_.has_moved_libraries()) {
@@ -339,10 +350,11 @@ class ProfileBuilder {
   void AddEntry(EntryReader& reader) {
     const EntryKind kind = reader.ReadObject<EntryKind>();
     switch (kind) {
-      case EntryKind::kSample: {
+      case EntryKind::kSample:
+      case EntryKind::kSampleSharedPrefix: {
         // One record reused for every sample: its frame vector keeps its capacity.
         SampleRecord& record = sample_;
-        if (!ReadSampleHeader(reader, record)) return;
+        if (!ReadSampleHeader(reader, kind, record)) return;
         ThreadState& thread = ThreadFor(record.thread);
         const std::optional<uint32_t> stack = SampleStack(thread);
         if (!stack && failed_frames_) return;
@@ -474,12 +486,28 @@ class ProfileBuilder {
     return *last_thread_;
   }
 
-  // Reads a kSample entry's fields into `record` up to its frames, whose serialized bytes
-  // (the rest of the entry) frames_ then spans: in the buffer itself when they lie in one
-  // piece (valid during this visit of the entry), else copied into frame_bytes_.
-  bool ReadSampleHeader(EntryReader& reader, SampleRecord& record) {
+  // Reads a kSample or kSampleSharedPrefix entry's fields into `record` up to its frames,
+  // whose serialized list ([ULEB128 count][frames], as a kSample carries it) frames_ then
+  // spans: in the buffer itself when it lies in one piece (valid during this visit of the
+  // entry), else copied into frame_bytes_; a shared-prefix sample's in its thread's history
+  // (valid until its next sample). False, the sample skipped, when a shared-prefix sample's
+  // base was not read (never, for what the sampler writes: sample_entry.h).
+  bool ReadSampleHeader(EntryReader& reader, EntryKind kind, SampleRecord& record) {
     reader.ReadIntoObjects(record.thread, record.time, record.cpu_delta_ns, record.overruns);
     if (reader.Failed()) return false;
+    SampleFrameHistory& history = ThreadFor(record.thread).frame_history;
+    if (kind == EntryKind::kSampleSharedPrefix) {
+      const uint8_t* list = nullptr;
+      size_t list_size = 0;
+      if (!history.Expand(reader, record.time, &list, &list_size)) return false;
+      frames_ = absl::Span<const uint8_t>(list, list_size);
+      return true;
+    }
+    if (!ReadWholeFrameList(reader)) return false;
+    history.Remember(record.time, frames_.data(), frames_.size());
+    return true;
+  }
+  bool ReadWholeFrameList(EntryReader& reader) {
     const size_t size = reader.RemainingBytes();
     if (const uint8_t* in_place = reader.ContiguousRemaining()) {
       frames_ = absl::Span<const uint8_t>(in_place, size);
@@ -552,6 +580,7 @@ class ProfileBuilder {
     if (!timeline_.has_moved_libraries()) return;
     for (size_t i = 0; i < count; ++i) {
       if (frames[i].kind == SampleFrame::Kind::kNative) frames[i].address = timeline_.AddressAt(frames[i].address, time);
+      if (frames[i].push_site != 0) frames[i].push_site = timeline_.AddressAt(frames[i].push_site, time);
     }
   }
 
@@ -630,7 +659,8 @@ class ProfileBuilder {
           text += ' ';
           text += *f.dynamic;
         }
-        frame_indexes_.push_back(stacks.LabelFrame(text, f.category));
+        frame_indexes_.push_back(stacks.LabelFrame(text, f.category, 0, false, std::nullopt,
+                                                   f.push_site));
       }
     }
     ++samples_;
@@ -915,6 +945,7 @@ bool WriteProfile(const CaptureInputs& inputs, const ChunkedBuffer& buffer, Json
     const auto run_pass = [&](BlockIndex from, const auto& add_entry) {
       ProgressLogger pass_logger = phase.CreateLoopSubLogger(
           ProportionValue::Zero(), ProportionValue::One(), pass_index++, passes);
+      builder.ForgetSampleFrames();
       const ChunkedBuffer::State state = buffer.GetState();
       const BufferIndex start = from ? from.ToBufferIndex() : state.range_start;
       PassProgress pass(pass_logger, failure, start, last_block.ToBufferIndex() + 1);

@@ -55,6 +55,11 @@ std::atomic<uintptr_t> g_strata_end{0};
 std::atomic<uintptr_t> g_strata_load_address{0};
 
 thread_local bool t_program_thread = false;  // Set by the program's own threads only.
+// Set first thing by each of the program's threads and never cleared: a call into the
+// allocator on a thread of the program's before that (its registration, from any caller,
+// glibc's code included: pthread_getattr_np's CPU set was one) is counted apart.
+thread_local bool t_routine_started = false;
+std::atomic<long> g_before_start{0};
 thread_local int t_in_operator_new = 0;
 
 template <typename... Args>
@@ -79,8 +84,17 @@ int64_t NowNs() {
 }
 
 // A call from libstrata_base.so's code on a program thread.
-void NoteCaller(const void* return_address) {
+void NoteCaller(const void* return_address, bool allocator = true) {
   if (!g_watching.load(std::memory_order_relaxed)) return;
+  if (allocator && !t_routine_started && syscall(SYS_gettid) != getpid() && !OnStrataThread()) {
+    if (g_before_start.fetch_add(1) < 5) {
+      char line[128];
+      const int n = snprintf(line, sizeof(line),
+                             "locked_allocator: a new thread called the allocator before its "
+                             "start routine (caller %p)\n", return_address);
+      syscall(SYS_write, 2, line, n);
+    }
+  }
   const auto pc = reinterpret_cast<uintptr_t>(return_address);
   if (pc >= g_strata_begin.load(std::memory_order_relaxed) &&
       pc < g_strata_end.load(std::memory_order_relaxed) && !OnStrataThread()) {
@@ -142,6 +156,7 @@ void LockedFree(void* p, const void* caller) {
 }
 
 void Worker(double seconds, int index) {
+  t_routine_started = true;
   t_program_thread = true;
   const int64_t end = NowNs() + static_cast<int64_t>(seconds * 1e9);
   const int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -161,6 +176,7 @@ void Worker(double seconds, int index) {
     }
     if ((i & 1023) == index) {
       StartThread([] {
+        t_routine_started = true;
         t_program_thread = true;
         delete new int(1);
         t_program_thread = false;
@@ -234,7 +250,7 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
     next = reinterpret_cast<Lock>(dlsym(RTLD_NEXT, "pthread_mutex_lock"));
     real.store(next, std::memory_order_release);
   }
-  NoteCaller(__builtin_return_address(0));
+  NoteCaller(__builtin_return_address(0), /*allocator=*/false);
   static std::atomic<unsigned> calls{0};
   if ((calls.fetch_add(1, std::memory_order_relaxed) & 63) == 0) {
     for (volatile int spin = 0; spin < 20000; spin = spin + 1) {
@@ -245,7 +261,7 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
 
 // The program's own write, slow and locked (its log lock), as some programs have.
 ssize_t write(int fd, const void* data, size_t bytes) {
-  NoteCaller(__builtin_return_address(0));
+  NoteCaller(__builtin_return_address(0), /*allocator=*/false);
   static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
   pthread_mutex_lock(&log_lock);
   const ssize_t n = syscall(SYS_write, fd, data, bytes);
@@ -261,6 +277,7 @@ int main(int argc, char** argv) {
     if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
     if (strcmp(argv[i], "--seconds") == 0) seconds = atof(argv[i + 1]);
   }
+  t_routine_started = true;
   t_program_thread = true;
   dl_iterate_phdr(&FindStrata, nullptr);  // Not preloaded: the range stays empty.
   g_watching.store(true);
@@ -269,8 +286,10 @@ int main(int argc, char** argv) {
   for (int t = 0; t < threads; ++t) workers.push_back(StartThread(Worker, seconds, t));
   for (std::thread& w : workers) w.join();
   g_watching.store(false);  // The exit save runs on this thread: an explicit, documented case.
-  printf("locked_allocator: waits_over_1ms=%ld reentries=%ld strata_calls=%ld ops=%ld\n",
+  printf("locked_allocator: waits_over_1ms=%ld reentries=%ld strata_calls=%ld before_start=%ld "
+         "ops=%ld\n",
          g_waits_over_1ms.load(), g_reentries.load(), g_strata_calls.load(),
-         g_ops.load() > 0 ? 1L : 0L);
-  return g_reentries.load() == 0 && g_strata_calls.load() == 0 ? 0 : 1;
+         g_before_start.load(), g_ops.load() > 0 ? 1L : 0L);
+  return g_reentries.load() == 0 && g_strata_calls.load() == 0 && g_before_start.load() == 0
+             ? 0 : 1;
 }

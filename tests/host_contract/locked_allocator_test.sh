@@ -8,7 +8,10 @@
 #   - see no nested entry into its locked operator new and no call from libstrata_base.so's
 #     code into its allocator or write on any of its own threads (the program counts them),
 #     its pthread_create calls and each new thread's registration and unregistration included
-#     (only Strata's own threads, named "Strata...", may allocate);
+#     (only Strata's own threads, named "Strata...", may allocate), and no call into its
+#     allocator from any code (glibc's included) on a new thread before its start routine
+#     runs (`before_start`: glibc's pthread_getattr_np, once used for the stack bounds,
+#     reallocated a CPU set there);
 #   - write a profile the format checker accepts; in the runs with wait stacks, when the
 #     program itself measured lock waits over 1 ms, the profile has "Awaiting lock" markers
 #     (not in precise mode, which ignores waitstacks: docs/env-vars.md).

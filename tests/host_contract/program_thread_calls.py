@@ -49,6 +49,9 @@ ALLOWED_IMPORTS = {
     "__cxa_guard_acquire", "__cxa_guard_release", "__cxa_guard_abort",
     # Ends the process on a broken invariant (after the message).
     "abort",
+    # pthread_create's wrapper: reads the stack address and size the program set in its own
+    # attributes (two fields; no lock, no allocation).
+    "pthread_attr_getstack",
 }
 
 # Functions of the library's own that must never run on a program's thread.
@@ -141,12 +144,9 @@ ALLOCATING_IMPORTS = {
 # prints them: the list is to shrink, never to grow without a reason here and in
 # docs/host-contract.md ("Known gaps").
 GLIBC_ALLOCATIONS_KNOWN = {
-    # The new thread's stack bounds (the handler's headroom check needs them before its first
-    # sample). glibc's pthread_getattr_np reallocates a CPU-affinity set through the program's
-    # realloc and pthread_attr_destroy frees it: on the new thread before the program's start
-    # routine, holding no lock of the program's.
-    "pthread_getattr_np": "the new thread's stack bounds (glibc reallocates a CPU set)",
-    "pthread_attr_destroy": "frees pthread_getattr_np's CPU set",
+    # (The new thread's stack bounds came from glibc's pthread_getattr_np, which reallocates a
+    # CPU-affinity set through the program's realloc: now read from /proc/self/maps with raw
+    # system calls, stack_bounds.h. pthread_getattr_np and pthread_attr_destroy are forbidden.)
     # The thread-exit key's value: glibc allocates a second-level block only for keys past
     # the first 32; Strata's key is created by the library's constructor, among the first.
     "pthread_setspecific": "the thread-exit key (one of the first 32: no allocation)",
@@ -165,36 +165,12 @@ REGISTRATION_NOT_WALKED = [
     re.compile(r"^_ZN6strata13LoadLibunwindEv$"),
 ]
 
-# Edges the registration walk does not follow, each for its reason.
-REGISTRATION_EDGES_NOT_FOLLOWED = [
-    # The thread's name into its ThreadInfo: a new thread's is the kernel's (at most 15
-    # characters), which fits std::string's in-place buffer: no allocation (also at a
-    # thread's end, EndRegistrationLocked). A name given by the program
-    # (ProfilerRegisterThread("...")) is the program's own call, not this path.
-    (re.compile(r"RegisterCurrentThreadImpl|EndRegistrationLocked"),
-     re.compile(r"^_ZNSt7__cxx1112basic_string.*(_M_replace|_M_mutate|_M_create|aSEPKc|"
-                r"_M_assign|_M_construct)")),
-]
-
-REGISTRATION_EDGES_NOT_FOLLOWED.append(
-    # The registry's list of ThreadInfo growing (Strata's own pages): the old elements are
-    # moved, then destroyed; a moved-from std::string is empty, in its in-place buffer (the
-    # relocation is its own function where the compiler does not inline it).
-    (re.compile(r"vector<strata::base_internal::ThreadInfo|"
-                r"__relocate_a_1<strata::base_internal::ThreadInfo\*|__relocate_a_1IPN6strata13base_internal10ThreadInfoE|"
-                r"St6vectorIN6strata13base_internal10ThreadInfoENS0_13PageAllocator"),
-     re.compile(r"^_ZNSs.*D[12]Ev$|__sso_string.*D[12]Ev$|^_ZNSt7__cxx1112basic_string.*D[12]Ev$|"
-                r"_M_dispose")))
-
-REGISTRATION_EDGES_NOT_FOLLOWED.append(
-    # A thread's end prunes the entries of ended threads (once per max(256, live threads)
-    # ends): their names are destroyed. A kernel name owns no memory (in-place buffer); only
-    # a name longer than 15 characters, which the program gave with its own
-    # ProfilerRegisterThread("...") call (made by its allocator then), is freed here, through
-    # the program's operator delete, on an ending thread after its routine returned
-    # (docs/host-contract.md, "Known gaps").
-    (re.compile(r"PruneEndedThreadsLocked"),
-     re.compile(r"__sso_string.*D[12]Ev$|^_ZNSt7__cxx1112basic_string.*D[12]Ev$|_M_dispose")))
+# Edges the registration walk does not follow, each for its reason. (None today: thread names
+# are Strata's own (base/internal/thread_name.h), so a new thread's naming, the registry's
+# list growing and a thread's end pruning ended threads' entries free nothing of the
+# program's; before, std::string names needed three exceptions here, one of them a real
+# operator delete of a long given name.)
+REGISTRATION_EDGES_NOT_FOLLOWED = []
 
 # Exported interposers that do heavy work on purpose, each for its reason: they are not
 # walked from. Every other exported function is a root, so a new interposer is checked
@@ -206,7 +182,8 @@ HEAVY_BY_DESIGN = {
     "dl_iterate_phdr": "notes the library change",
     # Session control events: the program replaces the sampling signal's handler or installs
     # a seccomp filter; Strata stops sampling (or its session) there, once.
-    "sigaction": "a disposition of the sampling signal: bookkeeping, or sampling stops",
+    "sigaction": "a disposition of the sampling signal: bookkeeping, or sampling stops; "
+                 "the sampling signal added to a small-alternate-stack handler's sa_mask",
     "signal": "as sigaction",
     "bsd_signal": "as sigaction",
     "sysv_signal": "as sigaction",

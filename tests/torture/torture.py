@@ -39,7 +39,8 @@ DIMENSIONS = [
     ("process", ["none", "fork", "_Fork", "sysfork", "clone", "vfork_exec", "posix_spawn",
                  "exec"]),
     ("threads", ["join", "pthread_exit", "cancel", "raw_exit", "detach", "storm"]),
-    ("signals", ["none", "rt_handler", "sigwait", "altstack", "itimer_prof", "sysv"]),
+    ("signals", ["none", "rt_handler", "sigwait", "altstack", "altstack_small", "itimer_prof",
+                 "sysv"]),
     ("rlimit", ["none", "nofile64"]),
     ("stack", ["default", "small_threads", "deep_main"]),
     # A seccomp filter inherited from the launcher, on perf_event_open.

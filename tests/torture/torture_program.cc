@@ -21,7 +21,9 @@
 //   --signals  none | rt_handler (its own handler for SIGRTMAX and SIGRTMIN+2, 20 instances
 //              sent with sigqueue) | sigwait (every signal blocked in every thread; a waiter
 //              reads 10 SIGRTMIN+2 and 10 SIGRTMAX queued by another process) | altstack (a
-//              handler on a 16 KiB alternate stack working 5 ms, 5 times) | itimer_prof (its
+//              handler on a 16 KiB alternate stack working 5 ms, 5 times) | altstack_small
+//              (the same on a 5 KiB one: killed by the sampling signal's kernel frame before
+//              issue 33's fix) | itimer_prof (its
 //              own ITIMER_PROF) | sysv (sigset(SIG_DFL) on every signal, sigignore(SIGRTMAX-1)).
 //   --rlimit   none | nofile64: soft RLIMIT_NOFILE 64, then 53 descriptors opened at once while
 //              the workers run (64 less stdio and a margin of 8, Strata's share included).
@@ -472,7 +474,7 @@ std::atomic<int> g_altstack_handled{0};
 std::atomic<int> g_altstack_off_stack{0};
 std::atomic<long> g_prof_ticks{0};
 char* g_altstack = nullptr;
-constexpr size_t kAltstackSize = 16 * 1024;
+size_t g_altstack_size = 16 * 1024;  // 5 KiB with --signals altstack_small.
 constexpr int kQueued = 10;
 
 void RtHandler(int, siginfo_t* info, void*) {
@@ -484,7 +486,7 @@ void AltstackHandler(int) {
   char probe;
   const uintptr_t here = reinterpret_cast<uintptr_t>(&probe);
   const uintptr_t base = reinterpret_cast<uintptr_t>(g_altstack);
-  if (here < base || here >= base + kAltstackSize) g_altstack_off_stack.fetch_add(1);
+  if (here < base || here >= base + g_altstack_size) g_altstack_off_stack.fetch_add(1);
   Work(0.005);
   g_altstack_handled.fetch_add(1);
 }
@@ -540,11 +542,12 @@ void SetUpSignals() {
   } else if (g_signals == "sigwait") {
     BlockEverySignal();
     pthread_create(&g_waiter, nullptr, SigwaitWaiter, nullptr);
-  } else if (g_signals == "altstack") {
-    g_altstack = static_cast<char*>(std::malloc(kAltstackSize));
+  } else if (g_signals == "altstack" || g_signals == "altstack_small") {
+    if (g_signals == "altstack_small") g_altstack_size = 5 * 1024;
+    g_altstack = static_cast<char*>(std::malloc(g_altstack_size));
     stack_t stack{};
     stack.ss_sp = g_altstack;
-    stack.ss_size = kAltstackSize;
+    stack.ss_size = g_altstack_size;
     sigaltstack(&stack, nullptr);
     struct sigaction action {};
     action.sa_handler = AltstackHandler;
@@ -589,7 +592,7 @@ void SendSignals() {
     }
     int status;
     waitpid(sender, &status, 0);
-  } else if (g_signals == "altstack") {
+  } else if (g_signals == "altstack" || g_signals == "altstack_small") {
     for (int i = 0; i < 5; ++i) syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR1);
   }
 }
@@ -617,7 +620,7 @@ void CheckSignals() {
                 std::to_string(r.low_sum) + "), SIGRTMAX x" + std::to_string(r.high) + " (sum " +
                 std::to_string(r.high_sum) + ")";
     }
-  } else if (g_signals == "altstack") {
+  } else if (g_signals == "altstack" || g_signals == "altstack_small") {
     if (g_altstack_handled.load() != 5 || g_altstack_off_stack.load() != 0) {
       verdict = "handled " + std::to_string(g_altstack_handled.load()) + " of 5, " +
                 std::to_string(g_altstack_off_stack.load()) + " off the alternate stack";

@@ -340,6 +340,12 @@ class PprofBuilder {
         inlined.clear();
         for (int32_t s = stack; s >= 0; s = thread.stack_prefix[static_cast<size_t>(s)]) {
           const Frame& frame = thread.frames[thread.stack_frame[static_cast<size_t>(s)]];
+          if (frame.is_label && !inlined.empty()) {
+            // A label between inline levels (docs/symbols.md, "Labels"): the inlined frames
+            // below it are a location of their own, at their physical frame's address.
+            locations.push_back(LocationFor(inlined, thread.process, locations.empty()));
+            inlined.clear();
+          }
           inlined.push_back(&frame);
           if (frame.inline_depth > 0 && thread.stack_prefix[static_cast<size_t>(s)] >= 0) continue;
           locations.push_back(LocationFor(inlined, thread.process, locations.empty()));

@@ -1,4 +1,5 @@
 #include "tools/strata/profile_merge.h"
+#include "tools/strata/profile_symbolication.h"
 
 #include <algorithm>
 #include <map>
@@ -328,6 +329,86 @@ TEST_CASE("Names saved with their addresses are symbolicated as raw addresses ar
   const std::string raw_once = ToJson(from_raw);
   SymbolicateProfile(&from_raw, factory, &again);
   CHECK(ToJson(from_raw) == raw_once);
+}
+
+// Adds a "pushSite" column to thread 0's frameTable: frame i gets `sites[i]` (0: null).
+void AddPushSites(rapidjson::Document* profile, const std::vector<uint64_t>& sites) {
+  auto& allocator = profile->GetAllocator();
+  rapidjson::Value& table = (*profile)["threads"][0]["frameTable"];
+  table["schema"].AddMember("pushSite", 8, allocator);
+  rapidjson::Value& rows = table["data"];
+  REQUIRE(rows.Size() == sites.size());
+  for (rapidjson::SizeType i = 0; i < rows.Size(); ++i) {
+    while (rows[i].Size() < 8) rows[i].PushBack(rapidjson::Value(), allocator);
+    if (sites[i] == 0) {
+      rows[i].PushBack(rapidjson::Value(), allocator);
+    } else {
+      rows[i].PushBack(sites[i], allocator);
+    }
+  }
+}
+
+TEST_CASE("Labels go right below the inlined function that pushed them (their push site)") {
+  TestProcess p;
+  p.libs = R"([{"start":4096,"end":8192,"offset":0,"name":"prog","path":"/nonexistent/prog",)"
+           R"("debugName":"prog","debugPath":"/nonexistent/prog","breakpadId":"","codeId":"","arch":"x86_64"}])";
+  TestThread t;
+  t.pid = t.tid = 7;
+  // Worker (return address 0x1100: Crunch and std::sin inlined into it) with "Handle
+  // requests" pushed in Worker itself, then libm's sin (0x1500). OuterLevel's own code as the
+  // leaf (pc 0x1300: MiddleLevel and InnerLevel inlined) with "Middle step" pushed in
+  // MiddleLevel. Labels without a push site, or pushed in another function, stay below every
+  // inlined frame.
+  t.strings = {"0x1100", "0x1500", "Handle requests", "0x1300", "Middle step", "No site", "Elsewhere"};
+  t.frames = {{0, -1}, {1, -1}, {2, 0}, {3, -1}, {4, 0}, {5, 0}, {6, 0}};
+  t.stacks = {{-1, 0}, {0, 2}, {1, 1},   // Worker;Handle requests;sin
+              {-1, 3}, {3, 4},           // OuterLevel (leaf);Middle step
+              {0, 5}, {5, 1},            // Worker;No site;sin
+              {0, 6}, {7, 1}};           // Worker;Elsewhere;sin
+  t.samples = {{2, 1.0, 5}, {4, 2.0, 5}, {6, 3.0, 5}, {8, 4.0, 5}};
+  p.threads = {t};
+  rapidjson::Document profile = Parse(MakeProfileJson(p));
+  AddPushSites(&profile, {0, 0, 0x1040, 0, 0x1340, 0, 0x1600});
+
+  std::vector<uint64_t> asked;
+  auto factory = [&](std::vector<SharedLibrary>) -> std::unique_ptr<Symbolizer> {
+    auto s = std::make_unique<FakeSymbolizer>();
+    s->table[0x10ff] = {{"std::sin<int>", 0, "cmath", 1, true}, {"Crunch", 0, "a.cc", 2, true},
+                        {"Worker", 0, "a.cc", 3, false}};
+    s->table[0x1500] = {{"sin", 0, "", 0, false}};
+    s->table[0x1040] = {{"strata::AutoLabel::AutoLabel", 0, "labels.h", 1, true},
+                        {"Worker", 0, "a.cc", 4, false}};
+    s->table[0x1300] = {{"InnerLevel", 0, "a.cc", 5, true}, {"MiddleLevel", 0, "a.cc", 6, true},
+                        {"OuterLevel", 0, "a.cc", 7, false}};
+    s->table[0x1340] = {{"strata::AutoLabel::AutoLabel", 0, "labels.h", 1, true},
+                        {"MiddleLevel", 0, "a.cc", 8, true}, {"OuterLevel", 0, "a.cc", 9, false}};
+    s->table[0x1600] = {{"Other", 0, "b.cc", 1, false}};
+    s->asked = &asked;
+    return s;
+  };
+  SymbolicateStats stats;
+  SymbolicateProfile(&profile, factory, &stats);
+  RequireValid(profile);
+  const auto stacks = SampleNames(profile);
+  CHECK(stacks[0] == std::vector<std::string>{"Worker", "Handle requests", "Crunch", "std::sin<int>", "sin"});
+  // A native frame followed only by labels is the sample's leaf: looked up at its pc.
+  CHECK(stacks[1] == std::vector<std::string>{"OuterLevel", "MiddleLevel", "Middle step", "InnerLevel"});
+  CHECK(stacks[2] == std::vector<std::string>{"Worker", "Crunch", "std::sin<int>", "No site", "sin"});
+  CHECK(stacks[3] == std::vector<std::string>{"Worker", "Crunch", "std::sin<int>", "Elsewhere", "sin"});
+  CHECK(std::find(asked.begin(), asked.end(), 0x12ff) == asked.end());
+
+  // Self time still goes to the function the code belongs to, across the label.
+  Profile model;
+  std::string error;
+  REQUIRE(LoadProfileModel(profile, &model, &error));
+  const Thread& thread = model.threads[0];
+  CHECK(model.functions[thread.SelfFunction(thread.sample_stack[1])].name == "OuterLevel");
+
+  // Again: nothing changes.
+  const std::string once = ToJson(profile);
+  SymbolicateStats again;
+  SymbolicateProfile(&profile, factory, &again);
+  CHECK(ToJson(profile) == once);
 }
 
 TEST_CASE("Libs are read with their build-ids") {

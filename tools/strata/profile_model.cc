@@ -226,6 +226,7 @@ class ModelBuilder {
       const Value& s = strings[l->GetUint()];
       Frame frame;
       frame.function = FunctionFor(std::string(s.GetString(), s.GetStringLength()));
+      frame.is_label = ClassifyLocation(std::string_view(s.GetString(), s.GetStringLength())) == LocationKind::kLabel;
       const Value* ln = Cell(frame_rows[i], line);
       if (ln != nullptr && ln->IsUint()) frame.line = ln->GetUint();
       const Value* c = Cell(frame_rows[i], frame_category);
@@ -376,8 +377,15 @@ std::vector<uint32_t> Thread::StackFunctions(int32_t stack) const {
 
 uint32_t Thread::SelfFunction(int32_t stack) const {
   int32_t s = stack;
-  // Up through inlined frames; a chain without its outer frame (odd input) keeps the root's.
-  while (frames[stack_frame[static_cast<size_t>(s)]].inline_depth > 0 && stack_prefix[static_cast<size_t>(s)] >= 0) {
+  // Up through inlined frames, and the labels placed between them (a label sits right below
+  // the inlined function that pushed it, docs/symbols.md "Labels"), to the function the code
+  // belongs to; a chain without its outer frame (odd input) keeps the root's.
+  bool in_inline_chain = false;
+  for (;;) {
+    const Frame& frame = frames[stack_frame[static_cast<size_t>(s)]];
+    const bool inlined = frame.inline_depth > 0;
+    if ((!inlined && !(in_inline_chain && frame.is_label)) || stack_prefix[static_cast<size_t>(s)] < 0) break;
+    in_inline_chain = true;
     s = stack_prefix[static_cast<size_t>(s)];
   }
   return frames[stack_frame[static_cast<size_t>(s)]].function;

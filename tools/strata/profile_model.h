@@ -45,6 +45,7 @@ struct Frame {
   // a profile written without them).
   int32_t lib = -1;
   uint64_t address = 0;
+  bool is_label = false;  // A label frame (its location reads as a label, location.h).
 };
 
 // One entry of a process's `libs`.

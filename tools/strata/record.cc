@@ -29,6 +29,7 @@
 #include "shared/symbols/dwarf_symbolizer.h"
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
+#include "tools/strata/profile_symbolication.h"
 #include "tools/strata/program_check.h"
 #include "tools/strata/progress.h"
 #include "tools/strata/recover.h"

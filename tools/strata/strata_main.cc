@@ -28,6 +28,7 @@
 #include "tools/strata/function_stats.h"
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
+#include "tools/strata/profile_symbolication.h"
 #include "tools/strata/profile_model.h"
 #include "tools/strata/profile_summary.h"
 #include "tools/strata/record.h"

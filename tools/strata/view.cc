@@ -19,6 +19,7 @@
 #include "tools/strata/http_server.h"
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
+#include "tools/strata/profile_symbolication.h"
 #include "tools/strata/symbol_server.h"
 #include "tools/strata/terminal_text.h"
 

@@ -4,10 +4,12 @@
 //       profiler started), recurses on the main thread until only LEFT bytes (default 5120:
 //       room for the kernel's signal frame, not for a stack walk) remain above the lowest
 //       address that limit allows, and burns 0.6 s of CPU there. Prints "main done".
-//   stack_headroom altstack SIZE   its own SIGUSR1 handler, SA_ONSTACK on a SIZE-byte
-//       alternate stack carved out of a heap block with 512 guard bytes below it, burns
-//       30 ms of CPU per signal, 20 signals; then checks the guard bytes. Prints
-//       "altstack SIZE handled=20 guard=intact" (or "guard=overwritten N").
+//   stack_headroom altstack SIZE [MS [COUNT]]   its own SIGUSR1 handler, SA_ONSTACK on a
+//       SIZE-byte alternate stack carved out of a heap block with 512 guard bytes below it,
+//       burns MS (default 30) ms of CPU per signal, COUNT (default 20) signals; then checks
+//       the guard bytes and the handler's mask as sigaction reads it back (the program's:
+//       SIGUSR2 only). Prints "altstack SIZE handled=COUNT guard=intact mask=own" (or
+//       "guard=overwritten N", "mask=changed").
 // Exit status 0 plain. No Strata include.
 #include <pthread.h>
 #include <signal.h>
@@ -54,16 +56,17 @@ static int RunMain(void) {
   return 0;
 }
 
-enum { kGuard = 512, kSignals = 20 };
+enum { kGuard = 512 };
 static volatile sig_atomic_t g_handled = 0;
+static double g_burn_seconds = 0.03;
 
 static void OnUsr1(int signal_number) {
   (void)signal_number;
-  BurnCpu(0.03);
+  BurnCpu(g_burn_seconds);
   g_handled = g_handled + 1;
 }
 
-static int RunAltstack(size_t size) {
+static int RunAltstack(size_t size, int signals) {
   unsigned char* block = malloc(kGuard + size);
   if (!block) return 2;
   memset(block, 0x5a, kGuard);
@@ -77,14 +80,21 @@ static int RunAltstack(size_t size) {
   action.sa_handler = &OnUsr1;
   action.sa_flags = SA_ONSTACK;
   sigemptyset(&action.sa_mask);
+  sigaddset(&action.sa_mask, SIGUSR2);
   if (sigaction(SIGUSR1, &action, NULL) != 0) return 2;
-  for (int i = 0; i < kSignals; ++i) raise(SIGUSR1);
+  for (int i = 0; i < signals; ++i) raise(SIGUSR1);
   int overwritten = 0;
   for (int i = 0; i < kGuard; ++i) overwritten += block[i] != 0x5a;
+  struct sigaction read_back;
+  if (sigaction(SIGUSR1, NULL, &read_back) != 0) return 2;
+  int own_mask = sigismember(&read_back.sa_mask, SIGUSR2) == 1;
+  for (int s = 1; s < NSIG; ++s) own_mask &= s == SIGUSR2 || sigismember(&read_back.sa_mask, s) != 1;
+  const char* mask = own_mask ? "own" : "changed";
   if (overwritten == 0) {
-    printf("altstack %zu handled=%d guard=intact\n", size, (int)g_handled);
+    printf("altstack %zu handled=%d guard=intact mask=%s\n", size, (int)g_handled, mask);
   } else {
-    printf("altstack %zu handled=%d guard=overwritten %d\n", size, (int)g_handled, overwritten);
+    printf("altstack %zu handled=%d guard=overwritten %d mask=%s\n", size, (int)g_handled,
+           overwritten, mask);
   }
   return 0;
 }
@@ -94,7 +104,10 @@ int main(int argc, char** argv) {
     if (argc > 2) g_left = (size_t)atol(argv[2]);
     return RunMain();
   }
-  if (argc > 2 && strcmp(argv[1], "altstack") == 0) return RunAltstack((size_t)atol(argv[2]));
-  fprintf(stderr, "usage: stack_headroom main [LEFT] | altstack SIZE\n");
+  if (argc > 2 && strcmp(argv[1], "altstack") == 0) {
+    if (argc > 3) g_burn_seconds = atof(argv[3]) / 1000;
+    return RunAltstack((size_t)atol(argv[2]), argc > 4 ? atoi(argv[4]) : 20);
+  }
+  fprintf(stderr, "usage: stack_headroom main [LEFT] | altstack SIZE [MS [COUNT]]\n");
   return 2;
 }

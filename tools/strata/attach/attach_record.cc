@@ -25,6 +25,7 @@
 #include "tools/strata/attach/join_session.h"
 #include "tools/strata/profile_io.h"
 #include "tools/strata/profile_merge.h"
+#include "tools/strata/profile_symbolication.h"
 #include "tools/strata/recover.h"
 
 namespace strata {
