@@ -75,13 +75,13 @@ std::vector<MarkerTypeFunctions> RegisteredMarkerTypes() {
 namespace {
 
 // A marker's times from its options, reading the clock only where one is missing:
-// TimeStamp::Now()'s clock (the Strata clock, its fast case inline: one rdtsc and the
-// conversion table), the clock of samples and of the caller's own Now() calls, so a marker
+// TimeStamp::Now() (the Strata clock), the clock of samples and of the caller's own Now() calls, so a marker
 // recorded after a Now() call is never earlier than it, nor one recorded before it later.
 __attribute__((always_inline)) inline void ResolveMarkerTimes(const MarkerTiming& timing,
                                                               TimeStamp* start, TimeStamp* end) {
-  // Never rdtsc where it is forbidden.
-  auto now = [] { return TimeStamp::FromNanoseconds(clock_internal::StrataClockNowInline()); };
+  // Never rdtsc where it is forbidden. Out of line (library size): the instant fast path
+  // (BeginStagedInstantMarker) has the clock inline.
+  auto now = [] { return TimeStamp::Now(); };
   switch (timing.phase) {
     case MarkerPhase::kInstant:
     case MarkerPhase::kIntervalStart:
@@ -122,7 +122,9 @@ __attribute__((always_inline)) inline bool MarkerStagingFlushAllowed() { return 
 
 }  // namespace
 
-StagingArea* BeginMarker(const ProfilerString& name, Category category,
+// The general paths (not the instant fast path below) are optimised for size: the library's
+// limit (docs/benchmarks.md, "Library size").
+__attribute__((optimize("Os"))) StagingArea* BeginMarker(const ProfilerString& name, Category category,
                            const MarkerOptions& options, uint8_t payload_tag,
                            MarkerHeaderRef* header) {
   // The recording thread's staging, unless the marker goes on another thread's track or
@@ -158,8 +160,7 @@ __attribute__((always_inline)) inline uint8_t* ReserveStagedMarker(RegisteredThr
   StagingArea* const staging = CurrentThreadStagingArea(thread);
   if (__builtin_expect(staging == nullptr, 0)) return nullptr;
   const size_t entry_bytes = 1 + profile::kCommonMarkerHeaderBytes + payload_bytes;
-  uint8_t* p = __builtin_expect(entry_bytes < 0x80, 1) ? staging->TryReserveSmallEntry(entry_bytes)
-                                                       : staging->TryReserveEntry(entry_bytes);
+  uint8_t* p = staging->TryReserveEntry(entry_bytes);
   if (__builtin_expect(p == nullptr, 0)) {
     if (!MarkerStagingFlushAllowed()) return nullptr;
     // Full (or too large): the batch goes first, so this thread's order is kept.
@@ -173,8 +174,11 @@ __attribute__((always_inline)) inline uint8_t* ReserveStagedMarker(RegisteredThr
 
 }  // namespace
 
-uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerTiming& timing,
-                           uint8_t payload_tag, size_t payload_bytes, StagingArea** staging_out) {
+__attribute__((optimize("Os"))) uint8_t* BeginStagedMarker(LiteralName name, Category category,
+                                                            const MarkerTiming& timing,
+                                                            uint8_t payload_tag,
+                                                            size_t payload_bytes,
+                                                            StagingArea** staging_out) {
   RegisteredThread* const thread = t_registered_thread;
   uint8_t* p = ReserveStagedMarker(thread, payload_bytes, staging_out);
   if (__builtin_expect(p == nullptr, 0)) return nullptr;
@@ -206,11 +210,12 @@ __attribute__((noinline)) uint8_t* BeginStagedInstantMarkerSlow(const char* name
                                                                  unsigned category_and_tag,
                                                                  size_t payload_bytes,
                                                                  StagingArea** staging_out) {
-  RegisteredThread* const thread = t_registered_thread;
-  uint8_t* p = ReserveStagedMarker(thread, payload_bytes, staging_out);
-  if (__builtin_expect(p == nullptr, 0)) return nullptr;
-  const TimeStamp now = TimeStamp::FromNanoseconds(clock_internal::StrataClockNowInline());
-  return WriteInstantMarkerHeader(p, thread, now, name_chars, name_length, category_and_tag);
+  // The general staged path with an instant timing (library size: no second copy of it).
+  return BeginStagedMarker(LiteralName{name_chars, name_length},
+                           static_cast<Category>(category_and_tag & 0xff),
+                           MarkerTiming::Instant(TimeStamp()),
+                           static_cast<uint8_t>(category_and_tag >> 8), payload_bytes,
+                           staging_out);
 }
 
 }  // namespace
