@@ -1,6 +1,7 @@
 // Costs of the base tier's hot paths (docs/benchmarks.md). Run:
 //   bazel run -c opt //base:base_benchmark
 #include <pthread.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "base/testing/three_field_marker.h"
 #include "benchmark/benchmark.h"
 #include "base/internal/session/core.h"
+#include "platform/strata_clock.h"
 #include "platform/time_stamp.h"
 #include "platform/tsc_clock.h"
 #include "shared/buffer/chunked_buffer.h"
@@ -28,6 +30,9 @@ void EnsureStarted() {
     settings.buffer_megabytes = 64;
     strata::ProfilerStart(settings);
   }
+  // The sampler switches TimeStamp::Now() to the TSC ~10 ms into the session (where the TSC
+  // is usable): measure the steady state.
+  for (int i = 0; i < 100 && !strata::StrataClockUsesTsc(); ++i) usleep(10 * 1000);
 }
 
 // The floor: an empty loop body.
@@ -48,11 +53,35 @@ void BM_ReadTsc(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadTsc);
 
+// rdtscp: the Strata clock's ordered tick read (platform/strata_clock_table.h).
+void BM_ReadTscp(benchmark::State& state) {
+  for (auto _ : state) {
+    unsigned int processor;
+    uint64_t ticks = __builtin_ia32_rdtscp(&processor);
+    benchmark::DoNotOptimize(ticks);
+  }
+}
+BENCHMARK(BM_ReadTscp);
+
+// CLOCK_MONOTONIC through the vDSO: TimeStamp::Now() before the Strata clock runs on the TSC
+// (and where it cannot), what markers read before issue 38.
+void BM_ClockGettimeMonotonic(benchmark::State& state) {
+  for (auto _ : state) {
+    strata::TimeStamp now = strata::TimeStamp::MonotonicNow();
+    benchmark::DoNotOptimize(now);
+  }
+}
+BENCHMARK(BM_ClockGettimeMonotonic);
+
+// TimeStamp::Now() in a session: the Strata clock (rdtsc and the conversion table) where the
+// TSC is usable (the "tsc_clock" counter says which).
 void BM_TimeStampNow(benchmark::State& state) {
+  EnsureStarted();
   for (auto _ : state) {
     strata::TimeStamp now = strata::TimeStamp::Now();
     benchmark::DoNotOptimize(now);
   }
+  state.counters["tsc_clock"] = strata::StrataClockUsesTsc() ? 1 : 0;
 }
 BENCHMARK(BM_TimeStampNow);
 

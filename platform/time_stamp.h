@@ -1,13 +1,20 @@
 // Monotonic time stamps and durations with nanosecond resolution.
 //
-// TimeStamp is a point on CLOCK_MONOTONIC (the same clock in every process of the machine,
-// so time stamps from a parent and its children compare directly). TimeDuration is a signed
-// difference. Both are plain 64-bit integers of nanoseconds: trivially copyable, safe to
-// store in the profile buffer and to send across processes (ToNanoseconds/FromNanoseconds).
+// TimeStamp is a point on the Strata clock: CLOCK_MONOTONIC's nanoseconds, read from the TSC
+// where it can be (platform/strata_clock_table.h: the tick counter converted by a
+// piecewise-linear function that the sampler thread keeps within the calibration error of
+// CLOCK_MONOTONIC, a few hundred ns), from clock_gettime(CLOCK_MONOTONIC) where it cannot
+// (no invariant TSC, a kernel clock source other than the TSC, a thread that forbade rdtsc,
+// before the sampler's first calibration, or no session ever started). Inside a process the
+// clock never goes back and every reading of every thread is on the same function, so time
+// stamps order exactly; time stamps of a parent and its children compare within their
+// calibration errors (docs/sampling.md, "One clock"). TimeDuration is a signed difference.
+// Both are plain 64-bit integers of nanoseconds: trivially copyable, safe to store in the
+// profile buffer and to send across processes (ToNanoseconds/FromNanoseconds).
 //
 // Thread safety: value types; TimeStamp::Now() is thread-safe.
-// Async-signal safety: Now() is async-signal-safe (clock_gettime; vDSO on this kernel,
-// ~26 ns here); everything else is arithmetic.
+// Async-signal safety: Now() is async-signal-safe (rdtscp and a lock-free table read, ~23 ns
+// here; or clock_gettime through the vDSO, ~21-26 ns); everything else is arithmetic.
 //
 // Threads that may not read the TSC. The vDSO's clock_gettime(CLOCK_MONOTONIC) executes
 // rdtsc when the clock source is the TSC, and a thread that forbade it
@@ -15,7 +22,8 @@
 // on 6.18 with clocksource tsc: the kernel does not fall back, the vDSO faults; the
 // clock_gettime system call and the CPU-time clocks work). On such a thread Now() makes the
 // system call instead (~100+ ns), when strata_t_tsc_forbidden is set for it
-// (base/internal/process/thread_restrictions.h sets it before the thread forbids the TSC). Every
+// (base/internal/process/thread_restrictions.h sets it before the thread forbids the TSC): its time
+// stamps are CLOCK_MONOTONIC's, within the calibration error of the other threads'. Every
 // other clock read of Strata's goes through ReadClock() below, which honours the same mark
 // (issue 33: the exit save's CLOCK_REALTIME read through the vDSO killed a main thread that
 // had forbidden the TSC, 3/3).
@@ -63,6 +71,9 @@ inline int ReadClock(clockid_t id, timespec* ts) {
   ts->tv_nsec = 0;
   return -1;
 }
+
+// The Strata clock's nanoseconds now (TimeStamp::Now()). Async-signal-safe; thread-safe.
+int64_t StrataClockNowNanoseconds();
 
 class TimeDuration {
  public:
@@ -132,9 +143,13 @@ class TimeStamp {
   // The null time stamp (IsNull()), used for "not set yet".
   constexpr TimeStamp() = default;
 
-  // Now on CLOCK_MONOTONIC. Async-signal-safe. Never executes rdtsc on a thread marked
-  // strata_t_tsc_forbidden.
-  static TimeStamp Now() {
+  // Now on the Strata clock (top of this file). Async-signal-safe. Never executes rdtsc on
+  // a thread marked strata_t_tsc_forbidden. Out of line (time_stamp.cc): the conversion's
+  // ~25 instructions once, not at each of the library's ~60 callers.
+  static TimeStamp Now() { return TimeStamp(StrataClockNowNanoseconds()); }
+  // Now on CLOCK_MONOTONIC itself (clock_gettime through ReadClock), whatever the Strata
+  // clock reads: for the Strata clock's calibration, and deadlines given to the kernel.
+  static TimeStamp MonotonicNow() {
     timespec ts;
     ReadClock(CLOCK_MONOTONIC, &ts);
     return TimeStamp(static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec);

@@ -56,7 +56,7 @@ TscAnchor TscAnchor::Capture() {
   uint64_t best_width = UINT64_MAX;
   for (int i = 0; i < kTries; ++i) {
     const uint64_t before = ReadTscTicks();
-    const TimeStamp time = TimeStamp::Now();
+    const TimeStamp time = TimeStamp::MonotonicNow();
     const uint64_t after = ReadTscTicks();
     const uint64_t width = after - before;
     if (width < best_width) {

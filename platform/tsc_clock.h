@@ -1,12 +1,13 @@
-// The CPU's time-stamp counter as a cheap clock, and its calibration against TimeStamp
-// (CLOCK_MONOTONIC).
+// The CPU's time-stamp counter as a cheap clock, and its calibration against
+// CLOCK_MONOTONIC (TimeStamp::MonotonicNow()).
 //
-// Reading the TSC costs ~11 ns here against ~26 ns for TimeStamp::Now() (see
-// docs/benchmarks.md). Not for time stamps that are compared with TimeStamp::Now(): a
-// converted tick is off CLOCK_MONOTONIC by the calibration error (up to ~164 ns was seen
-// between a marker and a Now() call in program order), so samples and markers take
-// TimeStamp::Now() (docs/sampling.md, "One clock"); perfmon's cycle windows, which only
-// measure durations, read ticks. A raw tick count means nothing
+// Reading the TSC costs ~9-11 ns here against ~22-26 ns for clock_gettime (see
+// docs/benchmarks.md). TimeStamp::Now() itself reads the TSC through the Strata clock
+// (platform/strata_clock_table.h), which is slaved continuously; a TscCalibration is one
+// straight line between two anchors, for durations (perfmon's cycle windows) and code that
+// wants ticks of its own, not for stamps compared with TimeStamp::Now() (they differ by the
+// calibration's error: up to ~164 ns was seen, docs/sampling.md "One clock").
+// A raw tick count means nothing
 // by itself: a TscCalibration maps ticks to TimeStamps, from two simultaneous readings of
 // both clocks (TscAnchor) some time apart.
 //

@@ -161,7 +161,7 @@ gbench_value() {
 
 log "micro-benchmarks: base (pinned to CPU $PIN_CPU)"
 base_json="$(gbench_json "$BIN/base/base_benchmark" \
-  'BM_EmptyLoop|BM_ReadTsc|BM_TimeStampNow|BM_LabelInactive|BM_MarkerInactive|BM_LabelActivePushPop|BM_MarkerUntypedInstant|BM_MarkerUntypedInterval|BM_MarkerTypedThreeFields' \
+  'BM_EmptyLoop|BM_ReadTsc|BM_ClockGettimeMonotonic|BM_TimeStampNow|BM_LabelInactive|BM_MarkerInactive|BM_LabelActivePushPop|BM_MarkerUntypedInstant|BM_MarkerUntypedInterval|BM_MarkerTypedThreeFields' \
   "$PIN_CPU")"
 empty_ns=$(gbench_value "$base_json" BM_EmptyLoop cpu_time)
 for pair in "LabelInactive:inactive STRATA_LABEL" "MarkerInactive:inactive STRATA_MARKER_UNTYPED"; do
@@ -182,13 +182,17 @@ for spec in "MarkerUntypedInstant:instant untyped marker:107:Perfetto TRACE_EVEN
 done
 
 # Issue 38: the markers against the timestamp floor measured in the same binary and run: one
-# rdtsc, and TimeStamp::Now() (CLOCK_MONOTONIC through the vDSO, the clock markers read).
+# rdtsc, TimeStamp::Now() in a session (the Strata clock: rdtsc and the conversion table, the
+# clock markers read) and clock_gettime(CLOCK_MONOTONIC) (what they read before issue 38).
 tsc_ns=$(gbench_value "$base_json" BM_ReadTsc cpu_time)
 now_ns=$(gbench_value "$base_json" BM_TimeStampNow cpu_time)
-row "timestamp floor: one rdtsc / TimeStamp::Now() (CPU ns)" "Now() $(calc %.1f "$now_ns")" \
-  "rdtsc $(calc %.1f "$tsc_ns")" "$(calc %.2f "$now_ns / $tsc_ns")× rdtsc" "reported" "—"
+gettime_ns=$(gbench_value "$base_json" BM_ClockGettimeMonotonic cpu_time)
+row "timestamp floor: one rdtsc / TimeStamp::Now() / clock_gettime (CPU ns)" \
+  "Now() $(calc %.1f "$now_ns"); clock_gettime $(calc %.1f "$gettime_ns")" \
+  "rdtsc $(calc %.1f "$tsc_ns")" \
+  "$(calc %.2f "$now_ns / $tsc_ns")× / $(calc %.2f "$gettime_ns / $tsc_ns")× rdtsc" "reported" "—"
 for spec in "MarkerUntypedInstant:instant untyped marker:1.3" \
-    "MarkerUntypedInterval:interval marker (end read in the loop):1.5" \
+    "MarkerUntypedInterval:interval marker (end read by the marker):1.5" \
     "MarkerTypedThreeFields:typed marker, three fields:1.8"; do
   IFS=: read -r name label target <<<"$spec"
   ns=$(gbench_value "$base_json" "BM_$name" cpu_time)

@@ -79,6 +79,16 @@ class StagingArea {
     reserved_head_ = head + block_bytes;
     return p;
   }
+  // TryReserveEntry() for an entry under 128 bytes (the caller checked), whose size is one
+  // byte: no ULEB128 loops (the marker fast path).
+  uint8_t* TryReserveSmallEntry(size_t entry_bytes) {
+    const size_t head = head_.load(std::memory_order_relaxed);
+    if (__builtin_expect(entry_bytes + 1 > kBytes - head, 0)) return nullptr;
+    uint8_t* p = bytes_ + head;
+    *p = static_cast<uint8_t>(entry_bytes);
+    reserved_head_ = head + 1 + entry_bytes;
+    return p + 1;
+  }
   // Owner only: publishes the block TryReserveEntry() returned last (one release store,
   // a plain `mov` on x86-64).
   void CommitEntry() { head_.store(reserved_head_, std::memory_order_release); }

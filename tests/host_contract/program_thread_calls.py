@@ -77,7 +77,7 @@ INDIRECT_ROOTS = [
 # Roots of the library's own, besides the exported interposers.
 OWN_ROOTS = [
     r"OnSamplingSignal",                                   # the sampling-signal handler
-    r"^_ZN6strata13base_internal\d+(Record\w*Marker|BeginMarker|BeginStagedMarker|"
+    r"^_ZN6strata13base_internal\d+(Record\w*Marker|BeginMarker|BeginStaged\w*Marker|"
     r"FlushAndRewindMarkerStaging)",                       # marker paths (base/markers.h)
     # The native allocation records, called by libstrata_alloc.so's hooks inside the
     # program's malloc/free (base/internal/allocations/native_allocations.h).

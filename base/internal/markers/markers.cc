@@ -10,6 +10,7 @@
 #include "base/markers.h"
 #include "platform/never_destroyed.h"
 #include "platform/mutex.h"
+#include "platform/strata_clock_table.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "shared/buffer/staging_area.h"
 
@@ -74,11 +75,13 @@ std::vector<MarkerTypeFunctions> RegisteredMarkerTypes() {
 namespace {
 
 // A marker's times from its options, reading the clock only where one is missing:
-// TimeStamp::Now(), the clock of samples and of the caller's own Now() calls, so a marker
+// TimeStamp::Now() (the Strata clock), the clock of samples and of the caller's own Now() calls, so a marker
 // recorded after a Now() call is never earlier than it, nor one recorded before it later.
 __attribute__((always_inline)) inline void ResolveMarkerTimes(const MarkerTiming& timing,
                                                               TimeStamp* start, TimeStamp* end) {
-  auto now = [] { return TimeStamp::Now(); };  // Never rdtsc where it is forbidden.
+  // Never rdtsc where it is forbidden. Out of line (library size): the instant fast path
+  // (BeginStagedInstantMarker) has the clock inline.
+  auto now = [] { return TimeStamp::Now(); };
   switch (timing.phase) {
     case MarkerPhase::kInstant:
     case MarkerPhase::kIntervalStart:
@@ -119,7 +122,9 @@ __attribute__((always_inline)) inline bool MarkerStagingFlushAllowed() { return 
 
 }  // namespace
 
-StagingArea* BeginMarker(const ProfilerString& name, Category category,
+// The general paths (not the instant fast path below) are optimised for size: the library's
+// limit (docs/benchmarks.md, "Library size").
+__attribute__((optimize("Os"))) StagingArea* BeginMarker(const ProfilerString& name, Category category,
                            const MarkerOptions& options, uint8_t payload_tag,
                            MarkerHeaderRef* header) {
   // The recording thread's staging, unless the marker goes on another thread's track or
@@ -145,14 +150,13 @@ StagingArea* BeginMarker(const ProfilerString& name, Category category,
   return staging;
 }
 
-uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOptions& options,
-                           uint8_t payload_tag, size_t payload_bytes, StagingArea** staging_out) {
-  RegisteredThread* const thread = t_registered_thread;
-  if (__builtin_expect(options.thread().IsSpecified() || options.capture_stack() ||
-                           name.length > profile::kMaxCommonMarkerNameLength,
-                       0)) {
-    return nullptr;
-  }
+namespace {
+
+// The fast paths' common part: the entry reserved in the calling thread's staging (flushing
+// it first when full), or null (no staging, or too large).
+__attribute__((always_inline)) inline uint8_t* ReserveStagedMarker(RegisteredThread* thread,
+                                                                   size_t payload_bytes,
+                                                                   StagingArea** staging_out) {
   StagingArea* const staging = CurrentThreadStagingArea(thread);
   if (__builtin_expect(staging == nullptr, 0)) return nullptr;
   const size_t entry_bytes = 1 + profile::kCommonMarkerHeaderBytes + payload_bytes;
@@ -164,15 +168,86 @@ uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerOpti
     p = staging->TryReserveEntry(entry_bytes);
     if (p == nullptr) return nullptr;  // Too large to stage: the general path writes it.
   }
-  const MarkerTiming& timing = options.timing();
+  *staging_out = staging;
+  return p;
+}
+
+}  // namespace
+
+__attribute__((optimize("Os"))) uint8_t* BeginStagedMarker(LiteralName name, Category category,
+                                                            const MarkerTiming& timing,
+                                                            uint8_t payload_tag,
+                                                            size_t payload_bytes,
+                                                            StagingArea** staging_out) {
+  RegisteredThread* const thread = t_registered_thread;
+  uint8_t* p = ReserveStagedMarker(thread, payload_bytes, staging_out);
+  if (__builtin_expect(p == nullptr, 0)) return nullptr;
   TimeStamp start;
   TimeStamp end;
   ResolveMarkerTimes(timing, &start, &end);
   *p++ = static_cast<uint8_t>(EntryKind::kMarker);
-  p = profile::WriteCommonMarkerHeader(p, thread->tid, timing.phase, start, end, name.chars,
-                                       name.length, static_cast<uint8_t>(category), payload_tag);
-  *staging_out = staging;
-  return p;
+  return profile::WriteCommonMarkerHeader(p, thread->tid, timing.phase, start, end, name.chars,
+                                          name.length, static_cast<uint8_t>(category),
+                                          payload_tag);
+}
+
+namespace {
+
+__attribute__((always_inline)) inline uint8_t* WriteInstantMarkerHeader(
+    uint8_t* p, RegisteredThread* thread, TimeStamp now, const char* name_chars,
+    size_t name_length, unsigned category_and_tag) {
+  *p++ = static_cast<uint8_t>(EntryKind::kMarker);
+  return profile::WriteCommonMarkerHeader(p, thread->tid, MarkerPhase::kInstant, now,
+                                          TimeStamp(), name_chars, name_length,
+                                          static_cast<uint8_t>(category_and_tag),
+                                          static_cast<uint8_t>(category_and_tag >> 8));
+}
+
+// Every case the fast path below leaves: no staging yet, a full one, a large payload, the
+// clock off or its table's walk back. Out of line, so that the fast path saves no registers.
+__attribute__((noinline)) uint8_t* BeginStagedInstantMarkerSlow(const char* name_chars,
+                                                                 size_t name_length,
+                                                                 unsigned category_and_tag,
+                                                                 size_t payload_bytes,
+                                                                 StagingArea** staging_out) {
+  // The general staged path with an instant timing (library size: no second copy of it).
+  return BeginStagedMarker(LiteralName{name_chars, name_length},
+                           static_cast<Category>(category_and_tag & 0xff),
+                           MarkerTiming::Instant(TimeStamp()),
+                           static_cast<uint8_t>(category_and_tag >> 8), payload_bytes,
+                           staging_out);
+}
+
+}  // namespace
+
+uint8_t* BeginStagedInstantMarker(const char* name_chars, size_t name_length,
+                                  unsigned category_and_tag, size_t payload_bytes,
+                                  StagingArea** staging_out) {
+  // The usual case with no call in it: a registered thread with room in its staging, the
+  // clock on the TSC, the tick after the segment before the newest one's start. One rdtscp,
+  // ~20 loads and compares, ~12 stores.
+  RegisteredThread* const thread = t_registered_thread;
+  if (__builtin_expect(thread != nullptr, 1)) {
+    StagingArea* const staging = thread->marker_staging.load(std::memory_order_relaxed);
+    const size_t entry_bytes = 1 + profile::kCommonMarkerHeaderBytes + payload_bytes;
+    if (__builtin_expect(staging != nullptr && entry_bytes < 0x80 &&
+                             clock_internal::StrataClockOn() && !strata_t_tsc_forbidden,
+                         1)) {
+      if (uint8_t* p = staging->TryReserveSmallEntry(entry_bytes)) {
+        const uint64_t ticks = clock_internal::ReadStrataClockTicks();
+        int64_t now_ns;
+        if (__builtin_expect(clock_internal::TicksToStrataNanosecondsUsualCase(ticks, &now_ns),
+                             1)) {
+          *staging_out = staging;
+          return WriteInstantMarkerHeader(p, thread, TimeStamp::FromNanoseconds(now_ns),
+                                          name_chars, name_length, category_and_tag);
+        }
+      }
+    }
+  }
+  // (A reservation made above is made again: it only moves the owner's reserved head.)
+  return BeginStagedInstantMarkerSlow(name_chars, name_length, category_and_tag, payload_bytes,
+                                      staging_out);
 }
 
 void FlushAndRewindMarkerStaging(StagingArea* staging) {

@@ -1,9 +1,9 @@
 // The sampler thread (sampler_thread.h): its loop, its period, and losing the sampling
 // signal's handler. See docs/sampling.md and docs/session.md.
 //
-// It measures no TSC calibration: since issue 17 every time stamp of base is
-// TimeStamp::Now() (docs/sampling.md, "One clock"); the only user of the process TSC
-// calibration is perfmon (full/perfmon), whose EnableMonitoring() measures it.
+// Every time stamp of base is TimeStamp::Now(), the Strata clock (docs/sampling.md, "One
+// clock"): this thread switches it to the TSC and keeps it slaved to CLOCK_MONOTONIC
+// (UpdateStrataClock at each loop, platform/strata_clock.h).
 #include "base/internal/sampling/sampler_thread.h"
 
 #include <linux/futex.h>
@@ -29,6 +29,7 @@
 #include "platform/mutex.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/sampling_signal.h"
+#include "platform/strata_clock.h"
 #include "platform/time_stamp.h"
 #include "shared/buffer/entry_kinds.h"
 
@@ -183,6 +184,7 @@ void* SamplerThreadMain(void* arg) {
   // Precise mode's wall-clock timers fire every interval: its loop keeps that period.
   int64_t loop_intervals = 1;
   const int64_t perf_loop_intervals = SamplerLoopIntervalsWithPerfEvents(params.interval);
+  UpdateStrataClock();  // The first anchor: the clock switches to the TSC ~10 ms later.
   TimeStamp next = TimeStamp::Now();
   ThreadDirectedSignalCheck signal_check;
   while (g_sampler_stop.load(std::memory_order_acquire) == 0) {
@@ -194,6 +196,7 @@ void* SamplerThreadMain(void* arg) {
     // as a thread of the program would take it; one rt_sigpending call when there is none
     // (profiler_thread_signals.h). No lock held.
     AnswerThreadDirectedSignals(&signal_check);
+    UpdateStrataClock();  // A clock_gettime; a new segment every ~50 ms (~0.3 µs).
     const LoopResult loop = SamplingLoopIteration();
     if (!SamplingHandlerInstalled() && InstalledSamplingSignal() != 0) {
       StopSamplingAfterHandlerLost();  // Idempotent.
