@@ -26,24 +26,48 @@ bool ReadAt(int fd, uint64_t offset, size_t length, std::string* out) {
   return true;
 }
 
+// An ELF file open for reading, with its header read and checked (ELF magic, 64-bit, the
+// program and section header entry sizes of this build). ok() is false when that failed.
+class OpenElf {
+ public:
+  explicit OpenElf(const std::string& path) : fd_(open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    std::string bytes;
+    if (fd_ < 0 || !ReadAt(fd_, 0, sizeof(Elf64_Ehdr), &bytes)) {
+      Fail();
+      return;
+    }
+    std::memcpy(&header_, bytes.data(), sizeof(header_));
+    if (std::memcmp(header_.e_ident, ELFMAG, SELFMAG) != 0 || header_.e_ident[EI_CLASS] != ELFCLASS64 ||
+        header_.e_phentsize != sizeof(Elf64_Phdr) || header_.e_shentsize != sizeof(Elf64_Shdr)) {
+      Fail();
+    }
+  }
+  ~OpenElf() { Fail(); }
+  OpenElf(const OpenElf&) = delete;
+  OpenElf& operator=(const OpenElf&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  const Elf64_Ehdr& header() const { return header_; }
+
+ private:
+  void Fail() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  int fd_;
+  Elf64_Ehdr header_{};
+};
+
 }  // namespace
 
 bool ReadDynamicSymbols(const std::string& path, std::map<std::string, uint64_t>* symbols,
                         uint64_t* first_load_vaddr) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
+  const OpenElf elf(path);
+  if (!elf.ok()) return false;
+  const int fd = elf.fd();
+  const Elf64_Ehdr& header = elf.header();
   std::string bytes;
-  if (!ReadAt(fd, 0, sizeof(Elf64_Ehdr), &bytes)) return false;
-  Elf64_Ehdr header;
-  std::memcpy(&header, bytes.data(), sizeof(header));
-  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
-      header.e_phentsize != sizeof(Elf64_Phdr) || header.e_shentsize != sizeof(Elf64_Shdr)) {
-    return false;
-  }
   *first_load_vaddr = UINT64_MAX;
   if (!ReadAt(fd, header.e_phoff, header.e_phnum * sizeof(Elf64_Phdr), &bytes)) return false;
   for (int i = 0; i < header.e_phnum; ++i) {
@@ -84,20 +108,12 @@ bool ReadDynamicSymbols(const std::string& path, std::map<std::string, uint64_t>
 }
 
 bool ReadLoadSegments(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
+  const OpenElf elf(path);
+  if (!elf.ok()) return false;
+  const int fd = elf.fd();
+  const Elf64_Ehdr& header = elf.header();
   std::string bytes;
-  if (!ReadAt(fd, 0, sizeof(Elf64_Ehdr), &bytes)) return false;
-  Elf64_Ehdr header;
-  std::memcpy(&header, bytes.data(), sizeof(header));
-  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_phentsize != sizeof(Elf64_Phdr) ||
-      !ReadAt(fd, header.e_phoff, header.e_phnum * sizeof(Elf64_Phdr), &bytes)) {
-    return false;
-  }
+  if (!ReadAt(fd, header.e_phoff, header.e_phnum * sizeof(Elf64_Phdr), &bytes)) return false;
   std::string chunk;
   for (int i = 0; i < header.e_phnum; ++i) {
     Elf64_Phdr program;
