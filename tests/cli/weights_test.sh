@@ -120,13 +120,14 @@ for command in "summary $OUT/run.json" "report $OUT/run.json -o $WORK/x.html" "c
     && pass "${command%% *} --weight bogus: status 2, the accepted values named" \
     || fail "${command%% *} --weight bogus: status $status: $(cat "$WORK/bad.err")"
 done
-# bytes and retained (native allocations, docs/memory.md) are summary's only.
+# bytes and retained (native allocations, docs/memory.md) weigh a profile's allocations: on a
+# profile without any, report and convert refuse with what to do (status 1).
 for command in "report $OUT/run.json -o $WORK/x.html" "convert $OUT/run.json --to pprof -o $WORK/x"; do
   # shellcheck disable=SC2086
   "$STRATA" $command --weight bytes >/dev/null 2>"$WORK/bad.err"
   status=$?
-  [[ $status == 2 ]] && grep -q "weight bytes is for strata summary only" "$WORK/bad.err" \
-    && pass "${command%% *} --weight bytes: status 2, summary only" \
+  [[ $status == 1 ]] && grep -q "has no native allocations (record with --features nativeallocations)" "$WORK/bad.err" \
+    && pass "${command%% *} --weight bytes without allocations: status 1, what to do" \
     || fail "${command%% *} --weight bytes: status $status: $(cat "$WORK/bad.err")"
 done
 
