@@ -39,18 +39,18 @@ int main(void) {
   if (pthread_create(&holder, NULL, HoldLoaderLock, NULL) != 0) return 2;
   while (!in_callback) usleep(1000);
   static const char ready[] = "waiting\n";
-  write(1, ready, sizeof(ready) - 1);
+  if (write(1, ready, sizeof(ready) - 1) < 0) _exit(3);
   char buffer[256];
   for (;;) {
     const ssize_t n = read(0, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) {
-      write(1, "EINTR\n", 6);
+      if (write(1, "EINTR\n", 6) < 0) _exit(3);
       return 4;
     }
     if (n <= 0) break;
     char line[32];
     const int length = snprintf(line, sizeof(line), "read %zd\n", n);
-    write(1, line, (size_t)length);
+    if (write(1, line, (size_t)length) < 0) _exit(3);
   }
   pthread_join(holder, NULL);
   return 0;
