@@ -54,6 +54,10 @@ struct LibcCalls {
   uint64_t mmap = 0;
   uint64_t munmap = 0;
   uint64_t restore_rt = 0;  // __restore_rt: `mov $15, %rax; syscall` (not exported: found by its bytes).
+  // The unused tail of libc's executable segment (FindExecutablePadding), where the trampoline
+  // goes when it fits (0: none; a code page is mapped instead).
+  uint64_t code_padding = 0;
+  size_t code_padding_bytes = 0;
 };
 
 // What LoadAndStart does in the target.
@@ -63,11 +67,8 @@ struct LoadRequest {
   uint64_t start_offset = 0;  // strata_attach_start's .dynsym value (added to the load bias).
   std::string settings;      // Its argument.
   size_t scratch_bytes = 256 * 1024;  // The private stack.
+  uint64_t stack_room = 12 * 1024;    // What the program's stack was checked to have below its pointer.
 };
-
-// __restore_rt's offset from libc's first PT_LOAD address, found in the file's executable
-// segment; 0 when it is not there exactly once.
-uint64_t FindRestoreRt(const std::string& libc_file);
 
 class BorrowedThread {
  public:
@@ -138,6 +139,9 @@ class BorrowedThread {
   uint64_t code_ = 0;              // The code page(s): trampoline, then strings.
   size_t code_bytes_ = 0;
   uint64_t library_string_ = 0;
+  uint64_t settings_string_ = 0;
+  uint64_t load_stack_ = 0;        // The stack pointer kLoad starts with (below the frame and strings).
+  bool code_in_padding_ = false;   // The trampoline is in libc's code padding (no code page).
   uint64_t scratch_ = 0;           // The private stack while mapped.
   bool broken_ = false;            // A call did not come back: no more calls.
   bool in_signal_code_ = true;     // Stopped in the kernel's signal code (where a restore is exact).

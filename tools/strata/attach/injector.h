@@ -78,6 +78,7 @@ struct InjectionResult {
   uint64_t stop_address = 0;   // strata_attach_stop_request in the target.
   uint64_t mailbox_address = 0;  // strata_attach_new_threads in the target.
   size_t threads_listed = 0;   // Threads whose pointer was read.
+  size_t threads_stopped_to_list = 0;  // Of them, those not found in glibc's lists: stopped once.
   pid_t borrowed_tid = 0;
   double borrowed_stop_ms = 0;     // The borrowed thread's whole stop (step 2), PTRACE_INTERRUPT to PTRACE_DETACH.
   double borrowed_held_ms = 0;     // The same from the stop's report (waitpid) to PTRACE_DETACH.
@@ -142,6 +143,9 @@ inline constexpr uint64_t kBorrowedStackRoom = 12 * 1024;
 // so the frame never lands in the program's data. Pure function.
 std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
                                  uint64_t thread_pointer, uint64_t sp);
+
+// Reads `length` bytes of the target's memory (process_vm_readv); false unless all were read.
+bool ReadTargetBytes(pid_t pid, uint64_t address, void* buffer, size_t length);
 
 // Reads or writes one 32-bit word of the target's memory (process_vm_readv/writev).
 bool ReadTargetWord(pid_t pid, uint64_t address, int32_t* value);
