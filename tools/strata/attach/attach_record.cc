@@ -294,7 +294,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
     int32_t state = 0;
     while (MillisecondsSince(command_start) < 10000 &&
            attach::ReadTargetWord(pid, target->injection.state_address, &state) && state < kAttachRunning) {
-      usleep(500);
+      usleep(200);  // A word in the process's private memory: read, it cannot be waited on.
     }
     if (!options.quiet) {
       std::fprintf(stderr,
