@@ -1,10 +1,11 @@
 // Loads libstrata_base.so into a running x86-64 glibc process and starts an attach session
 // there (docs/attach.md, issue 36), with ptrace, leaving every thread as it was:
 //
-//   1. Each thread of the target is stopped alone (PTRACE_SEIZE + PTRACE_INTERRUPT), its
-//      thread pointer (%fs base: its pthread_t) read, and let go with its registers as they
-//      were: the base tier registers these threads from inside (they never ran its
-//      pthread_create wrapper). One stop at a time, ~tens of microseconds each.
+//   1. Each thread's thread pointer (%fs base: its pthread_t) is read from glibc's thread
+//      lists in the target's memory, no thread stopped (glibc_threads.h): the base tier
+//      registers these threads from inside (they never ran its pthread_create wrapper). A
+//      thread not found there is stopped once (PTRACE_SEIZE + PTRACE_INTERRUPT) for it, and
+//      let go with its registers as they were (~tens of microseconds).
 //   2. One thread blocked in a blocking system call that holds no lock of libc's (read, poll,
 //      accept, recvmsg, a condition-variable or join futex wait...) is borrowed
 //      (borrowed_thread.h): stopped, all its registers saved (general ones, the XSAVE area,
