@@ -16,6 +16,10 @@
 #                 which threads of the program were stopped at all (only the borrowed one).
 # Medians, 90th percentiles and maxima; the first attach (dlopen loads the library) apart.
 #   tools/attach_bench.sh [ROUNDS]      (default 30; builds with -c opt)
+#   ATTACH_BENCH_SCHED=0 tools/attach_bench.sh   (no perf: its system-wide recording costs CPU)
+#   ATTACH_BENCH_COMPARE=/path/to/other/strata tools/attach_bench.sh
+#       each round runs that strata too (another version's, built from another commit), the
+#       order alternating, on the same process under the same load: the two side by side.
 # Beside a busy machine: tools/load.sh --seconds 600 & ... tools/attach_bench.sh; kill %1
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +37,7 @@ cleanup() {
 }
 trap cleanup EXIT
 sleep 0.5
-if command -v perf >/dev/null && perf record -q -k CLOCK_MONOTONIC -e sched:sched_switch -a -o "$work/probe.data" true \
+if [[ "${ATTACH_BENCH_SCHED:-1}" == 1 ]] && command -v perf >/dev/null && perf record -q -k CLOCK_MONOTONIC -e sched:sched_switch -a -o "$work/probe.data" true \
      >/dev/null 2>&1; then
   perf record -q -k CLOCK_MONOTONIC -e sched:sched_switch -e sched:sched_waking -a -o "$work/sched.data" \
     >/dev/null 2>"$work/perf.err" &
@@ -41,21 +45,24 @@ if command -v perf >/dev/null && perf record -q -k CLOCK_MONOTONIC -e sched:sche
   sleep 1  # perf's start.
 fi
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
-python3 - "$bin/tools/strata/strata" "$server" "$rounds" "$work" <<'EOF'
+python3 - "$bin/tools/strata/strata" "$server" "$rounds" "$work" "$bin/base/libstrata_base.so" \
+  "${ATTACH_BENCH_COMPARE:-}" <<'EOF'
 import json, re, subprocess, sys, time
-strata, server, rounds, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+strata, server, rounds, work, library, compare = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+binaries = [("this", strata)] + ([("compared", compare)] if compare else [])
 line = re.compile(r"borrowed thread (\d+) .*sampling ([0-9.]+) ms after the command \(the borrowed "
                   r"thread's stop: ([0-9.]+) ms from its report")
 with open(work + "/rounds.json", "w") as out:
     for i in range(rounds):
+      for which, binary in (binaries if i % 2 == 0 else binaries[::-1]):
         profile = "%s/p%d.json" % (work, i)
         start_wall, start_monotonic = time.time(), time.monotonic()
-        run = subprocess.run([strata, "record", "-p", server, "--duration", "0.2", "-o", profile],
+        run = subprocess.run([binary, "record", "-p", server, "--duration", "0.2", "--lib", library, "-o", profile],
                              stderr=subprocess.PIPE, text=True)
         end_monotonic = time.monotonic()
         found = line.search(run.stderr)
         if run.returncode != 0 or not found:
-            sys.exit("round %d: strata failed (%d): %s" % (i, run.returncode, run.stderr[-400:]))
+            sys.exit("round %d: %s failed (%d): %s" % (i, binary, run.returncode, run.stderr[-400:]))
         data = json.load(open(profile))
         first = None
         for thread in data["threads"]:
@@ -64,7 +71,7 @@ with open(work + "/rounds.json", "w") as out:
             for row in samples["data"]:
                 first = row[column] if first is None else min(first, row[column])
         first_sample_ms = data["meta"]["startTime"] + first - start_wall * 1000 if first is not None else None
-        json.dump({"borrowed": int(found.group(1)), "sampling": float(found.group(2)),
+        json.dump({"which": which, "borrowed": int(found.group(1)), "sampling": float(found.group(2)),
                    "held": float(found.group(3)), "first_sample": first_sample_ms,
                    "start": start_monotonic, "end": end_monotonic}, out)
         out.write("\n")
@@ -83,7 +90,6 @@ work, server = sys.argv[1], sys.argv[2]
 rounds = [json.loads(l) for l in open(work + "/rounds.json")]
 program_tids = set(int(t) for t in os.listdir("/proc/%s/task" % server))
 # The kernel's view: per round, every ptrace stop of a thread of the program (prev_state t).
-windows, stopped_threads = [], []
 sched = work + "/sched.txt"
 if os.path.exists(sched) and os.path.getsize(sched) > 0:
     events = []  # (time, kind, tid)
@@ -110,8 +116,8 @@ if os.path.exists(sched) and os.path.getsize(sched) > 0:
                 last_resume = time_s
                 in_stop.discard(tid)
         if first_stop is not None and last_resume is not None:
-            windows.append((last_resume - first_stop) * 1000)
-            stopped_threads.append(len(stopped))
+            r["window"] = (last_resume - first_stop) * 1000
+            r["stopped"] = len(stopped)
 
 def summary(name, values, unit="ms"):
     values = sorted(v for v in values if v is not None)
@@ -121,17 +127,19 @@ def summary(name, values, unit="ms"):
     p90 = values[min(len(values) - 1, int(round(0.9 * (len(values) - 1))))]
     print("  %-13s median %7.2f %s, p90 %7.2f %s, max %7.2f %s (%d)" % (name, median, unit, p90, unit, values[-1], unit, len(values)))
 
-print("first attach (loads the library): first sample %.1f ms, sampling %.1f ms, held %.2f ms%s" % (
-    rounds[0]["first_sample"] or -1, rounds[0]["sampling"], rounds[0]["held"],
-    ", stop window %.2f ms" % windows[0] if windows else ""))
-later = rounds[1:]
-print("later attaches:")
-summary("first sample", [r["first_sample"] for r in later])
-summary("sampling", [r["sampling"] for r in later])
-summary("held", [r["held"] for r in later])
-if windows:
-    summary("stop window", windows[1:])
-    print("  threads of the program stopped per attach: %s" % sorted(set(stopped_threads)))
-else:
-    print("  stop window: not measured (perf cannot record sched tracepoints here)")
+first = rounds[0]
+print("first attach (%s strata; loads the library): first sample %.1f ms, sampling %.1f ms, held %.2f ms%s" % (
+    first["which"], first["first_sample"] or -1, first["sampling"], first["held"],
+    ", stop window %.2f ms" % first["window"] if "window" in first else ""))
+for which in sorted(set(r["which"] for r in rounds), reverse=True):
+    later = [r for r in rounds[1:] if r["which"] == which]
+    print("later attaches (%s strata):" % which)
+    summary("first sample", [r["first_sample"] for r in later])
+    summary("sampling", [r["sampling"] for r in later])
+    summary("held", [r["held"] for r in later])
+    if any("window" in r for r in later):
+        summary("stop window", [r.get("window") for r in later])
+        print("  threads of the program stopped per attach: %s" % sorted(set(r["stopped"] for r in later if "stopped" in r)))
+    else:
+        print("  stop window: not measured (ATTACH_BENCH_SCHED=0, or perf cannot record sched tracepoints here)")
 EOF

@@ -299,12 +299,14 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
     if (!options.quiet) {
       std::fprintf(stderr,
                    "strata record: attached to process %d (%s): %zu threads (listed in %.1f ms, %zu stopped for it, "
-                   "longest stop %.3f ms); borrowed thread %d after %.1f ms, stopped %.2f ms; loaded %.1f ms and sampling "
+                   "longest stop %.3f ms); borrowed thread %d after %.1f ms%s, stopped %.2f ms; loaded %.1f ms and "
+                   "sampling "
                    "%.1f ms after the command (the borrowed thread's stop: %.2f ms from its report; %s; the "
                    "listing's longest from its report %.3f ms)\n",
                    pid, target->name.c_str(), target->injection.threads_listed, target->injection.list_ms,
-                   target->injection.threads_stopped_to_list, target->injection.longest_thread_stop_ms, target->injection.borrowed_tid,
-                   target->injection.borrow_wait_ms, target->injection.borrowed_stop_ms, loaded_ms,
+                   target->injection.threads_stopped_to_list, target->injection.longest_thread_stop_ms,
+                   target->injection.borrowed_tid, target->injection.borrow_wait_ms,
+                   target->injection.realtime ? " (strata at real-time priority)" : "", target->injection.borrowed_stop_ms, loaded_ms,
                    MillisecondsSince(command_start), target->injection.borrowed_held_ms,
                    target->injection.borrowed_phases.c_str(), target->injection.longest_thread_held_ms);
     }

@@ -81,6 +81,7 @@ struct InjectionResult {
   size_t threads_listed = 0;   // Threads whose pointer was read.
   size_t threads_stopped_to_list = 0;  // Of them, those not found in glibc's lists: stopped once.
   pid_t borrowed_tid = 0;
+  bool realtime = false;           // strata ran at real-time priority while it held the thread.
   double borrowed_stop_ms = 0;     // The borrowed thread's whole stop (step 2), PTRACE_INTERRUPT to PTRACE_DETACH.
   double borrowed_held_ms = 0;     // The same from the stop's report (waitpid) to PTRACE_DETACH.
   int borrowed_round_trips = 0;    // ptrace requests on it meanwhile.
