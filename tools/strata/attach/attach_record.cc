@@ -252,6 +252,8 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
   sigprocmask(SIG_BLOCK, &waited, &previous);
 
   const Clock::time_point command_start = Clock::now();
+  // Until every session runs (attach::RealtimeWindow): the attach's own work is short.
+  auto realtime = std::make_unique<attach::RealtimeWindow>();
   std::vector<std::unique_ptr<Attached>> targets;
   int failure = 0;
   for (pid_t pid : pids) {
@@ -315,6 +317,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
     targets.push_back(std::move(target));
   }
 
+  realtime.reset();
   // Wait: a signal, --duration, or every process gone.
   if (failure == 0) {
     if (!options.quiet) {

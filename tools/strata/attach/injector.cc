@@ -170,36 +170,21 @@ std::string ReadWholeFile(const std::string& path) {
   return text.str();
 }
 
-// The borrowed thread's window at real-time priority (SCHED_FIFO 1) for strata's own thread,
-// when it may (root, CAP_SYS_NICE): each round trip waits for the thread and then for strata
-// to be scheduled, and on a busy machine strata's wake-up would wait behind every runnable
-// task. Nothing of the program's changes (its thread keeps its own policy); strata's previous
-// policy is given back at the end. STRATA_ATTACH_TEST_NO_REALTIME=1 leaves it out (benchmarks).
-class RealtimeWindow {
- public:
-  RealtimeWindow() {
-    const char* off = std::getenv("STRATA_ATTACH_TEST_NO_REALTIME");
-    if (off != nullptr && std::strcmp(off, "1") == 0) return;
-    policy_ = sched_getscheduler(0);
-    if (policy_ < 0 || sched_getparam(0, &param_) != 0) return;
-    struct sched_param fifo = {};
-    fifo.sched_priority = 1;
-    active_ = sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &fifo) == 0;
-  }
-  ~RealtimeWindow() {
-    if (active_) sched_setscheduler(0, policy_, &param_);
-  }
-  RealtimeWindow(const RealtimeWindow&) = delete;
-  RealtimeWindow& operator=(const RealtimeWindow&) = delete;
-  bool active() const { return active_; }
-
- private:
-  int policy_ = -1;
-  struct sched_param param_ = {};
-  bool active_ = false;
-};
-
 }  // namespace
+
+RealtimeWindow::RealtimeWindow() {
+  const char* off = std::getenv("STRATA_ATTACH_TEST_NO_REALTIME");
+  if (off != nullptr && std::strcmp(off, "1") == 0) return;
+  policy_ = sched_getscheduler(0);
+  if (policy_ < 0 || sched_getparam(0, &param_) != 0) return;
+  struct sched_param fifo = {};
+  fifo.sched_priority = 1;
+  active_ = sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &fifo) == 0;
+}
+
+RealtimeWindow::~RealtimeWindow() {
+  if (active_) sched_setscheduler(0, policy_, &param_);
+}
 
 std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
                                  uint64_t thread_pointer, uint64_t sp) {

@@ -36,6 +36,7 @@
 #ifndef STRATA_TOOLS_STRATA_ATTACH_INJECTOR_H_
 #define STRATA_TOOLS_STRATA_ATTACH_INJECTOR_H_
 
+#include <sched.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -145,6 +146,27 @@ inline constexpr uint64_t kBorrowedStackRoom = 12 * 1024;
 // so the frame never lands in the program's data. Pure function.
 std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
                                  uint64_t thread_pointer, uint64_t sp);
+
+// strata's own thread at real-time priority (SCHED_FIFO 1, SCHED_RESET_ON_FORK) for the
+// object's life, when it may (root, CAP_SYS_NICE): while strata holds a thread of the target
+// and waits for the attach, each step waits for strata to be scheduled, and on a busy machine
+// its wake-ups would wait behind every runnable task. Its work there is short and its waits
+// sleep. Nothing of the program's changes (its threads keep their policies); strata's previous
+// policy is given back at the end (nested windows restore in turn).
+// STRATA_ATTACH_TEST_NO_REALTIME=1 leaves it out (benchmarks).
+class RealtimeWindow {
+ public:
+  RealtimeWindow();
+  ~RealtimeWindow();
+  RealtimeWindow(const RealtimeWindow&) = delete;
+  RealtimeWindow& operator=(const RealtimeWindow&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  int policy_ = -1;
+  struct sched_param param_ = {};
+  bool active_ = false;
+};
 
 // Reads `length` bytes of the target's memory (process_vm_readv); false unless all were read.
 bool ReadTargetBytes(pid_t pid, uint64_t address, void* buffer, size_t length);
