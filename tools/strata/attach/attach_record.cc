@@ -194,9 +194,16 @@ void AdoptNewThreads(Attached* target) {
   if (fresh.empty()) return;
   int32_t full = 1;
   if (!attach::ReadTargetWord(pid, target->injection.mailbox_address, &full) || full != 0) return;
+  // From glibc's lists, no thread stopped; those not found there stopped once each.
+  const std::map<pid_t, uint64_t> from_memory = attach::GlibcThreadPointers(pid, fresh, target->injection.thread_lists);
+  std::vector<pid_t> not_found;
+  for (pid_t tid : fresh) {
+    if (from_memory.count(tid) == 0) not_found.push_back(tid);
+  }
   double longest_stop_ms = target->injection.longest_thread_stop_ms;
   bool denied = false;
-  const std::vector<attach::ThreadPointer> pointers = attach::ReadThreadPointers(pid, fresh, &longest_stop_ms, &denied);
+  std::vector<attach::ThreadPointer> pointers = attach::ReadThreadPointers(pid, not_found, &longest_stop_ms, &denied);
+  for (const auto& [tid, pointer] : from_memory) pointers.push_back({tid, pointer});
   if (attach::OfferNewThreads(pid, target->injection.mailbox_address, pointers)) {
     target->threads_added += pointers.size();
   }

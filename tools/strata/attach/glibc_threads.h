@@ -25,13 +25,24 @@
 namespace strata {
 namespace attach {
 
+// Where glibc's thread lists are in a process, and the offsets of the fields read.
+struct GlibcThreadLists {
+  uint64_t stack_used = 0;  // The two list heads (list_t) in _rtld_global.
+  uint64_t stack_user = 0;
+  uint32_t list = 0;        // struct pthread's list member.
+  uint32_t next = 0;        // list_t's next.
+  uint32_t tid = 0;         // struct pthread's tid.
+  bool found() const { return stack_used != 0; }
+};
+
 // `libc_symbols`: libc's .dynsym values (ReadDynamicSymbols), `libc_bias` added to them gives
 // the process's addresses; `rtld_global`: the address of ld.so's _rtld_global in the process.
-// Returns tid -> thread pointer for those of `tids` found and checked; empty when libc has no
-// descriptors (not glibc >= 2.34's layout) or the memory cannot be read.
-std::map<pid_t, uint64_t> GlibcThreadPointers(pid_t pid, const std::vector<pid_t>& tids,
-                                              const std::map<std::string, uint64_t>& libc_symbols,
-                                              uint64_t libc_bias, uint64_t rtld_global);
+// Not found() when libc has no descriptors (not glibc >= 2.34's layout) or they cannot be read.
+GlibcThreadLists FindGlibcThreadLists(pid_t pid, const std::map<std::string, uint64_t>& libc_symbols,
+                                      uint64_t libc_bias, uint64_t rtld_global);
+
+// tid -> thread pointer for those of `tids` found in the lists and checked (above).
+std::map<pid_t, uint64_t> GlibcThreadPointers(pid_t pid, const std::vector<pid_t>& tids, const GlibcThreadLists& lists);
 
 }  // namespace attach
 }  // namespace strata

@@ -71,8 +71,10 @@ TEST_CASE("every thread's pointer is read from glibc's lists, as pthread_self") 
   const pid_t main_tid = getpid();
   std::vector<pid_t> tids = {main_tid};
   for (const Started& started : threads) tids.push_back(started.tid.load());
-  const std::map<pid_t, uint64_t> found = GlibcThreadPointers(
-      getpid(), tids, libc_symbols, libc_base - libc_vaddr, ld_base - ld_vaddr + ld_symbols["_rtld_global"]);
+  const GlibcThreadLists lists =
+      FindGlibcThreadLists(getpid(), libc_symbols, libc_base - libc_vaddr, ld_base - ld_vaddr + ld_symbols["_rtld_global"]);
+  REQUIRE(lists.found());
+  const std::map<pid_t, uint64_t> found = GlibcThreadPointers(getpid(), tids, lists);
   CHECK(found.size() == tids.size());
   CHECK(found.count(main_tid) == 1);
   if (found.count(main_tid)) CHECK(found.at(main_tid) == static_cast<uint64_t>(pthread_self()));
@@ -81,8 +83,13 @@ TEST_CASE("every thread's pointer is read from glibc's lists, as pthread_self") 
     CHECK(found.at(started.tid.load()) == static_cast<uint64_t>(started.thread));
   }
   // A tid that is no thread of this process is not found.
-  CHECK(GlibcThreadPointers(getpid(), {999999999}, libc_symbols, libc_base - libc_vaddr,
-                            ld_base - ld_vaddr + ld_symbols["_rtld_global"]).empty());
+  CHECK(GlibcThreadPointers(getpid(), {999999999}, lists).empty());
+  // One thread asked for alone (as for a thread started after the attach) is found alone.
+  const std::map<pid_t, uint64_t> one = GlibcThreadPointers(getpid(), {threads[2].tid.load()}, lists);
+  CHECK(one.size() == 1);
+  CHECK(one.count(threads[2].tid.load()) == 1);
+  // No lists (a libc without the descriptors): nothing found.
+  CHECK(GlibcThreadPointers(getpid(), tids, GlibcThreadLists()).empty());
   for (Started& started : threads) started.done.store(true);
   for (Started& started : threads) pthread_join(started.thread, nullptr);
 }

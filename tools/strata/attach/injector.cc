@@ -491,8 +491,8 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
   const std::vector<pid_t> tids = Threads(pid);
   const uint64_t rtld_global =
       facts.ld_base != 0 && ld_symbols.count("_rtld_global") ? facts.ld_base - ld_vaddr + ld_symbols["_rtld_global"] : 0;
-  const std::map<pid_t, uint64_t> from_memory =
-      GlibcThreadPointers(pid, tids, libc_symbols, facts.libc_base - libc_vaddr, rtld_global);
+  result.thread_lists = FindGlibcThreadLists(pid, libc_symbols, facts.libc_base - libc_vaddr, rtld_global);
+  const std::map<pid_t, uint64_t> from_memory = GlibcThreadPointers(pid, tids, result.thread_lists);
   std::vector<pid_t> not_found;
   for (pid_t tid : tids) {
     if (from_memory.count(tid) == 0) not_found.push_back(tid);

@@ -43,6 +43,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/strata/attach/glibc_threads.h"
+
 namespace strata {
 namespace attach {
 
@@ -81,6 +83,7 @@ struct InjectionResult {
   uint64_t mailbox_address = 0;  // strata_attach_new_threads in the target.
   size_t threads_listed = 0;   // Threads whose pointer was read.
   size_t threads_stopped_to_list = 0;  // Of them, those not found in glibc's lists: stopped once.
+  GlibcThreadLists thread_lists;  // Where the pointers of threads started later are read.
   pid_t borrowed_tid = 0;
   bool realtime = false;           // strata ran at real-time priority while it held the thread.
   double borrowed_stop_ms = 0;     // The borrowed thread's whole stop (step 2), PTRACE_INTERRUPT to PTRACE_DETACH.
