@@ -210,19 +210,34 @@ __attribute__((noinline)) size_t CaptureAllocationStack(RegisteredThread* thread
   size_t count = CaptureCurrentStack(pcs, kMaxMarkerStackFrames);
   ThreadLabels labels;
   ReadThreadLabels(thread->profiling_stack, &labels);
-  if (count == 0 || labels.count == 0) {
-    for (size_t i = 0; i < count; ++i) words[i] = pcs[i];
-    return count;
-  }
   uint32_t slots_below[kMaxAllocationStackLabels] = {};
-  const StackBounds& bounds = thread->bounds;
-  if (anchor.slot >= bounds.low && anchor.slot < bounds.high) {
-    if (!CountSlotsBelowLabels(pcs, count, anchor, bounds.high, labels.addresses, labels.count,
-                               StackImage::OfOwnStack(), slots_below)) {
-      count = WalkWithStackPointers(bounds, labels, pcs, kMaxMarkerStackFrames, slots_below);
+  if (count != 0 && labels.count != 0) {
+    const StackBounds& bounds = thread->bounds;
+    if (anchor.slot >= bounds.low && anchor.slot < bounds.high) {
+      if (!CountSlotsBelowLabels(pcs, count, anchor, bounds.high, labels.addresses,
+                                 labels.count, StackImage::OfOwnStack(), slots_below)) {
+        count = WalkWithStackPointers(bounds, labels, pcs, kMaxMarkerStackFrames, slots_below);
+      }
+    }  // Else on another stack (a coroutine's, the signal stack): the labels after the leaf.
+  }
+  // Strata's own frames (this function's, the recording's, the hook's: up to the anchor's
+  // return address, which is in the hook) are not written: the capture would elide them
+  // (docs/symbols.md), and they are ~4 of a record's ~25 words.
+  size_t own = 0;
+  for (size_t i = 0; i < count && i < 16; ++i) {
+    if (pcs[i] == anchor.return_address) {
+      own = i + 1;
+      break;
     }
-  }  // Else on another stack (a coroutine's, the signal stack): the labels after the leaf.
-  return WriteMergedStack(pcs, count, labels, slots_below, words);
+  }
+  for (uint32_t k = 0; k < labels.count; ++k) {
+    slots_below[k] = slots_below[k] > own ? static_cast<uint32_t>(slots_below[k] - own) : 0;
+  }
+  if (labels.count == 0) {
+    for (size_t i = own; i < count; ++i) words[i - own] = pcs[i];
+    return count - own;
+  }
+  return WriteMergedStack(pcs + own, count - own, labels, slots_below, words);
 }
 
 }  // namespace
