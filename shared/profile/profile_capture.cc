@@ -334,8 +334,11 @@ class ProfileBuilder {
     } else if (kind == EntryKind::kMarker) {
       const MarkerHeader header = reader.ReadObject<MarkerHeader>();
       if (reader.Failed()) return;
-      std::vector<SampleFrame> frames = MarkerFrames(header.stack, header.start);
-      NoteFrames(frames.data(), frames.size());
+      std::vector<SampleFrame>& frames = marker_frames_;
+      size_t count = DecodeMarkerStack(header.stack, frames);
+      MoveAddresses(frames.data(), count, header.start);
+      ElideOwnFrames(frames.data(), count);
+      NoteFrames(frames.data(), count);
     }
   }
 
@@ -606,36 +609,27 @@ class ProfileBuilder {
     return false;
   }
 
-  // A marker's stack (leaf first, as recorded) as frames root first, moved and elided.
-  std::vector<SampleFrame> MarkerFrames(const std::vector<uint64_t>& leaf_first, TimeStamp time) {
-    std::vector<SampleFrame> frames;
-    size_t count = DecodeMarkerStack(leaf_first, frames);
-    MoveAddresses(frames.data(), count, time);
-    ElideOwnFrames(frames.data(), count);
-    frames.resize(count);
-    return frames;
-  }
-
   // Writes a marker stack's frames (native return addresses, and label frames where the
   // stack carries them: marker_entry.h, MarkerStackLabel) root first into `frames` (grown,
-  // never shrunk: reused from marker to marker) and returns how many.
+  // never shrunk: reused from marker to marker) and returns how many. Two passes (count, then
+  // fill from the root end): no frame is moved.
   static size_t DecodeMarkerStack(const std::vector<uint64_t>& leaf_first,
                                   std::vector<SampleFrame>& frames) {
     size_t count = 0;
-    auto next = [&]() -> SampleFrame& {
-      if (frames.size() <= count) frames.resize(count + 1);
-      return frames[count++];
-    };
+    auto count_one = [&](const auto&) { ++count; };
+    ForEachMarkerStackFrame(leaf_first.data(), leaf_first.size(), count_one, count_one);
+    if (frames.size() < count) frames.resize(count);
+    size_t next = count;
     ForEachMarkerStackFrame(
         leaf_first.data(), leaf_first.size(),
         [&](uint64_t address) {
-          SampleFrame& frame = next();
+          SampleFrame& frame = frames[--next];
           frame.kind = SampleFrame::Kind::kNative;
           frame.address = address;
           frame.push_site = 0;
         },
         [&](const MarkerStackLabel& label) {
-          SampleFrame& frame = next();
+          SampleFrame& frame = frames[--next];
           frame.kind = SampleFrame::Kind::kLabel;
           frame.label = ProfilerString::Dynamic(label.label);
           frame.category = label.category;
@@ -646,7 +640,6 @@ class ProfileBuilder {
           }
           frame.push_site = label.push_site;
         });
-    std::reverse(frames.begin(), frames.begin() + static_cast<ptrdiff_t>(count));
     return count;
   }
 
@@ -741,7 +734,8 @@ class ProfileBuilder {
     return stacks.Stack(base, label);
   }
 
-  // As MarkerFrames() then StackOf(), in frames reused from marker to marker (no allocation
+  // A marker's stack (leaf first, as recorded) root first, moved and elided, as StackOf()
+  // gives it, in frames reused from marker to marker (no allocation
   // per marker: native allocation records are markers with stacks, by the hundred thousand).
   std::optional<uint32_t> MarkerStack(ThreadState& thread,
                                       const std::vector<uint64_t>& leaf_first) {
