@@ -18,23 +18,13 @@ a case has no record or any record is misplaced.
 """
 import argparse
 import json
+import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from alloc_check import function_names  # noqa: E402  (names without arguments or namespaces)
+
 LABELS = {'Labeled caller', 'Own frame', 'Depth 2', 'Load data.bin', 'Outer label'}
-
-
-def frame_names(thread):
-    strings = thread['stringTable']
-    schema = thread['frameTable']['schema']
-    names = []
-    for frame in thread['frameTable']['data']:
-        location = strings[frame[schema['location']]].split(' (in ')[0]
-        location = location.replace('(anonymous namespace)::', '')
-        if location in LABELS:
-            names.append(location)
-        else:
-            names.append(location.split('(')[0].split('::')[-1].strip())
-    return names
 
 
 def path_of(thread, names, stack, cache):
@@ -92,7 +82,7 @@ def main():
             samples = stack['samples']
             index = samples['data'][0][samples['schema']['stack']]
             if names is None:
-                names = frame_names(thread)
+                names = function_names(thread)
             path = path_of(thread, names, index, cache)
             for name, expected in cases:
                 if name not in path:
