@@ -55,7 +55,6 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   // The handler CPU counted from here (profilingLog.longHandlerCpuMs; the thread is not
   // sampled yet, so its handler does not write it now).
   thread->handler_cpu_ns.store(0, std::memory_order_relaxed);
-  thread->sample_credit_ns = 0;  // No credit left from an earlier session's signals.
   // The first sample carries the CPU used since sampling started, not since the thread did.
   const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
   thread->last_sample_cpu_ns = cpu ? cpu->ToNanoseconds() : -1;
