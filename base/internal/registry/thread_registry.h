@@ -82,9 +82,9 @@ struct RegisteredThread {
   // The program's CPU since the latest recorded sample, less the intervals recorded: a
   // signal is skipped while it is under half an interval (a long walk ate the period).
   int64_t sample_credit_ns = 0;
-  // The CPU the thread spent in long handlers (walks), kept out of every CPU delta: the
-  // thread's "program CPU" is its CPU clock less this. Written by the handler (single
-  // writer), read by the sampler.
+  // The CPU the thread spent in long handlers (walks; profilingLog.longHandlerCpuMs). CPU
+  // deltas still include it (they follow the thread's CPU clock). Written by the handler
+  // (single writer), read by the sampler.
   std::atomic<int64_t> handler_cpu_ns{0};
   // A later tier's per-thread data (tier_extension.h), e.g. a script engine's context.
   std::atomic<void*> tier_data{nullptr};
