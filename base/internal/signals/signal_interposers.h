@@ -40,7 +40,8 @@ void UnmaskSamplingSignalInAlternateStackHandlers();
 // rt_sigaction during the session): MaskSamplingSignalInAlternateStackHandlers again when the
 // sampling handler's entry found an instance of S on an alternate stack since the last look
 // (it blocked S there for the rest of that handler run: SamplingSignalsOnAlternateStack), and
-// every 100 ms regardless (62 rt_sigaction reads, ~10 us). Sampler thread only.
+// every 100 ms regardless (62 rt_sigaction reads: 8 us of CPU here, 0.008 % of a CPU).
+// Sampler thread only.
 void MaskAlternateStackHandlersIfDue();
 
 }  // namespace base_internal
