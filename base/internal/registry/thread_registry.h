@@ -153,6 +153,11 @@ struct Registry {
   size_t ended_since_prune = 0;  // Threads that ended since the last PruneEndedThreadsLocked.
   // Registrations since the last ReclaimDeadThreadsLocked out of the sampler loop.
   size_t registered_since_sweep = 0;
+  // Live threads right after that sweep: the next one comes after as many registrations (at
+  // least kMinPruneBatch), not after as many as `live` holds then, which counts the dead
+  // ones not swept yet and so grew as fast as the registrations (out of session, threads
+  // that all ended by a raw SYS_exit were swept once, then never: 12 KiB each kept).
+  size_t live_after_sweep = 0;
   uint64_t reclaimed_dead_threads = 0;  // Threads found dead (raw SYS_exit), for tests/logs.
 };
 

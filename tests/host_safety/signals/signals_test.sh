@@ -346,6 +346,28 @@ for size in 4096 5120 6144 7168; do
   run_three "$name" "$(binary $DIR/stack_headroom)" altstack "$size" 600 1
   same_as_plain "$name"
 done
+# The same kind of handler installed by a raw rt_sigaction system call after the session
+# started (a runtime's way: no wrapper sees it, so its sa_mask was never extended), each run
+# going down to 1.5 KiB above the base of its 16 KiB alternate stack: killed (SIGSEGV, 3/3:
+# "overflowed sigaltstack") by a sample landing there. Now the first sample that lands on the
+# alternate stack blocks the sampling signal for the rest of that run (its uc_sigmask), and the
+# sampler adds it to the handler's kernel mask for the later runs (read back raw on stderr).
+name=altstack_raw
+run_three "$name" "$(binary $DIR/stack_headroom)" altstack_raw
+same_as_plain "$name"
+for way in plain preload record; do
+  extra=$(sed -n 's/^kernel mask extra: //p' "$WORK/$name.$way.err")
+  case $way in
+    plain) expected=none ;;
+    preload) expected=$(meta_number "$name" samplingSignal) ;;
+    record) expected=$(meta_number "$name.record" samplingSignal) ;;
+  esac
+  if [[ "$extra" == "$expected" && -n "$extra" ]]; then
+    pass "$name ($way): the kernel's mask for the raw handler adds: $extra"
+  else
+    fail "$name ($way): the kernel's mask for the raw handler adds: '${extra}', expected $expected"
+  fi
+done
 for name in altstack_4096 altstack_long_6144 altstack_16384; do
   if grep -q OnUsr1 "$OUT/$name.json"; then
     fail "$name: samples inside the program's handler on a small alternate stack"
