@@ -515,7 +515,11 @@ bool KernelActionNeedsMask(int signal_number, const KernelAction& action, int sa
 // sigaction on another thread, or a raw rt_sigaction, between the read and the write), which
 // is put back at once, changed by `put_back` when that applies to it, and compared in turn
 // with what was just written; at most kActionRewriteRounds rounds, each one system call
-// wide. Returns 1 when the action left installed (in *installed) is one that `change` or
+// wide. The window left (docs/host-contract.md, "Known gaps"): between a displacing exchange
+// and the put-back, the kernel holds the older action (changed), for one system call: a
+// signal delivered then runs the older handler, a concurrent sigaction's old action is that
+// one. `read` must be read just before the call, so that the gap it covers is one system
+// call too. Returns 1 when the action left installed (in *installed) is one that `change` or
 // `put_back` changed, 0 when it is the program's own unchanged, -1 when rt_sigaction failed.
 constexpr int kActionRewriteRounds = 8;
 template <typename Change, typename PutBack>

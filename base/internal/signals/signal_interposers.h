@@ -33,7 +33,10 @@ int SamplingSignalOfProgramCall();
 // sigaction for the same signal on another thread between a scan's read and its write is
 // never lost: the write is an exchange, and a displaced action other than the one read is
 // put back at once (masked in turn if it needs it), up to 8 rounds (docs/host-contract.md,
-// "Stack"). Not concurrent with each other (the session's start and stop, the sampler in
+// "Stack"). Known gap (docs/host-contract.md, "Known gaps"): until it is put back, for one
+// rt_sigaction system call, the older action the scan read is installed: a signal delivered
+// then runs the older handler, and a concurrent sigaction(..., &old) on another thread reads
+// that older action as its old one. Not concurrent with each other (the session's start and stop, the sampler in
 // between); no lock, no allocation, raw system calls only.
 void MaskSamplingSignalInAlternateStackHandlers(int sampling_signal);
 void UnmaskSamplingSignalInAlternateStackHandlers();
