@@ -62,6 +62,18 @@ struct WaitState {
   std::atomic<uintptr_t> caller_sp{0};
   std::atomic<uintptr_t> caller_fp{0};
   std::atomic<int64_t> start_ns{0};  // TimeStamp nanoseconds.
+  // Kernel CPU charged to the call (kernel_cpu_charge.h): the thread's CPU clock at the
+  // wait's entry (published with the snapshot), -1 when not measured; at its end (stored
+  // with end_ns, for a tracked wait).
+  std::atomic<int64_t> start_cpu_ns{-1};
+  std::atomic<int64_t> end_cpu_ns{-1};
+  // Set by the sampler (registry mutex held, read by the thread): the thread's sampling
+  // source drops the signals of kernel-mode CPU (a perf event), so wrapped calls measure
+  // their CPU and charge it to their own stack.
+  std::atomic<bool> charges_kernel_cpu{false};
+  // Thread: the CPU of wrapped calls not yet charged as samples (error diffusion: a sample
+  // per interval of it, kernel_cpu_charge.h).
+  int64_t kernel_cpu_credit_ns = 0;
   // Set by the sampler to the sequence of the wait it emits samples for; the thread then
   // notes when that wait ended (end_sequence == that sequence).
   std::atomic<uint64_t> tracked_sequence{0};

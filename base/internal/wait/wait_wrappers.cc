@@ -35,9 +35,11 @@
 #include <string_view>
 
 #include "base/internal/session/core.h"
+#include "base/internal/wait/kernel_cpu_charge.h"
 #include "base/internal/wait/scoped_wait.h"
 #include "base/internal/signals/signal_interposers.h"
 #include "base/internal/registry/thread_registry.h"
+#include "platform/cpu_time.h"
 #include "platform/never_destroyed.h"
 #include "platform/next_definition.h"
 #include "platform/sampling/held_sampling_signals.h"
@@ -197,6 +199,11 @@ void ScopedWait::Begin(const void* function, const CallerRegisters& caller) {
   wait.caller_sp.store(caller.sp, std::memory_order_relaxed);
   wait.caller_fp.store(caller.fp, std::memory_order_relaxed);
   wait.start_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
+  // Kernel CPU charged to this call (kernel_cpu_charge.h): the CPU clock at its entry.
+  wait.start_cpu_ns.store(wait.charges_kernel_cpu.load(std::memory_order_relaxed)
+                              ? CurrentThreadCpuTime().ToNanoseconds()
+                              : -1,
+                          std::memory_order_relaxed);
   wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
                       std::memory_order_release);
 }
@@ -204,14 +211,30 @@ void ScopedWait::Begin(const void* function, const CallerRegisters& caller) {
 void ScopedWait::End() {
   WaitState& wait = thread_->wait;
   if (marked_) {
+    const int saved_errno = errno;  // The wrapped call's, for the program.
     const uint64_t sequence = wait.sequence.load(std::memory_order_relaxed);
-    if (wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
-      wait.end_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
+    const int64_t start_cpu_ns = wait.start_cpu_ns.load(std::memory_order_relaxed);
+    const int64_t end_cpu_ns = start_cpu_ns >= 0 ? CurrentThreadCpuTime().ToNanoseconds() : -1;
+    const bool tracked = wait.tracked_sequence.load(std::memory_order_relaxed) == sequence;
+    const int64_t end_ns = tracked || end_cpu_ns >= 0 ? TimeStamp::Now().ToNanoseconds() : 0;
+    if (tracked) {
+      wait.end_ns.store(end_ns, std::memory_order_relaxed);
+      wait.end_cpu_ns.store(end_cpu_ns, std::memory_order_relaxed);
       wait.end_sequence.store(sequence, std::memory_order_release);
     }
     wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
     // The sampler may be walking the frames this thread is about to return into.
     wait.AwaitWalkEnd();
+    if (start_cpu_ns >= 0) {
+      const CallerRegisters caller{wait.caller_pc.load(std::memory_order_relaxed),
+                                   wait.caller_sp.load(std::memory_order_relaxed),
+                                   wait.caller_fp.load(std::memory_order_relaxed)};
+      ChargeWrappedCallCpu(thread_,
+                           reinterpret_cast<const void*>(wait.function.load(std::memory_order_relaxed)),
+                           caller, wait.start_ns.load(std::memory_order_relaxed), end_ns,
+                           start_cpu_ns, end_cpu_ns);
+    }
+    errno = saved_errno;
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   if (wait.depth > 0) --wait.depth;

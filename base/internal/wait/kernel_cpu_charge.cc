@@ -1,0 +1,136 @@
+// Kernel CPU charged to the wrapped call that used it (kernel_cpu_charge.h). Runs on the
+// program's thread, at the end of a wrapped call: raw system calls, no lock, no allocation.
+#include "base/internal/wait/kernel_cpu_charge.h"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "base/internal/registry/thread_registry.h"
+#include "base/internal/session/tier_extension.h"
+#include "base/internal/wait/scoped_wait.h"
+#include "platform/raw_syscall.h"
+#include "platform/sampling/sampling_signal.h"
+
+namespace strata {
+namespace base_internal {
+namespace {
+
+// The sampling signal blocked on the calling thread while it fills its own ring's scratch
+// slot, which its signal handler fills too; restored exactly as it was (raw rt_sigprocmask:
+// the program's mask interposers are not involved, and the program cannot see the change).
+class SamplingSignalBlocked {
+ public:
+  SamplingSignalBlocked() {
+    const int signal_number = InstalledSamplingSignal();
+    if (signal_number <= 0) return;
+    uint64_t block = uint64_t{1} << (signal_number - 1);
+    blocked_ = RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&block),
+                          reinterpret_cast<long>(&previous_), sizeof(uint64_t)) == 0;
+  }
+  ~SamplingSignalBlocked() {
+    if (blocked_) {
+      RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous_), 0,
+                 sizeof(uint64_t));
+    }
+  }
+  bool ok() const { return blocked_; }
+  SamplingSignalBlocked(const SamplingSignalBlocked&) = delete;
+  SamplingSignalBlocked& operator=(const SamplingSignalBlocked&) = delete;
+
+ private:
+  uint64_t previous_ = 0;
+  bool blocked_ = false;
+};
+
+// Fills `slot` with the call's stack: the wrapped libc function as the leaf, then the
+// program's frames from the caller's registers (walked as the signal handler walks), and the
+// thread's labels.
+void FillCallStack(RegisteredThread* thread, SampleSlot* slot, const void* function,
+                   const CallerRegisters& caller) {
+  slot->natives[0] = {reinterpret_cast<uintptr_t>(function) + 1,
+                      caller.sp - 2 * sizeof(uintptr_t)};
+  ucontext_t& context = thread->walk_scratch.resumed;
+  memset(&context, 0, sizeof(context));
+  const FrameRegisters start{caller.pc, caller.sp, caller.fp};
+  FrameRegisters stopped;
+  size_t count = 1 + WalkNativeSegment(thread, &context, &start, slot->natives + 1,
+                                       SampleSlot::kMaxNativeFrames - 1, &stopped);
+  if (count == 1) slot->natives[count++] = {caller.pc, caller.sp};
+  slot->native_count = static_cast<uint32_t>(count);
+  const ProfilingStack& labels = thread->profiling_stack;
+  const uint32_t depth =
+      std::min({labels.Depth(), ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
+  std::atomic_signal_fence(std::memory_order_acquire);
+  for (uint32_t i = 0; i < depth; ++i) {
+    const LabelFrame& frame = labels.frame(i);
+    SampleSlot::Label& label = slot->labels[i];
+    label.label = frame.label;
+    label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
+    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
+    label.category = frame.category;
+    label.has_dynamic = frame.dynamic_string != nullptr;
+    if (label.has_dynamic) {
+      size_t n = 0;
+      for (; n < SampleSlot::kMaxDynamicChars && frame.dynamic_string[n] != '\0'; ++n) {
+        label.dynamic[n] = frame.dynamic_string[n];
+      }
+      label.dynamic[n] = '\0';
+    }
+  }
+  slot->label_count = depth;
+  slot->overruns = 0;
+  slot->in_system_call = false;
+  slot->script_frame_count = 0;
+  slot->script_text_bytes = 0;
+}
+
+}  // namespace
+
+void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
+                          const CallerRegisters& caller, int64_t start_ns, int64_t end_ns,
+                          int64_t start_cpu_ns, int64_t end_cpu_ns) {
+  WaitState& wait = thread->wait;
+  const int64_t interval_ns = g_sampling_interval_ns.load(std::memory_order_relaxed);
+  const int64_t call_cpu_ns = end_cpu_ns - start_cpu_ns;
+  if (interval_ns <= 0 || call_cpu_ns <= 0 || start_cpu_ns < 0) return;
+  wait.kernel_cpu_credit_ns += call_cpu_ns;
+  const int64_t samples = wait.kernel_cpu_credit_ns / interval_ns;
+  if (samples == 0) return;
+  wait.kernel_cpu_credit_ns -= samples * interval_ns;
+  if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return;
+  SamplingSignalBlocked blocked;
+  if (!blocked.ok()) return;
+  SampleSlot* slot = thread->ring.BeginWrite();
+  if (!slot) {
+    thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  thread->capturing.store(true, std::memory_order_relaxed);
+  FillCallStack(thread, slot, function, caller);
+  // The samples share the call's wall time evenly; each stands for an interval of the
+  // credit, which is its CPU delta (the sampler takes it out of the deltas that follow).
+  const int64_t span_ns = std::max<int64_t>(0, end_ns - start_ns);
+  slot->charged_system_call = true;
+  slot->cpu_ns = interval_ns;
+  for (int64_t k = 1; k <= samples; ++k) {
+    if (k > 1 && !thread->ring.BeginWrite()) {  // The same scratch slot, still filled.
+      thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    slot->time_ns = start_ns + span_ns * k / samples;
+    if (!thread->ring.CommitWrite()) {
+      thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+  }
+  slot->charged_system_call = false;  // The handler's samples are not charged ones.
+  thread->capturing.store(false, std::memory_order_release);
+}
+
+}  // namespace base_internal
+}  // namespace strata
