@@ -184,7 +184,7 @@ long MutexHolder(const pthread_mutex_t* mutex) {
 
 }  // namespace
 
-void ScopedWait::Begin(const void* function, const CallerRegisters& caller) {
+void ScopedWait::Begin(const void* function, const CallerRegisters& caller, bool measure_cpu) {
   RegisteredThread* thread = t_registered_thread;
   if (!MayMarkWait(thread, caller.pc)) return;
   WaitState& wait = thread->wait;
@@ -200,7 +200,7 @@ void ScopedWait::Begin(const void* function, const CallerRegisters& caller) {
   wait.caller_fp.store(caller.fp, std::memory_order_relaxed);
   wait.start_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
   // Kernel CPU charged to this call (kernel_cpu_charge.h): the CPU clock at its entry.
-  wait.start_cpu_ns.store(wait.charges_kernel_cpu.load(std::memory_order_relaxed)
+  wait.start_cpu_ns.store(measure_cpu && wait.charges_kernel_cpu.load(std::memory_order_relaxed)
                               ? CurrentThreadCpuTime().ToNanoseconds()
                               : -1,
                           std::memory_order_relaxed);
@@ -245,6 +245,7 @@ void ResolveWaitFunctions() {
   STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_RESOLVE)
 #undef STRATA_RESOLVE
   ResolveBlockingIoFunctions();
+  ResolveFileSyscallFunctions();
 }
 
 }  // namespace base_internal
@@ -319,28 +320,28 @@ int epoll_pwait(int epoll, epoll_event* events, int capacity, int timeout_ms,
 // --- Blocking I/O.
 ssize_t read(int fd, void* data, size_t size) {
   const auto real = STRATA_REAL(read);
-  STRATA_WAIT_CALL(read, fd, data, size);
+  STRATA_IO_CALL(read, fd, data, size);
 }
 ssize_t readv(int fd, const iovec* vectors, int count) {
   const auto real = STRATA_REAL(readv);
-  STRATA_WAIT_CALL(readv, fd, vectors, count);
+  STRATA_IO_CALL(readv, fd, vectors, count);
 }
 ssize_t write(int fd, const void* data, size_t size) {
   const auto real = STRATA_REAL(write);
-  STRATA_WAIT_CALL(write, fd, data, size);
+  STRATA_IO_CALL(write, fd, data, size);
 }
 ssize_t recv(int fd, void* data, size_t size, int flags) {
   const auto real = STRATA_REAL(recv);
-  STRATA_WAIT_CALL(recv, fd, data, size, flags);
+  STRATA_IO_CALL(recv, fd, data, size, flags);
 }
 ssize_t recvfrom(int fd, void* data, size_t size, int flags, sockaddr* from,
                  socklen_t* from_size) {
   const auto real = STRATA_REAL(recvfrom);
-  STRATA_WAIT_CALL(recvfrom, fd, data, size, flags, from, from_size);
+  STRATA_IO_CALL(recvfrom, fd, data, size, flags, from, from_size);
 }
 ssize_t recvmsg(int fd, msghdr* message, int flags) {
   const auto real = STRATA_REAL(recvmsg);
-  STRATA_WAIT_CALL(recvmsg, fd, message, flags);
+  STRATA_IO_CALL(recvmsg, fd, message, flags);
 }
 int accept(int fd, sockaddr* address, socklen_t* address_size) {
   const auto real = STRATA_REAL(accept);
@@ -356,11 +357,11 @@ int connect(int fd, const sockaddr* address, socklen_t address_size) {
 }
 int fsync(int fd) {
   const auto real = STRATA_REAL(fsync);
-  STRATA_WAIT_CALL(fsync, fd);
+  STRATA_IO_CALL(fsync, fd);
 }
 int fdatasync(int fd) {
   const auto real = STRATA_REAL(fdatasync);
-  STRATA_WAIT_CALL(fdatasync, fd);
+  STRATA_IO_CALL(fdatasync, fd);
 }
 int flock(int fd, int operation) {
   const auto real = STRATA_REAL(flock);
