@@ -36,8 +36,8 @@ command -v perf >/dev/null && perf record -q -o "$out/probe.data" -- true >/dev/
 cpu_of() { awk '{ printf "%.3f", $1 + $2 }' "$out/time"; }
 strata_run() {  # LIBRARY VARIANT
   rm -f "$out/p.json"
-  env LD_PRELOAD="$1" STRATA_STARTUP=1 STRATA_SHUTDOWN="$out/p.json" \
-    /usr/bin/time -o "$out/time" -f "%U %S" sqlite3 "$db" <"$out/insert.sql" >/dev/null
+  /usr/bin/time -o "$out/time" -f "%U %S" env LD_PRELOAD="$1" STRATA_STARTUP=1 \
+    STRATA_SHUTDOWN="$out/p.json" sqlite3 "$db" <"$out/insert.sql" >/dev/null
   "$stats" "$out/p.json" "GeckoMain:pwrite" >"$out/stats" 2>&1
   awk -v v="$2" -v cpu="$(cpu_of)" '
     $1 == "thread" && !t { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } t = 1 }

@@ -2,7 +2,9 @@
 // program's thread, at the end of a wrapped call: raw system calls, no lock, no allocation.
 #include "base/internal/wait/kernel_cpu_charge.h"
 
+#include <linux/perf_event.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 
@@ -13,12 +15,15 @@
 #include "base/internal/registry/thread_registry.h"
 #include "base/internal/session/tier_extension.h"
 #include "base/internal/wait/scoped_wait.h"
+#include "platform/cpu_time.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/sampling_signal.h"
 
 namespace strata {
 namespace base_internal {
 namespace {
+
+constexpr long kCpuPageBytes = 4096;
 
 // The sampling signal blocked on the calling thread while it fills its own ring's scratch
 // slot, which its signal handler fills too; restored exactly as it was (raw rt_sigprocmask:
@@ -89,15 +94,103 @@ void FillCallStack(RegisteredThread* thread, SampleSlot* slot, const void* funct
   slot->script_text_bytes = 0;
 }
 
+// The page's sequence lock and the thread's CPU since the event opened as of its latest
+// sched-in (time_enabled), read under the lock; false when the page is not a live event's
+// (a zero page after retirement: lock 0).
+bool ReadCpuPage(const void* page, uint32_t* lock, int64_t* enabled_ns) {
+  const volatile perf_event_mmap_page* event_page =
+      static_cast<const volatile perf_event_mmap_page*>(page);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const uint32_t before = event_page->lock;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    const uint64_t enabled = event_page->time_enabled;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (event_page->lock == before) {
+      *lock = before;
+      *enabled_ns = static_cast<int64_t>(enabled);
+      return before != 0;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+void NoteMeasuredCallStart(WaitState& wait) {
+  const void* page = wait.cpu_page.load(std::memory_order_acquire);
+  uint32_t lock = 0;
+  int64_t enabled_ns = 0;
+  if (page && ReadCpuPage(page, &lock, &enabled_ns)) {
+    wait.start_page_lock = lock;
+    wait.start_cpu_ns.store(kCpuFromPage, std::memory_order_relaxed);
+    return;
+  }
+  wait.start_cpu_ns.store(CurrentThreadCpuTime().ToNanoseconds(), std::memory_order_relaxed);
+}
+
+int64_t MeasuredCallCpu(WaitState& wait, int64_t start_ns, int64_t end_ns) {
+  const int64_t start_cpu_ns = wait.start_cpu_ns.load(std::memory_order_relaxed);
+  if (start_cpu_ns == kCpuNotMeasured) return -1;
+  const int64_t wall_ns = std::max<int64_t>(0, end_ns - start_ns);
+  if (start_cpu_ns != kCpuFromPage) {
+    return std::min(wall_ns, CurrentThreadCpuTime().ToNanoseconds() - start_cpu_ns);
+  }
+  const void* page = wait.cpu_page.load(std::memory_order_acquire);
+  uint32_t lock = 0;
+  int64_t enabled_ns = 0;
+  if (!page || !ReadCpuPage(page, &lock, &enabled_ns)) return -1;  // Retired meanwhile.
+  if (lock == wait.start_page_lock) return wall_ns;  // Never switched out: all of it ran.
+  // Switched out: the CPU since its latest sched-in, on the thread's clock.
+  const int64_t since_sched_in_ns =
+      CurrentThreadCpuTime().ToNanoseconds() -
+      (wait.cpu_page_offset_ns.load(std::memory_order_relaxed) + enabled_ns);
+  return std::clamp<int64_t>(since_sched_in_ns, 0, wall_ns);
+}
+
+void MapCpuPageLocked(WaitState& wait, int descriptor, int64_t cpu_now_ns) {
+  const int pid = static_cast<int>(RawSyscall(SYS_getpid));
+  if (wait.cpu_page_pid != pid) wait.cpu_page_mapping = nullptr;  // Not this process's.
+  void* at = wait.cpu_page_mapping;
+  const long mapped = RawSyscall6(SYS_mmap, reinterpret_cast<long>(at), kCpuPageBytes, PROT_READ,
+                                  MAP_SHARED | (at ? MAP_FIXED : 0), descriptor, 0);
+  if (mapped < 0 && mapped > -4096) {
+    RetireCpuPageLocked(wait);
+    return;
+  }
+  wait.cpu_page_mapping = reinterpret_cast<void*>(mapped);
+  wait.cpu_page_pid = pid;
+  wait.cpu_page_offset_ns.store(cpu_now_ns, std::memory_order_relaxed);
+  wait.cpu_page.store(wait.cpu_page_mapping, std::memory_order_release);
+}
+
+void RetireCpuPageLocked(WaitState& wait) {
+  wait.cpu_page.store(nullptr, std::memory_order_release);
+  if (!wait.cpu_page_mapping) return;
+  // In place, at once: a reader sees the event's page or zeros (lock 0: not a live page).
+  const long mapped =
+      RawSyscall6(SYS_mmap, reinterpret_cast<long>(wait.cpu_page_mapping), kCpuPageBytes,
+                  PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (mapped < 0 && mapped > -4096) {
+    // Cannot happen short of the kernel refusing memory; keep the event's page mapped (it
+    // holds the event open until the thread ends) rather than unmap under a reader.
+    return;
+  }
+}
+
+void ReleaseCpuPage(WaitState& wait) {
+  wait.cpu_page.store(nullptr, std::memory_order_release);
+  if (wait.cpu_page_mapping && wait.cpu_page_pid == static_cast<int>(RawSyscall(SYS_getpid))) {
+    RawSyscall(SYS_munmap, reinterpret_cast<long>(wait.cpu_page_mapping), kCpuPageBytes);
+  }
+  wait.cpu_page_mapping = nullptr;
+}
 
 void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
                           const CallerRegisters& caller, int64_t start_ns, int64_t end_ns,
-                          int64_t start_cpu_ns, int64_t end_cpu_ns) {
+                          int64_t call_cpu_ns) {
   WaitState& wait = thread->wait;
   const int64_t interval_ns = g_sampling_interval_ns.load(std::memory_order_relaxed);
-  const int64_t call_cpu_ns = end_cpu_ns - start_cpu_ns;
-  if (interval_ns <= 0 || call_cpu_ns <= 0 || start_cpu_ns < 0) return;
+  if (interval_ns <= 0 || call_cpu_ns <= 0) return;
   wait.kernel_cpu_credit_ns += call_cpu_ns;
   const int64_t samples = wait.kernel_cpu_credit_ns / interval_ns;
   if (samples == 0) return;

@@ -22,6 +22,16 @@
 // kernel offers cap_user_time, which this VM's does not), plus a stack walk per charged
 // sample (at most one per interval of kernel CPU).
 //
+// Cheap path. Two CPU-clock system calls per call cost ~0.6 us here (sqlite3's CPU doubled),
+// so where the thread's perf event's first page is mapped (WaitState::cpu_page) the clock is
+// read only when needed: the page's `lock` is bumped at every sched-in of the thread, so a
+// call whose entry and exit see the same value ran without being switched out, and its CPU
+// is its wall time (TimeStamp::Now, vDSO). A call that was switched out (it blocked, or was
+// preempted) reads the CPU clock once at its end and charges the CPU since its latest
+// sched-in (the page's `time_enabled` then, plus the clock's value when the event opened),
+// at most its wall time: the CPU it used before its first switch-out is left to the next
+// user-mode sample, as before. Without a page (mmap refused), both clock reads.
+//
 // Thread safety: the calling thread's own state only (its WaitState credit, its ring, which
 // its signal handler also fills: the sampling signal is blocked meanwhile, with raw
 // rt_sigprocmask calls that restore the thread's mask exactly). Async-signal-safe: raw
@@ -38,15 +48,36 @@ namespace base_internal {
 
 struct RegisteredThread;
 struct CallerRegisters;
+struct WaitState;
 
 // One finished wrapped call of the calling thread: the libc function it wrapped, its
 // caller's registers at the wrapper's entry, its wall-clock span (TimeStamp ns) and the
-// thread's CPU clock at its entry and exit. Adds the call's CPU to the thread's credit and
+// CPU it used (MeasuredCallCpu). Adds the call's CPU to the thread's credit and
 // writes a sample per whole interval of credit on the call's stack.
+// WaitState::start_cpu_ns besides a clock reading: the call is not measured, or its entry
+// noted the page's lock.
+inline constexpr int64_t kCpuNotMeasured = -1;
+inline constexpr int64_t kCpuFromPage = -2;
+
+// The calling thread's side of a measured call (ScopedWait): at entry, notes what its end
+// compares with (the page's lock, or the CPU clock); at its end, the call's CPU (-1: not
+// measured). `start_ns`/`end_ns`: the call's wall-clock span (TimeStamp ns).
+STRATA_BASE_HIDDEN void NoteMeasuredCallStart(WaitState& wait);
+STRATA_BASE_HIDDEN int64_t MeasuredCallCpu(WaitState& wait, int64_t start_ns, int64_t end_ns);
+
+// The sampler's side (registry mutex held): maps thread's perf event `descriptor`'s first
+// page at the thread's reserved address (or a new one) and publishes it; `cpu_now_ns`, the
+// thread's CPU clock just after the event opened. On failure nothing is published (the
+// thread then reads the clock twice per call).
+STRATA_BASE_HIDDEN void MapCpuPageLocked(WaitState& wait, int descriptor, int64_t cpu_now_ns);
+// Unpublishes the page and puts a zero page in its place (the thread may be reading it).
+STRATA_BASE_HIDDEN void RetireCpuPageLocked(WaitState& wait);
+// Unmaps the reserved page (the thread is gone or unregistering, outside any wrapper).
+STRATA_BASE_HIDDEN void ReleaseCpuPage(WaitState& wait);
+
 STRATA_BASE_HIDDEN void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
                                              const CallerRegisters& caller, int64_t start_ns,
-                                             int64_t end_ns, int64_t start_cpu_ns,
-                                             int64_t end_cpu_ns);
+                                             int64_t end_ns, int64_t call_cpu_ns);
 
 }  // namespace base_internal
 }  // namespace strata

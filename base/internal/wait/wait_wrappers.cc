@@ -198,12 +198,14 @@ void ScopedWait::Begin(const void* function, const CallerRegisters& caller, bool
   wait.caller_pc.store(caller.pc, std::memory_order_relaxed);
   wait.caller_sp.store(caller.sp, std::memory_order_relaxed);
   wait.caller_fp.store(caller.fp, std::memory_order_relaxed);
+  // Kernel CPU charged to this call (kernel_cpu_charge.h): its CPU clock or its page's lock,
+  // before the start time (a switch in between then shows at the end as a switch).
+  if (measure_cpu && wait.charges_kernel_cpu.load(std::memory_order_relaxed)) {
+    NoteMeasuredCallStart(wait);
+  } else {
+    wait.start_cpu_ns.store(kCpuNotMeasured, std::memory_order_relaxed);
+  }
   wait.start_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
-  // Kernel CPU charged to this call (kernel_cpu_charge.h): the CPU clock at its entry.
-  wait.start_cpu_ns.store(measure_cpu && wait.charges_kernel_cpu.load(std::memory_order_relaxed)
-                              ? CurrentThreadCpuTime().ToNanoseconds()
-                              : -1,
-                          std::memory_order_relaxed);
   wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
                       std::memory_order_release);
 }
@@ -213,26 +215,25 @@ void ScopedWait::End() {
   if (marked_) {
     const int saved_errno = errno;  // The wrapped call's, for the program.
     const uint64_t sequence = wait.sequence.load(std::memory_order_relaxed);
-    const int64_t start_cpu_ns = wait.start_cpu_ns.load(std::memory_order_relaxed);
-    const int64_t end_cpu_ns = start_cpu_ns >= 0 ? CurrentThreadCpuTime().ToNanoseconds() : -1;
+    const bool measured = wait.start_cpu_ns.load(std::memory_order_relaxed) != kCpuNotMeasured;
     const bool tracked = wait.tracked_sequence.load(std::memory_order_relaxed) == sequence;
-    const int64_t end_ns = tracked || end_cpu_ns >= 0 ? TimeStamp::Now().ToNanoseconds() : 0;
+    const int64_t end_ns = tracked || measured ? TimeStamp::Now().ToNanoseconds() : 0;
+    const int64_t start_ns = wait.start_ns.load(std::memory_order_relaxed);
+    const int64_t call_cpu_ns = measured ? MeasuredCallCpu(wait, start_ns, end_ns) : -1;
     if (tracked) {
       wait.end_ns.store(end_ns, std::memory_order_relaxed);
-      wait.end_cpu_ns.store(end_cpu_ns, std::memory_order_relaxed);
       wait.end_sequence.store(sequence, std::memory_order_release);
     }
     wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
     // The sampler may be walking the frames this thread is about to return into.
     wait.AwaitWalkEnd();
-    if (start_cpu_ns >= 0) {
+    if (call_cpu_ns > 0) {
       const CallerRegisters caller{wait.caller_pc.load(std::memory_order_relaxed),
                                    wait.caller_sp.load(std::memory_order_relaxed),
                                    wait.caller_fp.load(std::memory_order_relaxed)};
       ChargeWrappedCallCpu(thread_,
                            reinterpret_cast<const void*>(wait.function.load(std::memory_order_relaxed)),
-                           caller, wait.start_ns.load(std::memory_order_relaxed), end_ns,
-                           start_cpu_ns, end_cpu_ns);
+                           caller, start_ns, end_ns, call_cpu_ns);
     }
     errno = saved_errno;
   }
