@@ -59,35 +59,20 @@ void FillCallStack(RegisteredThread* thread, SampleSlot* slot, const void* funct
                    const CallerRegisters& caller) {
   slot->natives[0] = {reinterpret_cast<uintptr_t>(function) + 1,
                       caller.sp - 2 * sizeof(uintptr_t)};
+  // The caller's registers as a context to walk from (the thread's scratch, not its stack;
+  // the other registers only matter to unusual CFA rules).
   ucontext_t& context = thread->walk_scratch.resumed;
   memset(&context, 0, sizeof(context));
-  const FrameRegisters start{caller.pc, caller.sp, caller.fp};
+  context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(caller.pc);
+  context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(caller.sp);
+  context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(caller.fp);
   FrameRegisters stopped;
-  size_t count = 1 + WalkNativeSegment(thread, &context, &start, slot->natives + 1,
+  size_t count = 1 + WalkNativeSegment(thread, &context, nullptr, slot->natives + 1,
                                        SampleSlot::kMaxNativeFrames - 1, &stopped);
   if (count == 1) slot->natives[count++] = {caller.pc, caller.sp};
   slot->native_count = static_cast<uint32_t>(count);
-  const ProfilingStack& labels = thread->profiling_stack;
-  const uint32_t depth =
-      std::min({labels.Depth(), ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
-  std::atomic_signal_fence(std::memory_order_acquire);
-  for (uint32_t i = 0; i < depth; ++i) {
-    const LabelFrame& frame = labels.frame(i);
-    SampleSlot::Label& label = slot->labels[i];
-    label.label = frame.label;
-    label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
-    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
-    label.category = frame.category;
-    label.has_dynamic = frame.dynamic_string != nullptr;
-    if (label.has_dynamic) {
-      size_t n = 0;
-      for (; n < SampleSlot::kMaxDynamicChars && frame.dynamic_string[n] != '\0'; ++n) {
-        label.dynamic[n] = frame.dynamic_string[n];
-      }
-      label.dynamic[n] = '\0';
-    }
-  }
-  slot->label_count = depth;
+  std::atomic_signal_fence(std::memory_order_acquire);  // The thread's own label stack.
+  CopyLabelsIntoSlot(thread->profiling_stack, slot);
   slot->overruns = 0;
   slot->in_system_call = false;
   slot->script_frame_count = 0;
@@ -115,6 +100,28 @@ bool ReadCpuPage(const void* page, uint32_t* lock, int64_t* enabled_ns) {
 }
 
 }  // namespace
+
+void CopyLabelsIntoSlot(const ProfilingStack& labels, SampleSlot* slot) {
+  const uint32_t depth =
+      std::min({labels.Depth(), ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
+  for (uint32_t i = 0; i < depth; ++i) {
+    const LabelFrame& frame = labels.frame(i);
+    SampleSlot::Label& label = slot->labels[i];
+    label.label = frame.label;
+    label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
+    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
+    label.category = frame.category;
+    label.has_dynamic = frame.dynamic_string != nullptr;
+    if (label.has_dynamic) {
+      size_t n = 0;
+      for (; n < SampleSlot::kMaxDynamicChars && frame.dynamic_string[n] != '\0'; ++n) {
+        label.dynamic[n] = frame.dynamic_string[n];
+      }
+      label.dynamic[n] = '\0';
+    }
+  }
+  slot->label_count = depth;
+}
 
 void NoteMeasuredCallStart(WaitState& wait) {
   const void* page = wait.cpu_page.load(std::memory_order_acquire);

@@ -4,7 +4,9 @@
 // libstrata_base.lds).
 //
 // Fast paths stay fast: a wrapper costs a few stores and one clock read (vDSO, no system
-// call); pthread_mutex_lock and the rwlock locks try the lock first and mark a wait only when
+// call); an I/O call (STRATA_IO_CALL) on a perf-event thread also reads its event's page
+// twice and the clock once more, to charge its CPU to its stack (kernel_cpu_charge.h);
+// pthread_mutex_lock and the rwlock locks try the lock first and mark a wait only when
 // it is contended. Nothing here changes what the wrapped function does: same arguments, same
 // result, same errno, same cancellation (the wait's mark is undone by a destructor, which also
 // runs when the thread is cancelled inside the call). The real functions are looked up in the
