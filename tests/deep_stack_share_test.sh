@@ -23,7 +23,7 @@
 #   - profilingLog.longHandlerCpuMs reported, and no more than the CPU the program's clocks
 #     saw on the two sides; with libunwind on every frame, above 0 and at least half of the
 #     extra CPU the program's deep side measured over the plain run (the walks, as its own
-#     clock saw them: 85-95 % of it reported in runs at load 8-46).
+#     clock saw them: 83-95 % of it reported in runs at load 8-46).
 # Under TSan the walk is many times slower and the share check is skipped.
 source "$(dirname "$0")/scenario_lib.sh"
 
