@@ -23,6 +23,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/internal/sampling/sample_capture.h"
 #include "base/internal/sampling/sample_entries.h"
 #include "base/internal/session/session_state.h"
 #include "base/internal/registry/thread_registry.h"
