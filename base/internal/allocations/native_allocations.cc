@@ -28,6 +28,7 @@ std::atomic<uint64_t> g_configured_interval{kDefaultNativeAllocationInterval};
 std::atomic<int64_t> g_main_thread{0};
 std::atomic<uint8_t> g_marker_tag{0};
 std::atomic<bool> g_set_full_noted{false};
+std::atomic<uint64_t> g_skipped_low_stack{0};
 
 // The payload the Firefox Profiler reads (shared/design/native-allocations.md): `size` (here
 // the unbiased estimate of the bytes the sample stands for; negative for a free),
@@ -65,11 +66,16 @@ void StartNativeAllocations(uint32_t features) {
   g_marker_tag.store(TypedMarker<NativeAllocationMarker>::Tag(), std::memory_order_relaxed);
   g_main_thread.store(RawGetPid(), std::memory_order_relaxed);
   g_set_full_noted.store(false, std::memory_order_relaxed);
+  g_skipped_low_stack.store(0, std::memory_order_relaxed);
   g_native_allocation_interval.store(g_configured_interval.load(std::memory_order_relaxed),
                                      std::memory_order_release);
 }
 
 void StopNativeAllocations() { g_native_allocation_interval.store(0, std::memory_order_relaxed); }
+
+uint64_t NativeAllocationsSkippedForLowStack() {
+  return g_skipped_low_stack.load(std::memory_order_relaxed);
+}
 
 namespace {
 
@@ -203,9 +209,11 @@ size_t WriteMergedStack(const uintptr_t* pcs, size_t count, const ThreadLabels& 
 }
 
 // The calling thread's stack with its labels into `words` (kMaxStackWords); the words
-// written, 0 when there is no stack.
+// written, 0 when there is no stack or when the labels need the cursor walk and
+// `walk_allowed` is false (too little stack: counted).
 __attribute__((noinline)) size_t CaptureAllocationStack(RegisteredThread* thread,
-                                                        StackAnchor anchor, uint64_t* words) {
+                                                        StackAnchor anchor, bool walk_allowed,
+                                                        uint64_t* words) {
   uintptr_t pcs[kMaxMarkerStackFrames];
   size_t count = CaptureCurrentStack(pcs, kMaxMarkerStackFrames);
   ThreadLabels labels;
@@ -216,6 +224,10 @@ __attribute__((noinline)) size_t CaptureAllocationStack(RegisteredThread* thread
     if (anchor.slot >= bounds.low && anchor.slot < bounds.high) {
       if (!CountSlotsBelowLabels(pcs, count, anchor, bounds.high, labels.addresses,
                                  labels.count, StackImage::OfOwnStack(), slots_below)) {
+        if (!walk_allowed) {
+          g_skipped_low_stack.fetch_add(1, std::memory_order_relaxed);
+          return 0;
+        }
         count = WalkWithStackPointers(bounds, labels, pcs, kMaxMarkerStackFrames, slots_below);
       }
     }  // Else on another stack (a coroutine's, the signal stack): the labels after the leaf.
@@ -254,6 +266,17 @@ bool RecordNativeAllocation(int64_t bytes, uint64_t address, StackAnchor anchor)
       LibunwindWalkMayDeadlock()) {
     return false;
   }
+  // The room below this frame, on the thread's own stack (native_allocations.h, "Stack").
+  const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const StackBounds& bounds = thread->bounds;
+  bool walk_allowed = true;
+  if (sp >= bounds.low && sp < bounds.high) {
+    if (sp - bounds.low < kRecordStackNeed) {
+      g_skipped_low_stack.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    walk_allowed = sp - bounds.low >= kWalkStackNeed;
+  }
   MarkerHeaderRef header;
   header.thread = ThreadId::FromNumber(
       static_cast<ThreadId::NumberType>(g_main_thread.load(std::memory_order_relaxed)));
@@ -263,7 +286,7 @@ bool RecordNativeAllocation(int64_t bytes, uint64_t address, StackAnchor anchor)
   header.category = static_cast<uint8_t>(Category::kMemory);
   header.payload_tag = g_marker_tag.load(std::memory_order_relaxed);
   uint64_t words[kMaxStackWords];
-  const size_t word_count = CaptureAllocationStack(thread, anchor, words);
+  const size_t word_count = CaptureAllocationStack(thread, anchor, walk_allowed, words);
   if (word_count == 0) return false;  // No stack: the record would drop out of every tree.
   header.stack = absl::Span<const uint64_t>(words, word_count);
   // Straight into the session buffer, not the thread's staging: the buffer's order is then
