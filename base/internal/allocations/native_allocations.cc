@@ -80,20 +80,13 @@ uint64_t NativeAllocationsSkippedForLowStack() {
 namespace {
 
 // An allocation's stack as a marker stack (marker_entry.h): return addresses leaf first, with
-// the thread's labels among them (allocation_stack.h). Room for the most native frames a
-// marker keeps and this many words of labels (the outermost labels that fit).
-constexpr size_t kMaxLabelWords = 128;
+// the thread's labels among them (allocation_stack.h).
+constexpr size_t kMaxLabelWords = kMaxAllocationStackLabelWords;
 // A label's dynamic string is copied up to this many bytes, as a CPU sample copies it.
 constexpr size_t kMaxDynamicChars = 63;
 constexpr size_t kMaxStackWords = kMaxMarkerStackFrames + kMaxLabelWords;
 
-// The labels of the calling thread's profiling stack, root first, the outermost
-// kMaxAllocationStackLabels.
-struct ThreadLabels {
-  const LabelFrame* frames[kMaxAllocationStackLabels];
-  uintptr_t addresses[kMaxAllocationStackLabels];
-  uint32_t count = 0;
-};
+using ThreadLabels = AllocationStackLabels;
 
 void ReadThreadLabels(const ProfilingStack& stack, ThreadLabels* labels) {
   uint32_t depth = stack.Depth();
@@ -208,6 +201,35 @@ size_t WriteMergedStack(const uintptr_t* pcs, size_t count, const ThreadLabels& 
   return written;
 }
 
+}  // namespace
+
+size_t WriteAllocationStack(const uintptr_t* pcs, size_t count, uintptr_t anchor_return_address,
+                            const AllocationStackLabels& labels, uint32_t* slots_below,
+                            uint64_t* words) {
+  if (count > kMaxMarkerStackFrames) count = kMaxMarkerStackFrames;
+  // Strata's own frames (the capture's, the recording's, the hook's: up to the anchor's
+  // return address, which is in the hook) are not written: the capture would elide them
+  // (docs/symbols.md), and they are ~4 of a record's ~25 words.
+  size_t own = 0;
+  for (size_t i = 0; i < count && i < 16; ++i) {
+    if (pcs[i] == anchor_return_address) {
+      own = i + 1;
+      break;
+    }
+  }
+  if (count <= own) return 0;  // No frame of the program's: labels alone are no stack.
+  for (uint32_t k = 0; k < labels.count; ++k) {
+    slots_below[k] = slots_below[k] > own ? static_cast<uint32_t>(slots_below[k] - own) : 0;
+  }
+  if (labels.count == 0) {
+    for (size_t i = own; i < count; ++i) words[i - own] = pcs[i];
+    return count - own;
+  }
+  return WriteMergedStack(pcs + own, count - own, labels, slots_below, words);
+}
+
+namespace {
+
 // The calling thread's stack with its labels into `words` (kMaxStackWords); the words
 // written, 0 when there is no stack or when the labels need the cursor walk and
 // `walk_allowed` is false (too little stack: counted).
@@ -232,24 +254,7 @@ __attribute__((noinline)) size_t CaptureAllocationStack(RegisteredThread* thread
       }
     }  // Else on another stack (a coroutine's, the signal stack): the labels after the leaf.
   }
-  // Strata's own frames (this function's, the recording's, the hook's: up to the anchor's
-  // return address, which is in the hook) are not written: the capture would elide them
-  // (docs/symbols.md), and they are ~4 of a record's ~25 words.
-  size_t own = 0;
-  for (size_t i = 0; i < count && i < 16; ++i) {
-    if (pcs[i] == anchor.return_address) {
-      own = i + 1;
-      break;
-    }
-  }
-  for (uint32_t k = 0; k < labels.count; ++k) {
-    slots_below[k] = slots_below[k] > own ? static_cast<uint32_t>(slots_below[k] - own) : 0;
-  }
-  if (labels.count == 0) {
-    for (size_t i = own; i < count; ++i) words[i - own] = pcs[i];
-    return count - own;
-  }
-  return WriteMergedStack(pcs + own, count - own, labels, slots_below, words);
+  return WriteAllocationStack(pcs, count, anchor.return_address, labels, slots_below, words);
 }
 
 }  // namespace

@@ -19,11 +19,13 @@
 #define STRATA_BASE_INTERNAL_NATIVE_ALLOCATIONS_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "base/internal/allocations/allocation_stack.h"
 
 namespace strata {
+struct LabelFrame;  // base/labels.h
 namespace base_internal {
 
 // Mean bytes between sampled allocations (STRATA_ALLOC_INTERVAL) while a session with the
@@ -69,6 +71,30 @@ inline constexpr size_t kWalkStackNeed = kRecordStackNeed + 3 * 1024;
 
 // Records skipped this session for want of stack (above). Async-signal-safe.
 uint64_t NativeAllocationsSkippedForLowStack();
+
+// The labels of a thread's profiling stack, root first, the outermost
+// kMaxAllocationStackLabels: each LabelFrame and its stack address.
+struct AllocationStackLabels {
+  const LabelFrame* frames[kMaxAllocationStackLabels];
+  uintptr_t addresses[kMaxAllocationStackLabels];
+  uint32_t count = 0;
+};
+
+// The most words an allocation's marker stack takes: the most native frames a marker keeps
+// and this many words of labels (the outermost labels that fit).
+inline constexpr size_t kMaxAllocationStackLabelWords = 128;
+
+// Writes an allocation's marker stack (profile/marker_entry.h) into `words`: the walk's `pcs`
+// (leaf first, `count`, at most kMaxMarkerStackFrames) without Strata's own frames (those up to
+// `anchor_return_address`, looked for among the first 16), with `labels` merged in, each
+// after the frame it belongs to (`slots_below[k]`: the walk's frames below label k; adjusted
+// here for the frames dropped). `words` has room for kMaxMarkerStackFrames +
+// kMaxAllocationStackLabelWords. Returns the words written; 0 when no native frame remains
+// (the walk found none, or only Strata's own): a stack of labels alone would be a record with
+// no frame of the program's, refused as a stackless one. No allocation, no system call.
+size_t WriteAllocationStack(const uintptr_t* pcs, size_t count, uintptr_t anchor_return_address,
+                            const AllocationStackLabels& labels, uint32_t* slots_below,
+                            uint64_t* words);
 
 // Notes, once per session, that the hooks' set of live sampled addresses is full: a text
 // marker on the main thread says so (later sampled allocations keep being recorded, but
