@@ -4,6 +4,7 @@
 #include <ucontext.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -29,6 +30,8 @@ std::atomic<int64_t> g_main_thread{0};
 std::atomic<uint8_t> g_marker_tag{0};
 std::atomic<bool> g_set_full_noted{false};
 std::atomic<uint64_t> g_skipped_low_stack{0};
+std::atomic<uint64_t> g_cursor_walks{0};
+std::atomic<bool> g_force_cursor_walk{false};
 
 // The payload the Firefox Profiler reads (shared/design/native-allocations.md): `size` (here
 // the unbiased estimate of the bytes the sample stands for; negative for a free),
@@ -67,6 +70,10 @@ void StartNativeAllocations(uint32_t features) {
   g_main_thread.store(RawGetPid(), std::memory_order_relaxed);
   g_set_full_noted.store(false, std::memory_order_relaxed);
   g_skipped_low_stack.store(0, std::memory_order_relaxed);
+  g_cursor_walks.store(0, std::memory_order_relaxed);
+  const char* force = getenv(kForceCursorWalkVariable);
+  g_force_cursor_walk.store(force != nullptr && strcmp(force, "1") == 0,
+                            std::memory_order_relaxed);
   g_native_allocation_interval.store(g_configured_interval.load(std::memory_order_relaxed),
                                      std::memory_order_release);
 }
@@ -76,6 +83,8 @@ void StopNativeAllocations() { g_native_allocation_interval.store(0, std::memory
 uint64_t NativeAllocationsSkippedForLowStack() {
   return g_skipped_low_stack.load(std::memory_order_relaxed);
 }
+
+uint64_t NativeAllocationCursorWalks() { return g_cursor_walks.load(std::memory_order_relaxed); }
 
 namespace {
 
@@ -244,12 +253,14 @@ __attribute__((noinline)) size_t CaptureAllocationStack(RegisteredThread* thread
   if (count != 0 && labels.count != 0) {
     const StackBounds& bounds = thread->bounds;
     if (anchor.slot >= bounds.low && anchor.slot < bounds.high) {
-      if (!CountSlotsBelowLabels(pcs, count, anchor, bounds.high, labels.addresses,
+      if (g_force_cursor_walk.load(std::memory_order_relaxed) ||
+          !CountSlotsBelowLabels(pcs, count, anchor, bounds.high, labels.addresses,
                                  labels.count, StackImage::OfOwnStack(), slots_below)) {
         if (!walk_allowed) {
           g_skipped_low_stack.fetch_add(1, std::memory_order_relaxed);
           return 0;
         }
+        g_cursor_walks.fetch_add(1, std::memory_order_relaxed);
         count = WalkWithStackPointers(bounds, labels, pcs, kMaxMarkerStackFrames, slots_below);
       }
     }  // Else on another stack (a coroutine's, the signal stack): the labels after the leaf.

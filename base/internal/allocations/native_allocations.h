@@ -62,15 +62,26 @@ bool RecordNativeAllocation(int64_t bytes, uint64_t address, StackAnchor anchor)
 
 // The bytes of stack the recording needs below RecordNativeAllocation's frame address:
 // tests/native_allocations/alloc_tiny_stack_program --measure (its thread unsampled, R = 256)
-// found at most 12 320 bytes used below the allocating frame without labels and 12 784 with
-// one, the cursor walk forced or not (libunwind's cold paths: its unw_backtrace falls back to
-// a DWARF step too); 14 KiB leaves ~1.2 KiB for other CPUs' larger xsave areas (lazy binding).
-// The walk's own frame (ucontext_t and 128 frames, 3 KiB by -fstack-usage) comes on top.
+// found at most 12 320 bytes used below the allocating frame without labels, 12 784 with one,
+// 11 952 with the cursor walk forced for every record (STRATA_TEST_ALLOC_CURSOR_WALK=1;
+// libunwind's cold paths dominate: its unw_backtrace takes a DWARF step too); 14 KiB leaves
+// ~1.2 KiB for other CPUs' larger xsave areas (lazy binding). The walk's own frame
+// (ucontext_t and 128 frames, 3 KiB by -fstack-usage) is kept on top as margin, its cursor
+// walk being libunwind's slow path.
 inline constexpr size_t kRecordStackNeed = 14 * 1024;
 inline constexpr size_t kWalkStackNeed = kRecordStackNeed + 3 * 1024;
 
 // Records skipped this session for want of stack (above). Async-signal-safe.
 uint64_t NativeAllocationsSkippedForLowStack();
+
+// Records this session whose labels were placed by the cursor walk (allocation_stack.h: where
+// the searches of the stack could not place them). Async-signal-safe.
+uint64_t NativeAllocationCursorWalks();
+
+// Test switch: with STRATA_TEST_ALLOC_CURSOR_WALK=1 in the environment when a session starts
+// (read by StartNativeAllocations), every record with labels places them with the cursor
+// walk, as if the searches had failed (tests/native_allocations/alloc_labels_test.sh).
+inline constexpr char kForceCursorWalkVariable[] = "STRATA_TEST_ALLOC_CURSOR_WALK";
 
 // The labels of a thread's profiling stack, root first, the outermost
 // kMaxAllocationStackLabels: each LabelFrame and its stack address.

@@ -142,6 +142,8 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
       // Sampled allocations and frees not recorded for want of stack on their thread
       // (native_allocations.h, "Stack").
       w.UintProperty("nativeAllocationsSkippedLowStack", NativeAllocationsSkippedForLowStack());
+      // Records whose labels the cursor walk placed (the searches could not).
+      w.UintProperty("nativeAllocationCursorWalks", NativeAllocationCursorWalks());
     }
     if (snapshot.unwind_lookups_unreadable > 0) {
       // Stack walks ended at an object whose headers or unwind tables the program made
