@@ -268,6 +268,33 @@ __attribute__((noinline)) size_t CaptureAllocationStack(RegisteredThread* thread
   return WriteAllocationStack(pcs, count, anchor.return_address, labels, slots_below, words);
 }
 
+// The record itself, once RecordNativeAllocation found room: its own frame holds the stack's
+// words (kMaxStackWords), so it is not inlined into the check, whose frame stays small: the
+// room is measured before these bytes are taken (alloc_tiny_stack_test: with the words in the
+// checking frame, a thread with 4.5 KiB left crashed at the check itself in 1 run of 8).
+__attribute__((noinline)) bool WriteAllocationRecord(RegisteredThread* thread, int64_t bytes,
+                                                     uint64_t address, StackAnchor anchor,
+                                                     bool walk_allowed) {
+  MarkerHeaderRef header;
+  header.thread = ThreadId::FromNumber(
+      static_cast<ThreadId::NumberType>(g_main_thread.load(std::memory_order_relaxed)));
+  header.phase = MarkerPhase::kInstant;
+  header.start = TimeStamp::Now();
+  header.name = &kMarkerName;
+  header.category = static_cast<uint8_t>(Category::kMemory);
+  header.payload_tag = g_marker_tag.load(std::memory_order_relaxed);
+  uint64_t words[kMaxStackWords];
+  const size_t word_count = CaptureAllocationStack(thread, anchor, walk_allowed, words);
+  if (word_count == 0) return false;  // No stack: the record would drop out of every tree.
+  header.stack = absl::Span<const uint64_t>(words, word_count);
+  // Straight into the session buffer, not the thread's staging: the buffer's order is then
+  // the order of the calls, so a free is always after its allocation, whatever thread made
+  // each (the front-end matches them in table order).
+  return static_cast<bool>(SessionBuffer().PutObjects(
+      EntryKind::kMarker, header, bytes, address,
+      static_cast<int64_t>(thread->tid.ToNumber())));
+}
+
 }  // namespace
 
 bool RecordNativeAllocation(int64_t bytes, uint64_t address, StackAnchor anchor) {
@@ -293,24 +320,7 @@ bool RecordNativeAllocation(int64_t bytes, uint64_t address, StackAnchor anchor)
     }
     walk_allowed = sp - bounds.low >= kWalkStackNeed;
   }
-  MarkerHeaderRef header;
-  header.thread = ThreadId::FromNumber(
-      static_cast<ThreadId::NumberType>(g_main_thread.load(std::memory_order_relaxed)));
-  header.phase = MarkerPhase::kInstant;
-  header.start = TimeStamp::Now();
-  header.name = &kMarkerName;
-  header.category = static_cast<uint8_t>(Category::kMemory);
-  header.payload_tag = g_marker_tag.load(std::memory_order_relaxed);
-  uint64_t words[kMaxStackWords];
-  const size_t word_count = CaptureAllocationStack(thread, anchor, walk_allowed, words);
-  if (word_count == 0) return false;  // No stack: the record would drop out of every tree.
-  header.stack = absl::Span<const uint64_t>(words, word_count);
-  // Straight into the session buffer, not the thread's staging: the buffer's order is then
-  // the order of the calls, so a free is always after its allocation, whatever thread made
-  // each (the front-end matches them in table order).
-  return static_cast<bool>(SessionBuffer().PutObjects(
-      EntryKind::kMarker, header, bytes, address,
-      static_cast<int64_t>(thread->tid.ToNumber())));
+  return WriteAllocationRecord(thread, bytes, address, anchor, walk_allowed);
 }
 
 void NoteNativeAllocationSetFull(uint64_t capacity) {
