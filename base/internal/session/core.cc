@@ -167,7 +167,10 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   // libunwind (and liblzma, ~0.2 ms of loading and relocation) is loaded by the sampler thread
   // at its first loop, not here on the program's thread: a process that ends before then
   // (most of a build's commands) never pays for it; samples walk frame pointers until then
-  // (g_libunwind_ready; sampler_thread.cc, "libunwind on demand").
+  // (g_libunwind_ready; sampler_thread.cc, "libunwind on demand"). Except with native
+  // allocations: their stacks (CaptureCurrentStack, on the allocating thread) need libunwind
+  // from the first allocation sampled, and an allocation without a stack is not recorded.
+  if (settings.features & kFeatureNativeAllocations) WarmUpLibunwindForSampling();
   // The /proc/self/maps descriptor new threads' registrations read their stack bounds with,
   // opened here rather than on a program thread (above the program's soft descriptor limit,
   // by a helper process a seccomp filter could kill: none then).
