@@ -133,8 +133,9 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   slot->script_frame_count = 0;
   slot->script_text_bytes = 0;
   // LibunwindWalkMayDeadlock: this thread may hold the loader's list lock (libunwind_walker.h).
+  // Not ready: the sampler has not loaded libunwind yet (its first loop), or could not.
   const bool frame_pointers = (features & kFeatureFramePointers) ||
-                              g_libunwind_missing.load(std::memory_order_relaxed) ||
+                              !g_libunwind_ready.load(std::memory_order_acquire) ||
                               LibunwindWalkMayDeadlock();
   if (plan) {
     plan->walk = (features & kFeatureStackWalk) != 0;
@@ -182,7 +183,7 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
   const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
   const LibunwindFunctions* unwind = LoadedLibunwind();
   const bool frame_pointers = (features & kFeatureFramePointers) ||
-                              g_libunwind_missing.load(std::memory_order_relaxed) || !unwind ||
+                              !g_libunwind_ready.load(std::memory_order_acquire) || !unwind ||
                               LibunwindWalkMayDeadlock();
   if (!(features & kFeatureStackWalk)) {
     frames[0] = {registers.pc, registers.sp};
