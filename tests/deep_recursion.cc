@@ -3,13 +3,14 @@
 // bottom. For tests/deep_stack_test.sh: every sample taken in the recursion must keep the
 // root side of the stack (deep_entry, main) although it is DEPTH + 3 frames deep.
 //
-// With --rounds R (tests/deep_stack_share_test.sh), the work is split in 2R equal halves that
-// alternate: deep_entry (the recursion, then the spin) and shallow_entry (the same spin, 2
-// frames from main). The program measures each side's CPU itself (its thread CPU clock around
+// With --rounds R (tests/deep_stack_share_test.sh), the work is split in R rounds, each a call
+// of deep_entry (the recursion, then the spin) and one of shallow_entry (the same spin, 2
+// frames from main); --deep-percent P (default 50) gives the deep side P % of each round's
+// iterations. The program measures each side's CPU itself (its thread CPU clock around
 // every call) and prints it: the share of the deep side is what a profile's share of samples
 // in deep_recurse should be, whatever a stack walk costs.
 //
-// Usage: deep_recursion [--depth N] [--iterations N] [--rounds R]
+// Usage: deep_recursion [--depth N] [--iterations N] [--rounds R] [--deep-percent P]
 //   (defaults 600, 500000000: ~0.4 s of CPU here, 0: no shallow side)
 // Prints "deep_recursion: depth=N result=R" and, with --rounds, a line
 // "deep_cpu_ns=D shallow_cpu_ns=S"; exits 0.
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
   int depth = 600;
   unsigned long iterations = 500000000ul;
   long rounds = 0;
+  long deep_percent = 50;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--depth") == 0) {
       depth = std::atoi(argv[i + 1]);
@@ -84,8 +86,11 @@ int main(int argc, char** argv) {
       iterations = std::strtoul(argv[i + 1], nullptr, 10);
     } else if (std::strcmp(argv[i], "--rounds") == 0) {
       rounds = std::atol(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--deep-percent") == 0) {
+      deep_percent = std::atol(argv[i + 1]);
     } else {
-      std::fprintf(stderr, "usage: %s [--depth N] [--iterations N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--depth N] [--iterations N] [--rounds R] [--deep-percent P]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -94,15 +99,21 @@ int main(int argc, char** argv) {
     std::printf("deep_recursion: depth=%d result=%lu\n", depth, g_sink % 1000);
     return 0;
   }
-  const unsigned long half = iterations / static_cast<unsigned long>(2 * rounds);
+  if (deep_percent < 0 || deep_percent > 100) {
+    std::fprintf(stderr, "%s: --deep-percent must be 0..100\n", argv[0]);
+    return 2;
+  }
+  const unsigned long per_round = iterations / static_cast<unsigned long>(rounds);
+  const unsigned long deep_part = per_round / 100 * static_cast<unsigned long>(deep_percent);
+  const unsigned long shallow_part = per_round - deep_part;
   long long deep_ns = 0;
   long long shallow_ns = 0;
   unsigned long sink = 0;
   for (long r = 0; r < rounds; ++r) {
     const long long t0 = ThreadCpuNs();
-    sink += deep_entry(depth, half);
+    sink += deep_entry(depth, deep_part);
     const long long t1 = ThreadCpuNs();
-    sink += shallow_entry(half);
+    sink += shallow_entry(shallow_part);
     const long long t2 = ThreadCpuNs();
     deep_ns += t1 - t0;
     shallow_ns += t2 - t1;

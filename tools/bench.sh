@@ -24,7 +24,8 @@
 #   5. preloaded-but-inactive start-up (hyperfine), library size and NEEDED entries;
 #   6. the largest sample gap across takeover (tests/takeover programs and checker);
 #   7. deep stacks: walk cost per frame (sampling_benchmark) and the CPU cost of sampling a
-#      1 000-frame recursion (tools/bench/deep_stacks.sh).
+#      1 000-frame recursion (tools/bench/deep_stacks.sh), and the recursion's share of the
+#      samples against perf's when it takes 5 % of the CPU (tools/bench/deep_share.sh).
 #   8. `strata record` of a script starting BENCH_RECORD_PROCESSES short processes against plain
 #      and `perf record` (tools/bench/record_processes_bench.sh).
 #   9. native allocations: the hooks' unsampled path, and the feature's cost on an
@@ -88,7 +89,7 @@ TARGETS=(
   //tests/takeover:takeover_dlopen //tests/takeover:takeover_linked //tests/takeover:takeover_check
   //tools/bench:profile_write_bench //tools/bench:callgrind_driver //tools/bench:busy_threads
   //tools/bench:trivial_cxx //tools/bench:libsignal_floor.so
-  //tests:deep_recursion //platform/sampling:sampling_benchmark
+  //tests:deep_recursion //tests:deep_recursion_nofp //platform/sampling:sampling_benchmark
   //tools/strata:strata //tools/strata:libstrata_record.so
   //base:libstrata_alloc.so //tests/native_allocations:alloc_bench_program
 )
@@ -591,6 +592,14 @@ deep_pct() { awk -v v="$1" '$1 == "median" && $2 == v { sub("overhead_pct=", "",
 row "CPU cost of 1 kHz sampling, 1 000-frame recursion (10 frames: $(deep_pct strata 10) %)" \
   "$(deep_pct strata 1000) %" "perf $(deep_pct perf 1000) %" "—" "≤ 5 %" \
   "$(met "$(deep_pct strata 1000) <= 5" "$(deep_pct strata 1000)")"
+# The handler's own cost (issue 34): the 1 000-frame recursion's share with 5 % of the CPU.
+STRATA_BIN="$BIN" tools/bench/deep_share.sh "$ROUNDS" 5 1000 >"$WORK/deep_share.txt" 2>&1
+share_of() { awk -v v="$1" '$1 == "median" && $2 == v { sub("share_pct=", "", $3); print $3 }' "$WORK/deep_share.txt"; }
+share_gap=$(calc "%.2f" "$(share_of strata-nofp) - $(share_of perf)")
+[[ "$share_gap" == n/a ]] && share_gap=""
+row "1 000-frame recursion with 5 % of the CPU (plain: $(share_of plain) %): its share of the samples, libunwind on every frame (default walker: $(share_of strata) %, frame pointers: $(share_of strata-fp) %)" \
+  "$(share_of strata-nofp) %" "perf $(share_of perf) %" "${share_gap:-?} points" "within 1 point of perf" \
+  "$(met "${share_gap#-} <= 1" "${share_gap:-}")"
 
 # --- 8. strata record of a process-heavy script (issue 38): tools/bench/record_processes_bench.sh.
 log "strata record of $BENCH_RECORD_PROCESSES short processes ($ROUNDS interleaved rounds)"

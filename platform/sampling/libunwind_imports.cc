@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -144,6 +146,53 @@ int ReplacementDlIteratePhdr(int (*callback)(dl_phdr_info*, size_t, void*), void
   return dl_iterate_phdr(callback, data);
 }
 
+// libunwind's lock (around every step's cache look-up, and at its set-up): glibc's own mutex
+// functions, looked up in libc.so.6 itself (RedirectLibunwindImports), never the program's
+// definition of pthread_mutex_lock (a lock-profiling shim, a locked allocator's) nor Strata's
+// wait wrapper, which the global scope would give: libunwind's lock is libunwind's own, taken
+// in the sampling handler and at each thread's registration, before the program's start
+// routine. Left as they are when libc's cannot be found.
+using MutexFunction = int (*)(pthread_mutex_t*);
+std::atomic<MutexFunction> g_libc_mutex_lock{nullptr};
+std::atomic<MutexFunction> g_libc_mutex_unlock{nullptr};
+
+int ReplacementMutexLock(pthread_mutex_t* mutex) {
+  return g_libc_mutex_lock.load(std::memory_order_relaxed)(mutex);
+}
+
+int ReplacementMutexUnlock(pthread_mutex_t* mutex) {
+  return g_libc_mutex_unlock.load(std::memory_order_relaxed)(mutex);
+}
+
+void FindLibcMutexFunctions() {
+  if (g_libc_mutex_lock.load() != nullptr && g_libc_mutex_unlock.load() != nullptr) return;
+  void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  if (libc == nullptr) {
+    (void)dlerror();
+    return;
+  }
+  void* lock = dlsym(libc, "pthread_mutex_lock");
+  void* unlock = dlsym(libc, "pthread_mutex_unlock");
+  if (lock != nullptr && unlock != nullptr) {
+    g_libc_mutex_lock.store(reinterpret_cast<MutexFunction>(lock));
+    g_libc_mutex_unlock.store(reinterpret_cast<MutexFunction>(unlock));
+  }
+  dlclose(libc);  // Only a reference count: libc stays.
+}
+
+// libunwind blocks every signal around its lock (sigfillset's set: glibc's internal signals
+// left out) and restores the mask after: the raw system call, never a program's sigprocmask
+// (nor the signal interposer's, which forwarded libunwind's calls unchanged anyway).
+int ReplacementSigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  const long result = RawSyscall(SYS_rt_sigprocmask, how, reinterpret_cast<long>(set),
+                                 reinterpret_cast<long>(old), _NSIG / 8);
+  if (result < 0) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return 0;
+}
+
 struct Redirection {
   const char* name;
   void* replacement;
@@ -160,9 +209,16 @@ const Redirection kRedirections[] = {
     {"open64", reinterpret_cast<void*>(&ReplacementOpen)},
     {"msync", reinterpret_cast<void*>(&ReplacementMsync)},
     {"dl_iterate_phdr", reinterpret_cast<void*>(&ReplacementDlIteratePhdr)},
+    {"pthread_mutex_lock", reinterpret_cast<void*>(&ReplacementMutexLock)},
+    {"pthread_mutex_unlock", reinterpret_cast<void*>(&ReplacementMutexUnlock)},
+    {"sigprocmask", reinterpret_cast<void*>(&ReplacementSigprocmask)},
 };
 
 void* ReplacementFor(const char* name) {
+  if (g_libc_mutex_lock.load(std::memory_order_relaxed) == nullptr &&
+      std::strncmp(name, "pthread_mutex_", 14) == 0) {
+    return nullptr;  // libc's were not found: left to the global scope.
+  }
   for (const Redirection& redirection : kRedirections) {
     if (std::strcmp(name, redirection.name) == 0) return redirection.replacement;
   }
@@ -376,6 +432,7 @@ bool RedirectLibunwindImports(void* handle) {
   if (!ReadWritableLayout(map, &layout)) return false;
   static const bool sigprocmask_probe_works = CheckSigprocmaskProbe();
   g_use_sigprocmask_probe.store(sigprocmask_probe_works, std::memory_order_relaxed);
+  FindLibcMutexFunctions();
   int redirected = 0;
   const bool ok = RedirectTable(map, info, layout, info.plt_relocations,
                                 info.plt_relocations_size, &redirected) &&

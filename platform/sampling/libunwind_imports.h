@@ -41,6 +41,12 @@
 //                 CIE) was found readable by the check below; else no object (the walk
 //                 ends there, counted: UnwindLookupsRefusedAsUnreadable). Otherwise libc's (or the preload tier's
 //                 wrapper, where that is loaded).
+//   pthread_mutex_lock, pthread_mutex_unlock  glibc's own (looked up in libc.so.6 itself):
+//                 never the program's definition, nor Strata's wait wrapper (libunwind's lock
+//                 is its own; it takes it at every step, in the sampling handler). Left to
+//                 the global scope if libc's are not found.
+//   sigprocmask   the raw rt_sigprocmask system call (libunwind blocks every signal around
+//                 its lock): never a program's definition.
 // The readability check asks the kernel to read the address, never dereferencing it: with
 // rt_sigprocmask(invalid how, address, NULL, 8), which copies the 8 aligned bytes first
 // (EFAULT: unreadable) and then refuses `how` (EINVAL), changing nothing (~0.15 us; a pipe

@@ -110,6 +110,9 @@ __attribute__((visibility("hidden"))) void strata_sampling_signal_handler(int si
 }
 // Skips counted by the assembly entry: on the program's alternate stack, on the thread's own.
 __attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry = 0;
+// Instances of the sampling signal the entry found on the program's alternate stack
+// (SamplingSignalsOnAlternateStack), skipped or not.
+__attribute__((visibility("hidden"))) uint64_t strata_sampling_signals_on_alternate_stack = 0;
 __attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry_thread = 0;
 __attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry_main = 0;
 // The main stack's end and the lowest address it can grow to whatever the limit
@@ -393,6 +396,12 @@ void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
 // sigreturn. Even the smallest C++ prologue there wrote below the stack: 48 heap bytes of the
 // program's below a 7 KiB alternate stack (issue 33), or into a thread's guard page (a thread
 // 3.4-3.9 KiB above its guard page: SIGSEGV, as the kernel's frame alone still fit).
+// On the alternate stack, skipped or not, the thread was running there: in a handler of the
+// program's whose kernel mask lacks S (one installed by a raw rt_sigaction system call, which
+// no wrapper saw: signal_interposers.h). S is added to the interrupted mask (uc_sigmask,
+// which sigreturn restores), so S stays blocked until that handler returns, as if its
+// sa_mask named S -- no further sample lands below it -- and the instance is counted
+// (SamplingSignalsOnAlternateStack: the sampler then adds S to that handler's sa_mask).
 // Everything else jumps to the handler, whose own checks (LowStackAt: the main stack, the
 // unknown ones) then run. It writes no memory below the stack pointer (the ucontext and
 // siginfo lie above it) and changes only the registers a called function may change (rax,
@@ -408,6 +417,7 @@ void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
 static_assert(offsetof(ucontext_t, uc_stack) + offsetof(stack_t, ss_sp) == 16, "ss_sp");
 static_assert(offsetof(ucontext_t, uc_stack) + offsetof(stack_t, ss_size) == 32, "ss_size");
 static_assert(offsetof(siginfo_t, si_code) == 8, "si_code");
+static_assert(offsetof(ucontext_t, uc_sigmask) == 296, "uc_sigmask");
 static_assert(SI_TIMER == -2 && POLL_IN == 1 && POLL_HUP == 6, "constants");
 static_assert(kSamplingHandlerStackNeed == 6144, "the stub's constant below");
 static_assert(SYS_prlimit64 == 302 && RLIMIT_STACK == 3 && sizeof(struct rlimit) == 16,
@@ -426,6 +436,12 @@ strata_sampling_signal_entry:
   subq 16(%rdx), %rcx
   cmpq 32(%rdx), %rcx
   ja 2f
+  leal -1(%rdi), %eax
+  cmpl $63, %eax
+  ja 8f
+  btsq %rax, 296(%rdx)
+8:
+  lock incq strata_sampling_signals_on_alternate_stack(%rip)
   cmpq $6144, %rcx
   jae 9f
   movl 8(%rsi), %ecx
@@ -809,6 +825,10 @@ void SetSamplingMainStackLimits(uintptr_t floor, uintptr_t top) {
   __atomic_store_n(&strata_main_stack_reach_low, floor, __ATOMIC_RELAXED);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   __atomic_store_n(&strata_main_stack_top, top, __ATOMIC_RELAXED);
+}
+
+uint64_t SamplingSignalsOnAlternateStack() {
+  return __atomic_load_n(&strata_sampling_signals_on_alternate_stack, __ATOMIC_RELAXED);
 }
 
 uint64_t SamplesSkippedForLowStack() {

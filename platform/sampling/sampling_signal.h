@@ -249,6 +249,14 @@ uint64_t SamplingSignalsTakenOnCurrentThread();
 uint64_t SamplesSkippedForLowStack();
 uint64_t SamplesSkippedForLowStack(LowStack reason);
 
+// Instances of the sampling signal (samples or not) whose kernel frame the assembly entry found
+// on the program's alternate signal stack: each interrupted a handler of the program's whose
+// kernel mask did not block S (installed by a raw rt_sigaction, which no wrapper saw), and S
+// was added to the interrupted mask (the ucontext's uc_sigmask, restored at sigreturn), so it
+// stays blocked on that thread until that handler returns. A count that grows tells the
+// session to add S to that handler's sa_mask (signal_interposers.h). Thread-safe.
+uint64_t SamplingSignalsOnAlternateStack();
+
 // Descriptor or timer notifications (si_code POLL_* or SI_TIMER) of the sampling signal that
 // reached our handler while the program's action is SIG_DFL and no thread named them: late
 // signals of our own closed events, dropped instead of terminating the process. Signals sent

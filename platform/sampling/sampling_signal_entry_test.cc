@@ -116,6 +116,7 @@ uintptr_t StackPointerHere() {
 
 enum class Path {
   kAlternateStackLow,
+  kAlternateStackRoom,
   kThreadStackLow,
   kMainStackLow,
   kMainStackRoom,
@@ -125,6 +126,8 @@ enum class Path {
 struct Outcome {
   uint64_t changed_registers;
   uint64_t skipped_alternate, skipped_thread, skipped_main, strays;
+  uint64_t on_alternate_stack;  // SamplingSignalsOnAlternateStack's growth.
+  bool masked_for_return;       // The signal added to the context's uc_sigmask.
 };
 
 // Sets the stack bounds for `path` around the current stack pointer, calls the entry with a timer
@@ -141,6 +144,7 @@ __attribute__((noinline)) Outcome CallEntry(void* entry, int signal_number, Path
   const uint64_t thread_before = SamplesSkippedForLowStack(LowStack::kThreadStack);
   const uint64_t main_before = SamplesSkippedForLowStack(LowStack::kMainStack);
   const uint64_t strays_before = StrayNotificationsDropped();
+  const uint64_t on_alternate_before = SamplingSignalsOnAlternateStack();
   const uintptr_t sp = StackPointerHere();
   constexpr uintptr_t kLittle = 2048;        // Less than kSamplingHandlerStackNeed.
   constexpr uintptr_t kPlenty = 256 * 1024;  // More.
@@ -148,6 +152,10 @@ __attribute__((noinline)) Outcome CallEntry(void* entry, int signal_number, Path
     case Path::kAlternateStackLow:
       context.uc_stack.ss_sp = reinterpret_cast<void*>(sp - kLittle);
       context.uc_stack.ss_size = 16 * 1024;
+      break;
+    case Path::kAlternateStackRoom:
+      context.uc_stack.ss_sp = reinterpret_cast<void*>(sp - kPlenty);
+      context.uc_stack.ss_size = kPlenty + 4096;
       break;
     case Path::kThreadStackLow:
       SetSamplingThreadStackBounds(sp - kLittle, sp + 4096);
@@ -171,6 +179,8 @@ __attribute__((noinline)) Outcome CallEntry(void* entry, int signal_number, Path
   outcome.skipped_thread = SamplesSkippedForLowStack(LowStack::kThreadStack) - thread_before;
   outcome.skipped_main = SamplesSkippedForLowStack(LowStack::kMainStack) - main_before;
   outcome.strays = StrayNotificationsDropped() - strays_before;
+  outcome.on_alternate_stack = SamplingSignalsOnAlternateStack() - on_alternate_before;
+  outcome.masked_for_return = sigismember(&context.uc_sigmask, signal_number) == 1;
   return outcome;
 }
 
@@ -191,11 +201,24 @@ TEST_CASE("Sampling signal entry: called as a function, it keeps the callee-save
     const Outcome outcome = CallEntry(entry, signal_number, Path::kAlternateStackLow);
     CHECK(outcome.skipped_alternate == 1);
     CHECK(outcome.changed_registers == 0);
+    // The interrupted handler on the alternate stack runs on with the signal blocked.
+    CHECK(outcome.on_alternate_stack == 1);
+    CHECK(outcome.masked_for_return);
+  }
+  SECTION("room on the program's alternate stack: on to the C++ handler, the signal blocked") {
+    const Outcome outcome = CallEntry(entry, signal_number, Path::kAlternateStackRoom);
+    CHECK(outcome.skipped_alternate == 0);
+    CHECK(outcome.strays == 1);
+    CHECK(outcome.changed_registers == 0);
+    CHECK(outcome.on_alternate_stack == 1);
+    CHECK(outcome.masked_for_return);
   }
   SECTION("a skip on the thread's own stack") {
     const Outcome outcome = CallEntry(entry, signal_number, Path::kThreadStackLow);
     CHECK(outcome.skipped_thread == 1);
     CHECK(outcome.changed_registers == 0);
+    CHECK(outcome.on_alternate_stack == 0);
+    CHECK(!outcome.masked_for_return);  // Off the alternate stack, the mask is left alone.
   }
   SECTION("a skip on the main stack, after the entry's prlimit64") {
     const Outcome outcome = CallEntry(entry, signal_number, Path::kMainStackLow);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -32,8 +33,91 @@ struct MarkerHeader {
   ProfilerString name;
   uint8_t category = 0;
   uint8_t payload_tag = 0;  // kUntypedMarkerTag, kTextMarkerTag, or a registered type.
-  std::vector<uint64_t> stack;  // Native return addresses, leaf first; empty = none.
+  // Native return addresses, leaf first; empty = none. May hold label frames among them
+  // (MarkerStackLabel below: native allocations' stacks).
+  std::vector<uint64_t> stack;
 };
+
+// Label frames in a marker stack (native allocations, docs/memory.md): a stack of native
+// return addresses, leaf first, may hold labels among them, each where it goes in the merged
+// stack (a label follows, root first, the native frame it was pushed in, as in a sample). A
+// label is a block of words:
+//   [kMarkerStackLabelTag | category | label length << 8 | dynamic length << 16 |
+//    has dynamic << 23][push site, 0 unknown][the label's then the dynamic string's bytes,
+//    8 a word, the last one zero-padded]
+// The tag's top bits make the word a non-canonical x86-64 address: never a return address.
+// A reader that does not know the tag shows its words as addresses of no module.
+inline constexpr uint64_t kMarkerStackLabelTag = 0x53544C4200000000ull;  // "STLB"
+inline constexpr uint64_t kMarkerStackLabelTagMask = 0xFFFFFFFF00000000ull;
+inline constexpr size_t kMaxMarkerStackLabelLength = 255;
+inline constexpr size_t kMaxMarkerStackDynamicLength = 127;
+
+inline bool IsMarkerStackLabelWord(uint64_t word) {
+  return (word & kMarkerStackLabelTagMask) == kMarkerStackLabelTag;
+}
+
+// The words a label block takes (lengths already capped at the maxima above).
+inline size_t MarkerStackLabelWords(size_t label_length, size_t dynamic_length) {
+  return 2 + (label_length + dynamic_length + 7) / 8;
+}
+
+// Writes a label block at `out` (room for MarkerStackLabelWords(...) words, lengths capped
+// first with the maxima above) and returns the words written. No allocation, no system call.
+inline size_t WriteMarkerStackLabel(uint64_t* out, const char* label, size_t label_length,
+                                    const char* dynamic, size_t dynamic_length, bool has_dynamic,
+                                    uint8_t category, uint64_t push_site) {
+  if (label_length > kMaxMarkerStackLabelLength) label_length = kMaxMarkerStackLabelLength;
+  if (dynamic_length > kMaxMarkerStackDynamicLength) dynamic_length = kMaxMarkerStackDynamicLength;
+  if (!has_dynamic) dynamic_length = 0;
+  out[0] = kMarkerStackLabelTag | category | (uint64_t{label_length} << 8) |
+           (uint64_t{dynamic_length} << 16) | (uint64_t{has_dynamic} << 23);
+  out[1] = push_site;
+  const size_t text_words = (label_length + dynamic_length + 7) / 8;
+  uint8_t* text = reinterpret_cast<uint8_t*>(out + 2);
+  if (text_words > 0) out[2 + text_words - 1] = 0;  // The padding.
+  std::memcpy(text, label, label_length);
+  if (dynamic_length > 0) std::memcpy(text + label_length, dynamic, dynamic_length);
+  return 2 + text_words;
+}
+
+// One label block read back.
+struct MarkerStackLabel {
+  std::string_view label;
+  std::string_view dynamic;
+  bool has_dynamic = false;
+  uint8_t category = 0;
+  uint64_t push_site = 0;
+};
+
+// Calls on_native(address) and on_label(const MarkerStackLabel&) for the frames of a marker
+// stack, in its order (leaf first). A label block cut short (damaged data) ends the walk:
+// returns false then.
+template <typename OnNative, typename OnLabel>
+bool ForEachMarkerStackFrame(const uint64_t* words, size_t count, OnNative&& on_native,
+                             OnLabel&& on_label) {
+  for (size_t i = 0; i < count;) {
+    const uint64_t word = words[i];
+    if (!IsMarkerStackLabelWord(word)) {
+      on_native(word);
+      ++i;
+      continue;
+    }
+    MarkerStackLabel label;
+    label.category = static_cast<uint8_t>(word & 0xff);
+    const size_t label_length = (word >> 8) & 0xff;
+    const size_t dynamic_length = (word >> 16) & 0x7f;
+    label.has_dynamic = ((word >> 23) & 1) != 0;
+    const size_t words_needed = MarkerStackLabelWords(label_length, dynamic_length);
+    if (count - i < words_needed) return false;
+    label.push_site = words[i + 1];
+    const char* text = reinterpret_cast<const char*>(words + i + 2);
+    label.label = std::string_view(text, label_length);
+    label.dynamic = std::string_view(text + label_length, dynamic_length);
+    on_label(label);
+    i += words_needed;
+  }
+  return true;
+}
 
 // The writing side of MarkerHeader: the same bytes, but it owns nothing (the name is
 // referenced, the stack is a span over the caller's frames), so recording a marker copies

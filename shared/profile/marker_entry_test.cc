@@ -94,6 +94,58 @@ TEST_CASE("MarkerHeaderRef writes what MarkerHeader reads", "[profile][marker]")
   }
 }
 
+TEST_CASE("label blocks in a marker stack are read back in place, natives untouched") {
+  std::vector<uint64_t> stack = {0x401000};
+  auto append = [&](const char* label, const char* dynamic, uint8_t category, uint64_t site) {
+    const size_t label_length = std::string(label).size();
+    const size_t dynamic_length = dynamic ? std::string(dynamic).size() : 0;
+    const size_t at = stack.size();
+    stack.resize(at + MarkerStackLabelWords(label_length, dynamic_length));
+    REQUIRE(WriteMarkerStackLabel(stack.data() + at, label, label_length, dynamic,
+                                  dynamic_length, dynamic != nullptr, category, site) ==
+            stack.size() - at);
+  };
+  append("Parse config", nullptr, 3, 0x401234);
+  stack.push_back(0x402000);
+  append("Load", "data.bin", 5, 0);
+  append("Exactly8", "", 1, 7);  // Text of a whole number of words; an empty dynamic string.
+  stack.push_back(0x7f0000001000);
+  std::vector<std::string> seen;
+  REQUIRE(ForEachMarkerStackFrame(
+      stack.data(), stack.size(),
+      [&](uint64_t address) { seen.push_back(std::to_string(address)); },
+      [&](const MarkerStackLabel& l) {
+        seen.push_back(std::string(l.label) + "|" + (l.has_dynamic ? std::string(l.dynamic) : "-") +
+                       "|" + std::to_string(l.category) + "|" + std::to_string(l.push_site));
+      }));
+  CHECK(seen == std::vector<std::string>{"4198400", "Parse config|-|3|4198964", "4202496",
+                                         "Load|data.bin|5|0", "Exactly8||1|7",
+                                         "139637976731648"});
+  // No return address is taken for a label word: the tag is a non-canonical address.
+  CHECK_FALSE(IsMarkerStackLabelWord(0x00007fffffffe000ull));
+  CHECK_FALSE(IsMarkerStackLabelWord(0xffffffffff600000ull));  // The vsyscall page.
+  // A block cut short (damaged data) ends the walk.
+  stack.resize(3);
+  size_t natives = 0;
+  CHECK_FALSE(ForEachMarkerStackFrame(
+      stack.data(), stack.size(), [&](uint64_t) { ++natives; }, [&](const MarkerStackLabel&) {}));
+  CHECK(natives == 1);
+}
+
+TEST_CASE("label text longer than a block holds is cut to the maxima") {
+  const std::string label(300, 'a');
+  const std::string dynamic(200, 'b');
+  std::vector<uint64_t> words(MarkerStackLabelWords(kMaxMarkerStackLabelLength,
+                                                    kMaxMarkerStackDynamicLength));
+  REQUIRE(WriteMarkerStackLabel(words.data(), label.data(), label.size(), dynamic.data(),
+                                dynamic.size(), true, 0, 0) == words.size());
+  REQUIRE(ForEachMarkerStackFrame(words.data(), words.size(), [](uint64_t) { FAIL(); },
+                                  [&](const MarkerStackLabel& l) {
+                                    CHECK(l.label.size() == kMaxMarkerStackLabelLength);
+                                    CHECK(l.dynamic.size() == kMaxMarkerStackDynamicLength);
+                                  }));
+}
+
 }  // namespace
 }  // namespace profile
 }  // namespace strata

@@ -334,8 +334,11 @@ class ProfileBuilder {
     } else if (kind == EntryKind::kMarker) {
       const MarkerHeader header = reader.ReadObject<MarkerHeader>();
       if (reader.Failed()) return;
-      std::vector<SampleFrame> frames = MarkerFrames(header.stack, header.start);
-      NoteFrames(frames.data(), frames.size());
+      std::vector<SampleFrame>& frames = marker_frames_;
+      size_t count = DecodeMarkerStack(header.stack, frames);
+      MoveAddresses(frames.data(), count, header.start);
+      ElideOwnFrames(frames.data(), count);
+      NoteFrames(frames.data(), count);
     }
   }
 
@@ -606,17 +609,38 @@ class ProfileBuilder {
     return false;
   }
 
-  // A marker's stack (leaf first, as recorded) as frames root first, moved and elided.
-  std::vector<SampleFrame> MarkerFrames(const std::vector<uint64_t>& leaf_first, TimeStamp time) {
-    std::vector<SampleFrame> frames(leaf_first.size());
-    for (size_t i = 0; i < leaf_first.size(); ++i) {
-      frames[leaf_first.size() - 1 - i].address = leaf_first[i];
-    }
-    MoveAddresses(frames.data(), frames.size(), time);
-    size_t count = frames.size();
-    ElideOwnFrames(frames.data(), count);
-    frames.resize(count);
-    return frames;
+  // Writes a marker stack's frames (native return addresses, and label frames where the
+  // stack carries them: marker_entry.h, MarkerStackLabel) root first into `frames` (grown,
+  // never shrunk: reused from marker to marker) and returns how many. Two passes (count, then
+  // fill from the root end): no frame is moved.
+  static size_t DecodeMarkerStack(const std::vector<uint64_t>& leaf_first,
+                                  std::vector<SampleFrame>& frames) {
+    size_t count = 0;
+    auto count_one = [&](const auto&) { ++count; };
+    ForEachMarkerStackFrame(leaf_first.data(), leaf_first.size(), count_one, count_one);
+    if (frames.size() < count) frames.resize(count);
+    size_t next = count;
+    ForEachMarkerStackFrame(
+        leaf_first.data(), leaf_first.size(),
+        [&](uint64_t address) {
+          SampleFrame& frame = frames[--next];
+          frame.kind = SampleFrame::Kind::kNative;
+          frame.address = address;
+          frame.push_site = 0;
+        },
+        [&](const MarkerStackLabel& label) {
+          SampleFrame& frame = frames[--next];
+          frame.kind = SampleFrame::Kind::kLabel;
+          frame.label = ProfilerString::Dynamic(label.label);
+          frame.category = label.category;
+          if (label.has_dynamic) {
+            frame.dynamic.emplace(label.dynamic);
+          } else {
+            frame.dynamic.reset();
+          }
+          frame.push_site = label.push_site;
+        });
+    return count;
   }
 
   void NoteFrames(const SampleFrame* frames, size_t count) {
@@ -710,20 +734,14 @@ class ProfileBuilder {
     return stacks.Stack(base, label);
   }
 
-  // As MarkerFrames() then StackOf(), in frames reused from marker to marker (no allocation
+  // A marker's stack (leaf first, as recorded) root first, moved and elided, as StackOf()
+  // gives it, in frames reused from marker to marker (no allocation
   // per marker: native allocation records are markers with stacks, by the hundred thousand).
   std::optional<uint32_t> MarkerStack(ThreadState& thread,
                                       const std::vector<uint64_t>& leaf_first) {
     std::vector<SampleFrame>& frames = marker_frames_;
-    const size_t n = leaf_first.size();
-    if (frames.size() < n) frames.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      SampleFrame& frame = frames[n - 1 - i];
-      frame.kind = SampleFrame::Kind::kNative;
-      frame.address = leaf_first[i];
-    }
-    MoveAddresses(frames.data(), n, marker_time_);
-    size_t count = n;
+    size_t count = DecodeMarkerStack(leaf_first, frames);
+    MoveAddresses(frames.data(), count, marker_time_);
     ElideOwnFrames(frames.data(), count);
     return StackOf(thread, frames.data(), count);
   }
@@ -814,7 +832,7 @@ class ProfileBuilder {
   std::vector<CounterState> counters_;
   std::vector<OverheadSample> overhead_;
   std::vector<uint32_t> frame_indexes_;
-  std::vector<SampleFrame> marker_frames_;  // MarkerStack()'s, reused (native frames only).
+  std::vector<SampleFrame> marker_frames_;  // MarkerStack()'s, reused.
   SampleRecord sample_;       // Reused by every sample read (no allocation per sample);
   size_t sample_frames_ = 0;  // the number of its frames that are the current sample's.
   // The current sample's serialized frames (ReadSampleHeader), and their copy when they

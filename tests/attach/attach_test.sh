@@ -361,19 +361,26 @@ after_kill_ok() {  # PID: alive, not traced, not stopped.
   tracer=$(awk '/^TracerPid/ { print $2 }' /proc/"$1"/status 2>/dev/null)
   [[ -n "$state" && "$state" != T && "$state" != t && "$state" != Z && "$tracer" == 0 ]]
 }
-kill_steps=0
 kill_problems=""
-for n in $(seq 1 80); do
-  STRATA_ATTACH_TEST_KILL_AT=$n timeout -s KILL 60 "$STRATA" record -q -p "$pid" --duration 0.1 \
-    -o "$WORK/killed_strata.json" >/dev/null 2>"$WORK/killed_strata.err"
-  status=$?
-  if [[ $status -eq 0 ]]; then break; fi
-  if [[ $status -ne 137 ]]; then kill_problems+=" step $n: strata status $status ($(tail -1 "$WORK/killed_strata.err"));"; fi
-  kill_steps=$n
-  worker_gone "$pid"
-  after_kill_ok "$pid" || kill_problems+=" step $n: process $(grep -E '^(State|TracerPid)' /proc/"$pid"/status 2>/dev/null | tr -s '\t\n' '  ');"
-  echo x >&7  # The read returns and checks its registers, then reads again.
+# Both places of the trampoline (docs/attach.md): libc's code padding (4 ptrace steps), and a
+# code page mapped by the thread (8 steps: STRATA_ATTACH_TEST_CODE_PAGE=1).
+declare -A kill_steps_of=([padding]=0 [code_page]=0)
+for place in padding code_page; do
+  code_page=0
+  [[ $place == code_page ]] && code_page=1
+  for n in $(seq 1 80); do
+    STRATA_ATTACH_TEST_CODE_PAGE=$code_page STRATA_ATTACH_TEST_KILL_AT=$n timeout -s KILL 60 "$STRATA" record -q \
+      -p "$pid" --duration 0.1 -o "$WORK/killed_strata.json" >/dev/null 2>"$WORK/killed_strata.err"
+    status=$?
+    if [[ $status -eq 0 ]]; then break; fi
+    if [[ $status -ne 137 ]]; then kill_problems+=" $place step $n: strata status $status ($(tail -1 "$WORK/killed_strata.err"));"; fi
+    kill_steps_of[$place]=$n
+    worker_gone "$pid"
+    after_kill_ok "$pid" || kill_problems+=" $place step $n: process $(grep -E '^(State|TracerPid)' /proc/"$pid"/status 2>/dev/null | tr -s '\t\n' '  ');"
+    echo x >&7  # The read returns and checks its registers, then reads again.
+  done
 done
+kill_steps="${kill_steps_of[padding]}+${kill_steps_of[code_page]}"
 random_kills=0
 for i in $(seq 1 10); do
   rm -f "$WORK/killed_random.err"
@@ -395,7 +402,7 @@ wait "$pid"
 server_status=$?
 exec 7>&-
 result "scenario=killed_strata steps=$kill_steps random_kills=$random_kills server_status=$server_status output=\"$(tail -1 "$WORK/killed_strata.server")\" problems=\"$kill_problems\""
-if [[ $kill_steps -ge 6 && -z "$kill_problems" && $server_status -eq 0 &&
+if [[ ${kill_steps_of[padding]} -ge 3 && ${kill_steps_of[code_page]} -ge 6 && -z "$kill_problems" && $server_status -eq 0 &&
       "$(tail -1 "$WORK/killed_strata.server")" == "eintr 0 spurious 0 regs_changed 0" ]]; then
   pass "killed strata: killed before each of the $kill_steps ptrace steps of the injection and at $random_kills random moments, the process ran on with its registers, mask and alternate stack intact, no EINTR"
 else

@@ -13,8 +13,9 @@
 // allocating and freeing through the locked operator new (holding the lock ~2 ms every 64th
 // time, so others wait on it long enough for a lock marker), writing to /dev/null, sleeping
 // briefly, and starting a short-lived thread now and then.
-// Prints "locked_allocator: waits_over_1ms=W reentries=R strata_calls=C ops=N" and exits 0
-// only when R == 0 and C == 0; a nested operator new aborts at once with a message.
+// Prints "locked_allocator: waits_over_1ms=W reentries=R strata_calls=C before_start=B
+// unwinder_calls=U ops=N" and exits 0 only when R, C, B and U are 0 (U: calls from libunwind's
+// code, which Strata loads for its stack walks); a nested operator new aborts at once.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
@@ -53,6 +54,12 @@ std::atomic<bool> g_watching{false};
 std::atomic<uintptr_t> g_strata_begin{0};
 std::atomic<uintptr_t> g_strata_end{0};
 std::atomic<uintptr_t> g_strata_load_address{0};
+// libunwind's code (loaded by Strata for its stack walks, in the signal handler and at each
+// thread's registration): its calls into the program's pthread_mutex_lock, write or allocator
+// count too (`unwinder_calls`): Strata's handler reaching the program through a library it uses.
+std::atomic<uintptr_t> g_unwinder_begin{0};
+std::atomic<uintptr_t> g_unwinder_end{0};
+std::atomic<long> g_unwinder_calls{0};
 
 thread_local bool t_program_thread = false;  // Set by the program's own threads only.
 // Set first thing by each of the program's threads and never cleared: a call into the
@@ -96,6 +103,10 @@ void NoteCaller(const void* return_address, bool allocator = true) {
     }
   }
   const auto pc = reinterpret_cast<uintptr_t>(return_address);
+  if (pc >= g_unwinder_begin.load(std::memory_order_relaxed) &&
+      pc < g_unwinder_end.load(std::memory_order_relaxed)) {
+    g_unwinder_calls.fetch_add(1);  // Maybe in a signal handler: counted only.
+  }
   if (pc >= g_strata_begin.load(std::memory_order_relaxed) &&
       pc < g_strata_end.load(std::memory_order_relaxed) && !OnStrataThread()) {
     if (g_strata_calls.fetch_add(1) < 5) {
@@ -108,8 +119,16 @@ void NoteCaller(const void* return_address, bool allocator = true) {
   }
 }
 
-int FindStrata(dl_phdr_info* info, size_t, void*) {
-  if (info->dlpi_name == nullptr || strstr(info->dlpi_name, "libstrata_base") == nullptr) return 0;
+// The code range of a loaded object, by name (dl_iterate_phdr's callback; 0 when not it).
+struct CodeRange {
+  const char* name;
+  std::atomic<uintptr_t>* begin;
+  std::atomic<uintptr_t>* end;
+  std::atomic<uintptr_t>* load_address;
+};
+int FindObject(dl_phdr_info* info, size_t, void* data) {
+  const CodeRange& range = *static_cast<const CodeRange*>(data);
+  if (info->dlpi_name == nullptr || strstr(info->dlpi_name, range.name) == nullptr) return 0;
   uintptr_t begin = UINTPTR_MAX, end = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
@@ -117,9 +136,9 @@ int FindStrata(dl_phdr_info* info, size_t, void*) {
     begin = std::min<uintptr_t>(begin, info->dlpi_addr + ph.p_vaddr);
     end = std::max<uintptr_t>(end, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
   }
-  g_strata_load_address.store(info->dlpi_addr);
-  g_strata_begin.store(begin);
-  g_strata_end.store(end);
+  if (range.load_address != nullptr) range.load_address->store(info->dlpi_addr);
+  range.begin->store(begin);
+  range.end->store(end);
   return 1;
 }
 
@@ -279,7 +298,12 @@ int main(int argc, char** argv) {
   }
   t_routine_started = true;
   t_program_thread = true;
-  dl_iterate_phdr(&FindStrata, nullptr);  // Not preloaded: the range stays empty.
+  // Not preloaded: the ranges stay empty. libunwind is loaded at the session's start (in
+  // Strata's constructor when preloaded), before main.
+  CodeRange strata{"libstrata_base", &g_strata_begin, &g_strata_end, &g_strata_load_address};
+  dl_iterate_phdr(&FindObject, &strata);
+  CodeRange unwinder{"libunwind.so", &g_unwinder_begin, &g_unwinder_end, nullptr};
+  dl_iterate_phdr(&FindObject, &unwinder);
   g_watching.store(true);
   std::vector<std::thread> workers;
   workers.reserve(threads);
@@ -287,9 +311,10 @@ int main(int argc, char** argv) {
   for (std::thread& w : workers) w.join();
   g_watching.store(false);  // The exit save runs on this thread: an explicit, documented case.
   printf("locked_allocator: waits_over_1ms=%ld reentries=%ld strata_calls=%ld before_start=%ld "
-         "ops=%ld\n",
+         "unwinder_calls=%ld ops=%ld\n",
          g_waits_over_1ms.load(), g_reentries.load(), g_strata_calls.load(),
-         g_before_start.load(), g_ops.load() > 0 ? 1L : 0L);
-  return g_reentries.load() == 0 && g_strata_calls.load() == 0 && g_before_start.load() == 0
+         g_before_start.load(), g_unwinder_calls.load(), g_ops.load() > 0 ? 1L : 0L);
+  return g_reentries.load() == 0 && g_strata_calls.load() == 0 && g_before_start.load() == 0 &&
+                 g_unwinder_calls.load() == 0
              ? 0 : 1;
 }

@@ -359,16 +359,20 @@ TEST_CASE("Labels go right below the inlined function that pushed them (their pu
   // leaf (pc 0x1300: MiddleLevel and InnerLevel inlined) with "Middle step" pushed in
   // MiddleLevel. Labels without a push site, or pushed in another function, stay below every
   // inlined frame.
-  t.strings = {"0x1100", "0x1500", "Handle requests", "0x1300", "Middle step", "No site", "Elsewhere"};
-  t.frames = {{0, -1}, {1, -1}, {2, 0}, {3, -1}, {4, 0}, {5, 0}, {6, 0}};
+  // A sample taken inside the push itself (pc 0x1340, the push site: the push's inlined helper
+  // is in the leaf's chain) still has the label right below MiddleLevel, the helper after it.
+  t.strings = {"0x1100", "0x1500", "Handle requests", "0x1300", "Middle step", "No site", "Elsewhere",
+               "0x1340"};
+  t.frames = {{0, -1}, {1, -1}, {2, 0}, {3, -1}, {4, 0}, {5, 0}, {6, 0}, {7, -1}, {4, 0}};
   t.stacks = {{-1, 0}, {0, 2}, {1, 1},   // Worker;Handle requests;sin
               {-1, 3}, {3, 4},           // OuterLevel (leaf);Middle step
               {0, 5}, {5, 1},            // Worker;No site;sin
-              {0, 6}, {7, 1}};           // Worker;Elsewhere;sin
-  t.samples = {{2, 1.0, 5}, {4, 2.0, 5}, {6, 3.0, 5}, {8, 4.0, 5}};
+              {0, 6}, {7, 1},            // Worker;Elsewhere;sin
+              {-1, 7}, {9, 8}};          // OuterLevel (leaf, inside the push);Middle step
+  t.samples = {{2, 1.0, 5}, {4, 2.0, 5}, {6, 3.0, 5}, {8, 4.0, 5}, {10, 5.0, 5}};
   p.threads = {t};
   rapidjson::Document profile = Parse(MakeProfileJson(p));
-  AddPushSites(&profile, {0, 0, 0x1040, 0, 0x1340, 0, 0x1600});
+  AddPushSites(&profile, {0, 0, 0x1040, 0, 0x1340, 0, 0x1600, 0, 0x1340});
 
   std::vector<uint64_t> asked;
   auto factory = [&](std::vector<SharedLibrary>) -> std::unique_ptr<Symbolizer> {
@@ -395,6 +399,8 @@ TEST_CASE("Labels go right below the inlined function that pushed them (their pu
   CHECK(stacks[1] == std::vector<std::string>{"OuterLevel", "MiddleLevel", "Middle step", "InnerLevel"});
   CHECK(stacks[2] == std::vector<std::string>{"Worker", "Crunch", "std::sin<int>", "No site", "sin"});
   CHECK(stacks[3] == std::vector<std::string>{"Worker", "Crunch", "std::sin<int>", "Elsewhere", "sin"});
+  CHECK(stacks[4] == std::vector<std::string>{"OuterLevel", "MiddleLevel", "Middle step",
+                                              "strata::AutoLabel::AutoLabel"});
   CHECK(std::find(asked.begin(), asked.end(), 0x12ff) == asked.end());
 
   // Self time still goes to the function the code belongs to, across the label.

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -488,13 +489,26 @@ class ThreadSymbolicator {
         result.addresses[chain_lookup].module != result.addresses[push_lookup].module) {
       return chain_size;
     }
-    // FramesOf is innermost first.
+    // FramesOf is innermost first. The push site's own inlined helpers (the innermost frames
+    // of its chain) are not where the label lives: a sample taken inside the push has them in
+    // its chain too, and the label goes above them, under the function that entered it.
+    size_t helpers = 0;
+    while (helpers < pushed.size() && IsLabelPushHelper(pushed[helpers].function)) ++helpers;
+    const size_t scope = pushed.size() - helpers;
     size_t shared = 0;
-    while (shared < chain.size() && shared < pushed.size() &&
+    while (shared < chain.size() && shared < scope &&
            chain[chain.size() - 1 - shared].function == pushed[pushed.size() - 1 - shared].function) {
       ++shared;
     }
     return shared == 0 ? chain_size : shared;
+  }
+
+  // The functions of base/labels.h that a label's push inlines into the program's code.
+  static bool IsLabelPushHelper(std::string_view function) {
+    for (std::string_view helper : {"strata::AutoLabel::", "strata::ProfilingStack::"}) {
+      if (function.substr(0, helper.size()) == helper) return true;
+    }
+    return false;
   }
 
   // Calls fn(cell) for every stack index in samples and marker backtraces.

@@ -304,6 +304,15 @@ LiveAllocationSet* LiveSet() {
   return nullptr;  // Being mapped by another thread (that allocation goes untracked), or failed.
 }
 
+// The return address of the calling function (not inlined) and the stack slot that holds it:
+// where the placement of labels in the recorded stack starts (allocation_stack.h). Naming
+// the frame address makes the function keep a frame pointer.
+#define STRATA_ALLOCATION_STACK_ANCHOR()                                         \
+  StackAnchor {                                                                  \
+    reinterpret_cast<uintptr_t>(__builtin_return_address(0)),                    \
+        reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + sizeof(void*) \
+  }
+
 // The countdown ran out for an allocation of `size` bytes at `pointer`.
 __attribute__((noinline)) void SampleAllocation(ThreadSampling& t, void* pointer, size_t size,
                                                  uint64_t interval) {
@@ -327,7 +336,7 @@ __attribute__((noinline)) void SampleAllocation(ThreadSampling& t, void* pointer
   const uint64_t address = reinterpret_cast<uintptr_t>(pointer);
   LiveAllocationSet* set = LiveSet();
   if (set != nullptr) set->Prefetch(address);  // Its lines come in during the stack walk.
-  if (RecordNativeAllocation(bytes, address)) {
+  if (RecordNativeAllocation(bytes, address, STRATA_ALLOCATION_STACK_ANCHOR())) {
     if (set != nullptr && !set->Insert(address, bytes)) {
       NoteNativeAllocationSetFull(set->capacity());
     }
@@ -363,7 +372,8 @@ __attribute__((noinline)) void RecordFree(ThreadSampling& t, LiveAllocationSet* 
   int64_t estimate = 0;
   if (!set->Remove(reinterpret_cast<uintptr_t>(pointer), &estimate)) return;
   t.in_hook = true;
-  (void)RecordNativeAllocation(-estimate, reinterpret_cast<uintptr_t>(pointer));
+  (void)RecordNativeAllocation(-estimate, reinterpret_cast<uintptr_t>(pointer),
+                               STRATA_ALLOCATION_STACK_ANCHOR());
   t.in_hook = false;
 }
 

@@ -1,8 +1,14 @@
 // Native allocation profiling, base's half (native_allocations.h, docs/memory.md).
 #include "base/internal/allocations/native_allocations.h"
 
+#include <ucontext.h>
+
 #include <atomic>
+#include <cstring>
 #include <string_view>
+
+#include "base/internal/allocations/allocation_stack.h"
+#include "base/labels.h"
 
 #include "base/internal/session/core.h"
 #include "base/internal/session/session_state.h"
@@ -65,7 +71,178 @@ void StartNativeAllocations(uint32_t features) {
 
 void StopNativeAllocations() { g_native_allocation_interval.store(0, std::memory_order_relaxed); }
 
-bool RecordNativeAllocation(int64_t bytes, uint64_t address) {
+namespace {
+
+// An allocation's stack as a marker stack (marker_entry.h): return addresses leaf first, with
+// the thread's labels among them (allocation_stack.h). Room for the most native frames a
+// marker keeps and this many words of labels (the outermost labels that fit).
+constexpr size_t kMaxLabelWords = 128;
+// A label's dynamic string is copied up to this many bytes, as a CPU sample copies it.
+constexpr size_t kMaxDynamicChars = 63;
+constexpr size_t kMaxStackWords = kMaxMarkerStackFrames + kMaxLabelWords;
+
+// The labels of the calling thread's profiling stack, root first, the outermost
+// kMaxAllocationStackLabels.
+struct ThreadLabels {
+  const LabelFrame* frames[kMaxAllocationStackLabels];
+  uintptr_t addresses[kMaxAllocationStackLabels];
+  uint32_t count = 0;
+};
+
+void ReadThreadLabels(const ProfilingStack& stack, ThreadLabels* labels) {
+  uint32_t depth = stack.Depth();
+  if (depth > ProfilingStack::kCapacity) depth = ProfilingStack::kCapacity;
+  if (depth > kMaxAllocationStackLabels) depth = kMaxAllocationStackLabels;
+  std::atomic_signal_fence(std::memory_order_acquire);
+  for (uint32_t i = 0; i < depth; ++i) {
+    labels->frames[i] = &stack.frame(i);
+    labels->addresses[i] = reinterpret_cast<uintptr_t>(stack.frame(i).stack_address);
+  }
+  labels->count = depth;
+}
+
+size_t BoundedLength(const char* text, size_t most) {
+  size_t length = 0;
+  while (length < most && text[length] != '\0') ++length;
+  return length;
+}
+
+// Walks the calling thread's stack with stack pointers (the CPU samples' walker, libunwind's
+// cursor, from a context made here) for the labels the two searches could not place: ~0.3-0.6
+// us a frame, against unw_backtrace's few ns, so only then. Writes each label's count of
+// frames below it (the frames whose stack pointer is at or below its address) and the
+// walk's pcs (leaf first) into `pcs`; returns how many.
+__attribute__((noinline)) size_t WalkWithStackPointers(const StackBounds& bounds,
+                                                       const ThreadLabels& labels,
+                                                       uintptr_t* pcs, size_t capacity,
+                                                       uint32_t* slots_below) {
+  ucontext_t context;
+  memset(&context, 0, sizeof(context));
+  greg_t* registers = context.uc_mcontext.gregs;
+  // The registers at the label `0:`, whose unwind rule libunwind looks up (the instruction's
+  // own address: the context is taken as an interrupted one). Memory outputs only: no
+  // register is written before it is read.
+  __asm__ __volatile__(
+      "lea 0f(%%rip), %%rax\n\t"
+      "0:\n\t"
+      "mov %%rax, %0\n\t"
+      "mov %%rsp, %1\n\t"
+      "mov %%rbp, %2\n\t"
+      "mov %%rbx, %3\n\t"
+      "mov %%r12, %4\n\t"
+      "mov %%r13, %5\n\t"
+      "mov %%r14, %6\n\t"
+      "mov %%r15, %7\n\t"
+      : "=m"(registers[REG_RIP]), "=m"(registers[REG_RSP]), "=m"(registers[REG_RBP]),
+        "=m"(registers[REG_RBX]), "=m"(registers[REG_R12]), "=m"(registers[REG_R13]),
+        "=m"(registers[REG_R14]), "=m"(registers[REG_R15])
+      :
+      : "rax", "memory");
+  NativeFrame frames[kMaxMarkerStackFrames];
+  if (capacity > kMaxMarkerStackFrames) capacity = kMaxMarkerStackFrames;
+  const size_t count = WalkStackWithLibunwind(&context, bounds, frames, capacity);
+  for (size_t i = 0; i < count; ++i) pcs[i] = frames[i].pc;
+  for (uint32_t k = 0; k < labels.count; ++k) {
+    uint32_t below = 0;
+    while (below < count && frames[below].sp <= labels.addresses[k]) ++below;
+    slots_below[k] = below;
+  }
+  return count;
+}
+
+// Writes the marker stack: `pcs` (leaf first) with each label right after, root first, the
+// frame it belongs to (slots_below[k]: the frames below it), as a CPU sample merges them
+// (labels root first; a label goes after the innermost frame that still has frames of its
+// at or below it, never above an earlier label). Returns the words written.
+size_t WriteMergedStack(const uintptr_t* pcs, size_t count, const ThreadLabels& labels,
+                        const uint32_t* slots_below, uint64_t* words) {
+  // The merged order, root first: natives as their index, labels as kLabelBit | index.
+  constexpr uint32_t kLabelBit = 0x8000;
+  uint16_t order[kMaxMarkerStackFrames + kMaxAllocationStackLabels];
+  size_t length = 0;
+  uint32_t label = 0;
+  for (size_t j = count; j-- > 0;) {
+    order[length++] = static_cast<uint16_t>(j);
+    while (label < labels.count && slots_below[label] >= j + 1) {
+      order[length++] = static_cast<uint16_t>(kLabelBit | label++);
+    }
+  }
+  while (label < labels.count) order[length++] = static_cast<uint16_t>(kLabelBit | label++);
+  // The labels that fit, outermost first.
+  size_t label_words = 0;
+  uint32_t labels_kept = 0;
+  size_t text_lengths[kMaxAllocationStackLabels][2];
+  for (; labels_kept < labels.count; ++labels_kept) {
+    const LabelFrame& frame = *labels.frames[labels_kept];
+    const size_t label_length = frame.label ? BoundedLength(frame.label, profile::kMaxMarkerStackLabelLength) : 0;
+    const size_t dynamic_length = frame.dynamic_string
+                                      ? BoundedLength(frame.dynamic_string, kMaxDynamicChars)
+                                      : 0;
+    const size_t needed = profile::MarkerStackLabelWords(label_length, dynamic_length);
+    if (label_words + needed > kMaxLabelWords) break;
+    label_words += needed;
+    text_lengths[labels_kept][0] = label_length;
+    text_lengths[labels_kept][1] = dynamic_length;
+  }
+  // Leaf first.
+  size_t written = 0;
+  for (size_t i = length; i-- > 0;) {
+    if (!(order[i] & kLabelBit)) {
+      words[written++] = pcs[order[i]];
+      continue;
+    }
+    const uint32_t k = order[i] & ~kLabelBit;
+    if (k >= labels_kept) continue;
+    const LabelFrame& frame = *labels.frames[k];
+    written += profile::WriteMarkerStackLabel(
+        words + written, frame.label, text_lengths[k][0], frame.dynamic_string,
+        text_lengths[k][1], frame.dynamic_string != nullptr,
+        static_cast<uint8_t>(frame.category), reinterpret_cast<uintptr_t>(frame.push_site));
+  }
+  return written;
+}
+
+// The calling thread's stack with its labels into `words` (kMaxStackWords); the words
+// written, 0 when there is no stack.
+__attribute__((noinline)) size_t CaptureAllocationStack(RegisteredThread* thread,
+                                                        StackAnchor anchor, uint64_t* words) {
+  uintptr_t pcs[kMaxMarkerStackFrames];
+  size_t count = CaptureCurrentStack(pcs, kMaxMarkerStackFrames);
+  ThreadLabels labels;
+  ReadThreadLabels(thread->profiling_stack, &labels);
+  uint32_t slots_below[kMaxAllocationStackLabels] = {};
+  if (count != 0 && labels.count != 0) {
+    const StackBounds& bounds = thread->bounds;
+    if (anchor.slot >= bounds.low && anchor.slot < bounds.high) {
+      if (!CountSlotsBelowLabels(pcs, count, anchor, bounds.high, labels.addresses,
+                                 labels.count, StackImage::OfOwnStack(), slots_below)) {
+        count = WalkWithStackPointers(bounds, labels, pcs, kMaxMarkerStackFrames, slots_below);
+      }
+    }  // Else on another stack (a coroutine's, the signal stack): the labels after the leaf.
+  }
+  // Strata's own frames (this function's, the recording's, the hook's: up to the anchor's
+  // return address, which is in the hook) are not written: the capture would elide them
+  // (docs/symbols.md), and they are ~4 of a record's ~25 words.
+  size_t own = 0;
+  for (size_t i = 0; i < count && i < 16; ++i) {
+    if (pcs[i] == anchor.return_address) {
+      own = i + 1;
+      break;
+    }
+  }
+  for (uint32_t k = 0; k < labels.count; ++k) {
+    slots_below[k] = slots_below[k] > own ? static_cast<uint32_t>(slots_below[k] - own) : 0;
+  }
+  if (labels.count == 0) {
+    for (size_t i = own; i < count; ++i) words[i - own] = pcs[i];
+    return count - own;
+  }
+  return WriteMergedStack(pcs + own, count - own, labels, slots_below, words);
+}
+
+}  // namespace
+
+bool RecordNativeAllocation(int64_t bytes, uint64_t address, StackAnchor anchor) {
   if (g_native_allocation_interval.load(std::memory_order_acquire) == 0) return false;
   RegisteredThread* const thread = t_registered_thread;
   // Strata's own allocations while it holds the buffer's or the session's lock (a capture, a
@@ -85,10 +262,10 @@ bool RecordNativeAllocation(int64_t bytes, uint64_t address) {
   header.name = &kMarkerName;
   header.category = static_cast<uint8_t>(Category::kMemory);
   header.payload_tag = g_marker_tag.load(std::memory_order_relaxed);
-  uint64_t frames[kMaxMarkerStackFrames];
-  const size_t frame_count = CaptureMarkerStack(frames);
-  if (frame_count == 0) return false;  // No stack: the record would drop out of every tree.
-  header.stack = absl::Span<const uint64_t>(frames, frame_count);
+  uint64_t words[kMaxStackWords];
+  const size_t word_count = CaptureAllocationStack(thread, anchor, words);
+  if (word_count == 0) return false;  // No stack: the record would drop out of every tree.
+  header.stack = absl::Span<const uint64_t>(words, word_count);
   // Straight into the session buffer, not the thread's staging: the buffer's order is then
   // the order of the calls, so a free is always after its allocation, whatever thread made
   // each (the front-end matches them in table order).

@@ -21,6 +21,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "base/internal/allocations/allocation_stack.h"
+
 namespace strata {
 namespace base_internal {
 
@@ -43,11 +45,12 @@ void StopNativeAllocations();
 
 // Records one sampled allocation (`bytes` > 0: the estimate of the bytes it stands for) or
 // the free of one (`bytes` < 0: minus its allocation's estimate) at `address`, with the
-// calling thread's stack. False when nothing was recorded: no session with the feature, the
+// calling thread's stack and its labels among the frames (allocation_stack.h: `anchor` is the
+// hook's return address and its slot, which the labels' placement starts from). False when nothing was recorded: no session with the feature, the
 // thread is not registered, or Strata itself holds the buffer or session lock on this thread
 // (its own allocations), or the stack cannot be walked safely here. The caller (the hooks)
 // keeps a sampled address for its free only when this returned true.
-bool RecordNativeAllocation(int64_t bytes, uint64_t address);
+bool RecordNativeAllocation(int64_t bytes, uint64_t address, StackAnchor anchor);
 
 // Notes, once per session, that the hooks' set of live sampled addresses is full: a text
 // marker on the main thread says so (later sampled allocations keep being recorded, but

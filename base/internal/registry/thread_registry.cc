@@ -201,10 +201,6 @@ class NoCancellation {
 };
 }  // namespace
 
-namespace {
-size_t ReclaimDeadThreadsWithoutPruneLocked(Registry& registry);
-}  // namespace
-
 RegisteredThread* RegisterCurrentThreadImpl(const char* name, const StackBounds& given_stack) {
   NoCancellation no_cancellation;
   if (RegisteredThread* registered = t_registered_thread) {
@@ -279,9 +275,9 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name, const StackBounds&
   registry.live.push_back(raw);
   if (registry.sampling) StartSamplingLocked(registry, raw);
   // Threads that ended without unregistering, also when no sampler loop looks for them (out
-  // of session); amortised O(1) per registration.
-  if (++registry.registered_since_sweep >= std::max(kMinPruneBatch, registry.live.size())) {
-    ReclaimDeadThreadsWithoutPruneLocked(registry);  // The next end or sampler loop prunes.
+  // of session), and their entries pruned in batches: amortised O(1) per registration.
+  if (++registry.registered_since_sweep >= std::max(kMinPruneBatch, registry.live_after_sweep)) {
+    ReclaimDeadThreadsLocked(registry);
   }
   LogInfo("registered thread %d '%s'", raw->tid.ToNumber(),
           registry.infos[raw->info_index].name.c_str());
@@ -396,16 +392,17 @@ void EndRegistrationLocked(Registry& registry, RegisteredThread* thread, bool on
   ++registry.ended_since_prune;
 }
 
-// A prune walks every entry; it runs once per max(kMinPruneBatch, live threads) ends. Not on a
-// new thread's registration: a prune destroys ended threads' names, and a name the program
-// gave (longer than the in-place buffer) was made by the program's allocator.
+// A prune walks every entry; it runs once per max(kMinPruneBatch, live threads) ends: at a
+// thread's end, a sampler loop, or a new thread's registration (its sweep of dead threads).
+// Entries, names included, and the lists are Strata's own memory (thread_name.h,
+// PageAllocator): a prune frees nothing through the program's allocator.
 void MaybePruneEndedThreadsLocked(Registry& registry) {
   if (registry.ended_since_prune >= std::max(kMinPruneBatch, registry.live.size())) {
     PruneEndedThreadsLocked(registry);
   }
 }
 
-// ReclaimDeadThreadsLocked without the prune: a new thread's registration's sweep.
+// ReclaimDeadThreadsLocked's sweep, before its prune.
 size_t ReclaimDeadThreadsWithoutPruneLocked(Registry& registry) {
   registry.registered_since_sweep = 0;
   RegistryList<RegisteredThread*> dead;
@@ -422,6 +419,7 @@ size_t ReclaimDeadThreadsWithoutPruneLocked(Registry& registry) {
     delete thread;
   }
   registry.reclaimed_dead_threads += dead.size();
+  registry.live_after_sweep = registry.live.size();
   return dead.size();
 }
 

@@ -82,9 +82,9 @@ struct RegisteredThread {
   // The program's CPU since the latest recorded sample, less the intervals recorded: a
   // signal is skipped while it is under half an interval (a long walk ate the period).
   int64_t sample_credit_ns = 0;
-  // The CPU the thread spent in long handlers (walks), kept out of every CPU delta: the
-  // thread's "program CPU" is its CPU clock less this. Written by the handler (single
-  // writer), read by the sampler.
+  // The CPU the thread spent in long handlers (walks; profilingLog.longHandlerCpuMs). CPU
+  // deltas still include it (they follow the thread's CPU clock). Written by the handler
+  // (single writer), read by the sampler.
   std::atomic<int64_t> handler_cpu_ns{0};
   // A later tier's per-thread data (tier_extension.h), e.g. a script engine's context.
   std::atomic<void*> tier_data{nullptr};
@@ -153,6 +153,11 @@ struct Registry {
   size_t ended_since_prune = 0;  // Threads that ended since the last PruneEndedThreadsLocked.
   // Registrations since the last ReclaimDeadThreadsLocked out of the sampler loop.
   size_t registered_since_sweep = 0;
+  // Live threads right after that sweep: the next one comes after as many registrations (at
+  // least kMinPruneBatch), not after as many as `live` holds then, which counts the dead
+  // ones not swept yet and so grew as fast as the registrations (out of session, threads
+  // that all ended by a raw SYS_exit were swept once, then never: 12 KiB each kept).
+  size_t live_after_sweep = 0;
   uint64_t reclaimed_dead_threads = 0;  // Threads found dead (raw SYS_exit), for tests/logs.
 };
 

@@ -201,4 +201,30 @@ TEST_CASE("A thread ended by a raw SYS_exit is reclaimed; live threads are not")
   CHECK(live_count() == before);
   CHECK(reclaim() == 0);
 }
+
+// Out of session no sampler loop sweeps: the registrations do, every max(kMinPruneBatch, live
+// threads after the last sweep) of them, and they prune the swept entries too. Before, only
+// an ordinary thread's end pruned them, and the sweep's period counted the dead threads not
+// swept yet, so it never came again after the first: a program whose threads all end by a
+// raw SYS_exit kept a registration (12 KiB) and an entry for each (1 024 of 1 024 here).
+TEST_CASE("Out of session, threads ended by a raw SYS_exit leave no registry entry behind") {
+  REQUIRE_FALSE(strata::ProfilerIsActive());
+  const size_t before = RegistryEntries();
+  const int threads = 4 * static_cast<int>(kMinPruneBatch);
+  for (int i = 0; i < threads; ++i) {
+    pthread_t thread;
+    REQUIRE(pthread_create(
+                &thread, nullptr,
+                [](void*) -> void* {
+                  strata::ProfilerRegisterThread("raw-exit");
+                  for (;;) syscall(SYS_exit, 0);
+                },
+                nullptr) == 0);
+    pthread_join(thread, nullptr);
+  }
+  CHECK(RegistryEntries() <= before + 2 * kMinPruneBatch);
+  auto& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  CHECK(registry.live.size() <= 2 * kMinPruneBatch);  // Swept again and again, not once.
+}
 #endif  // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)

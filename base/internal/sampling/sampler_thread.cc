@@ -22,6 +22,7 @@
 #include "base/internal/flight/flight_recorder.h"
 #include "base/internal/settings/log.h"
 #include "base/internal/signals/profiler_thread_signals.h"
+#include "base/internal/signals/signal_interposers.h"
 #include "base/internal/sampling/sample_ring.h"
 #include "base/internal/sampling/sampling_source.h"
 #include "base/internal/registry/thread_registry.h"
@@ -196,6 +197,9 @@ void* SamplerThreadMain(void* arg) {
     // as a thread of the program would take it; one rt_sigpending call when there is none
     // (profiler_thread_signals.h). No lock held.
     AnswerThreadDirectedSignals(&signal_check);
+    // A program handler on an alternate stack installed by a raw rt_sigaction meanwhile gets
+    // the sampling signal in its mask (signal_interposers.h).
+    MaskAlternateStackHandlersIfDue();
     UpdateStrataClock();  // A clock_gettime; a new segment every ~50 ms (~0.3 µs).
     const LoopResult loop = SamplingLoopIteration();
     if (!SamplingHandlerInstalled() && InstalledSamplingSignal() != 0) {

@@ -417,6 +417,74 @@ bool CodeRangeOf(const void* address, uintptr_t* begin, uintptr_t* end) {
   return true;
 }
 
+// The kernel's struct sigaction on x86-64, as rt_sigaction reads and writes it (an 8-byte
+// set): exactly what is installed, the program's own sa_restorer included (glibc's sigaction
+// would put its own there).
+struct KernelAction {
+  uintptr_t handler;
+  uint64_t flags;
+  uintptr_t restorer;
+  uint64_t mask;
+  bool operator==(const KernelAction& other) const {
+    return handler == other.handler && flags == other.flags && restorer == other.restorer &&
+           mask == other.mask;
+  }
+};
+
+uint64_t SignalBit(int signal_number) { return uint64_t{1} << (signal_number - 1); }
+
+bool ReadKernelAction(int signal_number, KernelAction* action) {
+  return RawSyscall(SYS_rt_sigaction, signal_number, 0, reinterpret_cast<long>(action),
+                    sizeof(uint64_t)) == 0;
+}
+
+// MasksSamplingSignalIn for the kernel's form.
+bool KernelActionNeedsMask(int signal_number, const KernelAction& action, int sampling) {
+  return sampling > 0 && signal_number != sampling && (action.flags & SA_ONSTACK) != 0 &&
+         action.handler != reinterpret_cast<uintptr_t>(SIG_DFL) &&
+         action.handler != reinterpret_cast<uintptr_t>(SIG_IGN) &&
+         (action.mask & SignalBit(sampling)) == 0;
+}
+
+// Installs `read` changed by `change`, unless the program replaces the action meanwhile. The
+// kernel has no compare-and-swap for a disposition: the action is exchanged, and the one it
+// displaced compared with the one read. A different one is the program's newer action (its
+// sigaction on another thread, or a raw rt_sigaction, between the read and the write), which
+// is put back at once, changed by `put_back` when that applies to it, and compared in turn
+// with what was just written; at most kActionRewriteRounds rounds, each one system call
+// wide. Returns 1 when the action left installed is one that `change` or `put_back` changed,
+// 0 when it is the program's own unchanged, -1 when rt_sigaction failed.
+constexpr int kActionRewriteRounds = 8;
+template <typename Change, typename PutBack>
+int RewriteKernelAction(int signal_number, const KernelAction& read, Change change,
+                        PutBack put_back) {
+  KernelAction expected = read;
+  KernelAction desired = read;
+  bool changed = change(&desired);
+  for (int round = 0; round < kActionRewriteRounds; ++round) {
+    KernelAction displaced;
+    if (RawSyscall(SYS_rt_sigaction, signal_number, reinterpret_cast<long>(&desired),
+                   reinterpret_cast<long>(&displaced), sizeof(uint64_t)) != 0) {
+      return -1;
+    }
+    if (displaced == expected) return changed ? 1 : 0;
+    expected = desired;
+    desired = displaced;
+    changed = put_back(&desired);
+  }
+  // Still changing every round: its latest action goes back, unchecked.
+  if (RawSyscall(SYS_rt_sigaction, signal_number, reinterpret_cast<long>(&desired), 0,
+                 sizeof(uint64_t)) != 0) {
+    return -1;
+  }
+  return changed ? 1 : 0;
+}
+
+// How often the sampler looks at every disposition for a program handler on an alternate
+// stack that no wrapper saw (MaskAlternateStackHandlersIfDue), besides when the entry found
+// a sample there.
+constexpr int64_t kAlternateStackRescanNs = 100 * 1000 * 1000;
+
 }  // namespace
 
 int SamplingSignalOfProgramCall() {
@@ -424,38 +492,59 @@ int SamplingSignalOfProgramCall() {
 }
 
 void MaskSamplingSignalInAlternateStackHandlers(int sampling) {
-  const SigactionFunction real = Real(g_sigaction, "sigaction");
-  if (real == nullptr || sampling <= 0 || sampling > 64) return;
+  if (sampling <= 0 || sampling > 64) return;
   for (int signal_number = 1; signal_number <= 64; ++signal_number) {
-    if (signal_number == SIGKILL || signal_number == SIGSTOP ||
-        signal_number == ControlSignal() || g_sampling_signal_masked_in[signal_number].load() != 0) {
+    if (signal_number == SIGKILL || signal_number == SIGSTOP || signal_number == ControlSignal()) {
       continue;
     }
-    struct sigaction current;
-    if (real(signal_number, nullptr, &current) != 0 ||
-        !MasksSamplingSignalIn(signal_number, current, sampling)) {
+    // Read from the kernel each time, not from the bookkeeping: a raw rt_sigaction may have
+    // replaced a handler Strata masked before.
+    KernelAction current;
+    if (!ReadKernelAction(signal_number, &current) ||
+        !KernelActionNeedsMask(signal_number, current, sampling)) {
       continue;
     }
-    AddSignal(&current.sa_mask, sampling);
-    if (real(signal_number, &current, nullptr) == 0) {
-      g_sampling_signal_masked_in[signal_number].store(sampling);
-    }
+    const auto add_sampling = [&](KernelAction* action) {
+      if (!KernelActionNeedsMask(signal_number, *action, sampling)) return false;
+      action->mask |= SignalBit(sampling);
+      return true;
+    };
+    const int added = RewriteKernelAction(signal_number, current, add_sampling, add_sampling);
+    if (added > 0) g_sampling_signal_masked_in[signal_number].store(sampling);
   }
 }
 
 void UnmaskSamplingSignalInAlternateStackHandlers() {
-  const SigactionFunction real = Real(g_sigaction, "sigaction");
-  if (real == nullptr) return;
   for (int signal_number = 1; signal_number <= 64; ++signal_number) {
     const int masked = g_sampling_signal_masked_in[signal_number].exchange(0);
     if (masked == 0) continue;
-    struct sigaction current;
-    if (real(signal_number, nullptr, &current) != 0 || !HasSignal(current.sa_mask, masked)) {
+    KernelAction current;
+    if (!ReadKernelAction(signal_number, &current) || (current.mask & SignalBit(masked)) == 0) {
       continue;
     }
-    RemoveSignal(&current.sa_mask, masked);
-    (void)real(signal_number, &current, nullptr);
+    // A newer action of the program's met meanwhile is put back as it is.
+    (void)RewriteKernelAction(
+        signal_number, current,
+        [&](KernelAction* action) {
+          action->mask &= ~SignalBit(masked);
+          return true;
+        },
+        [](KernelAction*) { return false; });
   }
+}
+
+void MaskAlternateStackHandlersIfDue() {
+  // The sampler thread's alone (one at a time): no lock.
+  static uint64_t seen_on_alternate_stack = 0;
+  static int64_t last_scan_ns = 0;
+  const int sampling = InstalledSamplingSignal();
+  if (sampling == 0) return;
+  const uint64_t seen = SamplingSignalsOnAlternateStack();
+  const int64_t now_ns = MonotonicNs();
+  if (seen == seen_on_alternate_stack && now_ns - last_scan_ns < kAlternateStackRescanNs) return;
+  seen_on_alternate_stack = seen;
+  last_scan_ns = now_ns;
+  MaskSamplingSignalInAlternateStackHandlers(sampling);
 }
 
 void PrepareSignalInterposers() {

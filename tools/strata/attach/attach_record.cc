@@ -194,9 +194,16 @@ void AdoptNewThreads(Attached* target) {
   if (fresh.empty()) return;
   int32_t full = 1;
   if (!attach::ReadTargetWord(pid, target->injection.mailbox_address, &full) || full != 0) return;
+  // From glibc's lists, no thread stopped; those not found there stopped once each.
+  const std::map<pid_t, uint64_t> from_memory = attach::GlibcThreadPointers(pid, fresh, target->injection.thread_lists);
+  std::vector<pid_t> not_found;
+  for (pid_t tid : fresh) {
+    if (from_memory.count(tid) == 0) not_found.push_back(tid);
+  }
   double longest_stop_ms = target->injection.longest_thread_stop_ms;
   bool denied = false;
-  const std::vector<attach::ThreadPointer> pointers = attach::ReadThreadPointers(pid, fresh, &longest_stop_ms, &denied);
+  std::vector<attach::ThreadPointer> pointers = attach::ReadThreadPointers(pid, not_found, &longest_stop_ms, &denied);
+  for (const auto& [tid, pointer] : from_memory) pointers.push_back({tid, pointer});
   if (attach::OfferNewThreads(pid, target->injection.mailbox_address, pointers)) {
     target->threads_added += pointers.size();
   }
@@ -252,6 +259,8 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
   sigprocmask(SIG_BLOCK, &waited, &previous);
 
   const Clock::time_point command_start = Clock::now();
+  // Until every session runs (attach::RealtimeWindow): the attach's own work is short.
+  auto realtime = std::make_unique<attach::RealtimeWindow>();
   std::vector<std::unique_ptr<Attached>> targets;
   int failure = 0;
   for (pid_t pid : pids) {
@@ -294,17 +303,19 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
     int32_t state = 0;
     while (MillisecondsSince(command_start) < 10000 &&
            attach::ReadTargetWord(pid, target->injection.state_address, &state) && state < kAttachRunning) {
-      usleep(500);
+      usleep(200);  // A word in the process's private memory: read, it cannot be waited on.
     }
     if (!options.quiet) {
       std::fprintf(stderr,
-                   "strata record: attached to process %d (%s): %zu threads (listed in %.1f ms, longest stop "
-                   "%.3f ms); borrowed thread %d after %.1f ms, stopped %.2f ms; loaded %.1f ms and sampling "
+                   "strata record: attached to process %d (%s): %zu threads (listed in %.1f ms, %zu stopped for it, "
+                   "longest stop %.3f ms); borrowed thread %d after %.1f ms%s, stopped %.2f ms; loaded %.1f ms and "
+                   "sampling "
                    "%.1f ms after the command (the borrowed thread's stop: %.2f ms from its report; %s; the "
                    "listing's longest from its report %.3f ms)\n",
                    pid, target->name.c_str(), target->injection.threads_listed, target->injection.list_ms,
-                   target->injection.longest_thread_stop_ms, target->injection.borrowed_tid,
-                   target->injection.borrow_wait_ms, target->injection.borrowed_stop_ms, loaded_ms,
+                   target->injection.threads_stopped_to_list, target->injection.longest_thread_stop_ms,
+                   target->injection.borrowed_tid, target->injection.borrow_wait_ms,
+                   target->injection.realtime ? " (strata at real-time priority)" : "", target->injection.borrowed_stop_ms, loaded_ms,
                    MillisecondsSince(command_start), target->injection.borrowed_held_ms,
                    target->injection.borrowed_phases.c_str(), target->injection.longest_thread_held_ms);
     }
@@ -313,6 +324,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
     targets.push_back(std::move(target));
   }
 
+  realtime.reset();
   // Wait: a signal, --duration, or every process gone.
   if (failure == 0) {
     if (!options.quiet) {

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -46,15 +47,15 @@ constexpr int32_t kInvalidAltstackMode = 0x10;  // Neither 0, SS_ONSTACK nor SS_
 constexpr uint32_t kXstateMagic1 = 0x46505853, kXstateMagic2 = 0x46505845;
 constexpr size_t kSwBytesOffset = 464;  // fxsave's sw_reserved: struct _fpx_sw_bytes.
 
-constexpr uint8_t kRestoreRt[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
-
-// The code page (see the header). Offsets: kGenericReturn, where a Call returns (its result
+// The trampoline (see the header): the same bytes for every attach (what changes is in the
+// registers SetCallRegisters gives it), so that two strata writing it into the same padding of
+// libc's code write the same bytes. Offsets: kGenericReturn, where a Call returns (its result
 // into %r12), falls through into the signal block; kAfterSignal is where the trampoline's stop
-// is seen; kLoad runs the whole load (LoadAndStart). Written with the strings after it.
+// is seen; kLoad runs the whole load (LoadAndStart).
 constexpr size_t kGenericReturn = 0;
 constexpr size_t kSignalBlock = 3;
-constexpr size_t kAfterSignal = 25;
-constexpr size_t kLoad = 44;
+constexpr size_t kAfterSignal = 30;
+constexpr size_t kLoad = 48;
 
 class CodeWriter {
  public:
@@ -82,25 +83,32 @@ class CodeWriter {
   std::vector<uint8_t> code_;
 };
 
-std::vector<uint8_t> TrampolineCode(pid_t pid, pid_t tid, int signal_number, uint64_t frame_stack_pointer,
-                                    const LoadRequest& load, uint64_t library_string, uint64_t settings_string) {
+// Registers at kLoad and kSignalBlock (callee-saved: they survive dlopen and the start, and a
+// program's handler that runs on top): %rbx the frame (what rt_sigreturn reads), %ebp the
+// trampoline's signal; at kLoad also %r12 the library's path, %r13 the settings, %r14 dlopen,
+// %r15 strata_attach_start's .dynsym value.
+std::vector<uint8_t> TrampolineCode(size_t scratch_size) {
   CodeWriter w;
   w.Bytes({0x49, 0x89, 0xc4});                                  // mov %rax, %r12
-  // kSignalBlock: tgkill(pid, tid, signal), then rt_sigreturn with the frame.
+  // kSignalBlock: tgkill(getpid(), gettid(), %ebp), then rt_sigreturn with the frame.
+  w.Bytes({0xb8}).Imm32(SYS_getpid);                            // mov $SYS_getpid, %eax
+  w.Bytes({0x0f, 0x05, 0x89, 0xc7});                            // syscall; mov %eax, %edi
+  w.Bytes({0xb8}).Imm32(SYS_gettid);                            // mov $SYS_gettid, %eax
+  w.Bytes({0x0f, 0x05, 0x89, 0xc6});                            // syscall; mov %eax, %esi
+  w.Bytes({0x89, 0xea});                                        // mov %ebp, %edx
   w.Bytes({0xb8}).Imm32(SYS_tgkill);                            // mov $SYS_tgkill, %eax
-  w.Bytes({0xbf}).Imm32(static_cast<uint32_t>(pid));            // mov $pid, %edi
-  w.Bytes({0xbe}).Imm32(static_cast<uint32_t>(tid));            // mov $tid, %esi
-  w.Bytes({0xba}).Imm32(static_cast<uint32_t>(signal_number));  // mov $signal, %edx
   w.Bytes({0x0f, 0x05});                                        // syscall
-  w.Bytes({0x48, 0xbc}).Imm64(frame_stack_pointer);             // movabs $frame, %rsp
+  if (w.size() != kAfterSignal) std::abort();                   // The signal block's layout.
+  w.Bytes({0x48, 0x89, 0xdc});                                  // mov %rbx, %rsp
   w.Bytes({0xb8}).Imm32(SYS_rt_sigreturn);                      // mov $SYS_rt_sigreturn, %eax
   w.Bytes({0x0f, 0x05, 0x0f, 0x0b});                            // syscall; ud2
-  static_assert(kAfterSignal == kSignalBlock + 22, "the signal block's layout");
-  // kLoad: scratch = mmap(...); on its stack handle = dlopen(library, RTLD_NOW); then
+  while (w.size() < kLoad) w.Bytes({0xcc});
+  // kLoad: scratch = mmap(...); on its stack (its address pushed twice: kept, and the stack
+  // 16-byte aligned at the calls) handle = dlopen(library, RTLD_NOW); then
   // strata_attach_start(settings) at handle->l_addr + its offset; munmap(scratch).
   // At the stop: %r12 the start's result (mmap's error; 0 when dlopen failed), %r13 the
   // handle, %r14 the scratch still mapped (0 when unmapped or never mapped).
-  const uint32_t scratch_bytes = static_cast<uint32_t>(load.scratch_bytes);
+  const uint32_t scratch_bytes = static_cast<uint32_t>(scratch_size);
   w.Bytes({0xb8}).Imm32(SYS_mmap);                              // mov $SYS_mmap, %eax
   w.Bytes({0x31, 0xff});                                        // xor %edi, %edi
   w.Bytes({0xbe}).Imm32(scratch_bytes);                         // mov $bytes, %esi
@@ -109,29 +117,34 @@ std::vector<uint8_t> TrampolineCode(pid_t pid, pid_t tid, int signal_number, uin
   w.Bytes({0x49, 0xc7, 0xc0}).Imm32(0xffffffff);                // mov $-1, %r8
   w.Bytes({0x45, 0x31, 0xc9});                                  // xor %r9d, %r9d
   w.Bytes({0x0f, 0x05});                                        // syscall
-  w.Bytes({0x49, 0x89, 0xc4});                                  // mov %rax, %r12
+  w.Bytes({0x48, 0x3d}).Imm32(static_cast<uint32_t>(-4096));    // cmp $-4096, %rax
+  w.Bytes({0x76, 0x0e});                                        // jbe mapped
+  w.Bytes({0x49, 0x89, 0xc4});                                  // mov %rax, %r12 (an error)
   w.Bytes({0x45, 0x31, 0xed});                                  // xor %r13d, %r13d
   w.Bytes({0x45, 0x31, 0xf6});                                  // xor %r14d, %r14d
-  w.Bytes({0x48, 0x3d}).Imm32(static_cast<uint32_t>(-4096));    // cmp $-4096, %rax
-  w.JumpTo({0x0f, 0x87}, kSignalBlock);                         // ja signal (an error)
-  w.Bytes({0x49, 0x89, 0xc6});                                  // mov %rax, %r14
+  w.JumpTo({0xe9}, kSignalBlock);                               // jmp signal
+  // mapped:
   w.Bytes({0x48, 0x8d, 0xa0}).Imm32(scratch_bytes);             // lea bytes(%rax), %rsp
-  w.Bytes({0x48, 0xbf}).Imm64(library_string);                  // movabs $library, %rdi
+  w.Bytes({0x50, 0x50});                                        // push %rax; push %rax
+  w.Bytes({0x4c, 0x89, 0xe7});                                  // mov %r12, %rdi
   w.Bytes({0xbe}).Imm32(RTLD_NOW);                              // mov $RTLD_NOW, %esi
-  w.Bytes({0x48, 0xb8}).Imm64(load.dlopen);                     // movabs $dlopen, %rax
-  w.Bytes({0xff, 0xd0});                                        // call *%rax
-  w.Bytes({0x49, 0x89, 0xc5});                                  // mov %rax, %r13
-  w.Bytes({0x45, 0x31, 0xe4});                                  // xor %r12d, %r12d
+  w.Bytes({0x41, 0xff, 0xd6});                                  // call *%r14
   w.Bytes({0x48, 0x85, 0xc0});                                  // test %rax, %rax
-  w.JumpTo({0x0f, 0x84}, kSignalBlock);                         // jz signal (dlopen failed)
+  w.Bytes({0x75, 0x0f});                                        // jnz loaded
+  w.Bytes({0x45, 0x31, 0xe4});                                  // xor %r12d, %r12d (dlopen failed)
+  w.Bytes({0x45, 0x31, 0xed});                                  // xor %r13d, %r13d
+  w.Bytes({0x4c, 0x8b, 0x34, 0x24});                            // mov (%rsp), %r14: the scratch, kept
+  w.JumpTo({0xe9}, kSignalBlock);                               // jmp signal
+  // loaded:
+  w.Bytes({0x49, 0x89, 0xc4});                                  // mov %rax, %r12: the handle
   w.Bytes({0x48, 0x8b, 0x00});                                  // mov (%rax), %rax: l_addr
-  w.Bytes({0x48, 0xb9}).Imm64(load.start_offset);               // movabs $offset, %rcx
-  w.Bytes({0x48, 0x01, 0xc8});                                  // add %rcx, %rax
-  w.Bytes({0x48, 0xbf}).Imm64(settings_string);                 // movabs $settings, %rdi
+  w.Bytes({0x4c, 0x01, 0xf8});                                  // add %r15, %rax
+  w.Bytes({0x4c, 0x89, 0xef});                                  // mov %r13, %rdi
   w.Bytes({0xff, 0xd0});                                        // call *%rax
-  w.Bytes({0x49, 0x89, 0xc4});                                  // mov %rax, %r12
+  w.Bytes({0x4d, 0x89, 0xe5});                                  // mov %r12, %r13: the handle
+  w.Bytes({0x49, 0x89, 0xc4});                                  // mov %rax, %r12: the result
+  w.Bytes({0x5f, 0x5f});                                        // pop %rdi; pop %rdi: the scratch
   w.Bytes({0xb8}).Imm32(SYS_munmap);                            // mov $SYS_munmap, %eax
-  w.Bytes({0x4c, 0x89, 0xf7});                                  // mov %r14, %rdi
   w.Bytes({0xbe}).Imm32(scratch_bytes);                         // mov $bytes, %esi
   w.Bytes({0x0f, 0x05});                                        // syscall (no stack used after)
   w.Bytes({0x45, 0x31, 0xf6});                                  // xor %r14d, %r14d
@@ -192,41 +205,6 @@ int EnvironmentInt(const char* name) {
 }
 
 }  // namespace
-
-uint64_t FindRestoreRt(const std::string& libc_file) {
-  const int fd = open(libc_file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  uint64_t found = 0;
-  int matches = 0;
-  Elf64_Ehdr header{};
-  if (pread(fd, &header, sizeof(header), 0) == sizeof(header) && header.e_phentsize == sizeof(Elf64_Phdr)) {
-    std::vector<Elf64_Phdr> programs(header.e_phnum);
-    const size_t bytes = programs.size() * sizeof(Elf64_Phdr);
-    uint64_t first_load = UINT64_MAX;
-    if (pread(fd, programs.data(), bytes, static_cast<off_t>(header.e_phoff)) == static_cast<ssize_t>(bytes)) {
-      for (const Elf64_Phdr& program : programs) {
-        if (program.p_type == PT_LOAD) first_load = std::min<uint64_t>(first_load, program.p_vaddr & ~0xfffULL);
-      }
-      for (const Elf64_Phdr& program : programs) {
-        if (program.p_type != PT_LOAD || (program.p_flags & PF_X) == 0 || program.p_filesz > (64u << 20)) continue;
-        std::vector<uint8_t> text(program.p_filesz);
-        if (pread(fd, text.data(), text.size(), static_cast<off_t>(program.p_offset)) != static_cast<ssize_t>(text.size())) {
-          continue;
-        }
-        for (const uint8_t* at = text.data();;) {
-          const size_t left = static_cast<size_t>(text.data() + text.size() - at);
-          at = static_cast<const uint8_t*>(memmem(at, left, kRestoreRt, sizeof(kRestoreRt)));
-          if (at == nullptr) break;
-          ++matches;
-          found = program.p_vaddr + static_cast<uint64_t>(at - text.data()) - first_load;
-          ++at;
-        }
-      }
-    }
-  }
-  close(fd);
-  return matches == 1 ? found : 0;
-}
 
 BorrowedThread::BorrowedThread(pid_t pid, pid_t tid, const LibcCalls& libc)
     : pid_(pid), thread_(tid), libc_(libc) {
@@ -336,6 +314,13 @@ bool BorrowedThread::SetCallRegisters(uint64_t function, std::initializer_list<u
   regs.orig_rax = static_cast<uint64_t>(-1);  // No system call restart.
   regs.eflags &= ~0x400ULL;                   // DF clear, as the ABI wants at a call.
   regs.rsp = stack_pointer;                   // rsp % 16 == 8 at entry: the return address.
+  // The trampoline's registers (TrampolineCode); callee-saved, so harmless for libc's calls.
+  regs.rbx = frame_ + 8;
+  regs.rbp = static_cast<uint64_t>(stop_signal_);
+  regs.r12 = library_string_;
+  regs.r13 = settings_string_;
+  regs.r14 = load_.dlopen;
+  regs.r15 = load_.start_offset;
   Step();
   if (ptrace(PTRACE_SETREGS, thread_.tid(), nullptr, &regs) != 0) {
     *error = std::string("PTRACE_SETREGS: ") + std::strerror(errno);
@@ -392,18 +377,27 @@ bool BorrowedThread::CallReturningToRestore(uint64_t function, std::initializer_
 
 namespace {
 
-// waitpid(tid) until `deadline`: tid, -1 on an error, 0 when the deadline passed first. Polls
-// (WNOHANG) with pauses growing to 0.5 ms: a call that comes back late is seen within 0.5 ms.
+// waitpid(tid) until `deadline`: tid, -1 on an error, 0 when the deadline passed first. Woken
+// by the SIGCHLD the kernel sends the tracer at each stop of its tracee (blocked meanwhile, so
+// that one sent between waitpid and sigtimedwait stays pending): no sleep between polls, the
+// stop is seen as soon as strata runs; each wait bounded by 5 ms all the same.
 pid_t WaitUntil(pid_t tid, int* status, Clock::time_point deadline) {
-  useconds_t pause_us = 20;
+  sigset_t child, previous;
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &child, &previous);
+  pid_t waited = 0;
   for (;;) {
-    const pid_t waited = waitpid(tid, status, __WALL | WNOHANG);
+    waited = waitpid(tid, status, __WALL | WNOHANG);
     if (waited < 0 && errno == EINTR) continue;
-    if (waited != 0) return waited;
-    if (Clock::now() >= deadline) return 0;
-    usleep(pause_us);
-    pause_us = std::min<useconds_t>(pause_us * 2, 500);
+    if (waited != 0) break;
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    const struct timespec step = {0, static_cast<long>(std::min<int64_t>(left, 5 * 1000 * 1000))};
+    sigtimedwait(&child, nullptr, &step);
   }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return waited;
 }
 
 }  // namespace
@@ -511,34 +505,68 @@ bool BorrowedThread::Prepare(const LoadRequest& load, std::string* error) {
   }
   stop_signal_ = QuietSignal(pid_, signal_mask_);
   if (!WriteFrame(error)) return false;
-  // The code page(s): the trampoline, then the strings.
-  const size_t code_bytes = 512;  // More than the trampoline takes.
   std::string strings = load.library;
   strings += '\0';
   const size_t settings_offset = strings.size();
   strings += load.settings;
   strings += '\0';
-  code_bytes_ = (code_bytes + strings.size() + 4095) & ~size_t{4095};
-  uint64_t address = 0;
-  if (!CallReturningToRestore(libc_.mmap, {0, code_bytes_, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, static_cast<uint64_t>(-1), 0},
-                              &address, error)) {
-    return false;
+  const std::vector<uint8_t> trampoline = TrampolineCode(load.scratch_bytes);
+  // The trampoline into libc's code padding (no round trip) and the strings on the program's
+  // stack below the frame, when they fit in the room the stack was checked for; else both into
+  // a code page mapped by a call of libc's mmap (two round trips).
+  const uint64_t strings_address = (frame_ - 64 - strings.size()) & ~uint64_t{63};
+  if (libc_.code_padding != 0 && trampoline.size() <= libc_.code_padding_bytes &&
+      thread_.saved().rsp - strings_address + 1024 <= load.stack_room) {
+    std::vector<uint8_t> there(trampoline.size());
+    struct iovec local = {there.data(), there.size()};
+    struct iovec remote = {reinterpret_cast<void*>(libc_.code_padding), there.size()};
+    const bool readable = process_vm_readv(pid_, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(there.size());
+    const bool zeros = std::all_of(there.begin(), there.end(), [](uint8_t byte) { return byte == 0; });
+    // Zeros as in the file, or this trampoline from an earlier attach: never anything else.
+    if (readable && (zeros || there == trampoline)) {
+      code_ = libc_.code_padding;
+      if (!zeros) {
+        code_in_padding_ = true;
+      } else if (WriteCode(trampoline, error)) {
+        code_in_padding_ = true;
+      } else {
+        code_ = 0;
+      }
+    }
+    if (code_in_padding_) {
+      if (!WriteMemory(pid_, strings_address, strings.data(), strings.size())) {
+        *error = std::string("cannot write on the borrowed thread's stack: ") + std::strerror(errno);
+        return false;
+      }
+      library_string_ = strings_address;
+      load_stack_ = strings_address - 64;
+    }
   }
-  if (address > static_cast<uint64_t>(-4096)) {
-    *error = "mmap in the target failed: error " + std::to_string(-static_cast<int64_t>(address));
-    return false;
+  if (!code_in_padding_) {
+    const size_t code_bytes = 512;  // More than the trampoline takes.
+    code_bytes_ = (code_bytes + strings.size() + 4095) & ~size_t{4095};
+    uint64_t address = 0;
+    if (!CallReturningToRestore(libc_.mmap, {0, code_bytes_, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, static_cast<uint64_t>(-1), 0},
+                                &address, error)) {
+      return false;
+    }
+    if (address > static_cast<uint64_t>(-4096)) {
+      *error = "mmap in the target failed: error " + std::to_string(-static_cast<int64_t>(address));
+      return false;
+    }
+    code_ = address;
+    library_string_ = code_ + code_bytes;
+    load_stack_ = frame_ - 16;  // The mmap system call uses no stack.
+    std::vector<uint8_t> bytes = trampoline;
+    if (bytes.size() > code_bytes) {
+      *error = "the trampoline is larger than its room";
+      return false;
+    }
+    bytes.resize(code_bytes, 0xcc);
+    bytes.insert(bytes.end(), strings.begin(), strings.end());
+    if (!WriteCode(bytes, error)) return false;
   }
-  code_ = address;
-  library_string_ = code_ + code_bytes;
-  std::vector<uint8_t> bytes =
-      TrampolineCode(pid_, thread_.tid(), stop_signal_, frame_ + 8, load, library_string_, library_string_ + settings_offset);
-  if (bytes.size() > code_bytes) {
-    *error = "the trampoline is larger than its room";
-    return false;
-  }
-  bytes.resize(code_bytes, 0xcc);
-  bytes.insert(bytes.end(), strings.begin(), strings.end());
-  if (!WriteCode(bytes, error)) return false;
+  settings_string_ = library_string_ + settings_offset;
   // The trampoline's signal must reach the thread during the calls (the frame has the mask).
   const uint64_t bit = uint64_t{1} << (stop_signal_ - 1);
   if ((signal_mask_ & bit) != 0) {
@@ -560,8 +588,8 @@ bool BorrowedThread::LoadAndStart(uint64_t* handle, uint64_t* start_result, std:
     *error = "the borrowed thread is not prepared";
     return false;
   }
-  // From the program's stack below the frame (the mmap system call uses none) to the scratch.
-  if (!SetCallRegisters(code_ + kLoad, {}, frame_ - 16, error)) return false;
+  // From the program's stack below the frame and the strings to the scratch.
+  if (!SetCallRegisters(code_ + kLoad, {}, load_stack_, error)) return false;
   in_signal_code_ = false;
   user_regs_struct after{};
   if (!WaitForTrampoline(&after, error)) return false;
@@ -615,7 +643,10 @@ void BorrowedThread::Finish() {
     }
   }
   const long saved_result = static_cast<long>(thread_.saved().rax);
-  if (!broken_ && code_ != 0 && in_signal_code_ && saved_result != -516 && !thread_.HasDeliverableSignal()) {
+  // The trampoline in libc's code padding: nothing to unmap; at its stop in the signal code,
+  // everything is put back exactly there (below), with no more round trip.
+  if (!broken_ && code_ != 0 && !code_in_padding_ && in_signal_code_ && saved_result != -516 &&
+      !thread_.HasDeliverableSignal()) {
     // The usual end: munmap of the code returning to __restore_rt, the thread let go at once;
     // rt_sigreturn puts the frame's registers, XSAVE area and mask back (the same path as when
     // strata dies; exact, the restart being done in the frame's registers). Not for a call
@@ -629,7 +660,9 @@ void BorrowedThread::Finish() {
     }
   }
   uint64_t ignored = 0;
-  if (!broken_ && code_ != 0) CallReturningToRestore(libc_.munmap, {code_, code_bytes_}, &ignored, &error);
+  if (!broken_ && code_ != 0 && !code_in_padding_) {
+    CallReturningToRestore(libc_.munmap, {code_, code_bytes_}, &ignored, &error);
+  }
   if (!broken_ && !in_signal_code_) {
     // At a syscall stop (munmap's exit, or a call that failed): brought to a stop in the signal
     // code with PTRACE_INTERRUPT, where the registers are put back and restarts are done.

@@ -12,26 +12,33 @@
 //     the thread's alternate stack alone). Its return slot holds libc's __restore_rt
 //     (`mov $15, %eax; syscall`, found in libc's code), so a call made with that slot as its
 //     return address ends in rt_sigreturn: back to the program's call.
-//   - The code page (a trampoline, then the strings) is made by libc's mmap returning there;
-//     strata follows that call with syscall stops (PTRACE_O_TRACESYSGOOD: a syscall stop's
-//     code, 0x85, is no signal, so the tracer's death there delivers nothing) and writes the
-//     page through /proc/PID/mem.
+//   - The trampoline (the same bytes at every attach, its parameters in callee-saved
+//     registers) is written through /proc/PID/mem into the unused tail of libc's executable
+//     segment (LibcCalls::code_padding; zeros there, or this trampoline already), the strings
+//     on the program's stack below the frame: no round trip. Else (no such tail, strings too
+//     long for the stack room) a code page (trampoline, then strings) is made by libc's mmap
+//     returning to __restore_rt; strata follows that call with syscall stops
+//     (PTRACE_O_TRACESYSGOOD: a syscall stop's code, 0x85, is no signal, so the tracer's death
+//     there delivers nothing) and writes the page through /proc/PID/mem.
 //   - The trampoline maps a private stack, calls dlopen and strata_attach_start on it, unmaps
 //     it, then sends the thread a signal whose default action is to ignore it (SIGURG, SIGWINCH
 //     or SIGCHLD, one the program has no handler for, and the thread does not block when there
 //     is one; else unblocked for the call), which stops it for strata (the results
 //     in %r12-%r14), then does rt_sigreturn with the frame. Without strata the signal is
 //     ignored and the thread goes back to its call.
-//   - Strata then lets the thread go into munmap of the code page returning to __restore_rt:
-//     rt_sigreturn puts the frame back. (When the interrupted call ended with
-//     ERESTART_RESTARTBLOCK, or a signal is due, the code page is unmapped with syscall stops
-//     instead and the thread restored at a stop in the kernel's signal code, exactly.)
-// Round trips (each waits for the thread, then strata, to be scheduled): the stop, two for the
-// mmap, one for the load: four. If strata dies in the middle, what stays in the process is the
-// code page and the private stack (260 KiB of address space, a few pages), and the library if
-// dlopen had run (inert, unless strata_attach_start had run: then its worker sees strata gone
-// and stops). A relative timeout of the interrupted call (nanosleep, poll, a futex wait) starts
-// again in full then, since rt_sigreturn forbids restart_syscall.
+//   - At that stop (in the kernel's signal code) strata puts the registers, XSAVE area and
+//     mask back exactly and lets go. With a code page, strata instead lets the thread go into
+//     munmap of the page returning to __restore_rt: rt_sigreturn puts the frame back. (When
+//     the interrupted call ended with ERESTART_RESTARTBLOCK, or a signal is due, the code page
+//     is unmapped with syscall stops instead and the thread restored at a stop in the kernel's
+//     signal code, exactly.)
+// Round trips (each waits for the thread, then strata, to be scheduled): the stop and the
+// load, two (four with a code page: two for its mmap). If strata dies in the middle, what
+// stays in the process is the trampoline (in libc's padding, or the code page) and the private
+// stack (256 KiB of address space, a few pages), and the library if dlopen had run (inert,
+// unless strata_attach_start had run: then its worker sees strata gone and stops). A relative
+// timeout of the interrupted call (nanosleep, poll, a futex wait) starts again in full then,
+// since rt_sigreturn forbids restart_syscall.
 //
 #ifndef STRATA_TOOLS_STRATA_ATTACH_BORROWED_THREAD_H_
 #define STRATA_TOOLS_STRATA_ATTACH_BORROWED_THREAD_H_
@@ -54,6 +61,10 @@ struct LibcCalls {
   uint64_t mmap = 0;
   uint64_t munmap = 0;
   uint64_t restore_rt = 0;  // __restore_rt: `mov $15, %rax; syscall` (not exported: found by its bytes).
+  // The unused tail of libc's executable segment (FindExecutablePadding), where the trampoline
+  // goes when it fits (0: none; a code page is mapped instead).
+  uint64_t code_padding = 0;
+  size_t code_padding_bytes = 0;
 };
 
 // What LoadAndStart does in the target.
@@ -63,11 +74,8 @@ struct LoadRequest {
   uint64_t start_offset = 0;  // strata_attach_start's .dynsym value (added to the load bias).
   std::string settings;      // Its argument.
   size_t scratch_bytes = 256 * 1024;  // The private stack.
+  uint64_t stack_room = 12 * 1024;    // What the program's stack was checked to have below its pointer.
 };
-
-// __restore_rt's offset from libc's first PT_LOAD address, found in the file's executable
-// segment; 0 when it is not there exactly once.
-uint64_t FindRestoreRt(const std::string& libc_file);
 
 class BorrowedThread {
  public:
@@ -138,6 +146,9 @@ class BorrowedThread {
   uint64_t code_ = 0;              // The code page(s): trampoline, then strings.
   size_t code_bytes_ = 0;
   uint64_t library_string_ = 0;
+  uint64_t settings_string_ = 0;
+  uint64_t load_stack_ = 0;        // The stack pointer kLoad starts with (below the frame and strings).
+  bool code_in_padding_ = false;   // The trampoline is in libc's code padding (no code page).
   uint64_t scratch_ = 0;           // The private stack while mapped.
   bool broken_ = false;            // A call did not come back: no more calls.
   bool in_signal_code_ = true;     // Stopped in the kernel's signal code (where a restore is exact).

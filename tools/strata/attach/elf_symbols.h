@@ -26,6 +26,21 @@ bool ReadDynamicSymbols(const std::string& path, std::map<std::string, uint64_t>
 // wait for the disk. False when the file cannot be read as ELF.
 bool ReadLoadSegments(const std::string& path);
 
+// __restore_rt's offset from libc's first PT_LOAD address (as ReadDynamicSymbols' values are
+// related to *first_load_vaddr), found by its bytes (`mov $15, %rax; syscall`) in the file's
+// executable segments; 0 when it is not there exactly once.
+uint64_t FindRestoreRt(const std::string& libc_file);
+
+// The unused tail of an executable segment of `path`: the bytes from the end of a PT_LOAD
+// segment with PF_X (rounded up to 64) to the end of its last page, which the loader maps
+// executable with the segment but which hold no code (the file's padding up to the next
+// page-aligned segment), when no other PT_LOAD shares that page and at least `min_bytes` are
+// left. The largest such tail: its offset from the first PT_LOAD address (as FindRestoreRt's)
+// in *offset and its length in *bytes. The borrowed thread's trampoline is written there
+// (borrowed_thread.h); the caller checks the process's bytes there before writing. False when
+// there is none.
+bool FindExecutablePadding(const std::string& path, uint64_t min_bytes, uint64_t* offset, uint64_t* bytes);
+
 }  // namespace attach
 }  // namespace strata
 

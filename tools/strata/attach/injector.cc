@@ -2,6 +2,7 @@
 #include "tools/strata/attach/injector.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -28,6 +30,7 @@
 
 #include "tools/strata/attach/borrowed_thread.h"
 #include "tools/strata/attach/elf_symbols.h"
+#include "tools/strata/attach/glibc_threads.h"
 #include "tools/strata/attach/seized_thread.h"
 
 namespace strata {
@@ -132,9 +135,7 @@ int SafetyOf(long nr, uint64_t second_argument) {
 }
 
 bool ReadTarget(pid_t pid, uint64_t address, void* buffer, size_t length) {
-  struct iovec local = {buffer, length};
-  struct iovec remote = {reinterpret_cast<void*>(address), length};
-  return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(length);
+  return ReadTargetBytes(pid, address, buffer, length);
 }
 
 bool WriteTarget(pid_t pid, uint64_t address, const void* buffer, size_t length) {
@@ -170,6 +171,20 @@ std::string ReadWholeFile(const std::string& path) {
 }
 
 }  // namespace
+
+RealtimeWindow::RealtimeWindow() {
+  const char* off = std::getenv("STRATA_ATTACH_TEST_NO_REALTIME");
+  if (off != nullptr && std::strcmp(off, "1") == 0) return;
+  policy_ = sched_getscheduler(0);
+  if (policy_ < 0 || sched_getparam(0, &param_) != 0) return;
+  struct sched_param fifo = {};
+  fifo.sched_priority = 1;
+  active_ = sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &fifo) == 0;
+}
+
+RealtimeWindow::~RealtimeWindow() {
+  if (active_) sched_setscheduler(0, policy_, &param_);
+}
 
 std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
                                  uint64_t thread_pointer, uint64_t sp) {
@@ -310,6 +325,12 @@ std::string CheckTarget(pid_t pid, TargetFacts* facts) {
 
 std::vector<pid_t> ThreadsOf(pid_t pid) { return Threads(pid); }
 
+bool ReadTargetBytes(pid_t pid, uint64_t address, void* buffer, size_t length) {
+  struct iovec local = {buffer, length};
+  struct iovec remote = {reinterpret_cast<void*>(address), length};
+  return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(length);
+}
+
 std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t>& tids, double* longest_stop_ms,
                                               bool* permission_denied, double* longest_held_ms) {
   *permission_denied = false;
@@ -414,6 +435,15 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
     return result;
   }
   libc_calls.restore_rt = facts.libc_base + restore_rt_offset;
+  // Where the trampoline goes without a round trip (borrowed_thread.h). A test forces the code
+  // page instead (STRATA_ATTACH_TEST_CODE_PAGE=1), the path of a libc with no such padding.
+  uint64_t padding_offset = 0, padding_bytes = 0;
+  const char* force_code_page = std::getenv("STRATA_ATTACH_TEST_CODE_PAGE");
+  if ((force_code_page == nullptr || std::strcmp(force_code_page, "1") != 0) &&
+      FindExecutablePadding(root + facts.libc_path, 256, &padding_offset, &padding_bytes)) {
+    libc_calls.code_padding = facts.libc_base + padding_offset;
+    libc_calls.code_padding_bytes = padding_bytes;
+  }
   // Strata's entry point and control words: offsets in the library's own .dynsym, added to its
   // load bias in the process (the l_addr dlopen's handle starts with). No dlsym round trips.
   std::map<std::string, uint64_t> strata_symbols;
@@ -456,13 +486,34 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
   const Clock::time_point list_start = Clock::now();
   std::string thread_list;
   bool permission_denied = false;
-  const std::vector<ThreadPointer> pointers =
-      ReadThreadPointers(pid, Threads(pid), &result.longest_thread_stop_ms, &permission_denied,
+  // From glibc's thread lists in the process's memory (glibc_threads.h): no thread stopped. A
+  // thread not found there is stopped once for its pointer (ReadThreadPointers).
+  const std::vector<pid_t> tids = Threads(pid);
+  const uint64_t rtld_global =
+      facts.ld_base != 0 && ld_symbols.count("_rtld_global") ? facts.ld_base - ld_vaddr + ld_symbols["_rtld_global"] : 0;
+  result.thread_lists = FindGlibcThreadLists(pid, libc_symbols, facts.libc_base - libc_vaddr, rtld_global);
+  const std::map<pid_t, uint64_t> from_memory = GlibcThreadPointers(pid, tids, result.thread_lists);
+  std::vector<pid_t> not_found;
+  for (pid_t tid : tids) {
+    if (from_memory.count(tid) == 0) not_found.push_back(tid);
+  }
+  result.threads_stopped_to_list = not_found.size();
+  std::vector<ThreadPointer> pointers =
+      ReadThreadPointers(pid, not_found, &result.longest_thread_stop_ms, &permission_denied,
                          &result.longest_thread_held_ms);
   if (permission_denied) {
     result.refused = true;
     result.error = PermissionAdvice(pid);
     return result;
+  }
+  {
+    // A pointer two tasks share (a raw clone sharing its parent's TLS) is no glibc thread's own.
+    std::map<uint64_t, int> uses;
+    for (const auto& [tid, pointer] : from_memory) pointers.push_back({tid, pointer});
+    for (const ThreadPointer& thread : pointers) ++uses[thread.pointer];
+    pointers.erase(std::remove_if(pointers.begin(), pointers.end(),
+                                  [&uses](const ThreadPointer& thread) { return uses[thread.pointer] != 1; }),
+                   pointers.end());
   }
   for (const ThreadPointer& thread : pointers) {
     char item[64];
@@ -515,6 +566,8 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
       best_safety = safety;
     }
     if (loader_idle && best != 0) {
+      const RealtimeWindow realtime;  // Outlives the thread's Finish (its destructor).
+      result.realtime = realtime.active();
       BorrowedThread thread(pid, best, libc_calls);
       std::string error;
       if (!thread.Stop(&error)) {
@@ -546,6 +599,7 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
       load.start_offset = strata_symbols["strata_attach_start"];
       load.settings = settings + "STRATA_ATTACH_THREADS=" + thread_list + "\n";
       load.scratch_bytes = kScratchBytes;
+      load.stack_room = kBorrowedStackRoom;
       bool ok = thread.Prepare(load, &error);
       if (!ok) error = "cannot prepare the borrowed thread: " + error;
       uint64_t handle = 0, start_result = 0;

@@ -1,10 +1,11 @@
 // Loads libstrata_base.so into a running x86-64 glibc process and starts an attach session
 // there (docs/attach.md, issue 36), with ptrace, leaving every thread as it was:
 //
-//   1. Each thread of the target is stopped alone (PTRACE_SEIZE + PTRACE_INTERRUPT), its
-//      thread pointer (%fs base: its pthread_t) read, and let go with its registers as they
-//      were: the base tier registers these threads from inside (they never ran its
-//      pthread_create wrapper). One stop at a time, ~tens of microseconds each.
+//   1. Each thread's thread pointer (%fs base: its pthread_t) is read from glibc's thread
+//      lists in the target's memory, no thread stopped (glibc_threads.h): the base tier
+//      registers these threads from inside (they never ran its pthread_create wrapper). A
+//      thread not found there is stopped once (PTRACE_SEIZE + PTRACE_INTERRUPT) for it, and
+//      let go with its registers as they were (~tens of microseconds).
 //   2. One thread blocked in a blocking system call that holds no lock of libc's (read, poll,
 //      accept, recvmsg, a condition-variable or join futex wait...) is borrowed
 //      (borrowed_thread.h): stopped, all its registers saved (general ones, the XSAVE area,
@@ -35,11 +36,14 @@
 #ifndef STRATA_TOOLS_STRATA_ATTACH_INJECTOR_H_
 #define STRATA_TOOLS_STRATA_ATTACH_INJECTOR_H_
 
+#include <sched.h>
 #include <sys/types.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "tools/strata/attach/glibc_threads.h"
 
 namespace strata {
 namespace attach {
@@ -78,7 +82,10 @@ struct InjectionResult {
   uint64_t stop_address = 0;   // strata_attach_stop_request in the target.
   uint64_t mailbox_address = 0;  // strata_attach_new_threads in the target.
   size_t threads_listed = 0;   // Threads whose pointer was read.
+  size_t threads_stopped_to_list = 0;  // Of them, those not found in glibc's lists: stopped once.
+  GlibcThreadLists thread_lists;  // Where the pointers of threads started later are read.
   pid_t borrowed_tid = 0;
+  bool realtime = false;           // strata ran at real-time priority while it held the thread.
   double borrowed_stop_ms = 0;     // The borrowed thread's whole stop (step 2), PTRACE_INTERRUPT to PTRACE_DETACH.
   double borrowed_held_ms = 0;     // The same from the stop's report (waitpid) to PTRACE_DETACH.
   int borrowed_round_trips = 0;    // ptrace requests on it meanwhile.
@@ -142,6 +149,30 @@ inline constexpr uint64_t kBorrowedStackRoom = 12 * 1024;
 // so the frame never lands in the program's data. Pure function.
 std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
                                  uint64_t thread_pointer, uint64_t sp);
+
+// strata's own thread at real-time priority (SCHED_FIFO 1, SCHED_RESET_ON_FORK) for the
+// object's life, when it may (root, CAP_SYS_NICE): while strata holds a thread of the target
+// and waits for the attach, each step waits for strata to be scheduled, and on a busy machine
+// its wake-ups would wait behind every runnable task. Its work there is short and its waits
+// sleep. Nothing of the program's changes (its threads keep their policies); strata's previous
+// policy is given back at the end (nested windows restore in turn).
+// STRATA_ATTACH_TEST_NO_REALTIME=1 leaves it out (benchmarks).
+class RealtimeWindow {
+ public:
+  RealtimeWindow();
+  ~RealtimeWindow();
+  RealtimeWindow(const RealtimeWindow&) = delete;
+  RealtimeWindow& operator=(const RealtimeWindow&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  int policy_ = -1;
+  struct sched_param param_ = {};
+  bool active_ = false;
+};
+
+// Reads `length` bytes of the target's memory (process_vm_readv); false unless all were read.
+bool ReadTargetBytes(pid_t pid, uint64_t address, void* buffer, size_t length);
 
 // Reads or writes one 32-bit word of the target's memory (process_vm_readv/writev).
 bool ReadTargetWord(pid_t pid, uint64_t address, int32_t* value);

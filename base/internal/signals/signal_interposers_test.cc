@@ -1,0 +1,151 @@
+// MaskSamplingSignalInAlternateStackHandlers and its undoing (signal_interposers.h) on actions
+// installed by raw rt_sigaction system calls, as a language runtime installs them: the scan
+// sees them, keeps their own sa_restorer, and never puts back an older action over one the
+// program installed during the scan (issue 33, docs/host-contract.md "Stack").
+#include "base/internal/signals/signal_interposers.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "catch2/catch.hpp"
+
+namespace strata {
+namespace base_internal {
+namespace {
+
+// The kernel's struct sigaction on x86-64.
+struct KernelSigaction {
+  uintptr_t handler;
+  uint64_t flags;
+  uintptr_t restorer;
+  uint64_t mask;
+};
+
+constexpr uint64_t kRestorerFlag = 0x04000000;  // SA_RESTORER
+constexpr int kSampling = 40;                   // Any signal the test never raises.
+
+uint64_t Bit(int signal_number) { return uint64_t{1} << (signal_number - 1); }
+
+long RawSigaction(int signal_number, const KernelSigaction* action, KernelSigaction* old) {
+  return syscall(SYS_rt_sigaction, signal_number, action, old, sizeof(uint64_t));
+}
+
+KernelSigaction ReadAction(int signal_number) {
+  KernelSigaction action;
+  std::memset(&action, 0, sizeof(action));
+  REQUIRE(RawSigaction(signal_number, nullptr, &action) == 0);
+  return action;
+}
+
+// Handlers and a restorer that are never run (the test raises none of these signals): the
+// kernel only stores them.
+void NeverRunHandler(int) {}
+void NeverRunRestorer() {}
+
+class SavedAction {
+ public:
+  explicit SavedAction(int signal_number) : signal_number_(signal_number) {
+    saved_ = ReadAction(signal_number);
+  }
+  ~SavedAction() { RawSigaction(signal_number_, &saved_, nullptr); }
+
+ private:
+  int signal_number_;
+  KernelSigaction saved_;
+};
+
+TEST_CASE("Alternate-stack handlers installed by raw rt_sigaction get the sampling signal masked",
+          "[base][signals]") {
+  SavedAction saved_usr1(SIGUSR1), saved_usr2(SIGUSR2), saved_winch(SIGWINCH);
+  const KernelSigaction on_stack{reinterpret_cast<uintptr_t>(&NeverRunHandler),
+                                 SA_ONSTACK | kRestorerFlag,
+                                 reinterpret_cast<uintptr_t>(&NeverRunRestorer), Bit(SIGHUP)};
+  KernelSigaction off_stack = on_stack;
+  off_stack.flags = kRestorerFlag;
+  KernelSigaction ignored = on_stack;
+  ignored.handler = reinterpret_cast<uintptr_t>(SIG_IGN);
+  REQUIRE(RawSigaction(SIGUSR1, &on_stack, nullptr) == 0);
+  REQUIRE(RawSigaction(SIGUSR2, &off_stack, nullptr) == 0);
+  REQUIRE(RawSigaction(SIGWINCH, &ignored, nullptr) == 0);
+
+  MaskSamplingSignalInAlternateStackHandlers(kSampling);
+  const KernelSigaction masked = ReadAction(SIGUSR1);
+  CHECK(masked.mask == (Bit(SIGHUP) | Bit(kSampling)));
+  CHECK(masked.handler == on_stack.handler);
+  CHECK(masked.restorer == on_stack.restorer);  // The program's own, not libc's.
+  CHECK(masked.flags == on_stack.flags);
+  CHECK(ReadAction(SIGUSR2).mask == Bit(SIGHUP));  // Not on the alternate stack.
+  CHECK(ReadAction(SIGWINCH).mask == Bit(SIGHUP));  // Ignored.
+  // The program reads back its own mask through sigaction.
+  struct sigaction read_back;
+  REQUIRE(sigaction(SIGUSR1, nullptr, &read_back) == 0);
+  CHECK(sigismember(&read_back.sa_mask, SIGHUP) == 1);
+  CHECK(sigismember(&read_back.sa_mask, kSampling) == 0);
+
+  UnmaskSamplingSignalInAlternateStackHandlers();
+  const KernelSigaction unmasked = ReadAction(SIGUSR1);
+  CHECK(unmasked.mask == Bit(SIGHUP));
+  CHECK(unmasked.restorer == on_stack.restorer);
+}
+
+// A scanner thread scans without pause while this thread installs two new actions in a row
+// (new handler addresses each round, masks without the sampling signal) and waits for two
+// more scans: the action installed is the last one written, never the one before that a scan
+// read before the second write and wrote back after it.
+TEST_CASE("A scan never puts back an action older than one installed during it",
+          "[base][signals]") {
+  SavedAction saved(SIGUSR2);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> scans{0};
+  pthread_t scanner;
+  struct Shared {
+    std::atomic<bool>* stop;
+    std::atomic<uint64_t>* scans;
+  } shared{&stop, &scans};
+  REQUIRE(pthread_create(
+              &scanner, nullptr,
+              [](void* argument) -> void* {
+                auto* s = static_cast<Shared*>(argument);
+                while (!s->stop->load()) {
+                  MaskSamplingSignalInAlternateStackHandlers(kSampling);
+                  s->scans->fetch_add(1);
+                }
+                return nullptr;
+              },
+              &shared) == 0);
+  constexpr int kRounds = 1000;
+  int older_put_back = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    // Two actions in a row, the second at a varying delay after the first, so that it falls
+    // anywhere in a scan that read the first (a program's handler replaced while the scan
+    // runs).
+    KernelSigaction action{reinterpret_cast<uintptr_t>(&NeverRunHandler) + 32 * round,
+                           SA_ONSTACK | kRestorerFlag,
+                           reinterpret_cast<uintptr_t>(&NeverRunRestorer), 0};
+    REQUIRE(RawSigaction(SIGUSR2, &action, nullptr) == 0);
+    for (volatile int spin = 0; spin < (round * 7919) % 3000; ++spin) {
+    }
+    action.handler += 16;
+    REQUIRE(RawSigaction(SIGUSR2, &action, nullptr) == 0);
+    const uint64_t after = scans.load() + 2;
+    while (scans.load() < after) sched_yield();  // Two cores, shared with other tests.
+    const KernelSigaction now = ReadAction(SIGUSR2);
+    if (now.handler != action.handler) ++older_put_back;
+    CHECK((now.mask & Bit(kSampling)) != 0);  // And masked by a later scan.
+  }
+  stop.store(true);
+  pthread_join(scanner, nullptr);
+  UnmaskSamplingSignalInAlternateStackHandlers();
+  CHECK(older_put_back == 0);
+}
+
+}  // namespace
+}  // namespace base_internal
+}  // namespace strata
