@@ -43,28 +43,20 @@ bool HasFramePointerVerdict(uintptr_t return_address) {
          return_address;
 }
 
-// The two words at `fp` (a frame record if fp is a frame pointer). fp is only a register's
-// value: where the frame's code keeps something else in rbp (a caller built without frame
-// pointers: TSan's poll interceptor kept the program's pollfd pointer there, below a wait
-// wrapper), the words are that data, which the walked thread's own call may be writing while
-// a wait-stack walk reads them (ipc_follow_test under TSan: a race report). They are only
-// compared with what libunwind's step gave, and a changing word gives no verdict; so they are
-// read as libunwind reads the same stack, uninstrumented (no ASan redzone, no TSan access).
-__attribute__((no_sanitize("address", "thread"), noinline)) void ReadRecordCandidate(
-    uintptr_t fp, uintptr_t words[2]) {
-  const volatile uintptr_t* record = reinterpret_cast<const volatile uintptr_t*>(fp);
-  words[0] = record[0];
-  words[1] = record[1];
-}
-
 // Notes what libunwind's step from the frame (pc, sp, fp) gave: (caller_pc, caller_sp,
 // caller_fp). Reads only inside the frame's part of the stack (fp in [sp, bounds.high - 16]).
+// Uninstrumented, like libunwind's reads of the same stack: fp is only a register's value, and
+// where the frame's code keeps something else in rbp (a caller built without frame pointers:
+// TSan's poll interceptor kept the program's pollfd pointer there, below a wait wrapper) the
+// two words are that data, which the walked thread's own call may be writing while a
+// wait-stack walk reads them (TSan reported it in ipc_follow_test). They are only compared
+// with what libunwind's step gave; a changing word gives no verdict.
+__attribute__((no_sanitize("address", "thread")))
 void NoteFramePointerVerdict(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t caller_pc,
                              uintptr_t caller_sp, uintptr_t caller_fp, const StackBounds& bounds) {
   std::atomic<uintptr_t>& slot = g_frame_pointer_verdicts[VerdictSlot(pc)];
   const bool readable = (fp & 7) == 0 && fp >= sp && bounds.ContainsRange(fp, 16);
-  uintptr_t record[2] = {0, 0};
-  if (readable) ReadRecordCandidate(fp, record);
+  const uintptr_t* record = reinterpret_cast<const uintptr_t*>(fp);
   if (readable && fp + 16 == caller_sp && record[1] == caller_pc && record[0] == caller_fp) {
     if (slot.load(std::memory_order_relaxed) != pc) slot.store(pc, std::memory_order_relaxed);
   } else if (slot.load(std::memory_order_relaxed) == pc) {
