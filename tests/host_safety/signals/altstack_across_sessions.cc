@@ -23,15 +23,7 @@
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-// Under TSan the handler runs inside TSan's own signal handler (sighandler ->
-// CallUserSignalHandler, and a lazy-binding resolve that saves the vector state): that alone
-// overflows 5 KiB, without Strata (SIGSEGV in _dl_runtime_resolve_xsavec under TSan's frames).
-// A larger block there; the masks, the read-backs and the guard bytes are checked the same.
-constexpr size_t kAlternateStack = 64 * 1024;
-#else
 constexpr size_t kAlternateStack = 5 * 1024;
-#endif
 constexpr int kGuard = 512;
 constexpr int kRaises = 10;
 volatile sig_atomic_t g_handled = 0;
