@@ -16,9 +16,14 @@
 #   - the share of the main thread's samples taken while it ran (CPU delta > 0: not the copies
 #     a preempted thread gets, which follow wall time) in the recursion, among those on either
 #     side, is the plain run's deep CPU share within 1 point for the 5/95 mix with frame
-#     pointers (the issue's goal), 1.5 with libunwind on every frame, 4 for 50/50 (below;
+#     pointers (the issue's goal), 2.5 with libunwind on every frame, 4 for 50/50 (below;
 #     a ratio inside the run: no speed assumed);
-#   - at least 100 such samples on the two sides (something was measured).
+#   - such samples on the two sides: at least half as many as the program's own CPU on them
+#     (its clocks, less the long handlers' CPU the profile reports) holds intervals;
+#   - profilingLog.longHandlerCpuMs reported, and no more than the CPU the program's clocks
+#     saw on the two sides; with libunwind on every frame, above 0 and at least half of the
+#     extra CPU the program's deep side measured over the plain run (the walks, as its own
+#     clock saw them: 83-95 % of it reported in runs at load 8-46).
 # Under TSan the walk is many times slower and the share check is skipped.
 source "$(dirname "$0")/scenario_lib.sh"
 
@@ -31,6 +36,7 @@ plain_run() {
     fail "plain run of $(basename "$1"): status $plain_status"
   cat "$WORK/plain.out"
   expected=$(awk -F'[ =]' '/^deep_cpu_ns=/ { printf "%.2f", 100 * $2 / ($2 + $4) }' "$WORK/plain.out")
+  plain_deep_ms=$(awk -F'[ =]' '/^deep_cpu_ns=/ { printf "%.3f", $2 / 1e6 }' "$WORK/plain.out")
   [[ -n "$expected" ]] && pass "plain run: deep side's CPU share $expected %" ||
     fail "plain run: no CPU split printed"
 }
@@ -58,12 +64,23 @@ print(entry.get("longHandlerCpuMs", ""), "kernel" if entry.get("kernelCpu") else
 ' "$OUT/$name.json" 2>/dev/null)
   [[ "$excluded" == *kernel ]] && pass "$name: profilingLog says kernel CPU is not sampled where it happens" ||
     fail "$name: no kernelCpu in profilingLog"
-  ge "${excluded%% *}" 0 && pass "$name: profilingLog.longHandlerCpuMs = ${excluded%% *}" ||
-    fail "$name: no longHandlerCpuMs in profilingLog ($excluded)"
+  # What the program's own clocks saw in this run: each side's CPU, ms.
+  local long_ms run_deep_ms run_total_ms
+  long_ms="${excluded%% *}"
+  run_deep_ms=$(awk -F'[ =]' '/^deep_cpu_ns=/ { printf "%.3f", $2 / 1e6 }' "$WORK/$name.out")
+  run_total_ms=$(awk -F'[ =]' '/^deep_cpu_ns=/ { printf "%.3f", ($2 + $4) / 1e6 }' "$WORK/$name.out")
+  if ge "$long_ms" 0 && [[ -n "$long_ms" && -n "$run_total_ms" ]] && ge "$run_total_ms" "$long_ms"; then
+    pass "$name: profilingLog.longHandlerCpuMs = $long_ms, within the program's own $run_total_ms ms"
+  else
+    fail "$name: profilingLog.longHandlerCpuMs '${long_ms}' missing or over the program's own ${run_total_ms:-?} ms ($excluded)"
+  fi
   if [[ "$name" == share*_libunwind ]] && ! skip_under_tsan "$name: long handlers measured"; then
-    # ~0.4 ms walks of 1 000 frames, hundreds of them: far more than 10 ms.
-    ge "${excluded%% *}" 10 && pass "$name: the deep walks' CPU (${excluded%% *} ms) measured and reported" ||
-      fail "$name: only ${excluded%% *} ms of long-handler CPU reported (want >= 10 with 1 000-frame libunwind walks)"
+    # Every 1 000-frame libunwind walk is a long handler; its CPU is on the deep side's clock.
+    local extra_ms
+    extra_ms=$(awk -v a="$run_deep_ms" -v b="$plain_deep_ms" 'BEGIN { d = a - b; printf "%.3f", (d > 0 ? d : 0) }')
+    awk -v l="$long_ms" -v e="$extra_ms" 'BEGIN { exit !(l > 0 && l >= e / 2) }' &&
+      pass "$name: the deep walks' CPU ($long_ms ms) measured and reported (the deep side's clock saw $extra_ms ms more than plain)" ||
+      fail "$name: $long_ms ms of long-handler CPU reported, the deep side's clock saw $extra_ms ms more than plain (want above 0 and at least half)"
   fi
   if skip_under_tsan "$name: deep side's share"; then return; fi
   local deep shallow share
@@ -72,9 +89,14 @@ print(entry.get("longHandlerCpuMs", ""), "kernel" if entry.get("kernelCpu") else
   share=$(awk -v d="${deep:-0}" -v s="${shallow:-0}" 'BEGIN { if (d + s > 0) printf "%.2f", 100 * d / (d + s) }')
   result "scenario=deep_stack_share run=$name deep_samples=$deep shallow_samples=$shallow" \
     "deep_share_pct=$share plain_cpu_share_pct=$expected"
-  ((${deep:-0} + ${shallow:-0} >= 100)) &&
-    pass "$name: $deep + $shallow samples on the two sides" ||
-    fail "$name: only ${deep:-0} + ${shallow:-0} samples on the two sides (want >= 100)"
+  # Samples are one per interval of the program's own CPU, the long handlers' CPU not counted.
+  local interval_ms wanted
+  interval_ms=$(field "$name" profile "" interval)
+  wanted=$(awk -v t="${run_total_ms:-0}" -v l="${long_ms:-0}" -v i="${interval_ms:-0}" \
+    'BEGIN { if (i > 0) printf "%d", (t - l) / i / 2; else print "" }')
+  [[ -n "$wanted" ]] && ((wanted > 0 && ${deep:-0} + ${shallow:-0} >= wanted)) &&
+    pass "$name: $deep + $shallow samples on the two sides (want >= $wanted: half of $run_total_ms ms less $long_ms ms at $interval_ms ms)" ||
+    fail "$name: ${deep:-0} + ${shallow:-0} samples on the two sides (want >= ${wanted:-?}: half of ${run_total_ms:-?} ms less ${long_ms:-?} ms at ${interval_ms:-?} ms)"
   [[ -n "$share" && -n "$expected" ]] &&
     awk -v a="$share" -v b="$expected" -v t="$tolerance_points" \
       'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' &&
@@ -86,9 +108,12 @@ print(entry.get("longHandlerCpuMs", ""), "kernel" if entry.get("kernelCpu") else
 # runs. With libunwind on every frame (walks of 0.4-0.8 ms, over half the period in
 # -c fastbuild) the credit leaves the deep side a bias (docs/sampling.md, "The handler's own
 # cost": what is left): 52.3-53.1 % at 50/50, 5.5-6.1 % for 5.0 % at 5/95 under load 20-36
-# (7.2-7.9 % without the compensation); hence 4 and 1.5 points there, 1 point (the issue's
-# goal) for the frame-pointer walk's 5/95.
-for mix in "50 40 1200000000 4 4" "5 20 1500000000 1.5 1"; do
+# (7.2-7.9 % without the compensation). At 5/95 the share also has a sampling error: ~100 deep
+# samples of ~1 900, one standard deviation 0.5 points, more under load (fewer samples); the
+# +1.13 seen at load 36 plus 2.5 of them is 2.4 points: 2.5. That no longer tells the uncompensated
+# +2.2-2.9 apart at 5/95; the 50/50 mix does (60.3 % without the compensation, 4 points
+# allowed). 1 point (the issue's goal) for the frame-pointer walk's 5/95.
+for mix in "50 40 1200000000 4 4" "5 20 1500000000 2.5 1"; do
   read -r percent rounds iterations libunwind_tolerance framepointers_tolerance <<<"$mix"
   args=(--depth 1000 --iterations "$iterations" --rounds "$rounds" --deep-percent "$percent")
   program="$(binary tests/deep_recursion_nofp)"

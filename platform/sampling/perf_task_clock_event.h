@@ -23,8 +23,11 @@
 // anonymous inode *and* the kernel's event id (PERF_EVENT_IOC_ID): every perf event, eventfd,
 // epoll or timerfd shares one anonymous inode, so device and inode alone do not tell ours
 // from the program's. A number that no longer names our event is forgotten, never closed.
-// The program closing it (close_range(3, ~0U, 0)) frees the event: no further signal; the
-// owner notices with IsStillOurs() and opens another.
+// The program closing it (close_range(3, ~0U, 0)) frees the event when the descriptor was its
+// last reference: no further signal; the owner notices with IsStillOurs() and opens another.
+// Where the owner also mapped the event's first page (kernel CPU charging,
+// base/internal/wait/kernel_cpu_charge.h), the mapping holds the event: its signals go on, with
+// the old number as si_fd, until the owner retires it (docs/sampling.md, "Kernel CPU").
 //
 // Fork: every open descriptor is also recorded in a fixed table (kMaxOpenEvents) so that a
 // forked child can close its copies without a lock (CloseAllInForkedChild).

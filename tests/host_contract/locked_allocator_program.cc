@@ -14,8 +14,11 @@
 // time, so others wait on it long enough for a lock marker), writing to /dev/null, sleeping
 // briefly, and starting a short-lived thread now and then.
 // Prints "locked_allocator: waits_over_1ms=W reentries=R strata_calls=C before_start=B
-// unwinder_calls=U ops=N" and exits 0 only when R, C, B and U are 0 (U: calls from libunwind's
-// code, which Strata loads for its stack walks); a nested operator new aborts at once.
+// unwinder_calls=U ops=N strata_range=F unwinder_range=G" and exits 0 only when R, C, B and U
+// are 0 (U: calls from libunwind's code, which Strata loads for its stack walks); a nested
+// operator new aborts at once. F and G are 1 when libstrata_base.so's and libunwind's code
+// were found (dl_iterate_phdr) before the workload: without a range, C or U counts nothing,
+// so a profiled run must find both (locked_allocator_test.sh checks it).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
@@ -304,6 +307,8 @@ int main(int argc, char** argv) {
   dl_iterate_phdr(&FindObject, &strata);
   CodeRange unwinder{"libunwind.so", &g_unwinder_begin, &g_unwinder_end, nullptr};
   dl_iterate_phdr(&FindObject, &unwinder);
+  const bool strata_range_found = g_strata_begin.load() < g_strata_end.load();
+  const bool unwinder_range_found = g_unwinder_begin.load() < g_unwinder_end.load();
   g_watching.store(true);
   std::vector<std::thread> workers;
   workers.reserve(threads);
@@ -311,9 +316,10 @@ int main(int argc, char** argv) {
   for (std::thread& w : workers) w.join();
   g_watching.store(false);  // The exit save runs on this thread: an explicit, documented case.
   printf("locked_allocator: waits_over_1ms=%ld reentries=%ld strata_calls=%ld before_start=%ld "
-         "unwinder_calls=%ld ops=%ld\n",
+         "unwinder_calls=%ld ops=%ld strata_range=%d unwinder_range=%d\n",
          g_waits_over_1ms.load(), g_reentries.load(), g_strata_calls.load(),
-         g_before_start.load(), g_unwinder_calls.load(), g_ops.load() > 0 ? 1L : 0L);
+         g_before_start.load(), g_unwinder_calls.load(), g_ops.load() > 0 ? 1L : 0L,
+         strata_range_found ? 1 : 0, unwinder_range_found ? 1 : 0);
   return g_reentries.load() == 0 && g_strata_calls.load() == 0 && g_before_start.load() == 0 &&
                  g_unwinder_calls.load() == 0
              ? 0 : 1;

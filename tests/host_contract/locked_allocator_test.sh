@@ -14,7 +14,10 @@
 #     reallocated a CPU set there), and no call into its pthread_mutex_lock, write or allocator
 #     from libunwind's code on any thread (`unwinder_calls`: libunwind, which Strata loads for
 #     its walks, took its lock through the program's pthread_mutex_lock at every step, in the
-#     sampling handler: 3 689-6 485 calls a run before its imports were redirected);
+#     sampling handler: 3 689-6 485 calls a run before its imports were redirected); those
+#     counts mean something only when the program found libstrata_base.so's and libunwind's
+#     code (it prints strata_range=1 unwinder_range=1): a profiled run that did not fails
+#     (every session start loads libunwind);
 #   - write a profile the format checker accepts; in the runs with wait stacks, when the
 #     program itself measured lock waits over 1 ms, the profile has "Awaiting lock" markers
 #     (not in precise mode, which ignores waitstacks: docs/env-vars.md).
@@ -70,7 +73,14 @@ check_run() {
     sed 's/^/    /' "$WORK/$name.err" | head -20
     return
   fi
-  pass "$name: status 0, no re-entry into the program's allocator, write or pthread_mutex_lock"
+  local strata_range unwinder_range
+  strata_range=$(sed -n 's/.*strata_range=\([0-9]*\).*/\1/p' "$WORK/$name.out")
+  unwinder_range=$(sed -n 's/.*unwinder_range=\([0-9]*\).*/\1/p' "$WORK/$name.out")
+  if [[ "$strata_range" != 1 || "$unwinder_range" != 1 ]]; then
+    fail "$name: the program did not find libstrata_base.so's code (strata_range=${strata_range:-?}) or libunwind's (unwinder_range=${unwinder_range:-?}): its call counts tested nothing"
+    return
+  fi
+  pass "$name: status 0, no re-entry into the program's allocator, write or pthread_mutex_lock (libstrata_base.so's and libunwind's code found)"
   check_format "$name"
   local waits markers
   waits=$(sed -n 's/.*waits_over_1ms=\([0-9]*\).*/\1/p' "$WORK/$name.out")

@@ -16,6 +16,7 @@
 
 #include "base/internal/settings/log.h"
 #include "base/internal/session/tier_extension.h"
+#include "base/internal/wait/kernel_cpu_charge.h"
 #include "platform/checked_read.h"
 #include "platform/never_destroyed.h"
 #include "platform/next_definition.h"
@@ -363,6 +364,7 @@ namespace {
 void EndRegistrationLocked(Registry& registry, RegisteredThread* thread, bool on_thread) {
   const bool was_sampling = thread->sampling.load(std::memory_order_relaxed);
   StopSamplingLocked(thread);
+  ReleaseCpuPage(thread->wait);  // Its perf event's page (wait/kernel_cpu_charge.h).
   const TimeStamp now = TimeStamp::Now();
   DrainLocked(thread, now);  // Keep what it took before ending.
   // And the CPU it used after its last sample, on a copy of it (CPU accounting), when it was

@@ -236,6 +236,9 @@ void FlushMarkersLocked(RegisteredThread* thread);
 // The sampler's side of one thread (thread_sampling.cc), registry mutex held.
 void StartSamplingLocked(Registry& registry, RegisteredThread* thread);
 void StopSamplingLocked(RegisteredThread* thread);
+// Whether `thread`'s wrapped calls charge their CPU to their own stack (its source is a perf
+// event: WaitState::charges_kernel_cpu, wait/kernel_cpu_charge.h).
+void NoteKernelCpuChargingLocked(RegisteredThread* thread);
 // Writes the samples waiting in `thread`'s ring (and, when it has taken none since the last
 // call, a copy of its previous one if it did not run). See thread_sampling.cc.
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr);

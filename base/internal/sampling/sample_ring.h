@@ -89,6 +89,10 @@ struct alignas(4096) SampleSlot {
   // The signal interrupted a system call (the thread was blocked in it, or entering or
   // leaving it). Set in precise mode only: it parks blocked threads' timers (thread_sampling.cc).
   bool in_system_call;
+  // Written by the thread at the end of a wrapped call, not by its signal handler: the
+  // call's kernel CPU charged to its stack (wait/kernel_cpu_charge.h). Then `cpu_ns` is not
+  // a clock reading but the CPU this sample carries.
+  bool charged_system_call;
   uint32_t native_count;
   uint32_t label_count;
   uint32_t script_frame_count;

@@ -54,6 +54,7 @@ void FillSample(SampleSlot* slot, uint64_t seed, uint32_t natives, uint32_t labe
   slot->cpu_ns = static_cast<int64_t>(999 * seed);
   slot->overruns = static_cast<int32_t>(seed % 3);
   slot->in_system_call = seed % 2 == 1;
+  slot->charged_system_call = seed % 3 == 1;
   slot->native_count = natives;
   for (uint32_t i = 0; i < natives; ++i) {
     slot->natives[i] = NativeFrame{0x400000 + seed * 7 + i, stack_top + 96 * i};
@@ -96,6 +97,7 @@ void CheckSample(const SampleSlot& read, uint64_t seed, uint32_t natives, uint32
   CHECK(read.cpu_ns == expected->cpu_ns);
   CHECK(read.overruns == expected->overruns);
   CHECK(read.in_system_call == expected->in_system_call);
+  CHECK(read.charged_system_call == expected->charged_system_call);
   REQUIRE(read.native_count == natives);
   for (uint32_t i = 0; i < natives; ++i) {
     REQUIRE(read.natives[i].pc == expected->natives[i].pc);

@@ -16,6 +16,7 @@
 #include "base/internal/settings/log.h"
 #include "base/internal/sampling/sigpending_budget.h"
 #include "base/internal/registry/thread_registry.h"
+#include "base/internal/wait/kernel_cpu_charge.h"
 #include "platform/never_destroyed.h"
 #include "platform/sampling/sampling_signal.h"
 #include "platform/sampling/seccomp_probe.h"
@@ -195,10 +196,17 @@ int StartEvent(RegisteredThread* thread, const ProfilerSettings& settings, int s
   source.kind = ThreadSourceKind::kPerfEvent;
   source.cpu_at_check = thread->cpu_clock.Read();
   source.check_backoff = 1;
+  // Wrapped calls read the event's page to measure their CPU cheaply (kernel_cpu_charge.h).
+  if (source.cpu_at_check) {
+    MapCpuPageLocked(thread->wait, source.perf_event.descriptor(),
+                     source.cpu_at_check->ToNanoseconds());
+  }
   return 0;
 }
 
-void RetireEvent(ThreadSamplingSource& source) {
+void RetireEvent(RegisteredThread* thread) {
+  ThreadSamplingSource& source = thread->source;
+  RetireCpuPageLocked(thread->wait);
   const int current = source.descriptors.current.exchange(-1, std::memory_order_relaxed);
   if (current >= 0) source.descriptors.retired.store(current, std::memory_order_release);
   source.perf_event.Close();
@@ -263,7 +271,7 @@ bool StartThreadSamplingSourceLocked(RegisteredThread* thread, const char* threa
 
 void StopThreadSamplingSourceLocked(RegisteredThread* thread) {
   ThreadSamplingSource& source = thread->source;
-  if (source.kind == ThreadSourceKind::kPerfEvent) RetireEvent(source);
+  if (source.kind == ThreadSourceKind::kPerfEvent) RetireEvent(thread);
   thread->timer.Destroy();  // No signal is generated after this returns.
   source.kind = ThreadSourceKind::kNone;
 }
@@ -305,7 +313,7 @@ void CheckThreadSamplingSourceLocked(RegisteredThread* thread, const char* threa
   // The program closed the descriptor (or reused its number): the event is gone.
   SourceState& state = State();
   ++state.lost_events;
-  RetireEvent(source);
+  RetireEvent(thread);
   const int signal_number = InstalledSamplingSignal();
   const int error = StartEvent(thread, settings, signal_number);
   if (error == 0) {

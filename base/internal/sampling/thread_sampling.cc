@@ -63,10 +63,20 @@ void StartSamplingLocked(Registry& registry, RegisteredThread* thread) {
   if (ProfilerIsPaused()) thread->paused_at_cpu = cpu;
   thread->timer_parked = false;
   ResetWaitSamplingLocked(thread);  // A wait tracked in an earlier session (wait_sampling.cc).
+  NoteKernelCpuChargingLocked(thread);
   thread->sampling.store(true, std::memory_order_relaxed);
 }
 
+// Wrapped calls charge their CPU to their own stack (wait/kernel_cpu_charge.h) on a perf
+// event, whose signals skip kernel-mode CPU; not on timers, whose signals count it (a
+// CPU-clock timer's expiry inside a system call is delivered on its return).
+void NoteKernelCpuChargingLocked(RegisteredThread* thread) {
+  thread->wait.charges_kernel_cpu.store(thread->source.kind == ThreadSourceKind::kPerfEvent,
+                                        std::memory_order_relaxed);
+}
+
 void StopSamplingLocked(RegisteredThread* thread) {
+  thread->wait.charges_kernel_cpu.store(false, std::memory_order_relaxed);
   thread->sampling.store(false, std::memory_order_relaxed);
   // No signal is generated after this returns (queued ones are still recognised).
   StopThreadSamplingSourceLocked(thread);
@@ -87,7 +97,14 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
   while (thread->ring.TryRead(decoded)) {
     int64_t cpu_delta = -1;
     thread->last_sample_in_system_call = slot->in_system_call;
-    if (slot->cpu_ns >= 0) {
+    if (slot->charged_system_call) {
+      // A wrapped call's kernel CPU on its stack (wait/kernel_cpu_charge.h): it carries the
+      // interval of the calls' CPU it stands for, which the clock already counted; the
+      // samples that follow carry that much less (the accounted CPU may run ahead of the
+      // clock until they absorb it).
+      cpu_delta = slot->cpu_ns;
+      if (thread->last_sample_cpu_ns >= 0) thread->last_sample_cpu_ns += cpu_delta;
+    } else if (slot->cpu_ns >= 0) {
       // Never negative: a sample taken just before a pause's or a copy's clock reading.
       if (thread->last_sample_cpu_ns >= 0) {
         cpu_delta = std::max<int64_t>(0, slot->cpu_ns - thread->last_sample_cpu_ns);
@@ -182,6 +199,7 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
   // A perf event whose descriptor the program closed sends nothing more: reopened here.
   CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name.c_str(),
                                   settings, now);
+  NoteKernelCpuChargingLocked(thread);  // The source may have changed.
   // A thread blocked in a wrapped call gets samples of where it waits instead of copies.
   if (SampleWaitLocked(thread, now, /*ran=*/false)) {
     thread->last_seen_cpu = thread->cpu_clock.Read();

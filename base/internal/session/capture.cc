@@ -146,13 +146,17 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
     w.StringProperty("samplingSource", snapshot.sampling_source.description);
     if (InAttachedSession()) w.StringProperty("attached", kAttachedSessionNote);
     w.DoubleProperty("requestedInterval", snapshot.settings.interval_ms);
-    // Kernel-mode CPU (docs/sampling.md, "No sleep cut short, user mode only"): the perf
-    // event signals user mode only, so a system call's CPU is in the CPU delta of the
-    // thread's next sample, on the user code that runs next.
+    // Kernel-mode CPU (docs/sampling.md, "Kernel CPU"): the perf event signals user mode
+    // only; a wrapped call's CPU is charged to its own stack (wait/kernel_cpu_charge.h), an
+    // unwrapped system call's is carried by the thread's next user-mode sample.
     w.StringProperty("kernelCpu",
-                     "not sampled where it happens: carried by the thread's next user-mode "
+                     "charged to the wrapped call that used it (leaf: the libc function, a "
+                     "sample per interval of its CPU) on threads sampled by perf events; a "
+                     "system call Strata does not wrap (raw syscall(), inline) is not sampled "
+                     "where it happens: its CPU is carried by the thread's next user-mode "
                      "sample (the sampling signal is never sent inside a system call, where "
-                     "it would cut waits short)");
+                     "it would cut waits short); CPU-clock timers sample kernel time on "
+                     "the system call's return");
     // The CPU of long sampling handlers (deep walks), not in any sample's CPU delta
     // (docs/sampling.md, "The handler's own cost").
     w.DoubleProperty("longHandlerCpuMs",

@@ -142,6 +142,8 @@ void OnForkChild() {
   if (t_registered_thread) {
     t_registered_thread->source.descriptors.current.store(-1, std::memory_order_relaxed);
     t_registered_thread->source.descriptors.retired.store(-1, std::memory_order_relaxed);
+    // Perf mappings are not inherited (VM_DONTCOPY): the page is gone here.
+    t_registered_thread->wait.cpu_page.store(nullptr, std::memory_order_relaxed);
   }
   g_sampling_features.store(0, std::memory_order_relaxed);
   g_sampling_interval_ns.store(0, std::memory_order_relaxed);

@@ -155,10 +155,81 @@ bool IsStrataSignal(int signal_number) {
 
 __attribute__((constructor)) void ResolveAtLoad() { ResolveRealFunctions(); }
 
-// Per signal 1..64: the sampling signal Strata added to the kernel mask of the program's
-// SA_ONSTACK handler for it (0: none; the program's own mask never named it), so that the
-// mask read back is always the program's, whichever S is installed now.
-std::atomic<uint8_t> g_sampling_signal_masked_in[65];
+// The kernel's struct sigaction on x86-64, as rt_sigaction reads and writes it (an 8-byte
+// set): exactly what is installed, the program's own sa_restorer included (glibc's sigaction
+// would put its own there).
+struct KernelAction {
+  uintptr_t handler;
+  uint64_t flags;
+  uintptr_t restorer;
+  uint64_t mask;
+  bool operator==(const KernelAction& other) const {
+    return handler == other.handler && flags == other.flags && restorer == other.restorer &&
+           mask == other.mask;
+  }
+};
+
+uint64_t SignalBit(int signal_number) { return uint64_t{1} << (signal_number - 1); }
+
+bool ReadKernelAction(int signal_number, KernelAction* action) {
+  return RawSyscall(SYS_rt_sigaction, signal_number, 0, reinterpret_cast<long>(action),
+                    sizeof(uint64_t)) == 0;
+}
+
+// The kernel action as a glibc sigaction read back from it: glibc copies the kernel's handler,
+// flags (into an int), restorer and first 8 mask bytes.
+KernelAction KernelFormOf(const struct sigaction& action) {
+  return KernelAction{reinterpret_cast<uintptr_t>(action.sa_handler),
+                      static_cast<uint32_t>(action.sa_flags),
+                      reinterpret_cast<uintptr_t>(action.sa_restorer),
+                      KernelMaskWord(action.sa_mask)};
+}
+
+// Whether `current` is the action `recorded`, flags compared as glibc reports them (32 bits).
+bool SameAction(const KernelAction& current, const KernelAction& recorded) {
+  return current.handler == recorded.handler &&
+         static_cast<uint32_t>(current.flags) == static_cast<uint32_t>(recorded.flags) &&
+         current.restorer == recorded.restorer && current.mask == recorded.mask;
+}
+
+// Per signal 1..64: the action Strata installed for the program's SA_ONSTACK handler, its
+// mask with the sampling signal `sampling` added (0: none recorded; the program's own mask
+// did not name it). The mask read back is made the program's own, and the stop takes S out
+// again, only while the kernel's action is still exactly that one: a later action of the
+// program's (a raw rt_sigaction no wrapper sees) whose own mask names S keeps it.
+// Written by one thread at a time per signal in practice (the program's sigaction calls for
+// one signal, the sampler's scan); `sampling` is cleared first and set last, and a reader
+// that sees it change meanwhile takes it as not recorded.
+struct MaskedAction {
+  std::atomic<int> sampling{0};
+  std::atomic<uintptr_t> handler{0};
+  std::atomic<uint64_t> flags{0};
+  std::atomic<uintptr_t> restorer{0};
+  std::atomic<uint64_t> mask{0};
+};
+MaskedAction g_masked_actions[65];
+
+void RecordMaskedAction(int signal_number, const KernelAction& installed, int sampling) {
+  MaskedAction& record = g_masked_actions[signal_number];
+  record.sampling.store(0);
+  record.handler.store(installed.handler);
+  record.flags.store(installed.flags);
+  record.restorer.store(installed.restorer);
+  record.mask.store(installed.mask);
+  record.sampling.store(sampling);
+}
+
+void ForgetMaskedAction(int signal_number) { g_masked_actions[signal_number].sampling.store(0); }
+
+// The recorded action in *recorded and its S, or 0 when none is recorded.
+int MaskedActionOf(int signal_number, KernelAction* recorded) {
+  MaskedAction& record = g_masked_actions[signal_number];
+  const int sampling = record.sampling.load();
+  if (sampling == 0) return 0;
+  *recorded = KernelAction{record.handler.load(), record.flags.load(), record.restorer.load(),
+                           record.mask.load()};
+  return record.sampling.load() == sampling ? sampling : 0;
+}
 
 // Whether S must stay blocked while the program's handler `action` for `signal_number` runs:
 // a handler (not SIG_DFL/SIG_IGN) on the alternate stack (SA_ONSTACK), whose own mask does
@@ -195,12 +266,25 @@ int ProgramSigaction(int signal_number, const struct sigaction* action,
     AddSignal(&adjusted.sa_mask, sampling);
     action = &adjusted;
   }
-  const int masked_before = g_sampling_signal_masked_in[signal_number].load();
+  KernelAction recorded;
+  const int masked_before = MaskedActionOf(signal_number, &recorded);
   const int rc = real(signal_number, action, old_action);
   if (rc != 0) return rc;
-  if (old_action != nullptr && masked_before != 0) RemoveSignal(&old_action->sa_mask, masked_before);
+  // The old action is the program's own mask unless it is still the one Strata masked.
+  if (old_action != nullptr && masked_before != 0 &&
+      SameAction(KernelFormOf(*old_action), recorded)) {
+    RemoveSignal(&old_action->sa_mask, masked_before);
+  }
   if (action != nullptr) {
-    g_sampling_signal_masked_in[signal_number].store(mask_now ? sampling : 0);
+    // What the kernel holds now (libc adds its restorer), when it is still the action given.
+    KernelAction installed;
+    if (mask_now && ReadKernelAction(signal_number, &installed) &&
+        installed.handler == reinterpret_cast<uintptr_t>(action->sa_handler) &&
+        (installed.mask & SignalBit(sampling)) != 0) {
+      RecordMaskedAction(signal_number, installed, sampling);
+    } else {
+      ForgetMaskedAction(signal_number);
+    }
   }
   return rc;
 }
@@ -417,27 +501,6 @@ bool CodeRangeOf(const void* address, uintptr_t* begin, uintptr_t* end) {
   return true;
 }
 
-// The kernel's struct sigaction on x86-64, as rt_sigaction reads and writes it (an 8-byte
-// set): exactly what is installed, the program's own sa_restorer included (glibc's sigaction
-// would put its own there).
-struct KernelAction {
-  uintptr_t handler;
-  uint64_t flags;
-  uintptr_t restorer;
-  uint64_t mask;
-  bool operator==(const KernelAction& other) const {
-    return handler == other.handler && flags == other.flags && restorer == other.restorer &&
-           mask == other.mask;
-  }
-};
-
-uint64_t SignalBit(int signal_number) { return uint64_t{1} << (signal_number - 1); }
-
-bool ReadKernelAction(int signal_number, KernelAction* action) {
-  return RawSyscall(SYS_rt_sigaction, signal_number, 0, reinterpret_cast<long>(action),
-                    sizeof(uint64_t)) == 0;
-}
-
 // MasksSamplingSignalIn for the kernel's form.
 bool KernelActionNeedsMask(int signal_number, const KernelAction& action, int sampling) {
   return sampling > 0 && signal_number != sampling && (action.flags & SA_ONSTACK) != 0 &&
@@ -452,12 +515,16 @@ bool KernelActionNeedsMask(int signal_number, const KernelAction& action, int sa
 // sigaction on another thread, or a raw rt_sigaction, between the read and the write), which
 // is put back at once, changed by `put_back` when that applies to it, and compared in turn
 // with what was just written; at most kActionRewriteRounds rounds, each one system call
-// wide. Returns 1 when the action left installed is one that `change` or `put_back` changed,
-// 0 when it is the program's own unchanged, -1 when rt_sigaction failed.
+// wide. The window left (docs/host-contract.md, "Known gaps"): between a displacing exchange
+// and the put-back, the kernel holds the older action (changed), for one system call: a
+// signal delivered then runs the older handler, a concurrent sigaction's old action is that
+// one. `read` must be read just before the call, so that the gap it covers is one system
+// call too. Returns 1 when the action left installed (in *installed) is one that `change` or
+// `put_back` changed, 0 when it is the program's own unchanged, -1 when rt_sigaction failed.
 constexpr int kActionRewriteRounds = 8;
 template <typename Change, typename PutBack>
 int RewriteKernelAction(int signal_number, const KernelAction& read, Change change,
-                        PutBack put_back) {
+                        PutBack put_back, KernelAction* installed) {
   KernelAction expected = read;
   KernelAction desired = read;
   bool changed = change(&desired);
@@ -467,6 +534,7 @@ int RewriteKernelAction(int signal_number, const KernelAction& read, Change chan
                    reinterpret_cast<long>(&displaced), sizeof(uint64_t)) != 0) {
       return -1;
     }
+    *installed = desired;
     if (displaced == expected) return changed ? 1 : 0;
     expected = desired;
     desired = displaced;
@@ -477,6 +545,7 @@ int RewriteKernelAction(int signal_number, const KernelAction& read, Change chan
                  sizeof(uint64_t)) != 0) {
     return -1;
   }
+  *installed = desired;
   return changed ? 1 : 0;
 }
 
@@ -509,27 +578,32 @@ void MaskSamplingSignalInAlternateStackHandlers(int sampling) {
       action->mask |= SignalBit(sampling);
       return true;
     };
-    const int added = RewriteKernelAction(signal_number, current, add_sampling, add_sampling);
-    if (added > 0) g_sampling_signal_masked_in[signal_number].store(sampling);
+    KernelAction installed;
+    const int added =
+        RewriteKernelAction(signal_number, current, add_sampling, add_sampling, &installed);
+    if (added > 0) RecordMaskedAction(signal_number, installed, sampling);
   }
 }
 
 void UnmaskSamplingSignalInAlternateStackHandlers() {
   for (int signal_number = 1; signal_number <= 64; ++signal_number) {
-    const int masked = g_sampling_signal_masked_in[signal_number].exchange(0);
+    KernelAction recorded;
+    const int masked = MaskedActionOf(signal_number, &recorded);
+    ForgetMaskedAction(signal_number);
     if (masked == 0) continue;
+    // Only the action Strata masked, still installed: one the program installed since (a raw
+    // rt_sigaction no wrapper saw) keeps its own mask, S in it or not.
     KernelAction current;
-    if (!ReadKernelAction(signal_number, &current) || (current.mask & SignalBit(masked)) == 0) {
-      continue;
-    }
+    if (!ReadKernelAction(signal_number, &current) || !(current == recorded)) continue;
     // A newer action of the program's met meanwhile is put back as it is.
+    KernelAction installed;
     (void)RewriteKernelAction(
         signal_number, current,
         [&](KernelAction* action) {
           action->mask &= ~SignalBit(masked);
           return true;
         },
-        [](KernelAction*) { return false; });
+        [](KernelAction*) { return false; }, &installed);
   }
 }
 

@@ -23,15 +23,20 @@ int SamplingSignalOfProgramCall();
 // Adds the sampling signal S to the kernel mask of every program handler that runs on an
 // alternate stack (SA_ONSTACK; not S's, nor the control signal's), as the kernel holds it
 // (raw rt_sigaction: a handler installed by a raw system call included, its own sa_restorer
-// kept), recording per signal that S was added: the program's sigaction queries keep reading
-// back exactly its own mask, and handlers it installs later through sigaction are masked by
-// the wrapper. Call right after S is installed. UnmaskSamplingSignalInAlternateStackHandlers
-// takes the recorded S out again of the handlers the program has not replaced since (a
-// replaced one was recorded anew by the wrapper); call after S is uninstalled. A program's
+// kept), recording per signal the whole action installed (handler, flags, restorer, mask with
+// S): the program's sigaction queries read back its own mask (S hidden) while the kernel's
+// action is still exactly that one, and handlers it installs later through sigaction are
+// masked by the wrapper (recorded anew). Call right after S is installed.
+// UnmaskSamplingSignalInAlternateStackHandlers takes S out again only where the kernel's
+// action is still the recorded one: an action the program installed since by a raw
+// rt_sigaction keeps its own mask, S in it or not. Call after S is uninstalled. A program's
 // sigaction for the same signal on another thread between a scan's read and its write is
 // never lost: the write is an exchange, and a displaced action other than the one read is
 // put back at once (masked in turn if it needs it), up to 8 rounds (docs/host-contract.md,
-// "Stack"). Not concurrent with each other (the session's start and stop, the sampler in
+// "Stack"). Known gap (docs/host-contract.md, "Known gaps"): until it is put back, for one
+// rt_sigaction system call, the older action the scan read is installed: a signal delivered
+// then runs the older handler, and a concurrent sigaction(..., &old) on another thread reads
+// that older action as its old one. Not concurrent with each other (the session's start and stop, the sampler in
 // between); no lock, no allocation, raw system calls only.
 void MaskSamplingSignalInAlternateStackHandlers(int sampling_signal);
 void UnmaskSamplingSignalInAlternateStackHandlers();

@@ -95,6 +95,56 @@ TEST_CASE("Alternate-stack handlers installed by raw rt_sigaction get the sampli
   CHECK(unmasked.restorer == on_stack.restorer);
 }
 
+// The program replaces a handler Strata masked with a raw rt_sigaction (no wrapper sees it)
+// whose own mask names the sampling signal (a sigfillset mask): that S is the program's. Its
+// sigaction read-back shows it, and the stop leaves it in the kernel's mask.
+TEST_CASE("A raw replacement whose own mask names the sampling signal keeps it",
+          "[base][signals]") {
+  SavedAction saved(SIGUSR1);
+  const KernelSigaction on_stack{reinterpret_cast<uintptr_t>(&NeverRunHandler),
+                                 SA_ONSTACK | kRestorerFlag,
+                                 reinterpret_cast<uintptr_t>(&NeverRunRestorer), Bit(SIGHUP)};
+  REQUIRE(RawSigaction(SIGUSR1, &on_stack, nullptr) == 0);
+  MaskSamplingSignalInAlternateStackHandlers(kSampling);
+  REQUIRE(ReadAction(SIGUSR1).mask == (Bit(SIGHUP) | Bit(kSampling)));
+
+  KernelSigaction replacement = on_stack;
+  replacement.handler += 16;
+  replacement.mask = ~uint64_t{0};  // Every signal; the kernel drops SIGKILL and SIGSTOP.
+  REQUIRE(RawSigaction(SIGUSR1, &replacement, nullptr) == 0);
+  const uint64_t installed_mask = ReadAction(SIGUSR1).mask;
+  REQUIRE((installed_mask & Bit(kSampling)) != 0);
+
+  struct sigaction read_back;
+  REQUIRE(sigaction(SIGUSR1, nullptr, &read_back) == 0);
+  CHECK(sigismember(&read_back.sa_mask, kSampling) == 1);
+  CHECK(sigismember(&read_back.sa_mask, SIGHUP) == 1);
+
+  UnmaskSamplingSignalInAlternateStackHandlers();
+  CHECK(ReadAction(SIGUSR1).mask == installed_mask);
+  CHECK(ReadAction(SIGUSR1).handler == replacement.handler);
+
+  // The same through the wrapper: a handler the wrapper masked, then replaced raw by one whose
+  // mask names S while the record still names the first.
+  struct sigaction through_wrapper;
+  std::memset(&through_wrapper, 0, sizeof(through_wrapper));
+  through_wrapper.sa_handler = &NeverRunHandler;
+  through_wrapper.sa_flags = SA_ONSTACK;
+  sigemptyset(&through_wrapper.sa_mask);
+  MaskSamplingSignalInAlternateStackHandlers(kSampling);  // Records nothing: S is named.
+  REQUIRE(sigaction(SIGUSR1, &through_wrapper, nullptr) == 0);
+  // Masked by the wrapper only while a session samples; none here, so mask by a scan.
+  MaskSamplingSignalInAlternateStackHandlers(kSampling);
+  REQUIRE((ReadAction(SIGUSR1).mask & Bit(kSampling)) != 0);
+  REQUIRE(sigaction(SIGUSR1, nullptr, &read_back) == 0);
+  CHECK(sigismember(&read_back.sa_mask, kSampling) == 0);  // Strata's, hidden.
+  REQUIRE(RawSigaction(SIGUSR1, &replacement, nullptr) == 0);
+  REQUIRE(sigaction(SIGUSR1, nullptr, &read_back) == 0);
+  CHECK(sigismember(&read_back.sa_mask, kSampling) == 1);  // The program's own.
+  UnmaskSamplingSignalInAlternateStackHandlers();
+  CHECK(ReadAction(SIGUSR1).mask == installed_mask);
+}
+
 // A scanner thread scans without pause while this thread installs two new actions in a row
 // (new handler addresses each round, masks without the sampling signal) and waits for two
 // more scans: the action installed is the last one written, never the one before that a scan

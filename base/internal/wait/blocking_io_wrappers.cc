@@ -92,152 +92,153 @@ extern "C" {
 
 ssize_t pread(int fd, void* data, size_t size, off_t offset) {
   const auto real = STRATA_REAL(pread);
-  STRATA_WAIT_CALL(pread, fd, data, size, offset);
+  STRATA_IO_CALL(pread, fd, data, size, offset);
 }
 ssize_t pread64(int fd, void* data, size_t size, off64_t offset) {
   const auto real = STRATA_REAL(pread64);
-  STRATA_WAIT_CALL(pread64, fd, data, size, offset);
+  STRATA_IO_CALL(pread64, fd, data, size, offset);
 }
 ssize_t preadv(int fd, const iovec* vectors, int count, off_t offset) {
   const auto real = STRATA_REAL(preadv);
-  STRATA_WAIT_CALL(preadv, fd, vectors, count, offset);
+  STRATA_IO_CALL(preadv, fd, vectors, count, offset);
 }
 ssize_t preadv2(int fd, const iovec* vectors, int count, off_t offset, int flags) {
   const auto real = STRATA_REAL(preadv2);
-  STRATA_WAIT_CALL(preadv2, fd, vectors, count, offset, flags);
+  STRATA_IO_CALL(preadv2, fd, vectors, count, offset, flags);
 }
 ssize_t pwrite(int fd, const void* data, size_t size, off_t offset) {
   const auto real = STRATA_REAL(pwrite);
-  STRATA_WAIT_CALL(pwrite, fd, data, size, offset);
+  STRATA_IO_CALL(pwrite, fd, data, size, offset);
 }
 ssize_t pwrite64(int fd, const void* data, size_t size, off64_t offset) {
   const auto real = STRATA_REAL(pwrite64);
-  STRATA_WAIT_CALL(pwrite64, fd, data, size, offset);
+  STRATA_IO_CALL(pwrite64, fd, data, size, offset);
 }
 ssize_t writev(int fd, const iovec* vectors, int count) {
   const auto real = STRATA_REAL(writev);
-  STRATA_WAIT_CALL(writev, fd, vectors, count);
+  STRATA_IO_CALL(writev, fd, vectors, count);
 }
 ssize_t pwritev(int fd, const iovec* vectors, int count, off_t offset) {
   const auto real = STRATA_REAL(pwritev);
-  STRATA_WAIT_CALL(pwritev, fd, vectors, count, offset);
+  STRATA_IO_CALL(pwritev, fd, vectors, count, offset);
 }
 ssize_t pwritev2(int fd, const iovec* vectors, int count, off_t offset, int flags) {
   const auto real = STRATA_REAL(pwritev2);
-  STRATA_WAIT_CALL(pwritev2, fd, vectors, count, offset, flags);
+  STRATA_IO_CALL(pwritev2, fd, vectors, count, offset, flags);
 }
 ssize_t send(int fd, const void* data, size_t size, int flags) {
   const auto real = STRATA_REAL(send);
-  STRATA_WAIT_CALL(send, fd, data, size, flags);
+  STRATA_IO_CALL(send, fd, data, size, flags);
 }
 ssize_t sendto(int fd, const void* data, size_t size, int flags, const sockaddr* to,
                socklen_t to_size) {
   const auto real = STRATA_REAL(sendto);
-  STRATA_WAIT_CALL(sendto, fd, data, size, flags, to, to_size);
+  STRATA_IO_CALL(sendto, fd, data, size, flags, to, to_size);
 }
 ssize_t sendmsg(int fd, const msghdr* message, int flags) {
   const auto real = STRATA_REAL(sendmsg);
-  STRATA_WAIT_CALL(sendmsg, fd, message, flags);
+  STRATA_IO_CALL(sendmsg, fd, message, flags);
 }
 int sendmmsg(int fd, mmsghdr* messages, unsigned int count, int flags) {
   const auto real = STRATA_REAL(sendmmsg);
-  STRATA_WAIT_CALL(sendmmsg, fd, messages, count, flags);
+  STRATA_IO_CALL(sendmmsg, fd, messages, count, flags);
 }
 int recvmmsg(int fd, mmsghdr* messages, unsigned int count, int flags, timespec* timeout) {
   const auto real = STRATA_REAL(recvmmsg);
-  STRATA_WAIT_CALL(recvmmsg, fd, messages, count, flags, timeout);
+  STRATA_IO_CALL(recvmmsg, fd, messages, count, flags, timeout);
 }
 ssize_t sendfile(int out, int in, off_t* offset, size_t count) {
   const auto real = STRATA_REAL(sendfile);
-  STRATA_WAIT_CALL(sendfile, out, in, offset, count);
+  STRATA_IO_CALL(sendfile, out, in, offset, count);
 }
 ssize_t splice(int in, loff_t* in_offset, int out, loff_t* out_offset, size_t size,
                unsigned int flags) {
   const auto real = STRATA_REAL(splice);
-  STRATA_WAIT_CALL(splice, in, in_offset, out, out_offset, size, flags);
+  STRATA_IO_CALL(splice, in, in_offset, out, out_offset, size, flags);
 }
 int msync(void* address, size_t size, int flags) {
   const auto real = STRATA_REAL(msync);
-  STRATA_WAIT_CALL(msync, address, size, flags);
+  STRATA_IO_CALL(msync, address, size, flags);
 }
 int sync_file_range(int fd, off64_t offset, off64_t size, unsigned int flags) {
   const auto real = STRATA_REAL(sync_file_range);
-  STRATA_WAIT_CALL(sync_file_range, fd, offset, size, flags);
+  STRATA_IO_CALL(sync_file_range, fd, offset, size, flags);
 }
 int syncfs(int fd) {
   const auto real = STRATA_REAL(syncfs);
-  STRATA_WAIT_CALL(syncfs, fd);
+  STRATA_IO_CALL(syncfs, fd);
 }
 void sync() {
   const auto real = STRATA_REAL(sync);
-  strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS());
+  strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS(),
+                                         true);
   real();
 }
 int lockf(int fd, int command, off_t size) {
   const auto real = STRATA_REAL(lockf);
-  STRATA_WAIT_CALL(lockf, fd, command, size);
+  STRATA_IO_CALL(lockf, fd, command, size);
 }
 int tcdrain(int fd) {
   const auto real = STRATA_REAL(tcdrain);
-  STRATA_WAIT_CALL(tcdrain, fd);
+  STRATA_IO_CALL(tcdrain, fd);
 }
 ssize_t msgrcv(int queue, void* message, size_t size, long type, int flags) {
   const auto real = STRATA_REAL(msgrcv);
-  STRATA_WAIT_CALL(msgrcv, queue, message, size, type, flags);
+  STRATA_IO_CALL(msgrcv, queue, message, size, type, flags);
 }
 int msgsnd(int queue, const void* message, size_t size, int flags) {
   const auto real = STRATA_REAL(msgsnd);
-  STRATA_WAIT_CALL(msgsnd, queue, message, size, flags);
+  STRATA_IO_CALL(msgsnd, queue, message, size, flags);
 }
 int semop(int set, sembuf* operations, size_t count) {
   const auto real = STRATA_REAL(semop);
-  STRATA_WAIT_CALL(semop, set, operations, count);
+  STRATA_IO_CALL(semop, set, operations, count);
 }
 int semtimedop(int set, sembuf* operations, size_t count, const timespec* timeout) {
   const auto real = STRATA_REAL(semtimedop);
-  STRATA_WAIT_CALL(semtimedop, set, operations, count, timeout);
+  STRATA_IO_CALL(semtimedop, set, operations, count, timeout);
 }
 ssize_t mq_receive(mqd_t queue, char* message, size_t size, unsigned int* priority) {
   const auto real = STRATA_REAL(mq_receive);
-  STRATA_WAIT_CALL(mq_receive, queue, message, size, priority);
+  STRATA_IO_CALL(mq_receive, queue, message, size, priority);
 }
 ssize_t mq_timedreceive(mqd_t queue, char* message, size_t size, unsigned int* priority,
                         const timespec* deadline) {
   const auto real = STRATA_REAL(mq_timedreceive);
-  STRATA_WAIT_CALL(mq_timedreceive, queue, message, size, priority, deadline);
+  STRATA_IO_CALL(mq_timedreceive, queue, message, size, priority, deadline);
 }
 int mq_send(mqd_t queue, const char* message, size_t size, unsigned int priority) {
   const auto real = STRATA_REAL(mq_send);
-  STRATA_WAIT_CALL(mq_send, queue, message, size, priority);
+  STRATA_IO_CALL(mq_send, queue, message, size, priority);
 }
 int mq_timedsend(mqd_t queue, const char* message, size_t size, unsigned int priority,
                  const timespec* deadline) {
   const auto real = STRATA_REAL(mq_timedsend);
-  STRATA_WAIT_CALL(mq_timedsend, queue, message, size, priority, deadline);
+  STRATA_IO_CALL(mq_timedsend, queue, message, size, priority, deadline);
 }
 ssize_t preadv64(int fd, const iovec* vectors, int count, off64_t offset) {
   const auto real = STRATA_REAL(preadv64);
-  STRATA_WAIT_CALL(preadv64, fd, vectors, count, offset);
+  STRATA_IO_CALL(preadv64, fd, vectors, count, offset);
 }
 ssize_t preadv64v2(int fd, const iovec* vectors, int count, off64_t offset, int flags) {
   const auto real = STRATA_REAL(preadv64v2);
-  STRATA_WAIT_CALL(preadv64v2, fd, vectors, count, offset, flags);
+  STRATA_IO_CALL(preadv64v2, fd, vectors, count, offset, flags);
 }
 ssize_t pwritev64(int fd, const iovec* vectors, int count, off64_t offset) {
   const auto real = STRATA_REAL(pwritev64);
-  STRATA_WAIT_CALL(pwritev64, fd, vectors, count, offset);
+  STRATA_IO_CALL(pwritev64, fd, vectors, count, offset);
 }
 ssize_t pwritev64v2(int fd, const iovec* vectors, int count, off64_t offset, int flags) {
   const auto real = STRATA_REAL(pwritev64v2);
-  STRATA_WAIT_CALL(pwritev64v2, fd, vectors, count, offset, flags);
+  STRATA_IO_CALL(pwritev64v2, fd, vectors, count, offset, flags);
 }
 ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) {
   const auto real = STRATA_REAL(sendfile64);
-  STRATA_WAIT_CALL(sendfile64, out, in, offset, count);
+  STRATA_IO_CALL(sendfile64, out, in, offset, count);
 }
 int lockf64(int fd, int command, off64_t size) {
   const auto real = STRATA_REAL(lockf64);
-  STRATA_WAIT_CALL(lockf64, fd, command, size);
+  STRATA_IO_CALL(lockf64, fd, command, size);
 }
 
 }  // extern "C"

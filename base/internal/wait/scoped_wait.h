@@ -107,8 +107,11 @@ class ScopedWait {
   // Inline: the check that a wait may be marked at all (one relaxed load without a session
   // using wait stacks); the marking itself is out of line (wait_wrappers.cc), so that each of
   // the ~90 wrappers stays a few instructions (the library's size, issue 33's budget).
-  ScopedWait(const void* function, const CallerRegisters& caller) {
-    if (WaitStacksOn()) Begin(function, caller);
+  // `measure_cpu`: a system call that may spend CPU in the kernel (I/O, file system): its CPU
+  // is charged to its stack (kernel_cpu_charge.h). Sleeps, locks and condition waits are not
+  // measured (their kernel CPU is a futex's; two clock reads would cost more than it).
+  ScopedWait(const void* function, const CallerRegisters& caller, bool measure_cpu = false) {
+    if (WaitStacksOn()) Begin(function, caller, measure_cpu);
   }
   ~ScopedWait() {
     if (thread_) End();
@@ -117,7 +120,8 @@ class ScopedWait {
   ScopedWait& operator=(const ScopedWait&) = delete;
 
  private:
-  STRATA_BASE_HIDDEN void Begin(const void* function, const CallerRegisters& caller);
+  STRATA_BASE_HIDDEN void Begin(const void* function, const CallerRegisters& caller,
+                                 bool measure_cpu);
   STRATA_BASE_HIDDEN void End();
 
   RegisteredThread* thread_ = nullptr;
@@ -151,6 +155,11 @@ constexpr const char* VersionOf(std::string_view function) {
 // appears in a profile (issue 34; docs/symbols.md "Strata's own frames").
 #define STRATA_WAIT_CALL(function, ...)                                              \
   ::strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS()); \
+  return real(__VA_ARGS__)
+// The same for a system call whose kernel CPU is charged to its stack (kernel_cpu_charge.h).
+#define STRATA_IO_CALL(function, ...)                                                    \
+  ::strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real),          \
+                                           STRATA_CALLER_REGISTERS(), true);             \
   return real(__VA_ARGS__)
 
 #endif  // STRATA_BASE_INTERNAL_SCOPED_WAIT_H_

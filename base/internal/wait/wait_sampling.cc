@@ -26,6 +26,7 @@
 #include "base/internal/sampling/sample_entries.h"
 #include "base/internal/session/session_state.h"
 #include "base/internal/registry/thread_registry.h"
+#include "base/internal/wait/kernel_cpu_charge.h"
 #include "platform/never_destroyed.h"
 #include "platform/sampling/frame_pointer_walker.h"
 #include "platform/sampling/libunwind_walker.h"
@@ -86,29 +87,10 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
                                     SampleSlot::kMaxNativeFrames - count);
   }
   // The thread's labels (its label stack cannot change either: the thread is in the wrapper).
-  const ProfilingStack& labels = thread->profiling_stack;
-  const uint32_t depth =
-      std::min({labels.Depth(), ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
   // The frames were written before the thread entered the wait: the sequence's acquire load
   // above (it read the wait's release store) already orders them before these reads.
-  for (uint32_t i = 0; i < depth; ++i) {
-    const LabelFrame& frame = labels.frame(i);
-    SampleSlot::Label& label = slot->labels[i];
-    label.label = frame.label;
-    label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
-    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
-    label.category = frame.category;
-    label.has_dynamic = frame.dynamic_string != nullptr;
-    if (label.has_dynamic) {
-      size_t n = 0;
-      for (; n < SampleSlot::kMaxDynamicChars && frame.dynamic_string[n] != '\0'; ++n) {
-        label.dynamic[n] = frame.dynamic_string[n];
-      }
-      label.dynamic[n] = '\0';
-    }
-  }
+  CopyLabelsIntoSlot(thread->profiling_stack, slot);
   wait.EndWalk();
-  slot->label_count = depth;
   slot->time_ns = time.ToNanoseconds();
   slot->cpu_ns = -1;
   slot->overruns = 0;

@@ -62,6 +62,30 @@ struct WaitState {
   std::atomic<uintptr_t> caller_sp{0};
   std::atomic<uintptr_t> caller_fp{0};
   std::atomic<int64_t> start_ns{0};  // TimeStamp nanoseconds.
+  // Kernel CPU charged to the call (kernel_cpu_charge.h): the thread's CPU clock at the
+  // call's entry, kCpuFromPage (the page's lock was noted) or kCpuNotMeasured (-1).
+  std::atomic<int64_t> start_cpu_ns{-1};
+  // Set by the sampler (registry mutex held, read by the thread): the thread's sampling
+  // source drops the signals of kernel-mode CPU (a perf event), so wrapped calls measure
+  // their CPU and charge it to their own stack.
+  std::atomic<bool> charges_kernel_cpu{false};
+  // Thread: the CPU of wrapped calls not yet charged as samples (error diffusion: a sample
+  // per interval of it, kernel_cpu_charge.h).
+  int64_t kernel_cpu_credit_ns = 0;
+  // The thread's perf event's first page (kernel_cpu_charge.h, "Cheap path"): published by the
+  // sampler (release) once mapped, null otherwise; the thread reads its `lock` (bumped at
+  // every sched-in) and `time_enabled` (its CPU since the event opened, as of that sched-in).
+  // `cpu_page_offset_ns`: the thread's CPU clock when the event opened (published before the
+  // page). A retired event's page is replaced by a zero page at the same address, never
+  // unmapped while the thread lives (it may be reading it).
+  std::atomic<const void*> cpu_page{nullptr};
+  std::atomic<int64_t> cpu_page_offset_ns{0};
+  // Thread: the page's `lock` at the measured call's entry (cpu_page mode).
+  uint32_t start_page_lock = 0;
+  // Sampler (registry mutex): the page's reserved address and the process that mapped it
+  // (a forked child has no copy: perf mappings are not inherited).
+  void* cpu_page_mapping = nullptr;
+  int cpu_page_pid = 0;
   // Set by the sampler to the sequence of the wait it emits samples for; the thread then
   // notes when that wait ended (end_sequence == that sequence).
   std::atomic<uint64_t> tracked_sequence{0};

@@ -4,7 +4,9 @@
 // libstrata_base.lds).
 //
 // Fast paths stay fast: a wrapper costs a few stores and one clock read (vDSO, no system
-// call); pthread_mutex_lock and the rwlock locks try the lock first and mark a wait only when
+// call); an I/O call (STRATA_IO_CALL) on a perf-event thread also reads its event's page
+// twice and the clock once more, to charge its CPU to its stack (kernel_cpu_charge.h);
+// pthread_mutex_lock and the rwlock locks try the lock first and mark a wait only when
 // it is contended. Nothing here changes what the wrapped function does: same arguments, same
 // result, same errno, same cancellation (the wait's mark is undone by a destructor, which also
 // runs when the thread is cancelled inside the call). The real functions are looked up in the
@@ -35,9 +37,11 @@
 #include <string_view>
 
 #include "base/internal/session/core.h"
+#include "base/internal/wait/kernel_cpu_charge.h"
 #include "base/internal/wait/scoped_wait.h"
 #include "base/internal/signals/signal_interposers.h"
 #include "base/internal/registry/thread_registry.h"
+#include "platform/cpu_time.h"
 #include "platform/never_destroyed.h"
 #include "platform/next_definition.h"
 #include "platform/sampling/held_sampling_signals.h"
@@ -182,7 +186,7 @@ long MutexHolder(const pthread_mutex_t* mutex) {
 
 }  // namespace
 
-void ScopedWait::Begin(const void* function, const CallerRegisters& caller) {
+void ScopedWait::Begin(const void* function, const CallerRegisters& caller, bool measure_cpu) {
   RegisteredThread* thread = t_registered_thread;
   if (!MayMarkWait(thread, caller.pc)) return;
   WaitState& wait = thread->wait;
@@ -196,6 +200,13 @@ void ScopedWait::Begin(const void* function, const CallerRegisters& caller) {
   wait.caller_pc.store(caller.pc, std::memory_order_relaxed);
   wait.caller_sp.store(caller.sp, std::memory_order_relaxed);
   wait.caller_fp.store(caller.fp, std::memory_order_relaxed);
+  // Kernel CPU charged to this call (kernel_cpu_charge.h): its CPU clock or its page's lock,
+  // before the start time (a switch in between then shows at the end as a switch).
+  if (measure_cpu && wait.charges_kernel_cpu.load(std::memory_order_relaxed)) {
+    NoteMeasuredCallStart(wait);
+  } else {
+    wait.start_cpu_ns.store(kCpuNotMeasured, std::memory_order_relaxed);
+  }
   wait.start_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
   wait.sequence.store(wait.sequence.load(std::memory_order_relaxed) + 1,
                       std::memory_order_release);
@@ -204,14 +215,29 @@ void ScopedWait::Begin(const void* function, const CallerRegisters& caller) {
 void ScopedWait::End() {
   WaitState& wait = thread_->wait;
   if (marked_) {
+    const int saved_errno = errno;  // The wrapped call's, for the program.
     const uint64_t sequence = wait.sequence.load(std::memory_order_relaxed);
-    if (wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
-      wait.end_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
+    const bool measured = wait.start_cpu_ns.load(std::memory_order_relaxed) != kCpuNotMeasured;
+    const bool tracked = wait.tracked_sequence.load(std::memory_order_relaxed) == sequence;
+    const int64_t end_ns = tracked || measured ? TimeStamp::Now().ToNanoseconds() : 0;
+    const int64_t start_ns = wait.start_ns.load(std::memory_order_relaxed);
+    const int64_t call_cpu_ns = measured ? MeasuredCallCpu(wait, start_ns, end_ns) : -1;
+    if (tracked) {
+      wait.end_ns.store(end_ns, std::memory_order_relaxed);
       wait.end_sequence.store(sequence, std::memory_order_release);
     }
     wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
     // The sampler may be walking the frames this thread is about to return into.
     wait.AwaitWalkEnd();
+    if (call_cpu_ns > 0) {
+      const CallerRegisters caller{wait.caller_pc.load(std::memory_order_relaxed),
+                                   wait.caller_sp.load(std::memory_order_relaxed),
+                                   wait.caller_fp.load(std::memory_order_relaxed)};
+      ChargeWrappedCallCpu(thread_,
+                           reinterpret_cast<const void*>(wait.function.load(std::memory_order_relaxed)),
+                           caller, start_ns, end_ns, call_cpu_ns);
+    }
+    errno = saved_errno;
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   if (wait.depth > 0) --wait.depth;
@@ -222,6 +248,7 @@ void ResolveWaitFunctions() {
   STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_RESOLVE)
 #undef STRATA_RESOLVE
   ResolveBlockingIoFunctions();
+  ResolveFileSyscallFunctions();
 }
 
 }  // namespace base_internal
@@ -296,28 +323,28 @@ int epoll_pwait(int epoll, epoll_event* events, int capacity, int timeout_ms,
 // --- Blocking I/O.
 ssize_t read(int fd, void* data, size_t size) {
   const auto real = STRATA_REAL(read);
-  STRATA_WAIT_CALL(read, fd, data, size);
+  STRATA_IO_CALL(read, fd, data, size);
 }
 ssize_t readv(int fd, const iovec* vectors, int count) {
   const auto real = STRATA_REAL(readv);
-  STRATA_WAIT_CALL(readv, fd, vectors, count);
+  STRATA_IO_CALL(readv, fd, vectors, count);
 }
 ssize_t write(int fd, const void* data, size_t size) {
   const auto real = STRATA_REAL(write);
-  STRATA_WAIT_CALL(write, fd, data, size);
+  STRATA_IO_CALL(write, fd, data, size);
 }
 ssize_t recv(int fd, void* data, size_t size, int flags) {
   const auto real = STRATA_REAL(recv);
-  STRATA_WAIT_CALL(recv, fd, data, size, flags);
+  STRATA_IO_CALL(recv, fd, data, size, flags);
 }
 ssize_t recvfrom(int fd, void* data, size_t size, int flags, sockaddr* from,
                  socklen_t* from_size) {
   const auto real = STRATA_REAL(recvfrom);
-  STRATA_WAIT_CALL(recvfrom, fd, data, size, flags, from, from_size);
+  STRATA_IO_CALL(recvfrom, fd, data, size, flags, from, from_size);
 }
 ssize_t recvmsg(int fd, msghdr* message, int flags) {
   const auto real = STRATA_REAL(recvmsg);
-  STRATA_WAIT_CALL(recvmsg, fd, message, flags);
+  STRATA_IO_CALL(recvmsg, fd, message, flags);
 }
 int accept(int fd, sockaddr* address, socklen_t* address_size) {
   const auto real = STRATA_REAL(accept);
@@ -333,11 +360,11 @@ int connect(int fd, const sockaddr* address, socklen_t address_size) {
 }
 int fsync(int fd) {
   const auto real = STRATA_REAL(fsync);
-  STRATA_WAIT_CALL(fsync, fd);
+  STRATA_IO_CALL(fsync, fd);
 }
 int fdatasync(int fd) {
   const auto real = STRATA_REAL(fdatasync);
-  STRATA_WAIT_CALL(fdatasync, fd);
+  STRATA_IO_CALL(fdatasync, fd);
 }
 int flock(int fd, int operation) {
   const auto real = STRATA_REAL(flock);

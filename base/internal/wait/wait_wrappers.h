@@ -23,6 +23,7 @@ namespace base_internal {
 STRATA_BASE_HIDDEN void ResolveWaitFunctions();
 // The same for blocking_io_wrappers.cc's (called by ResolveWaitFunctions).
 STRATA_BASE_HIDDEN void ResolveBlockingIoFunctions();
+STRATA_BASE_HIDDEN void ResolveFileSyscallFunctions();
 
 // The shortest contended pthread_mutex_lock wait recorded as an "Awaiting lock" marker.
 inline constexpr int64_t kLockMarkerThresholdNs = 1000000;

@@ -1,0 +1,236 @@
+// Kernel CPU charged to the wrapped call that used it (kernel_cpu_charge.h). Runs on the
+// program's thread, at the end of a wrapped call: raw system calls, no lock, no allocation.
+#include "base/internal/wait/kernel_cpu_charge.h"
+
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "base/internal/registry/thread_registry.h"
+#include "base/internal/session/tier_extension.h"
+#include "base/internal/wait/scoped_wait.h"
+#include "platform/cpu_time.h"
+#include "platform/raw_syscall.h"
+#include "platform/sampling/sampling_signal.h"
+
+namespace strata {
+namespace base_internal {
+namespace {
+
+constexpr long kCpuPageBytes = 4096;
+
+// The sampling signal blocked on the calling thread while it fills its own ring's scratch
+// slot, which its signal handler fills too; restored exactly as it was (raw rt_sigprocmask:
+// the program's mask interposers are not involved, and the program cannot see the change).
+class SamplingSignalBlocked {
+ public:
+  SamplingSignalBlocked() {
+    const int signal_number = InstalledSamplingSignal();
+    if (signal_number <= 0) return;
+    uint64_t block = uint64_t{1} << (signal_number - 1);
+    blocked_ = RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&block),
+                          reinterpret_cast<long>(&previous_), sizeof(uint64_t)) == 0;
+  }
+  ~SamplingSignalBlocked() {
+    if (blocked_) {
+      RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous_), 0,
+                 sizeof(uint64_t));
+    }
+  }
+  bool ok() const { return blocked_; }
+  SamplingSignalBlocked(const SamplingSignalBlocked&) = delete;
+  SamplingSignalBlocked& operator=(const SamplingSignalBlocked&) = delete;
+
+ private:
+  uint64_t previous_ = 0;
+  bool blocked_ = false;
+};
+
+// Fills `slot` with the call's stack: the wrapped libc function as the leaf, then the
+// program's frames from the caller's registers (walked as the signal handler walks), and the
+// thread's labels.
+void FillCallStack(RegisteredThread* thread, SampleSlot* slot, const void* function,
+                   const CallerRegisters& caller) {
+  slot->natives[0] = {reinterpret_cast<uintptr_t>(function) + 1,
+                      caller.sp - 2 * sizeof(uintptr_t)};
+  // The caller's registers as a context to walk from (the thread's scratch, not its stack;
+  // the other registers only matter to unusual CFA rules).
+  ucontext_t& context = thread->walk_scratch.resumed;
+  memset(&context, 0, sizeof(context));
+  context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(caller.pc);
+  context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(caller.sp);
+  context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(caller.fp);
+  FrameRegisters stopped;
+  size_t count = 1 + WalkNativeSegment(thread, &context, nullptr, slot->natives + 1,
+                                       SampleSlot::kMaxNativeFrames - 1, &stopped);
+  if (count == 1) slot->natives[count++] = {caller.pc, caller.sp};
+  slot->native_count = static_cast<uint32_t>(count);
+  std::atomic_signal_fence(std::memory_order_acquire);  // The thread's own label stack.
+  CopyLabelsIntoSlot(thread->profiling_stack, slot);
+  slot->overruns = 0;
+  slot->in_system_call = false;
+  slot->script_frame_count = 0;
+  slot->script_text_bytes = 0;
+}
+
+// The page's sequence lock and the thread's CPU since the event opened as of its latest
+// sched-in (time_enabled), read under the lock; false when the page is not a live event's
+// (a zero page after retirement: lock 0).
+bool ReadCpuPage(const void* page, uint32_t* lock, int64_t* enabled_ns) {
+  const volatile perf_event_mmap_page* event_page =
+      static_cast<const volatile perf_event_mmap_page*>(page);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const uint32_t before = event_page->lock;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    const uint64_t enabled = event_page->time_enabled;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (event_page->lock == before) {
+      *lock = before;
+      *enabled_ns = static_cast<int64_t>(enabled);
+      return before != 0;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void CopyLabelsIntoSlot(const ProfilingStack& labels, SampleSlot* slot) {
+  const uint32_t depth =
+      std::min({labels.Depth(), ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
+  for (uint32_t i = 0; i < depth; ++i) {
+    const LabelFrame& frame = labels.frame(i);
+    SampleSlot::Label& label = slot->labels[i];
+    label.label = frame.label;
+    label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
+    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
+    label.category = frame.category;
+    label.has_dynamic = frame.dynamic_string != nullptr;
+    if (label.has_dynamic) {
+      size_t n = 0;
+      for (; n < SampleSlot::kMaxDynamicChars && frame.dynamic_string[n] != '\0'; ++n) {
+        label.dynamic[n] = frame.dynamic_string[n];
+      }
+      label.dynamic[n] = '\0';
+    }
+  }
+  slot->label_count = depth;
+}
+
+void NoteMeasuredCallStart(WaitState& wait) {
+  const void* page = wait.cpu_page.load(std::memory_order_acquire);
+  uint32_t lock = 0;
+  int64_t enabled_ns = 0;
+  if (page && ReadCpuPage(page, &lock, &enabled_ns)) {
+    wait.start_page_lock = lock;
+    wait.start_cpu_ns.store(kCpuFromPage, std::memory_order_relaxed);
+    return;
+  }
+  wait.start_cpu_ns.store(CurrentThreadCpuTime().ToNanoseconds(), std::memory_order_relaxed);
+}
+
+int64_t MeasuredCallCpu(WaitState& wait, int64_t start_ns, int64_t end_ns) {
+  const int64_t start_cpu_ns = wait.start_cpu_ns.load(std::memory_order_relaxed);
+  if (start_cpu_ns == kCpuNotMeasured) return -1;
+  const int64_t wall_ns = std::max<int64_t>(0, end_ns - start_ns);
+  if (start_cpu_ns != kCpuFromPage) {
+    return std::min(wall_ns, CurrentThreadCpuTime().ToNanoseconds() - start_cpu_ns);
+  }
+  const void* page = wait.cpu_page.load(std::memory_order_acquire);
+  uint32_t lock = 0;
+  int64_t enabled_ns = 0;
+  if (!page || !ReadCpuPage(page, &lock, &enabled_ns)) return -1;  // Retired meanwhile.
+  if (lock == wait.start_page_lock) return wall_ns;  // Never switched out: all of it ran.
+  // Switched out: the CPU since its latest sched-in, on the thread's clock.
+  const int64_t since_sched_in_ns =
+      CurrentThreadCpuTime().ToNanoseconds() -
+      (wait.cpu_page_offset_ns.load(std::memory_order_relaxed) + enabled_ns);
+  return std::clamp<int64_t>(since_sched_in_ns, 0, wall_ns);
+}
+
+void MapCpuPageLocked(WaitState& wait, int descriptor, int64_t cpu_now_ns) {
+  const int pid = static_cast<int>(RawSyscall(SYS_getpid));
+  if (wait.cpu_page_pid != pid) wait.cpu_page_mapping = nullptr;  // Not this process's.
+  void* at = wait.cpu_page_mapping;
+  const long mapped = RawSyscall6(SYS_mmap, reinterpret_cast<long>(at), kCpuPageBytes, PROT_READ,
+                                  MAP_SHARED | (at ? MAP_FIXED : 0), descriptor, 0);
+  if (mapped < 0 && mapped > -4096) {
+    RetireCpuPageLocked(wait);
+    return;
+  }
+  wait.cpu_page_mapping = reinterpret_cast<void*>(mapped);
+  wait.cpu_page_pid = pid;
+  wait.cpu_page_offset_ns.store(cpu_now_ns, std::memory_order_relaxed);
+  wait.cpu_page.store(wait.cpu_page_mapping, std::memory_order_release);
+}
+
+void RetireCpuPageLocked(WaitState& wait) {
+  wait.cpu_page.store(nullptr, std::memory_order_release);
+  if (!wait.cpu_page_mapping) return;
+  // In place, at once: a reader sees the event's page or zeros (lock 0: not a live page).
+  const long mapped =
+      RawSyscall6(SYS_mmap, reinterpret_cast<long>(wait.cpu_page_mapping), kCpuPageBytes,
+                  PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (mapped < 0 && mapped > -4096) {
+    // Cannot happen short of the kernel refusing memory; keep the event's page mapped (it
+    // holds the event open until the thread ends) rather than unmap under a reader.
+    return;
+  }
+}
+
+void ReleaseCpuPage(WaitState& wait) {
+  wait.cpu_page.store(nullptr, std::memory_order_release);
+  if (wait.cpu_page_mapping && wait.cpu_page_pid == static_cast<int>(RawSyscall(SYS_getpid))) {
+    RawSyscall(SYS_munmap, reinterpret_cast<long>(wait.cpu_page_mapping), kCpuPageBytes);
+  }
+  wait.cpu_page_mapping = nullptr;
+}
+
+void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
+                          const CallerRegisters& caller, int64_t start_ns, int64_t end_ns,
+                          int64_t call_cpu_ns) {
+  WaitState& wait = thread->wait;
+  const int64_t interval_ns = g_sampling_interval_ns.load(std::memory_order_relaxed);
+  if (interval_ns <= 0 || call_cpu_ns <= 0) return;
+  wait.kernel_cpu_credit_ns += call_cpu_ns;
+  const int64_t samples = wait.kernel_cpu_credit_ns / interval_ns;
+  if (samples == 0) return;
+  wait.kernel_cpu_credit_ns -= samples * interval_ns;
+  if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return;
+  SamplingSignalBlocked blocked;
+  if (!blocked.ok()) return;
+  SampleSlot* slot = thread->ring.BeginWrite();
+  if (!slot) {
+    thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  thread->capturing.store(true, std::memory_order_relaxed);
+  FillCallStack(thread, slot, function, caller);
+  // The samples share the call's wall time evenly; each stands for an interval of the
+  // credit, which is its CPU delta (the sampler takes it out of the deltas that follow).
+  const int64_t span_ns = std::max<int64_t>(0, end_ns - start_ns);
+  slot->charged_system_call = true;
+  slot->cpu_ns = interval_ns;
+  for (int64_t k = 1; k <= samples; ++k) {
+    if (k > 1 && !thread->ring.BeginWrite()) {  // The same scratch slot, still filled.
+      thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    slot->time_ns = start_ns + span_ns * k / samples;
+    if (!thread->ring.CommitWrite()) {
+      thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+  }
+  slot->charged_system_call = false;  // The handler's samples are not charged ones.
+  thread->capturing.store(false, std::memory_order_release);
+}
+
+}  // namespace base_internal
+}  // namespace strata

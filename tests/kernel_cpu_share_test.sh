@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Scenario: kernel CPU is charged to the system call's caller (issue 34).
+# tests/kernel_cpu_share alternates bursts of pwrite(2) to a tmpfs file (CPU spent in the
+# kernel, copying pages) with bursts of arithmetic, and measures each side's CPU itself. The
+# perf task-clock event signals user mode only, so before issue 34's charging pwrite got
+# almost no samples (its CPU went to the next user-mode sample, in WriteBurst's loop or
+# ComputeBurst), and the thread ~1/3 fewer samples than its CPU clock called for. Now each
+# wrapped call's CPU becomes samples on its own stack (base/internal/wait/kernel_cpu_charge.h).
+# Per run, ratios inside the run (no speed assumed):
+#   - among the main thread's CPU samples (CPU delta > 0: wall-clock wait samples of a
+#     preempted call are not CPU) in WriteBurst or ComputeBurst, the share whose stack has
+#     pwrite is the program's own write-CPU share within 5 points;
+#   - CPU samples per CPU-second of the bursts at least 85 % of 1 per interval;
+#   - the samples' CPU deltas sum to the thread's CPU clock (the bursts' CPU within -1 % - 2 ms
+#     and +5 % + 20 ms: the program's start and end are outside the bursts);
+#   - profilingLog.kernelCpu says wrapped calls' kernel CPU is charged to them.
+# With libunwind (the program built without frame pointers) and with frame pointers.
+source "$(dirname "$0")/scenario_lib.sh"
+
+args=(--rounds 60 --write-ms 4 --compute-ms 8)
+tolerance_points=5
+
+check_run() {
+  local name="$1"
+  show_run "$name"
+  [[ "$RUN_STATUS" -eq 0 ]] && pass "$name: status 0" || fail "$name: status $RUN_STATUS"
+  require_profile "$name" || return
+  stats "$name" "GeckoMain:pwrite" "GeckoMain:WriteBurst" "GeckoMain:ComputeBurst" || return
+  check_format "$name"
+  local write_ns compute_ns
+  write_ns=$(sed -n 's/.*write_cpu_ns=\([0-9]*\).*/\1/p' "$WORK/$name.out")
+  compute_ns=$(sed -n 's/.*compute_cpu_ns=\([0-9]*\).*/\1/p' "$WORK/$name.out")
+  if [[ -z "$write_ns" || -z "$compute_ns" ]]; then
+    fail "$name: the program printed no CPU split"
+    return
+  fi
+  local kernel_cpu
+  kernel_cpu=$(python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+log = p.get("profilingLog", {})
+entry = next((v for v in log.values() if isinstance(v, dict) and "kernelCpu" in v), {})
+print(entry.get("kernelCpu", ""))
+' "$OUT/$name.json" 2>/dev/null)
+  [[ "$kernel_cpu" == *"charged to the wrapped call"* ]] &&
+    pass "$name: profilingLog.kernelCpu: $kernel_cpu" ||
+    fail "$name: profilingLog.kernelCpu does not say wrapped calls are charged: '$kernel_cpu'"
+  if skip_under_tsan "$name: shares and rates"; then return; fi
+  local pwrite write compute expected share
+  pwrite=$(field "$name" match "patterns=pwrite" real_count)
+  write=$(field "$name" match "patterns=WriteBurst" real_count)
+  compute=$(field "$name" match "patterns=ComputeBurst" real_count)
+  expected=$(awk -v w="$write_ns" -v c="$compute_ns" 'BEGIN { printf "%.2f", 100 * w / (w + c) }')
+  share=$(awk -v p="${pwrite:-0}" -v w="${write:-0}" -v c="${compute:-0}" \
+    'BEGIN { if (w + c > 0) printf "%.2f", 100 * p / (w + c) }')
+  result "scenario=kernel_cpu_share run=$name pwrite_samples=$pwrite write_samples=$write" \
+    "compute_samples=$compute pwrite_share_pct=$share write_cpu_share_pct=$expected"
+  ((${write:-0} + ${compute:-0} >= 200)) &&
+    pass "$name: $write + $compute CPU samples in the bursts" ||
+    fail "$name: only ${write:-0} + ${compute:-0} CPU samples in the bursts (want >= 200)"
+  [[ -n "$share" ]] &&
+    awk -v a="$share" -v b="$expected" -v t="$tolerance_points" \
+      'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' &&
+    pass "$name: pwrite in $share % of the CPU samples, its CPU share $expected % (within $tolerance_points points)" ||
+    fail "$name: pwrite in ${share:-?} % of the CPU samples, its CPU share $expected % (want within $tolerance_points points)"
+  local interval rate
+  interval=$(field "$name" profile "" interval)
+  rate=$(awk -v n="$((${write:-0} + ${compute:-0}))" -v w="$write_ns" -v c="$compute_ns" -v i="${interval:-1}" \
+    'BEGIN { printf "%.1f", 100 * n * i * 1e6 / (w + c) }')
+  ge "$rate" 85 && pass "$name: $rate % of one CPU sample per interval of the bursts' CPU" ||
+    fail "$name: $rate % of one CPU sample per interval of the bursts' CPU (want >= 85)"
+  local cpu_all
+  cpu_all=$(field "$name" thread "name=GeckoMain" cpu_all_ms)
+  awk -v a="${cpu_all:-0}" -v w="$write_ns" -v c="$compute_ns" \
+    'BEGIN { b = (w + c) / 1e6; exit !(a >= 0.99 * b - 2 && a <= 1.05 * b + 20) }' &&
+    pass "$name: the samples carry $cpu_all ms of CPU, the bursts $(((write_ns + compute_ns) / 1000000)) ms" ||
+    fail "$name: the samples carry ${cpu_all:-?} ms of CPU, the bursts $(((write_ns + compute_ns) / 1000000)) ms (want within -1 % - 2 ms and +5 % + 20 ms)"
+}
+
+run_profiled charged_libunwind "$(binary tests/kernel_cpu_share_nofp)" "${args[@]}"
+check_run charged_libunwind
+STRATA_STARTUP_FEATURES=framepointers run_profiled charged_framepointers \
+  "$(binary tests/kernel_cpu_share)" "${args[@]}"
+check_run charged_framepointers
+
+finish
