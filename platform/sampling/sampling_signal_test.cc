@@ -651,6 +651,7 @@ TEST_CASE("Sampling signal handler: a thread with too little stack left skips th
 #else
   (void)taken_now;
   (void)taken_before;
+  (void)skipped_now;
 #endif
   // Real bounds: samples again.
   SetSamplingThreadStackBounds(sp - 256 * 1024, sp + 4096);
