@@ -11,7 +11,9 @@
 
 namespace strata {
 
-// `version`: a symbol version to prefer (dlvsym), or null. Null when there is no definition.
+// `version`: a symbol version to prefer (dlvsym) over an unversioned lookup that lands in the
+// same object, or null; an unversioned definition in an object before it (an interposer such
+// as ThreadSanitizer's runtime) is returned instead. Null when there is no definition.
 void* NextDefinition(const char* name, const char* version = nullptr);
 
 }  // namespace strata

@@ -12,6 +12,7 @@
 
 #include "platform/raw_syscall.h"
 #include "platform/strata_clock_table.h"
+#include "platform/thread_fence.h"
 #include "platform/tsc_clock.h"
 
 namespace strata {
@@ -131,7 +132,7 @@ bool PublishSegment(uint64_t index, uint64_t start_ticks, int64_t start_ns, uint
                     uint64_t lead_ticks) {
   StrataClockSlot& slot = g_strata_clock.slots[index % kStrataClockSlots];
   slot.sequence.store(2 * index - 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  StrataThreadFence(std::memory_order_release);
   slot.start_ticks.store(start_ticks, std::memory_order_relaxed);
   slot.start_ns.store(start_ns, std::memory_order_relaxed);
   slot.ns_per_tick_q32.store(q32, std::memory_order_relaxed);
@@ -147,7 +148,7 @@ bool PublishSegment(uint64_t index, uint64_t start_ticks, int64_t start_ns, uint
   g_strata_clock.latest.store(index, std::memory_order_release);
   // A reader that saw the previous table read its tick before this store was visible: if
   // the TSC has not reached the start now, every such tick is before it (strata_clock_table.h).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  StrataThreadFence(std::memory_order_seq_cst);
 #if defined(__x86_64__)
   __builtin_ia32_lfence();
 #endif

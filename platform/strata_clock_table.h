@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "platform/thread_fence.h"
 #include "platform/time_stamp.h"
 
 namespace strata {
@@ -90,7 +91,7 @@ __attribute__((always_inline)) inline bool TicksToStrataNanosecondsUsualCase(uin
   const uint64_t previous_start_ticks = slot.previous_start_ticks.load(std::memory_order_relaxed);
   const int64_t previous_start_ns = slot.previous_start_ns.load(std::memory_order_relaxed);
   const uint64_t previous_q32 = slot.previous_ns_per_tick_q32.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  StrataThreadFence(std::memory_order_acquire);
   // Index 0 (off) would pass the sequence test on the never-written slot 0: tested apart.
   if (__builtin_expect(index == 0 || sequence != 2 * index ||
                            slot.sequence.load(std::memory_order_relaxed) != sequence,

@@ -23,7 +23,7 @@ bool TicksToStrataNanosecondsSlow(uint64_t ticks, int64_t* ns) {
       const uint64_t start_ticks = slot.start_ticks.load(std::memory_order_relaxed);
       const int64_t start_ns = slot.start_ns.load(std::memory_order_relaxed);
       const uint64_t q32 = slot.ns_per_tick_q32.load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
+      StrataThreadFence(std::memory_order_acquire);
       const bool intact = sequence == 2 * index &&
                           slot.sequence.load(std::memory_order_relaxed) == sequence;
       if (!intact) {

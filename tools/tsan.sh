@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # ThreadSanitizer runs, by hand (docs/reliability.md "Sanitizers"; not part of CI: the TSan
-# build of the unit tests plus their run adds more than the ~4 minutes CI has left, see there).
+# build of the unit tests plus their run adds more than the ~6 minutes CI has left, see there).
 #
 #   tools/tsan.sh          the unit tests (every cc_test not tagged "timing" or "no_tsan") under
-#                          --config=tsan: what would be CI's TSan step. ~3.5 min of tests on
-#                          the 2 shared cores (load 13-15), plus the TSan build.
+#                          --config=tsan: what would be CI's TSan step. 3.5-11 min of tests on
+#                          the 2 shared cores (load 13-33), plus the TSan build (~17 min cold).
 #   tools/tsan.sh --all    the whole suite, scenarios included (tools/test.sh --config=tsan).
 #
 # Any ThreadSanitizer report fails its test (TSAN_OPTIONS=halt_on_error=1, .bazelrc). Ends

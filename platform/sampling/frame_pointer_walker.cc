@@ -17,8 +17,13 @@ constexpr uintptr_t kMinCodeAddress = 4096;
 }  // namespace
 
 // The walk reads other frames' memory, which AddressSanitizer would report as redzone
-// accesses: the reads are bounds-checked by hand instead.
-__attribute__((no_sanitize("address")))
+// accesses: the reads are bounds-checked by hand instead. Uninstrumented for ThreadSanitizer
+// too: the first fp is a register's value, and below a caller built without frame pointers it
+// points at that caller's data (libtsan's read interceptor kept the program's buffer address
+// in rbp below a wait wrapper), which the waiting call itself writes while a wait-stack walk
+// on the sampler thread reads it (ipc_follow_test under TSan). A word read there is only a
+// candidate record: the checks below end the walk on anything that is not a chain.
+__attribute__((no_sanitize("address", "thread")))
 size_t WalkFramePointerCallers(const FrameRegisters& registers, const StackBounds& bounds,
                                NativeFrame* frames, size_t capacity,
                                bool (*is_resume_point)(uintptr_t return_address),

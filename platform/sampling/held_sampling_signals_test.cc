@@ -136,9 +136,23 @@ TEST_CASE("An unblock delivers the held instances and those the kernel still has
   DeliverHeldSamplingSignals(signal_number);
   CHECK(g_handled.load() == 0);
   CHECK_FALSE(HasHeldSamplingSignal());
+#if defined(__SANITIZE_THREAD__)
+  // TSan runs a handler late and keeps one pending instance per signal number: of two queued
+  // instances unblocked at once, the second is lost before any handler (as for a foreign S
+  // that meets a pending sample: docs/reliability.md, "Sanitizers"). The two queued to this
+  // thread are read in order instead.
+  const struct timespec zero {};
+  siginfo_t info;
+  REQUIRE(sigtimedwait(&one, &info, &zero) == signal_number);
+  CHECK(info.si_value.sival_int == 1);  // Oldest first.
+  REQUIRE(sigtimedwait(&one, &info, &zero) == signal_number);
+  CHECK(info.si_value.sival_int == 2);
+  CHECK(sigtimedwait(&one, &info, &zero) == -1);
+#else
   REQUIRE(pthread_sigmask(SIG_UNBLOCK, &one, nullptr) == 0);
   CHECK(g_handled.load() == 2);
   CHECK(g_last_value.load() == 2);  // Oldest first.
+#endif
   CHECK_FALSE(HasHeldSamplingSignal());
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   RestoreDefault(signal_number);

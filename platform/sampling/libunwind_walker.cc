@@ -45,7 +45,13 @@ bool HasFramePointerVerdict(uintptr_t return_address) {
 
 // Notes what libunwind's step from the frame (pc, sp, fp) gave: (caller_pc, caller_sp,
 // caller_fp). Reads only inside the frame's part of the stack (fp in [sp, bounds.high - 16]).
-__attribute__((no_sanitize("address")))
+// Uninstrumented, like libunwind's reads of the same stack: fp is only a register's value, and
+// where the frame's code keeps something else in rbp (a caller built without frame pointers:
+// TSan's poll interceptor kept the program's pollfd pointer there, below a wait wrapper) the
+// two words are that data, which the walked thread's own call may be writing while a
+// wait-stack walk reads them (TSan reported it in ipc_follow_test). They are only compared
+// with what libunwind's step gave; a changing word gives no verdict.
+__attribute__((no_sanitize("address", "thread")))
 void NoteFramePointerVerdict(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t caller_pc,
                              uintptr_t caller_sp, uintptr_t caller_fp, const StackBounds& bounds) {
   std::atomic<uintptr_t>& slot = g_frame_pointer_verdicts[VerdictSlot(pc)];

@@ -642,7 +642,17 @@ TEST_CASE("Sampling signal handler: a thread with too little stack left skips th
   // the signal before it skips: read in this order, the skips are a lower bound.)
   const uint64_t skipped_now = SamplesSkippedForLowStack();
   const uint64_t taken_now = SamplingSignalsTakenOnCurrentThread();
+#if !defined(__SANITIZE_THREAD__)
+  // Not under TSan: there the entry is called late, from TSan's own frames at an
+  // interceptor's exit, within the 6 KiB the entry needs above the pretended bound, so the
+  // entry itself skips (counted, before the C++ handler that counts the signal taken); plain,
+  // the kernel's frame lies below the pretended bound and the C++ handler skips.
   CHECK(taken_now - taken_before >= skipped_now - skipped_before);
+#else
+  (void)taken_now;
+  (void)taken_before;
+  (void)skipped_now;
+#endif
   // Real bounds: samples again.
   SetSamplingThreadStackBounds(sp - 256 * 1024, sp + 4096);
   BurnCpuUntil([] { return g_callback_calls.load() >= 3; }, TimeDuration::FromSeconds(2));

@@ -48,7 +48,9 @@ grep -q "helper_preload=\[.*libstrata_base" "$WORK/all.out" && pass "--follow al
 [[ "$(cat "$WORK/exec.processes")" == "$parent_pid process_tree" ]] \
   && pass "--follow exec: one process, the program the shim exec'd (pid $parent_pid)" \
   || fail "--follow exec: processes '$(tr '\n' ';' <"$WORK/exec.processes")', the program's pid $parent_pid"
-grep -q '^helper_preload=\[\]$' "$WORK/exec.out" && pass "--follow exec: the shim's helpers run without the preload" \
+# Without Strata's preload; the caller's own LD_PRELOAD (a sanitizer build's runtime) is kept.
+grep -qxF "helper_preload=[${SANITIZER_RUNTIMES:-}]" "$WORK/exec.out" &&
+  pass "--follow exec: the shim's helpers run without the preload" \
   || fail "--follow exec: $(grep helper_preload "$WORK/exec.out")"
 [[ "$(shape exec)" == "$(shape all)" ]] && grep -q "role=alpha" "$WORK/exec.out" \
   && pass "--follow exec: the program's output is that of the default run (its children ran)" \

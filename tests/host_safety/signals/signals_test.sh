@@ -46,14 +46,14 @@ DIR=tests/host_safety/signals
 run_three() {
   local name="$1"
   shift
-  timeout 60 "$@" >"$WORK/$name.plain.out" 2>"$WORK/$name.plain.err"
+  timeout -k 10 60 "$@" >"$WORK/$name.plain.out" 2>"$WORK/$name.plain.err"
   STATUS_PLAIN=$?
-  timeout 60 env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_SHUTDOWN="$OUT/$name.json" \
+  timeout -k 10 60 env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_SHUTDOWN="$OUT/$name.json" \
     ${STRATA_SAMPLING_SIGNAL:+STRATA_SAMPLING_SIGNAL="$STRATA_SAMPLING_SIGNAL"} \
     ${STRATA_SIGNAL:+STRATA_SIGNAL="$STRATA_SIGNAL"} "$@" >"$WORK/$name.preload.out" 2>"$WORK/$name.preload.err"
   STATUS_PRELOAD=$?
   RUN_STATUS=$STATUS_PRELOAD
-  env "${SANITIZER_ENV[@]}" timeout 60 "$STRATA" record -o "$OUT/$name.record.json" -- "$@" \
+  env "${SANITIZER_ENV[@]}" timeout -k 10 60 "$STRATA" record -o "$OUT/$name.record.json" -- "$@" \
     >"$WORK/$name.record.out" 2>"$WORK/$name.record.err"
   STATUS_RECORD=$?
 }
@@ -173,120 +173,145 @@ if stats "$name" >/dev/null; then
     fail "$name: $sampled worker(s) with samples, expected 2"
 fi
 
-# --- SIGRTMAX (the default sampling signal) sent by another process to a program that blocks
-# every signal in all its threads and reads them (issue 33): before, Strata had removed it
-# from the program's masks and wait sets, and the program was killed (status 192, 3 of 3).
-# Now it reaches the program's wait with its siginfo (si_code, si_pid, sigqueue's value), or
-# stays pending until the program unblocks it, as plain; the profile says what happened.
-for mode in sigwaitinfo sigtimedwait sigwait thread unblock; do
-  name=foreign_rtmax_$mode
-  run_three "$name" "$(binary $DIR/foreign_rtmax)" "$mode"
-  same_as_plain "$name"
-  if grep -q '"foreignSamplingSignals":"[^"]*[1-9]' "$OUT/$name.json"; then
-    pass "$name: the profile says: $(grep -o '"foreignSamplingSignals":"[^"]*"' "$OUT/$name.json")"
+# Under TSan the two SIGRTMAX sections below cannot hold, by nature: TSan runs a handler
+# late and keeps ONE pending instance per signal number and thread, so a foreign SIGRTMAX
+# that reaches a thread while one of Strata's samples is still pending there in TSan is
+# dropped inside TSan before any handler (strace: a sample, then 0.6 ms later sigqueue's
+# value 1 delivered to the same worker, never handed on; the reader then waits for ever).
+# The kernel queues both; plain and under ASan/UBSan these sections run (docs/reliability.md).
+if ((UNDER_TSAN)); then
+  echo "skipped under TSan: foreign_rtmax_* and thread_start_rtmax_* (TSan merges a foreign SIGRTMAX with a pending sample of the same signal number; docs/reliability.md)"
+else
+  # --- SIGRTMAX (the default sampling signal) sent by another process to a program that blocks
+  # every signal in all its threads and reads them (issue 33): before, Strata had removed it
+  # from the program's masks and wait sets, and the program was killed (status 192, 3 of 3).
+  # Now it reaches the program's wait with its siginfo (si_code, si_pid, sigqueue's value), or
+  # stays pending until the program unblocks it, as plain; the profile says what happened.
+  for mode in sigwaitinfo sigtimedwait sigwait thread unblock; do
+    name=foreign_rtmax_$mode
+    run_three "$name" "$(binary $DIR/foreign_rtmax)" "$mode"
+    same_as_plain "$name"
+    if grep -q '"foreignSamplingSignals":"[^"]*[1-9]' "$OUT/$name.json"; then
+      pass "$name: the profile says: $(grep -o '"foreignSamplingSignals":"[^"]*"' "$OUT/$name.json")"
+    else
+      fail "$name: no foreignSamplingSignals in the profile"
+    fi
+    if stats "$name" >/dev/null; then
+      sampled=$(awk '$1 == "thread" && / name=foreign_rtmax / {
+          for (i = 2; i <= NF; i++) if ($i ~ /^samples=/ && substr($i, 9) + 0 > 0) n++ }
+        END { print n + 0 }' "$WORK/$name.stats")
+      [[ "$sampled" -ge 2 ]] && pass "$name: both workers sampled" ||
+        fail "$name: $sampled worker(s) with samples, expected 2"
+    fi
+  done
+  # The program's handler takes them: inside sigsuspend / ppoll with a mask that unblocks
+  # SIGRTMAX (main blocks it otherwise), or on main, which blocks nothing while its workers block
+  # every signal.
+  for mode in sigsuspend ppoll acceptor; do
+    name=foreign_rtmax_$mode
+    run_three "$name" "$(binary $DIR/foreign_rtmax)" "$mode"
+    same_as_plain "$name"
+  done
+  # The same with CPU-clock timers, and in precise mode, whose wall-clock timers keep firing
+  # while a thread waits: the waits dequeue Strata's samples, which must never reach the program.
+  for config in "timer STRATA_SAMPLING_SOURCE=timer" "precise STRATA_STARTUP_FEATURES=stackwalk,threads,cpu,precise"; do
+    for mode in sigwaitinfo sigwait thread unblock sigsuspend; do
+      name=foreign_rtmax_${mode}_${config%% *}
+      timeout 60 env ${config#* } LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 \
+        STRATA_SHUTDOWN="$OUT/$name.json" "$(binary $DIR/foreign_rtmax)" "$mode" \
+        >"$WORK/$name.out" 2>"$WORK/$name.err"
+      status=$?
+      if [[ $status -eq 0 ]] && cmp -s "$WORK/foreign_rtmax_$mode.plain.out" "$WORK/$name.out"; then
+        pass "$name: status 0 and output as plain"
+      else
+        fail "$name: status $status, output '$(tr '\n' ' ' <"$WORK/$name.out")'"
+        sed 's/^/    /' "$WORK/$name.err" | head -5
+      fi
+    done
+  done
+  # `strata summary` repeats it.
+  note=$("$STRATA" summary "$OUT/foreign_rtmax_unblock.record.json" 2>&1 | grep 'Sampling note' | head -1)
+  if [[ "$note" == *foreignSamplingSignals:*held* ]]; then
+    pass "foreign_rtmax_unblock: strata summary says: $note"
   else
-    fail "$name: no foreignSamplingSignals in the profile"
+    fail "foreign_rtmax_unblock: no sampling note in strata summary ('$note')"
   fi
-  if stats "$name" >/dev/null; then
-    sampled=$(awk '$1 == "thread" && / name=foreign_rtmax / {
-        for (i = 2; i <= NF; i++) if ($i ~ /^samples=/ && substr($i, 9) + 0 > 0) n++ }
-      END { print n + 0 }' "$WORK/$name.stats")
-    [[ "$sampled" -ge 2 ]] && pass "$name: both workers sampled" ||
-      fail "$name: $sampled worker(s) with samples, expected 2"
+  grep -qx 'mode=sigwaitinfo got=5 codes_ok=5 pids_ok=5 values=1 2 3 4 5 ' \
+    "$WORK/foreign_rtmax_sigwaitinfo.plain.out" ||
+    fail "foreign_rtmax: the plain run itself is off: $(cat "$WORK/foreign_rtmax_sigwaitinfo.plain.out")"
+  # The signalfd variant cannot be exact (docs/host-contract.md, "Signals"): a SIGRTMAX held
+  # while the program blocks it is not readable from its signalfd. Never fatal, and said.
+  name=foreign_rtmax_signalfd
+  run_three "$name" "$(binary $DIR/foreign_rtmax)" signalfd
+  for way in preload record; do
+    status=$([[ $way == preload ]] && echo "$STATUS_PRELOAD" || echo "$STATUS_RECORD")
+    if [[ "$status" == "$STATUS_PLAIN" ]] && grep -q '^sender_status=0$' "$WORK/$name.$way.out"; then
+      pass "$name ($way): status $status as plain, not killed ($(head -1 "$WORK/$name.$way.out"); plain: $(head -1 "$WORK/$name.plain.out"))"
+    else
+      fail "$name ($way): status $status, plain $STATUS_PLAIN"
+    fi
+  done
+  if grep -q '"foreignSamplingSignals":"[^"]*signalfd' "$OUT/$name.json"; then
+    pass "$name: the profile says the signalfd did not get them"
+  else
+    fail "$name: no signalfd note in foreignSamplingSignals"
   fi
-done
-# The program's handler takes them: inside sigsuspend / ppoll with a mask that unblocks
-# SIGRTMAX (main blocks it otherwise), or on main, which blocks nothing while its workers block
-# every signal.
-for mode in sigsuspend ppoll acceptor; do
-  name=foreign_rtmax_$mode
-  run_three "$name" "$(binary $DIR/foreign_rtmax)" "$mode"
-  same_as_plain "$name"
-done
-# The same with CPU-clock timers, and in precise mode, whose wall-clock timers keep firing
-# while a thread waits: the waits dequeue Strata's samples, which must never reach the program.
-for config in "timer STRATA_SAMPLING_SOURCE=timer" "precise STRATA_STARTUP_FEATURES=stackwalk,threads,cpu,precise"; do
-  for mode in sigwaitinfo sigwait thread unblock sigsuspend; do
-    name=foreign_rtmax_${mode}_${config%% *}
-    timeout 60 env ${config#* } LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 \
-      STRATA_SHUTDOWN="$OUT/$name.json" "$(binary $DIR/foreign_rtmax)" "$mode" \
+
+  # --- SIGRTMAX queued by another process while the program, which blocks every signal, starts
+  # thread after thread (issue 33): a new thread took one between glibc's restoring its mask and
+  # Strata's setting its view of the mask, and the program was killed (status 192; 10 of 10
+  # runs before the fix, 1 in 5-8 in the torture matrix's sigwait runs). Repeated: a window.
+  for round in 1 2 3 4 5; do
+    name=thread_start_rtmax_$round
+    run_three "$name" "$(binary $DIR/thread_start_rtmax)"
+    same_as_plain "$name"
+  done
+  grep -qx 'got=200 sum=20100' "$WORK/thread_start_rtmax_1.plain.out" ||
+    fail "thread_start_rtmax: the plain run itself is off: $(cat "$WORK/thread_start_rtmax_1.plain.out")"
+  for round in 1 2 3; do
+    name=thread_start_rtmax_timer_$round
+    timeout 60 env STRATA_SAMPLING_SOURCE=timer LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 \
+      STRATA_SHUTDOWN="$OUT/$name.json" "$(binary $DIR/thread_start_rtmax)" \
       >"$WORK/$name.out" 2>"$WORK/$name.err"
     status=$?
-    if [[ $status -eq 0 ]] && cmp -s "$WORK/foreign_rtmax_$mode.plain.out" "$WORK/$name.out"; then
+    if [[ $status -eq 0 ]] && cmp -s "$WORK/thread_start_rtmax_1.plain.out" "$WORK/$name.out"; then
       pass "$name: status 0 and output as plain"
     else
       fail "$name: status $status, output '$(tr '\n' ' ' <"$WORK/$name.out")'"
-      sed 's/^/    /' "$WORK/$name.err" | head -5
     fi
   done
-done
-# `strata summary` repeats it.
-note=$("$STRATA" summary "$OUT/foreign_rtmax_unblock.record.json" 2>&1 | grep 'Sampling note' | head -1)
-if [[ "$note" == *foreignSamplingSignals:*held* ]]; then
-  pass "foreign_rtmax_unblock: strata summary says: $note"
-else
-  fail "foreign_rtmax_unblock: no sampling note in strata summary ('$note')"
 fi
-grep -qx 'mode=sigwaitinfo got=5 codes_ok=5 pids_ok=5 values=1 2 3 4 5 ' \
-  "$WORK/foreign_rtmax_sigwaitinfo.plain.out" ||
-  fail "foreign_rtmax: the plain run itself is off: $(cat "$WORK/foreign_rtmax_sigwaitinfo.plain.out")"
-# The signalfd variant cannot be exact (docs/host-contract.md, "Signals"): a SIGRTMAX held
-# while the program blocks it is not readable from its signalfd. Never fatal, and said.
-name=foreign_rtmax_signalfd
-run_three "$name" "$(binary $DIR/foreign_rtmax)" signalfd
-for way in preload record; do
-  status=$([[ $way == preload ]] && echo "$STATUS_PRELOAD" || echo "$STATUS_RECORD")
-  if [[ "$status" == "$STATUS_PLAIN" ]] && grep -q '^sender_status=0$' "$WORK/$name.$way.out"; then
-    pass "$name ($way): status $status as plain, not killed ($(head -1 "$WORK/$name.$way.out"); plain: $(head -1 "$WORK/$name.plain.out"))"
-  else
-    fail "$name ($way): status $status, plain $STATUS_PLAIN"
-  fi
-done
-if grep -q '"foreignSamplingSignals":"[^"]*signalfd' "$OUT/$name.json"; then
-  pass "$name: the profile says the signalfd did not get them"
-else
-  fail "$name: no signalfd note in foreignSamplingSignals"
-fi
-
-# --- SIGRTMAX queued by another process while the program, which blocks every signal, starts
-# thread after thread (issue 33): a new thread took one between glibc's restoring its mask and
-# Strata's setting its view of the mask, and the program was killed (status 192; 10 of 10
-# runs before the fix, 1 in 5-8 in the torture matrix's sigwait runs). Repeated: a window.
-for round in 1 2 3 4 5; do
-  name=thread_start_rtmax_$round
-  run_three "$name" "$(binary $DIR/thread_start_rtmax)"
-  same_as_plain "$name"
-done
-grep -qx 'got=200 sum=20100' "$WORK/thread_start_rtmax_1.plain.out" ||
-  fail "thread_start_rtmax: the plain run itself is off: $(cat "$WORK/thread_start_rtmax_1.plain.out")"
-for round in 1 2 3; do
-  name=thread_start_rtmax_timer_$round
-  timeout 60 env STRATA_SAMPLING_SOURCE=timer LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 \
-    STRATA_SHUTDOWN="$OUT/$name.json" "$(binary $DIR/thread_start_rtmax)" \
-    >"$WORK/$name.out" 2>"$WORK/$name.err"
-  status=$?
-  if [[ $status -eq 0 ]] && cmp -s "$WORK/thread_start_rtmax_1.plain.out" "$WORK/$name.out"; then
-    pass "$name: status 0 and output as plain"
-  else
-    fail "$name: status $status, output '$(tr '\n' ' ' <"$WORK/$name.out")'"
-  fi
-done
 
 # --- Every task in /proc/self/task signalled, each acknowledging from the program's handler
 # (issue 33): Strata's threads blocked every signal, and the program timed out (3 of 3). Its
 # process-directed SIGUSR2, blocked by the program, still reaches main's sigtimedwait.
+# Under TSan, TSan's own background thread is a task that never acknowledges (it blocks every
+# signal): the plain TSan-built program says "4 of 5 tasks acknowledged" each round and exits
+# 1. What must hold there is the same shortfall with Strata (each of Strata's threads
+# acknowledges): the rounds are compared as shortfalls, and statuses with the plain run's.
+as_shortfalls() {  # FILE...: "round N: A of T tasks acknowledged" -> "round N: T-A unacknowledged"
+  local file
+  for file in "$@"; do
+    awk '/^round [0-9]+: [0-9]+ of [0-9]+ tasks acknowledged$/ {
+        print $1, $2, $5 - $3, "unacknowledged"; next } { print }' "$file" >"$file.shortfall" &&
+      mv "$file.shortfall" "$file"
+  done
+}
 for sig in usr1 rt; do
   name=signal_all_tasks_$sig
   run_three "$name" "$(binary $DIR/signal_all_tasks)" "$sig"
+  ((UNDER_TSAN)) && as_shortfalls "$WORK/$name".{plain,preload,record}.out
+  [[ $sig == usr1 ]] && FULL_STATUS_WANTED=$( ((UNDER_TSAN)) && echo "$STATUS_PLAIN" || echo 0)
   same_as_plain "$name"
 done
 
 # The same in a program linked with the full tier, its IPC parent listening (threads
 # StrataIpcParent and StrataIpcWork): before, 5 of 7 tasks acknowledged each round.
 name=signal_all_tasks_full
-timeout 60 "$(binary $DIR/signal_all_tasks_full)" usr1 >"$WORK/$name.out" 2>"$WORK/$name.err"
+timeout -k 10 60 "$(binary $DIR/signal_all_tasks_full)" usr1 >"$WORK/$name.out" 2>"$WORK/$name.err"
 status=$?
-if [[ $status -eq 0 ]] && grep -qx 'ipc_threads=1' "$WORK/$name.out" &&
+((UNDER_TSAN)) && as_shortfalls "$WORK/$name.out"
+if [[ $status -eq $FULL_STATUS_WANTED ]] && grep -qx 'ipc_threads=1' "$WORK/$name.out" &&
     [[ "$(grep -v '^ipc_threads=' "$WORK/$name.out")" == "$(cat "$WORK/signal_all_tasks_usr1.plain.out")" ]]; then
   pass "$name: every task acknowledged, the IPC threads too ($(tr '\n' ' ' <"$WORK/$name.out"))"
 else
@@ -344,14 +369,24 @@ done
 # sampling signal stays blocked while any program handler runs on an alternate stack, whatever
 # its size (added to its sa_mask; the mask read back is the program's: mask=own): as plain, no
 # sample there, 16 KiB included (docs/host-contract.md, "Stack").
-for size in 4096 5120 6144 7168 8192 16384; do
+# Under TSan the sizes where the TSan-built program itself holds (plain, without Strata, TSan's
+# own signal frames overflow 4-6 KiB: SIGSEGV or guard bytes overwritten).
+if ((UNDER_TSAN)); then
+  altstack_sizes=(7168 8192 16384) altstack_long_sizes=(7168)
+  altstack_sampled=(altstack_7168 altstack_long_7168 altstack_16384)
+  echo "skipped under TSan: alternate stacks of 4-6 KiB (TSan's own signal frames overflow them in the plain TSan-built program)"
+else
+  altstack_sizes=(4096 5120 6144 7168 8192 16384) altstack_long_sizes=(4096 5120 6144 7168)
+  altstack_sampled=(altstack_4096 altstack_long_6144 altstack_16384)
+fi
+for size in "${altstack_sizes[@]}"; do
   name=altstack_$size
   run_three "$name" "$(binary $DIR/stack_headroom)" altstack "$size"
   same_as_plain "$name"
   grep -q "guard=intact mask=own" "$WORK/$name.plain.out" ||
     fail "$name: the plain run itself is off: $(cat "$WORK/$name.plain.out")"
 done
-for size in 4096 5120 6144 7168; do
+for size in "${altstack_long_sizes[@]}"; do
   name=altstack_long_$size
   run_three "$name" "$(binary $DIR/stack_headroom)" altstack "$size" 600 1
   same_as_plain "$name"
@@ -378,7 +413,7 @@ for way in plain preload record; do
     fail "$name ($way): the kernel's mask for the raw handler adds: '${extra}', expected $expected"
   fi
 done
-for name in altstack_4096 altstack_long_6144 altstack_16384; do
+for name in "${altstack_sampled[@]}"; do
   if grep -q OnUsr1 "$OUT/$name.json"; then
     fail "$name: samples inside the program's handler on a small alternate stack"
   else
@@ -395,7 +430,10 @@ for mode in elf eh_frame_hdr; do
   same_as_plain "$name"
   refused=$(meta_number "$name" unwindLookupsUnreadable)
   samples=$(main_samples "$name")
-  if [[ "$RUN_STATUS" -eq 0 && "${refused:-0}" -gt 0 && "${samples:-0}" -gt 0 ]]; then
+  if ((UNDER_TSAN)) && [[ "$RUN_STATUS" -eq 0 && "${samples:-0}" -gt 0 ]]; then
+    pass "$name: no crash; $samples samples"
+    skip_under_tsan "$name: the unwind lookups refused as unreadable (the spinning main thread is sampled at TSan's safe points only: ${refused:-no} refused)"
+  elif [[ "$RUN_STATUS" -eq 0 && "${refused:-0}" -gt 0 && "${samples:-0}" -gt 0 ]]; then
     pass "$name: no crash; $samples samples, $refused unwind lookups refused as unreadable"
   else
     fail "$name: status $RUN_STATUS, ${samples:-no} samples, unwindLookupsUnreadable=${refused:-missing}"
