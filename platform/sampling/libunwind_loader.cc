@@ -3,11 +3,18 @@
 #include "platform/sampling/libunwind_imports.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <atomic>
+#include <cstring>
+
+#include "platform/checked_read.h"
 
 namespace strata {
 namespace {
+
+// Set when LoadOnce refused to load because a loaded object was unreadable.
+std::atomic<bool> g_refused_unreadable{false};
 
 // Published once, with release order, after the table is complete.
 std::atomic<const LibunwindFunctions*> g_loaded{nullptr};
@@ -28,8 +35,49 @@ bool ResolveFunction(void* handle, const char* name, Function* function) {
   return symbol != nullptr;
 }
 
+// Whether the loader can read what a dlopen() makes it read of the objects already loaded:
+// their names (the dynamic loader's own name points into the executable's program headers,
+// PT_INTERP) and their program headers. A program may have made those pages unreadable
+// (mprotect PROT_NONE on its own ELF header: signals_stack_test's unreadable_elf); a dlopen
+// then faults inside the loader (strcmp in _dl_name_match_p), which would kill the program.
+// Checked reads only (platform/checked_read.h).
+bool LoadedObjectsReadable() {
+  bool readable = true;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        bool& ok = *static_cast<bool*>(data);
+        if (info->dlpi_phdr != nullptr && info->dlpi_phnum > 0) {
+          ElfW(Phdr) first;
+          if (!CheckedRead(info->dlpi_phdr, &first, sizeof(first))) ok = false;
+        }
+        if (info->dlpi_name != nullptr) {
+          // The name, page by page up to its end (names are short: at most 4 KiB looked at).
+          uintptr_t at = reinterpret_cast<uintptr_t>(info->dlpi_name);
+          for (size_t looked = 0; ok && looked < 4096;) {
+            char chunk[64];
+            const size_t to_page_end = 4096 - (at & 4095);
+            const size_t n = to_page_end < sizeof(chunk) ? to_page_end : sizeof(chunk);
+            if (!CheckedRead(reinterpret_cast<const void*>(at), chunk, n)) {
+              ok = false;
+              break;
+            }
+            if (memchr(chunk, '\0', n) != nullptr) break;
+            at += n;
+            looked += n;
+          }
+        }
+        return ok ? 0 : 1;
+      },
+      &readable);
+  return readable;
+}
+
 const LibunwindFunctions* LoadOnce() {
   static LibunwindFunctions table;  // Written here only, before publication.
+  if (!LoadedObjectsReadable()) {
+    g_refused_unreadable.store(true, std::memory_order_relaxed);
+    return nullptr;
+  }
   if (!libunwind_loader_internal::OpenPrivately(kLibunwindSoname, &table)) return nullptr;
   g_loaded.store(&table, std::memory_order_release);
   return &table;
@@ -42,6 +90,10 @@ const LibunwindFunctions* LoadLibunwind() {
   // attempt is not repeated.
   static const LibunwindFunctions* const loaded = LoadOnce();
   return loaded;
+}
+
+bool LibunwindRefusedForUnreadableObjects() {
+  return g_refused_unreadable.load(std::memory_order_relaxed);
 }
 
 const LibunwindFunctions* LoadedLibunwind() { return g_loaded.load(std::memory_order_acquire); }

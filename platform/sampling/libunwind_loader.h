@@ -27,7 +27,8 @@
 // unavailable.
 //
 // When libunwind cannot be loaded (libunwind8 not installed, a build without one of the
-// names above, or imports that could not be redirected): LoadLibunwind() returns nullptr, once and for all in this process, and logs
+// names above, imports that could not be redirected, or a program that made the names or
+// program headers of its loaded objects unreadable, which the dynamic loader would fault on): LoadLibunwind() returns nullptr, once and for all in this process, and logs
 // nothing. The walkers in libunwind_walker.h then report the interrupted pc only, and
 // CaptureCurrentStack() reports no frame; callers that want more fall back to frame pointers
 // (frame_pointer_walker.h), e.g. when WarmUpLibunwind() returns false.
@@ -67,6 +68,11 @@ inline constexpr char kLibunwindSoname[] = "libunwind.so.8";
 // calls return the same result at the cost of a guard check. nullptr: libunwind is
 // unavailable in this process (the attempt is not repeated). Not async-signal-safe.
 const LibunwindFunctions* LoadLibunwind();
+
+// Whether LoadLibunwind() did not load it because the program had made a loaded object's
+// name or program headers unreadable (the dynamic loader would fault on them).
+// Async-signal-safe (a relaxed load).
+bool LibunwindRefusedForUnreadableObjects();
 
 // The table if LoadLibunwind() has completed successfully, else nullptr. Never loads.
 // Async-signal-safe.

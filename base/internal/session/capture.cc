@@ -17,6 +17,7 @@
 #include "base/internal/session/tier_extension.h"
 #include "base/markers.h"
 #include "platform/sampling/held_sampling_signals.h"
+#include "platform/sampling/libunwind_loader.h"
 #include "shared/json/atomic_file.h"
 #include "shared/json/gecko_profile_writer.h"
 #include "shared/profile/profile_capture.h"
@@ -149,6 +150,12 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
       // Stack walks ended at an object whose headers or unwind tables the program made
       // unreadable (libunwind_imports.h).
       w.UintProperty("unwindLookupsUnreadable", snapshot.unwind_lookups_unreadable);
+    }
+    if (LibunwindRefusedForUnreadableObjects()) {
+      // libunwind not loaded: the dynamic loader would have faulted (libunwind_loader.h).
+      w.StringProperty("unwinder",
+                       "frame pointers only: libunwind was not loaded, the program had made a "
+                       "loaded object's name or program headers unreadable");
     }
     // What sent the sampling signals and why (docs/sampling.md, "Sampling sources").
     w.StringProperty("samplingSource", snapshot.sampling_source.description);
