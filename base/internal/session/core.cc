@@ -172,7 +172,13 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   // (g_libunwind_ready; sampler_thread.cc, "libunwind on demand"). Except with native
   // allocations: their stacks (CaptureCurrentStack, on the allocating thread) need libunwind
   // from the first allocation sampled, and an allocation without a stack is not recorded.
-  if (settings.features & kFeatureNativeAllocations) WarmUpLibunwindForSampling();
+  // Nor with a tier extension (the full tier, the application's long-lived main module): its
+  // first samples would walk frame pointers (js_jit_test: 1 of 960 samples lost its native
+  // root), and a long-lived process saves nothing by waiting.
+  if ((settings.features & kFeatureNativeAllocations) ||
+      g_extension.load(std::memory_order_acquire) != nullptr) {
+    WarmUpLibunwindForSampling();
+  }
   // The /proc/self/maps descriptor new threads' registrations read their stack bounds with,
   // opened here rather than on a program thread (above the program's soft descriptor limit,
   // by a helper process a seccomp filter could kill: none then).
@@ -313,6 +319,7 @@ ChunkedBuffer& SessionBuffer() {
 TakeoverReport AttachTierExtension(const TierExtension* extension) {
   TakeoverReport report;
   if (IsForkedChild() || !extension) return report;
+  WarmUpLibunwindForSampling();  // As StartLocked does for a tier (above), before its samples.
   Session& session = GetSession();
   AutoLock lock(session.mutex);
   report.buffer_blocks_before = session.buffer.GetState().pushed_block_count;
