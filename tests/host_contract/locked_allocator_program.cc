@@ -301,13 +301,21 @@ int main(int argc, char** argv) {
   }
   t_routine_started = true;
   t_program_thread = true;
-  // Not preloaded: the ranges stay empty. libunwind is loaded at the session's start (in
-  // Strata's constructor when preloaded), before main.
+  // Not preloaded: the ranges stay empty. libunwind is loaded by Strata's sampler thread at
+  // its first loop (one sampler period after the session's start, docs/sampling.md): when
+  // Strata is here, wait for it (at most 5 s, looking every millisecond) before the workload.
   CodeRange strata{"libstrata_base", &g_strata_begin, &g_strata_end, &g_strata_load_address};
   dl_iterate_phdr(&FindObject, &strata);
+  const bool strata_range_found = g_strata_begin.load() < g_strata_end.load();
   CodeRange unwinder{"libunwind.so", &g_unwinder_begin, &g_unwinder_end, nullptr};
   dl_iterate_phdr(&FindObject, &unwinder);
-  const bool strata_range_found = g_strata_begin.load() < g_strata_end.load();
+  for (int waited_ms = 0; strata_range_found && waited_ms < 5000 &&
+                          g_unwinder_begin.load() >= g_unwinder_end.load();
+       ++waited_ms) {
+    const timespec millisecond{0, 1000000};
+    nanosleep(&millisecond, nullptr);
+    dl_iterate_phdr(&FindObject, &unwinder);
+  }
   const bool unwinder_range_found = g_unwinder_begin.load() < g_unwinder_end.load();
   g_watching.store(true);
   std::vector<std::thread> workers;
