@@ -187,8 +187,7 @@ void* SamplerThreadMain(void* arg) {
   const int64_t perf_loop_intervals = SamplerLoopIntervalsWithPerfEvents(params.interval);
   // What a session needs only once it has lived a while waits for the end of the first
   // period (issue 38: a process of a build's short commands lives 1-3 ms, and each of these
-  // cost it CPU time): libunwind's loading and warm-up (~0.2 ms with liblzma; samples walk
-  // frame pointers until then, g_libunwind_ready), the clock's first anchor (CPUID, a trap to
+  // cost it CPU time): the clock's first anchor (CPUID, a trap to
   // the hypervisor in a VM, and the clock source file read; the clock switches to the TSC ~10
   // ms after it), and the buffer's next chunk (the first loop prepares it: 1 MiB of pages,
   // in the flight recorder's file too). The first period is the one the loop settles on with
@@ -204,8 +203,8 @@ void* SamplerThreadMain(void* arg) {
     const TimeStamp now = TimeStamp::Now();
     if (next < now) next = now;  // Late (the machine is busy): do not try to catch up.
     if (!SleepUntilDeadlineOrStop(next)) break;
-    // libunwind on demand: loaded on this thread (never on a program thread, where dlopen
-    // could run inside the program's allocator), once per process.
+    // libunwind is loaded by the session's start (core.cc, StartLocked); should that have
+    // failed for a reason that passes (it is tried once per process), nothing more happens.
     if (first_loop && !g_libunwind_ready.load(std::memory_order_acquire)) {
       WarmUpLibunwindForSampling();
     }

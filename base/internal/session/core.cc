@@ -166,19 +166,13 @@ size_t ChunkBytesFor(size_t limit) {
 }
 
 void StartLocked(Session& session, const ProfilerSettings& settings) {
-  // libunwind (and liblzma, ~0.2 ms of loading and relocation) is loaded by the sampler thread
-  // at its first loop, not here on the program's thread: a process that ends before then
-  // (most of a build's commands) never pays for it; samples walk frame pointers until then
-  // (g_libunwind_ready; sampler_thread.cc, "libunwind on demand"). Except with native
-  // allocations: their stacks (CaptureCurrentStack, on the allocating thread) need libunwind
-  // from the first allocation sampled, and an allocation without a stack is not recorded.
-  // Nor with a tier extension (the full tier, the application's long-lived main module): its
-  // first samples would walk frame pointers (js_jit_test: 1 of 960 samples lost its native
-  // root), and a long-lived process saves nothing by waiting.
-  if ((settings.features & kFeatureNativeAllocations) ||
-      g_extension.load(std::memory_order_acquire) != nullptr) {
-    WarmUpLibunwindForSampling();
-  }
+  // libunwind (and liblzma, ~0.2 ms of loading and relocation) is loaded here, at the start,
+  // before any sample: loaded later by the sampler thread (at its first loop, to spare short
+  // processes that cost), the samples before it walked frame pointers, and through code without
+  // them (libm's __sin_fma, libc) those stacks lost their frames and roots (the loaded
+  // fresh-clone CI run: label_inline_test and js_jit_test, 1 sample each). The load first
+  // checks that the loader can read the loaded objects (libunwind_loader.cc).
+  WarmUpLibunwindForSampling();
   // The /proc/self/maps descriptor new threads' registrations read their stack bounds with,
   // opened here rather than on a program thread (above the program's soft descriptor limit,
   // by a helper process a seccomp filter could kill: none then).
