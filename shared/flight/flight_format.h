@@ -1,8 +1,8 @@
 // The flight recorder's file (docs/flight-recorder.md): the layout shared by its writer
 // (base/internal/flight/flight_recorder.h, in the profiled process) and its reader
-// (flight_reader.h, `strata recover`). Version 2 (the chunks may hold kSampleSharedPrefix
-// entries and push-site label frames, which a version-1 reader does not know); readers take
-// versions 1 and 2.
+// (flight_reader.h, `strata recover`). Version 3 (the chunks may hold kSampleSharedPrefix
+// entries and push-site label frames, since 2, and marker stacks with label blocks, since 3,
+// which older readers do not know); readers take versions 1 to 3.
 //
 //   offset 0                  FileHeader (kFileHeaderBytes): identity, geometry, end state
 //   metadata_offset           two metadata logs of metadata_half_bytes each; the header's
@@ -34,10 +34,12 @@ namespace flight {
 inline constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'F', 'R'};
 // The version a writer puts in the header. 2: the buffer's chunks may hold samples written as a
 // shared prefix of the thread's previous one (kSampleSharedPrefix) and label frames carrying
-// the push site (tag 3, label ABI 2), neither of which a version-1 reader knows. Readers accept
-// kOldestReadableVersion..kVersion (a version-1 file has neither: read the same way) and
-// refuse any other with a clear message (`strata recover`, `record -p`'s join).
-inline constexpr uint32_t kVersion = 2;
+// the push site (tag 3, label ABI 2), neither of which a version-1 reader knows. 3: marker
+// stacks (native allocations') may hold label blocks (profile/marker_entry.h), whose words a
+// version-2 reader would show as frames at bogus addresses. Readers accept
+// kOldestReadableVersion..kVersion (older files lack the newer entries: read the same way)
+// and refuse any other with a clear message (`strata recover`, `record -p`'s join).
+inline constexpr uint32_t kVersion = 3;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr size_t kFileHeaderBytes = 4096;
 inline constexpr size_t kSlotHeaderBytes = 128;

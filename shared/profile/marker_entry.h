@@ -46,7 +46,10 @@ struct MarkerHeader {
 //    has dynamic << 23][push site, 0 unknown][the label's then the dynamic string's bytes,
 //    8 a word, the last one zero-padded]
 // The tag's top bits make the word a non-canonical x86-64 address: never a return address.
-// A reader that does not know the tag shows its words as addresses of no module.
+// The other words are not so marked (the push site is a real code address, a zero-padded
+// last text word can look like a small canonical one), so a reader that does not know the
+// tag would show them as frames: the flight file's version is 3 since label blocks
+// (flight_format.h), and older readers refuse such a file.
 inline constexpr uint64_t kMarkerStackLabelTag = 0x53544C4200000000ull;  // "STLB"
 inline constexpr uint64_t kMarkerStackLabelTagMask = 0xFFFFFFFF00000000ull;
 inline constexpr size_t kMaxMarkerStackLabelLength = 255;

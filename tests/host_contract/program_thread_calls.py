@@ -158,9 +158,10 @@ REGISTRATION_NOT_WALKED = [
     # libc's mutex functions for the liveness mutex, looked up (dlopen, dlsym) by the first
     # registration: the main thread's, in the library's constructor. Later a load.
     re.compile(r"ResolveLibcMutexFunctions"),
-    # libunwind's private load (dlopen...): made by the session's start (StartLocked) before
-    # any thread can be registered into it; a registration warms it only when a session runs
-    # (ProfilerIsActive), so there the load is a function-local static already set.
+    # libunwind's private load (dlopen...): made by the sampler thread at its first loop
+    # (issue 38); a registration warms it only once that load is done (g_libunwind_ready,
+    # WarmUpLoadedLibunwindOnThisThread), so there the load is a function-local static
+    # already set.
     re.compile(r"^_ZN6strata13LoadLibunwindEv$"),
 ]
 

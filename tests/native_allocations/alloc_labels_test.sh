@@ -11,6 +11,8 @@
 #     above the inlined function: OuterHolder;Outer label;InlinedHelper;AllocateLeaf).
 # Both profiles pass the format checker. With the libraries before labels were merged into
 # allocation stacks, no record had a label: 22 914 of 25 856 records misplaced.
+# The cursor walk (the fallback) forced for every record with labels, preloaded: the same
+# checks, and the profile counts the walks (nativeAllocationCursorWalks > 0).
 source "$(dirname "$0")/../scenario_lib.sh"
 
 if [[ "$SANITIZER" == *asan* || "$SANITIZER" == *tsan* ]]; then
@@ -51,6 +53,25 @@ if [[ $status -ne 0 ]]; then
   fail "preloaded: status $status ($(head -c 300 "$WORK/preloaded.err"))"
 else
   check_labels preloaded
+fi
+
+# The cursor walk (the fallback where the searches cannot place a label) forced for every
+# record with labels (STRATA_TEST_ALLOC_CURSOR_WALK=1): the same placement, and the profile
+# counts the walks (nativeAllocationCursorWalks > 0).
+timeout -s KILL 300 env LD_PRELOAD="$(preload_value "$STRATA_LIB" "$ALLOC_LIB")" STRATA_STARTUP=1 \
+  STRATA_STARTUP_FEATURES=nativeallocations STRATA_SHUTDOWN="$OUT/cursor_walk.json" \
+  STRATA_TEST_ALLOC_CURSOR_WALK=1 "$program" "$rounds" >"$WORK/cursor_walk.out" 2>"$WORK/cursor_walk.err"
+status=$?
+if [[ $status -ne 0 ]]; then
+  fail "cursor_walk: status $status ($(head -c 300 "$WORK/cursor_walk.err"))"
+else
+  walks=$(grep -o '"nativeAllocationCursorWalks":[0-9]*' "$OUT/cursor_walk.json" | head -1 | cut -d: -f2)
+  if [[ "${walks:-0}" -gt 0 ]]; then
+    pass "cursor_walk: $walks records' labels placed by the cursor walk"
+  else
+    fail "cursor_walk: nativeAllocationCursorWalks=${walks:-missing}"
+  fi
+  check_labels cursor_walk
 fi
 
 timeout -s KILL 300 "$STRATA" record -q -o "$OUT/recorded.json" --features nativeallocations -- \

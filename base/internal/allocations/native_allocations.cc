@@ -4,6 +4,7 @@
 #include <ucontext.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -28,6 +29,9 @@ std::atomic<uint64_t> g_configured_interval{kDefaultNativeAllocationInterval};
 std::atomic<int64_t> g_main_thread{0};
 std::atomic<uint8_t> g_marker_tag{0};
 std::atomic<bool> g_set_full_noted{false};
+std::atomic<uint64_t> g_skipped_low_stack{0};
+std::atomic<uint64_t> g_cursor_walks{0};
+std::atomic<bool> g_force_cursor_walk{false};
 
 // The payload the Firefox Profiler reads (shared/design/native-allocations.md): `size` (here
 // the unbiased estimate of the bytes the sample stands for; negative for a free),
@@ -65,29 +69,33 @@ void StartNativeAllocations(uint32_t features) {
   g_marker_tag.store(TypedMarker<NativeAllocationMarker>::Tag(), std::memory_order_relaxed);
   g_main_thread.store(RawGetPid(), std::memory_order_relaxed);
   g_set_full_noted.store(false, std::memory_order_relaxed);
+  g_skipped_low_stack.store(0, std::memory_order_relaxed);
+  g_cursor_walks.store(0, std::memory_order_relaxed);
+  const char* force = getenv(kForceCursorWalkVariable);
+  g_force_cursor_walk.store(force != nullptr && strcmp(force, "1") == 0,
+                            std::memory_order_relaxed);
   g_native_allocation_interval.store(g_configured_interval.load(std::memory_order_relaxed),
                                      std::memory_order_release);
 }
 
 void StopNativeAllocations() { g_native_allocation_interval.store(0, std::memory_order_relaxed); }
 
+uint64_t NativeAllocationsSkippedForLowStack() {
+  return g_skipped_low_stack.load(std::memory_order_relaxed);
+}
+
+uint64_t NativeAllocationCursorWalks() { return g_cursor_walks.load(std::memory_order_relaxed); }
+
 namespace {
 
 // An allocation's stack as a marker stack (marker_entry.h): return addresses leaf first, with
-// the thread's labels among them (allocation_stack.h). Room for the most native frames a
-// marker keeps and this many words of labels (the outermost labels that fit).
-constexpr size_t kMaxLabelWords = 128;
+// the thread's labels among them (allocation_stack.h).
+constexpr size_t kMaxLabelWords = kMaxAllocationStackLabelWords;
 // A label's dynamic string is copied up to this many bytes, as a CPU sample copies it.
 constexpr size_t kMaxDynamicChars = 63;
 constexpr size_t kMaxStackWords = kMaxMarkerStackFrames + kMaxLabelWords;
 
-// The labels of the calling thread's profiling stack, root first, the outermost
-// kMaxAllocationStackLabels.
-struct ThreadLabels {
-  const LabelFrame* frames[kMaxAllocationStackLabels];
-  uintptr_t addresses[kMaxAllocationStackLabels];
-  uint32_t count = 0;
-};
+using ThreadLabels = AllocationStackLabels;
 
 void ReadThreadLabels(const ProfilingStack& stack, ThreadLabels* labels) {
   uint32_t depth = stack.Depth();
@@ -202,34 +210,23 @@ size_t WriteMergedStack(const uintptr_t* pcs, size_t count, const ThreadLabels& 
   return written;
 }
 
-// The calling thread's stack with its labels into `words` (kMaxStackWords); the words
-// written, 0 when there is no stack.
-__attribute__((noinline)) size_t CaptureAllocationStack(RegisteredThread* thread,
-                                                        StackAnchor anchor, uint64_t* words) {
-  uintptr_t pcs[kMaxMarkerStackFrames];
-  size_t count = CaptureCurrentStack(pcs, kMaxMarkerStackFrames);
-  ThreadLabels labels;
-  ReadThreadLabels(thread->profiling_stack, &labels);
-  uint32_t slots_below[kMaxAllocationStackLabels] = {};
-  if (count != 0 && labels.count != 0) {
-    const StackBounds& bounds = thread->bounds;
-    if (anchor.slot >= bounds.low && anchor.slot < bounds.high) {
-      if (!CountSlotsBelowLabels(pcs, count, anchor, bounds.high, labels.addresses,
-                                 labels.count, StackImage::OfOwnStack(), slots_below)) {
-        count = WalkWithStackPointers(bounds, labels, pcs, kMaxMarkerStackFrames, slots_below);
-      }
-    }  // Else on another stack (a coroutine's, the signal stack): the labels after the leaf.
-  }
-  // Strata's own frames (this function's, the recording's, the hook's: up to the anchor's
+}  // namespace
+
+size_t WriteAllocationStack(const uintptr_t* pcs, size_t count, uintptr_t anchor_return_address,
+                            const AllocationStackLabels& labels, uint32_t* slots_below,
+                            uint64_t* words) {
+  if (count > kMaxMarkerStackFrames) count = kMaxMarkerStackFrames;
+  // Strata's own frames (the capture's, the recording's, the hook's: up to the anchor's
   // return address, which is in the hook) are not written: the capture would elide them
   // (docs/symbols.md), and they are ~4 of a record's ~25 words.
   size_t own = 0;
   for (size_t i = 0; i < count && i < 16; ++i) {
-    if (pcs[i] == anchor.return_address) {
+    if (pcs[i] == anchor_return_address) {
       own = i + 1;
       break;
     }
   }
+  if (count <= own) return 0;  // No frame of the program's: labels alone are no stack.
   for (uint32_t k = 0; k < labels.count; ++k) {
     slots_below[k] = slots_below[k] > own ? static_cast<uint32_t>(slots_below[k] - own) : 0;
   }
@@ -238,6 +235,64 @@ __attribute__((noinline)) size_t CaptureAllocationStack(RegisteredThread* thread
     return count - own;
   }
   return WriteMergedStack(pcs + own, count - own, labels, slots_below, words);
+}
+
+namespace {
+
+// The calling thread's stack with its labels into `words` (kMaxStackWords); the words
+// written, 0 when there is no stack or when the labels need the cursor walk and
+// `walk_allowed` is false (too little stack: counted).
+__attribute__((noinline)) size_t CaptureAllocationStack(RegisteredThread* thread,
+                                                        StackAnchor anchor, bool walk_allowed,
+                                                        uint64_t* words) {
+  uintptr_t pcs[kMaxMarkerStackFrames];
+  size_t count = CaptureCurrentStack(pcs, kMaxMarkerStackFrames);
+  ThreadLabels labels;
+  ReadThreadLabels(thread->profiling_stack, &labels);
+  uint32_t slots_below[kMaxAllocationStackLabels] = {};
+  if (count != 0 && labels.count != 0) {
+    const StackBounds& bounds = thread->bounds;
+    if (anchor.slot >= bounds.low && anchor.slot < bounds.high) {
+      if (g_force_cursor_walk.load(std::memory_order_relaxed) ||
+          !CountSlotsBelowLabels(pcs, count, anchor, bounds.high, labels.addresses,
+                                 labels.count, StackImage::OfOwnStack(), slots_below)) {
+        if (!walk_allowed) {
+          g_skipped_low_stack.fetch_add(1, std::memory_order_relaxed);
+          return 0;
+        }
+        g_cursor_walks.fetch_add(1, std::memory_order_relaxed);
+        count = WalkWithStackPointers(bounds, labels, pcs, kMaxMarkerStackFrames, slots_below);
+      }
+    }  // Else on another stack (a coroutine's, the signal stack): the labels after the leaf.
+  }
+  return WriteAllocationStack(pcs, count, anchor.return_address, labels, slots_below, words);
+}
+
+// The record itself, once RecordNativeAllocation found room: its own frame holds the stack's
+// words (kMaxStackWords), so it is not inlined into the check, whose frame stays small: the
+// room is measured before these bytes are taken (alloc_tiny_stack_test: with the words in the
+// checking frame, a thread with 4.5 KiB left crashed at the check itself in 1 run of 8).
+__attribute__((noinline)) bool WriteAllocationRecord(RegisteredThread* thread, int64_t bytes,
+                                                     uint64_t address, StackAnchor anchor,
+                                                     bool walk_allowed) {
+  MarkerHeaderRef header;
+  header.thread = ThreadId::FromNumber(
+      static_cast<ThreadId::NumberType>(g_main_thread.load(std::memory_order_relaxed)));
+  header.phase = MarkerPhase::kInstant;
+  header.start = TimeStamp::Now();
+  header.name = &kMarkerName;
+  header.category = static_cast<uint8_t>(Category::kMemory);
+  header.payload_tag = g_marker_tag.load(std::memory_order_relaxed);
+  uint64_t words[kMaxStackWords];
+  const size_t word_count = CaptureAllocationStack(thread, anchor, walk_allowed, words);
+  if (word_count == 0) return false;  // No stack: the record would drop out of every tree.
+  header.stack = absl::Span<const uint64_t>(words, word_count);
+  // Straight into the session buffer, not the thread's staging: the buffer's order is then
+  // the order of the calls, so a free is always after its allocation, whatever thread made
+  // each (the front-end matches them in table order).
+  return static_cast<bool>(SessionBuffer().PutObjects(
+      EntryKind::kMarker, header, bytes, address,
+      static_cast<int64_t>(thread->tid.ToNumber())));
 }
 
 }  // namespace
@@ -254,24 +309,18 @@ bool RecordNativeAllocation(int64_t bytes, uint64_t address, StackAnchor anchor)
       LibunwindWalkMayDeadlock()) {
     return false;
   }
-  MarkerHeaderRef header;
-  header.thread = ThreadId::FromNumber(
-      static_cast<ThreadId::NumberType>(g_main_thread.load(std::memory_order_relaxed)));
-  header.phase = MarkerPhase::kInstant;
-  header.start = TimeStamp::Now();
-  header.name = &kMarkerName;
-  header.category = static_cast<uint8_t>(Category::kMemory);
-  header.payload_tag = g_marker_tag.load(std::memory_order_relaxed);
-  uint64_t words[kMaxStackWords];
-  const size_t word_count = CaptureAllocationStack(thread, anchor, words);
-  if (word_count == 0) return false;  // No stack: the record would drop out of every tree.
-  header.stack = absl::Span<const uint64_t>(words, word_count);
-  // Straight into the session buffer, not the thread's staging: the buffer's order is then
-  // the order of the calls, so a free is always after its allocation, whatever thread made
-  // each (the front-end matches them in table order).
-  return static_cast<bool>(SessionBuffer().PutObjects(
-      EntryKind::kMarker, header, bytes, address,
-      static_cast<int64_t>(thread->tid.ToNumber())));
+  // The room below this frame, on the thread's own stack (native_allocations.h, "Stack").
+  const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const StackBounds& bounds = thread->bounds;
+  bool walk_allowed = true;
+  if (sp >= bounds.low && sp < bounds.high) {
+    if (sp - bounds.low < kRecordStackNeed) {
+      g_skipped_low_stack.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    walk_allowed = sp - bounds.low >= kWalkStackNeed;
+  }
+  return WriteAllocationRecord(thread, bytes, address, anchor, walk_allowed);
 }
 
 void NoteNativeAllocationSetFull(uint64_t capacity) {

@@ -11,6 +11,7 @@
 #include "platform/never_destroyed.h"
 #include "platform/mutex.h"
 #include "platform/strata_clock_table.h"
+#include "platform/sampling/frame_pointer_walker.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "shared/buffer/staging_area.h"
 
@@ -33,7 +34,25 @@ MarkerTypeRegistry& GetMarkerTypes() {
 
 }  // namespace
 
-size_t CaptureMarkerStack(uint64_t (&frames)[kMaxMarkerStackFrames]) {
+// noinline: the walks start at this function's own frame (its return address is the
+// recording code's, the first frame reported).
+__attribute__((noinline)) size_t CaptureMarkerStack(uint64_t (&frames)[kMaxMarkerStackFrames]) {
+  if (!g_libunwind_ready.load(std::memory_order_acquire)) {
+    // Before the sampler thread has loaded libunwind (its first loop, session_state.h), or
+    // without it: the frame records from this frame outward, inside the thread's stack (none
+    // for a thread whose bounds are unknown). The same frames as libunwind's where every
+    // caller keeps frame pointers (Strata's builds do; most of libc does not: the walk ends
+    // or skips there).
+    RegisteredThread* const thread = t_registered_thread;
+    if (thread == nullptr) return 0;
+    const uintptr_t frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    NativeFrame callers[kMaxMarkerStackFrames];
+    FrameRegisters resume;
+    const size_t n = WalkFramePointerCallers({0, frame, frame}, thread->bounds, callers,
+                                             kMaxMarkerStackFrames, nullptr, &resume);
+    for (size_t i = 0; i < n; ++i) frames[i] = callers[i].pc;
+    return n;
+  }
   // The calling thread's own stack, outside signal context (libunwind, loaded privately).
   uintptr_t pcs[kMaxMarkerStackFrames + 1];
   const size_t n = CaptureCurrentStack(pcs, kMaxMarkerStackFrames + 1);

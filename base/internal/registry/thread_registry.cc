@@ -233,10 +233,11 @@ RegisteredThread* RegisterCurrentThreadImpl(const char* name, const StackBounds&
   if (!thread->ring.ok()) {
     LogError("cannot allocate the sample ring of thread %d", thread->tid.ToNumber());
   }
-  // During a session, libunwind is warmed on this thread before it can be sampled; out of
-  // session that waits for the next start (StartLocked), so that a preloaded but inactive
-  // profiler does not load libunwind (and liblzma) into every program's start-up.
-  if (ProfilerIsActive()) WarmUpLibunwindForSampling();
+  // Once the sampler thread has loaded libunwind (g_libunwind_ready), it is warmed on this
+  // thread before it can be sampled. Never loaded here: a preloaded but inactive profiler, or
+  // a session younger than one sampler period, does not load libunwind (and liblzma) into
+  // the program; its samples walk frame pointers until the sampler loads it.
+  if (ProfilerIsActive()) WarmUpLoadedLibunwindOnThisThread();
 
   // The handler's free-stack check (sampling_signal.h) needs the bounds on this thread (the
   // main thread's stack grows on demand: checked against its limit instead). Read without

@@ -269,8 +269,12 @@ void FinishEndedWaitLocked(RegisteredThread* thread);
 // Forgets the wait being sampled (a new session's first loop starts afresh): when sampling
 // of the thread starts.
 void ResetWaitSamplingLocked(RegisteredThread* thread);
-// Loads and warms libunwind outside signal context (core.cc).
+// Loads and warms libunwind outside signal context, then lets handlers walk with it
+// (g_libunwind_ready); the sampler thread calls it at its first loop (core.cc).
 void WarmUpLibunwindForSampling();
+// Warms libunwind on the calling thread when the sampler has loaded it; never loads it
+// (a new thread's registration; core.cc).
+void WarmUpLoadedLibunwindOnThisThread();
 
 }  // namespace base_internal
 }  // namespace strata

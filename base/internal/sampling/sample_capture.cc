@@ -133,8 +133,9 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   slot->script_frame_count = 0;
   slot->script_text_bytes = 0;
   // LibunwindWalkMayDeadlock: this thread may hold the loader's list lock (libunwind_walker.h).
+  // Not ready: the sampler has not loaded libunwind yet (its first loop), or could not.
   const bool frame_pointers = (features & kFeatureFramePointers) ||
-                              g_libunwind_missing.load(std::memory_order_relaxed) ||
+                              !g_libunwind_ready.load(std::memory_order_acquire) ||
                               LibunwindWalkMayDeadlock();
   if (plan) {
     plan->walk = (features & kFeatureStackWalk) != 0;
@@ -156,21 +157,7 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   }
   // Labels: the stack belongs to this very thread, which we interrupted; the fence pairs
   // with the one in ProfilingStack::Push.
-  const ProfilingStack& stack = thread->profiling_stack;
-  uint32_t depth = stack.Depth();
-  std::atomic_signal_fence(std::memory_order_acquire);
-  depth = std::min({depth, ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
-  for (uint32_t i = 0; i < depth; ++i) {
-    const LabelFrame& frame = stack.frame(i);
-    SampleSlot::Label& label = slot->labels[i];
-    label.label = frame.label;
-    label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
-    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
-    label.category = frame.category;
-    label.has_dynamic = frame.dynamic_string != nullptr;
-    if (label.has_dynamic) CopyBounded(label.dynamic, frame.dynamic_string, sizeof(label.dynamic));
-  }
-  slot->label_count = depth;
+  CopyLabelsIntoSlot(thread->profiling_stack, slot);
   return slot;
 }
 
@@ -196,7 +183,7 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
   const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
   const LibunwindFunctions* unwind = LoadedLibunwind();
   const bool frame_pointers = (features & kFeatureFramePointers) ||
-                              g_libunwind_missing.load(std::memory_order_relaxed) || !unwind ||
+                              !g_libunwind_ready.load(std::memory_order_acquire) || !unwind ||
                               LibunwindWalkMayDeadlock();
   if (!(features & kFeatureStackWalk)) {
     frames[0] = {registers.pc, registers.sp};
@@ -272,6 +259,24 @@ void CommitSampleImpl(void* context) {
 }
 
 }  // namespace
+
+void CopyLabelsIntoSlot(const ProfilingStack& labels, SampleSlot* slot) {
+  uint32_t depth = labels.Depth();
+  // Pairs with the fence in ProfilingStack::Push: the frames below `depth` are complete.
+  std::atomic_signal_fence(std::memory_order_acquire);
+  depth = std::min({depth, ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
+  for (uint32_t i = 0; i < depth; ++i) {
+    const LabelFrame& frame = labels.frame(i);
+    SampleSlot::Label& label = slot->labels[i];
+    label.label = frame.label;
+    label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
+    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
+    label.category = frame.category;
+    label.has_dynamic = frame.dynamic_string != nullptr;
+    if (label.has_dynamic) CopyBounded(label.dynamic, frame.dynamic_string, sizeof(label.dynamic));
+  }
+  slot->label_count = depth;
+}
 
 // Base's own sampling callback (retired while a tier extension provides one).
 void OnSamplingSignal(void* context, ucontext_t* signal_context, int overruns) {

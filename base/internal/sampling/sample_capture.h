@@ -14,6 +14,7 @@
 #include <ucontext.h>
 
 #include "base/internal/session/session_state.h"
+#include "base/labels.h"
 
 namespace strata {
 namespace base_internal {
@@ -22,6 +23,14 @@ namespace base_internal {
 // core.cc (StartLocked, DetachTierExtension). `context` is the thread's RegisteredThread.
 STRATA_BASE_HIDDEN void OnSamplingSignal(void* context, ucontext_t* signal_context,
                                          int overruns);
+
+struct SampleSlot;
+
+// Copies a thread's label stack into `slot` (labels, label_count; at most
+// SampleSlot::kMaxLabels, dynamic strings cut to the slot's room). The stack must not change
+// meanwhile: the calling thread's own (its handler, or a wrapper with the sampling signal
+// blocked), or that of a thread waiting in a wrapper. Async-signal-safe.
+STRATA_BASE_HIDDEN void CopyLabelsIntoSlot(const ProfilingStack& labels, SampleSlot* slot);
 
 }  // namespace base_internal
 }  // namespace strata

@@ -185,14 +185,31 @@ void* SamplerThreadMain(void* arg) {
   // Precise mode's wall-clock timers fire every interval: its loop keeps that period.
   int64_t loop_intervals = 1;
   const int64_t perf_loop_intervals = SamplerLoopIntervalsWithPerfEvents(params.interval);
-  UpdateStrataClock();  // The first anchor: the clock switches to the TSC ~10 ms later.
-  TimeStamp next = TimeStamp::Now();
+  // What a session needs only once it has lived a while waits for the end of the first
+  // period (issue 38: a process of a build's short commands lives 1-3 ms, and each of these
+  // cost it CPU time): libunwind's loading and warm-up (~0.2 ms with liblzma; samples walk
+  // frame pointers until then, g_libunwind_ready), the clock's first anchor (CPUID, a trap to
+  // the hypervisor in a VM, and the clock source file read; the clock switches to the TSC ~10
+  // ms after it), and the buffer's next chunk (the first loop prepares it: 1 MiB of pages,
+  // in the flight recorder's file too). The first period is the one the loop settles on with
+  // perf events (4 ms at 1 ms), whatever the source: the rings hold over 100 samples.
+  bool first_loop = true;
+  TimeStamp next = TimeStamp::Now() +
+                   TimeDuration::FromNanoseconds(params.interval.ToNanoseconds() *
+                                                 (std::max(perf_loop_intervals, loop_intervals) -
+                                                  loop_intervals));
   ThreadDirectedSignalCheck signal_check;
   while (g_sampler_stop.load(std::memory_order_acquire) == 0) {
     next = next + TimeDuration::FromNanoseconds(params.interval.ToNanoseconds() * loop_intervals);
     const TimeStamp now = TimeStamp::Now();
     if (next < now) next = now;  // Late (the machine is busy): do not try to catch up.
     if (!SleepUntilDeadlineOrStop(next)) break;
+    // libunwind on demand: loaded on this thread (never on a program thread, where dlopen
+    // could run inside the program's allocator), once per process.
+    if (first_loop && !g_libunwind_ready.load(std::memory_order_acquire)) {
+      WarmUpLibunwindForSampling();
+    }
+    first_loop = false;
     // A signal the program sent to this thread (tgkill over /proc/self/task) is taken here,
     // as a thread of the program would take it; one rt_sigpending call when there is none
     // (profiler_thread_signals.h). No lock held.

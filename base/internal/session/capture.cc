@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/categories.h"
+#include "base/internal/allocations/native_allocations.h"
 #include "base/internal/attach/attach.h"
 #include "base/internal/session/core.h"
 #include "base/internal/settings/env_settings.h"
@@ -136,6 +137,13 @@ bool WriteSessionProfile(JsonWriter& out, std::string* error) {
       w.UintProperty("alternateSignalStack", snapshot.samples_skipped_low_stack_where[2]);
       w.UintProperty("unknownStack", snapshot.samples_skipped_low_stack_where[3]);
       w.EndObject();
+    }
+    if (snapshot.settings.features & kFeatureNativeAllocations) {
+      // Sampled allocations and frees not recorded for want of stack on their thread
+      // (native_allocations.h, "Stack").
+      w.UintProperty("nativeAllocationsSkippedLowStack", NativeAllocationsSkippedForLowStack());
+      // Records whose labels the cursor walk placed (the searches could not).
+      w.UintProperty("nativeAllocationCursorWalks", NativeAllocationCursorWalks());
     }
     if (snapshot.unwind_lookups_unreadable > 0) {
       // Stack walks ended at an object whose headers or unwind tables the program made

@@ -77,7 +77,7 @@ Session& GetSession() {
 std::atomic<bool> g_forked_child{false};
 std::atomic<const TierExtension*> g_extension{nullptr};
 std::atomic<int> g_sampler_stop{0};
-std::atomic<bool> g_libunwind_missing{false};
+std::atomic<bool> g_libunwind_ready{false};
 std::atomic<uint32_t> g_sampling_features{0};
 std::atomic<int64_t> g_sampling_interval_ns{0};
 
@@ -87,9 +87,16 @@ std::atomic<int64_t> g_sampling_interval_ns{0};
 // libunwind is loaded (privately) and warmed outside signal context: its first use loads
 // the library and allocates, never in the handler. Without it, samples walk frame pointers.
 void WarmUpLibunwindForSampling() {
-  if (!WarmUpLibunwind() && !g_libunwind_missing.exchange(true)) {
+  static std::atomic<bool> missing_logged{false};
+  if (WarmUpLibunwind()) {
+    g_libunwind_ready.store(true, std::memory_order_release);
+  } else if (!missing_logged.exchange(true)) {
     LogError("libunwind.so.8 could not be loaded: native stacks use frame pointers only");
   }
+}
+
+void WarmUpLoadedLibunwindOnThisThread() {
+  if (g_libunwind_ready.load(std::memory_order_acquire)) (void)WarmUpLibunwind();
 }
 
 namespace {
@@ -159,7 +166,13 @@ size_t ChunkBytesFor(size_t limit) {
 }
 
 void StartLocked(Session& session, const ProfilerSettings& settings) {
-  WarmUpLibunwindForSampling();  // Before any thread can be sampled.
+  // libunwind (and liblzma, ~0.2 ms of loading and relocation) is loaded by the sampler thread
+  // at its first loop, not here on the program's thread: a process that ends before then
+  // (most of a build's commands) never pays for it; samples walk frame pointers until then
+  // (g_libunwind_ready; sampler_thread.cc, "libunwind on demand"). Except with native
+  // allocations: their stacks (CaptureCurrentStack, on the allocating thread) need libunwind
+  // from the first allocation sampled, and an allocation without a stack is not recorded.
+  if (settings.features & kFeatureNativeAllocations) WarmUpLibunwindForSampling();
   // The /proc/self/maps descriptor new threads' registrations read their stack bounds with,
   // opened here rather than on a program thread (above the program's soft descriptor limit,
   // by a helper process a seccomp filter could kill: none then).

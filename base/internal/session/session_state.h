@@ -65,8 +65,12 @@ extern std::atomic<const TierExtension*> g_extension STRATA_BASE_HIDDEN;
 // word the sampler sleeps on between loops, so that a stop wakes it at once (a process's
 // exit used to wait up to a sampler period, 4 ms, for its next wake-up; issue 38).
 extern std::atomic<int> g_sampler_stop STRATA_BASE_HIDDEN;
-// libunwind could not be loaded: walk frame pointers instead.
-extern std::atomic<bool> g_libunwind_missing STRATA_BASE_HIDDEN;
+// libunwind is loaded and warmed up in this process (WarmUpLibunwind, libunwind_walker.h), so
+// a handler may walk with it; until then samples and marker stacks walk frame pointers. Set
+// once, by the sampler thread at its first loop (sampler_thread.cc, "libunwind on demand"),
+// never cleared: a process that ends within its first sampler period never loads libunwind.
+// When libunwind cannot be loaded it stays false for good (logged once).
+extern std::atomic<bool> g_libunwind_ready STRATA_BASE_HIDDEN;
 // The running session's features, for the signal handler.
 extern std::atomic<uint32_t> g_sampling_features STRATA_BASE_HIDDEN;
 // The running session's sampling interval in ns (0 when none), for the signal handler's

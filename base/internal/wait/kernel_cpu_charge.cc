@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "base/internal/registry/thread_registry.h"
+#include "base/internal/sampling/sample_capture.h"
 #include "base/internal/session/tier_extension.h"
 #include "base/internal/wait/scoped_wait.h"
 #include "platform/cpu_time.h"
@@ -100,28 +101,6 @@ bool ReadCpuPage(const void* page, uint32_t* lock, int64_t* enabled_ns) {
 }
 
 }  // namespace
-
-void CopyLabelsIntoSlot(const ProfilingStack& labels, SampleSlot* slot) {
-  const uint32_t depth =
-      std::min({labels.Depth(), ProfilingStack::kCapacity, SampleSlot::kMaxLabels});
-  for (uint32_t i = 0; i < depth; ++i) {
-    const LabelFrame& frame = labels.frame(i);
-    SampleSlot::Label& label = slot->labels[i];
-    label.label = frame.label;
-    label.stack_address = reinterpret_cast<uintptr_t>(frame.stack_address);
-    label.push_site = reinterpret_cast<uintptr_t>(frame.push_site);
-    label.category = frame.category;
-    label.has_dynamic = frame.dynamic_string != nullptr;
-    if (label.has_dynamic) {
-      size_t n = 0;
-      for (; n < SampleSlot::kMaxDynamicChars && frame.dynamic_string[n] != '\0'; ++n) {
-        label.dynamic[n] = frame.dynamic_string[n];
-      }
-      label.dynamic[n] = '\0';
-    }
-  }
-  slot->label_count = depth;
-}
 
 void NoteMeasuredCallStart(WaitState& wait) {
   const void* page = wait.cpu_page.load(std::memory_order_acquire);

@@ -52,14 +52,6 @@ struct CallerRegisters;
 struct WaitState;
 struct SampleSlot;
 
-// One finished wrapped call of the calling thread: the libc function it wrapped, its
-// caller's registers at the wrapper's entry, its wall-clock span (TimeStamp ns) and the
-// CPU it used (MeasuredCallCpu). Adds the call's CPU to the thread's credit and
-// writes a sample per whole interval of credit on the call's stack.
-// Copies a thread's label stack (which must not change meanwhile: its own, or one whose
-// thread waits in a wrapper) into `slot` (labels, label_count). Async-signal-safe.
-STRATA_BASE_HIDDEN void CopyLabelsIntoSlot(const ProfilingStack& labels, SampleSlot* slot);
-
 // WaitState::start_cpu_ns besides a clock reading: the call is not measured, or its entry
 // noted the page's lock.
 inline constexpr int64_t kCpuNotMeasured = -1;
@@ -81,6 +73,10 @@ STRATA_BASE_HIDDEN void RetireCpuPageLocked(WaitState& wait);
 // Unmaps the reserved page (the thread is gone or unregistering, outside any wrapper).
 STRATA_BASE_HIDDEN void ReleaseCpuPage(WaitState& wait);
 
+// One finished wrapped call of the calling thread: the libc function it wrapped, its
+// caller's registers at the wrapper's entry, its wall-clock span (TimeStamp ns) and the
+// CPU it used (MeasuredCallCpu). Adds the call's CPU to the thread's credit and
+// writes a sample per whole interval of credit on the call's stack.
 STRATA_BASE_HIDDEN void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
                                              const CallerRegisters& caller, int64_t start_ns,
                                              int64_t end_ns, int64_t call_cpu_ns);

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/internal/sampling/sample_capture.h"
 #include "base/internal/sampling/sample_entries.h"
 #include "base/internal/session/session_state.h"
 #include "base/internal/registry/thread_registry.h"
@@ -71,7 +72,7 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
   if (!(features & kFeatureStackWalk) || !thread->bounds.Contains(caller.sp)) {
     slot->natives[count++] = {caller.pc, caller.sp};
   } else if ((features & kFeatureFramePointers) ||
-             g_libunwind_missing.load(std::memory_order_relaxed)) {
+             !g_libunwind_ready.load(std::memory_order_acquire)) {
     // The caller's frame first, then its callers by the frame record chain.
     slot->natives[count++] = {caller.pc, caller.sp};
     FrameRegisters resume;
