@@ -196,18 +196,17 @@ void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
   const int64_t span_ns = std::max<int64_t>(0, end_ns - start_ns);
   slot->charged_system_call = true;
   slot->cpu_ns = interval_ns;
+  // One write for all of them (the slot stays ours and filled between records: a handler
+  // run in between, as ThreadSanitizer does, finds the ring busy; sample_ring.h).
   for (int64_t k = 1; k <= samples; ++k) {
-    if (k > 1 && !thread->ring.BeginWrite()) {  // The same scratch slot, still filled.
-      thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
-      break;
-    }
     slot->time_ns = start_ns + span_ns * k / samples;
-    if (!thread->ring.CommitWrite()) {
+    if (!thread->ring.CommitWriteKeepingSlot()) {
       thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
       break;
     }
   }
   slot->charged_system_call = false;  // The handler's samples are not charged ones.
+  thread->ring.EndWrite();
   thread->capturing.store(false, std::memory_order_release);
 }
 
