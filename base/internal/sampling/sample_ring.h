@@ -16,11 +16,12 @@
 // the slot is the producer's, and a BeginWrite nested inside it (a handler run on the same
 // thread in the middle of a write) gets null: that sample is dropped, the write it
 // interrupted stays whole. The thread writes from two places, its sampling handler and the
-// end of a wrapped call (wait/kernel_cpu_charge.cc), and plainly they never nest (the handler
-// runs with every signal blocked; the call's end blocks the sampling signal). ThreadSanitizer
-// breaks the second: it defers a signal that arrived before the block and runs the handler at
-// the exit of its next intercepted call (the memset, memcpy of the write itself), whatever the
-// thread's mask; two writes on one slot and one reserved range then gave records whose bytes
+// end of a wrapped call (wait/kernel_cpu_charge.cc); plainly neither can be interrupted by
+// a signal handler (each runs with every signal blocked for real). ThreadSanitizer breaks
+// that: it runs a handler deferred, at the exit of an intercepted call, and blocks signals
+// around it with the pthread_sigmask it finds next, ours, which keeps the sampling signal
+// unblocked for real; a sample arriving meanwhile ran at the exit of the memcpy inside the
+// handler's own CommitWrite, on the same slot and reserved range, and gave records whose bytes
 // were not their own (docs/reliability.md, "The sample ring under TSan").
 //
 // Record size. A header of 48 bytes; native frames as their pcs (8 bytes) and their stack
