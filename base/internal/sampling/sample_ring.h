@@ -39,9 +39,9 @@
 // reserved but only become resident when a walk first writes them (a minor page fault per
 // page, once per thread, on threads with deep stacks).
 //
-// Thread safety: as above. Async-signal safety: BeginWrite, CommitWrite, CommitWriteKeepingSlot
-// and EndWrite are (no lock, no allocation; atomics and copies only); construction, destruction and the consumer's side
-// are not meant for signal context.
+// Thread safety: as above. Async-signal safety: BeginWrite, CommitWrite,
+// CommitWriteKeepingSlot and EndWrite are (no lock, no allocation; atomics and copies only);
+// construction, destruction and the consumer's side are not meant for signal context.
 #ifndef STRATA_BASE_INTERNAL_SAMPLE_RING_H_
 #define STRATA_BASE_INTERNAL_SAMPLE_RING_H_
 

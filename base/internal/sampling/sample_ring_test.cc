@@ -378,7 +378,7 @@ void RunNestedWrite(SampleRing* ring) {
 
 }  // namespace
 
-TEST_CASE("A write nested in another on the same thread is refused; the one it interrupts stays whole") {
+TEST_CASE("A write nested in another on one thread is refused; the one it interrupts stays whole") {
   SampleRing ring;
   REQUIRE(ring.ok());
   auto read = std::make_unique<SampleSlot>();
