@@ -128,11 +128,28 @@ size_t SampleRing::RecordBytes(const SampleSlot& slot) {
 
 SampleSlot* SampleRing::BeginWrite() {
   if (!scratch_) return nullptr;
+  // Nested inside a write of this thread (sample_ring.h): the slot and the ring's head are
+  // that write's. A handler that interrupts us between this check and the store below runs
+  // its whole write before we touch the slot.
+  if (writing_.load(std::memory_order_relaxed)) return nullptr;
   const uint64_t used =
       head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire);
   // Room for at least a header and one frame (a record may still not fit at commit).
   if (kRingBytes - used < sizeof(RecordHeader) + sizeof(NativeFrame)) return nullptr;
+  writing_.store(true, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // Before any write to the slot.
   return scratch_;
+}
+
+void SampleRing::EndWrite() {
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // After every access to the slot.
+  writing_.store(false, std::memory_order_relaxed);
+}
+
+bool SampleRing::CommitWrite() {
+  const bool committed = CommitWriteKeepingSlot();
+  EndWrite();
+  return committed;
 }
 
 bool SampleRing::Reserve(size_t bytes, uint64_t* record_start, uint64_t* new_head) {
@@ -155,7 +172,7 @@ bool SampleRing::Reserve(size_t bytes, uint64_t* record_start, uint64_t* new_hea
   return true;
 }
 
-bool SampleRing::CommitWrite() {
+bool SampleRing::CommitWriteKeepingSlot() {
   if (!scratch_) return false;
   const SampleSlot& slot = *scratch_;
   const UsedCounts used = CountsOf(slot);

@@ -12,6 +12,18 @@
 // thread, under the registry lock). A record that does not fit in the free part of the ring
 // is dropped (and the caller counts it); nothing already committed is ever overwritten.
 //
+// One write at a time, enforced: from BeginWrite to the end of its CommitWrite (or EndWrite)
+// the slot is the producer's, and a BeginWrite nested inside it (a handler run on the same
+// thread in the middle of a write) gets null: that sample is dropped, the write it
+// interrupted stays whole. The thread writes from two places, its sampling handler and the
+// end of a wrapped call (wait/kernel_cpu_charge.cc); plainly neither can be interrupted by
+// a signal handler (each runs with every signal blocked for real). ThreadSanitizer breaks
+// that: it runs a handler deferred, at the exit of an intercepted call, and blocks signals
+// around it with the pthread_sigmask it finds next, ours, which keeps the sampling signal
+// unblocked for real; a sample arriving meanwhile ran at the exit of the memcpy inside the
+// handler's own CommitWrite, on the same slot and reserved range, and gave records whose bytes
+// were not their own (docs/reliability.md, "The sample ring under TSan").
+//
 // Record size. A header of 48 bytes; native frames as their pcs (8 bytes) and their stack
 // pointers as 32-bit offsets above the lowest (12 bytes a frame; 16 when a walk's stack
 // pointers span 4 GiB or more); labels 32 bytes (with their push sites) plus their dynamic
@@ -27,9 +39,9 @@
 // reserved but only become resident when a walk first writes them (a minor page fault per
 // page, once per thread, on threads with deep stacks).
 //
-// Thread safety: as above. Async-signal safety: BeginWrite/CommitWrite are (no lock, no
-// allocation; atomics and copies only); construction, destruction and the consumer's side
-// are not meant for signal context.
+// Thread safety: as above. Async-signal safety: BeginWrite, CommitWrite,
+// CommitWriteKeepingSlot and EndWrite are (no lock, no allocation; atomics and copies only);
+// construction, destruction and the consumer's side are not meant for signal context.
 #ifndef STRATA_BASE_INTERNAL_SAMPLE_RING_H_
 #define STRATA_BASE_INTERNAL_SAMPLE_RING_H_
 
@@ -135,9 +147,15 @@ class SampleRing {
   // sample is dropped before its walk. The slot stays the producer's until CommitWrite.
   SampleSlot* BeginWrite();
   // Copies the used parts of the scratch slot into the ring as one record, visible to the
-  // consumer once this returns. Returns false, writing nothing, when the record does not fit
-  // in the free part of the ring (the sample is dropped; the caller counts it).
+  // consumer once this returns, and ends the write. Returns false, writing nothing, when the
+  // record does not fit in the free part of the ring (the sample is dropped; the caller
+  // counts it).
   bool CommitWrite();
+  // As CommitWrite, but the slot stays the producer's, as filled, for another record of it
+  // (a call's kernel CPU charged as several samples); end with CommitWrite or EndWrite.
+  bool CommitWriteKeepingSlot();
+  // Ends a write without committing anything more.
+  void EndWrite();
 
   // Consumer (one thread at a time, e.g. under a lock). Decodes the oldest record into
   // `*out` (its counts and the used parts of its arrays; the rest of `*out` is left as it
@@ -159,6 +177,9 @@ class SampleRing {
   size_t mapped_bytes_ = 0;
   std::atomic<uint64_t> head_{0};  // Bytes ever committed (producer writes).
   std::atomic<uint64_t> tail_{0};  // Bytes ever freed (consumer writes).
+  // A write is under way (BeginWrite to CommitWrite/EndWrite). The owning thread's only,
+  // its handlers included: relaxed accesses and signal fences.
+  std::atomic<bool> writing_{false};
 };
 
 }  // namespace base_internal

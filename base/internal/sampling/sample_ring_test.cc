@@ -4,6 +4,7 @@
 // whole and the ring is intact; a record is never read before its commit.
 #include "base/internal/sampling/sample_ring.h"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -339,6 +340,88 @@ TEST_CASE("A record is not read before its commit, nor ever torn, with both side
   CHECK(intact);
   CHECK(records_read + dropped.load() == kRecords);
   CHECK(records_read > 0);
+}
+
+namespace {
+
+// A handler run on the writing thread in the middle of a write, as ThreadSanitizer runs the
+// sampling handler at the exit of an intercepted call whatever the thread's mask
+// (sample_ring.h): it tries a write of its own (seed kNestedSeed), as the handler would.
+constexpr uint64_t kNestedSeed = 99;
+SampleRing* g_nested_ring = nullptr;
+volatile sig_atomic_t g_nested_refused = 0;
+volatile sig_atomic_t g_nested_ran = 0;
+
+void WriteFromHandler(int) {
+  g_nested_ran = g_nested_ran + 1;
+  SampleSlot* slot = g_nested_ring->BeginWrite();
+  if (!slot) {
+    g_nested_refused = g_nested_refused + 1;
+    return;
+  }
+  FillSample(slot, kNestedSeed, 3, 1);
+  g_nested_ring->CommitWrite();
+}
+
+// Runs WriteFromHandler on this thread, now, against `ring`.
+void RunNestedWrite(SampleRing* ring) {
+  struct sigaction action = {};
+  struct sigaction previous = {};
+  action.sa_handler = &WriteFromHandler;
+  sigemptyset(&action.sa_mask);
+  REQUIRE(sigaction(SIGUSR1, &action, &previous) == 0);
+  g_nested_ring = ring;
+  REQUIRE(raise(SIGUSR1) == 0);
+  REQUIRE(sigaction(SIGUSR1, &previous, nullptr) == 0);
+  REQUIRE(g_nested_ran == 1);
+}
+
+}  // namespace
+
+TEST_CASE("A write nested in another on one thread is refused; the one it interrupts stays whole") {
+  SampleRing ring;
+  REQUIRE(ring.ok());
+  auto read = std::make_unique<SampleSlot>();
+  g_nested_ran = 0;
+  g_nested_refused = 0;
+  // The slot filled (the handler walked), a handler runs before the commit: it must neither
+  // take the same slot nor commit over the range the outer write is about to reserve.
+  SampleSlot* slot = ring.BeginWrite();
+  REQUIRE(slot != nullptr);
+  FillSample(slot, 1, kTypicalNatives, kTypicalLabels, 2);
+  RunNestedWrite(&ring);
+  CHECK(g_nested_refused == 1);
+  REQUIRE(ring.CommitWrite());
+  REQUIRE(ring.TryRead(read.get()));
+  CheckSample(*read, 1, kTypicalNatives, kTypicalLabels, 2);
+  CHECK_FALSE(ring.TryRead(read.get()));
+
+  // Between writes the thread's handler writes as ever.
+  g_nested_ran = 0;
+  g_nested_refused = 0;
+  RunNestedWrite(&ring);
+  CHECK(g_nested_refused == 0);
+  REQUIRE(ring.TryRead(read.get()));
+  CheckSample(*read, kNestedSeed, 3, 1);
+
+  // Several records of one slot (a call's kernel CPU as several samples): the slot stays the
+  // writer's between them, a handler in between is refused, every record is the writer's.
+  g_nested_ran = 0;
+  g_nested_refused = 0;
+  slot = ring.BeginWrite();
+  REQUIRE(slot != nullptr);
+  FillSample(slot, 7, kTypicalNatives, kTypicalLabels);
+  REQUIRE(ring.CommitWriteKeepingSlot());
+  RunNestedWrite(&ring);
+  CHECK(g_nested_refused == 1);
+  REQUIRE(ring.CommitWriteKeepingSlot());
+  ring.EndWrite();
+  for (int record = 0; record < 2; ++record) {
+    REQUIRE(ring.TryRead(read.get()));
+    CheckSample(*read, 7, kTypicalNatives, kTypicalLabels);
+  }
+  CHECK_FALSE(ring.TryRead(read.get()));
+  CHECK(ring.BeginWrite() != nullptr);  // Ended: the next write may begin.
 }
 
 TEST_CASE("With perf events the sampler's period leaves a starved sampler seven periods of room") {

@@ -26,27 +26,31 @@ namespace {
 
 constexpr long kCpuPageBytes = 4096;
 
-// The sampling signal blocked on the calling thread while it fills its own ring's scratch
-// slot, which its signal handler fills too; restored exactly as it was (raw rt_sigprocmask:
-// the program's mask interposers are not involved, and the program cannot see the change).
-class SamplingSignalBlocked {
+// Every signal blocked on the calling thread while it writes its own ring, as they are while
+// its sampling handler (which writes the same ring) runs; restored exactly as it was (raw
+// rt_sigprocmask: the program's mask interposers are not involved, and the program cannot
+// see the change). Every signal, not only the sampling one: a handler of the program's run
+// in between could unblock the sampling signal through our pthread_sigmask (which leaves it
+// unblocked for real, signal_interposers.cc) and so nest a sample in this write, or leave
+// the write unfinished by a longjmp (the ring would then refuse the thread's samples:
+// sample_ring.h). Program signals wait at most the write (a stack walk), as for a sample.
+class SignalsBlockedForRingWrite {
  public:
-  SamplingSignalBlocked() {
-    const int signal_number = InstalledSamplingSignal();
-    if (signal_number <= 0) return;
-    uint64_t block = uint64_t{1} << (signal_number - 1);
+  SignalsBlockedForRingWrite() {
+    if (InstalledSamplingSignal() <= 0) return;
+    const uint64_t block = ~uint64_t{0};  // The kernel leaves SIGKILL and SIGSTOP out.
     blocked_ = RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&block),
                           reinterpret_cast<long>(&previous_), sizeof(uint64_t)) == 0;
   }
-  ~SamplingSignalBlocked() {
+  ~SignalsBlockedForRingWrite() {
     if (blocked_) {
       RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous_), 0,
                  sizeof(uint64_t));
     }
   }
   bool ok() const { return blocked_; }
-  SamplingSignalBlocked(const SamplingSignalBlocked&) = delete;
-  SamplingSignalBlocked& operator=(const SamplingSignalBlocked&) = delete;
+  SignalsBlockedForRingWrite(const SignalsBlockedForRingWrite&) = delete;
+  SignalsBlockedForRingWrite& operator=(const SignalsBlockedForRingWrite&) = delete;
 
  private:
   uint64_t previous_ = 0;
@@ -182,7 +186,7 @@ void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
   if (samples == 0) return;
   wait.kernel_cpu_credit_ns -= samples * interval_ns;
   if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return;
-  SamplingSignalBlocked blocked;
+  SignalsBlockedForRingWrite blocked;
   if (!blocked.ok()) return;
   SampleSlot* slot = thread->ring.BeginWrite();
   if (!slot) {
@@ -196,18 +200,17 @@ void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
   const int64_t span_ns = std::max<int64_t>(0, end_ns - start_ns);
   slot->charged_system_call = true;
   slot->cpu_ns = interval_ns;
+  // One write for all of them (the slot stays ours and filled between records: a handler
+  // run in between, as ThreadSanitizer does, finds the ring busy; sample_ring.h).
   for (int64_t k = 1; k <= samples; ++k) {
-    if (k > 1 && !thread->ring.BeginWrite()) {  // The same scratch slot, still filled.
-      thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
-      break;
-    }
     slot->time_ns = start_ns + span_ns * k / samples;
-    if (!thread->ring.CommitWrite()) {
+    if (!thread->ring.CommitWriteKeepingSlot()) {
       thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
       break;
     }
   }
   slot->charged_system_call = false;  // The handler's samples are not charged ones.
+  thread->ring.EndWrite();
   thread->capturing.store(false, std::memory_order_release);
 }
 
