@@ -3,9 +3,13 @@
 // prints how long each took by its own clock:
 //   select (wrapped), then a nanosleep made with an inline `syscall` instruction (no libc
 //   function: Strata cannot know it), then poll (wrapped), then sem_timedwait (wrapped),
-//   then the raw nanosleep again, then sem_clockwait, then pthread_cond_timedwait (wrapped).
+//   then the raw nanosleep again, then sem_clockwait, then pthread_cond_timedwait (wrapped),
+//   then 400 short waits in clock_nanosleep (wrapped), 2.5 ms each with 0.2 ms of CPU between
+//   them: shorter than the sampler's period (4 ms), so most of them end before the sampler
+//   has seen them, and their samples are the thread's own to write (wait/own_samples.h).
 // stdout: "wait KIND MS" per call (KIND: select, unknown, poll, sem_timedwait, sem_clockwait,
-// pthread_cond_timedwait), then "wait_kinds: done".
+// pthread_cond_timedwait) and for all the short waits together (clock_nanosleep), then
+// "wait_kinds: done".
 #define _GNU_SOURCE
 #include <poll.h>
 #include <pthread.h>
@@ -49,6 +53,18 @@ static void RawSleep(long ms) {
 }
 
 static void Report(const char* kind, double start) { printf("wait %s %.1f\n", kind, NowMs() - start); }
+
+// Spins for `ms` of the thread's own CPU time.
+static void Spin(double ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  const double end = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 + ms;
+  volatile unsigned long x = 0;
+  do {
+    for (int i = 0; i < 1000; ++i) x = x + 1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  } while (ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 < end);
+}
 
 int main(void) {
   const long ms = 1000;
@@ -95,6 +111,17 @@ int main(void) {
   }
   Report("pthread_cond_timedwait", start);
   pthread_mutex_unlock(&mutex);
+
+  double short_waits_ms = 0;
+  for (int i = 0; i < 400; ++i) {
+    Spin(0.2);
+    const struct timespec short_wait = {0, 2500000L};
+    start = NowMs();
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &short_wait, NULL) != 0) {
+    }
+    short_waits_ms += NowMs() - start;
+  }
+  printf("wait clock_nanosleep %.1f\n", short_waits_ms);
   printf("wait_kinds: done\n");
   return 0;
 }

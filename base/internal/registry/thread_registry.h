@@ -243,9 +243,12 @@ void NoteKernelCpuChargingLocked(RegisteredThread* thread);
 // call, a copy of its previous one if it did not run). See thread_sampling.cc.
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr);
 // Writes the samples waiting in `thread`'s ring only (no copy); whether there were any.
-// For DrainLocked and for a session snapshot (core.cc, TakeSessionSnapshot).
+// `took_signal_samples`, when given: whether any of them was taken by the thread's sampling
+// handler (not written by a wrapped call at its end: kernel CPU, or a wait the sampler did
+// not walk). For DrainLocked and for a session snapshot (core.cc, TakeSessionSnapshot).
 STRATA_BASE_HIDDEN bool DrainRingLocked(RegisteredThread* thread,
-                                        int* max_expirations = nullptr);
+                                        int* max_expirations = nullptr,
+                                        bool* took_signal_samples = nullptr);
 // Writes a copy of `thread`'s previous sample at `now` carrying the CPU it used since that
 // sample (`cpu`: its CPU clock now), e.g. when it ends. Needs a previous sample (has_sample).
 void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeStamp now);

@@ -83,40 +83,83 @@ void StopSamplingLocked(RegisteredThread* thread) {
   thread->timer_parked = false;
 }
 
+namespace {
+
+// Writes one record drained from `thread`'s ring (DrainRingLocked).
+void PutRingRecordLocked(RegisteredThread* thread, const SampleSlot* slot, int* max_expirations,
+                         bool* took_signal_samples) {
+  ChunkedBuffer& buffer = GetSession().buffer;
+  if (slot->missed_wait) {
+    // A wait the sampler did not walk, written by the thread as it left the wrapper
+    // (wait/own_samples.h): its stack at the first grid point, copies at the others.
+    PutSampleEntry(buffer, thread->previous_stack, thread->tid,
+                   TimeStamp::FromNanoseconds(slot->time_ns), int64_t{0}, 0, *slot);
+    const int64_t interval_ns = std::max<int64_t>(
+        1, TimeDuration::FromMilliseconds(GetRegistry().settings.interval_ms).ToNanoseconds());
+    for (int32_t k = 1; k <= slot->overruns; ++k) {
+      buffer.PutObjects(EntryKind::kSameSample, thread->tid,
+                        TimeStamp::FromNanoseconds(slot->time_ns + k * interval_ns), int64_t{0});
+    }
+    thread->last_sample = RegisteredThread::LastSample::kWait;
+    thread->wait.last_ended_ns = slot->cpu_ns;  // SampleSlot::missed_wait: the wait's end.
+    return;
+  }
+  thread->last_sample = RegisteredThread::LastSample::kCpu;
+  if (took_signal_samples && !slot->charged_system_call) *took_signal_samples = true;
+  int64_t cpu_delta = -1;
+  thread->last_sample_in_system_call = slot->in_system_call;
+  if (slot->charged_system_call) {
+    // A wrapped call's kernel CPU on its stack (wait/kernel_cpu_charge.h): it carries the
+    // interval of the calls' CPU it stands for, which the clock already counted; the
+    // samples that follow carry that much less (the accounted CPU may run ahead of the
+    // clock until they absorb it).
+    cpu_delta = slot->cpu_ns;
+    if (thread->last_sample_cpu_ns >= 0) thread->last_sample_cpu_ns += cpu_delta;
+  } else if (slot->cpu_ns >= 0) {
+    // Never negative: a sample taken just before a pause's or a copy's clock reading.
+    if (thread->last_sample_cpu_ns >= 0) {
+      cpu_delta = std::max<int64_t>(0, slot->cpu_ns - thread->last_sample_cpu_ns);
+    }
+    thread->last_sample_cpu_ns = std::max(thread->last_sample_cpu_ns, slot->cpu_ns);
+  }
+  PutSampleEntry(buffer, thread->previous_stack, thread->tid,
+                 TimeStamp::FromNanoseconds(slot->time_ns), cpu_delta, slot->overruns, *slot);
+  if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
+  // For meta.interval (sampling_source.h).
+  NoteSampleExpirationsLocked(slot->overruns + 1, cpu_delta);
+}
+
+}  // namespace
+
 // Writes the samples waiting in `thread`'s ring. Returns whether there were any. Raises
 // `*max_expirations`, if given, to the most timer expirations one of them stood for
 // (1 + overruns).
-bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
-  ChunkedBuffer& buffer = GetSession().buffer;
-  // One slot the records are decoded into, for every thread (the registry mutex is held;
-  // leaked, as the registry is: threads may unregister during exit).
-  static NeverDestroyed<SampleSlot> decoded_storage;
-  SampleSlot* const decoded = &decoded_storage.get();
-  const SampleSlot* const slot = decoded;
-  bool drained = false;
-  while (thread->ring.TryRead(decoded)) {
-    int64_t cpu_delta = -1;
-    thread->last_sample_in_system_call = slot->in_system_call;
-    if (slot->charged_system_call) {
-      // A wrapped call's kernel CPU on its stack (wait/kernel_cpu_charge.h): it carries the
-      // interval of the calls' CPU it stands for, which the clock already counted; the
-      // samples that follow carry that much less (the accounted CPU may run ahead of the
-      // clock until they absorb it).
-      cpu_delta = slot->cpu_ns;
-      if (thread->last_sample_cpu_ns >= 0) thread->last_sample_cpu_ns += cpu_delta;
-    } else if (slot->cpu_ns >= 0) {
-      // Never negative: a sample taken just before a pause's or a copy's clock reading.
-      if (thread->last_sample_cpu_ns >= 0) {
-        cpu_delta = std::max<int64_t>(0, slot->cpu_ns - thread->last_sample_cpu_ns);
-      }
-      thread->last_sample_cpu_ns = std::max(thread->last_sample_cpu_ns, slot->cpu_ns);
+bool DrainRingLocked(RegisteredThread* thread, int* max_expirations, bool* took_signal_samples) {
+  // Two slots the records are decoded into, for every thread (the registry mutex is held;
+  // leaked, as the registry is: threads may unregister during exit): a record and the one
+  // after it. A wait's own record (SampleSlot::missed_wait) is written as the thread leaves
+  // the wrapper, after any sample its handler took on the way out (its time is later than
+  // the wait's samples): that sample then goes after it, so the thread's samples stay in
+  // time order.
+  static NeverDestroyed<SampleSlot> first_storage;
+  static NeverDestroyed<SampleSlot> second_storage;
+  SampleSlot* record = &first_storage.get();
+  SampleSlot* following = &second_storage.get();
+  if (took_signal_samples) *took_signal_samples = false;
+  bool have_record = thread->ring.TryRead(record);
+  const bool drained = have_record;
+  while (have_record) {
+    const bool have_following = thread->ring.TryRead(following);
+    if (have_following && following->missed_wait && !record->missed_wait &&
+        following->time_ns < record->time_ns) {
+      PutRingRecordLocked(thread, following, max_expirations, took_signal_samples);
+      PutRingRecordLocked(thread, record, max_expirations, took_signal_samples);
+      have_record = thread->ring.TryRead(record);
+      continue;
     }
-    PutSampleEntry(buffer, thread->previous_stack, thread->tid,
-                   TimeStamp::FromNanoseconds(slot->time_ns), cpu_delta, slot->overruns, *slot);
-    if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
-    // For meta.interval (sampling_source.h).
-    NoteSampleExpirationsLocked(slot->overruns + 1, cpu_delta);
-    drained = true;
+    PutRingRecordLocked(thread, record, max_expirations, took_signal_samples);
+    std::swap(record, following);
+    have_record = have_following;
   }
   if (drained) GetRegistry().infos[thread->info_index].recorded = true;
   return drained;
@@ -168,14 +211,21 @@ void NoteResumeLocked(Registry& registry) {
 }
 
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) {
+  // A thread leaving a wrapped wait writes that wait's records into its ring (wait_state.h);
+  // it is drained once it has left (the next loop), so that its samples stay in time order.
+  const uint64_t wait_sequence = thread->wait.sequence.load(std::memory_order_acquire);
+  if ((wait_sequence & 1) != 0 &&
+      thread->wait.ending_sequence.load(std::memory_order_acquire) == wait_sequence) {
+    return;
+  }
   const ProfilerSettings& settings = GetRegistry().settings;
   const bool precise = (settings.features & kFeaturePrecise) != 0;
   // Wait stacks (wait_sampling.cc): the samples still due for a wait that ended, before the
   // samples the thread took after it.
   FinishEndedWaitLocked(thread);
-  if (DrainRingLocked(thread, max_expirations)) {
-    thread->has_sample = true;
-    thread->last_sample = RegisteredThread::LastSample::kCpu;
+  bool took_signal_samples = false;
+  if (DrainRingLocked(thread, max_expirations, &took_signal_samples)) {
+    thread->has_sample = true;  // DrainRingLocked set last_sample.
     const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
     // Precise mode: a thread interrupted in a system call that used less than an eighth of
     // an interval of CPU (at least 50 us: our own handler's share) since the previous loop
@@ -193,7 +243,9 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
     }
     thread->last_seen_cpu = cpu;
     NoteThreadSampledLocked(thread, cpu);  // Lost-event detection (sampling_source.h).
-    SampleWaitLocked(thread, now, /*ran=*/true);  // It ran, then blocked in a wrapped call?
+    // It ran, then blocked in a wrapped call? (A record the thread wrote as it left a wrapped
+    // call is not proof that it ran since: it may have been written just before this wait.)
+    SampleWaitLocked(thread, now, /*ran=*/took_signal_samples);
     return;
   }
   // A perf event whose descriptor the program closed sends nothing more: reopened here.
@@ -203,6 +255,13 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
   // A thread blocked in a wrapped call gets samples of where it waits instead of copies.
   if (SampleWaitLocked(thread, now, /*ran=*/false)) {
     thread->last_seen_cpu = thread->cpu_clock.Read();
+    return;
+  }
+  // A wait that ended since the drain above: what the thread wrote as it left the wrapper
+  // (wait/own_samples.h) is in its ring before its sequence moved on (the acquire load in
+  // SampleWaitLocked), and goes before any copy dated now.
+  if (DrainRingLocked(thread)) {
+    thread->has_sample = true;
     return;
   }
   if (!thread->has_sample || ProfilerIsPaused()) return;

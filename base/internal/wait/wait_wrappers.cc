@@ -38,6 +38,7 @@
 
 #include "base/internal/session/core.h"
 #include "base/internal/wait/kernel_cpu_charge.h"
+#include "base/internal/wait/own_samples.h"
 #include "base/internal/wait/scoped_wait.h"
 #include "base/internal/signals/signal_interposers.h"
 #include "base/internal/registry/thread_registry.h"
@@ -218,25 +219,31 @@ void ScopedWait::End() {
     const int saved_errno = errno;  // The wrapped call's, for the program.
     const uint64_t sequence = wait.sequence.load(std::memory_order_relaxed);
     const bool measured = wait.start_cpu_ns.load(std::memory_order_relaxed) != kCpuNotMeasured;
-    const bool tracked = wait.tracked_sequence.load(std::memory_order_relaxed) == sequence;
-    const int64_t end_ns = tracked || measured ? TimeStamp::Now().ToNanoseconds() : 0;
+    // No walk of this wait begins from here on, and the sampler leaves the thread's ring
+    // alone until the wait has ended; a walk under way ends first (wait_state.h).
+    wait.ending_sequence.store(sequence, std::memory_order_seq_cst);
+    const int64_t end_ns = TimeStamp::Now().ToNanoseconds();
     const int64_t start_ns = wait.start_ns.load(std::memory_order_relaxed);
     const int64_t call_cpu_ns = measured ? MeasuredCallCpu(wait, start_ns, end_ns) : -1;
-    if (tracked) {
+    wait.AwaitWalkEnd();
+    const CallerRegisters caller{wait.caller_pc.load(std::memory_order_relaxed),
+                                 wait.caller_sp.load(std::memory_order_relaxed),
+                                 wait.caller_fp.load(std::memory_order_relaxed)};
+    const void* function =
+        reinterpret_cast<const void*>(wait.function.load(std::memory_order_relaxed));
+    // Not walked by the sampler, and it cannot be now: the wait's samples are this thread's
+    // to write. Both records go into the ring before the sequence moves on.
+    if (wait.walked_sequence.load(std::memory_order_acquire) != sequence) {
+      WriteMissedWaitSamples(thread_, function, caller, start_ns, end_ns);
+    }
+    if (call_cpu_ns > 0) {
+      ChargeWrappedCallCpu(thread_, function, caller, start_ns, end_ns, call_cpu_ns);
+    }
+    if (wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
       wait.end_ns.store(end_ns, std::memory_order_relaxed);
       wait.end_sequence.store(sequence, std::memory_order_release);
     }
     wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
-    // The sampler may be walking the frames this thread is about to return into.
-    wait.AwaitWalkEnd();
-    if (call_cpu_ns > 0) {
-      const CallerRegisters caller{wait.caller_pc.load(std::memory_order_relaxed),
-                                   wait.caller_sp.load(std::memory_order_relaxed),
-                                   wait.caller_fp.load(std::memory_order_relaxed)};
-      ChargeWrappedCallCpu(thread_,
-                           reinterpret_cast<const void*>(wait.function.load(std::memory_order_relaxed)),
-                           caller, start_ns, end_ns, call_cpu_ns);
-    }
     errno = saved_errno;
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
