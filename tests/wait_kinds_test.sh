@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Each wait charged to the call that waited (issue 34; docs/sampling.md "Unknown waits"):
 # wait_kinds waits ~1 s in turn in select, an unknown call (an inline-syscall nanosleep), poll,
-# sem_timedwait, the unknown call again, sem_clockwait and pthread_cond_timedwait, timing each with its own
-# clock. Recorded with `strata record` (wait stacks on, the default):
+# sem_timedwait, the unknown call again, sem_clockwait, pthread_cond_timedwait, a futex wait
+# through syscall(), the fortified __poll_chk, C11's thrd_sleep and mtx_timedlock, timing each
+# with its own clock. Recorded with `strata record` (wait stacks on, the default):
 #   - each wrapped call's self wall time in the profile is the time the program measured for
 #     it, within 2 % (before the fix the unknown call's second was added to the call before
 #     it: select 2 s);
@@ -29,7 +30,8 @@ self_wall() {
 # measured KIND: the program's own total for KIND.
 measured() { awk -v kind="$1" '$1 == "wait" && $2 == kind { s += $3 } END { print s + 0 }' "$WORK/run.out"; }
 
-for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait unknown; do
+for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait syscall __poll_chk \
+  thrd_sleep mtx_timedlock unknown; do
   name="$kind"
   [[ $kind == unknown ]] && name="Unknown wait"
   want=$(measured "$kind")
