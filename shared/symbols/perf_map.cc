@@ -1,10 +1,13 @@
 #include "shared/symbols/perf_map.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
-#include <fstream>
 #include <utility>
 
 namespace strata {
@@ -21,7 +24,36 @@ bool ParseHex(const char*& text, uint64_t* value) {
   return true;
 }
 
+// The whole file at `path` into `data`; false if it cannot be read. POSIX reads, not
+// iostreams: the base tier's capture reads these files too, and libstdc++'s streams would
+// add their locale machinery to libstrata_base.so (issue 19's size budget).
+bool ReadWholeFile(const std::string& path, std::string* data) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return false;
+  }
+  data->clear();
+  data->reserve(static_cast<size_t>(st.st_size));
+  char chunk[64 * 1024];
+  for (;;) {
+    const ssize_t got = read(fd, chunk, sizeof(chunk));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    data->append(chunk, static_cast<size_t>(got));
+  }
+  close(fd);
+  return true;
+}
+
 }  // namespace
+
+std::string PerfMap::ModuleNameFor(int64_t pid) {
+  return access(PathFor(pid).c_str(), R_OK) == 0 ? "perf-" + std::to_string(pid) + ".map"
+                                                 : "jit-" + std::to_string(pid) + ".dump";
+}
 
 std::string PerfMap::PathFor(int64_t pid) { return "/tmp/perf-" + std::to_string(pid) + ".map"; }
 
@@ -35,10 +67,14 @@ std::vector<std::string> PerfMap::JitDumpPathsFor(int64_t pid) {
 
 std::vector<PerfMap::Entry> PerfMap::ReadLines(const std::string& path) {
   std::vector<Entry> entries;
-  std::ifstream in(path);
-  if (!in) return entries;
-  std::string line;
-  while (std::getline(in, line)) {
+  std::string data;
+  if (!ReadWholeFile(path, &data)) return entries;
+  size_t line_start = 0;
+  while (line_start < data.size()) {
+    size_t line_end = data.find('\n', line_start);
+    if (line_end == std::string::npos) line_end = data.size();
+    const std::string line = data.substr(line_start, line_end - line_start);
+    line_start = line_end + 1;
     const char* text = line.c_str();
     Entry entry;
     if (!ParseHex(text, &entry.start) || *text != ' ') continue;
@@ -74,10 +110,8 @@ T Load(const std::string& data, size_t offset) {
 
 std::vector<PerfMap::Entry> PerfMap::ReadJitDumpRecords(const std::string& path) {
   std::vector<Entry> entries;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return entries;
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.size() < kJitHeaderMinSize) return entries;
+  std::string data;
+  if (!ReadWholeFile(path, &data) || data.size() < kJitHeaderMinSize) return entries;
   const uint32_t magic = Load<uint32_t>(data, 0);
   if (magic != kJitDumpMagic) return entries;  // Other byte order: not this machine's runtime.
   const uint32_t header_size = Load<uint32_t>(data, 8);
