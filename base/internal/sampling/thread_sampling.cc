@@ -113,6 +113,8 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
     }
     PutSampleEntry(buffer, thread->previous_stack, thread->tid,
                    TimeStamp::FromNanoseconds(slot->time_ns), cpu_delta, slot->overruns, *slot);
+    thread->last_sample = slot->charged_system_call ? RegisteredThread::LastSample::kChargedCall
+                                                    : RegisteredThread::LastSample::kCpu;
     if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
     // For meta.interval (sampling_source.h).
     NoteSampleExpirationsLocked(slot->overruns + 1, cpu_delta);
@@ -128,8 +130,10 @@ void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeS
     cpu_delta = std::max<int64_t>(0, cpu.ToNanoseconds() - thread->last_sample_cpu_ns);
     thread->last_sample_cpu_ns += cpu_delta;
   }
-  if (thread->last_sample == RegisteredThread::LastSample::kWait) {
-    // CPU used after a wait ended is not the wait's: the wait's caller frames carry it.
+  if (thread->last_sample == RegisteredThread::LastSample::kWait ||
+      thread->last_sample == RegisteredThread::LastSample::kChargedCall) {
+    // CPU used after a wait ended is not the wait's, nor CPU after a charged call the call's
+    // (its own CPU was charged up to its end): the call's caller frames carry it.
     PutUnknownWaitLocked(thread, now, cpu_delta);
   } else {
     GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, cpu_delta);
@@ -138,8 +142,10 @@ void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeS
 }
 
 void PutUnknownWaitLocked(RegisteredThread* thread, TimeStamp now, int64_t cpu_delta) {
-  const uint8_t flags =
-      thread->last_sample == RegisteredThread::LastSample::kWait ? kUnknownWaitDropsLeaf : 0;
+  const uint8_t flags = thread->last_sample == RegisteredThread::LastSample::kWait ||
+                                thread->last_sample == RegisteredThread::LastSample::kChargedCall
+                            ? kUnknownWaitDropsLeaf
+                            : 0;
   GetSession().buffer.PutObjects(EntryKind::kUnknownWait, thread->tid, now, cpu_delta, flags,
                                  static_cast<uint8_t>(Category::kIdle));
   thread->last_sample = RegisteredThread::LastSample::kUnknownWait;
@@ -173,9 +179,8 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
   // Wait stacks (wait_sampling.cc): the samples still due for a wait that ended, before the
   // samples the thread took after it.
   FinishEndedWaitLocked(thread);
-  if (DrainRingLocked(thread, max_expirations)) {
+  if (DrainRingLocked(thread, max_expirations)) {  // Sets last_sample.
     thread->has_sample = true;
-    thread->last_sample = RegisteredThread::LastSample::kCpu;
     const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
     // Precise mode: a thread interrupted in a system call that used less than an eighth of
     // an interval of CPU (at least 50 us: our own handler's share) since the previous loop
