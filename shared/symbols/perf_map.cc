@@ -167,41 +167,41 @@ PerfMap PerfMap::ReadJitDump(const std::string& path) {
 
 PerfMap PerfMap::ForProcess(int64_t pid) {
   std::vector<Entry> entries = ReadLines(PathFor(pid));
-  for (const std::string& path : JitDumpPathsFor(pid)) {
-    std::vector<Entry> dumped = ReadJitDumpRecords(path);
-    if (dumped.empty()) continue;
-    for (Entry& entry : dumped) entries.push_back(std::move(entry));
-    break;  // The first file found: the same dump is not read twice.
-  }
+  // The first jitdump found (JitDumpPathsFor's order: /tmp, then the current directory): the
+  // same dump is not read twice.
+  const std::string name = "jit-" + std::to_string(pid) + ".dump";
+  std::vector<Entry> dumped = ReadJitDumpRecords("/tmp/" + name);
+  if (dumped.empty()) dumped = ReadJitDumpRecords(name);
+  for (Entry& entry : dumped) entries.push_back(std::move(entry));
   return FromEntries(std::move(entries));
 }
 
 PerfMap PerfMap::FromEntries(std::vector<Entry> in_order) {
   PerfMap map;
-  // Every entry in order; a later one replaces what an earlier one said of its range.
-  std::vector<std::pair<size_t, Entry>> lines;  // (position, entry)
-  lines.reserve(in_order.size());
-  size_t number = 0;
-  for (Entry& entry : in_order) lines.emplace_back(number++, std::move(entry));
-  // Latest first at each start; then sweep by start, dropping what a later line overlapped.
-  std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
-    return a.second.start != b.second.start ? a.second.start < b.second.start : a.first > b.first;
+  // Every entry in order; a later one replaces what an earlier one said of its range. Sorted
+  // by start, the latest first at each start (indexes sorted, not the entries: a sort of
+  // entries with their strings costs the preloaded library ~1.5 KiB more code); then a sweep
+  // by start drops what a later line overlapped.
+  std::vector<uint32_t> order(in_order.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return in_order[a].start != in_order[b].start ? in_order[a].start < in_order[b].start : a > b;
   });
-  std::vector<std::pair<size_t, Entry>> kept;
-  for (auto& candidate : lines) {
+  std::vector<uint32_t> kept;
+  for (const uint32_t candidate : order) {
     if (!kept.empty()) {
-      auto& previous = kept.back();
-      const uint64_t previous_end = previous.second.start + previous.second.size;
-      if (candidate.second.start < previous_end) {
-        if (candidate.first < previous.first) continue;  // Older, overlapped: gone.
-        previous.second.size = candidate.second.start - previous.second.start;  // Newer wins.
-        if (previous.second.size == 0) kept.pop_back();
+      Entry& previous = in_order[kept.back()];
+      const uint64_t previous_end = previous.start + previous.size;
+      if (in_order[candidate].start < previous_end) {
+        if (candidate < kept.back()) continue;  // Older, overlapped: gone.
+        previous.size = in_order[candidate].start - previous.start;  // Newer wins.
+        if (previous.size == 0) kept.pop_back();
       }
     }
-    kept.push_back(std::move(candidate));
+    kept.push_back(candidate);
   }
   map.entries_.reserve(kept.size());
-  for (auto& [unused, entry] : kept) map.entries_.push_back(std::move(entry));
+  for (const uint32_t i : kept) map.entries_.push_back(std::move(in_order[i]));
   return map;
 }
 

@@ -216,7 +216,7 @@ long syscall(long number, ...) noexcept {
   // completions...) is a wait of its own, its leaf libc's `syscall` (issue 34: never an
   // unknown wait added to another call).
   if (IsBlockingSystemCall(number, a)) {
-    ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS());
+    ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
     return forward();
   }
   return forward();

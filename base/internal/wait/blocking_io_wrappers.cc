@@ -271,7 +271,7 @@ int syncfs(int fd) {
 }
 void sync() {
   const auto real = STRATA_REAL(sync);
-  strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS(),
+  strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME(),
                                          true);
   real();
 }
