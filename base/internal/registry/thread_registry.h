@@ -112,9 +112,11 @@ struct RegisteredThread {
   int64_t last_sample_cpu_ns = -1;
   bool has_sample = false;
   // What the thread's latest sample in the buffer is (the stack a copy repeats): a CPU
-  // sample, a wrapped wait's stack, or an unknown wait's (EntryKind::kUnknownWait). After a
-  // wait, a blocked thread's copies are unknown waits, never more of that wait's time.
-  enum class LastSample : uint8_t { kCpu, kWait, kUnknownWait };
+  // sample, a wrapped wait's stack, an unknown wait's (EntryKind::kUnknownWait), or a
+  // wrapped call's charged kernel CPU (wait/kernel_cpu_charge.h). After a wait or a charged
+  // call, a blocked thread's copies are unknown waits, and CPU a copy carries goes to the
+  // call's caller frames: never more time of that call (it was charged up to its end).
+  enum class LastSample : uint8_t { kCpu, kWait, kUnknownWait, kChargedCall };
   LastSample last_sample = LastSample::kCpu;
   // The CPU clock at the previous sampler loop: a copy is written only when it has not moved.
   std::optional<TimeDuration> last_seen_cpu;

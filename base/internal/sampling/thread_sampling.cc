@@ -104,7 +104,8 @@ void PutRingRecordLocked(RegisteredThread* thread, const SampleSlot* slot, int* 
     thread->wait.last_ended_ns = slot->cpu_ns;  // SampleSlot::missed_wait: the wait's end.
     return;
   }
-  thread->last_sample = RegisteredThread::LastSample::kCpu;
+  thread->last_sample = slot->charged_system_call ? RegisteredThread::LastSample::kChargedCall
+                                                  : RegisteredThread::LastSample::kCpu;
   if (took_signal_samples && !slot->charged_system_call) *took_signal_samples = true;
   int64_t cpu_delta = -1;
   thread->last_sample_in_system_call = slot->in_system_call;
@@ -171,8 +172,10 @@ void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeS
     cpu_delta = std::max<int64_t>(0, cpu.ToNanoseconds() - thread->last_sample_cpu_ns);
     thread->last_sample_cpu_ns += cpu_delta;
   }
-  if (thread->last_sample == RegisteredThread::LastSample::kWait) {
-    // CPU used after a wait ended is not the wait's: the wait's caller frames carry it.
+  if (thread->last_sample == RegisteredThread::LastSample::kWait ||
+      thread->last_sample == RegisteredThread::LastSample::kChargedCall) {
+    // CPU used after a wait ended is not the wait's, nor CPU after a charged call the call's
+    // (its own CPU was charged up to its end): the call's caller frames carry it.
     PutUnknownWaitLocked(thread, now, cpu_delta);
   } else {
     GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, cpu_delta);
@@ -181,8 +184,10 @@ void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeS
 }
 
 void PutUnknownWaitLocked(RegisteredThread* thread, TimeStamp now, int64_t cpu_delta) {
-  const uint8_t flags =
-      thread->last_sample == RegisteredThread::LastSample::kWait ? kUnknownWaitDropsLeaf : 0;
+  const uint8_t flags = thread->last_sample == RegisteredThread::LastSample::kWait ||
+                                thread->last_sample == RegisteredThread::LastSample::kChargedCall
+                            ? kUnknownWaitDropsLeaf
+                            : 0;
   GetSession().buffer.PutObjects(EntryKind::kUnknownWait, thread->tid, now, cpu_delta, flags,
                                  static_cast<uint8_t>(Category::kIdle));
   thread->last_sample = RegisteredThread::LastSample::kUnknownWait;

@@ -187,7 +187,8 @@ long MutexHolder(const pthread_mutex_t* mutex) {
 
 }  // namespace
 
-void ScopedWait::Begin(const void* function, const CallerRegisters& caller, bool measure_cpu) {
+void ScopedWait::Begin(const void* function, const void* wrapper_frame, bool measure_cpu) {
+  const CallerRegisters caller = CallerRegistersFromFrame(wrapper_frame);
   RegisteredThread* thread = t_registered_thread;
   if (!MayMarkWait(thread, caller.pc)) return;
   WaitState& wait = thread->wait;
@@ -440,7 +441,7 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
   const strata::TimeStamp start = strata::TimeStamp::Now();
   int rc;
   {
-    ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS());
+    ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
     rc = real(mutex);
   }
   const strata::TimeStamp end = strata::TimeStamp::Now();
