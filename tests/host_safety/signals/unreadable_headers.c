@@ -11,7 +11,7 @@
 //   unreadable_headers code_page   the page of its code just below a loop that starts a page
 //                                  PROT_NONE (issue 33: precise mode read the two code bytes
 //                                  before the interrupted pc unchecked)
-//   unreadable_headers race        a second thread makes the .eh_frame_hdr and .eh_frame
+//   unreadable_headers race [ROUNDS]  a second thread makes the .eh_frame_hdr and .eh_frame
 //                                  pages unreadable and readable again without pause while
 //                                  the main thread runs through 512 functions (libunwind's
 //                                  128-entry cache misses, so walks look up all along)
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
     start = (uintptr_t)strata_test_guard_page;
     length = page;
   } else if (strcmp(mode, "race") == 0) {
-    const unsigned long sum = RunRace(60);
+    const unsigned long sum = RunRace(argc > 2 ? atoi(argv[2]) : 60);
     if (atomic_load(&g_toggles) == 0) {
       fprintf(stderr, "race: the pages were never toggled\n");
       return 2;
