@@ -27,6 +27,7 @@ struct Reader {
   uintptr_t origin;
   size_t at = 0;
   bool ok = true;
+  bool unreadable = false;  // An indirect pointer's word could not be read.
 
   bool Take(void* out, size_t length) {
     if (!ok || length > end - at) return ok = false;
@@ -94,6 +95,7 @@ struct Reader {
     if ((encoding & kIndirect) && ok &&
         !CheckedRead(reinterpret_cast<const void*>(static_cast<uintptr_t>(raw)), &raw,
                      sizeof(raw))) {
+      unreadable = true;
       return ok = false;
     }
     *value = raw;
@@ -220,8 +222,9 @@ struct CieShape {
 };
 
 // Re-encodes the CIE (`cie`: its body, after the length word) into `out` with absolute
-// 8-byte pointers. False when it cannot be copied.
-bool CopyCie(Reader cie, Writer& out, CieShape* shape) {
+// 8-byte pointers. False when it cannot be copied (cie.unreadable: because the word of an
+// indirect pointer was unreadable).
+bool CopyCie(Reader& cie, Writer& out, CieShape* shape) {
   const size_t length_at = out.at;
   out.U32(0);  // Length, patched below.
   if (cie.Fixed<uint32_t>() != 0) return false;  // Not a CIE.
@@ -293,7 +296,7 @@ bool CopyCie(Reader cie, Writer& out, CieShape* shape) {
 
 // Re-encodes the FDE (`fde`: its body, after the length word; its CIE pointer already read)
 // into `out`, whose CIE copy starts at `cie_copy`.
-bool CopyFde(Reader fde, const CieShape& shape, size_t cie_copy, Writer& out) {
+bool CopyFde(Reader& fde, const CieShape& shape, size_t cie_copy, Writer& out) {
   uint64_t start = 0;
   if (!fde.Pointer(shape.fde_encoding, &start)) return false;
   uint64_t range = 0;
@@ -340,9 +343,13 @@ UnwindCopyResult BuildUnwindTableCopy(const dl_find_object& found, uintptr_t pc,
 
   Writer out{copy->entries, sizeof(copy->entries)};
   CieShape shape;
-  if (!CopyCie(cie_body, out, &shape)) return UnwindCopyResult::kUnsupported;
+  if (!CopyCie(cie_body, out, &shape)) {
+    return cie_body.unreadable ? UnwindCopyResult::kUnreadable : UnwindCopyResult::kUnsupported;
+  }
   const size_t fde_copy = out.at;
-  if (!CopyFde(fde_body, shape, 0, out)) return UnwindCopyResult::kUnsupported;
+  if (!CopyFde(fde_body, shape, 0, out)) {
+    return fde_body.unreadable ? UnwindCopyResult::kUnreadable : UnwindCopyResult::kUnsupported;
+  }
 
   const uintptr_t load = found.dlfo_link_map->l_addr;
   const uintptr_t entries = reinterpret_cast<uintptr_t>(copy->entries);
