@@ -129,10 +129,50 @@ int ReplacementOpen(const char* path, int flags, ...) {
 
 // msync() is a cancellation point in glibc; libunwind calls it to check a mapping when
 // mincore() did not work at its initialisation. The raw system call is not one.
+// The raw one: libc's syscall() is interposable (the program's, or the preload tier's own).
 int ReplacementMsync(void* address, size_t length, int flags) {
-  const long result = syscall(SYS_msync, address, length, flags);
-  if (result == 0) errno = 0;
-  return static_cast<int>(result);
+  const long result =
+      RawSyscall(SYS_msync, reinterpret_cast<long>(address), static_cast<long>(length), flags);
+  if (result < 0) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return 0;
+}
+
+// The rest of libunwind's imports that a walk can reach and a program can interpose (a
+// tracer's or a sanitizer's own mmap): its memory pools grow with mmap, its validation asks
+// mincore. Raw system calls, libc's semantics (MAP_FAILED or -1 and errno on failure).
+void* ReplacementMmap(void* address, size_t length, int protection, int flags, int descriptor,
+                      off_t offset) {
+  const long result = RawSyscall(SYS_mmap, reinterpret_cast<long>(address),
+                                 static_cast<long>(length), protection, flags, descriptor,
+                                 static_cast<long>(offset));
+  if (result < 0 && result > -4096) {
+    errno = static_cast<int>(-result);
+    return MAP_FAILED;
+  }
+  return reinterpret_cast<void*>(result);
+}
+
+int ReplacementMunmap(void* address, size_t length) {
+  const long result =
+      RawSyscall(SYS_munmap, reinterpret_cast<long>(address), static_cast<long>(length));
+  if (result < 0) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return 0;
+}
+
+int ReplacementMincore(void* address, size_t length, unsigned char* vector) {
+  const long result = RawSyscall(SYS_mincore, reinterpret_cast<long>(address),
+                                 static_cast<long>(length), reinterpret_cast<long>(vector));
+  if (result < 0) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return 0;
 }
 
 // dl_iterate_phdr: during a walk, answered for the object of the pc being unwound without
@@ -209,6 +249,10 @@ const Redirection kRedirections[] = {
     {"open", reinterpret_cast<void*>(&ReplacementOpen)},
     {"open64", reinterpret_cast<void*>(&ReplacementOpen)},
     {"msync", reinterpret_cast<void*>(&ReplacementMsync)},
+    {"mmap", reinterpret_cast<void*>(&ReplacementMmap)},
+    {"mmap64", reinterpret_cast<void*>(&ReplacementMmap)},
+    {"munmap", reinterpret_cast<void*>(&ReplacementMunmap)},
+    {"mincore", reinterpret_cast<void*>(&ReplacementMincore)},
     {"dl_iterate_phdr", reinterpret_cast<void*>(&ReplacementDlIteratePhdr)},
     {"pthread_mutex_lock", reinterpret_cast<void*>(&ReplacementMutexLock)},
     {"pthread_mutex_unlock", reinterpret_cast<void*>(&ReplacementMutexUnlock)},
