@@ -12,9 +12,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <libunwind.h>
+
 #include <atomic>
 #include <cstdarg>
 #include <cstring>
+
+#include "platform/checked_read.h"
 
 #include "platform/raw_syscall.h"
 #include "platform/sampling/unwind_table_copy.h"
@@ -576,6 +580,53 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlItera
   // Only the classic fields: libunwind's callback reads no further (dlpi_adds, TLS ...).
   *result = callback(&info, offsetof(dl_phdr_info, dlpi_adds), data);
   return true;
+}
+
+// --- libunwind's memory reads during Strata's walks (CheckLibunwindMemoryReads). ----------
+
+namespace {
+
+__thread uintptr_t t_walk_stack_low __attribute__((tls_model("initial-exec"))) = 0;
+__thread uintptr_t t_walk_stack_high __attribute__((tls_model("initial-exec"))) = 0;
+
+using AccessMemFunction = int (*)(unw_addr_space_t, unw_word_t, unw_word_t*, int, void*);
+std::atomic<AccessMemFunction> g_libunwind_access_mem{nullptr};
+
+// Not instrumented: the stack words it reads directly are the walked thread's own, which
+// the thread (interrupted) may have been writing (as libunwind's own reads of them).
+__attribute__((no_sanitize("address", "thread"))) int CheckedAccessMem(
+    unw_addr_space_t space, unw_word_t address, unw_word_t* value, int write, void* argument) {
+  const AccessMemFunction original = g_libunwind_access_mem.load(std::memory_order_relaxed);
+  if (write || !Walking()) return original(space, address, value, write, argument);
+  if (address >= t_walk_stack_low && address <= t_walk_stack_high - sizeof(unw_word_t) &&
+      t_walk_stack_high >= sizeof(unw_word_t)) {
+    *value = *reinterpret_cast<const unw_word_t*>(address);
+    return 0;
+  }
+  return CheckedRead(reinterpret_cast<const void*>(address), value, sizeof(*value))
+             ? 0
+             : -UNW_EINVAL;
+}
+
+}  // namespace
+
+bool CheckLibunwindMemoryReads(void* handle, void* local_addr_space) {
+  using GetAccessors = unw_accessors_t* (*)(unw_addr_space_t);
+  const auto get_accessors =
+      reinterpret_cast<GetAccessors>(dlsym(handle, "_Ux86_64_get_accessors"));
+  if (get_accessors == nullptr || local_addr_space == nullptr) return false;
+  unw_accessors_t* accessors = get_accessors(static_cast<unw_addr_space_t>(local_addr_space));
+  if (accessors == nullptr || accessors->access_mem == nullptr) return false;
+  if (accessors->access_mem == &CheckedAccessMem) return true;  // Loaded (and done) before.
+  g_libunwind_access_mem.store(accessors->access_mem, std::memory_order_release);
+  // One aligned pointer store; libunwind reads the slot at each access.
+  __atomic_store_n(&accessors->access_mem, &CheckedAccessMem, __ATOMIC_RELEASE);
+  return true;
+}
+
+void SetLibunwindWalkStackBounds(uintptr_t low, uintptr_t high) {
+  t_walk_stack_low = low;
+  t_walk_stack_high = high;
 }
 
 uint64_t UnwindLookupsRefusedAsUnreadable() {

@@ -142,6 +142,23 @@ bool ServeDlIteratePhdrDuringWalk(int (*callback)(dl_phdr_info*, size_t, void*),
 // each ends a walk early instead of faulting. Thread-safe; async-signal-safe.
 uint64_t UnwindLookupsRefusedAsUnreadable();
 
+// libunwind's reads of memory during Strata's walks (issue 33): its local address space's
+// access_mem accessor (through which it reads every stack word its unwind rules name, the
+// frame chain of code without unwind information, and the code bytes it checks for a
+// sigreturn trampoline) is replaced, in libunwind's own accessor table, by one that during a
+// Strata walk on the calling thread reads a word inside the walk's stack bounds
+// (SetLibunwindWalkStackBounds: the walked thread's own stack, which it runs on) directly
+// and any other word with CheckedRead() (an unreadable or execute-only page: the read
+// fails, the step ends, nothing faults); writes, and reads outside Strata's walks (the
+// program's own use of libunwind), go to libunwind's accessor as before. `local_addr_space`
+// is libunwind's unw_local_addr_space. Returns false when the table cannot be found (then
+// libunwind must not be used). Not async-signal-safe (libunwind's one-time set-up).
+bool CheckLibunwindMemoryReads(void* handle, void* local_addr_space);
+
+// The walked stack's bounds for the calling thread's walks (see above); [0, 0) checks every
+// read. Async-signal-safe.
+void SetLibunwindWalkStackBounds(uintptr_t low, uintptr_t high);
+
 // True for the impossible descriptor numbers that the redirected pipe2() hands out.
 bool IsLibunwindValidationDescriptor(long number);
 

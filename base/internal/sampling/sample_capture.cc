@@ -226,7 +226,9 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
     walk_context = &resumed;
   }
   unw_cursor_t& cursor = thread->walk_scratch.cursor;
-  // Lookups during the walk must not take the loader's lock (libunwind_walker.h).
+  // Lookups during the walk must not take the loader's lock (libunwind_walker.h); libunwind's
+  // reads outside this stack are checked (libunwind_imports.h).
+  SetLibunwindWalkStackBounds(thread->bounds.low, thread->bounds.high);
   SetLibunwindLookupPc(registers.pc);
   if (unwind->init_local2(&cursor, walk_context, UNW_INIT_SIGNAL_FRAME) != 0) {
     SetLibunwindLookupPc(0);
