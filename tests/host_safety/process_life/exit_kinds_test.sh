@@ -107,6 +107,12 @@ for mode in kill_thread term_thread _exit_thread; do
     kept=$(ls "$WORK/$name" | grep -c '^profile-.*\.json$')
     if [[ $mode == _exit_thread ]]; then
       exit_thread_profiles=$((exit_thread_profiles + kept))
+    elif [[ $mode == kill_thread && $RUN_STATUS -eq 137 ]]; then
+      # Killed during the save: the profile is lost, the flight recorder's file is kept for
+      # strata recover.
+      flights=$(ls "$WORK/$name/flight" | wc -l)
+      ((flights == 1)) && pass "$name: SIGKILL during the save: the flight recorder file is kept" ||
+        fail "$name: SIGKILL during the save: $flights flight recorder files (1 expected)"
     elif [[ $mode == term_thread ]]; then
       if [[ $RUN_STATUS -eq $term_plain_status ]] && ((kept == 1)); then
         term_kept=$((term_kept + 1))
