@@ -17,7 +17,8 @@
 #   tiny_stack           a PTHREAD_STACK_MIN thread deep in recursion; crashed in the handler
 #   unreadable_headers   its own ELF header or .eh_frame_hdr page PROT_NONE, the word of an
 #                        indirect personality pointer, the code page below a loop (precise
-#                        mode), unwind pages toggled by another thread; crashed in the walk
+#                        mode), a page a frame-chain walk trusted, unwind pages toggled by
+#                        another thread; crashed in the walk
 #   stack_headroom       the main thread near its RLIMIT_STACK, and the program's own handler
 #                        on a small alternate signal stack (4-16 KiB, issue 33): crashed, or
 #                        heap bytes below the alternate stack overwritten
@@ -426,12 +427,14 @@ done
 # --- Program memory that the stack walk reads, made unreadable by the program (issue 33:
 # SIGSEGV 3/3 each in the handler): its ELF header page, its .eh_frame_hdr page, the word a
 # CIE's indirect personality pointer names, the code page below the interrupted pc (precise
-# mode reads the bytes around it), and the unwind pages toggled by another thread while the
-# walks look up (a page made unreadable between a check and libunwind's read: 139 in 3 of 5
-# runs of the library that probed, then let libunwind read). Walks read checked copies now
-# (platform/sampling/unwind_table_copy.h): a lookup whose bytes are unreadable ends the walk
-# at that object, counted; the ELF header is no longer read by a lookup at all.
-for mode in elf eh_frame_hdr personality code_page race; do
+# mode reads the bytes around it), a page that libunwind's frame-chain fallback (a frame
+# without unwind information) validated once and then trusted (139 in 3 of 3 before), and the
+# unwind pages toggled by another thread while the walks look up (a page made unreadable
+# between a check and libunwind's read: 139 in 3 of 5 runs of the library that probed, then
+# let libunwind read). Walks read checked copies now (platform/sampling/unwind_table_copy.h)
+# and libunwind's other reads go through a checked accessor: a lookup whose bytes are
+# unreadable ends the walk at that object, counted; the ELF header is no longer read at all.
+for mode in elf eh_frame_hdr personality code_page frame_chain race; do
   name=unreadable_$mode
   case $mode in
     code_page) STRATA_STARTUP_FEATURES=stackwalk,threads,cpu,precise \
@@ -443,7 +446,8 @@ for mode in elf eh_frame_hdr personality code_page race; do
   refused=$(meta_number "$name" unwindLookupsUnreadable)
   samples=$(main_samples "$name")
   # The ELF header is not read by lookups any more; precise mode's code read is not a lookup.
-  [[ $mode == elf || $mode == code_page ]] && needs_refused=0 || needs_refused=1
+  [[ $mode == elf || $mode == code_page || $mode == frame_chain ]] && needs_refused=0 ||
+    needs_refused=1
   if ((UNDER_TSAN)) && [[ "$RUN_STATUS" -eq 0 && "${samples:-0}" -gt 0 ]]; then
     pass "$name: no crash; $samples samples"
     skip_under_tsan "$name: the unwind lookups refused as unreadable (the spinning main thread is sampled at TSan's safe points only: ${refused:-no} refused)"

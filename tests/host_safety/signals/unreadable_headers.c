@@ -11,6 +11,10 @@
 //   unreadable_headers code_page   the page of its code just below a loop that starts a page
 //                                  PROT_NONE (issue 33: precise mode read the two code bytes
 //                                  before the interrupted pc unchecked)
+//   unreadable_headers frame_chain  computes below a frame without unwind information whose
+//                                  %rbp points into a page of its own, first readable, then
+//                                  PROT_NONE (issue 33: libunwind's frame-chain fallback
+//                                  validated that page once and then trusted its cache)
 //   unreadable_headers race [ROUNDS]  a second thread makes the .eh_frame_hdr and .eh_frame
 //                                  pages unreadable and readable again without pause while
 //                                  the main thread runs through 512 functions (libunwind's
@@ -119,6 +123,25 @@ __asm__(
     ".size SpinAtPageStart, .-SpinAtPageStart\n"
     ".text\n");
 
+// CallWithoutUnwindInfo(rounds, iterations, function, rbp): calls function(rounds,
+// iterations) from a frame that has no unwind information (no CFI) and whose %rbp is `rbp`,
+// not a frame record: a walk through it takes libunwind's frame-chain fallback, which reads
+// the word at %rbp.
+unsigned long CallWithoutUnwindInfo(int rounds, unsigned long iterations,
+                                    unsigned long (*function)(int, unsigned long), void* rbp);
+__asm__(
+    ".text\n"
+    ".globl CallWithoutUnwindInfo\n"
+    ".type CallWithoutUnwindInfo, @function\n"
+    "CallWithoutUnwindInfo:\n"
+    "  push %rbp\n"
+    "  mov %rcx, %rbp\n"
+    "  call *%rdx\n"
+    "  pop %rbp\n"
+    "  ret\n"
+    ".size CallWithoutUnwindInfo, .-CallWithoutUnwindInfo\n");
+static char g_frame_page[4096] __attribute__((aligned(4096)));
+
 // 512 small functions, each a loop at its own addresses: a walk from any of them is a
 // libunwind cache miss most of the time (its cache holds 128 entries).
 #define DEFINE_STEP(n)                                                              \
@@ -207,6 +230,17 @@ int main(int argc, char** argv) {
   } else if (strcmp(mode, "code_page") == 0) {
     start = (uintptr_t)strata_test_guard_page;
     length = page;
+  } else if (strcmp(mode, "frame_chain") == 0) {
+    // Readable first (libunwind validates the page and caches it as good), then not.
+    unsigned long sum = CallWithoutUnwindInfo(8, g_iterations, Outer, g_frame_page + 2048);
+    if (mprotect(g_frame_page, page, PROT_NONE) != 0) {
+      perror("mprotect");
+      return 2;
+    }
+    sum += CallWithoutUnwindInfo(12, g_iterations, Outer, g_frame_page + 2048);
+    mprotect(g_frame_page, page, PROT_READ | PROT_WRITE);
+    printf("%s sum=%lu\n", mode, sum);
+    return 0;
   } else if (strcmp(mode, "race") == 0) {
     const unsigned long sum = RunRace(argc > 2 ? atoi(argv[2]) : 60);
     if (atomic_load(&g_toggles) == 0) {
@@ -216,7 +250,8 @@ int main(int argc, char** argv) {
     printf("%s sum=%lu\n", mode, sum);
     return 0;
   } else {
-    fprintf(stderr, "usage: unreadable_headers elf|eh_frame_hdr|personality|code_page|race\n");
+    fprintf(stderr,
+            "usage: unreadable_headers elf|eh_frame_hdr|personality|code_page|frame_chain|race\n");
     return 2;
   }
   // Decided before the mprotect: the strings compared may share a page with .eh_frame_hdr.
