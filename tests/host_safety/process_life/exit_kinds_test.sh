@@ -18,7 +18,7 @@
 #   - return, _exit, exec, exit from 9 threads: the plain run's exit status and output; the
 #     9 threads' exit saves the profile every time (before: lost, .tmp left), which passes the
 #     format checker like every profile left;
-#   - 8 preloaded `sleep 2` processes with the flight recorder use at most 8 x 6 MiB of disk in
+#   - 8 preloaded `sleep 6` processes with the flight recorder use at most 8 x 6 MiB of disk in
 #     the recorder's directory while they sleep (measured 17 MB; before: 549 MB, each file
 #     fallocated whole) and leave no file when they exit.
 source "$(dirname "$0")/../../scenario_lib.sh"
@@ -142,10 +142,14 @@ dir="$WORK/sleepers"
 mkdir -p "$dir"
 pids=()
 for i in 1 2 3 4 5 6 7 8; do
-  env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_FLIGHT_RECORDER="$dir" sleep 2 &
+  env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_FLIGHT_RECORDER="$dir" sleep 6 &
   pids+=($!)
 done
-sleep 1
+# Until all 8 have started their sessions (a loaded machine can take seconds), at most 5 s.
+for _ in $(seq 50); do
+  (($(ls "$dir" | wc -l) >= 8)) && break
+  sleep 0.1
+done
 used_kb=$(du -sk "$dir" | cut -f1)
 files=$(ls "$dir" | wc -l)
 wait "${pids[@]}"
