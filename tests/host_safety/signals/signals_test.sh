@@ -88,9 +88,9 @@ main_samples() {
   stats "$1" >/dev/null && field "$1" thread name=GeckoMain samples
 }
 
-# The cases run in two parts, one per test target (BUILD.bazel: signals_test takes part 1,
-# signals_stack_test part 2), so that neither nears its timeout on a loaded machine; no
-# argument runs both.
+# The cases run in three parts, one per test target (BUILD.bazel: signals_test takes part 1,
+# signals_stack_test part 2, signals_memory_test part 3: unreadable program memory), so that
+# none nears its timeout on a loaded machine; no argument runs all.
 PART="${1:-all}"
 in_part() { [[ "$PART" == all || "$PART" == "$1" ]]; }
 
@@ -424,6 +424,9 @@ for name in "${altstack_sampled[@]}"; do
   fi
 done
 
+fi  # part 2, first half
+
+if in_part 3; then
 # --- Program memory that the stack walk reads, made unreadable by the program (issue 33:
 # SIGSEGV 3/3 each in the handler): its ELF header page, its .eh_frame_hdr page, the word a
 # CIE's indirect personality pointer names, the code page below the interrupted pc (precise
@@ -464,6 +467,9 @@ for mode in elf eh_frame_hdr personality code_page frame_chain race; do
   fi
 done
 
+fi  # part 3
+
+if in_part 2; then
 # --- A raw rt_sigaction replaces the sampling handler: sampling stops, the profile says why.
 name=raw_ignore
 run_three "$name" "$(binary $DIR/raw_ignore)"
