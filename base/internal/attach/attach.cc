@@ -53,6 +53,10 @@
 // What the worker is doing, read by strata with process_vm_readv (AttachState below).
 extern "C" {
 __attribute__((visibility("default"))) std::atomic<int> strata_attach_state{0};
+// The attach worker's thread id, written by the worker first thing (0 until then, and reset
+// by strata_attach_start): strata reads it to run the worker at real-time priority from
+// outside until the session runs (tools/strata/attach/attach_record.cc, WorkerBoost).
+__attribute__((visibility("default"))) std::atomic<int> strata_attach_worker_tid{0};
 // Written by strata with process_vm_writev: 1 asks the worker to save and stop.
 __attribute__((visibility("default"))) std::atomic<int> strata_attach_stop_request{0};
 // Threads started after the attach, handed over by strata (its injector's OfferNewThreads):
@@ -137,6 +141,7 @@ bool WatcherGone(pid_t watcher) {
 }
 
 void* AttachWorker(void* raw) {
+  strata_attach_worker_tid.store(static_cast<int>(RawSyscall(SYS_gettid)));
   std::unique_ptr<AttachRequest> request(static_cast<AttachRequest*>(raw));
   prctl(PR_SET_NAME, "StrataAttach", 0, 0, 0);  // Never offered for adoption (strata skips Strata*).
   const EnvironmentSettings env = ReadEnvironment(
@@ -212,6 +217,7 @@ extern "C" __attribute__((visibility("default"))) int strata_attach_start(const 
     return kAttachBadSettings;
   }
   strata_attach_state.store(kAttachStarting);
+  strata_attach_worker_tid.store(0);
   pthread_t thread;
   if (CreateProfilerThread(&thread, &AttachWorker, request.get()) != 0) {
     strata_attach_state.store(kAttachIdle);

@@ -186,6 +186,31 @@ RealtimeWindow::~RealtimeWindow() {
   if (active_) sched_setscheduler(0, policy_, &param_);
 }
 
+bool WorkerBoost::Raise(pid_t pid, pid_t tid) {
+  if (tried_ || tid <= 0) return false;
+  tried_ = true;
+  policy_ = sched_getscheduler(tid);
+  if (policy_ < 0 || sched_getparam(tid, &param_) != 0) return false;
+  policy_ &= ~SCHED_RESET_ON_FORK;
+  // The worker is the target's thread `tid` only while /proc/PID/task/TID exists (a recycled
+  // id in another process is not ours to change).
+  if (access(("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid)).c_str(), F_OK) != 0) return false;
+  struct sched_param fifo = {};
+  fifo.sched_priority = 1;
+  if (sched_setscheduler(tid, SCHED_FIFO | SCHED_RESET_ON_FORK, &fifo) != 0) return false;
+  pid_ = pid;
+  tid_ = tid;
+  return true;
+}
+
+void WorkerBoost::Restore() {
+  if (tid_ <= 0) return;
+  if (access(("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid_)).c_str(), F_OK) == 0) {
+    sched_setscheduler(tid_, policy_, &param_);
+  }
+  tid_ = 0;
+}
+
 std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
                                  uint64_t thread_pointer, uint64_t sp) {
   const StackMapping* found = nullptr;
@@ -620,6 +645,9 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
         result.state_address = load_bias + strata_symbols["strata_attach_state"];
         result.stop_address = load_bias + strata_symbols["strata_attach_stop_request"];
         result.mailbox_address = load_bias + strata_symbols["strata_attach_new_threads"];
+        if (strata_symbols.count("strata_attach_worker_tid")) {
+          result.worker_tid_address = load_bias + strata_symbols["strata_attach_worker_tid"];
+        }
       }
       thread.Finish();
       result.borrowed_stop_ms = thread.StoppedMilliseconds();

@@ -81,6 +81,7 @@ struct InjectionResult {
   uint64_t state_address = 0;  // strata_attach_state in the target.
   uint64_t stop_address = 0;   // strata_attach_stop_request in the target.
   uint64_t mailbox_address = 0;  // strata_attach_new_threads in the target.
+  uint64_t worker_tid_address = 0;  // strata_attach_worker_tid (0: a library without it).
   size_t threads_listed = 0;   // Threads whose pointer was read.
   size_t threads_stopped_to_list = 0;  // Of them, those not found in glibc's lists: stopped once.
   GlibcThreadLists thread_lists;  // Where the pointers of threads started later are read.
@@ -169,6 +170,33 @@ class RealtimeWindow {
   int policy_ = -1;
   struct sched_param param_ = {};
   bool active_ = false;
+};
+
+// The attach worker in the target (a thread of Strata's, base/internal/attach/attach.cc) at
+// real-time priority (SCHED_FIFO 1, SCHED_RESET_ON_FORK: the sampler it starts does not
+// inherit it), set from outside by strata, from when its thread id is known until the session
+// runs: on a busy machine the worker's start (registrations, libunwind, the flight recorder
+// file, the sampling sources: a few ms of CPU) would otherwise queue behind every runnable
+// task, and the first sample with it. Only when strata itself may (its RealtimeWindow is
+// active: root or CAP_SYS_NICE); the program's threads keep their policies. Restore() (or the
+// destructor) gives the worker the policy it had; a worker gone meanwhile is left alone.
+class WorkerBoost {
+ public:
+  WorkerBoost() = default;
+  ~WorkerBoost() { Restore(); }
+  WorkerBoost(const WorkerBoost&) = delete;
+  WorkerBoost& operator=(const WorkerBoost&) = delete;
+  // Raises thread `tid` of `pid` once (later calls do nothing); false when it could not.
+  bool Raise(pid_t pid, pid_t tid);
+  void Restore();
+  bool raised() const { return tid_ > 0; }
+
+ private:
+  pid_t pid_ = 0;
+  pid_t tid_ = 0;
+  bool tried_ = false;
+  int policy_ = -1;
+  struct sched_param param_ = {};
 };
 
 // Reads `length` bytes of the target's memory (process_vm_readv); false unless all were read.
