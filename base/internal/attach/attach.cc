@@ -98,6 +98,10 @@ struct AttachRequest {
   std::map<std::string, std::string> variables;  // STRATA_* name -> value.
   std::vector<std::pair<ThreadId, uintptr_t>> threads;
   pid_t watcher = 0;
+  // The previous attach's worker (ended, or ending: it cleared g_worker_running as its last
+  // step), joined before this worker's first allocation (below, AttachWorker).
+  bool join_previous = false;
+  pthread_t previous_worker{};
 };
 
 // "NAME=VALUE" lines.
@@ -134,6 +138,10 @@ std::vector<std::pair<ThreadId, uintptr_t>> ParseThreads(const std::string& text
 }
 
 std::atomic<bool> g_worker_running{false};
+// The last worker started (joinable), written by strata_attach_start only (one at a time:
+// g_worker_running).
+bool g_have_worker = false;
+pthread_t g_last_worker{};
 std::atomic<bool> g_attached_session{false};
 
 bool WatcherGone(pid_t watcher) {
@@ -143,6 +151,12 @@ bool WatcherGone(pid_t watcher) {
 void* AttachWorker(void* raw) {
   strata_attach_worker_tid.store(static_cast<int>(RawSyscall(SYS_gettid)));
   std::unique_ptr<AttachRequest> request(static_cast<AttachRequest*>(raw));
+  // Strata's threads of the previous attach gone for good before this one allocates: glibc
+  // gives a thread's malloc arena back to its free list at the thread's very end (the sampler
+  // was joined by the previous stop), and a worker that allocated before the previous one had
+  // ended would get a new arena (tens to hundreds of KiB of RSS kept for good, once in a
+  // while across attach/detach cycles: docs/attach.md, "RSS across attaches").
+  if (request->join_previous) JoinProfilerThread(request->previous_worker);
   prctl(PR_SET_NAME, "StrataAttach", 0, 0, 0);  // Never offered for adoption (strata skips Strata*).
   const EnvironmentSettings env = ReadEnvironment(
       [&request](const char* name) -> const char* {
@@ -212,6 +226,8 @@ extern "C" __attribute__((visibility("default"))) int strata_attach_start(const 
   request->variables = ParseLines(settings);
   request->threads = ParseThreads(request->variables["STRATA_ATTACH_THREADS"]);
   request->watcher = static_cast<pid_t>(std::atoi(request->variables["STRATA_ATTACH_WATCHER"].c_str()));
+  request->join_previous = g_have_worker;
+  request->previous_worker = g_last_worker;
   if (request->variables["STRATA_SHUTDOWN"].empty()) {
     g_worker_running.store(false);
     return kAttachBadSettings;
@@ -225,6 +241,7 @@ extern "C" __attribute__((visibility("default"))) int strata_attach_start(const 
     return kAttachNoThread;
   }
   request.release();  // The worker's.
-  pthread_detach(thread);
+  g_last_worker = thread;  // Joined by the next attach's worker.
+  g_have_worker = true;
   return kAttachOk;
 }
