@@ -53,9 +53,13 @@
 // What the worker is doing, read by strata with process_vm_readv (AttachState below).
 extern "C" {
 __attribute__((visibility("default"))) std::atomic<int> strata_attach_state{0};
-// The attach worker's thread id, written by the worker first thing (0 until then, and reset
-// by strata_attach_start): strata reads it to run the worker at real-time priority from
-// outside until the session runs (tools/strata/attach/attach_record.cc, WorkerBoost).
+// The attach worker, for strata to run it at real-time priority from outside until the
+// session runs (tools/strata/attach/attach_record.cc, WorkerBoost): its pthread_t (glibc's
+// struct pthread, whose tid field strata reads as it reads the listed threads'), written by
+// strata_attach_start before it returns, so known before the worker first runs; and its thread
+// id, written by the worker first thing (0 until then, reset by strata_attach_start), for a
+// libc whose thread layout strata cannot read.
+__attribute__((visibility("default"))) std::atomic<uint64_t> strata_attach_worker_thread{0};
 __attribute__((visibility("default"))) std::atomic<int> strata_attach_worker_tid{0};
 // Written by strata with process_vm_writev: 1 asks the worker to save and stop.
 __attribute__((visibility("default"))) std::atomic<int> strata_attach_stop_request{0};
@@ -234,6 +238,7 @@ extern "C" __attribute__((visibility("default"))) int strata_attach_start(const 
   }
   strata_attach_state.store(kAttachStarting);
   strata_attach_worker_tid.store(0);
+  strata_attach_worker_thread.store(0);
   pthread_t thread;
   if (CreateProfilerThread(&thread, &AttachWorker, request.get()) != 0) {
     strata_attach_state.store(kAttachIdle);
@@ -241,6 +246,7 @@ extern "C" __attribute__((visibility("default"))) int strata_attach_start(const 
     return kAttachNoThread;
   }
   request.release();  // The worker's.
+  strata_attach_worker_thread.store(reinterpret_cast<uint64_t>(thread));
   g_last_worker = thread;  // Joined by the next attach's worker.
   g_have_worker = true;
   return kAttachOk;

@@ -291,6 +291,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
         break;
       }
     }
+    std::vector<pid_t> threads_before = attach::ThreadsOf(pid);
     const std::string why = Start(target.get(), base, options);
     const double loaded_ms = MillisecondsSince(command_start);
     if (!why.empty()) {
@@ -302,7 +303,8 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
     // The session runs once the worker says so; meanwhile the worker runs at real-time
     // priority when strata does (attach::WorkerBoost).
     int32_t state = 0;
-    attach::WorkerBoost boost;
+    attach::WorkerBoost boost(std::set<pid_t>(threads_before.begin(), threads_before.end()));
+    if (realtime->active()) boost.Raise(pid, target->injection.worker_tid);
     while (MillisecondsSince(command_start) < 10000 &&
            attach::ReadTargetWord(pid, target->injection.state_address, &state) && state < kAttachRunning) {
       int32_t worker = 0;

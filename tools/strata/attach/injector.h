@@ -40,7 +40,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/strata/attach/glibc_threads.h"
@@ -82,6 +84,10 @@ struct InjectionResult {
   uint64_t stop_address = 0;   // strata_attach_stop_request in the target.
   uint64_t mailbox_address = 0;  // strata_attach_new_threads in the target.
   uint64_t worker_tid_address = 0;  // strata_attach_worker_tid (0: a library without it).
+  // The worker's thread id read right after the start (its pthread_t's tid field, from
+  // strata_attach_worker_thread and glibc's layout), 0 when it could not be: then the worker
+  // writes it into strata_attach_worker_tid once it runs.
+  pid_t worker_tid = 0;
   size_t threads_listed = 0;   // Threads whose pointer was read.
   size_t threads_stopped_to_list = 0;  // Of them, those not found in glibc's lists: stopped once.
   GlibcThreadLists thread_lists;  // Where the pointers of threads started later are read.
@@ -173,16 +179,23 @@ class RealtimeWindow {
 };
 
 // The attach worker in the target (a thread of Strata's, base/internal/attach/attach.cc) at
-// real-time priority (SCHED_FIFO 1, SCHED_RESET_ON_FORK: the sampler it starts does not
-// inherit it), set from outside by strata, from when its thread id is known until the session
-// runs: on a busy machine the worker's start (registrations, libunwind, the flight recorder
-// file, the sampling sources: a few ms of CPU) would otherwise queue behind every runnable
-// task, and the first sample with it. Only when strata itself may (its RealtimeWindow is
-// active: root or CAP_SYS_NICE); the program's threads keep their policies. Restore() (or the
-// destructor) gives the worker the policy it had; a worker gone meanwhile is left alone.
+// real-time priority (SCHED_FIFO 1), set from outside by strata from the moment its thread id
+// is known (right after strata_attach_start returned) until the session runs: on a busy
+// machine the worker's start (registrations, libunwind, the flight recorder file, the sampling
+// sources: a few ms of CPU) would otherwise queue behind every runnable task, and the first
+// sample with it. What the worker starts meanwhile inherits the policy (no
+// SCHED_RESET_ON_FORK): the short-lived helper process that moves a descriptor above the soft
+// RLIMIT_NOFILE (platform/private_fd.h), which the worker waits for (at the default policy it
+// queued for up to 300 ms beside tools/load.sh), and the sampler thread. Restore() gives the
+// worker its policy back, and the same to every thread of the process that is not in
+// `before_attach`, is named Strata* (named by Strata, or still the worker's name it inherited)
+// and runs SCHED_FIFO: Strata's threads the worker started. Only when strata itself may (its
+// RealtimeWindow is active: root or CAP_SYS_NICE); the program's threads keep their policies.
+// If strata dies in between, Strata's threads keep SCHED_FIFO 1 until they end (the worker
+// sees strata gone within 20 ms and stops the session).
 class WorkerBoost {
  public:
-  WorkerBoost() = default;
+  explicit WorkerBoost(std::set<pid_t> before_attach) : before_attach_(std::move(before_attach)) {}
   ~WorkerBoost() { Restore(); }
   WorkerBoost(const WorkerBoost&) = delete;
   WorkerBoost& operator=(const WorkerBoost&) = delete;
@@ -192,6 +205,7 @@ class WorkerBoost {
   bool raised() const { return tid_ > 0; }
 
  private:
+  std::set<pid_t> before_attach_;
   pid_t pid_ = 0;
   pid_t tid_ = 0;
   bool tried_ = false;
