@@ -571,13 +571,16 @@ for candidate in /usr/bin/python3 "$(command -v python3)"; do
 done
 if [[ -n "$nobody_python" ]]; then
   for dumpable in 0 1; do
-    as_nobody "$nobody_python" -c '
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$nobody_python" -c '
 import ctypes, sys, time
 if sys.argv[1] == "0" and ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0: sys.exit(3)  # PR_SET_DUMPABLE
 print("ready", flush=True)
 time.sleep(60)' "$dumpable" >"$WORK/dumpable$dumpable.out" 2>&1 &
     sleeper_pid=$!
     for _ in $(seq 1200); do grep -q ready "$WORK/dumpable$dumpable.out" 2>/dev/null && break; sleep 0.05; done
+    if [[ "$(awk '/^Uid/ { print $2 }' /proc/"$sleeper_pid"/status 2>/dev/null)" != 65534 ]]; then
+      fail "dumpable $dumpable: process $sleeper_pid is not nobody's"
+    fi
     if [[ $dumpable == 0 ]]; then
       refusal not_dumpable 1 "no permission" setpriv --reuid=65534 --regid=65534 --clear-groups "$public/strata" record -p "$sleeper_pid" --duration 0.2 \
         -o "$public/r.json"

@@ -154,6 +154,9 @@ bool WatcherGone(pid_t watcher) {
 
 void* AttachWorker(void* raw) {
   strata_attach_worker_tid.store(static_cast<int>(RawSyscall(SYS_gettid)));
+  // Named first: a worker that runs is told from the program's threads by its name (strata
+  // skips Strata* threads; attach_test waits for an abandoned attach's worker to end by it).
+  prctl(PR_SET_NAME, "StrataAttach", 0, 0, 0);
   std::unique_ptr<AttachRequest> request(static_cast<AttachRequest*>(raw));
   // Strata's threads of the previous attach gone for good before this one allocates: glibc
   // gives a thread's malloc arena back to its free list at the thread's very end (the sampler
@@ -161,7 +164,6 @@ void* AttachWorker(void* raw) {
   // ended would get a new arena (tens to hundreds of KiB of RSS kept for good, once in a
   // while across attach/detach cycles: docs/attach.md, "RSS across attaches").
   if (request->join_previous) JoinProfilerThread(request->previous_worker);
-  prctl(PR_SET_NAME, "StrataAttach", 0, 0, 0);  // Never offered for adoption (strata skips Strata*).
   const EnvironmentSettings env = ReadEnvironment(
       [&request](const char* name) -> const char* {
         auto found = request->variables.find(name);
