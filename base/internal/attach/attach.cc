@@ -17,8 +17,12 @@
 //     (ProfilerShutdown), or only stops it when nobody waits for the file, and ends. The
 //     program's own exit saves too (the library's exit handler).
 // What is left after the worker ended: the library, loaded and inert (no thread, no descriptor,
-// the sampling signal's disposition given back), and the adopted threads' registrations,
-// reused by the next attach.
+// the sampling signal's disposition given back), the adopted threads' registrations, reused by
+// the next attach, and the ended worker's stack block: the worker is joinable, and the next
+// attach's worker joins it before it allocates (so that the previous attach's malloc arenas
+// are back on glibc's free list for it). strata runs the worker at SCHED_FIFO 1 from outside
+// until the session runs (tools/strata/attach/injector.h, WorkerBoost): its work there is
+// bounded (a few ms of CPU; registrations ~0.1 ms a thread).
 //
 // Thread safety: strata_attach_start refuses (returns kAttachBusy) while an attach worker or
 // any session runs. Async-signal safety: none.
