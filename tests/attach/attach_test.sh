@@ -60,13 +60,15 @@ CLIENT="$(dirname "$0")/echo_client.py"
 CYCLES="${ATTACH_CYCLES:-20}"
 
 SERVERS=()
-start_server() {  # NAME: starts the server plain; sets SERVER_PID and PORT.
-  "$SERVER" --waiters >"$WORK/$1.server" 2>&1 &
+start_server() {  # NAME [VAR=VALUE...]: starts the server plain (with those variables); sets SERVER_PID and PORT.
+  local name="$1"
+  shift
+  env "$@" "$SERVER" --waiters >"$WORK/$name.server" 2>&1 &
   SERVER_PID=$!
   SERVERS+=("$SERVER_PID")
   PORT=""
   for _ in $(seq 1200); do
-    PORT=$(sed -n 's/^port //p' "$WORK/$1.server")
+    PORT=$(sed -n 's/^port //p' "$WORK/$name.server")
     [[ -n "$PORT" ]] && break
     sleep 0.05
   done
@@ -100,7 +102,12 @@ wait_recording() {  # NAME: until strata says it records (at most 60 s).
 rss_kb() { awk '/^VmRSS/ { print $2 }' /proc/"$1"/status; }
 
 # --- attach ---------------------------------------------------------------------------------
-start_server attach
+# Its connection workers name themselves 60 ms after they start, later than strata's first
+# look at a new thread (every 50 ms): the second client's worker is adopted with the main
+# thread's name and must be in the profile as echo-worker all the same, though it ends before
+# the save (the worker in the process reads an adopted thread's name again ~100 and ~500 ms
+# after adopting it).
+start_server attach ECHO_WORKER_NAME_DELAY_MS=60
 before=$(process_state "$SERVER_PID")
 # The client runs from its first replies (+0.5 s) before the attach to 1 s after strata ended.
 timeout 300 python3 "$CLIENT" "$PORT" --seconds 280 --stop-file "$WORK/attach.done" \

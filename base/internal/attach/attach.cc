@@ -187,6 +187,12 @@ void* AttachWorker(void* raw) {
   ProfilerStart(env.settings);
   strata_attach_state.store(kAttachRunning);
   bool abandoned = false;
+  // Threads adopted from the mailbox and the polls since, their name read again after ~100 ms
+  // and ~500 ms (RefreshAdoptedThreadName: one adopted before it named itself; a thread still
+  // alive at the save is named then anyway).
+  constexpr int kFirstRenamePoll = 5;
+  constexpr int kLastRenamePoll = 25;
+  std::vector<std::pair<ThreadId, int>> to_rename;
   while (strata_attach_stop_request.load() == 0 && ProfilerIsActive()) {
     if (WatcherGone(request->watcher)) {
       abandoned = true;
@@ -195,10 +201,22 @@ void* AttachWorker(void* raw) {
     if (strata_attach_new_threads.full.load(std::memory_order_acquire) != 0) {
       const uint32_t count = std::min<uint32_t>(strata_attach_new_threads.count, 64);
       for (uint32_t i = 0; i < count; ++i) {
-        RegisterOtherThread(ThreadId::FromNumber(strata_attach_new_threads.threads[i].tid),
-                            strata_attach_new_threads.threads[i].pointer);
+        const ThreadId tid = ThreadId::FromNumber(strata_attach_new_threads.threads[i].tid);
+        if (RegisterOtherThread(tid, strata_attach_new_threads.threads[i].pointer)) {
+          to_rename.emplace_back(tid, 0);
+        }
       }
       strata_attach_new_threads.full.store(0, std::memory_order_release);
+    }
+    for (size_t i = 0; i < to_rename.size();) {
+      const int polls = ++to_rename[i].second;
+      if (polls == kFirstRenamePoll || polls == kLastRenamePoll) RefreshAdoptedThreadName(to_rename[i].first);
+      if (polls < kLastRenamePoll) {
+        ++i;
+        continue;
+      }
+      to_rename[i] = to_rename.back();
+      to_rename.pop_back();
     }
     const struct timespec step = {0, 20 * 1000 * 1000};
     RawSyscall(SYS_futex, reinterpret_cast<long>(&strata_attach_stop_request),
