@@ -203,6 +203,13 @@ void RegisterNewThread(const StackBounds& given_stack);
 // must stay alive during the call (the caller gathered it just before; a thread that ends in
 // that window may have its TLS memory reused or unmapped). Not async-signal-safe.
 bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer);
+// Attach: reads the name of adopted thread `tid` again from /proc. A thread adopted in the
+// moment between its creation and its own pthread_setname_np (strata offers threads it sees in
+// /proc/PID/task: on a busy machine a new thread may wait tens of ms for its first run) was
+// registered with its creator's name, and a thread that has ended by the save keeps the name
+// it had when last read. Nothing when `tid` is not a live adopted thread or its name cannot be
+// read (gone). Not async-signal-safe (opens a file).
+void RefreshAdoptedThreadName(ThreadId tid);
 
 // Unregisters and deletes `thread`, the calling thread's registration: what it recorded goes
 // into the buffer first.
