@@ -141,7 +141,7 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   slot->in_system_call =
       (features & kFeaturePrecise) != 0 && InterruptedInSystemCall(*signal_context);
   slot->charged_system_call = false;  // Those are written by wrapped calls (kernel_cpu_charge.h).
-  slot->missed_wait = false;          // As are those (wait/own_wait_samples.h).
+  slot->missed_wait = false;          // As are those (wait/own_samples.h).
   slot->script_frame_count = 0;
   slot->script_text_bytes = 0;
   // LibunwindWalkMayDeadlock: this thread may hold the loader's list lock (libunwind_walker.h).

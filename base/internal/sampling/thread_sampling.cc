@@ -96,7 +96,7 @@ void PutRingRecordLocked(RegisteredThread* thread, const SampleSlot* slot, int* 
                    TimeStamp::FromNanoseconds(slot->time_ns), int64_t{0}, 0, *slot);
     const int64_t interval_ns = std::max<int64_t>(
         1, TimeDuration::FromMilliseconds(GetRegistry().settings.interval_ms).ToNanoseconds());
-    for (int32_t k = 1; k <= slot->overruns; ++k) {
+    for (int64_t k = 1; k <= slot->overruns; ++k) {
       buffer.PutObjects(EntryKind::kSameSample, thread->tid,
                         TimeStamp::FromNanoseconds(slot->time_ns + k * interval_ns), int64_t{0});
     }
@@ -218,9 +218,14 @@ void NoteResumeLocked(Registry& registry) {
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) {
   // A thread leaving a wrapped wait writes that wait's records into its ring (wait_state.h);
   // it is drained once it has left (the next loop), so that its samples stay in time order.
-  const uint64_t wait_sequence = thread->wait.sequence.load(std::memory_order_acquire);
+  // One loop at most: a thread still leaving the same wait a loop later was preempted there,
+  // or left by a longjmp from a handler of the program's that interrupted it.
+  WaitState& wait = thread->wait;
+  const uint64_t wait_sequence = wait.sequence.load(std::memory_order_acquire);
   if ((wait_sequence & 1) != 0 &&
-      thread->wait.ending_sequence.load(std::memory_order_acquire) == wait_sequence) {
+      wait.ending_sequence.load(std::memory_order_acquire) == wait_sequence &&
+      wait.deferred_ending_sequence != wait_sequence) {
+    wait.deferred_ending_sequence = wait_sequence;
     return;
   }
   const ProfilerSettings& settings = GetRegistry().settings;
@@ -228,9 +233,13 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
   // Wait stacks (wait_sampling.cc): the samples still due for a wait that ended, before the
   // samples the thread took after it.
   FinishEndedWaitLocked(thread);
+  // Records a wrapped call wrote at its end (kernel CPU, a wait the sampler did not walk) are
+  // no sign of the thread's sampling source: only its handler's samples are.
   bool took_signal_samples = false;
   if (DrainRingLocked(thread, max_expirations, &took_signal_samples)) {
     thread->has_sample = true;  // DrainRingLocked set last_sample.
+  }
+  if (took_signal_samples) {
     const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
     // Precise mode: a thread interrupted in a system call that used less than an eighth of
     // an interval of CPU (at least 50 us: our own handler's share) since the previous loop
@@ -248,9 +257,8 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
     }
     thread->last_seen_cpu = cpu;
     NoteThreadSampledLocked(thread, cpu);  // Lost-event detection (sampling_source.h).
-    // It ran, then blocked in a wrapped call? (A record the thread wrote as it left a wrapped
-    // call is not proof that it ran since: it may have been written just before this wait.)
-    SampleWaitLocked(thread, now, /*ran=*/took_signal_samples);
+    // It ran, then blocked in a wrapped call?
+    SampleWaitLocked(thread, now, /*ran=*/true);
     return;
   }
   // A perf event whose descriptor the program closed sends nothing more: reopened here.
@@ -265,10 +273,7 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
   // A wait that ended since the drain above: what the thread wrote as it left the wrapper
   // (wait/own_samples.h) is in its ring before its sequence moved on (the acquire load in
   // SampleWaitLocked), and goes before any copy dated now.
-  if (DrainRingLocked(thread)) {
-    thread->has_sample = true;
-    return;
-  }
+  if (DrainRingLocked(thread)) thread->has_sample = true;
   if (!thread->has_sample || ProfilerIsPaused()) return;
   // A sample being taken right now (its walk may be waiting for a lock, using no CPU): the
   // thread is not idle, and its sample will come.

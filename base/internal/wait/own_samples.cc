@@ -65,7 +65,12 @@ void WriteMissedWaitSamples(RegisteredThread* thread, const void* function,
                             const CallerRegisters& caller, int64_t start_ns, int64_t end_ns) {
   const int64_t interval_ns = g_sampling_interval_ns.load(std::memory_order_relaxed);
   if (interval_ns <= 0) return;
-  const int64_t points = WaitGridPoints(start_ns, end_ns, interval_ns);
+  // A wait begun before the session (or before its latest resume) counts from there, as the
+  // sampler's do; and one record stands for at most kMaxMissedWaitPoints (a bound on what the
+  // sampler expands under its lock: 100 s at 1 ms).
+  start_ns = std::max(start_ns, g_wait_samples_since_ns.load(std::memory_order_relaxed));
+  const int64_t points =
+      std::min<int64_t>(WaitGridPoints(start_ns, end_ns, interval_ns), kMaxMissedWaitPoints);
   if (points <= 0) return;
   if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return;
   SignalsBlockedForRingWrite blocked;
@@ -80,7 +85,7 @@ void WriteMissedWaitSamples(RegisteredThread* thread, const void* function,
   slot->missed_wait = true;
   slot->time_ns = FirstWaitGridPoint(start_ns, interval_ns);
   slot->cpu_ns = end_ns;  // SampleSlot::missed_wait: the wait's end.
-  slot->overruns = static_cast<int32_t>(std::min<int64_t>(points - 1, INT32_MAX));
+  slot->overruns = static_cast<int32_t>(points - 1);
   if (!thread->ring.CommitWriteKeepingSlot()) {
     thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
   }

@@ -51,11 +51,15 @@ STRATA_BASE_HIDDEN void FillCallStack(RegisteredThread* thread, SampleSlot* slot
 // runs every few intervals, and a busy machine can keep it off a CPU for longer than a wait):
 // its wait samples, one per point of the thread's interval grid in (start_ns, end_ns]
 // (TimeStamp ns; the sampler's own rule, wait_sampling.cc), as one ring record that the
-// sampler expands (SampleSlot::missed_wait). Does nothing for a wait that spans no grid
-// point, or while the profiler is paused.
+// sampler expands (SampleSlot::missed_wait). The wait counts from the session's start or its
+// latest resume at the earliest. Does nothing for a wait that spans no grid point, or while
+// the profiler is paused.
 STRATA_BASE_HIDDEN void WriteMissedWaitSamples(RegisteredThread* thread, const void* function,
                                                const CallerRegisters& caller, int64_t start_ns,
                                                int64_t end_ns);
+
+// The most samples one thread-written wait record stands for (SampleSlot::missed_wait).
+inline constexpr int64_t kMaxMissedWaitPoints = 100000;
 
 // The number of points of the interval grid (multiples of `interval_ns`) in (start_ns, end_ns],
 // and the first of them: the wait samples of a wait that lasted from start to end.

@@ -135,8 +135,11 @@ class ScopedWait {
 
 // The real definition of a wrapped function: dlsym(RTLD_NEXT) (dlvsym with `version`),
 // looked up once.
+// Hidden: each instantiation is the library's own (not exported; the -Os wrapper files keep
+// it out of line).
 template <typename Function>
-Function Real(std::atomic<Function>& slot, const char* name, const char* version = nullptr) {
+STRATA_BASE_HIDDEN Function Real(std::atomic<Function>& slot, const char* name,
+                                 const char* version = nullptr) {
   Function real = slot.load(std::memory_order_acquire);
   if (real) return real;
   real = reinterpret_cast<Function>(NextDefinition(name, version));

@@ -104,6 +104,8 @@ struct WaitState {
   // whether to write that wait's samples itself: a walk that begins after it sees it and does
   // not walk (WriteWaitStackLocked), one begun before it is waited for (AwaitWalkEnd).
   std::atomic<uint64_t> ending_sequence{0};
+  // Sampler: the wait whose leaving the sampler last waited a loop for (DrainLocked).
+  uint64_t deferred_ending_sequence = 0;
   std::atomic<uint64_t> end_sequence{0};
   std::atomic<int64_t> end_ns{0};
 

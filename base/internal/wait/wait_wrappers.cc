@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cinttypes>
@@ -232,13 +233,17 @@ void ScopedWait::End() {
                                  wait.caller_fp.load(std::memory_order_relaxed)};
     const void* function =
         reinterpret_cast<const void*>(wait.function.load(std::memory_order_relaxed));
+    // A measured call's CPU is taken as its last part (kernel_cpu_charge.h): the wait is
+    // what comes before it, so that no time is both waited and charged, in time order.
+    const int64_t blocked_end_ns =
+        call_cpu_ns > 0 ? std::max(start_ns, end_ns - call_cpu_ns) : end_ns;
     // Not walked by the sampler, and it cannot be now: the wait's samples are this thread's
     // to write. Both records go into the ring before the sequence moves on.
     if (wait.walked_sequence.load(std::memory_order_acquire) != sequence) {
-      WriteMissedWaitSamples(thread_, function, caller, start_ns, end_ns);
+      WriteMissedWaitSamples(thread_, function, caller, start_ns, blocked_end_ns);
     }
     if (call_cpu_ns > 0) {
-      ChargeWrappedCallCpu(thread_, function, caller, start_ns, end_ns, call_cpu_ns);
+      ChargeWrappedCallCpu(thread_, function, caller, blocked_end_ns, end_ns, call_cpu_ns);
     }
     if (wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
       wait.end_ns.store(end_ns, std::memory_order_relaxed);
