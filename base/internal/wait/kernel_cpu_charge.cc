@@ -129,15 +129,9 @@ void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
   if (samples == 0) return;
   wait.kernel_cpu_credit_ns -= samples * interval_ns;
   if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return;
-  SignalsBlockedForRingWrite blocked;
-  if (!blocked.ok()) return;
-  SampleSlot* slot = thread->ring.BeginWrite();
-  if (!slot) {
-    thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  thread->capturing.store(true, std::memory_order_relaxed);
-  FillCallStack(thread, slot, function, caller);
+  CallStackRecords records(thread, function, caller);
+  SampleSlot* slot = records.slot();
+  if (!slot) return;
   // The samples share the call's wall time evenly; each stands for an interval of the
   // credit, which is its CPU delta (the sampler takes it out of the deltas that follow).
   const int64_t span_ns = std::max<int64_t>(0, end_ns - start_ns);
@@ -147,14 +141,8 @@ void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
   // run in between, as ThreadSanitizer does, finds the ring busy; sample_ring.h).
   for (int64_t k = 1; k <= samples; ++k) {
     slot->time_ns = start_ns + span_ns * k / samples;
-    if (!thread->ring.CommitWriteKeepingSlot()) {
-      thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
-      break;
-    }
+    if (!records.Commit()) break;
   }
-  slot->charged_system_call = false;  // The handler's samples are not charged ones.
-  thread->ring.EndWrite();
-  thread->capturing.store(false, std::memory_order_release);
 }
 
 }  // namespace base_internal

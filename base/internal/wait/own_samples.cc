@@ -61,6 +61,33 @@ void FillCallStack(RegisteredThread* thread, SampleSlot* slot, const void* funct
   slot->script_text_bytes = 0;
 }
 
+CallStackRecords::CallStackRecords(RegisteredThread* thread, const void* function,
+                                   const CallerRegisters& caller)
+    : thread_(thread) {
+  if (!blocked_.ok()) return;
+  slot_ = thread->ring.BeginWrite();
+  if (!slot_) {
+    thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  thread->capturing.store(true, std::memory_order_relaxed);
+  FillCallStack(thread, slot_, function, caller);
+}
+
+CallStackRecords::~CallStackRecords() {
+  if (!slot_) return;
+  slot_->charged_system_call = false;  // The handler's samples are neither.
+  slot_->missed_wait = false;
+  thread_->ring.EndWrite();
+  thread_->capturing.store(false, std::memory_order_release);
+}
+
+bool CallStackRecords::Commit() {
+  if (thread_->ring.CommitWriteKeepingSlot()) return true;
+  thread_->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
 void WriteMissedWaitSamples(RegisteredThread* thread, const void* function,
                             const CallerRegisters& caller, int64_t start_ns, int64_t end_ns) {
   const int64_t interval_ns = g_sampling_interval_ns.load(std::memory_order_relaxed);
@@ -73,25 +100,14 @@ void WriteMissedWaitSamples(RegisteredThread* thread, const void* function,
       std::min<int64_t>(WaitGridPoints(start_ns, end_ns, interval_ns), kMaxMissedWaitPoints);
   if (points <= 0) return;
   if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return;
-  SignalsBlockedForRingWrite blocked;
-  if (!blocked.ok()) return;
-  SampleSlot* slot = thread->ring.BeginWrite();
-  if (!slot) {
-    thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  thread->capturing.store(true, std::memory_order_relaxed);
-  FillCallStack(thread, slot, function, caller);
+  CallStackRecords records(thread, function, caller);
+  SampleSlot* slot = records.slot();
+  if (!slot) return;
   slot->missed_wait = true;
   slot->time_ns = FirstWaitGridPoint(start_ns, interval_ns);
   slot->cpu_ns = end_ns;  // SampleSlot::missed_wait: the wait's end.
   slot->overruns = static_cast<int32_t>(points - 1);
-  if (!thread->ring.CommitWriteKeepingSlot()) {
-    thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
-  }
-  slot->missed_wait = false;  // The handler's samples are not.
-  thread->ring.EndWrite();
-  thread->capturing.store(false, std::memory_order_release);
+  records.Commit();
 }
 
 }  // namespace base_internal

@@ -47,6 +47,28 @@ class STRATA_BASE_HIDDEN SignalsBlockedForRingWrite {
 STRATA_BASE_HIDDEN void FillCallStack(RegisteredThread* thread, SampleSlot* slot,
                                       const void* function, const CallerRegisters& caller);
 
+// The calling thread's ring, open for records on a wrapped call's stack: every signal
+// blocked, the thread's scratch slot filled by FillCallStack and `capturing` set; closed by
+// the destructor (the slot's record kind reset, the write ended, the mask restored). slot()
+// is null when nothing can be written (no sampling signal installed; the ring busy or full,
+// counted as a dropped sample).
+class STRATA_BASE_HIDDEN CallStackRecords {
+ public:
+  CallStackRecords(RegisteredThread* thread, const void* function, const CallerRegisters& caller);
+  ~CallStackRecords();
+  SampleSlot* slot() const { return slot_; }
+  // Commits the slot as one record and keeps it filled for the next; false (counted as a
+  // dropped sample) when the ring has no room.
+  bool Commit();
+  CallStackRecords(const CallStackRecords&) = delete;
+  CallStackRecords& operator=(const CallStackRecords&) = delete;
+
+ private:
+  RegisteredThread* const thread_;
+  SignalsBlockedForRingWrite blocked_;
+  SampleSlot* slot_ = nullptr;
+};
+
 // A wrapped wait that ended without the sampler having walked its stack (the sampler thread
 // runs every few intervals, and a busy machine can keep it off a CPU for longer than a wait):
 // its wait samples, one per point of the thread's interval grid in (start_ns, end_ns]
