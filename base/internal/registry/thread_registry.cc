@@ -22,6 +22,12 @@
 #include "platform/next_definition.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/sampling_signal.h"
+#include "platform/tsan_startup.h"
+
+#if STRATA_TSAN_BUILD
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
+#endif
 
 namespace strata {
 namespace base_internal {
@@ -317,10 +323,21 @@ bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer) {
   auto in_thread = [thread_pointer](auto* local) {
     return reinterpret_cast<decltype(local)>(ThreadLocalAddressInThread(local, thread_pointer));
   };
+#if STRATA_TSAN_BUILD
+  // TSan takes a thread's whole static TLS block for written by that thread at its start
+  // (glibc wrote it: the creator, and this library's part the dlopen that loaded it), with no
+  // happens-before to this thread: every store below was reported as a race (attach_test,
+  // "Previous write ... by thread T1: __tsan_tls_initialization"). The thread reads these
+  // slots with atomics only; TSan is told not to record these stores.
+  __tsan_ignore_thread_begin();
+#endif
   __atomic_store_n(in_thread(&strata_t_profiling_stack_v2), &raw->profiling_stack, __ATOMIC_SEQ_CST);
   __atomic_store_n(in_thread(&t_registered_thread), raw, __ATOMIC_SEQ_CST);
   SetSamplingStateOfOtherThread(thread_pointer, raw, &raw->source.descriptors, raw->bounds.low,
                                 raw->bounds.high);
+#if STRATA_TSAN_BUILD
+  __tsan_ignore_thread_end();
+#endif
   ThreadInfo info;
   info.tid = tid;
   info.name = ThreadNameFromProc(tid);
