@@ -327,8 +327,10 @@ bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer) {
   // TSan takes a thread's whole static TLS block for written by that thread at its start
   // (glibc wrote it: the creator, and this library's part the dlopen that loaded it), with no
   // happens-before to this thread: every store below was reported as a race (attach_test,
-  // "Previous write ... by thread T1: __tsan_tls_initialization"). The thread reads these
-  // slots with atomics only; TSan is told not to record these stores.
+  // "Previous write ... by thread T1: __tsan_tls_initialization"). TSan is told not to
+  // record these stores (their release still counts: the handler's loads of the context and
+  // descriptors are acquires). So TSan does not check the thread's own later plain reads of
+  // t_registered_thread against them either: aligned 8-byte stores, whole on x86-64.
   __tsan_ignore_thread_begin();
 #endif
   __atomic_store_n(in_thread(&strata_t_profiling_stack_v2), &raw->profiling_stack, __ATOMIC_SEQ_CST);
