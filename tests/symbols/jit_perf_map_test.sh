@@ -64,7 +64,9 @@ PY
   local running hits
   read -r running hits <"$WORK/$name.share.out"
   result "scenario=jit-$name running_samples=$running named_by_script=$hits"
-  if [[ "${running:-0}" -gt 0 ]] && (( hits * 100 >= running * 90 )); then
+  if skip_under_tsan "$name: >= 90 % of running samples named by the script ($hits of $running)"; then
+    :
+  elif [[ "${running:-0}" -gt 0 ]] && (( hits * 100 >= running * 90 )); then
     pass "$name: $hits of $running running samples of the JS thread carry the script's function names"
   else
     fail "$name: ${hits:-0} of ${running:-0} running samples carry the script's function names (want >= 90 %)"
@@ -72,5 +74,12 @@ PY
 }
 
 record_and_check node 800 --perf-basic-prof
-record_and_check node_jitdump 1600 --perf-prof --interpreted-frames-native-stack
+# Under TSan node's own jitdump writer fails without Strata: `LD_PRELOAD=libtsan.so.2 node
+# --perf-prof --interpreted-frames-native-stack jit_script.js 1600` ends with status 66, a
+# heap-use-after-free in v8::internal::LinuxPerfJitLogger::LogWriteDebugInfo.
+if ((UNDER_TSAN)); then
+  echo "skipped under TSan: node_jitdump (TSan's runtime reports node's own jitdump writer, without Strata)"
+else
+  record_and_check node_jitdump 1600 --perf-prof --interpreted-frames-native-stack
+fi
 finish
