@@ -210,7 +210,7 @@ class NoCancellation {
 
 RegisteredThread* RegisterCurrentThreadImpl(const char* name, const StackBounds& given_stack) {
   NoCancellation no_cancellation;
-  if (RegisteredThread* registered = t_registered_thread) {
+  if (RegisteredThread* registered = CurrentRegisteredThread()) {
     // Registered before (by pthread_create's wrapper, under the kernel name it had then):
     // a name given now names it from here on.
     if (name) {
@@ -328,9 +328,9 @@ bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer) {
   // (glibc wrote it: the creator, and this library's part the dlopen that loaded it), with no
   // happens-before to this thread: every store below was reported as a race (attach_test,
   // "Previous write ... by thread T1: __tsan_tls_initialization"). TSan is told not to
-  // record these stores (their release still counts: the handler's loads of the context and
-  // descriptors are acquires). So TSan does not check the thread's own later plain reads of
-  // t_registered_thread against them either: aligned 8-byte stores, whole on x86-64.
+  // record these stores; their release still counts, and the thread's loads of them are
+  // acquires (CurrentRegisteredThread, the handler's context and descriptors), except the
+  // label stack's pointer, read plainly by the program's inline label code (base/labels.h).
   __tsan_ignore_thread_begin();
 #endif
   __atomic_store_n(in_thread(&strata_t_profiling_stack_v2), &raw->profiling_stack, __ATOMIC_SEQ_CST);
@@ -473,11 +473,11 @@ void UnregisterThread(RegisteredThread* thread) {
 
 void OnRegisteredThreadExit(void* value) {
   RegisteredThread* thread = static_cast<RegisteredThread*>(value);
-  if (thread && thread == t_registered_thread && !IsForkedChild()) UnregisterThread(thread);
+  if (thread && thread == CurrentRegisteredThread() && !IsForkedChild()) UnregisterThread(thread);
 }
 
 bool SetCurrentThreadTierData(void* data) {
-  RegisteredThread* thread = t_registered_thread;
+  RegisteredThread* thread = CurrentRegisteredThread();
   if (!thread || IsForkedChild()) return false;
   thread->tier_data.store(data, std::memory_order_release);
   return true;
@@ -600,12 +600,12 @@ void RegisterNewThread(const StackBounds& given_stack) {
 
 void ProfilerUnregisterThread() {
   if (IsForkedChild()) return;
-  RegisteredThread* thread = t_registered_thread;
+  RegisteredThread* thread = CurrentRegisteredThread();
   if (!thread) return;
   pthread_setspecific(g_thread_exit_key, nullptr);
   UnregisterThread(thread);
 }
 
-bool ProfilerIsThreadRegistered() { return t_registered_thread != nullptr; }
+bool ProfilerIsThreadRegistered() { return CurrentRegisteredThread() != nullptr; }
 
 }  // namespace strata
