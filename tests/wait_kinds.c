@@ -3,17 +3,33 @@
 // prints how long each took by its own clock:
 //   select (wrapped), then a nanosleep made with an inline `syscall` instruction (no libc
 //   function: Strata cannot know it), then poll (wrapped), then sem_timedwait (wrapped),
-//   then the raw nanosleep again, then sem_clockwait, then pthread_cond_timedwait (wrapped).
+//   then the raw nanosleep again, then sem_clockwait, then pthread_cond_timedwait (wrapped),
+//   then a futex wait through syscall() (the syscall interposer marks it), the fortified
+//   poll a _FORTIFY_SOURCE build calls (__poll_chk), C11's thrd_sleep and mtx_timedlock on a
+//   mutex the thread holds (times out), then 400 short waits in clock_nanosleep (wrapped),
+//   2.5 ms each with 0.2 ms of CPU between them: shorter than the sampler's period (4 ms), so
+//   most of them end before the sampler has seen them, and their samples are the thread's own
+//   to write (wait/own_samples.h).
 // stdout: "wait KIND MS" per call (KIND: select, unknown, poll, sem_timedwait, sem_clockwait,
-// pthread_cond_timedwait), then "wait_kinds: done".
+// pthread_cond_timedwait, syscall, __poll_chk, thrd_sleep, mtx_timedlock) and for all the
+// short waits together (clock_nanosleep), then
+// "wait_kinds: done".
 #define _GNU_SOURCE
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <sys/select.h>
+#include <linux/futex.h>
+#include <stdint.h>
 #include <sys/syscall.h>
+#include <threads.h>
 #include <time.h>
+#include <unistd.h>
+
+// What a -D_FORTIFY_SOURCE build calls for poll() with a known array size (glibc exports it;
+// its headers declare it only under _FORTIFY_SOURCE).
+extern int __poll_chk(struct pollfd* fds, nfds_t count, int timeout_ms, size_t fds_size);
 
 static double NowMs(void) {
   struct timespec ts;
@@ -49,6 +65,18 @@ static void RawSleep(long ms) {
 }
 
 static void Report(const char* kind, double start) { printf("wait %s %.1f\n", kind, NowMs() - start); }
+
+// Spins for `ms` of the thread's own CPU time.
+static void Spin(double ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  const double end = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 + ms;
+  volatile unsigned long x = 0;
+  do {
+    for (int i = 0; i < 1000; ++i) x = x + 1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  } while (ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 < end);
+}
 
 int main(void) {
   const long ms = 1000;
@@ -95,6 +123,48 @@ int main(void) {
   }
   Report("pthread_cond_timedwait", start);
   pthread_mutex_unlock(&mutex);
+
+  // A futex wait through syscall(), as hand-written locks and runtimes make it.
+  uint32_t futex_word = 0;
+  struct timespec relative = {ms / 1000, (ms % 1000) * 1000000L};
+  start = NowMs();
+  while (NowMs() - start < ms - 1) {
+    const double left = ms - (NowMs() - start);
+    relative.tv_sec = (long)(left / 1000);
+    relative.tv_nsec = (long)((left - relative.tv_sec * 1000.0) * 1e6);
+    syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, &relative, NULL, 0);
+  }
+  Report("syscall", start);
+
+  start = NowMs();
+  __poll_chk(NULL, 0, (int)ms, 0);
+  Report("__poll_chk", start);
+
+  struct timespec duration = {ms / 1000, (ms % 1000) * 1000000L};
+  start = NowMs();
+  thrd_sleep(&duration, NULL);
+  Report("thrd_sleep", start);
+
+  mtx_t c11_mutex;
+  mtx_init(&c11_mutex, mtx_timed);
+  mtx_lock(&c11_mutex);  // Held by this thread: the timed lock below waits until its deadline.
+  deadline = Deadline(ms);
+  start = NowMs();
+  if (mtx_timedlock(&c11_mutex, &deadline) == thrd_success) mtx_unlock(&c11_mutex);
+  Report("mtx_timedlock", start);
+  mtx_unlock(&c11_mutex);
+  mtx_destroy(&c11_mutex);
+
+  double short_waits_ms = 0;
+  for (int i = 0; i < 400; ++i) {
+    Spin(0.2);
+    const struct timespec short_wait = {0, 2500000L};
+    start = NowMs();
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &short_wait, NULL) != 0) {
+    }
+    short_waits_ms += NowMs() - start;
+  }
+  printf("wait clock_nanosleep %.1f\n", short_waits_ms);
   printf("wait_kinds: done\n");
   return 0;
 }

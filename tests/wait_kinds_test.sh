@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Each wait charged to the call that waited (issue 34; docs/sampling.md "Unknown waits"):
 # wait_kinds waits ~1 s in turn in select, an unknown call (an inline-syscall nanosleep), poll,
-# sem_timedwait, the unknown call again, sem_clockwait and pthread_cond_timedwait, timing each with its own
-# clock. Recorded with `strata record` (wait stacks on, the default):
+# sem_timedwait, the unknown call again, sem_clockwait, pthread_cond_timedwait, a futex wait
+# through syscall(), the fortified __poll_chk, C11's thrd_sleep and mtx_timedlock, timing each
+# with its own clock, then 400 short clock_nanosleep waits (2.5 ms, under the sampler's 4 ms
+# period). Recorded with `strata record` (wait stacks on, the default):
 #   - each wrapped call's self wall time in the profile is the time the program measured for
 #     it, within 2 % (before the fix the unknown call's second was added to the call before
 #     it: select 2 s);
@@ -29,16 +31,23 @@ self_wall() {
 # measured KIND: the program's own total for KIND.
 measured() { awk -v kind="$1" '$1 == "wait" && $2 == kind { s += $3 } END { print s + 0 }' "$WORK/run.out"; }
 
-for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait unknown; do
+# The short waits (400 of 2.5 ms): each gets 2 or 3 samples (the interval grid's points
+# inside it), 2.5 on average, so their total has a spread of about 1 % (sqrt(400 x 0.25)
+# samples of 1 000): checked within 5 %. Before the thread wrote the samples of the waits
+# the sampler did not see, about two thirds of their time was missing.
+for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait syscall __poll_chk \
+  thrd_sleep mtx_timedlock unknown clock_nanosleep; do
   name="$kind"
   [[ $kind == unknown ]] && name="Unknown wait"
+  tolerance=2
+  [[ $kind == clock_nanosleep ]] && tolerance=5
   want=$(measured "$kind")
   got=$(self_wall "$name")
   result "scenario=wait-kinds kind=$kind measured_ms=$want profile_ms=${got:-none}"
-  if awk -v g="${got:-0}" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(w > 0 && d <= 0.02 * w) }'; then
+  if awk -v g="${got:-0}" -v w="$want" -v t="$tolerance" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(w > 0 && d <= t / 100 * w) }'; then
     pass "$name: ${got} ms in the profile, ${want} ms measured by the program"
   else
-    fail "$name: ${got:-no} ms in the profile, ${want} ms measured by the program (want within 2 %)"
+    fail "$name: ${got:-no} ms in the profile, ${want} ms measured by the program (want within ${tolerance} %)"
   fi
 done
 finish

@@ -12,11 +12,16 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <libunwind.h>
+
 #include <atomic>
 #include <cstdarg>
 #include <cstring>
 
+#include "platform/checked_read.h"
+
 #include "platform/raw_syscall.h"
+#include "platform/sampling/unwind_table_copy.h"
 
 namespace strata {
 namespace {
@@ -128,10 +133,50 @@ int ReplacementOpen(const char* path, int flags, ...) {
 
 // msync() is a cancellation point in glibc; libunwind calls it to check a mapping when
 // mincore() did not work at its initialisation. The raw system call is not one.
+// The raw one: libc's syscall() is interposable (the program's, or the preload tier's own).
 int ReplacementMsync(void* address, size_t length, int flags) {
-  const long result = syscall(SYS_msync, address, length, flags);
-  if (result == 0) errno = 0;
-  return static_cast<int>(result);
+  const long result =
+      RawSyscall(SYS_msync, reinterpret_cast<long>(address), static_cast<long>(length), flags);
+  if (result < 0) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return 0;
+}
+
+// The rest of libunwind's imports that a walk can reach and a program can interpose (a
+// tracer's or a sanitizer's own mmap): its memory pools grow with mmap, its validation asks
+// mincore. Raw system calls, libc's semantics (MAP_FAILED or -1 and errno on failure).
+void* ReplacementMmap(void* address, size_t length, int protection, int flags, int descriptor,
+                      off_t offset) {
+  const long result = RawSyscall(SYS_mmap, reinterpret_cast<long>(address),
+                                 static_cast<long>(length), protection, flags, descriptor,
+                                 static_cast<long>(offset));
+  if (result < 0 && result > -4096) {
+    errno = static_cast<int>(-result);
+    return MAP_FAILED;
+  }
+  return reinterpret_cast<void*>(result);
+}
+
+int ReplacementMunmap(void* address, size_t length) {
+  const long result =
+      RawSyscall(SYS_munmap, reinterpret_cast<long>(address), static_cast<long>(length));
+  if (result < 0) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return 0;
+}
+
+int ReplacementMincore(void* address, size_t length, unsigned char* vector) {
+  const long result = RawSyscall(SYS_mincore, reinterpret_cast<long>(address),
+                                 static_cast<long>(length), reinterpret_cast<long>(vector));
+  if (result < 0) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return 0;
 }
 
 // dl_iterate_phdr: during a walk, answered for the object of the pc being unwound without
@@ -208,6 +253,10 @@ const Redirection kRedirections[] = {
     {"open", reinterpret_cast<void*>(&ReplacementOpen)},
     {"open64", reinterpret_cast<void*>(&ReplacementOpen)},
     {"msync", reinterpret_cast<void*>(&ReplacementMsync)},
+    {"mmap", reinterpret_cast<void*>(&ReplacementMmap)},
+    {"mmap64", reinterpret_cast<void*>(&ReplacementMmap)},
+    {"munmap", reinterpret_cast<void*>(&ReplacementMunmap)},
+    {"mincore", reinterpret_cast<void*>(&ReplacementMincore)},
     {"dl_iterate_phdr", reinterpret_cast<void*>(&ReplacementDlIteratePhdr)},
     {"pthread_mutex_lock", reinterpret_cast<void*>(&ReplacementMutexLock)},
     {"pthread_mutex_unlock", reinterpret_cast<void*>(&ReplacementMutexUnlock)},
@@ -463,127 +512,45 @@ bool InStrataLibunwindWalk() { return Walking(); }
 
 namespace {
 __thread uintptr_t t_lookup_pc __attribute__((tls_model("initial-exec"))) = 0;
-}  // namespace
-
-void SetLibunwindLookupPc(uintptr_t pc) {
-  t_lookup_pc = pc;
-  MarkStrataLibunwindWalk(pc != 0);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-}
 
 uint64_t g_unreadable_lookups = 0;  // Relaxed atomic increments.
 
-// Checks readability 4 KiB at a time (one probe per page whatever the page size), skipping
-// the page it found readable last (consecutive reads mostly stay on one page).
-class PageChecker {
- public:
-  bool Readable(uintptr_t address, size_t length) {
-    if (length == 0) return true;
-    if (address + length < address) return false;
-    for (uintptr_t page = address & ~uintptr_t{4095}; page <= address + length - 1;
-         page += 4096) {
-      if (page == last_readable_) continue;
-      if (!ProbeIsReadable(page)) return false;
-      last_readable_ = page;
+// The copies handed to libunwind's callback (unwind_table_copy.h): a pool, one slot per
+// thread that is inside a libunwind step's lookup (libunwind reads the copy after the
+// callback returns, while it parses the FDE, until the step ends: the slot is kept until the
+// thread's next SetLibunwindLookupPc()). 16 slots (70 KiB of .bss, touched only when used):
+// a 17th thread looking up at the same instant (each lookup takes ~10 us) is refused, its
+// walk ends there, counted with the unreadable ones.
+constexpr int kCopySlots = 16;
+UnwindTableCopy g_copies[kCopySlots];
+std::atomic<bool> g_copy_busy[kCopySlots];
+__thread int t_copy_slot __attribute__((tls_model("initial-exec"))) = -1;
+
+UnwindTableCopy* ClaimCopySlot() {
+  if (t_copy_slot >= 0) return &g_copies[t_copy_slot];
+  for (int i = 0; i < kCopySlots; ++i) {
+    bool expected = false;
+    if (g_copy_busy[i].compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+      t_copy_slot = i;
+      return &g_copies[i];
     }
-    return true;
   }
-
- private:
-  uintptr_t last_readable_ = 1;  // Never a page address.
-};
-
-// A .eh_frame entry (FDE or CIE) at `entry`: its length word and its whole body readable?
-// Sets *body to the address after the length word(s) (the CIE pointer of an FDE).
-bool EntryIsReadable(PageChecker& checker, uintptr_t entry, uintptr_t* body) {
-  if (!checker.Readable(entry, 4)) return false;
-  uint32_t length32;
-  std::memcpy(&length32, reinterpret_cast<const void*>(entry), 4);
-  uint64_t length = length32;
-  *body = entry + 4;
-  if (length32 == 0xffffffffu) {
-    if (!checker.Readable(entry + 4, 8)) return false;
-    std::memcpy(&length, reinterpret_cast<const void*>(entry + 4), 8);
-    *body = entry + 12;
-  }
-  // An FDE or CIE is small (tens of bytes); a huge length is damage, not something to probe.
-  if (length < 4 || length > (1u << 20)) return false;
-  return checker.Readable(*body, static_cast<size_t>(length));
+  return nullptr;
 }
 
-// True when every byte that ServeDlIteratePhdrDuringWalk() and libunwind's callback read to
-// look up `pc` in `found` is readable: the ELF header and program headers, the dynamic
-// section (libunwind reads DT_PLTGOT), the .eh_frame_hdr header, the table entries of the
-// binary search for `pc` (the same search as libunwind's lookup()), and the FDE and CIE it
-// ends at. With another .eh_frame_hdr encoding (libunwind then searches linearly), the whole
-// PT_GNU_EH_FRAME segment. Probes with system calls only (AddressIsReadable): never faults,
-// takes no lock. ~10 probes per lookup, ~0.15 us each; lookups happen on libunwind's cache
-// misses only. Not covered: a page made unreadable by another thread between this check and
-// libunwind's read, and a CIE's indirect personality pointer (libunwind reads that word).
-bool UnwindInfoIsReadable(const dl_find_object& found, uintptr_t pc) {
-  PageChecker checker;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(found.dlfo_map_start);
-  if (!checker.Readable(start, sizeof(ElfW(Ehdr)))) return false;
-  const auto* header = reinterpret_cast<const ElfW(Ehdr)*>(start);
-  if (header->e_phentsize != sizeof(ElfW(Phdr))) return true;  // Not served (below).
-  const uintptr_t headers = start + header->e_phoff;
-  if (!checker.Readable(headers, header->e_phnum * sizeof(ElfW(Phdr)))) return false;
-  const uintptr_t load = found.dlfo_link_map->l_addr;
-  const auto* segments = reinterpret_cast<const ElfW(Phdr)*>(headers);
-  const ElfW(Phdr)* eh_frame_hdr = nullptr;
-  for (int i = 0; i < header->e_phnum; ++i) {
-    if (segments[i].p_type == PT_DYNAMIC &&
-        !checker.Readable(load + segments[i].p_vaddr, segments[i].p_memsz)) {
-      return false;
-    }
-    if (segments[i].p_type == PT_GNU_EH_FRAME) eh_frame_hdr = &segments[i];
-  }
-  if (eh_frame_hdr == nullptr) return true;  // libunwind reads no table (it opens no file).
-  const uintptr_t hdr = load + eh_frame_hdr->p_vaddr;
-  // version, eh_frame_ptr_enc, fde_count_enc, table_enc, then (standard encodings) a 4-byte
-  // eh_frame_ptr, a 4-byte fde_count and the table of {start, fde} 4-byte pairs.
-  constexpr size_t kStandardHeader = 12;
-  if (!checker.Readable(hdr, 4)) return false;
-  const auto* bytes = reinterpret_cast<const uint8_t*>(hdr);
-  constexpr uint8_t kPcrelSdata4 = 0x1b, kUdata4 = 0x03, kDatarelSdata4 = 0x3b;
-  if (bytes[0] != 1 || bytes[1] != kPcrelSdata4 || bytes[2] != kUdata4 ||
-      bytes[3] != kDatarelSdata4) {
-    return checker.Readable(hdr, eh_frame_hdr->p_memsz);
-  }
-  if (!checker.Readable(hdr, kStandardHeader)) return false;
-  uint32_t count;
-  std::memcpy(&count, bytes + 8, 4);
-  struct Entry {
-    int32_t start;
-    int32_t fde;
-  };
-  const uintptr_t table = hdr + kStandardHeader;
-  const int32_t relative_pc = static_cast<int32_t>(pc - hdr);
-  size_t low = 0;
-  size_t high = count;
-  while (low < high) {
-    const size_t middle = (low + high) / 2;
-    const uintptr_t at = table + middle * sizeof(Entry);
-    if (!checker.Readable(at, sizeof(Entry))) return false;
-    Entry entry;
-    std::memcpy(&entry, reinterpret_cast<const void*>(at), sizeof(entry));
-    if (relative_pc < entry.start) {
-      high = middle;
-    } else {
-      low = middle + 1;
-    }
-  }
-  if (high == 0) return true;  // No FDE for the pc: libunwind reads nothing more.
-  Entry entry;
-  std::memcpy(&entry, reinterpret_cast<const void*>(table + (high - 1) * sizeof(Entry)),
-              sizeof(entry));
-  const uintptr_t fde = hdr + static_cast<intptr_t>(entry.fde);
-  uintptr_t fde_body = 0;
-  if (!EntryIsReadable(checker, fde, &fde_body)) return false;
-  uint32_t cie_offset;
-  std::memcpy(&cie_offset, reinterpret_cast<const void*>(fde_body), 4);
-  uintptr_t cie_body = 0;
-  return EntryIsReadable(checker, fde_body - cie_offset, &cie_body);
+void ReleaseCopySlot() {
+  if (t_copy_slot < 0) return;
+  g_copy_busy[t_copy_slot].store(false, std::memory_order_release);
+  t_copy_slot = -1;
+}
+
+}  // namespace
+
+void SetLibunwindLookupPc(uintptr_t pc) {
+  ReleaseCopySlot();  // The previous step (if any) is over.
+  t_lookup_pc = pc;
+  MarkStrataLibunwindWalk(pc != 0);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
 // Not instrumented (called through the dl_iterate_phdr wrapper while sanitizers initialise).
@@ -596,30 +563,70 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlItera
   if (_dl_find_object(reinterpret_cast<void*>(pc), &found) != 0 || !found.dlfo_link_map) {
     return true;
   }
-  // Every byte of the object that this function and libunwind's callback will read is
-  // checked first (the program may have made it unreadable: issue 33). When one is not, the
-  // object is not reported: libunwind finds no unwind information, the walk ends there.
-  if (!UnwindInfoIsReadable(found, pc)) {
-    __atomic_fetch_add(&g_unreadable_lookups, 1, __ATOMIC_RELAXED);
+  // libunwind's callback and FDE parser read a checked copy of what they need, never the
+  // object itself (the program may make it unreadable at any moment: issue 33;
+  // unwind_table_copy.h). When it cannot be made, no object is reported: libunwind finds no
+  // unwind information, the walk ends there.
+  UnwindTableCopy* copy = ClaimCopySlot();
+  dl_phdr_info info;
+  const UnwindCopyResult copied =
+      copy ? BuildUnwindTableCopy(found, pc, copy, &info) : UnwindCopyResult::kUnsupported;
+  if (copied != UnwindCopyResult::kCopied) {
+    if (copied != UnwindCopyResult::kNoEntry) {
+      __atomic_fetch_add(&g_unreadable_lookups, 1, __ATOMIC_RELAXED);
+    }
     return true;
   }
-  // The program headers, from the ELF header at the start of the object's mapping (the first
-  // PT_LOAD segment maps file offset 0 in every object the loader maps).
-  const auto* header = static_cast<const ElfW(Ehdr)*>(found.dlfo_map_start);
-  if (header->e_ident[EI_MAG0] != ELFMAG0 || header->e_ident[EI_MAG1] != ELFMAG1 ||
-      header->e_ident[EI_MAG2] != ELFMAG2 || header->e_ident[EI_MAG3] != ELFMAG3 ||
-      header->e_phentsize != sizeof(ElfW(Phdr))) {
-    return true;
-  }
-  dl_phdr_info info = {};
-  info.dlpi_addr = found.dlfo_link_map->l_addr;
-  info.dlpi_name = found.dlfo_link_map->l_name;
-  info.dlpi_phdr = reinterpret_cast<const ElfW(Phdr)*>(
-      static_cast<const char*>(found.dlfo_map_start) + header->e_phoff);
-  info.dlpi_phnum = header->e_phnum;
   // Only the classic fields: libunwind's callback reads no further (dlpi_adds, TLS ...).
   *result = callback(&info, offsetof(dl_phdr_info, dlpi_adds), data);
   return true;
+}
+
+// --- libunwind's memory reads during Strata's walks (CheckLibunwindMemoryReads). ----------
+
+namespace {
+
+__thread uintptr_t t_walk_stack_low __attribute__((tls_model("initial-exec"))) = 0;
+__thread uintptr_t t_walk_stack_high __attribute__((tls_model("initial-exec"))) = 0;
+
+using AccessMemFunction = int (*)(unw_addr_space_t, unw_word_t, unw_word_t*, int, void*);
+std::atomic<AccessMemFunction> g_libunwind_access_mem{nullptr};
+
+// Not instrumented: the stack words it reads directly are the walked thread's own, which
+// the thread (interrupted) may have been writing (as libunwind's own reads of them).
+__attribute__((no_sanitize("address", "thread"))) int CheckedAccessMem(
+    unw_addr_space_t space, unw_word_t address, unw_word_t* value, int write, void* argument) {
+  const AccessMemFunction original = g_libunwind_access_mem.load(std::memory_order_relaxed);
+  if (write || !Walking()) return original(space, address, value, write, argument);
+  if (address >= t_walk_stack_low && address <= t_walk_stack_high - sizeof(unw_word_t) &&
+      t_walk_stack_high >= sizeof(unw_word_t)) {
+    *value = *reinterpret_cast<const unw_word_t*>(address);
+    return 0;
+  }
+  return CheckedRead(reinterpret_cast<const void*>(address), value, sizeof(*value))
+             ? 0
+             : -UNW_EINVAL;
+}
+
+}  // namespace
+
+bool CheckLibunwindMemoryReads(void* handle, void* local_addr_space) {
+  using GetAccessors = unw_accessors_t* (*)(unw_addr_space_t);
+  const auto get_accessors =
+      reinterpret_cast<GetAccessors>(dlsym(handle, "_Ux86_64_get_accessors"));
+  if (get_accessors == nullptr || local_addr_space == nullptr) return false;
+  unw_accessors_t* accessors = get_accessors(static_cast<unw_addr_space_t>(local_addr_space));
+  if (accessors == nullptr || accessors->access_mem == nullptr) return false;
+  if (accessors->access_mem == &CheckedAccessMem) return true;  // Loaded (and done) before.
+  g_libunwind_access_mem.store(accessors->access_mem, std::memory_order_release);
+  // One aligned pointer store; libunwind reads the slot at each access.
+  __atomic_store_n(&accessors->access_mem, &CheckedAccessMem, __ATOMIC_RELEASE);
+  return true;
+}
+
+void SetLibunwindWalkStackBounds(uintptr_t low, uintptr_t high) {
+  t_walk_stack_low = low;
+  t_walk_stack_high = high;
 }
 
 uint64_t UnwindLookupsRefusedAsUnreadable() {

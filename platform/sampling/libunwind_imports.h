@@ -31,15 +31,19 @@
 //                 (libunwind writes only debug messages with it). Otherwise libc's write().
 //   msync         always the raw system call (glibc's msync() is a cancellation point;
 //                 libunwind checks mappings with it where mincore() did not work).
+//   mmap, munmap, mincore  always the raw system calls (libunwind's memory pools and its
+//                 validation): never a program's (a tracer's, a sanitizer's) definition.
 //   open          while a Strata walk runs: -1 with errno EACCES (no file is opened by a
 //                 walk; an object without .eh_frame_hdr is then not unwound through its
 //                 .debug_frame). Otherwise libc's open().
 //   dl_iterate_phdr  while a lookup pc is set (SetLibunwindLookupPc): answered for the
 //                 object of that pc, without the loader's list lock
-//                 (ServeDlIteratePhdrDuringWalk), and only once every byte the lookup reads
-//                 (ELF and program headers, dynamic section, .eh_frame_hdr search path, FDE,
-//                 CIE) was found readable by the check below; else no object (the walk
-//                 ends there, counted: UnwindLookupsRefusedAsUnreadable). Otherwise libc's (or the preload tier's
+//                 (ServeDlIteratePhdrDuringWalk), with a checked copy of what the lookup
+//                 reads (unwind_table_copy.h: synthetic program headers and .eh_frame_hdr,
+//                 the FDE and its CIE re-encoded, the personality pointer resolved), never
+//                 the object's own bytes; when a byte is unreadable (or the tables are not
+//                 of the kind copied), no object (the walk ends there, counted:
+//                 UnwindLookupsRefusedAsUnreadable). Otherwise libc's (or the preload tier's
 //                 wrapper, where that is loaded).
 //   pthread_mutex_lock, pthread_mutex_unlock  glibc's own (looked up in libc.so.6 itself):
 //                 never the program's definition, nor Strata's wait wrapper (libunwind's lock
@@ -130,11 +134,30 @@ void SetLibunwindLookupPc(uintptr_t pc);
 bool ServeDlIteratePhdrDuringWalk(int (*callback)(dl_phdr_info*, size_t, void*),
                                   void* data, int* result);
 
-// Lookups that ServeDlIteratePhdrDuringWalk() answered with no object because some of the
-// object's headers or unwind tables that the lookup reads were unreadable (a program's
-// mprotect(PROT_NONE) of its ELF header or .eh_frame_hdr page): each ends a walk early
-// instead of faulting. Thread-safe; async-signal-safe.
+// Lookups that ServeDlIteratePhdrDuringWalk() answered with no object because the checked
+// copy could not be made: some of the object's unwind tables (.eh_frame_hdr, its search
+// path, the FDE, the CIE, the word of an indirect personality pointer) were unreadable (a
+// program's mprotect(PROT_NONE), at any moment, on any thread), or, rarely, the tables were
+// not of the kind copied or 16 threads were copying at that instant (unwind_table_copy.h):
+// each ends a walk early instead of faulting. Thread-safe; async-signal-safe.
 uint64_t UnwindLookupsRefusedAsUnreadable();
+
+// libunwind's reads of memory during Strata's walks (issue 33): its local address space's
+// access_mem accessor (through which it reads every stack word its unwind rules name, the
+// frame chain of code without unwind information, and the code bytes it checks for a
+// sigreturn trampoline) is replaced, in libunwind's own accessor table, by one that during a
+// Strata walk on the calling thread reads a word inside the walk's stack bounds
+// (SetLibunwindWalkStackBounds: the walked thread's own stack, which it runs on) directly
+// and any other word with CheckedRead() (an unreadable or execute-only page: the read
+// fails, the step ends, nothing faults); writes, and reads outside Strata's walks (the
+// program's own use of libunwind), go to libunwind's accessor as before. `local_addr_space`
+// is libunwind's unw_local_addr_space. Returns false when the table cannot be found (then
+// libunwind must not be used). Not async-signal-safe (libunwind's one-time set-up).
+bool CheckLibunwindMemoryReads(void* handle, void* local_addr_space);
+
+// The walked stack's bounds for the calling thread's walks (see above); [0, 0) checks every
+// read. Async-signal-safe.
+void SetLibunwindWalkStackBounds(uintptr_t low, uintptr_t high);
 
 // True for the impossible descriptor numbers that the redirected pipe2() hands out.
 bool IsLibunwindValidationDescriptor(long number);

@@ -125,6 +125,8 @@ bool OpenPrivately(const char* soname, LibunwindFunctions* table) {
   resolved.local_addr_space =
       static_cast<unw_addr_space_t*>(Resolve(handle, "_ULx86_64_local_addr_space"));
   ok = resolved.local_addr_space != nullptr && ok;
+  // libunwind's reads of memory during Strata's walks are checked (libunwind_imports.h).
+  ok = ok && CheckLibunwindMemoryReads(handle, *resolved.local_addr_space);
   if (!ok) {
     dlclose(handle);
     (void)dlerror();

@@ -178,8 +178,10 @@ size_t WalkStackWith(const LibunwindFunctions* functions, ucontext_t* context,
   if (scratch == nullptr) {
     return WalkWithStackScratch(functions, context, bounds, frames, capacity);
   }
-  // Nothing libunwind does in this walk touches a descriptor (libunwind_imports.h).
+  // Nothing libunwind does in this walk touches a descriptor (libunwind_imports.h), and its
+  // reads of memory outside this stack are checked.
   ScopedStrataLibunwindWalk walk;
+  SetLibunwindWalkStackBounds(bounds.low, bounds.high);
   size_t count = 1;
   FrameRegisters next = registers;  // The frame to unwind next: frames[count - 1]'s.
   bool signal_frame = true;

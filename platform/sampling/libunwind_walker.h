@@ -61,11 +61,12 @@
 //     loaded object. Handler stack: libunwind's cursor (1 KiB) and the context copy for
 //     resuming after such frames (1 KiB) are in the caller's LibunwindWalkScratch when it
 //     passes one (the base tier does: one per thread), else on the stack.
-//   - When DWARF information is missing in a loaded object, libunwind validates the
-//     addresses it reads (mincore, then its check that the page is readable, with that
-//     cache). Its check no longer uses a pipe in the program's descriptor table:
-//     libunwind_imports.h redirects it to process_vm_readv, so a walk never reads, writes,
-//     closes or opens a descriptor, and calls no cancellation point.
+//   - libunwind reads no table of the program's objects itself: the lookup hands it checked
+//     copies (unwind_table_copy.h); and every word it reads through its accessor outside
+//     the walked stack's bounds (its frame-chain fallback where DWARF information is
+//     missing, its sigreturn check's code bytes) is read with CheckedRead
+//     (CheckLibunwindMemoryReads, libunwind_imports.h). A walk never reads, writes, closes
+//     or opens a descriptor, and calls no cancellation point.
 //   - This walker also stops as soon as a frame's stack pointer leaves `bounds` or stops
 //     increasing.
 // Hence the rule: use it only to walk the calling thread's own stack in its own signal
@@ -78,8 +79,9 @@
 // libunwind in the process (not installed, or not loaded yet) the walks report the
 // interrupted pc only and CaptureCurrentStack() reports nothing; nothing is logged.
 //
-// Not covered: a pc in a loaded object without unwind information whose %rbp points into a
-// page the program unmapped after libunwind cached it as good: libunwind's cache is internal.
+// Before issue 33's checked accessor, libunwind's frame-chain fallback trusted a 4-page cache
+// of addresses it had validated: a page the program unmapped since then faulted. Now every
+// such read outside the stack is checked.
 //
 // Thread safety: thread-safe. Async-signal safety: WalkStackWithLibunwind() is
 // async-signal-safe under the rule above, once WarmUpLibunwind() has run in the process.

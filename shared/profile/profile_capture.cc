@@ -14,6 +14,7 @@
 #include "shared/profile/sample_entry.h"
 #include "shared/progress/proportion_value.h"
 #include "shared/symbols/elf_symbolizer.h"
+#include "shared/symbols/perf_map.h"
 
 namespace strata {
 namespace profile {
@@ -346,6 +347,12 @@ class ProfileBuilder {
     if (!symbolicate_) return;
     // The names stay owned by the symbolizer: it lives as long as the builder.
     symbolizer_ = std::make_unique<ElfSymbolizer>(timeline_.libs());
+    // JIT code (docs/symbols.md, "JIT code"): addresses in no module named from the perf map
+    // and jitdump the process's runtime wrote, as `strata symbolicate` names them.
+    if (PerfMap map = PerfMap::ForProcess(pid_.ToNumber()); !map.empty()) {
+      symbolizer_ = std::make_unique<PerfMapSymbolizer>(std::move(symbolizer_), std::move(map),
+                                                        PerfMap::ModuleNameFor(pid_.ToNumber()));
+    }
     names_.Resolve(*symbolizer_, timeline_.libs());
   }
 
@@ -820,7 +827,7 @@ class ProfileBuilder {
   const std::string process_name_;
   LibraryTimeline timeline_{std::vector<LibraryLifetime>()};
   std::vector<std::pair<uint64_t, uint64_t>> own_code_;  // Strata's libraries: [start, end).
-  std::unique_ptr<ElfSymbolizer> symbolizer_;
+  std::unique_ptr<Symbolizer> symbolizer_;
   AddressNames names_;
   std::map<int64_t, ThreadState> threads_;
   // Ended threads of CaptureInputs::threads not met in the buffer yet (by thread id; the

@@ -1,10 +1,13 @@
 #include "shared/symbols/perf_map.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
-#include <fstream>
 #include <utility>
 
 namespace strata {
@@ -21,7 +24,36 @@ bool ParseHex(const char*& text, uint64_t* value) {
   return true;
 }
 
+// The whole file at `path` into `data`; false if it cannot be read. POSIX reads, not
+// iostreams: the base tier's capture reads these files too, and libstdc++'s streams would
+// add their locale machinery to libstrata_base.so (issue 19's size budget).
+bool ReadWholeFile(const std::string& path, std::string* data) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return false;
+  }
+  data->clear();
+  data->reserve(static_cast<size_t>(st.st_size));
+  char chunk[64 * 1024];
+  for (;;) {
+    const ssize_t got = read(fd, chunk, sizeof(chunk));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    data->append(chunk, static_cast<size_t>(got));
+  }
+  close(fd);
+  return true;
+}
+
 }  // namespace
+
+std::string PerfMap::ModuleNameFor(int64_t pid) {
+  return access(PathFor(pid).c_str(), R_OK) == 0 ? "perf-" + std::to_string(pid) + ".map"
+                                                 : "jit-" + std::to_string(pid) + ".dump";
+}
 
 std::string PerfMap::PathFor(int64_t pid) { return "/tmp/perf-" + std::to_string(pid) + ".map"; }
 
@@ -35,10 +67,14 @@ std::vector<std::string> PerfMap::JitDumpPathsFor(int64_t pid) {
 
 std::vector<PerfMap::Entry> PerfMap::ReadLines(const std::string& path) {
   std::vector<Entry> entries;
-  std::ifstream in(path);
-  if (!in) return entries;
-  std::string line;
-  while (std::getline(in, line)) {
+  std::string data;
+  if (!ReadWholeFile(path, &data)) return entries;
+  size_t line_start = 0;
+  while (line_start < data.size()) {
+    size_t line_end = data.find('\n', line_start);
+    if (line_end == std::string::npos) line_end = data.size();
+    const std::string line = data.substr(line_start, line_end - line_start);
+    line_start = line_end + 1;
     const char* text = line.c_str();
     Entry entry;
     if (!ParseHex(text, &entry.start) || *text != ' ') continue;
@@ -74,10 +110,8 @@ T Load(const std::string& data, size_t offset) {
 
 std::vector<PerfMap::Entry> PerfMap::ReadJitDumpRecords(const std::string& path) {
   std::vector<Entry> entries;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return entries;
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.size() < kJitHeaderMinSize) return entries;
+  std::string data;
+  if (!ReadWholeFile(path, &data) || data.size() < kJitHeaderMinSize) return entries;
   const uint32_t magic = Load<uint32_t>(data, 0);
   if (magic != kJitDumpMagic) return entries;  // Other byte order: not this machine's runtime.
   const uint32_t header_size = Load<uint32_t>(data, 8);
@@ -133,41 +167,41 @@ PerfMap PerfMap::ReadJitDump(const std::string& path) {
 
 PerfMap PerfMap::ForProcess(int64_t pid) {
   std::vector<Entry> entries = ReadLines(PathFor(pid));
-  for (const std::string& path : JitDumpPathsFor(pid)) {
-    std::vector<Entry> dumped = ReadJitDumpRecords(path);
-    if (dumped.empty()) continue;
-    for (Entry& entry : dumped) entries.push_back(std::move(entry));
-    break;  // The first file found: the same dump is not read twice.
-  }
+  // The first jitdump found (JitDumpPathsFor's order: /tmp, then the current directory): the
+  // same dump is not read twice.
+  const std::string name = "jit-" + std::to_string(pid) + ".dump";
+  std::vector<Entry> dumped = ReadJitDumpRecords("/tmp/" + name);
+  if (dumped.empty()) dumped = ReadJitDumpRecords(name);
+  for (Entry& entry : dumped) entries.push_back(std::move(entry));
   return FromEntries(std::move(entries));
 }
 
 PerfMap PerfMap::FromEntries(std::vector<Entry> in_order) {
   PerfMap map;
-  // Every entry in order; a later one replaces what an earlier one said of its range.
-  std::vector<std::pair<size_t, Entry>> lines;  // (position, entry)
-  lines.reserve(in_order.size());
-  size_t number = 0;
-  for (Entry& entry : in_order) lines.emplace_back(number++, std::move(entry));
-  // Latest first at each start; then sweep by start, dropping what a later line overlapped.
-  std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
-    return a.second.start != b.second.start ? a.second.start < b.second.start : a.first > b.first;
+  // Every entry in order; a later one replaces what an earlier one said of its range. Sorted
+  // by start, the latest first at each start (indexes sorted, not the entries: a sort of
+  // entries with their strings costs the preloaded library ~1.5 KiB more code); then a sweep
+  // by start drops what a later line overlapped.
+  std::vector<uint32_t> order(in_order.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return in_order[a].start != in_order[b].start ? in_order[a].start < in_order[b].start : a > b;
   });
-  std::vector<std::pair<size_t, Entry>> kept;
-  for (auto& candidate : lines) {
+  std::vector<uint32_t> kept;
+  for (const uint32_t candidate : order) {
     if (!kept.empty()) {
-      auto& previous = kept.back();
-      const uint64_t previous_end = previous.second.start + previous.second.size;
-      if (candidate.second.start < previous_end) {
-        if (candidate.first < previous.first) continue;  // Older, overlapped: gone.
-        previous.second.size = candidate.second.start - previous.second.start;  // Newer wins.
-        if (previous.second.size == 0) kept.pop_back();
+      Entry& previous = in_order[kept.back()];
+      const uint64_t previous_end = previous.start + previous.size;
+      if (in_order[candidate].start < previous_end) {
+        if (candidate < kept.back()) continue;  // Older, overlapped: gone.
+        previous.size = in_order[candidate].start - previous.start;  // Newer wins.
+        if (previous.size == 0) kept.pop_back();
       }
     }
-    kept.push_back(std::move(candidate));
+    kept.push_back(candidate);
   }
   map.entries_.reserve(kept.size());
-  for (auto& [unused, entry] : kept) map.entries_.push_back(std::move(entry));
+  for (const uint32_t i : kept) map.entries_.push_back(std::move(in_order[i]));
   return map;
 }
 

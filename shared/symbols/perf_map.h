@@ -17,6 +17,10 @@
 // machine's byte order is read. Where: /tmp (.NET's default, Python's), then the current
 // directory (V8 writes it in its working directory), jit-<pid>.dump; the first one found.
 //
+// Read with plain POSIX calls (no iostreams), by `strata symbolicate`/`record` and by the
+// capture in the profiled process (shared/profile/profile_capture.cc), which runs it at a
+// save, never in a signal handler.
+//
 // Thread safety: thread-compatible. Memory: the map's entries and names, held until the
 // object is destroyed (names handed out by Symbolize point into it).
 #ifndef STRATA_SHARED_SYMBOLS_PERF_MAP_H_
@@ -44,6 +48,9 @@ class PerfMap {
   static PerfMap ReadJitDump(const std::string& path);
   // Process `pid`'s perf map and jitdump together (the jitdump's entries after the map's).
   static PerfMap ForProcess(int64_t pid);
+  // The module name frames named from ForProcess(pid) carry: "perf-<pid>.map" when the
+  // process has a perf map, else "jit-<pid>.dump".
+  static std::string ModuleNameFor(int64_t pid);
   // /tmp/perf-<pid>.map, where runtimes write it.
   static std::string PathFor(int64_t pid);
   // Where jit-<pid>.dump may be, in the order they are tried.

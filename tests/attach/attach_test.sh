@@ -46,8 +46,8 @@
 #             hanging, the process is neither traced nor stopped, and once the lock is released
 #             its read goes on (reads the next line, no EINTR, exit 0).
 #   refusals: exit 1 with the reason for a static program, a 32-bit one, a process already traced,
-#             another user's process
-#             (strata run as nobody); exit 2 for -p with a non-number, with a command, with --view.
+#             another user's process (strata run as nobody), a non-dumpable process of strata's
+#             own user (both as nobody); exit 2 for -p with a non-number, with a command, with --view.
 source "$(dirname "$0")/../scenario_lib.sh"
 
 STRATA="$(binary tools/strata/strata)"
@@ -60,13 +60,15 @@ CLIENT="$(dirname "$0")/echo_client.py"
 CYCLES="${ATTACH_CYCLES:-20}"
 
 SERVERS=()
-start_server() {  # NAME: starts the server plain; sets SERVER_PID and PORT.
-  "$SERVER" --waiters >"$WORK/$1.server" 2>&1 &
+start_server() {  # NAME [VAR=VALUE...]: starts the server plain (with those variables); sets SERVER_PID and PORT.
+  local name="$1"
+  shift
+  env "$@" "$SERVER" --waiters >"$WORK/$name.server" 2>&1 &
   SERVER_PID=$!
   SERVERS+=("$SERVER_PID")
   PORT=""
   for _ in $(seq 1200); do
-    PORT=$(sed -n 's/^port //p' "$WORK/$1.server")
+    PORT=$(sed -n 's/^port //p' "$WORK/$name.server")
     [[ -n "$PORT" ]] && break
     sleep 0.05
   done
@@ -100,7 +102,12 @@ wait_recording() {  # NAME: until strata says it records (at most 60 s).
 rss_kb() { awk '/^VmRSS/ { print $2 }' /proc/"$1"/status; }
 
 # --- attach ---------------------------------------------------------------------------------
-start_server attach
+# Its connection workers name themselves 60 ms after they start, later than strata's first
+# look at a new thread (every 50 ms): the second client's worker is adopted with the main
+# thread's name and must be in the profile as echo-worker all the same, though it ends before
+# the save (the worker in the process reads an adopted thread's name again ~100 and ~500 ms
+# after adopting it).
+start_server attach ECHO_WORKER_NAME_DELAY_MS=60
 before=$(process_state "$SERVER_PID")
 # The client runs from its first replies (+0.5 s) before the attach to 1 s after strata ended.
 timeout 300 python3 "$CLIENT" "$PORT" --seconds 280 --stop-file "$WORK/attach.done" \
@@ -561,6 +568,41 @@ cp "$STRATA" "$STRATA_LIB" "$public/"
 chmod -R a+rX "$public" && chmod 1777 "$public"
 refusal other_user 1 "no permission" setpriv --reuid=65534 --regid=65534 --clear-groups \
   "$public/strata" record -p "$SERVER_PID" --duration 0.2 -o "$public/r.json"
+# A process of strata's own user that made itself non-dumpable (PR_SET_DUMPABLE 0, as set-user-ID
+# programs and some daemons are): ptrace is refused to that user (root has CAP_SYS_PTRACE, so
+# both run as nobody); the same program left dumpable is attached by the same strata (exit 0).
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+nobody_python=""
+for candidate in /usr/bin/python3 "$(command -v python3)"; do
+  if [[ -n "$candidate" ]] && as_nobody "$candidate" -c pass 2>/dev/null; then nobody_python="$candidate"; break; fi
+done
+if [[ -n "$nobody_python" ]]; then
+  for dumpable in 0 1; do
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$nobody_python" -c '
+import ctypes, sys, time
+if sys.argv[1] == "0" and ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0: sys.exit(3)  # PR_SET_DUMPABLE
+print("ready", flush=True)
+time.sleep(60)' "$dumpable" >"$WORK/dumpable$dumpable.out" 2>&1 &
+    sleeper_pid=$!
+    for _ in $(seq 1200); do grep -q ready "$WORK/dumpable$dumpable.out" 2>/dev/null && break; sleep 0.05; done
+    if [[ "$(awk '/^Uid/ { print $2 }' /proc/"$sleeper_pid"/status 2>/dev/null)" != 65534 ]]; then
+      fail "dumpable $dumpable: process $sleeper_pid is not nobody's"
+    fi
+    if [[ $dumpable == 0 ]]; then
+      refusal not_dumpable 1 "no permission" setpriv --reuid=65534 --regid=65534 --clear-groups "$public/strata" record -p "$sleeper_pid" --duration 0.2 \
+        -o "$public/r.json"
+    elif timeout -s KILL 60 setpriv --reuid=65534 --regid=65534 --clear-groups "$public/strata" record -q \
+        -p "$sleeper_pid" --duration 0.2 --lib "$public/libstrata_base.so" -o "$public/r.json" >"$WORK/dumpable.err" 2>&1; then
+      pass "the same program left dumpable: attached by strata as the same user (exit 0)"
+    else
+      fail "the same program left dumpable: strata as the same user failed: $(tail -2 "$WORK/dumpable.err")"
+    fi
+    kill "$sleeper_pid" 2>/dev/null
+    wait "$sleeper_pid" 2>/dev/null
+  done
+else
+  result "scenario=refusal-not_dumpable skipped=\"no python3 that user nobody can run\""
+fi
 rm -rf "$public"
 refusal not_a_pid 2 "not a process id" "$STRATA" record -p 12x -o "$WORK/r.json"
 refusal pid_and_command 2 "not both" "$STRATA" record -p "$SERVER_PID" -o "$WORK/r.json" -- true

@@ -90,6 +90,9 @@ int CountThreads() {
 
 void* Worker(void* raw) {
   const int fd = static_cast<int>(reinterpret_cast<intptr_t>(raw));
+  // ECHO_WORKER_NAME_DELAY_MS: the worker names itself that late (attach_test: a thread that
+  // strata adopts while it still has its creator's name).
+  if (const char* delay = getenv("ECHO_WORKER_NAME_DELAY_MS")) usleep(static_cast<useconds_t>(atoi(delay)) * 1000);
   pthread_setname_np(pthread_self(), "echo-worker");
   std::string pending;
   char buffer[4096];

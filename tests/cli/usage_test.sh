@@ -86,6 +86,24 @@ expect_exit static_refused 2 "cannot profile .*statically linked" \
 [[ -e "$WORK/static.json" ]] && fail "static_refused: $WORK/static.json was written"
 expect_exit nothing_saved 3 "no process saved a profile, nothing written" \
   env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$WORK/static.json" -- sh -c "exec '$static_program'"
+# A set-user-ID or set-group-ID program of another user (the loader ignores LD_PRELOAD in it) is
+# refused too; making one needs root (chown), so without it this part is skipped, and says so.
+cp "$program" "$WORK/setuid_program" && chmod u+w "$WORK/setuid_program"
+if chown 65534 "$WORK/setuid_program" 2>/dev/null && chmod 4755 "$WORK/setuid_program"; then
+  expect_exit setuid_refused 2 "cannot profile .*set-user-ID.*without the set-ID bit" \
+    "$STRATA" record -o "$WORK/setuid.json" -- "$WORK/setuid_program" 1000
+  [[ -e "$WORK/setuid.json" ]] && fail "setuid_refused: $WORK/setuid.json was written"
+  cp "$program" "$WORK/setgid_program" && chmod u+w "$WORK/setgid_program"
+  chown 0:65534 "$WORK/setgid_program" && chmod 2755 "$WORK/setgid_program"
+  expect_exit setgid_refused 2 "cannot profile .*set-group-ID" \
+    "$STRATA" record -o "$WORK/setuid.json" -- "$WORK/setgid_program" 1000
+else
+  echo "skip: setuid_refused: not root, cannot make a set-user-ID program of another user"
+fi
+# A command that clears LD_PRELOAD for the program it runs: no profile, said, non-zero.
+expect_exit preload_cleared 3 "no process saved a profile.*did 'env' clear LD_PRELOAD" \
+  "$STRATA" record -o "$WORK/cleared.json" -- env -u LD_PRELOAD "$program" 1000
+[[ -e "$WORK/cleared.json" ]] && fail "preload_cleared: $WORK/cleared.json was written"
 
 # record twice to the same file: the first is kept as .old; the next step is printed.
 cd "$WORK" || fail "cd $WORK"

@@ -24,7 +24,15 @@ compiler inlined:
 Functions on paths that end the process (Fatal, abort messages) are not walked: they
 run once, to say why the program is stopped (NOT_WALKED).
 
-Usage: program_thread_calls.py LIBRARY [--list]   (--list prints every reachable function)
+  5. libunwind (the system's libunwind.so.8, which Strata loads for its walks and runs in the
+     sampling handler) is stripped: its internal calls cannot be followed. Instead every one
+     of its imports must be redirected by Strata (LIBUNWIND_REDIRECTED, the list of
+     platform/sampling/libunwind_imports.cc), allowed (ALLOWED_IMPORTS,
+     LIBUNWIND_ALLOWED), or named in LIBUNWIND_NOT_REACHED_IN_WALKS with the reason a
+     Strata walk never reaches it. A libunwind with a new import fails until it is placed.
+
+Usage: program_thread_calls.py LIBRARY [--list] [--libunwind PATH]
+  (--list prints every reachable function)
 Exit status 0 when nothing forbidden is reachable; 1 with each violation and a call path.
 """
 import re
@@ -51,6 +59,40 @@ ALLOWED_IMPORTS = {
     # pthread_create's wrapper: reads the stack address and size the program set in its own
     # attributes (two fields; no lock, no allocation).
     "pthread_attr_getstack",
+}
+
+# libunwind's imports that RedirectLibunwindImports() points at Strata's own functions.
+LIBUNWIND_REDIRECTED = {
+    "pipe2", "pipe", "read", "close", "syscall", "write", "open", "open64", "msync", "mmap",
+    "mmap64", "munmap", "mincore", "dl_iterate_phdr", "pthread_mutex_lock",
+    "pthread_mutex_unlock", "sigprocmask",
+}
+# Pure functions (no lock, no allocation, nothing a program defines in practice).
+LIBUNWIND_ALLOWED = {
+    "strcpy", "strncpy", "stpcpy", "strrchr", "getpagesize", "sigfillset",
+}
+# Imports a Strata walk never reaches, each with why.
+LIBUNWIND_NOT_REACHED_IN_WALKS = {
+    # Only after a successful open() of an object file (.debug_frame, MiniDebugInfo): during
+    # a walk open() is refused (EACCES), so the file is never read, nothing allocated for it.
+    "malloc": "after open() of an object file, refused during walks",
+    "free": "after open() of an object file, refused during walks",
+    "fstat": "after open() of an object file, refused during walks",
+    "stat": "a .debug_frame file's look-up, after open() of the object, refused during walks",
+    "lzma_index_buffer_decode": "MiniDebugInfo, after open(), refused during walks",
+    "lzma_index_end": "MiniDebugInfo, after open(), refused during walks",
+    "lzma_index_size": "MiniDebugInfo, after open(), refused during walks",
+    "lzma_index_uncompressed_size": "MiniDebugInfo, after open(), refused during walks",
+    "lzma_stream_buffer_decode": "MiniDebugInfo, after open(), refused during walks",
+    "lzma_stream_footer_decode": "MiniDebugInfo, after open(), refused during walks",
+    "strerror": "debug messages (UNW_DEBUG), and after a failed open() outside walks",
+    # libunwind's one-time set-up (tdep_init, its key and mutexes), made by WarmUpLibunwind()
+    # when the session starts, on Strata's thread, before any sample.
+    "pthread_once": "one-time set-up, at the warm-up",
+    "pthread_key_create": "one-time set-up, at the warm-up",
+    "pthread_setspecific": "the per-thread cache (UNW_CACHE_PER_THREAD), a policy Strata never sets",
+    "pthread_mutex_init": "one-time set-up, at the warm-up",
+    "sysconf": "the memory pools' set-up (page size), at the warm-up",
 }
 
 # Functions of the library's own that must never run on a program's thread.
@@ -325,11 +367,34 @@ def find_roots(calls, patterns):
     return found_all
 
 
+def check_libunwind(path):
+    """Every import of libunwind placed (rule 5); returns how many are not."""
+    out = subprocess.run(["nm", "-D", "--undefined-only", path], check=True,
+                         stdout=subprocess.PIPE, universal_newlines=True).stdout
+    imports = sorted({line.split()[-1].split("@")[0] for line in out.splitlines() if line.split()})
+    unplaced = [name for name in imports
+                if name not in LIBUNWIND_REDIRECTED and name not in ALLOWED_IMPORTS
+                and name not in LIBUNWIND_ALLOWED and name not in LIBUNWIND_NOT_REACHED_IN_WALKS]
+    redirected = [name for name in imports if name in LIBUNWIND_REDIRECTED]
+    print("program_thread_calls: %s: %d imports, %d redirected (%s), %d not reached in walks"
+          % (path, len(imports), len(redirected), " ".join(redirected),
+             len([n for n in imports if n in LIBUNWIND_NOT_REACHED_IN_WALKS])))
+    for name in unplaced:
+        print("FORBIDDEN: libunwind imports %s: neither redirected, allowed, nor known to be "
+              "out of a walk's reach" % name)
+    return len(unplaced)
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__)
         return 2
     library = argv[1]
+    libunwind_unplaced = 0
+    if "--libunwind" in argv:
+        index = argv.index("--libunwind")
+        libunwind_unplaced = check_libunwind(argv[index + 1])
+        del argv[index:index + 2]
     calls = parse(library)
     roots = exported_interposers(library)
     own_roots = find_roots(calls, OWN_ROOTS + INDIRECT_ROOTS)
@@ -376,7 +441,7 @@ def main(argv):
     if registration_count:
         print("program_thread_calls: %d allocating calls on a new thread's registration"
               % registration_count)
-    return 1 if count or registration_count else 0
+    return 1 if count or registration_count or libunwind_unplaced else 0
 
 
 if __name__ == "__main__":

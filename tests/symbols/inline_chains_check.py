@@ -56,7 +56,9 @@ def chains(profile, thread):
         groups = []  # [(lib, address, [names])], root to leaf, native frames only.
         for f in path:
             row = frames["data"][f]
-            lib, address, depth = row[fs["lib"]], row[fs["address"]], row[fs["inlineDepth"]]
+            # Rows may stop before the last columns (a label's or JS frame's): those are null.
+            cell = lambda column: row[fs[column]] if column in fs and fs[column] < len(row) else None
+            lib, address, depth = cell("lib"), cell("address"), cell("inlineDepth")
             if lib is None or address is None or address < 0:
                 continue
             name = strip(strings[row[fs["location"]]])

@@ -11,6 +11,10 @@
 #     aliases);
 #   - some sample reads OuterLevel > MiddleLevel > InnerLevel, and Worker > Crunch, and one
 #     leaf is "sin@plt" or libm's sin (the stub itself is sampled only sometimes).
+# The same comparison, every address 100 % equal, on:
+#   - the preload recipe's file (named at capture from ELF symbols) after `strata symbolicate`
+#     (which expands the inline levels from DWARF);
+#   - the demo (tools/demo/strata_demo, linked with the base tier) under `strata record`.
 source "$(dirname "$0")/../scenario_lib.sh"
 
 STRATA="$(binary tools/strata/strata)"
@@ -56,6 +60,42 @@ for t in p["threads"]:
             found.add("worker-crunch")
 print(" ".join(sorted(found)))
 PY
+# check_all NAME PROFILE [--require-module ...]: every address of PROFILE equal.
+check_all() {
+  local name="$1" profile="$2"
+  shift 2
+  python3 "$(dirname "$0")/inline_chains_check.py" "$profile" "$@" --require-all=100 \
+    >"$WORK/$name.check" 2>&1
+  local check_status=$?
+  sed 's/^/    /' "$WORK/$name.check"
+  result "scenario=inline-chains-$name $(tail -1 "$WORK/$name.check" | sed 's/^inline_chains: //')"
+  if [[ $check_status -eq 0 ]]; then
+    pass "$name: every address's frames equal llvm-symbolizer's"
+  else
+    fail "$name: frames differ from llvm-symbolizer's (above)"
+  fi
+}
+
+env "${SANITIZER_ENV[@]}" LD_PRELOAD="$(binary base/libstrata_base.so)" STRATA_STARTUP=1 \
+  STRATA_SHUTDOWN="$OUT/preload.json" "$program" 1.0 >"$WORK/preload.out" 2>&1 ||
+  fail "preload recipe: status $?: $(tail -3 "$WORK/preload.out")"
+if "$STRATA" symbolicate "$OUT/preload.json" -o "$OUT/preload.sym.json" >"$WORK/sym.out" 2>&1; then
+  check_all preload-symbolicated "$OUT/preload.sym.json" --require-module inline_levels=100
+else
+  fail "strata symbolicate: $(tail -3 "$WORK/sym.out")"
+fi
+
+demo="$(binary tools/demo/strata_demo)"
+env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$OUT/demo.json" -- "$demo" 2 \
+  >"$WORK/demo.out" 2>"$WORK/demo.err"
+status=$?
+if [[ $status -eq 0 ]]; then
+  check_format demo
+  check_all demo "$OUT/demo.json" --require-module strata_demo=100
+else
+  fail "strata record of the demo: status $status: $(tail -3 "$WORK/demo.err")"
+fi
+
 chains="$(cat "$WORK/chains.out")"
 for want in outer-middle-inner worker-crunch; do
   if [[ " $chains " == *" $want "* ]]; then

@@ -8,6 +8,9 @@
 # (user + system, /usr/bin/time); for Strata the main thread's CPU samples per CPU-second of
 # its clock (samples with a CPU delta > 0, over the sum of the deltas) and the share of them
 # whose stack has pwrite; for perf the same over sqlite3's samples (process CPU from time).
+# strata+perf: `perf record -g -F 999` of a Strata run, both tools' pwrite shares of that one
+# execution (the program's own round-to-round variation taken out: what differs is the
+# tools'). sys_pct: the kernel's own system time share of the run (time's %S over %U + %S).
 #
 #   tools/bench/kernel_cpu_sqlite.sh [ROUNDS] [ROWS]     defaults: 3, 40000
 # Build first: bazel build -c opt //base:libstrata_base.so //tests:profile_stats
@@ -32,18 +35,32 @@ for i in range(int(sys.argv[1])): print(\"INSERT INTO t(b) VALUES('row %d %s');\
 " "$rows" >"$out/insert.sql"
 variants=(plain strata)
 [[ -n "${STRATA_BEFORE_LIB:-}" ]] && variants+=(strata-before)
-command -v perf >/dev/null && perf record -q -o "$out/probe.data" -- true >/dev/null 2>&1 && variants+=(perf)
+command -v perf >/dev/null && perf record -q -o "$out/probe.data" -- true >/dev/null 2>&1 &&
+  variants+=(perf strata+perf)
+perf_share() {  # PERF_DATA VARIANT: sqlite3's samples with pwrite in their call chain
+  perf script -i "$1" -F comm,ip,sym 2>/dev/null | awk -v v="$2" -v cpu="$(cpu_of)" -v sys="$(sys_of)" '
+    BEGIN { RS = "" }
+    { split($0, lines, "\n"); split(lines[1], head, " "); if (head[1] != "sqlite3") next
+      n++; if ($0 ~ /pwrite/) p++ }
+    END { printf "run %s cpu_s=%s sys_pct=%s samples_per_cpu_s=%.0f pwrite_pct=%.2f samples=%d\n",
+            v, cpu, sys, n / cpu, 100 * p / n, n }'
+}
 cpu_of() { awk '{ printf "%.3f", $1 + $2 }' "$out/time"; }
-strata_run() {  # LIBRARY VARIANT
+# The kernel's own split of the run: system time's share of user + system (per round, the
+# reference a tool's kernel share is compared with).
+sys_of() { awk '{ printf "%.1f", ($1 + $2 > 0) ? 100 * $2 / ($1 + $2) : 0 }' "$out/time"; }
+strata_run() {  # LIBRARY VARIANT [PERF_DATA]
   rm -f "$out/p.json"
-  /usr/bin/time -o "$out/time" -f "%U %S" env LD_PRELOAD="$1" STRATA_STARTUP=1 \
-    STRATA_SHUTDOWN="$out/p.json" sqlite3 "$db" <"$out/insert.sql" >/dev/null
+  local perf_prefix=()
+  [[ -n "${3:-}" ]] && perf_prefix=(perf record -q -g -F 999 -o "$3" --)
+  "${perf_prefix[@]}" /usr/bin/time -o "$out/time" -f "%U %S" env LD_PRELOAD="$1" STRATA_STARTUP=1 \
+    STRATA_SHUTDOWN="$out/p.json" sqlite3 "$db" <"$out/insert.sql" >/dev/null 2>&1
   "$stats" "$out/p.json" "GeckoMain:pwrite" >"$out/stats" 2>&1
-  awk -v v="$2" -v cpu="$(cpu_of)" '
+  awk -v v="$2" -v cpu="$(cpu_of)" -v sys="$(sys_of)" '
     $1 == "thread" && !t { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } t = 1 }
     $1 == "match" { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "real_count") p = kv[2] } }
-    END { printf "run %s cpu_s=%s samples_per_cpu_s=%.0f pwrite_pct=%.2f cpu_samples=%d thread_cpu_ms=%.1f\n",
-            v, cpu, 1000 * f["cpu_samples"] / f["cpu_all_ms"], 100 * p / f["cpu_samples"], f["cpu_samples"], f["cpu_all_ms"] }' \
+    END { printf "run %s cpu_s=%s sys_pct=%s samples_per_cpu_s=%.0f pwrite_pct=%.2f cpu_samples=%d thread_cpu_ms=%.1f\n",
+            v, cpu, sys, 1000 * f["cpu_samples"] / f["cpu_all_ms"], 100 * p / f["cpu_samples"], f["cpu_samples"], f["cpu_all_ms"] }' \
     "$out/stats"
 }
 for ((i = 0; i < rounds; i++)); do
@@ -51,18 +68,16 @@ for ((i = 0; i < rounds; i++)); do
     rm -f "$db" "$db"-journal
     case "$variant" in
       plain) /usr/bin/time -o "$out/time" -f "%U %S" sqlite3 "$db" <"$out/insert.sql" >/dev/null
-        echo "run plain cpu_s=$(cpu_of)" ;;
+        echo "run plain cpu_s=$(cpu_of) sys_pct=$(sys_of)" ;;
       strata) strata_run "$library" strata ;;
       strata-before) strata_run "$STRATA_BEFORE_LIB" strata-before ;;
       perf)
         perf record -q -g -F 999 -o "$out/perf.data" -- \
           /usr/bin/time -o "$out/time" -f "%U %S" sqlite3 "$db" <"$out/insert.sql" >/dev/null 2>&1
-        perf script -i "$out/perf.data" -F comm,ip,sym 2>/dev/null | awk -v cpu="$(cpu_of)" '
-          BEGIN { RS = "" }
-          { split($0, lines, "\n"); split(lines[1], head, " "); if (head[1] != "sqlite3") next
-            n++; if ($0 ~ /pwrite/) p++ }
-          END { printf "run perf cpu_s=%s samples_per_cpu_s=%.0f pwrite_pct=%.2f samples=%d\n",
-                  cpu, n / cpu, 100 * p / n, n }' ;;
+        perf_share "$out/perf.data" perf ;;
+      strata+perf)
+        strata_run "$library" strata+perf:strata "$out/perf.data"
+        perf_share "$out/perf.data" strata+perf:perf ;;
     esac
   done
 done | tee "$out/runs"
@@ -71,7 +86,11 @@ median() {  # VARIANT KEY
     "$out/runs" | sort -g |
     awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+reported=()
 for variant in "${variants[@]}"; do
-  echo "median $variant cpu_s=$(median "$variant" cpu_s) samples_per_cpu_s=$(median "$variant" samples_per_cpu_s)" \
+  [[ $variant == strata+perf ]] && reported+=(strata+perf:strata strata+perf:perf) || reported+=("$variant")
+done
+for variant in "${reported[@]}"; do
+  echo "median $variant cpu_s=$(median "$variant" cpu_s) sys_pct=$(median "$variant" sys_pct) samples_per_cpu_s=$(median "$variant" samples_per_cpu_s)" \
     "pwrite_pct=$(median "$variant" pwrite_pct) load=$(cut -d' ' -f1-3 /proc/loadavg)"
 done

@@ -615,11 +615,8 @@ void SymbolicateProfile(rapidjson::Document* profile, const SymbolizerFactory& m
           // And its jitdump (jit-<pid>.dump), where the runtime wrote one.
           PerfMap map = PerfMap::ForProcess(pid);
           if (!map.empty()) {
-            const bool has_perf_map = !PerfMap::Read(PerfMap::PathFor(pid)).empty();
-            symbolizer = std::make_unique<PerfMapSymbolizer>(
-                std::move(symbolizer), std::move(map),
-                (has_perf_map ? "perf-" : "jit-") + std::to_string(pid) +
-                    (has_perf_map ? ".map" : ".dump"));
+            symbolizer = std::make_unique<PerfMapSymbolizer>(std::move(symbolizer), std::move(map),
+                                                             PerfMap::ModuleNameFor(pid));
           }
         }
       }

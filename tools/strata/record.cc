@@ -593,10 +593,13 @@ int Record(const RecordOptions& options) {
   // A program that cannot load the library would run unprofiled: refuse it, with the reason.
   if (const std::string program = ResolveCommand(options.command[0]); !program.empty()) {
     if (const std::string why = WhyStrataCannotEnter(program); !why.empty()) {
+      const bool set_id = why.find("set-") != std::string::npos;
       std::fprintf(stderr,
                    "strata record: cannot profile '%s': %s. Strata enters a program through "
-                   "LD_PRELOAD; use `perf record` for this one, or build it dynamically linked\n",
-                   program.c_str(), why.c_str());
+                   "LD_PRELOAD; use `perf record` for this one, or %s\n",
+                   program.c_str(), why.c_str(),
+                   set_id ? "run a copy of it without the set-ID bit"
+                          : "build it dynamically linked");
       RemoveDirectory(directory);
       return 2;
     }

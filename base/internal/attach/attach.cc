@@ -17,8 +17,12 @@
 //     (ProfilerShutdown), or only stops it when nobody waits for the file, and ends. The
 //     program's own exit saves too (the library's exit handler).
 // What is left after the worker ended: the library, loaded and inert (no thread, no descriptor,
-// the sampling signal's disposition given back), and the adopted threads' registrations,
-// reused by the next attach.
+// the sampling signal's disposition given back), the adopted threads' registrations, reused by
+// the next attach, and the ended worker's stack block: the worker is joinable, and the next
+// attach's worker joins it before it allocates (so that the previous attach's malloc arenas
+// are back on glibc's free list for it). strata runs the worker at SCHED_FIFO 1 from outside
+// until the session runs (tools/strata/attach/injector.h, WorkerBoost): its work there is
+// bounded (a few ms of CPU; registrations ~0.1 ms a thread).
 //
 // Thread safety: strata_attach_start refuses (returns kAttachBusy) while an attach worker or
 // any session runs. Async-signal safety: none.
@@ -53,6 +57,14 @@
 // What the worker is doing, read by strata with process_vm_readv (AttachState below).
 extern "C" {
 __attribute__((visibility("default"))) std::atomic<int> strata_attach_state{0};
+// The attach worker, for strata to run it at real-time priority from outside until the
+// session runs (tools/strata/attach/attach_record.cc, WorkerBoost): its pthread_t (glibc's
+// struct pthread, whose tid field strata reads as it reads the listed threads'), written by
+// strata_attach_start before it returns, so known before the worker first runs; and its thread
+// id, written by the worker first thing (0 until then, reset by strata_attach_start), for a
+// libc whose thread layout strata cannot read.
+__attribute__((visibility("default"))) std::atomic<uint64_t> strata_attach_worker_thread{0};
+__attribute__((visibility("default"))) std::atomic<int> strata_attach_worker_tid{0};
 // Written by strata with process_vm_writev: 1 asks the worker to save and stop.
 __attribute__((visibility("default"))) std::atomic<int> strata_attach_stop_request{0};
 // Threads started after the attach, handed over by strata (its injector's OfferNewThreads):
@@ -94,6 +106,10 @@ struct AttachRequest {
   std::map<std::string, std::string> variables;  // STRATA_* name -> value.
   std::vector<std::pair<ThreadId, uintptr_t>> threads;
   pid_t watcher = 0;
+  // The previous attach's worker (ended, or ending: it cleared g_worker_running as its last
+  // step), joined before this worker's first allocation (below, AttachWorker).
+  bool join_previous = false;
+  pthread_t previous_worker{};
 };
 
 // "NAME=VALUE" lines.
@@ -130,6 +146,10 @@ std::vector<std::pair<ThreadId, uintptr_t>> ParseThreads(const std::string& text
 }
 
 std::atomic<bool> g_worker_running{false};
+// The last worker started (joinable), written by strata_attach_start only (one at a time:
+// g_worker_running).
+bool g_have_worker = false;
+pthread_t g_last_worker{};
 std::atomic<bool> g_attached_session{false};
 
 bool WatcherGone(pid_t watcher) {
@@ -137,8 +157,17 @@ bool WatcherGone(pid_t watcher) {
 }
 
 void* AttachWorker(void* raw) {
+  strata_attach_worker_tid.store(static_cast<int>(RawSyscall(SYS_gettid)));
+  // Named first: a worker that runs is told from the program's threads by its name (strata
+  // skips Strata* threads; attach_test waits for an abandoned attach's worker to end by it).
+  prctl(PR_SET_NAME, "StrataAttach", 0, 0, 0);
   std::unique_ptr<AttachRequest> request(static_cast<AttachRequest*>(raw));
-  prctl(PR_SET_NAME, "StrataAttach", 0, 0, 0);  // Never offered for adoption (strata skips Strata*).
+  // Strata's threads of the previous attach gone for good before this one allocates: glibc
+  // gives a thread's malloc arena back to its free list at the thread's very end (the sampler
+  // was joined by the previous stop), and a worker that allocated before the previous one had
+  // ended would get a new arena (tens to hundreds of KiB of RSS kept for good, once in a
+  // while across attach/detach cycles: docs/attach.md, "RSS across attaches").
+  if (request->join_previous) JoinProfilerThread(request->previous_worker);
   const EnvironmentSettings env = ReadEnvironment(
       [&request](const char* name) -> const char* {
         auto found = request->variables.find(name);
@@ -158,6 +187,12 @@ void* AttachWorker(void* raw) {
   ProfilerStart(env.settings);
   strata_attach_state.store(kAttachRunning);
   bool abandoned = false;
+  // Threads adopted from the mailbox and the polls since, their name read again after ~100 ms
+  // and ~500 ms (RefreshAdoptedThreadName: one adopted before it named itself; a thread still
+  // alive at the save is named then anyway).
+  constexpr int kFirstRenamePoll = 5;
+  constexpr int kLastRenamePoll = 25;
+  std::vector<std::pair<ThreadId, int>> to_rename;
   while (strata_attach_stop_request.load() == 0 && ProfilerIsActive()) {
     if (WatcherGone(request->watcher)) {
       abandoned = true;
@@ -166,10 +201,22 @@ void* AttachWorker(void* raw) {
     if (strata_attach_new_threads.full.load(std::memory_order_acquire) != 0) {
       const uint32_t count = std::min<uint32_t>(strata_attach_new_threads.count, 64);
       for (uint32_t i = 0; i < count; ++i) {
-        RegisterOtherThread(ThreadId::FromNumber(strata_attach_new_threads.threads[i].tid),
-                            strata_attach_new_threads.threads[i].pointer);
+        const ThreadId tid = ThreadId::FromNumber(strata_attach_new_threads.threads[i].tid);
+        if (RegisterOtherThread(tid, strata_attach_new_threads.threads[i].pointer)) {
+          to_rename.emplace_back(tid, 0);
+        }
       }
       strata_attach_new_threads.full.store(0, std::memory_order_release);
+    }
+    for (size_t i = 0; i < to_rename.size();) {
+      const int polls = ++to_rename[i].second;
+      if (polls == kFirstRenamePoll || polls == kLastRenamePoll) RefreshAdoptedThreadName(to_rename[i].first);
+      if (polls < kLastRenamePoll) {
+        ++i;
+        continue;
+      }
+      to_rename[i] = to_rename.back();
+      to_rename.pop_back();
     }
     const struct timespec step = {0, 20 * 1000 * 1000};
     RawSyscall(SYS_futex, reinterpret_cast<long>(&strata_attach_stop_request),
@@ -207,11 +254,15 @@ extern "C" __attribute__((visibility("default"))) int strata_attach_start(const 
   request->variables = ParseLines(settings);
   request->threads = ParseThreads(request->variables["STRATA_ATTACH_THREADS"]);
   request->watcher = static_cast<pid_t>(std::atoi(request->variables["STRATA_ATTACH_WATCHER"].c_str()));
+  request->join_previous = g_have_worker;
+  request->previous_worker = g_last_worker;
   if (request->variables["STRATA_SHUTDOWN"].empty()) {
     g_worker_running.store(false);
     return kAttachBadSettings;
   }
   strata_attach_state.store(kAttachStarting);
+  strata_attach_worker_tid.store(0);
+  strata_attach_worker_thread.store(0);
   pthread_t thread;
   if (CreateProfilerThread(&thread, &AttachWorker, request.get()) != 0) {
     strata_attach_state.store(kAttachIdle);
@@ -219,6 +270,8 @@ extern "C" __attribute__((visibility("default"))) int strata_attach_start(const 
     return kAttachNoThread;
   }
   request.release();  // The worker's.
-  pthread_detach(thread);
+  strata_attach_worker_thread.store(reinterpret_cast<uint64_t>(thread));
+  g_last_worker = thread;  // Joined by the next attach's worker.
+  g_have_worker = true;
   return kAttachOk;
 }

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "base/internal/allocations/native_allocations.h"
+#include "base/internal/process/exit_save_signals.h"
 #include "base/internal/session/capture.h"
 #include "base/internal/signals/control_signal.h"
 #include "base/internal/session/core.h"
@@ -244,6 +245,10 @@ void OnExit() {
                path.c_str());
     }
   }
+  // A terminating signal sent while the save runs would find the process gone without
+  // Strata: noted, and the process ends with the program's own status (exit_save_signals.h).
+  const bool saving = ProfilerIsActive() && !ShutdownPath().empty();
+  if (saving) DeferTerminatingSignalsDuringExitSave();
   ProfilerShutdown();
   // The process ends without a crash: its flight recorder files go (saved, or nothing to
   // save), unless the exit save failed (a full disk...): the file is then all that is left
@@ -253,6 +258,13 @@ void OnExit() {
   } else {
     LogError("the profile was not saved: this process's flight recorder files (if any) are "
              "kept for strata recover");
+  }
+  if (saving) {
+    RestoreTerminatingSignalsAfterExitSave();
+    if (const int deferred = TerminatingSignalsDeferredDuringExitSave()) {
+      LogInfo("%d terminating signal(s) arrived during the exit save: the process ends with "
+              "its own exit status, as it would have without Strata", deferred);
+    }
   }
   g_exit_save_done.store(1, std::memory_order_release);
   RawSyscall(SYS_futex, reinterpret_cast<long>(&g_exit_save_done), FUTEX_WAKE_PRIVATE, INT32_MAX);

@@ -12,6 +12,8 @@
 #include <cstdarg>
 
 #include "base/internal/settings/log.h"
+#include "base/internal/wait/scoped_wait.h"
+#include "base/internal/wait/wait_wrappers.h"
 #include "base/markers.h"
 #include "base/profiler.h"
 #include "platform/next_definition.h"
@@ -158,7 +160,9 @@ void ApplyInheritedRestrictions(const InheritedRestrictions& restrictions) {
 // call Strata makes itself, from its signal handler included: the raw rt_sigprocmask, futex)
 // reads its arguments, loads the real function (resolved by the constructor: no dlsym here)
 // and calls it: no lock, no allocation, no fault, and no cancellation point but the forwarded
-// call's own, so it is as async-signal-safe as the real function. The three intercepted calls
+// call's own, so it is as async-signal-safe as the real function. A call that may block
+// (IsBlockingSystemCall) is also marked as a wait around it, as the wait wrappers mark theirs
+// (scoped_wait.h: stores, atomics, the vDSO clock; rarely a raw futex wait). The three intercepted calls
 // record a marker and unregister the thread (allocation, locks): they are made by the
 // program's own code, never from Strata's handler, and prctl/seccomp are not async-signal-safe
 // calls a handler would make.
@@ -207,6 +211,13 @@ long syscall(long number, ...) noexcept {
     const long rc = forward();
     AfterSeccomp(all_threads, rc == 0);
     return rc;
+  }
+  // A blocking call made through syscall() (a raw futex wait, io_uring_enter waiting for
+  // completions...) is a wait of its own, its leaf libc's `syscall` (issue 34: never an
+  // unknown wait added to another call).
+  if (IsBlockingSystemCall(number, a)) {
+    ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
+    return forward();
   }
   return forward();
 }

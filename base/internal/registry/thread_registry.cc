@@ -353,6 +353,19 @@ bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer) {
   return true;
 }
 
+void RefreshAdoptedThreadName(ThreadId tid) {
+  const std::string name = ThreadNameFromProc(tid);
+  if (name.empty()) return;
+  Registry& registry = GetRegistry();
+  AutoLock lock(registry.mutex);
+  for (const RegisteredThread* live : registry.live) {
+    if (live->tid != tid || !live->adopted) continue;
+    ThreadInfo& info = registry.infos[live->info_index];
+    if (!info.name_given) info.name = name;
+    return;
+  }
+}
+
 void PruneEndedThreadsLocked(Registry& registry) {
   registry.ended_since_prune = 0;
   // Out of session the buffer holds nothing of this registry's threads.

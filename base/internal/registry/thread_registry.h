@@ -112,9 +112,11 @@ struct RegisteredThread {
   int64_t last_sample_cpu_ns = -1;
   bool has_sample = false;
   // What the thread's latest sample in the buffer is (the stack a copy repeats): a CPU
-  // sample, a wrapped wait's stack, or an unknown wait's (EntryKind::kUnknownWait). After a
-  // wait, a blocked thread's copies are unknown waits, never more of that wait's time.
-  enum class LastSample : uint8_t { kCpu, kWait, kUnknownWait };
+  // sample, a wrapped wait's stack, an unknown wait's (EntryKind::kUnknownWait), or a
+  // wrapped call's charged kernel CPU (wait/kernel_cpu_charge.h). After a wait or a charged
+  // call, a blocked thread's copies are unknown waits, and CPU a copy carries goes to the
+  // call's caller frames: never more time of that call (it was charged up to its end).
+  enum class LastSample : uint8_t { kCpu, kWait, kUnknownWait, kChargedCall };
   LastSample last_sample = LastSample::kCpu;
   // The CPU clock at the previous sampler loop: a copy is written only when it has not moved.
   std::optional<TimeDuration> last_seen_cpu;
@@ -209,6 +211,13 @@ void RegisterNewThread(const StackBounds& given_stack);
 // must stay alive during the call (the caller gathered it just before; a thread that ends in
 // that window may have its TLS memory reused or unmapped). Not async-signal-safe.
 bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer);
+// Attach: reads the name of adopted thread `tid` again from /proc. A thread adopted in the
+// moment between its creation and its own pthread_setname_np (strata offers threads it sees in
+// /proc/PID/task: on a busy machine a new thread may wait tens of ms for its first run) was
+// registered with its creator's name, and a thread that has ended by the save keeps the name
+// it had when last read. Nothing when `tid` is not a live adopted thread or its name cannot be
+// read (gone). Not async-signal-safe (opens a file).
+void RefreshAdoptedThreadName(ThreadId tid);
 
 // Unregisters and deletes `thread`, the calling thread's registration: what it recorded goes
 // into the buffer first.
@@ -251,9 +260,12 @@ void NoteKernelCpuChargingLocked(RegisteredThread* thread);
 // call, a copy of its previous one if it did not run). See thread_sampling.cc.
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr);
 // Writes the samples waiting in `thread`'s ring only (no copy); whether there were any.
-// For DrainLocked and for a session snapshot (core.cc, TakeSessionSnapshot).
+// `took_signal_samples`, when given: whether any of them was taken by the thread's sampling
+// handler (not written by a wrapped call at its end: kernel CPU, or a wait the sampler did
+// not walk). For DrainLocked and for a session snapshot (core.cc, TakeSessionSnapshot).
 STRATA_BASE_HIDDEN bool DrainRingLocked(RegisteredThread* thread,
-                                        int* max_expirations = nullptr);
+                                        int* max_expirations = nullptr,
+                                        bool* took_signal_samples = nullptr);
 // Writes a copy of `thread`'s previous sample at `now` carrying the CPU it used since that
 // sample (`cpu`: its CPU clock now), e.g. when it ends. Needs a previous sample (has_sample).
 void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeStamp now);

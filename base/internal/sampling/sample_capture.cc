@@ -14,6 +14,7 @@
 #include "base/internal/registry/thread_registry.h"
 #include "base/internal/session/tier_extension.h"
 #include "base/labels.h"
+#include "platform/checked_read.h"
 #include "platform/cpu_time.h"
 #include "platform/sampling/frame_pointer_walker.h"
 #include "platform/sampling/libunwind_loader.h"
@@ -42,13 +43,23 @@ bool InLoadedObject(uintptr_t pc);
 // True when the interrupted context is in a system call: the kernel left the pc on the
 // `syscall` instruction (0f 05) to restart it, or just after it with -EINTR in rax. A thread
 // preempted while running its own code is not. Reads code bytes of loaded objects only
-// (never JIT code or unmapped memory). Async-signal-safe.
+// (never JIT code or unmapped memory), and only with CheckedRead (issue 33): the page below
+// or above the pc may be one the program made unreadable (mprotect of its own code), and on
+// a CPU with protection keys code can be execute-only (pkey_mprotect(PROT_EXEC), or
+// mprotect(PROT_EXEC) alone, which Linux maps to an execute-only key there) and the handler
+// runs with the kernel's default PKRU, which denies data reads of such pages:
+// process_vm_readv copies them as a debugger would, or fails, never faults. Two bytes at
+// the pc, then (if needed) the two before it: each read is one system call (~1 us), in
+// precise mode only. Async-signal-safe.
 bool InterruptedInSystemCall(const ucontext_t& context) {
   const uintptr_t pc = static_cast<uintptr_t>(context.uc_mcontext.gregs[REG_RIP]);
   if (pc < 2 || !InLoadedObject(pc) || !InLoadedObject(pc - 2)) return false;
-  const uint8_t* code = reinterpret_cast<const uint8_t*>(pc);
+  uint8_t code[2];
+  if (!CheckedRead(reinterpret_cast<const void*>(pc), code, 2)) return false;
   if (code[0] == 0x0f && code[1] == 0x05) return true;
-  return code[-2] == 0x0f && code[-1] == 0x05 && context.uc_mcontext.gregs[REG_RAX] == -EINTR;
+  if (context.uc_mcontext.gregs[REG_RAX] != -EINTR) return false;
+  return CheckedRead(reinterpret_cast<const void*>(pc - 2), code, 2) && code[0] == 0x0f &&
+         code[1] == 0x05;
 }
 
 // The handler's own cost (docs/sampling.md, "The handler's own cost"). The sampling source
@@ -130,6 +141,7 @@ SampleSlot* BeginSampleImpl(void* context, ucontext_t* signal_context, int overr
   slot->in_system_call =
       (features & kFeaturePrecise) != 0 && InterruptedInSystemCall(*signal_context);
   slot->charged_system_call = false;  // Those are written by wrapped calls (kernel_cpu_charge.h).
+  slot->missed_wait = false;          // As are those (wait/own_samples.h).
   slot->script_frame_count = 0;
   slot->script_text_bytes = 0;
   // LibunwindWalkMayDeadlock: this thread may hold the loader's list lock (libunwind_walker.h).
@@ -215,7 +227,9 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
     walk_context = &resumed;
   }
   unw_cursor_t& cursor = thread->walk_scratch.cursor;
-  // Lookups during the walk must not take the loader's lock (libunwind_walker.h).
+  // Lookups during the walk must not take the loader's lock (libunwind_walker.h); libunwind's
+  // reads outside this stack are checked (libunwind_imports.h).
+  SetLibunwindWalkStackBounds(thread->bounds.low, thread->bounds.high);
   SetLibunwindLookupPc(registers.pc);
   if (unwind->init_local2(&cursor, walk_context, UNW_INIT_SIGNAL_FRAME) != 0) {
     SetLibunwindLookupPc(0);

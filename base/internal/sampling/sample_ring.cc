@@ -29,6 +29,7 @@ constexpr size_t kPage = 4096;
 // RecordHeader::flags.
 constexpr uint8_t kInSystemCall = 1;
 constexpr uint8_t kChargedSystemCall = 2;
+constexpr uint8_t kMissedWait = 4;
 
 struct RecordHeader {
   uint32_t bytes;  // The whole record (or skipped run), header included.
@@ -37,7 +38,7 @@ struct RecordHeader {
   int64_t cpu_ns;
   int32_t overruns;
   uint16_t native_count;
-  uint8_t flags;  // kInSystemCall, kChargedSystemCall.
+  uint8_t flags;  // kInSystemCall, kChargedSystemCall, kMissedWait.
   uint8_t wide_natives;  // 1: NativeFrame[]; 0: pcs, then 32-bit sp offsets above sp_base.
   uint16_t label_count;
   uint16_t script_frame_count;
@@ -192,7 +193,8 @@ bool SampleRing::CommitWriteKeepingSlot() {
   header.overruns = slot.overruns;
   header.native_count = static_cast<uint16_t>(used.natives);
   header.flags = static_cast<uint8_t>((slot.in_system_call ? kInSystemCall : 0) |
-                                      (slot.charged_system_call ? kChargedSystemCall : 0));
+                                      (slot.charged_system_call ? kChargedSystemCall : 0) |
+                                      (slot.missed_wait ? kMissedWait : 0));
   header.wide_natives = narrow ? 0 : 1;
   header.label_count = static_cast<uint16_t>(used.labels);
   header.script_frame_count = static_cast<uint16_t>(used.script_frames);
@@ -267,6 +269,7 @@ bool SampleRing::TryRead(SampleSlot* slot) {
     slot->overruns = header.overruns;
     slot->in_system_call = (header.flags & kInSystemCall) != 0;
     slot->charged_system_call = (header.flags & kChargedSystemCall) != 0;
+    slot->missed_wait = (header.flags & kMissedWait) != 0;
     slot->native_count = natives;
     slot->label_count = labels;
     slot->script_frame_count = script_frames;

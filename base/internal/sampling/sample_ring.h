@@ -105,6 +105,11 @@ struct alignas(4096) SampleSlot {
   // call's kernel CPU charged to its stack (wait/kernel_cpu_charge.h). Then `cpu_ns` is not
   // a clock reading but the CPU this sample carries.
   bool charged_system_call;
+  // Written by the thread at the end of a wrapped wait whose stack the sampler never walked
+  // (wait/own_samples.h): the wait's stack, CPU delta 0, standing for `overruns` + 1
+  // samples, at `time_ns` and each interval after it. Then `cpu_ns` is not a clock reading
+  // but the wait's end (TimeStamp ns).
+  bool missed_wait;
   uint32_t native_count;
   uint32_t label_count;
   uint32_t script_frame_count;

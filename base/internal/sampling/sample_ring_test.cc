@@ -56,6 +56,7 @@ void FillSample(SampleSlot* slot, uint64_t seed, uint32_t natives, uint32_t labe
   slot->overruns = static_cast<int32_t>(seed % 3);
   slot->in_system_call = seed % 2 == 1;
   slot->charged_system_call = seed % 3 == 1;
+  slot->missed_wait = seed % 5 == 2;
   slot->native_count = natives;
   for (uint32_t i = 0; i < natives; ++i) {
     slot->natives[i] = NativeFrame{0x400000 + seed * 7 + i, stack_top + 96 * i};
@@ -99,6 +100,7 @@ void CheckSample(const SampleSlot& read, uint64_t seed, uint32_t natives, uint32
   CHECK(read.overruns == expected->overruns);
   CHECK(read.in_system_call == expected->in_system_call);
   CHECK(read.charged_system_call == expected->charged_system_call);
+  CHECK(read.missed_wait == expected->missed_wait);
   REQUIRE(read.native_count == natives);
   for (uint32_t i = 0; i < natives; ++i) {
     REQUIRE(read.natives[i].pc == expected->natives[i].pc);

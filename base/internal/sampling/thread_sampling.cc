@@ -83,40 +83,84 @@ void StopSamplingLocked(RegisteredThread* thread) {
   thread->timer_parked = false;
 }
 
+namespace {
+
+// Writes one record drained from `thread`'s ring (DrainRingLocked).
+void PutRingRecordLocked(RegisteredThread* thread, const SampleSlot* slot, int* max_expirations,
+                         bool* took_signal_samples) {
+  ChunkedBuffer& buffer = GetSession().buffer;
+  if (slot->missed_wait) {
+    // A wait the sampler did not walk, written by the thread as it left the wrapper
+    // (wait/own_samples.h): its stack at the first grid point, copies at the others.
+    PutSampleEntry(buffer, thread->previous_stack, thread->tid,
+                   TimeStamp::FromNanoseconds(slot->time_ns), int64_t{0}, 0, *slot);
+    const int64_t interval_ns = std::max<int64_t>(
+        1, TimeDuration::FromMilliseconds(GetRegistry().settings.interval_ms).ToNanoseconds());
+    for (int64_t k = 1; k <= slot->overruns; ++k) {
+      buffer.PutObjects(EntryKind::kSameSample, thread->tid,
+                        TimeStamp::FromNanoseconds(slot->time_ns + k * interval_ns), int64_t{0});
+    }
+    thread->last_sample = RegisteredThread::LastSample::kWait;
+    thread->wait.last_ended_ns = slot->cpu_ns;  // SampleSlot::missed_wait: the wait's end.
+    return;
+  }
+  thread->last_sample = slot->charged_system_call ? RegisteredThread::LastSample::kChargedCall
+                                                  : RegisteredThread::LastSample::kCpu;
+  if (took_signal_samples && !slot->charged_system_call) *took_signal_samples = true;
+  int64_t cpu_delta = -1;
+  thread->last_sample_in_system_call = slot->in_system_call;
+  if (slot->charged_system_call) {
+    // A wrapped call's kernel CPU on its stack (wait/kernel_cpu_charge.h): it carries the
+    // interval of the calls' CPU it stands for, which the clock already counted; the
+    // samples that follow carry that much less (the accounted CPU may run ahead of the
+    // clock until they absorb it).
+    cpu_delta = slot->cpu_ns;
+    if (thread->last_sample_cpu_ns >= 0) thread->last_sample_cpu_ns += cpu_delta;
+  } else if (slot->cpu_ns >= 0) {
+    // Never negative: a sample taken just before a pause's or a copy's clock reading.
+    if (thread->last_sample_cpu_ns >= 0) {
+      cpu_delta = std::max<int64_t>(0, slot->cpu_ns - thread->last_sample_cpu_ns);
+    }
+    thread->last_sample_cpu_ns = std::max(thread->last_sample_cpu_ns, slot->cpu_ns);
+  }
+  PutSampleEntry(buffer, thread->previous_stack, thread->tid,
+                 TimeStamp::FromNanoseconds(slot->time_ns), cpu_delta, slot->overruns, *slot);
+  if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
+  // For meta.interval (sampling_source.h).
+  NoteSampleExpirationsLocked(slot->overruns + 1, cpu_delta);
+}
+
+}  // namespace
+
 // Writes the samples waiting in `thread`'s ring. Returns whether there were any. Raises
 // `*max_expirations`, if given, to the most timer expirations one of them stood for
 // (1 + overruns).
-bool DrainRingLocked(RegisteredThread* thread, int* max_expirations) {
-  ChunkedBuffer& buffer = GetSession().buffer;
-  // One slot the records are decoded into, for every thread (the registry mutex is held;
-  // leaked, as the registry is: threads may unregister during exit).
-  static NeverDestroyed<SampleSlot> decoded_storage;
-  SampleSlot* const decoded = &decoded_storage.get();
-  const SampleSlot* const slot = decoded;
-  bool drained = false;
-  while (thread->ring.TryRead(decoded)) {
-    int64_t cpu_delta = -1;
-    thread->last_sample_in_system_call = slot->in_system_call;
-    if (slot->charged_system_call) {
-      // A wrapped call's kernel CPU on its stack (wait/kernel_cpu_charge.h): it carries the
-      // interval of the calls' CPU it stands for, which the clock already counted; the
-      // samples that follow carry that much less (the accounted CPU may run ahead of the
-      // clock until they absorb it).
-      cpu_delta = slot->cpu_ns;
-      if (thread->last_sample_cpu_ns >= 0) thread->last_sample_cpu_ns += cpu_delta;
-    } else if (slot->cpu_ns >= 0) {
-      // Never negative: a sample taken just before a pause's or a copy's clock reading.
-      if (thread->last_sample_cpu_ns >= 0) {
-        cpu_delta = std::max<int64_t>(0, slot->cpu_ns - thread->last_sample_cpu_ns);
-      }
-      thread->last_sample_cpu_ns = std::max(thread->last_sample_cpu_ns, slot->cpu_ns);
+bool DrainRingLocked(RegisteredThread* thread, int* max_expirations, bool* took_signal_samples) {
+  // Two slots the records are decoded into, for every thread (the registry mutex is held;
+  // leaked, as the registry is: threads may unregister during exit): a record and the one
+  // after it. A wait's own record (SampleSlot::missed_wait) is written as the thread leaves
+  // the wrapper, after any sample its handler took on the way out (its time is later than
+  // the wait's samples): that sample then goes after it, so the thread's samples stay in
+  // time order.
+  static NeverDestroyed<SampleSlot> first_storage;
+  static NeverDestroyed<SampleSlot> second_storage;
+  SampleSlot* record = &first_storage.get();
+  SampleSlot* following = &second_storage.get();
+  if (took_signal_samples) *took_signal_samples = false;
+  bool have_record = thread->ring.TryRead(record);
+  const bool drained = have_record;
+  while (have_record) {
+    const bool have_following = thread->ring.TryRead(following);
+    if (have_following && following->missed_wait && !record->missed_wait &&
+        following->time_ns < record->time_ns) {
+      PutRingRecordLocked(thread, following, max_expirations, took_signal_samples);
+      PutRingRecordLocked(thread, record, max_expirations, took_signal_samples);
+      have_record = thread->ring.TryRead(record);
+      continue;
     }
-    PutSampleEntry(buffer, thread->previous_stack, thread->tid,
-                   TimeStamp::FromNanoseconds(slot->time_ns), cpu_delta, slot->overruns, *slot);
-    if (max_expirations) *max_expirations = std::max(*max_expirations, slot->overruns + 1);
-    // For meta.interval (sampling_source.h).
-    NoteSampleExpirationsLocked(slot->overruns + 1, cpu_delta);
-    drained = true;
+    PutRingRecordLocked(thread, record, max_expirations, took_signal_samples);
+    std::swap(record, following);
+    have_record = have_following;
   }
   if (drained) GetRegistry().infos[thread->info_index].recorded = true;
   return drained;
@@ -128,8 +172,10 @@ void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeS
     cpu_delta = std::max<int64_t>(0, cpu.ToNanoseconds() - thread->last_sample_cpu_ns);
     thread->last_sample_cpu_ns += cpu_delta;
   }
-  if (thread->last_sample == RegisteredThread::LastSample::kWait) {
-    // CPU used after a wait ended is not the wait's: the wait's caller frames carry it.
+  if (thread->last_sample == RegisteredThread::LastSample::kWait ||
+      thread->last_sample == RegisteredThread::LastSample::kChargedCall) {
+    // CPU used after a wait ended is not the wait's, nor CPU after a charged call the call's
+    // (its own CPU was charged up to its end): the call's caller frames carry it.
     PutUnknownWaitLocked(thread, now, cpu_delta);
   } else {
     GetSession().buffer.PutObjects(EntryKind::kSameSample, thread->tid, now, cpu_delta);
@@ -138,8 +184,10 @@ void PutCopyOfLastSampleLocked(RegisteredThread* thread, TimeDuration cpu, TimeS
 }
 
 void PutUnknownWaitLocked(RegisteredThread* thread, TimeStamp now, int64_t cpu_delta) {
-  const uint8_t flags =
-      thread->last_sample == RegisteredThread::LastSample::kWait ? kUnknownWaitDropsLeaf : 0;
+  const uint8_t flags = thread->last_sample == RegisteredThread::LastSample::kWait ||
+                                thread->last_sample == RegisteredThread::LastSample::kChargedCall
+                            ? kUnknownWaitDropsLeaf
+                            : 0;
   GetSession().buffer.PutObjects(EntryKind::kUnknownWait, thread->tid, now, cpu_delta, flags,
                                  static_cast<uint8_t>(Category::kIdle));
   thread->last_sample = RegisteredThread::LastSample::kUnknownWait;
@@ -168,14 +216,30 @@ void NoteResumeLocked(Registry& registry) {
 }
 
 void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) {
+  // A thread leaving a wrapped wait writes that wait's records into its ring (wait_state.h);
+  // it is drained once it has left (the next loop), so that its samples stay in time order.
+  // One loop at most: a thread still leaving the same wait a loop later was preempted there,
+  // or left by a longjmp from a handler of the program's that interrupted it.
+  WaitState& wait = thread->wait;
+  const uint64_t wait_sequence = wait.sequence.load(std::memory_order_acquire);
+  if ((wait_sequence & 1) != 0 &&
+      wait.ending_sequence.load(std::memory_order_acquire) == wait_sequence &&
+      wait.deferred_ending_sequence != wait_sequence) {
+    wait.deferred_ending_sequence = wait_sequence;
+    return;
+  }
   const ProfilerSettings& settings = GetRegistry().settings;
   const bool precise = (settings.features & kFeaturePrecise) != 0;
   // Wait stacks (wait_sampling.cc): the samples still due for a wait that ended, before the
   // samples the thread took after it.
   FinishEndedWaitLocked(thread);
-  if (DrainRingLocked(thread, max_expirations)) {
-    thread->has_sample = true;
-    thread->last_sample = RegisteredThread::LastSample::kCpu;
+  // Records a wrapped call wrote at its end (kernel CPU, a wait the sampler did not walk) are
+  // no sign of the thread's sampling source: only its handler's samples are.
+  bool took_signal_samples = false;
+  if (DrainRingLocked(thread, max_expirations, &took_signal_samples)) {
+    thread->has_sample = true;  // DrainRingLocked set last_sample.
+  }
+  if (took_signal_samples) {
     const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
     // Precise mode: a thread interrupted in a system call that used less than an eighth of
     // an interval of CPU (at least 50 us: our own handler's share) since the previous loop
@@ -193,7 +257,8 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
     }
     thread->last_seen_cpu = cpu;
     NoteThreadSampledLocked(thread, cpu);  // Lost-event detection (sampling_source.h).
-    SampleWaitLocked(thread, now, /*ran=*/true);  // It ran, then blocked in a wrapped call?
+    // It ran, then blocked in a wrapped call?
+    SampleWaitLocked(thread, now, /*ran=*/true);
     return;
   }
   // A perf event whose descriptor the program closed sends nothing more: reopened here.
@@ -205,6 +270,10 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) 
     thread->last_seen_cpu = thread->cpu_clock.Read();
     return;
   }
+  // A wait that ended since the drain above: what the thread wrote as it left the wrapper
+  // (wait/own_samples.h) is in its ring before its sequence moved on (the acquire load in
+  // SampleWaitLocked), and goes before any copy dated now.
+  if (DrainRingLocked(thread)) thread->has_sample = true;
   if (!thread->has_sample || ProfilerIsPaused()) return;
   // A sample being taken right now (its walk may be waiting for a lock, using no CPU): the
   // thread is not idle, and its sample will come.

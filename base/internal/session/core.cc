@@ -80,6 +80,7 @@ std::atomic<int> g_sampler_stop{0};
 std::atomic<bool> g_libunwind_ready{false};
 std::atomic<uint32_t> g_sampling_features{0};
 std::atomic<int64_t> g_sampling_interval_ns{0};
+std::atomic<int64_t> g_wait_samples_since_ns{0};
 
 // ---------------------------------------------------------------------------------------
 // libunwind warm-up, fork.
@@ -191,6 +192,7 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   g_sampling_interval_ns.store(
       TimeDuration::FromMilliseconds(settings.interval_ms).ToNanoseconds(),
       std::memory_order_relaxed);
+  g_wait_samples_since_ns.store(session.start_time.ToNanoseconds(), std::memory_order_relaxed);
   g_sampling_features.store(settings.features, std::memory_order_relaxed);
 
   const TierExtension* extension = g_extension.load(std::memory_order_acquire);
@@ -523,6 +525,7 @@ void ProfilerResume() {
   if (!ProfilerIsPaused()) return;
   // The clocks first: a sample taken after the flag has a CPU time at least the one noted.
   NoteResumeLocked(registry);
+  g_wait_samples_since_ns.store(TimeStamp::Now().ToNanoseconds(), std::memory_order_relaxed);
   g_profiler_state.fetch_and(~kStatePaused, std::memory_order_relaxed);
 }
 

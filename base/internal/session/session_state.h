@@ -76,6 +76,9 @@ extern std::atomic<uint32_t> g_sampling_features STRATA_BASE_HIDDEN;
 // The running session's sampling interval in ns (0 when none), for the signal handler's
 // compensation of its own cost (sample_capture.cc, "The handler's own cost").
 extern std::atomic<int64_t> g_sampling_interval_ns STRATA_BASE_HIDDEN;
+// The running session's start, or its latest resume (TimeStamp ns): a wait that a thread
+// writes itself (wait/own_samples.h) counts from there, as the sampler's waits do.
+extern std::atomic<int64_t> g_wait_samples_since_ns STRATA_BASE_HIDDEN;
 
 }  // namespace base_internal
 }  // namespace strata

@@ -1,12 +1,25 @@
 // Wait stacks for blocking I/O and IPC calls beyond wait_wrappers.cc's (issue 34): positioned
 // and vectored reads and writes, sends, file syncs and locks, sendfile and splice, System V
 // messages and semaphores, POSIX message queues, tcdrain, and the 64-bit-offset names a
-// program built with _FILE_OFFSET_BITS=64 calls. Each marks the wait (scoped_wait.h) and calls
-// the real function with the program's arguments: same result, errno and cancellation.
+// program built with _FILE_OFFSET_BITS=64 calls; the names a program built with
+// _FORTIFY_SOURCE calls instead of read, pread, recv, recvfrom, poll and ppoll (`__read_chk`...:
+// glibc's own calls them through its internal names, which no wrapper sees), C11 threads
+// (`thrd_sleep`, `thrd_join`, `mtx_lock`, `cnd_wait`...: glibc's call the internal pthread
+// functions), `pthread_barrier_wait`, `system`, `copy_file_range`, `tee`, `vmsplice`; and
+// which system calls made through `syscall()` block (IsBlockingSystemCall: thread_restrictions.cc's
+// `syscall` marks them). Each marks the wait (scoped_wait.h) and calls the real function with
+// the program's arguments: same result, errno and cancellation.
 // Exported with C linkage (libstrata_base.lds). Thread safety and async-signal safety: as the
 // wrapped function.
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <linux/io_uring.h>
 #include <mqueue.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <threads.h>
 #include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
@@ -20,6 +33,20 @@
 
 #include "base/internal/wait/scoped_wait.h"
 #include "base/internal/wait/wait_wrappers.h"
+
+// The fortified names (glibc's debug/*_chk.c; declared by its headers only under
+// _FORTIFY_SOURCE).
+extern "C" {
+ssize_t __read_chk(int fd, void* data, size_t size, size_t buffer_size);
+ssize_t __pread_chk(int fd, void* data, size_t size, off_t offset, size_t buffer_size);
+ssize_t __pread64_chk(int fd, void* data, size_t size, off64_t offset, size_t buffer_size);
+ssize_t __recv_chk(int fd, void* data, size_t size, size_t buffer_size, int flags);
+ssize_t __recvfrom_chk(int fd, void* data, size_t size, size_t buffer_size, int flags,
+                       sockaddr* from, socklen_t* from_size);
+int __poll_chk(pollfd* fds, nfds_t count, int timeout_ms, size_t fds_size);
+int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask,
+                size_t fds_size);
+}
 
 // decltype(&::pread) and the like carry the declarations' attributes (nonnull, access), which
 // a template argument cannot: they are not needed for the call through the pointer.
@@ -65,7 +92,26 @@ namespace {
   X(pwritev64) \
   X(pwritev64v2) \
   X(sendfile64) \
-  X(lockf64)
+  X(lockf64) \
+  X(__read_chk) \
+  X(__pread_chk) \
+  X(__pread64_chk) \
+  X(__recv_chk) \
+  X(__recvfrom_chk) \
+  X(__poll_chk) \
+  X(__ppoll_chk) \
+  X(copy_file_range) \
+  X(tee) \
+  X(vmsplice) \
+  X(pthread_barrier_wait) \
+  X(system) \
+  X(thrd_sleep) \
+  X(thrd_join) \
+  X(mtx_lock) \
+  X(mtx_trylock) \
+  X(mtx_timedlock) \
+  X(cnd_wait) \
+  X(cnd_timedwait)
 
 #define STRATA_REAL_SLOT(function)                                    \
   std::atomic<decltype(&::function)> g_real_##function{nullptr}; \
@@ -78,6 +124,61 @@ STRATA_FOR_EACH_IO_FUNCTION(STRATA_REAL_SLOT)
                                 ::strata::base_internal::kVersionOf_##function)
 
 }  // namespace
+
+bool IsBlockingSystemCall(long number, const long* arguments) {
+  switch (number) {
+    case SYS_futex:
+      switch (arguments[1] & FUTEX_CMD_MASK) {
+        case FUTEX_WAIT:
+        case FUTEX_WAIT_BITSET:
+        case FUTEX_LOCK_PI:
+        case FUTEX_LOCK_PI2:
+        case FUTEX_WAIT_REQUEUE_PI:
+          return true;
+        default:
+          return false;  // Wakes, requeues, trylocks, unlocks: they do not wait.
+      }
+    case SYS_io_uring_enter:  // fd, to_submit, min_complete, flags, ...
+      return (arguments[3] & IORING_ENTER_GETEVENTS) != 0 && arguments[2] > 0;
+#ifdef SYS_futex_waitv
+    case SYS_futex_waitv:
+#endif
+    case SYS_nanosleep:
+    case SYS_clock_nanosleep:
+    case SYS_pause:
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+    case SYS_read:
+    case SYS_readv:
+    case SYS_pread64:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_recvmmsg:
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_connect:
+    case SYS_wait4:
+    case SYS_waitid:
+    case SYS_msgrcv:
+    case SYS_semtimedop:
+    case SYS_mq_timedreceive:
+    case SYS_rt_sigtimedwait:
+    case SYS_rt_sigsuspend:
+    case SYS_fsync:
+    case SYS_fdatasync:
+    case SYS_flock:
+      return true;
+    default:
+      return false;
+  }
+}
 
 void ResolveBlockingIoFunctions() {
 #define STRATA_RESOLVE(function) (void)STRATA_REAL(function);
@@ -170,7 +271,7 @@ int syncfs(int fd) {
 }
 void sync() {
   const auto real = STRATA_REAL(sync);
-  strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS(),
+  strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME(),
                                          true);
   real();
 }
@@ -239,6 +340,88 @@ ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) {
 int lockf64(int fd, int command, off64_t size) {
   const auto real = STRATA_REAL(lockf64);
   STRATA_IO_CALL(lockf64, fd, command, size);
+}
+ssize_t __read_chk(int fd, void* data, size_t size, size_t buffer_size) {
+  const auto real = STRATA_REAL(__read_chk);
+  STRATA_IO_CALL(__read_chk, fd, data, size, buffer_size);
+}
+ssize_t __pread_chk(int fd, void* data, size_t size, off_t offset, size_t buffer_size) {
+  const auto real = STRATA_REAL(__pread_chk);
+  STRATA_IO_CALL(__pread_chk, fd, data, size, offset, buffer_size);
+}
+ssize_t __pread64_chk(int fd, void* data, size_t size, off64_t offset, size_t buffer_size) {
+  const auto real = STRATA_REAL(__pread64_chk);
+  STRATA_IO_CALL(__pread64_chk, fd, data, size, offset, buffer_size);
+}
+ssize_t __recv_chk(int fd, void* data, size_t size, size_t buffer_size, int flags) {
+  const auto real = STRATA_REAL(__recv_chk);
+  STRATA_IO_CALL(__recv_chk, fd, data, size, buffer_size, flags);
+}
+ssize_t __recvfrom_chk(int fd, void* data, size_t size, size_t buffer_size, int flags,
+                       sockaddr* from, socklen_t* from_size) {
+  const auto real = STRATA_REAL(__recvfrom_chk);
+  STRATA_IO_CALL(__recvfrom_chk, fd, data, size, buffer_size, flags, from, from_size);
+}
+int __poll_chk(pollfd* fds, nfds_t count, int timeout_ms, size_t fds_size) {
+  const auto real = STRATA_REAL(__poll_chk);
+  STRATA_WAIT_CALL(__poll_chk, fds, count, timeout_ms, fds_size);
+}
+int __ppoll_chk(pollfd* fds, nfds_t count, const timespec* timeout, const sigset_t* mask,
+                size_t fds_size) {
+  const auto real = STRATA_REAL(__ppoll_chk);
+  STRATA_WAIT_CALL(__ppoll_chk, fds, count, timeout, mask, fds_size);
+}
+ssize_t copy_file_range(int in, off64_t* in_offset, int out, off64_t* out_offset, size_t size,
+                        unsigned int flags) {
+  const auto real = STRATA_REAL(copy_file_range);
+  STRATA_IO_CALL(copy_file_range, in, in_offset, out, out_offset, size, flags);
+}
+ssize_t tee(int in, int out, size_t size, unsigned int flags) {
+  const auto real = STRATA_REAL(tee);
+  STRATA_IO_CALL(tee, in, out, size, flags);
+}
+ssize_t vmsplice(int fd, const iovec* vectors, size_t count, unsigned int flags) {
+  const auto real = STRATA_REAL(vmsplice);
+  STRATA_IO_CALL(vmsplice, fd, vectors, count, flags);
+}
+int pthread_barrier_wait(pthread_barrier_t* barrier) {
+  const auto real = STRATA_REAL(pthread_barrier_wait);
+  STRATA_WAIT_CALL(pthread_barrier_wait, barrier);
+}
+int system(const char* command) {
+  const auto real = STRATA_REAL(system);
+  STRATA_WAIT_CALL(system, command);
+}
+int thrd_sleep(const timespec* duration, timespec* remaining) {
+  const auto real = STRATA_REAL(thrd_sleep);
+  STRATA_WAIT_CALL(thrd_sleep, duration, remaining);
+}
+int thrd_join(thrd_t thread, int* result) {
+  const auto real = STRATA_REAL(thrd_join);
+  STRATA_WAIT_CALL(thrd_join, thread, result);
+}
+// mtx_lock and mtx_timedlock try the lock first, as pthread_mutex_lock's wrapper does: only a
+// contended lock marks a wait.
+int mtx_lock(mtx_t* mutex) {
+  const auto real = STRATA_REAL(mtx_lock);
+  const int tried = STRATA_REAL(mtx_trylock)(mutex);
+  if (tried != thrd_busy) return tried;
+  STRATA_WAIT_CALL(mtx_lock, mutex);
+}
+int mtx_timedlock(mtx_t* __restrict mutex, const timespec* __restrict deadline) {
+  const auto real = STRATA_REAL(mtx_timedlock);
+  const int tried = STRATA_REAL(mtx_trylock)(mutex);
+  if (tried != thrd_busy) return tried;
+  STRATA_WAIT_CALL(mtx_timedlock, mutex, deadline);
+}
+int cnd_wait(cnd_t* condition, mtx_t* mutex) {
+  const auto real = STRATA_REAL(cnd_wait);
+  STRATA_WAIT_CALL(cnd_wait, condition, mutex);
+}
+int cnd_timedwait(cnd_t* __restrict condition, mtx_t* __restrict mutex,
+                  const timespec* __restrict deadline) {
+  const auto real = STRATA_REAL(cnd_timedwait);
+  STRATA_WAIT_CALL(cnd_timedwait, condition, mutex, deadline);
 }
 
 }  // extern "C"

@@ -15,6 +15,7 @@
 #include "base/internal/registry/thread_registry.h"
 #include "base/internal/sampling/sample_capture.h"
 #include "base/internal/session/tier_extension.h"
+#include "base/internal/wait/own_samples.h"
 #include "base/internal/wait/scoped_wait.h"
 #include "platform/cpu_time.h"
 #include "platform/raw_syscall.h"
@@ -25,64 +26,6 @@ namespace base_internal {
 namespace {
 
 constexpr long kCpuPageBytes = 4096;
-
-// Every signal blocked on the calling thread while it writes its own ring, as they are while
-// its sampling handler (which writes the same ring) runs; restored exactly as it was (raw
-// rt_sigprocmask: the program's mask interposers are not involved, and the program cannot
-// see the change). Every signal, not only the sampling one: a handler of the program's run
-// in between could unblock the sampling signal through our pthread_sigmask (which leaves it
-// unblocked for real, signal_interposers.cc) and so nest a sample in this write, or leave
-// the write unfinished by a longjmp (the ring would then refuse the thread's samples:
-// sample_ring.h). Program signals wait at most the write (a stack walk), as for a sample.
-class SignalsBlockedForRingWrite {
- public:
-  SignalsBlockedForRingWrite() {
-    if (InstalledSamplingSignal() <= 0) return;
-    const uint64_t block = ~uint64_t{0};  // The kernel leaves SIGKILL and SIGSTOP out.
-    blocked_ = RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&block),
-                          reinterpret_cast<long>(&previous_), sizeof(uint64_t)) == 0;
-  }
-  ~SignalsBlockedForRingWrite() {
-    if (blocked_) {
-      RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous_), 0,
-                 sizeof(uint64_t));
-    }
-  }
-  bool ok() const { return blocked_; }
-  SignalsBlockedForRingWrite(const SignalsBlockedForRingWrite&) = delete;
-  SignalsBlockedForRingWrite& operator=(const SignalsBlockedForRingWrite&) = delete;
-
- private:
-  uint64_t previous_ = 0;
-  bool blocked_ = false;
-};
-
-// Fills `slot` with the call's stack: the wrapped libc function as the leaf, then the
-// program's frames from the caller's registers (walked as the signal handler walks), and the
-// thread's labels.
-void FillCallStack(RegisteredThread* thread, SampleSlot* slot, const void* function,
-                   const CallerRegisters& caller) {
-  slot->natives[0] = {reinterpret_cast<uintptr_t>(function) + 1,
-                      caller.sp - 2 * sizeof(uintptr_t)};
-  // The caller's registers as a context to walk from (the thread's scratch, not its stack;
-  // the other registers only matter to unusual CFA rules).
-  ucontext_t& context = thread->walk_scratch.resumed;
-  memset(&context, 0, sizeof(context));
-  context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(caller.pc);
-  context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(caller.sp);
-  context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(caller.fp);
-  FrameRegisters stopped;
-  size_t count = 1 + WalkNativeSegment(thread, &context, nullptr, slot->natives + 1,
-                                       SampleSlot::kMaxNativeFrames - 1, &stopped);
-  if (count == 1) slot->natives[count++] = {caller.pc, caller.sp};
-  slot->native_count = static_cast<uint32_t>(count);
-  std::atomic_signal_fence(std::memory_order_acquire);  // The thread's own label stack.
-  CopyLabelsIntoSlot(thread->profiling_stack, slot);
-  slot->overruns = 0;
-  slot->in_system_call = false;
-  slot->script_frame_count = 0;
-  slot->script_text_bytes = 0;
-}
 
 // The page's sequence lock and the thread's CPU since the event opened as of its latest
 // sched-in (time_enabled), read under the lock; false when the page is not a live event's

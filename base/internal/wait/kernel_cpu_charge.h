@@ -74,9 +74,10 @@ STRATA_BASE_HIDDEN void RetireCpuPageLocked(WaitState& wait);
 STRATA_BASE_HIDDEN void ReleaseCpuPage(WaitState& wait);
 
 // One finished wrapped call of the calling thread: the libc function it wrapped, its
-// caller's registers at the wrapper's entry, its wall-clock span (TimeStamp ns) and the
-// CPU it used (MeasuredCallCpu). Adds the call's CPU to the thread's credit and
-// writes a sample per whole interval of credit on the call's stack.
+// caller's registers at the wrapper's entry, the part of its wall-clock span (TimeStamp ns)
+// its CPU is stamped across (the call's last `call_cpu_ns`: what came before was waiting,
+// wait/own_samples.h) and the CPU it used (MeasuredCallCpu). Adds the call's CPU to the
+// thread's credit and writes a sample per whole interval of credit on the call's stack.
 STRATA_BASE_HIDDEN void ChargeWrappedCallCpu(RegisteredThread* thread, const void* function,
                                              const CallerRegisters& caller, int64_t start_ns,
                                              int64_t end_ns, int64_t call_cpu_ns);

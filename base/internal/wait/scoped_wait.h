@@ -34,19 +34,23 @@ inline bool WaitStacksOn() {
   return (features & (kFeatureWaitStacks | kFeaturePrecise)) == kFeatureWaitStacks;
 }
 
-// The caller's registers at a wrapper's entry, taken in the wrapper itself (it has a frame
-// record: base is built with frame pointers, and __builtin_frame_address forces one).
+// The caller's registers at a wrapper's entry, read from the wrapper's own frame record (it
+// has one: base is built with frame pointers, and __builtin_frame_address forces one): the
+// return address above the saved frame pointer, the caller's stack pointer past both.
 struct CallerRegisters {
   uintptr_t pc;
   uintptr_t sp;
   uintptr_t fp;
 };
-#define STRATA_CALLER_REGISTERS()                                                          \
-  ::strata::base_internal::CallerRegisters {                                               \
-    reinterpret_cast<uintptr_t>(__builtin_return_address(0)),                              \
-        reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 2 * sizeof(uintptr_t),   \
-        *static_cast<uintptr_t*>(__builtin_frame_address(0))                               \
-  }
+inline CallerRegisters CallerRegistersFromFrame(const void* wrapper_frame) {
+  const uintptr_t* frame = static_cast<const uintptr_t*>(wrapper_frame);
+  return CallerRegisters{frame[1], reinterpret_cast<uintptr_t>(frame) + 2 * sizeof(uintptr_t),
+                         frame[0]};
+}
+// What a wrapper passes to ScopedWait: its frame address, one register (the registers are
+// read from it out of line, in ScopedWait::Begin: ~20 bytes less in each of the ~110 wrappers,
+// for the library's size budget).
+#define STRATA_WRAPPER_FRAME() static_cast<const void*>(__builtin_frame_address(0))
 
 // True when a call comes from the libunwind that Strata walks with (its cache lock, its
 // reads): such a call must never be a wait the sampler walks, since the sampler's own walk
@@ -110,8 +114,9 @@ class ScopedWait {
   // `measure_cpu`: a system call that may spend CPU in the kernel (I/O, file system): its CPU
   // is charged to its stack (kernel_cpu_charge.h). Sleeps, locks and condition waits are not
   // measured (their kernel CPU is a futex's; two clock reads would cost more than it).
-  ScopedWait(const void* function, const CallerRegisters& caller, bool measure_cpu = false) {
-    if (WaitStacksOn()) Begin(function, caller, measure_cpu);
+  // `wrapper_frame`: STRATA_WRAPPER_FRAME() in the wrapper itself.
+  ScopedWait(const void* function, const void* wrapper_frame, bool measure_cpu = false) {
+    if (WaitStacksOn()) Begin(function, wrapper_frame, measure_cpu);
   }
   ~ScopedWait() {
     if (thread_) End();
@@ -120,7 +125,7 @@ class ScopedWait {
   ScopedWait& operator=(const ScopedWait&) = delete;
 
  private:
-  STRATA_BASE_HIDDEN void Begin(const void* function, const CallerRegisters& caller,
+  STRATA_BASE_HIDDEN void Begin(const void* function, const void* wrapper_frame,
                                  bool measure_cpu);
   STRATA_BASE_HIDDEN void End();
 
@@ -130,8 +135,11 @@ class ScopedWait {
 
 // The real definition of a wrapped function: dlsym(RTLD_NEXT) (dlvsym with `version`),
 // looked up once.
+// Hidden: each instantiation is the library's own (not exported; the -Os wrapper files keep
+// it out of line).
 template <typename Function>
-Function Real(std::atomic<Function>& slot, const char* name, const char* version = nullptr) {
+STRATA_BASE_HIDDEN Function Real(std::atomic<Function>& slot, const char* name,
+                                 const char* version = nullptr) {
   Function real = slot.load(std::memory_order_acquire);
   if (real) return real;
   real = reinterpret_cast<Function>(NextDefinition(name, version));
@@ -154,12 +162,12 @@ constexpr const char* VersionOf(std::string_view function) {
 // The wait's leaf is the real (libc) function, not this wrapper: no frame of Strata's own code
 // appears in a profile (issue 34; docs/symbols.md "Strata's own frames").
 #define STRATA_WAIT_CALL(function, ...)                                              \
-  ::strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS()); \
+  ::strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME()); \
   return real(__VA_ARGS__)
 // The same for a system call whose kernel CPU is charged to its stack (kernel_cpu_charge.h).
 #define STRATA_IO_CALL(function, ...)                                                    \
   ::strata::base_internal::ScopedWait wait(reinterpret_cast<const void*>(real),          \
-                                           STRATA_CALLER_REGISTERS(), true);             \
+                                           STRATA_WRAPPER_FRAME(), true);             \
   return real(__VA_ARGS__)
 
 #endif  // STRATA_BASE_INTERNAL_SCOPED_WAIT_H_

@@ -2,11 +2,14 @@
 // FinishEndedWaitLocked; docs/sampling.md, "Wait stacks"; the protocol is in wait_state.h).
 //
 // A thread blocked in a wrapped function (wait_wrappers.cc) gets one sample per interval of
-// the wait's wall time, time-stamped wait start + k intervals, with CPU delta 0. The first
-// one, written once the wait has lasted an interval, carries the stack walked from the
-// wrapper's snapshot: the wrapped function (its leaf) and the program's frames above it; the
-// others are copies of it (kSameSample), O(1) each, however long the wait. A wait shorter
-// than an interval costs the sampler nothing. No signal is sent to the waiting thread.
+// the wait's wall time, time-stamped at the multiples of the interval inside the wait (the
+// interval grid, own_samples.h), with CPU delta 0. The first one, written once the wait has
+// reached a grid point, carries the stack walked from the wrapper's snapshot: the wrapped
+// function (its leaf) and the program's frames above it; the others are copies of it
+// (kSameSample), O(1) each, however long the wait. No signal is sent to the waiting thread.
+// A wait the sampler did not walk while it lasted (shorter than the sampler's period, or the
+// sampler kept off a CPU) gets the same samples from the thread itself as it leaves the
+// wrapper (own_samples.h, WriteMissedWaitSamples).
 //
 // The walk runs on the sampler thread over the waiting thread's stack, which is safe here
 // (unlike a suspended thread's, libunwind_walker.h): the thread is inside our wrapper, in
@@ -28,6 +31,7 @@
 #include "base/internal/session/session_state.h"
 #include "base/internal/registry/thread_registry.h"
 #include "base/internal/wait/kernel_cpu_charge.h"
+#include "base/internal/wait/own_samples.h"
 #include "platform/never_destroyed.h"
 #include "platform/sampling/frame_pointer_walker.h"
 #include "platform/sampling/libunwind_walker.h"
@@ -50,11 +54,13 @@ SampleSlot* WaitStackSlot() {
 }
 
 // Walks `thread`'s stack from its wait's snapshot and writes it as a sample at `time`, CPU
-// delta 0. Returns false (nothing written) when the wait `sequence` ended before the walk.
+// delta 0. Returns false (nothing written) when the wait `sequence` ended, or its thread began
+// to leave it, before the walk (the thread then writes the samples itself: wait_state.h).
 bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp time) {
   WaitState& wait = thread->wait;
   wait.BeginWalk();
-  if (wait.sequence.load(std::memory_order_seq_cst) != sequence) {
+  if (wait.sequence.load(std::memory_order_seq_cst) != sequence ||
+      wait.ending_sequence.load(std::memory_order_seq_cst) == sequence) {
     wait.EndWalk();
     return false;
   }
@@ -91,6 +97,8 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
   // The frames were written before the thread entered the wait: the sequence's acquire load
   // above (it read the wait's release store) already orders them before these reads.
   CopyLabelsIntoSlot(thread->profiling_stack, slot);
+  // The thread, once this wait ends, leaves its samples to the sampler (own_samples.h).
+  wait.walked_sequence.store(sequence, std::memory_order_release);
   wait.EndWalk();
   slot->time_ns = time.ToNanoseconds();
   slot->cpu_ns = -1;
@@ -119,9 +127,12 @@ void WriteDueWaitSamplesLocked(RegisteredThread* thread, int64_t due, uint64_t s
     return;
   }
   const int64_t interval_ns = IntervalNs();
-  auto time_of = [&](int64_t k) {
-    return TimeStamp::FromNanoseconds(wait.tracked_start_ns + k * interval_ns);
-  };
+  // The k-th (1-based) point of the interval grid after the wait's start (own_samples.h:
+  // a wait from s to e gets one sample per multiple of the interval in (s, e], so a wait
+  // shorter than an interval, or the part of one beyond its last whole interval, is counted
+  // in proportion on average instead of being dropped).
+  const int64_t first_ns = FirstWaitGridPoint(wait.tracked_start_ns, interval_ns);
+  auto time_of = [&](int64_t k) { return TimeStamp::FromNanoseconds(first_ns + (k - 1) * interval_ns); };
   if (!wait.stack_written) {
     if (sequence == 0) return;
     const int64_t first = wait.samples_written + 1;
@@ -164,7 +175,7 @@ void FinishEndedWaitLocked(RegisteredThread* thread) {
   const int64_t end = wait.end_sequence.load(std::memory_order_acquire) == tracked
                           ? wait.end_ns.load(std::memory_order_relaxed)
                           : wait.last_seen_waiting_ns;
-  WriteDueWaitSamplesLocked(thread, (end - wait.tracked_start_ns) / IntervalNs(), 0);
+  WriteDueWaitSamplesLocked(thread, WaitGridPoints(wait.tracked_start_ns, end, IntervalNs()), 0);
   wait.tracked_sequence.store(0, std::memory_order_relaxed);
   wait.last_ended_ns = end;
 }
@@ -184,6 +195,11 @@ bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now, bool ran) {
   }
   if (wait.tracked_sequence.load(std::memory_order_relaxed) != sequence) {
     FinishEndedWaitLocked(thread);  // An earlier wait that ended (normally done already).
+    // What the thread wrote into its ring before this wait began (the sequence's acquire load
+    // above makes it visible), drained first, so that it precedes this wait's samples: a
+    // record it wrote as it left an earlier wrapped call (own_samples.h), or its handler's
+    // last samples. The wait's copies (kSameSample) then repeat the wait's own stack.
+    if (DrainRingLocked(thread)) thread->has_sample = true;
     // Acquire: the sequence is re-read after the start (a sequence lock's read side).
     const int64_t start = wait.start_ns.load(std::memory_order_acquire);
     if (wait.sequence.load(std::memory_order_relaxed) != sequence) return false;  // Ended.
@@ -194,8 +210,8 @@ bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now, bool ran) {
     wait.stack_written = false;
   }
   wait.last_seen_waiting_ns = now.ToNanoseconds();
-  WriteDueWaitSamplesLocked(thread, (now.ToNanoseconds() - wait.tracked_start_ns) / IntervalNs(),
-                            sequence);
+  WriteDueWaitSamplesLocked(
+      thread, WaitGridPoints(wait.tracked_start_ns, now.ToNanoseconds(), IntervalNs()), sequence);
   return true;
 }
 

@@ -5,16 +5,22 @@
 // Protocol (a sequence lock plus a handshake):
 //   - The thread, on entry: fills `function`, `caller_pc/sp/fp`, `start_ns` (relaxed stores),
 //     then makes `sequence` odd (release). No system call, no lock.
-//   - The thread, on exit: if the sampler tracks this very wait (`tracked_sequence`), stores
-//     `end_ns` and `end_sequence`; makes `sequence` even again (seq_cst); then, if the sampler
-//     is walking its stack (`walking`), waits for the walk to finish before it returns into
-//     the frames being walked (a few tens of microseconds, only when the wait ended during a
-//     walk). It waits asleep on a futex (AwaitWalkEnd), never spinning: a real-time thread
-//     that spun would keep the sampler off its CPU for good.
+//   - The thread, on exit: claims the wait (`ending_sequence`, seq_cst), so that no walk of
+//     its stack begins from now on; if the sampler is walking its stack (`walking`), waits for
+//     the walk to finish (a few tens of microseconds, only when the wait ended during a walk).
+//     It waits asleep on a futex (AwaitWalkEnd), never spinning: a real-time thread that spun
+//     would keep the sampler off its CPU for good. Then, if the sampler never walked this wait
+//     (`walked_sequence`: it did not run during the wait, or not once the wait had reached a
+//     sample's time), the thread writes the wait's samples into its ring itself, from its own
+//     context (own_samples.h), as it writes the call's kernel CPU. Then, if the sampler tracks
+//     this very wait (`tracked_sequence`), it stores `end_ns` and `end_sequence`, and makes
+//     `sequence` even again (seq_cst). What the thread wrote is in its ring before the sequence
+//     moves on, so the sampler, once it sees the wait ended, drains it before anything later.
 //   - The sampler, to walk: reads an odd `sequence` and the snapshot (acquire), sets
-//     `walking` (seq_cst), re-reads `sequence`: unchanged, the thread is still inside the
-//     wrapper and cannot leave it before `walking` is cleared, so the frames above the
-//     wrapper's (the program's, down to the blocking call) stay as they are during the walk.
+//     `walking` (seq_cst), re-reads `sequence` and `ending_sequence`: the wait neither ended
+//     nor claimed, the thread is still inside the wrapper and cannot leave it before `walking`
+//     is cleared, so the frames above the wrapper's (the program's, down to the blocking call)
+//     stay as they are during the walk.
 //
 // Thread safety: the fields marked "thread" are written only by the owning thread; those
 // marked "sampler" only by the sampler thread under the registry mutex; the atomics are the
@@ -89,6 +95,17 @@ struct WaitState {
   // Set by the sampler to the sequence of the wait it emits samples for; the thread then
   // notes when that wait ended (end_sequence == that sequence).
   std::atomic<uint64_t> tracked_sequence{0};
+  // Set by the sampler (release, before its walk ends) to the sequence of the wait whose stack
+  // it walked and wrote. A wait that ends with another value here was never walked and never
+  // will be (its sequence is even once it ends): the thread writes that wait's samples itself
+  // (own_samples.h, WriteMissedWaitSamples).
+  std::atomic<uint64_t> walked_sequence{0};
+  // Set by the thread (seq_cst) to the sequence of the wait it is leaving, before it decides
+  // whether to write that wait's samples itself: a walk that begins after it sees it and does
+  // not walk (WriteWaitStackLocked), one begun before it is waited for (AwaitWalkEnd).
+  std::atomic<uint64_t> ending_sequence{0};
+  // Sampler: the wait whose leaving the sampler last waited a loop for (DrainLocked).
+  uint64_t deferred_ending_sequence = 0;
   std::atomic<uint64_t> end_sequence{0};
   std::atomic<int64_t> end_ns{0};
 

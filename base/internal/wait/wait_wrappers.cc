@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cinttypes>
@@ -38,6 +39,7 @@
 
 #include "base/internal/session/core.h"
 #include "base/internal/wait/kernel_cpu_charge.h"
+#include "base/internal/wait/own_samples.h"
 #include "base/internal/wait/scoped_wait.h"
 #include "base/internal/signals/signal_interposers.h"
 #include "base/internal/registry/thread_registry.h"
@@ -186,7 +188,8 @@ long MutexHolder(const pthread_mutex_t* mutex) {
 
 }  // namespace
 
-void ScopedWait::Begin(const void* function, const CallerRegisters& caller, bool measure_cpu) {
+void ScopedWait::Begin(const void* function, const void* wrapper_frame, bool measure_cpu) {
+  const CallerRegisters caller = CallerRegistersFromFrame(wrapper_frame);
   RegisteredThread* thread = CurrentRegisteredThread();
   if (!MayMarkWait(thread, caller.pc)) return;
   WaitState& wait = thread->wait;
@@ -218,25 +221,35 @@ void ScopedWait::End() {
     const int saved_errno = errno;  // The wrapped call's, for the program.
     const uint64_t sequence = wait.sequence.load(std::memory_order_relaxed);
     const bool measured = wait.start_cpu_ns.load(std::memory_order_relaxed) != kCpuNotMeasured;
-    const bool tracked = wait.tracked_sequence.load(std::memory_order_relaxed) == sequence;
-    const int64_t end_ns = tracked || measured ? TimeStamp::Now().ToNanoseconds() : 0;
+    // No walk of this wait begins from here on, and the sampler leaves the thread's ring
+    // alone until the wait has ended; a walk under way ends first (wait_state.h).
+    wait.ending_sequence.store(sequence, std::memory_order_seq_cst);
+    const int64_t end_ns = TimeStamp::Now().ToNanoseconds();
     const int64_t start_ns = wait.start_ns.load(std::memory_order_relaxed);
     const int64_t call_cpu_ns = measured ? MeasuredCallCpu(wait, start_ns, end_ns) : -1;
-    if (tracked) {
+    wait.AwaitWalkEnd();
+    const CallerRegisters caller{wait.caller_pc.load(std::memory_order_relaxed),
+                                 wait.caller_sp.load(std::memory_order_relaxed),
+                                 wait.caller_fp.load(std::memory_order_relaxed)};
+    const void* function =
+        reinterpret_cast<const void*>(wait.function.load(std::memory_order_relaxed));
+    // A measured call's CPU is taken as its last part (kernel_cpu_charge.h): the wait is
+    // what comes before it, so that no time is both waited and charged, in time order.
+    const int64_t blocked_end_ns =
+        call_cpu_ns > 0 ? std::max(start_ns, end_ns - call_cpu_ns) : end_ns;
+    // Not walked by the sampler, and it cannot be now: the wait's samples are this thread's
+    // to write. Both records go into the ring before the sequence moves on.
+    if (wait.walked_sequence.load(std::memory_order_acquire) != sequence) {
+      WriteMissedWaitSamples(thread_, function, caller, start_ns, blocked_end_ns);
+    }
+    if (call_cpu_ns > 0) {
+      ChargeWrappedCallCpu(thread_, function, caller, blocked_end_ns, end_ns, call_cpu_ns);
+    }
+    if (wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
       wait.end_ns.store(end_ns, std::memory_order_relaxed);
       wait.end_sequence.store(sequence, std::memory_order_release);
     }
     wait.sequence.store(sequence + 1, std::memory_order_seq_cst);
-    // The sampler may be walking the frames this thread is about to return into.
-    wait.AwaitWalkEnd();
-    if (call_cpu_ns > 0) {
-      const CallerRegisters caller{wait.caller_pc.load(std::memory_order_relaxed),
-                                   wait.caller_sp.load(std::memory_order_relaxed),
-                                   wait.caller_fp.load(std::memory_order_relaxed)};
-      ChargeWrappedCallCpu(thread_,
-                           reinterpret_cast<const void*>(wait.function.load(std::memory_order_relaxed)),
-                           caller, start_ns, end_ns, call_cpu_ns);
-    }
     errno = saved_errno;
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -433,7 +446,7 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
   const strata::TimeStamp start = strata::TimeStamp::Now();
   int rc;
   {
-    ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_CALLER_REGISTERS());
+    ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
     rc = real(mutex);
   }
   const strata::TimeStamp end = strata::TimeStamp::Now();

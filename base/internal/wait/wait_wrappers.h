@@ -25,6 +25,13 @@ STRATA_BASE_HIDDEN void ResolveWaitFunctions();
 STRATA_BASE_HIDDEN void ResolveBlockingIoFunctions();
 STRATA_BASE_HIDDEN void ResolveFileSyscallFunctions();
 
+// Whether `syscall(number, arguments[0..5])` may block (blocking_io_wrappers.cc): a futex
+// wait or lock, io_uring_enter waiting for completions, futex_waitv, and the blocking calls
+// the libc wrappers cover (sleeps, poll/select/epoll, reads and receives, accept, connect,
+// wait4/waitid, fsync...). The `syscall` interposer (thread_restrictions.cc) marks those as
+// waits whose leaf is libc's `syscall`. Async-signal-safe: reads its arguments only.
+STRATA_BASE_HIDDEN bool IsBlockingSystemCall(long number, const long* arguments);
+
 // The shortest contended pthread_mutex_lock wait recorded as an "Awaiting lock" marker.
 inline constexpr int64_t kLockMarkerThresholdNs = 1000000;
 

@@ -291,6 +291,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
         break;
       }
     }
+    std::vector<pid_t> threads_before = attach::ThreadsOf(pid);
     const std::string why = Start(target.get(), base, options);
     const double loaded_ms = MillisecondsSince(command_start);
     if (!why.empty()) {
@@ -299,12 +300,21 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
       failure = 1;
       break;
     }
-    // The session runs once the worker says so.
+    // The session runs once the worker says so; meanwhile the worker runs at real-time
+    // priority when strata does (attach::WorkerBoost).
     int32_t state = 0;
+    attach::WorkerBoost boost(std::set<pid_t>(threads_before.begin(), threads_before.end()));
+    if (realtime->active()) boost.Raise(pid, target->injection.worker_tid);
     while (MillisecondsSince(command_start) < 10000 &&
            attach::ReadTargetWord(pid, target->injection.state_address, &state) && state < kAttachRunning) {
+      int32_t worker = 0;
+      if (realtime->active() && target->injection.worker_tid_address != 0 &&
+          attach::ReadTargetWord(pid, target->injection.worker_tid_address, &worker) && worker > 0) {
+        boost.Raise(pid, worker);
+      }
       usleep(200);  // A word in the process's private memory: read, it cannot be waited on.
     }
+    boost.Restore();
     if (!options.quiet) {
       std::fprintf(stderr,
                    "strata record: attached to process %d (%s): %zu threads (listed in %.1f ms, %zu stopped for it, "

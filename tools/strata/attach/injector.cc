@@ -186,6 +186,41 @@ RealtimeWindow::~RealtimeWindow() {
   if (active_) sched_setscheduler(0, policy_, &param_);
 }
 
+namespace {
+std::string TaskPath(pid_t pid, pid_t tid) { return "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid); }
+}  // namespace
+
+bool WorkerBoost::Raise(pid_t pid, pid_t tid) {
+  if (tried_ || tid <= 0) return false;
+  tried_ = true;
+  policy_ = sched_getscheduler(tid);
+  if (policy_ < 0 || sched_getparam(tid, &param_) != 0) return false;
+  // The worker is the target's thread `tid` only while /proc/PID/task/TID exists (a recycled
+  // id in another process is not ours to change).
+  if (access(TaskPath(pid, tid).c_str(), F_OK) != 0) return false;
+  struct sched_param fifo = {};
+  fifo.sched_priority = 1;
+  if (sched_setscheduler(tid, SCHED_FIFO, &fifo) != 0) return false;
+  pid_ = pid;
+  tid_ = tid;
+  return true;
+}
+
+void WorkerBoost::Restore() {
+  if (tid_ <= 0) return;
+  for (pid_t tid : ThreadsOf(pid_)) {
+    if (tid != tid_) {
+      if (before_attach_.count(tid) != 0 || sched_getscheduler(tid) != SCHED_FIFO) continue;
+      std::ifstream comm(TaskPath(pid_, tid) + "/comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name.rfind("Strata", 0) != 0) continue;
+    }
+    sched_setscheduler(tid, policy_, &param_);
+  }
+  tid_ = 0;
+}
+
 std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
                                  uint64_t thread_pointer, uint64_t sp) {
   const StackMapping* found = nullptr;
@@ -620,6 +655,17 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
         result.state_address = load_bias + strata_symbols["strata_attach_state"];
         result.stop_address = load_bias + strata_symbols["strata_attach_stop_request"];
         result.mailbox_address = load_bias + strata_symbols["strata_attach_new_threads"];
+        if (strata_symbols.count("strata_attach_worker_tid")) {
+          result.worker_tid_address = load_bias + strata_symbols["strata_attach_worker_tid"];
+        }
+        uint64_t worker_thread = 0;
+        int32_t worker_tid = 0;
+        if (strata_symbols.count("strata_attach_worker_thread") && result.thread_lists.found() &&
+            ReadTarget(pid, load_bias + strata_symbols["strata_attach_worker_thread"], &worker_thread,
+                       sizeof(worker_thread)) &&
+            worker_thread != 0 && ReadTarget(pid, worker_thread + result.thread_lists.tid, &worker_tid, sizeof(worker_tid))) {
+          result.worker_tid = worker_tid;
+        }
       }
       thread.Finish();
       result.borrowed_stop_ms = thread.StoppedMilliseconds();

@@ -40,7 +40,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/strata/attach/glibc_threads.h"
@@ -81,6 +83,11 @@ struct InjectionResult {
   uint64_t state_address = 0;  // strata_attach_state in the target.
   uint64_t stop_address = 0;   // strata_attach_stop_request in the target.
   uint64_t mailbox_address = 0;  // strata_attach_new_threads in the target.
+  uint64_t worker_tid_address = 0;  // strata_attach_worker_tid (0: a library without it).
+  // The worker's thread id read right after the start (its pthread_t's tid field, from
+  // strata_attach_worker_thread and glibc's layout), 0 when it could not be: then the worker
+  // writes it into strata_attach_worker_tid once it runs.
+  pid_t worker_tid = 0;
   size_t threads_listed = 0;   // Threads whose pointer was read.
   size_t threads_stopped_to_list = 0;  // Of them, those not found in glibc's lists: stopped once.
   GlibcThreadLists thread_lists;  // Where the pointers of threads started later are read.
@@ -169,6 +176,41 @@ class RealtimeWindow {
   int policy_ = -1;
   struct sched_param param_ = {};
   bool active_ = false;
+};
+
+// The attach worker in the target (a thread of Strata's, base/internal/attach/attach.cc) at
+// real-time priority (SCHED_FIFO 1), set from outside by strata from the moment its thread id
+// is known (right after strata_attach_start returned) until the session runs: on a busy
+// machine the worker's start (registrations, libunwind, the flight recorder file, the sampling
+// sources: a few ms of CPU) would otherwise queue behind every runnable task, and the first
+// sample with it. What the worker starts meanwhile inherits the policy (no
+// SCHED_RESET_ON_FORK): the short-lived helper process that moves a descriptor above the soft
+// RLIMIT_NOFILE (platform/private_fd.h), which the worker waits for (at the default policy it
+// queued for up to 300 ms beside tools/load.sh), and the sampler thread. Restore() gives the
+// worker its policy back, and the same to every thread of the process that is not in
+// `before_attach`, is named Strata* (named by Strata, or still the worker's name it inherited)
+// and runs SCHED_FIFO: Strata's threads the worker started. Only when strata itself may (its
+// RealtimeWindow is active: root or CAP_SYS_NICE); the program's threads keep their policies.
+// If strata dies in between, Strata's threads keep SCHED_FIFO 1 until they end (the worker
+// sees strata gone within 20 ms and stops the session).
+class WorkerBoost {
+ public:
+  explicit WorkerBoost(std::set<pid_t> before_attach) : before_attach_(std::move(before_attach)) {}
+  ~WorkerBoost() { Restore(); }
+  WorkerBoost(const WorkerBoost&) = delete;
+  WorkerBoost& operator=(const WorkerBoost&) = delete;
+  // Raises thread `tid` of `pid` once (later calls do nothing); false when it could not.
+  bool Raise(pid_t pid, pid_t tid);
+  void Restore();
+  bool raised() const { return tid_ > 0; }
+
+ private:
+  std::set<pid_t> before_attach_;
+  pid_t pid_ = 0;
+  pid_t tid_ = 0;
+  bool tried_ = false;
+  int policy_ = -1;
+  struct sched_param param_ = {};
 };
 
 // Reads `length` bytes of the target's memory (process_vm_readv); false unless all were read.

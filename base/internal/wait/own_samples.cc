@@ -1,0 +1,98 @@
+// Samples a program thread writes into its own ring (own_samples.h). Runs on the program's
+// thread, at the end of a wrapped call: raw system calls, no lock, no allocation.
+#include "base/internal/wait/own_samples.h"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+
+#include "base/internal/registry/thread_registry.h"
+#include "base/internal/sampling/sample_capture.h"
+#include "base/internal/session/tier_extension.h"
+#include "base/internal/wait/scoped_wait.h"
+#include "platform/raw_syscall.h"
+#include "platform/sampling/sampling_signal.h"
+
+namespace strata {
+namespace base_internal {
+
+SignalsBlockedForRingWrite::SignalsBlockedForRingWrite() {
+  if (InstalledSamplingSignal() <= 0) return;
+  const uint64_t block = ~uint64_t{0};  // The kernel leaves SIGKILL and SIGSTOP out.
+  blocked_ = RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&block),
+                        reinterpret_cast<long>(&previous_), sizeof(uint64_t)) == 0;
+}
+
+SignalsBlockedForRingWrite::~SignalsBlockedForRingWrite() {
+  if (blocked_) {
+    RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&previous_), 0,
+               sizeof(uint64_t));
+  }
+}
+
+void FillCallStack(RegisteredThread* thread, SampleSlot* slot, const void* function,
+                   const CallerRegisters& caller) {
+  slot->natives[0] = {reinterpret_cast<uintptr_t>(function) + 1,
+                      caller.sp - 2 * sizeof(uintptr_t)};
+  // The caller's registers as a context to walk from (the thread's scratch, not its stack;
+  // the other registers only matter to unusual CFA rules).
+  ucontext_t& context = thread->walk_scratch.resumed;
+  memset(&context, 0, sizeof(context));
+  context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(caller.pc);
+  context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(caller.sp);
+  context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(caller.fp);
+  FrameRegisters stopped;
+  size_t count = 1 + WalkNativeSegment(thread, &context, nullptr, slot->natives + 1,
+                                       SampleSlot::kMaxNativeFrames - 1, &stopped);
+  if (count == 1) slot->natives[count++] = {caller.pc, caller.sp};
+  slot->native_count = static_cast<uint32_t>(count);
+  std::atomic_signal_fence(std::memory_order_acquire);  // The thread's own label stack.
+  CopyLabelsIntoSlot(thread->profiling_stack, slot);
+  slot->overruns = 0;
+  slot->in_system_call = false;
+  slot->charged_system_call = false;
+  slot->missed_wait = false;
+  slot->script_frame_count = 0;
+  slot->script_text_bytes = 0;
+}
+
+void WriteMissedWaitSamples(RegisteredThread* thread, const void* function,
+                            const CallerRegisters& caller, int64_t start_ns, int64_t end_ns) {
+  const int64_t interval_ns = g_sampling_interval_ns.load(std::memory_order_relaxed);
+  if (interval_ns <= 0) return;
+  // A wait begun before the session (or before its latest resume) counts from there, as the
+  // sampler's do; and one record stands for at most kMaxMissedWaitPoints (a bound on what the
+  // sampler expands under its lock: 100 s at 1 ms).
+  start_ns = std::max(start_ns, g_wait_samples_since_ns.load(std::memory_order_relaxed));
+  const int64_t points =
+      std::min<int64_t>(WaitGridPoints(start_ns, end_ns, interval_ns), kMaxMissedWaitPoints);
+  if (points <= 0) return;
+  if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return;
+  SignalsBlockedForRingWrite blocked;
+  if (!blocked.ok()) return;
+  SampleSlot* slot = thread->ring.BeginWrite();
+  if (!slot) {
+    thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  thread->capturing.store(true, std::memory_order_relaxed);
+  FillCallStack(thread, slot, function, caller);
+  slot->missed_wait = true;
+  slot->time_ns = FirstWaitGridPoint(start_ns, interval_ns);
+  slot->cpu_ns = end_ns;  // SampleSlot::missed_wait: the wait's end.
+  slot->overruns = static_cast<int32_t>(points - 1);
+  if (!thread->ring.CommitWriteKeepingSlot()) {
+    thread->dropped_samples.fetch_add(1, std::memory_order_relaxed);
+  }
+  slot->missed_wait = false;  // The handler's samples are not.
+  thread->ring.EndWrite();
+  thread->capturing.store(false, std::memory_order_release);
+}
+
+}  // namespace base_internal
+}  // namespace strata
