@@ -41,8 +41,17 @@ for mode in default timer precise; do
       fail "$name: thread $thread_name (tid $tid) is not in the profile"
       continue
     fi
-    if awk -v s="$sampled" -v e="$expected" -v t="$kTolerancePct" \
-         'BEGIN { d = s - e; if (d < 0) d = -d; exit !(d <= e * t / 100) }'; then
+    # Under TSan a thread can end with its last signal not yet handled (TSan runs a handler at
+    # the thread's next intercepted call): the CPU after the last sample taken, up to an
+    # interval (1 ms), may be missing on top of the 5 % (seen: 13.158 of 14.475 ms, a short
+    # thread, CPU-clock timers).
+    slack_ms=0
+    if ((UNDER_TSAN)); then
+      slack_ms=1
+      echo "note: under TSan up to $slack_ms ms more may be missing (a signal pending at the thread's end)"
+    fi
+    if awk -v s="$sampled" -v e="$expected" -v t="$kTolerancePct" -v k="$slack_ms" \
+         'BEGIN { d = s - e; if (d < 0) d = -d; exit !(d <= e * t / 100 || (s < e && d <= e * t / 100 + k)) }'; then
       pass "$name: $thread_name: samples carry $sampled ms of CPU, its clock says $expected ms (within $kTolerancePct %)"
     else
       fail "$name: $thread_name: samples carry $sampled ms of CPU, its clock says $expected ms (more than $kTolerancePct % apart)"

@@ -65,7 +65,9 @@ bool g_cond_ready = false;
 std::mutex g_held_mutex;
 std::atomic<bool> g_mutex_held{false};
 
-pthread_t g_worker;
+// Set by the worker itself before it makes any request (main's copy after pthread_create
+// came too late: the worker could ask for the interrupt first; TSan reported the race).
+std::atomic<pthread_t> g_worker{};
 sigjmp_buf g_jump;
 
 enum Request { kNone, kWritePipe, kSignalCond, kPostSem, kConnect, kHoldMutex, kInterrupt, kQuit };
@@ -78,7 +80,7 @@ void* HelperMain(void*) {
     if (request == kQuit) return nullptr;
     if (request == kInterrupt) {  // A signal whose handler siglongjmps out of the worker's read.
       SleepMs(50);
-      pthread_kill(g_worker, SIGUSR1);
+      pthread_kill(g_worker.load(), SIGUSR1);
       continue;
     }
     if (request == kHoldMutex) {
@@ -235,6 +237,7 @@ __attribute__((noinline)) void RunWaitPhases() {
 
 void* WorkerMain(void*) {
   pthread_setname_np(pthread_self(), "ws-worker");
+  g_worker.store(pthread_self());
   RunWaitPhases();
   BurnBetweenWaits();
   return nullptr;
@@ -289,7 +292,6 @@ int main() {
   pthread_t helper, worker;
   pthread_create(&helper, nullptr, &HelperMain, nullptr);
   pthread_create(&worker, nullptr, &WorkerMain, nullptr);
-  g_worker = worker;
   MainJoinsThreads(&worker, 1);
   g_request = kQuit;
   MainJoinsThreads(&helper, 1);

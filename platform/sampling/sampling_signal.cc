@@ -310,7 +310,9 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
       g_callbacks_running[g_callback_epoch.load(std::memory_order_seq_cst) & 1];
   running.fetch_add(1, std::memory_order_seq_cst);
   const SamplingCallback callback = g_callback.load(std::memory_order_seq_cst);
-  void* const thread_context = t_thread_context.load(std::memory_order_relaxed);
+  // Acquire: an adopted thread's context is stored by another thread (attach's worker,
+  // SetSamplingStateOfOtherThread), in memory that thread wrote; a plain load on x86-64.
+  void* const thread_context = t_thread_context.load(std::memory_order_acquire);
   if (callback != nullptr && thread_context != nullptr) {
     callback(thread_context, static_cast<ucontext_t*>(context),
              ThreadSamplingTimer::Overruns(info));
@@ -325,13 +327,15 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
 }
 
 // A timer's signal, or an overflow of this thread's own perf event. Runs in the handler: it
-// reads the siginfo and two relaxed atomics the thread registered (initial-exec TLS, set
-// outside signal context), so it cannot block, allocate, fault or be a cancellation point,
+// reads the siginfo and atomics the thread registered (initial-exec TLS, set outside signal
+// context), so it cannot block, allocate, fault or be a cancellation point,
 // and it makes no system call (a descriptor number is compared, never used).
 bool IsSamplingSignal(const siginfo_t& info) {
   if (ThreadSamplingTimer::IsSamplingTimerSignal(info)) return true;
+  // Acquire, as the thread context in RunSamplingCallback: set by another thread for an
+  // adopted one (TSan: a race report on the descriptors of a thread adopted by attach).
   const SamplingEventDescriptors* descriptors =
-      t_event_descriptors.load(std::memory_order_relaxed);
+      t_event_descriptors.load(std::memory_order_acquire);
   return descriptors != nullptr && PerfTaskClockEvent::IsEventSignal(info, *descriptors);
 }
 

@@ -242,6 +242,29 @@ FUNCTION_HEADER = re.compile(r"^([0-9a-f]+) <(.+)>:$")
 BRANCH = re.compile(r"\s(call|jmp|j[a-z]+)\s+[0-9a-f]+ <([^>]+)>")
 
 
+# A ThreadSanitizer build of the library (--config=tsan; docs/reliability.md, TSan) is
+# checked too, with what TSan itself puts there allowed, and nothing else:
+#   - its instrumentation: every function calls TSan's runtime (__tsan_func_entry, the
+#     __tsan_read/write and atomic hooks), TSan's own code, never the program's;
+#   - the TSan-only routes of Strata's code, each by the function that takes it: Strata's
+#     pages mapped through TSan's mmap/munmap interceptors (which reset the shadow of reused
+#     pages, platform/page_allocation.cc), glibc's clone looked up by libc's handle
+#     (platform/private_fd.cc) and whether our pthread_create comes before TSan's
+#     (base/internal/process/preload.cc), each looked up once (dlopen, dlsym, dladdr).
+# A plain build has none of these imports; they are not allowed there.
+TSAN_RUNTIME_IMPORT = re.compile(r"^__tsan_")
+TSAN_ONLY_EDGES = [
+    (re.compile(r"AllocatePages|FreePages"), re.compile(r"^(mmap|munmap)$")),
+    (re.compile(r"MoveDescriptorAboveSoftLimit|LibcClone"), re.compile(r"^(dlopen|dlsym)$")),
+    (re.compile(r"CanWrapThreadStart"), re.compile(r"^(dlsym|dladdr)$")),
+]
+
+
+def is_tsan_build(calls):
+    return any(is_plt and TSAN_RUNTIME_IMPORT.search(callee)
+               for callees in calls.values() for callee, is_plt in callees)
+
+
 def parse(library):
     """Returns {function: set of (callee, is_plt)} from objdump's disassembly."""
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", library], check=True,
@@ -384,11 +407,19 @@ def main(argv):
         print("program_thread_calls: roots not found in the disassembly: %s" % missing)
         return 1
 
-    parent, violations = walk(calls, roots, NOT_WALKED, EDGES_NOT_FOLLOWED,
-                              lambda callee: callee not in ALLOWED_IMPORTS)
+    tsan = is_tsan_build(calls)
+    edges_not_followed = EDGES_NOT_FOLLOWED + (TSAN_ONLY_EDGES if tsan else [])
+    if tsan:
+        print("program_thread_calls: a ThreadSanitizer build: TSan's runtime calls (__tsan_*) "
+              "and the TSan-only routes (TSAN_ONLY_EDGES) are allowed")
+
+    def not_allowed(callee):
+        return callee not in ALLOWED_IMPORTS and not (tsan and TSAN_RUNTIME_IMPORT.search(callee))
+
+    parent, violations = walk(calls, roots, NOT_WALKED, edges_not_followed, not_allowed)
     registration_parent, registration_violations = walk(
         calls, registration_roots, NOT_WALKED + REGISTRATION_NOT_WALKED,
-        EDGES_NOT_FOLLOWED + REGISTRATION_EDGES_NOT_FOLLOWED,
+        edges_not_followed + REGISTRATION_EDGES_NOT_FOLLOWED,
         lambda callee: callee in ALLOCATING_IMPORTS and callee not in GLIBC_ALLOCATIONS_KNOWN)
     known = sorted({callee for f in registration_parent
                     for callee, is_plt in calls.get(f, ()) if is_plt and

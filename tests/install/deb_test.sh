@@ -153,7 +153,9 @@ completions=$(bash -c 'source "$1"; COMP_WORDS=(strata tr); COMP_CWORD=1; _strat
   COMP_WORDS=(strata record --fol); COMP_CWORD=2; _strata; echo "${COMPREPLY[*]}"' _ "$root/usr/share/bash-completion/completions/strata")
 [[ "$completions" == $'tree\n--follow' ]] && pass "bash completion: 'strata tr' -> tree, 'strata record --fol' -> --follow" \
   || fail "bash completion: '$completions'"
-STRATA_NO_PROGRESS=1 timeout 120 "$root/usr/bin/strata" record -q -o "$OUT/true.json" -- /bin/true >"$WORK/record.log" 2>&1
+# (SANITIZER_ENV: a sanitizer build's runtime first in /bin/true, scenario_lib.sh.)
+STRATA_NO_PROGRESS=1 timeout 120 env "${SANITIZER_ENV[@]}" "$root/usr/bin/strata" record -q \
+  -o "$OUT/true.json" -- /bin/true >"$WORK/record.log" 2>&1
 status=$?
 [[ $status == 0 && -s "$OUT/true.json" ]] \
   && pass "the packaged strata record finds libstrata_base.so.0 in /usr/lib/$multiarch and its hook, and records /bin/true" \

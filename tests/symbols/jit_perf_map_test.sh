@@ -85,12 +85,16 @@ PY
   local running hits rooted
   read -r running hits rooted <"$WORK/$name.share.out"
   result "scenario=jit-$name running_samples=$running named_by_script=$hits walked_through_to_node_start=$rooted"
-  if [[ "${hits:-0}" -gt 0 ]] && (( rooted * 100 >= hits * 90 )); then
+  if skip_under_tsan "$name: >= 90 % of named samples reach node::Start ($rooted of $hits)"; then
+    :
+  elif [[ "${hits:-0}" -gt 0 ]] && (( rooted * 100 >= hits * 90 )); then
     pass "$name: $rooted of the $hits named samples go on through the JIT frames to node::Start"
   else
     fail "$name: ${rooted:-0} of ${hits:-0} named samples reach node::Start below the JIT frames (want >= 90 %)"
   fi
-  if [[ "${running:-0}" -gt 0 ]] && (( hits * 100 >= running * 90 )); then
+  if skip_under_tsan "$name: >= 90 % of running samples named by the script ($hits of $running)"; then
+    :
+  elif [[ "${running:-0}" -gt 0 ]] && (( hits * 100 >= running * 90 )); then
     pass "$name: $hits of $running running samples of the JS thread carry the script's function names"
   else
     fail "$name: ${hits:-0} of ${running:-0} running samples carry the script's function names (want >= 90 %)"
@@ -98,7 +102,14 @@ PY
 }
 
 record_and_check node 800 record --perf-basic-prof
-record_and_check node_jitdump 1600 record --perf-prof --interpreted-frames-native-stack
 record_and_check node_preload 800 preload --perf-basic-prof
-record_and_check node_jitdump_preload 1600 preload --perf-prof --interpreted-frames-native-stack
+# Under TSan node's own jitdump writer fails without Strata: `LD_PRELOAD=libtsan.so.2 node
+# --perf-prof --interpreted-frames-native-stack jit_script.js 1600` ends with status 66, a
+# heap-use-after-free in v8::internal::LinuxPerfJitLogger::LogWriteDebugInfo.
+if ((UNDER_TSAN)); then
+  echo "skipped under TSan: node_jitdump, node_jitdump_preload (TSan's runtime reports node's own jitdump writer, without Strata)"
+else
+  record_and_check node_jitdump 1600 record --perf-prof --interpreted-frames-native-stack
+  record_and_check node_jitdump_preload 1600 preload --perf-prof --interpreted-frames-native-stack
+fi
 finish

@@ -92,8 +92,12 @@ cp "$OUT/preloaded_symbolicated.json" "$WORK/again.json"
 "$STRATA" symbolicate "$WORK/again.json" >"$WORK/sym2.err" 2>&1 || fail "second symbolicate failed"
 cmp -s "$WORK/again.json" "$OUT/preloaded_symbolicated.json" && pass "symbolicate twice: the file is unchanged" ||
   fail "symbolicate twice: the file changed"
-grep -q 'nothing to symbolicate' "$WORK/sym2.err" && pass "symbolicate twice: '$(head -c 60 "$WORK/sym2.err")...'" ||
-  fail "symbolicate twice: no clear message: $(cat "$WORK/sym2.err")"
+# Under TSan the walks read stacks that moved on (0x1, stack addresses among the pcs): those
+# stay unnamed, so the second run still has addresses to try and says how many it named.
+skip_under_tsan "symbolicate twice: 'nothing to symbolicate' (pcs no library holds stay)" ||
+  { grep -q 'nothing to symbolicate' "$WORK/sym2.err" &&
+    pass "symbolicate twice: '$(head -c 60 "$WORK/sym2.err")...'" ||
+    fail "symbolicate twice: no clear message: $(cat "$WORK/sym2.err")"; }
 
 # --- Same self functions ----------------------------------------------------------------------
 self_table preloaded "$OUT/preloaded.json"
@@ -116,9 +120,13 @@ compare_sets() {  # A B
 missing="$(compare_sets preloaded_symbolicated recorded; compare_sets recorded preloaded_symbolicated)"
 top_count=$(awk -F '\t' '$2 >= 5' "$WORK/recorded.self" | wc -l)
 result "top self functions (>= 5 %): recorded $top_count, missing in the other profile: ${missing:-none}"
-[[ -z "$missing" && $top_count -ge 4 ]] &&
+# At least 4 of them: the program's own shape. Under TSan its runtime's functions take ~75 %
+# of the self time (2 above 5 %), so only the sets are compared there.
+min_top=4
+skip_under_tsan "at least 4 top self functions (TSan's runtime holds most of the time)" && min_top=1
+[[ -z "$missing" && $top_count -ge $min_top ]] &&
   pass "record and the preload recipe have the same top self functions" ||
-  fail "top self functions differ: $missing"
+  fail "top self functions differ: ${missing:-none missing, $top_count above 5 %}"
 for f in OwnWork malloc; do
   grep -q "^$f"$'\t' "$WORK/recorded.self" && grep -q "^$f"$'\t' "$WORK/preloaded.self" &&
     pass "$f has self time both ways" || fail "$f has no self time in one of the profiles"
@@ -135,7 +143,13 @@ for name in preloaded preloaded_symbolicated recorded; do
   [[ $(column_sum "$name" versioned) -eq 0 ]] && ! grep -q '@@\|@GLIBC' "$WORK/$name.summary" &&
     pass "$name: no symbol version in names" || fail "$name: a name with a symbol version"
   check_format "$name"
-  stats "$name" >/dev/null && check_frontend "$name" "GeckoMain:OwnWork"
+  # Under TSan OwnWork is not among the front-end's top functions (TSan's runtime is): the
+  # import of every thread with its samples is still checked.
+  if ((UNDER_TSAN)); then
+    stats "$name" >/dev/null && check_frontend "$name"
+  else
+    stats "$name" >/dev/null && check_frontend "$name" "GeckoMain:OwnWork"
+  fi
 done
 
 # --- A merged process tree named at capture ---------------------------------------------------------

@@ -54,8 +54,12 @@ case "$mode" in
     run_program "$program" "$OUT/taken.json" "$OUT/exit.json" TAKEOVER_REPEAT=$cycles \
       TAKEOVER_SIGNAL_LOG="$OUT/signals.txt" || fail "program failed"
     strict=()
+    # Under TSan a sample is taken at the busy thread's next intercepted call, not when its
+    # signal came: two come together after a late one, so the gaps (and the controls that
+    # tell a kernel's gap from a lost sample by them) are reported, not asserted.
     if grep -q '"samplingSource":"perf task-clock events' "$OUT/taken.json" &&
-      [[ "${TAKEOVER_STRICT_GAPS:-1}" == 1 ]]; then
+      [[ "${TAKEOVER_STRICT_GAPS:-1}" == 1 ]] &&
+      ! skip_under_tsan "the CPU gaps across hand-overs asserted, and their two controls"; then
       strict=(--strict-gaps)
       pass "sampled by perf task-clock events: the gaps across hand-overs are asserted"
     else

@@ -299,7 +299,7 @@ __attribute__((noinline)) bool WriteAllocationRecord(RegisteredThread* thread, i
 
 bool RecordNativeAllocation(int64_t bytes, uint64_t address, StackAnchor anchor) {
   if (g_native_allocation_interval.load(std::memory_order_acquire) == 0) return false;
-  RegisteredThread* const thread = t_registered_thread;
+  RegisteredThread* const thread = CurrentRegisteredThread();
   // Strata's own allocations while it holds the buffer's or the session's lock (a capture, a
   // start, a stop) are not recorded: the record would wait for a lock this thread holds.
   // A thread inside dl_iterate_phdr, or a changing link map: libunwind could wait for the
@@ -326,7 +326,7 @@ bool RecordNativeAllocation(int64_t bytes, uint64_t address, StackAnchor anchor)
 void NoteNativeAllocationSetFull(uint64_t capacity) {
   if (g_native_allocation_interval.load(std::memory_order_relaxed) == 0) return;
   if (g_set_full_noted.exchange(true, std::memory_order_relaxed)) return;
-  RegisteredThread* const thread = t_registered_thread;
+  RegisteredThread* const thread = CurrentRegisteredThread();
   if (thread == nullptr || IsForkedChild() || SessionBuffer().IsLockedOnCurrentThread() ||
       SessionLockedOnCurrentThread()) {
     return;

@@ -43,7 +43,7 @@ __attribute__((noinline)) size_t CaptureMarkerStack(uint64_t (&frames)[kMaxMarke
     // for a thread whose bounds are unknown). The same frames as libunwind's where every
     // caller keeps frame pointers (Strata's builds do; most of libc does not: the walk ends
     // or skips there).
-    RegisteredThread* const thread = t_registered_thread;
+    RegisteredThread* const thread = CurrentRegisteredThread();
     if (thread == nullptr) return 0;
     const uintptr_t frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
     NativeFrame callers[kMaxMarkerStackFrames];
@@ -148,7 +148,7 @@ __attribute__((optimize("Os"))) StagingArea* BeginMarker(const ProfilerString& n
                            MarkerHeaderRef* header) {
   // The recording thread's staging, unless the marker goes on another thread's track or
   // this thread is not registered.
-  RegisteredThread* const thread = t_registered_thread;
+  RegisteredThread* const thread = CurrentRegisteredThread();
   StagingArea* staging = nullptr;
   if (options.thread().IsSpecified() && !(thread && options.thread() == thread->tid)) {
     header->thread = options.thread();
@@ -198,7 +198,7 @@ __attribute__((optimize("Os"))) uint8_t* BeginStagedMarker(LiteralName name, Cat
                                                             uint8_t payload_tag,
                                                             size_t payload_bytes,
                                                             StagingArea** staging_out) {
-  RegisteredThread* const thread = t_registered_thread;
+  RegisteredThread* const thread = CurrentRegisteredThread();
   uint8_t* p = ReserveStagedMarker(thread, payload_bytes, staging_out);
   if (__builtin_expect(p == nullptr, 0)) return nullptr;
   TimeStamp start;
@@ -245,7 +245,7 @@ uint8_t* BeginStagedInstantMarker(const char* name_chars, size_t name_length,
   // The usual case with no call in it: a registered thread with room in its staging, the
   // clock on the TSC, the tick after the segment before the newest one's start. One rdtscp,
   // ~20 loads and compares, ~12 stores.
-  RegisteredThread* const thread = t_registered_thread;
+  RegisteredThread* const thread = CurrentRegisteredThread();
   if (__builtin_expect(thread != nullptr, 1)) {
     StagingArea* const staging = thread->marker_staging.load(std::memory_order_relaxed);
     const size_t entry_bytes = 1 + profile::kCommonMarkerHeaderBytes + payload_bytes;

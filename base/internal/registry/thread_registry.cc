@@ -22,6 +22,12 @@
 #include "platform/next_definition.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/sampling_signal.h"
+#include "platform/tsan_startup.h"
+
+#if STRATA_TSAN_BUILD
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
+#endif
 
 namespace strata {
 namespace base_internal {
@@ -204,7 +210,7 @@ class NoCancellation {
 
 RegisteredThread* RegisterCurrentThreadImpl(const char* name, const StackBounds& given_stack) {
   NoCancellation no_cancellation;
-  if (RegisteredThread* registered = t_registered_thread) {
+  if (RegisteredThread* registered = CurrentRegisteredThread()) {
     // Registered before (by pthread_create's wrapper, under the kernel name it had then):
     // a name given now names it from here on.
     if (name) {
@@ -317,10 +323,23 @@ bool RegisterOtherThread(ThreadId tid, uintptr_t thread_pointer) {
   auto in_thread = [thread_pointer](auto* local) {
     return reinterpret_cast<decltype(local)>(ThreadLocalAddressInThread(local, thread_pointer));
   };
+#if STRATA_TSAN_BUILD
+  // TSan takes a thread's whole static TLS block for written by that thread at its start
+  // (glibc wrote it: the creator, and this library's part the dlopen that loaded it), with no
+  // happens-before to this thread: every store below was reported as a race (attach_test,
+  // "Previous write ... by thread T1: __tsan_tls_initialization"). TSan is told not to
+  // record these stores; their release still counts, and the thread's loads of them are
+  // acquires (CurrentRegisteredThread, the handler's context and descriptors), except the
+  // label stack's pointer, read plainly by the program's inline label code (base/labels.h).
+  __tsan_ignore_thread_begin();
+#endif
   __atomic_store_n(in_thread(&strata_t_profiling_stack_v2), &raw->profiling_stack, __ATOMIC_SEQ_CST);
   __atomic_store_n(in_thread(&t_registered_thread), raw, __ATOMIC_SEQ_CST);
   SetSamplingStateOfOtherThread(thread_pointer, raw, &raw->source.descriptors, raw->bounds.low,
                                 raw->bounds.high);
+#if STRATA_TSAN_BUILD
+  __tsan_ignore_thread_end();
+#endif
   ThreadInfo info;
   info.tid = tid;
   info.name = ThreadNameFromProc(tid);
@@ -467,11 +486,11 @@ void UnregisterThread(RegisteredThread* thread) {
 
 void OnRegisteredThreadExit(void* value) {
   RegisteredThread* thread = static_cast<RegisteredThread*>(value);
-  if (thread && thread == t_registered_thread && !IsForkedChild()) UnregisterThread(thread);
+  if (thread && thread == CurrentRegisteredThread() && !IsForkedChild()) UnregisterThread(thread);
 }
 
 bool SetCurrentThreadTierData(void* data) {
-  RegisteredThread* thread = t_registered_thread;
+  RegisteredThread* thread = CurrentRegisteredThread();
   if (!thread || IsForkedChild()) return false;
   thread->tier_data.store(data, std::memory_order_release);
   return true;
@@ -594,12 +613,12 @@ void RegisterNewThread(const StackBounds& given_stack) {
 
 void ProfilerUnregisterThread() {
   if (IsForkedChild()) return;
-  RegisteredThread* thread = t_registered_thread;
+  RegisteredThread* thread = CurrentRegisteredThread();
   if (!thread) return;
   pthread_setspecific(g_thread_exit_key, nullptr);
   UnregisterThread(thread);
 }
 
-bool ProfilerIsThreadRegistered() { return t_registered_thread != nullptr; }
+bool ProfilerIsThreadRegistered() { return CurrentRegisteredThread() != nullptr; }
 
 }  // namespace strata

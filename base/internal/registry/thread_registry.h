@@ -166,8 +166,16 @@ struct Registry {
 // The registry (a leaked singleton: threads may still run, and unregister, during exit).
 Registry& GetRegistry();
 
-// The calling thread's registration, or null.
+// The calling thread's registration, or null. Read it with CurrentRegisteredThread().
 extern __thread RegisteredThread* t_registered_thread __attribute__((tls_model("initial-exec")));
+
+// t_registered_thread, loaded with acquire: a thread adopted by attach (RegisterOtherThread)
+// has it stored by another thread, which wrote the registration first (a plain load on
+// x86-64; TSan reported the adopted thread's reads of its registration without it).
+// Async-signal-safe.
+inline RegisteredThread* CurrentRegisteredThread() {
+  return __atomic_load_n(&t_registered_thread, __ATOMIC_ACQUIRE);
+}
 
 // The calling thread's name (pthread_getname_np), "" when unknown.
 std::string CurrentThreadName();

@@ -3,7 +3,8 @@
 // LogError always prints (bad environment values, unwritable profile paths); LogInfo only
 // with STRATA_LOGGING=1.
 //
-// Thread safety: thread-safe (one write(2) per message). Async-signal safety: no (vsnprintf);
+// Thread safety: thread-safe (one raw write system call per message, past every interposer
+// of write). Async-signal safety: no (vsnprintf);
 // never log from a signal handler.
 #ifndef STRATA_BASE_INTERNAL_LOG_H_
 #define STRATA_BASE_INTERNAL_LOG_H_

@@ -278,7 +278,17 @@ int ProgramSigaction(int signal_number, const struct sigaction* action,
   if (action != nullptr) {
     // What the kernel holds now (libc adds its restorer), when it is still the action given.
     KernelAction installed;
-    if (mask_now && ReadKernelAction(signal_number, &installed) &&
+#if STRATA_TSAN_BUILD
+    // Under TSan the kernel holds TSan's own handler: the action as installed is the one
+    // TSan keeps for the program, read back through TSan's sigaction (without this the
+    // program read its SA_ONSTACK handler's mask back with S in it: signals_stack_test).
+    struct sigaction kept;
+    const bool read_back = real(signal_number, nullptr, &kept) == 0;
+    if (read_back) installed = KernelFormOf(kept);
+#else
+    const bool read_back = ReadKernelAction(signal_number, &installed);
+#endif
+    if (mask_now && read_back &&
         installed.handler == reinterpret_cast<uintptr_t>(action->sa_handler) &&
         (installed.mask & SignalBit(sampling)) != 0) {
       RecordMaskedAction(signal_number, installed, sampling);

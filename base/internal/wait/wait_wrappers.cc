@@ -151,7 +151,7 @@ size_t AppendNumber(char* out, size_t length, size_t capacity, uintptr_t value, 
 // tests/host_contract/program_thread_calls.py, to find the literal marker name's destructor).
 __attribute__((noinline, cold)) void RecordLockMarker(const void* lock, long holder,
                                                       TimeStamp start, TimeStamp end) {
-  RegisteredThread* thread = t_registered_thread;
+  RegisteredThread* thread = CurrentRegisteredThread();
   if (!thread || thread->wait.in_lock_marker || !ProfilerIsActive()) return;
   // A lock that Strata's own code waited for while this thread holds the session buffer's
   // lock or moves its staged markers into the buffer (a chunk manager's callback under the
@@ -190,7 +190,7 @@ long MutexHolder(const pthread_mutex_t* mutex) {
 
 void ScopedWait::Begin(const void* function, const void* wrapper_frame, bool measure_cpu) {
   const CallerRegisters caller = CallerRegistersFromFrame(wrapper_frame);
-  RegisteredThread* thread = t_registered_thread;
+  RegisteredThread* thread = CurrentRegisteredThread();
   if (!MayMarkWait(thread, caller.pc)) return;
   WaitState& wait = thread->wait;
   if (wait.depth != 0 && OuterWaitWasAbandoned(thread, caller.sp)) EndAbandonedWait(wait);
@@ -435,7 +435,7 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
   using namespace strata::base_internal;
   const auto real_try = STRATA_REAL(pthread_mutex_trylock);
   const auto real = STRATA_REAL(pthread_mutex_lock);
-  RegisteredThread* thread = t_registered_thread;
+  RegisteredThread* thread = CurrentRegisteredThread();
   if (!thread || !WaitStacksOn() || thread->wait.in_lock_marker ||
       !MayMarkWait(thread, reinterpret_cast<uintptr_t>(__builtin_return_address(0)))) {
     return real(mutex);
