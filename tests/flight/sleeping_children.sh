@@ -2,7 +2,10 @@
 # sleeping_children.sh N: run by record_growth_test.sh, plain and under `strata record`.
 # Starts N children that sleep 3 s (half end by exit(), half are shells ending by _exit with
 # a status), and prints what they use while they sleep and what is left after they ended:
-#   shmem_growth_kb=K   Shmem (/proc/meminfo) now minus before the children started
+#   shmem_growth_kb=K   Shmem (/proc/meminfo) now minus before the children started (the
+#                       machine's: other work moves it; printed only)
+#   children_shmem_kb=C the shared memory the children themselves have resident (RssShmem in
+#                       /proc/PID/status: a flight recorder file's pages they mapped on a tmpfs)
 #   files=F allocated_kb=A apparent_kb=S   the children's flight recorder files in
 #                       $STRATA_FLIGHT_RECORDER (only under `strata record`): how many, the
 #                       blocks they hold (st_blocks) and their sizes (st_size)
@@ -31,6 +34,11 @@ while [ -n "$dir" ] && [ "$tries" -lt 100 ]; do
 done
 sleep 0.5  # Past the first sampler loop of each child (it prepares the next chunk).
 growth=$(($(shmem_kb) - before))
+children_shmem=0
+for pid in $pids; do
+  kb=$(awk '/^RssShmem:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+  children_shmem=$((children_shmem + ${kb:-0}))
+done
 files=0 allocated=0 apparent=0
 if [ -n "$dir" ]; then
   for pid in $pids; do
@@ -43,7 +51,7 @@ if [ -n "$dir" ]; then
     done
   done
 fi
-echo "shmem_growth_kb=$growth files=$files allocated_kb=$allocated apparent_kb=$apparent"
+echo "shmem_growth_kb=$growth children_shmem_kb=$children_shmem files=$files allocated_kb=$allocated apparent_kb=$apparent"
 for pid in $pids; do wait "$pid"; done
 left=0
 if [ -n "$dir" ]; then
