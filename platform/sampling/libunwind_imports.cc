@@ -538,6 +538,28 @@ UnwindTableCopy* ClaimCopySlot() {
   return nullptr;
 }
 
+// Copies whose CFA program holds an expression (UnwindTableCopy::has_expression), one per
+// FDE, kept for good: libunwind's cache keeps pointers to an expression's bytes (the PLT's
+// CFA rule, for one), read at later steps and by other threads' walks, so such a copy must
+// never be reused for another FDE. Rebuilding one writes the same bytes again. Objects have
+// a handful of such FDEs (the linker's one for .plt); past kPermanentCopies the lookup is
+// refused (the walk ends at that frame, as for an unreadable table).
+constexpr int kPermanentCopies = 64;
+UnwindTableCopy g_permanent_copies[kPermanentCopies];
+std::atomic<uintptr_t> g_permanent_fdes[kPermanentCopies];
+
+UnwindTableCopy* PermanentCopyFor(uintptr_t fde) {
+  for (int i = 0; i < kPermanentCopies; ++i) {
+    uintptr_t key = g_permanent_fdes[i].load(std::memory_order_acquire);
+    if (key == 0 && g_permanent_fdes[i].compare_exchange_strong(key, fde,
+                                                                std::memory_order_acq_rel)) {
+      return &g_permanent_copies[i];
+    }
+    if (key == fde) return &g_permanent_copies[i];
+  }
+  return nullptr;
+}
+
 void ReleaseCopySlot() {
   if (t_copy_slot < 0) return;
   g_copy_busy[t_copy_slot].store(false, std::memory_order_release);
@@ -576,6 +598,13 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlItera
       __atomic_fetch_add(&g_unreadable_lookups, 1, __ATOMIC_RELAXED);
     }
     return true;
+  }
+  if (copy->has_expression) {
+    UnwindTableCopy* permanent = PermanentCopyFor(copy->fde_address);
+    if (permanent == nullptr ||
+        BuildUnwindTableCopy(found, pc, permanent, &info) != UnwindCopyResult::kCopied) {
+      return true;
+    }
   }
   // Only the classic fields: libunwind's callback reads no further (dlpi_adds, TLS ...).
   *result = callback(&info, offsetof(dl_phdr_info, dlpi_adds), data);

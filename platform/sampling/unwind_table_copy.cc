@@ -213,12 +213,54 @@ UnwindCopyResult FindFde(uintptr_t hdr, uintptr_t pc, UnwindTableCopy* copy, uin
   return found ? UnwindCopyResult::kCopied : UnwindCopyResult::kNoEntry;
 }
 
+// Whether a CFA program (`bytes`, `length`) holds a DWARF expression, or an opcode not known
+// here (then it may). The operands are skipped by their encodings (DWARF 5, section 6.4.2).
+bool CfaProgramHasExpression(const uint8_t* bytes, size_t length) {
+  size_t at = 0;
+  const auto uleb = [&]() {
+    while (at < length && (bytes[at++] & 0x80) != 0) {
+    }
+  };
+  while (at < length) {
+    const uint8_t op = bytes[at++];
+    switch (op >> 6) {
+      case 1:  // advance_loc
+      case 3:  // restore
+        continue;
+      case 2:  // offset: ULEB
+        uleb();
+        continue;
+      default:
+        break;
+    }
+    switch (op) {
+      case 0x00: case 0x0a: case 0x0b:  // nop, remember_state, restore_state
+        break;
+      case 0x01: at += 8; break;  // set_loc (the copy's absolute encoding)
+      case 0x02: at += 1; break;  // advance_loc1
+      case 0x03: at += 2; break;  // advance_loc2
+      case 0x04: at += 4; break;  // advance_loc4
+      case 0x06: case 0x07: case 0x08: case 0x0d: case 0x0e: case 0x13: case 0x2e:
+        uleb();  // one operand (ULEB or SLEB: skipped alike)
+        break;
+      case 0x05: case 0x09: case 0x0c: case 0x11: case 0x12: case 0x14: case 0x15: case 0x2f:
+        uleb();
+        uleb();
+        break;
+      default:  // 0x0f, 0x10, 0x16: expressions; anything else: unknown
+        return true;
+    }
+  }
+  return false;
+}
+
 // What the CIE says that the FDE copy needs.
 struct CieShape {
   bool sized = false;        // 'z'
   bool has_lsda = false;     // 'L' with an encoding other than omit
   uint8_t lsda_encoding = kOmit;
   uint8_t fde_encoding = kAbsolute;
+  bool has_expression = false;  // In the CIE's initial instructions.
 };
 
 // Re-encodes the CIE (`cie`: its body, after the length word) into `out` with absolute
@@ -289,6 +331,8 @@ bool CopyCie(Reader& cie, Writer& out, CieShape* shape) {
     if (out.at > out.capacity) return false;
   }
   if (instructions_at > cie.end) return false;
+  shape->has_expression =
+      CfaProgramHasExpression(cie.bytes + instructions_at, cie.end - instructions_at);
   out.Put(cie.bytes + instructions_at, cie.end - instructions_at);
   out.Patch32(length_at, static_cast<uint32_t>(out.at - length_at - 4));
   return out.ok;
@@ -296,7 +340,8 @@ bool CopyCie(Reader& cie, Writer& out, CieShape* shape) {
 
 // Re-encodes the FDE (`fde`: its body, after the length word; its CIE pointer already read)
 // into `out`, whose CIE copy starts at `cie_copy`.
-bool CopyFde(Reader& fde, const CieShape& shape, size_t cie_copy, Writer& out) {
+bool CopyFde(Reader& fde, const CieShape& shape, size_t cie_copy, Writer& out,
+             bool* has_expression) {
   uint64_t start = 0;
   if (!fde.Pointer(shape.fde_encoding, &start)) return false;
   uint64_t range = 0;
@@ -318,6 +363,7 @@ bool CopyFde(Reader& fde, const CieShape& shape, size_t cie_copy, Writer& out) {
     out.Uleb(shape.has_lsda ? 8 : 0);
     if (shape.has_lsda) out.U64(lsda);
   }
+  *has_expression = CfaProgramHasExpression(fde.bytes + instructions_at, fde.end - instructions_at);
   out.Put(fde.bytes + instructions_at, fde.end - instructions_at);
   out.Patch32(length_at, static_cast<uint32_t>(out.at - length_at - 4));
   return out.ok;
@@ -347,7 +393,8 @@ UnwindCopyResult BuildUnwindTableCopy(const dl_find_object& found, uintptr_t pc,
     return cie_body.unreadable ? UnwindCopyResult::kUnreadable : UnwindCopyResult::kUnsupported;
   }
   const size_t fde_copy = out.at;
-  if (!CopyFde(fde_body, shape, 0, out)) {
+  bool fde_has_expression = false;
+  if (!CopyFde(fde_body, shape, 0, out, &fde_has_expression)) {
     return fde_body.unreadable ? UnwindCopyResult::kUnreadable : UnwindCopyResult::kUnsupported;
   }
 
@@ -381,6 +428,8 @@ UnwindCopyResult BuildUnwindTableCopy(const dl_find_object& found, uintptr_t pc,
   info->dlpi_name = found.dlfo_link_map->l_name;
   info->dlpi_phdr = copy->headers;
   info->dlpi_phnum = 3;
+  copy->fde_address = fde;
+  copy->has_expression = shape.has_expression || fde_has_expression;
   return UnwindCopyResult::kCopied;
 }
 

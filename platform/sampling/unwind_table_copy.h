@@ -59,6 +59,13 @@ struct UnwindTableCopy {
   uint8_t entries[kUnwindCopySourceBytes + 128];
   // The originals as read (scratch).
   uint8_t source[kUnwindCopySourceBytes];
+  // Set by BuildUnwindTableCopy: the original FDE's address, and whether the CIE's or the
+  // FDE's CFA program holds a DWARF expression (DW_CFA_def_cfa_expression, DW_CFA_expression,
+  // DW_CFA_val_expression, or an opcode it does not know). libunwind's cache keeps a pointer
+  // to an expression's bytes, read at later steps: such a copy must stay where it is for
+  // good (libunwind_imports.cc, PermanentCopyFor), not in a slot reused at the next step.
+  uintptr_t fde_address;
+  bool has_expression;
 };
 
 enum class UnwindCopyResult {
