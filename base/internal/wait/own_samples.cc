@@ -100,6 +100,12 @@ void WriteMissedWaitSamples(RegisteredThread* thread, const void* function,
       std::min<int64_t>(WaitGridPoints(start_ns, end_ns, interval_ns), kMaxMissedWaitPoints);
   if (points <= 0) return;
   if (!thread->sampling.load(std::memory_order_relaxed) || ProfilerIsPaused()) return;
+  // Only on a perf event (the default source; charges_kernel_cpu says so): with CPU-clock
+  // timers a thread's CPU before a wait can be several intervals not yet sampled (the timer
+  // is tick-bound), which the sampler's own path puts on a copy at the wait's start; this
+  // record cannot (the thread does not read its CPU clock here), so there the sampler's
+  // path alone stays (cpu_accounting_test, timer mode).
+  if (!thread->wait.charges_kernel_cpu.load(std::memory_order_relaxed)) return;
   CallStackRecords records(thread, function, caller);
   SampleSlot* slot = records.slot();
   if (!slot) return;

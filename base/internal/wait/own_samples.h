@@ -74,8 +74,9 @@ class STRATA_BASE_HIDDEN CallStackRecords {
 // its wait samples, one per point of the thread's interval grid in (start_ns, end_ns]
 // (TimeStamp ns; the sampler's own rule, wait_sampling.cc), as one ring record that the
 // sampler expands (SampleSlot::missed_wait). The wait counts from the session's start or its
-// latest resume at the earliest. Does nothing for a wait that spans no grid point, or while
-// the profiler is paused.
+// latest resume at the earliest. Does nothing for a wait that spans no grid point, while
+// the profiler is paused, and on a thread sampled by CPU-clock timers (whose CPU before the
+// wait the sampler's own path accounts for).
 STRATA_BASE_HIDDEN void WriteMissedWaitSamples(RegisteredThread* thread, const void* function,
                                                const CallerRegisters& caller, int64_t start_ns,
                                                int64_t end_ns);
