@@ -36,6 +36,10 @@ constexpr int kValidationWriteEnd = -(1 << 30) - 1;
 // dynamic TLS access could allocate.
 __thread int t_walk_depth __attribute__((tls_model("initial-exec"))) = 0;
 __thread bool t_walk_marked __attribute__((tls_model("initial-exec"))) = false;
+// ScopedEverySignalBlocked's depth, and the mask calls it saved (libunwind_imports.h).
+__thread int t_every_signal_blocked __attribute__((tls_model("initial-exec"))) = 0;
+__thread uint64_t t_skipped_mask_calls __attribute__((tls_model("initial-exec"))) = 0;
+__thread uint64_t t_made_mask_calls __attribute__((tls_model("initial-exec"))) = 0;
 
 int g_redirected_slots = 0;
 int g_validations = 0;  // Relaxed atomic increments (async-signal-safe, lock-free).
@@ -227,8 +231,16 @@ void FindLibcMutexFunctions() {
 
 // libunwind blocks every signal around its lock (sigfillset's set: glibc's internal signals
 // left out) and restores the mask after: the raw system call, never a program's sigprocmask
-// (nor the signal interposer's, which forwarded libunwind's calls unchanged anyway).
+// (nor the signal interposer's, which forwarded libunwind's calls unchanged anyway). None
+// when every signal is blocked already (ScopedEverySignalBlocked): the block changes
+// nothing, and the restore of the "every signal" it reported saved changes nothing either.
 int ReplacementSigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  if (t_every_signal_blocked > 0) {
+    if (old != nullptr) memset(old, 0xff, sizeof(*old));
+    ++t_skipped_mask_calls;
+    return 0;
+  }
+  ++t_made_mask_calls;
   const long result = RawSyscall(SYS_rt_sigprocmask, how, reinterpret_cast<long>(set),
                                  reinterpret_cast<long>(old), _NSIG / 8);
   if (result < 0) {
@@ -507,6 +519,20 @@ void MarkStrataLibunwindWalk(bool walking) {
 }
 
 bool InStrataLibunwindWalk() { return Walking(); }
+
+ScopedEverySignalBlocked::ScopedEverySignalBlocked() {
+  ++t_every_signal_blocked;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+ScopedEverySignalBlocked::~ScopedEverySignalBlocked() {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  --t_every_signal_blocked;
+}
+
+LibunwindMaskCalls LibunwindMaskCallsOfThisThread() {
+  return {t_made_mask_calls, t_skipped_mask_calls};
+}
 
 // --- The dynamic loader's list during walks (declared in libunwind_walker.h). -------------
 

@@ -9,6 +9,10 @@
 #include <alloca.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <signal.h>
+#include <pthread.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -329,6 +333,68 @@ TEST_CASE("a library with full RELRO is redirected, and its GOT is read-only aga
   }
   CHECK(has_relro);
   dlclose(handle);
+}
+
+// A walk of the calling thread from here, 24 frames of recursion deep.
+size_t __attribute__((noinline)) WalkAtDepth(int depth, NativeFrame* frames, size_t capacity) {
+  if (depth > 0) {
+    const size_t count = WalkAtDepth(depth - 1, frames, capacity);
+    asm volatile("" ::: "memory");  // Not a tail call.
+    return count;
+  }
+  ucontext_t context;
+  getcontext(&context);
+  static LibunwindWalkScratch scratch;
+  return WalkStackWithLibunwind(&context, StackBounds::OfCurrentThread(), frames, capacity,
+                                &scratch);
+}
+
+uint64_t BlockedMask() {
+  uint64_t mask = 0;
+  syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &mask, sizeof(mask));
+  return mask;
+}
+
+TEST_CASE("a walk with every signal declared blocked makes no mask calls, same frames",
+          "[platform][sampling]") {
+  REQUIRE(WarmUpLibunwind());
+  constexpr size_t kCapacity = 128;
+  NativeFrame plain[kCapacity];
+  const LibunwindMaskCalls before_plain = LibunwindMaskCallsOfThisThread();
+  const size_t plain_count = WalkAtDepth(24, plain, kCapacity);
+  const LibunwindMaskCalls after_plain = LibunwindMaskCallsOfThisThread();
+  REQUIRE(plain_count > 24);
+  // Undeclared: libunwind's own calls are made (its lock is taken during walks).
+  CHECK(after_plain.made > before_plain.made);
+  CHECK(after_plain.skipped == before_plain.skipped);
+
+  NativeFrame declared[kCapacity];
+  size_t declared_count = 0;
+  sigset_t every, previous;
+  sigfillset(&every);
+  REQUIRE(pthread_sigmask(SIG_SETMASK, &every, &previous) == 0);
+  const uint64_t mask_before = BlockedMask();
+  {
+    ScopedEverySignalBlocked declaration;
+    declared_count = WalkAtDepth(24, declared, kCapacity);
+  }
+  const uint64_t mask_after = BlockedMask();
+  const LibunwindMaskCalls after_declared = LibunwindMaskCallsOfThisThread();
+  REQUIRE(pthread_sigmask(SIG_SETMASK, &previous, nullptr) == 0);
+  // Declared: none made, some skipped (how many steps take the lock depends on libunwind's
+  // cache); the mask as it was.
+  CHECK(after_declared.made == after_plain.made);
+  CHECK(after_declared.skipped > after_plain.skipped);
+  CHECK(mask_after == mask_before);
+  // The same walk: the same stack pointers, and the same return addresses but the one in
+  // this test's body (two call sites of WalkAtDepth).
+  REQUIRE(declared_count == plain_count);
+  size_t other_pcs = 0;
+  for (size_t i = 1; i < plain_count; ++i) {
+    CHECK(declared[i].sp == plain[i].sp);
+    if (declared[i].pc != plain[i].pc) ++other_pcs;
+  }
+  CHECK(other_pcs == 1);
 }
 
 TEST_CASE("outside a Strata walk the redirected imports keep libc's semantics",

@@ -18,6 +18,7 @@
 #include "platform/next_definition.h"
 #include "platform/sampling/held_sampling_signals.h"
 #include "platform/raw_syscall.h"
+#include "platform/sampling/libunwind_imports.h"
 #include "platform/sampling/thread_sampling_timer.h"
 #include "platform/time_stamp.h"
 
@@ -314,6 +315,10 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
   // SetSamplingStateOfOtherThread), in memory that thread wrote; a plain load on x86-64.
   void* const thread_context = t_thread_context.load(std::memory_order_acquire);
   if (callback != nullptr && thread_context != nullptr) {
+    // The handler's sa_mask blocks every signal (FillEverySignal; a runtime that calls the
+    // entry as a function, TSan's deferred delivery, blocks them too): libunwind's own
+    // blocking around its lock, two system calls a frame, is skipped (libunwind_imports.h).
+    ScopedEverySignalBlocked every_signal_blocked;
     callback(thread_context, static_cast<ucontext_t*>(context),
              ThreadSamplingTimer::Overruns(info));
   }

@@ -16,6 +16,7 @@
 #include "base/internal/session/tier_extension.h"
 #include "base/internal/wait/scoped_wait.h"
 #include "platform/raw_syscall.h"
+#include "platform/sampling/libunwind_imports.h"
 #include "platform/sampling/sampling_signal.h"
 
 namespace strata {
@@ -71,6 +72,7 @@ CallStackRecords::CallStackRecords(RegisteredThread* thread, const void* functio
     return;
   }
   thread->capturing.store(true, std::memory_order_relaxed);
+  ScopedEverySignalBlocked every_signal_blocked;  // By blocked_ (libunwind_imports.h).
   FillCallStack(thread, slot_, function, caller);
 }
 

@@ -31,6 +31,7 @@
 #include "base/internal/session/session_state.h"
 #include "base/internal/registry/thread_registry.h"
 #include "base/internal/wait/kernel_cpu_charge.h"
+#include "platform/sampling/libunwind_imports.h"
 #include "base/internal/wait/own_samples.h"
 #include "platform/never_destroyed.h"
 #include "platform/sampling/frame_pointer_walker.h"
@@ -90,6 +91,9 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
     context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(caller.pc);
     context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(caller.sp);
     context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(caller.fp);
+    // The sampler thread blocks every signal (profiler_thread_signals.h; it unblocks some
+    // only inside AnswerThreadDirectedSignals): libunwind's own blocking is skipped.
+    ScopedEverySignalBlocked every_signal_blocked;
     count += WalkStackWithLibunwind(&context, thread->bounds, slot->natives + count,
                                     SampleSlot::kMaxNativeFrames - count);
   }
