@@ -133,10 +133,14 @@ bool InStrataLibunwindWalk();
 // (an initial-exec TLS counter).
 class ScopedEverySignalBlocked {
  public:
-  ScopedEverySignalBlocked();
+  // `blocked` false declares nothing (for callers that know it only at run time).
+  explicit ScopedEverySignalBlocked(bool blocked = true);
   ~ScopedEverySignalBlocked();
   ScopedEverySignalBlocked(const ScopedEverySignalBlocked&) = delete;
   ScopedEverySignalBlocked& operator=(const ScopedEverySignalBlocked&) = delete;
+
+ private:
+  bool declared_ = false;
 };
 
 // The stack words a Strata walk on the calling thread read, in order: libunwind's local
@@ -153,6 +157,7 @@ struct WalkReadLog {
   uint32_t capacity = 0;
   uint32_t count = 0;
   bool overflowed = false;  // More reads than `capacity`: the log is incomplete.
+  bool unreadable = false;  // A read failed: the walk depended on a word's readability too.
   // Reads in [unlogged_low, unlogged_high) are not logged: the walk's start context (libunwind
   // reads the registers of a ucontext through the same accessor), Strata's memory, which the
   // caller compares by itself.
@@ -163,6 +168,24 @@ struct WalkReadLog {
 // Sets the calling thread's log (null: none); each word libunwind reads during a Strata walk
 // on this thread is then appended to it. Async-signal-safe (an initial-exec TLS pointer).
 void SetWalkReadLog(WalkReadLog* log);
+
+// Whether every signal is blocked on the calling thread now (one rt_sigprocmask system call).
+// Async-signal-safe.
+bool EverySignalBlockedOnThisThread();
+
+// Lookups of Strata walks on the calling thread that were refused for a reason that may not
+// hold at the next walk (a busy copy slot, an unreadable byte, the permanent copies full, an
+// encoding not copied): the walk ended or guessed there. For callers that keep a walk
+// (own_walk_cache.h): a walk made while this moved is not kept. Async-signal-safe.
+uint64_t RefusedLookupsOfThisThread();
+
+// Whether `pc` lies in a function whose unwind rule is a DWARF expression that Strata's walks
+// have used (the FDE's copy is kept for good: libunwind_imports.cc). libunwind evaluates an
+// expression's DW_OP_deref with direct reads, not through its accessor (dwarf_i.h, Gexpr.c):
+// such words are not in a WalkReadLog. glibc's signal return trampoline (__restore_rt: the
+// CFA below a signal frame is the saved rsp), GCC's realigned (DRAP) frames and the PLT use
+// one. Async-signal-safe (a scan of at most 64 slots).
+bool InFunctionWithExpressionRule(uintptr_t pc);
 
 // libunwind's sigprocmask calls on the calling thread: made (the system call), and skipped
 // under a ScopedEverySignalBlocked. For tests. Async-signal-safe.

@@ -40,6 +40,9 @@ static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_al
 // Threads in WaitForCallbacksOfPreviousEpoch: a handler that empties a slot then wakes them.
 std::atomic<int> g_callback_waiters{0};
 std::atomic<int> g_installed_signal{0};
+// The sa_restorer of our installed action (libc's signal return trampoline), which the
+// kernel makes the entry's return address (InstallSamplingSignalHandler).
+std::atomic<void*> g_kernel_restorer{nullptr};
 // Uninstall gave up waiting for a callback: our handler is still the kernel disposition.
 std::atomic<bool> g_uninstall_abandoned{false};
 std::atomic<uint64_t> g_samples_skipped_low_stack[static_cast<int>(LowStack::kCount)] = {};
@@ -82,7 +85,7 @@ __attribute__((tls_model("initial-exec"))) thread_local int t_in_handler = 0;
 __attribute__((tls_model("initial-exec"))) thread_local std::atomic<uint64_t>
     t_sampling_signals_taken{0};
 
-void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context);
+void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context, bool from_kernel);
 
 #if STRATA_TSAN_BUILD
 // OwnSigaction's calls under way on this thread (sampling_signal.h).
@@ -107,7 +110,11 @@ __attribute__((visibility("hidden"))) void strata_sampling_signal_entry(int, sig
 __attribute__((visibility("hidden"))) void strata_sampling_signal_handler(int signal_number,
                                                                           siginfo_t* info,
                                                                           void* context) {
-  SamplingSignalHandler(signal_number, info, context);
+  // The entry jumped here: the return address is its caller's, the kernel's trampoline when
+  // the kernel delivered the signal.
+  const bool from_kernel =
+      __builtin_return_address(0) == g_kernel_restorer.load(std::memory_order_relaxed);
+  SamplingSignalHandler(signal_number, info, context, from_kernel);
 }
 // Skips counted by the assembly entry: on the program's alternate stack, on the thread's own.
 __attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry = 0;
@@ -156,7 +163,7 @@ SigactionFunction RealSigaction() {
 bool IsOurHandler(const struct sigaction& action) {
   return (action.sa_flags & SA_SIGINFO) != 0 &&
          (action.sa_sigaction == &strata_sampling_signal_entry ||
-          action.sa_sigaction == &SamplingSignalHandler);
+          action.sa_sigaction == &strata_sampling_signal_handler);
 }
 
 // The thread's signal mask through the system call: not interposed, and it may name glibc's
@@ -298,7 +305,7 @@ int LowStackAt(uintptr_t sp) {
   return -1;
 }
 
-void RunSamplingCallback(const siginfo_t& info, void* context) {
+void RunSamplingCallback(const siginfo_t& info, void* context, bool from_kernel) {
   // Before any work: enough stack below this frame for the callback (sampling_signal.h)?
   const int low_stack = LowStackAt(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   if (low_stack >= 0) {
@@ -315,10 +322,12 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
   // SetSamplingStateOfOtherThread), in memory that thread wrote; a plain load on x86-64.
   void* const thread_context = t_thread_context.load(std::memory_order_acquire);
   if (callback != nullptr && thread_context != nullptr) {
-    // The handler's sa_mask blocks every signal (FillEverySignal; a runtime that calls the
-    // entry as a function, TSan's deferred delivery, blocks them too): libunwind's own
-    // blocking around its lock, two system calls a frame, is skipped (libunwind_imports.h).
-    ScopedEverySignalBlocked every_signal_blocked;
+    // Delivered by the kernel, the handler runs with its sa_mask, every signal
+    // (FillEverySignal): libunwind's own blocking around its lock, two system calls a
+    // frame, is skipped (libunwind_imports.h). Not when another runtime called the entry as a
+    // function from a handler of its own (TSan's deferred delivery, a signal-chaining
+    // runtime), with a mask of its choosing.
+    ScopedEverySignalBlocked every_signal_blocked(from_kernel);
     callback(thread_context, static_cast<ucontext_t*>(context),
              ThreadSamplingTimer::Overruns(info));
   }
@@ -364,14 +373,14 @@ bool ProgramActionIsDefault() {
   return (program.sa_flags & SA_SIGINFO) == 0 && program.sa_handler == SIG_DFL;
 }
 
-void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
+void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context, bool from_kernel) {
   const int saved_errno = errno;
   if (info != nullptr && IsSamplingSignal(*info)) {
     t_sampling_signals_taken.store(t_sampling_signals_taken.load(std::memory_order_relaxed) + 1,
                                    std::memory_order_relaxed);
     ++t_in_handler;
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    RunSamplingCallback(*info, context);
+    RunSamplingCallback(*info, context, from_kernel);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     --t_in_handler;
   } else if (info != nullptr && !IsStrayNotification(*info) &&
@@ -670,6 +679,14 @@ int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback) {
   // Changed by a raw system call between the two calls: that is the program's action too.
   if (!IsOurHandler(replaced) && std::memcmp(&replaced, &previous, sizeof(replaced)) != 0) {
     WriteProgramAction(replaced);
+  }
+  // The return address the kernel gives the entry (libc's signal return trampoline): the
+  // handler tells a delivery by the kernel, whose mask is the full sa_mask, from a call of
+  // the entry as a function by another runtime (RunSamplingCallback).
+  struct sigaction installed;
+  if (real(signal_number, nullptr, &installed) == 0) {
+    g_kernel_restorer.store(reinterpret_cast<void*>(installed.sa_restorer),
+                            std::memory_order_relaxed);
   }
   return 0;
 }
