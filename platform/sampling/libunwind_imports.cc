@@ -643,6 +643,9 @@ namespace {
 
 __thread uintptr_t t_walk_stack_low __attribute__((tls_model("initial-exec"))) = 0;
 __thread uintptr_t t_walk_stack_high __attribute__((tls_model("initial-exec"))) = 0;
+// The ucontext the walk's cursor reads its registers from (SetLibunwindWalkContext); 0: none.
+__thread uintptr_t t_walk_context __attribute__((tls_model("initial-exec"))) = 0;
+__thread uint64_t t_checked_reads __attribute__((tls_model("initial-exec"))) = 0;
 
 using AccessMemFunction = int (*)(unw_addr_space_t, unw_word_t, unw_word_t*, int, void*);
 std::atomic<AccessMemFunction> g_libunwind_access_mem{nullptr};
@@ -653,11 +656,14 @@ __attribute__((no_sanitize("address", "thread"))) int CheckedAccessMem(
     unw_addr_space_t space, unw_word_t address, unw_word_t* value, int write, void* argument) {
   const AccessMemFunction original = g_libunwind_access_mem.load(std::memory_order_relaxed);
   if (write || !Walking()) return original(space, address, value, write, argument);
-  if (address >= t_walk_stack_low && address <= t_walk_stack_high - sizeof(unw_word_t) &&
-      t_walk_stack_high >= sizeof(unw_word_t)) {
+  const uintptr_t context = t_walk_context;
+  if ((address >= t_walk_stack_low && address <= t_walk_stack_high - sizeof(unw_word_t) &&
+       t_walk_stack_high >= sizeof(unw_word_t)) ||
+      (context != 0 && address - context <= sizeof(ucontext_t) - sizeof(unw_word_t))) {
     *value = *reinterpret_cast<const unw_word_t*>(address);
     return 0;
   }
+  ++t_checked_reads;
   return CheckedRead(reinterpret_cast<const void*>(address), value, sizeof(*value))
              ? 0
              : -UNW_EINVAL;
@@ -683,6 +689,12 @@ void SetLibunwindWalkStackBounds(uintptr_t low, uintptr_t high) {
   t_walk_stack_low = low;
   t_walk_stack_high = high;
 }
+
+void SetLibunwindWalkContext(const ucontext_t* context) {
+  t_walk_context = reinterpret_cast<uintptr_t>(context);
+}
+
+uint64_t LibunwindCheckedReadsOfThisThread() { return t_checked_reads; }
 
 uint64_t UnwindLookupsRefusedAsUnreadable() {
   return __atomic_load_n(&g_unreadable_lookups, __ATOMIC_RELAXED);
