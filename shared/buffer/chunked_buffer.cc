@@ -21,13 +21,15 @@ ChunkedBuffer::ChunkedBuffer(ThreadSafety safety, std::unique_ptr<ChunkManager> 
 
 ChunkedBuffer::~ChunkedBuffer() { ResetChunkManager(); }
 
-void ChunkedBuffer::SetChunkManager(ChunkManager& manager) {
+// The manager set-up, Clear and GetState run once per session, save or thread registration:
+// `cold`, optimised for size (libstrata_base.so's size goal, tests/install:base_size_test).
+__attribute__((cold)) void ChunkedBuffer::SetChunkManager(ChunkManager& manager) {
   MaybeAutoLock lock(mutex_);
   DetachManagerLocked();
   AttachManagerLocked(manager);
 }
 
-void ChunkedBuffer::SetChunkManager(std::unique_ptr<ChunkManager> manager) {
+__attribute__((cold)) void ChunkedBuffer::SetChunkManager(std::unique_ptr<ChunkManager> manager) {
   STRATA_CHECK(manager != nullptr, "SetChunkManager needs a manager");
   MaybeAutoLock lock(mutex_);
   DetachManagerLocked();
@@ -35,7 +37,7 @@ void ChunkedBuffer::SetChunkManager(std::unique_ptr<ChunkManager> manager) {
   AttachManagerLocked(*owned_manager_);
 }
 
-void ChunkedBuffer::ResetChunkManager() {
+__attribute__((cold)) void ChunkedBuffer::ResetChunkManager() {
   MaybeAutoLock lock(mutex_);
   DetachManagerLocked();
 }
@@ -62,7 +64,7 @@ void ChunkedBuffer::AttachManagerLocked(ChunkManager& manager) {
   manager_->RequestChunk();
 }
 
-void ChunkedBuffer::DetachManagerLocked() {
+__attribute__((cold)) void ChunkedBuffer::DetachManagerLocked() {
   if (!manager_) return;
   manager_->SetChunkDestroyedCallback(nullptr);
   manager_->ForgetUnreleasedChunks();
@@ -78,7 +80,7 @@ void ChunkedBuffer::DetachManagerLocked() {
   range_start_.store(next_range_start_, std::memory_order_relaxed);
 }
 
-void ChunkedBuffer::Clear() {
+__attribute__((cold)) void ChunkedBuffer::Clear() {
   MaybeAutoLock lock(mutex_);
   if (!manager_) return;
   if (current_chunk_) {
@@ -94,7 +96,7 @@ void ChunkedBuffer::Clear() {
   range_start_.store(next_range_start_, std::memory_order_relaxed);
 }
 
-ChunkedBuffer::State ChunkedBuffer::GetState() const {
+__attribute__((cold)) ChunkedBuffer::State ChunkedBuffer::GetState() const {
   MaybeAutoLock lock(mutex_);
   State state;
   state.range_start = range_start_.load(std::memory_order_relaxed);
