@@ -21,15 +21,13 @@ ChunkedBuffer::ChunkedBuffer(ThreadSafety safety, std::unique_ptr<ChunkManager> 
 
 ChunkedBuffer::~ChunkedBuffer() { ResetChunkManager(); }
 
-// The manager set-up, Clear and GetState run once per session, save or thread registration:
-// `cold`, optimised for size (libstrata_base.so's size goal, tests/install:base_size_test).
-__attribute__((cold)) void ChunkedBuffer::SetChunkManager(ChunkManager& manager) {
+void ChunkedBuffer::SetChunkManager(ChunkManager& manager) {
   MaybeAutoLock lock(mutex_);
   DetachManagerLocked();
   AttachManagerLocked(manager);
 }
 
-__attribute__((cold)) void ChunkedBuffer::SetChunkManager(std::unique_ptr<ChunkManager> manager) {
+void ChunkedBuffer::SetChunkManager(std::unique_ptr<ChunkManager> manager) {
   STRATA_CHECK(manager != nullptr, "SetChunkManager needs a manager");
   MaybeAutoLock lock(mutex_);
   DetachManagerLocked();
@@ -37,7 +35,7 @@ __attribute__((cold)) void ChunkedBuffer::SetChunkManager(std::unique_ptr<ChunkM
   AttachManagerLocked(*owned_manager_);
 }
 
-__attribute__((cold)) void ChunkedBuffer::ResetChunkManager() {
+void ChunkedBuffer::ResetChunkManager() {
   MaybeAutoLock lock(mutex_);
   DetachManagerLocked();
 }
@@ -64,7 +62,7 @@ void ChunkedBuffer::AttachManagerLocked(ChunkManager& manager) {
   manager_->RequestChunk();
 }
 
-__attribute__((cold)) void ChunkedBuffer::DetachManagerLocked() {
+void ChunkedBuffer::DetachManagerLocked() {
   if (!manager_) return;
   manager_->SetChunkDestroyedCallback(nullptr);
   manager_->ForgetUnreleasedChunks();
@@ -80,7 +78,7 @@ __attribute__((cold)) void ChunkedBuffer::DetachManagerLocked() {
   range_start_.store(next_range_start_, std::memory_order_relaxed);
 }
 
-__attribute__((cold)) void ChunkedBuffer::Clear() {
+void ChunkedBuffer::Clear() {
   MaybeAutoLock lock(mutex_);
   if (!manager_) return;
   if (current_chunk_) {
@@ -96,7 +94,7 @@ __attribute__((cold)) void ChunkedBuffer::Clear() {
   range_start_.store(next_range_start_, std::memory_order_relaxed);
 }
 
-__attribute__((cold)) ChunkedBuffer::State ChunkedBuffer::GetState() const {
+ChunkedBuffer::State ChunkedBuffer::GetState() const {
   MaybeAutoLock lock(mutex_);
   State state;
   state.range_start = range_start_.load(std::memory_order_relaxed);
