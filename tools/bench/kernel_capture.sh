@@ -39,6 +39,7 @@ command -v perf >/dev/null && perf record -q -o "$out/probe.data" -- true >/dev/
 # KERNEL_CAPTURE_VARIANTS="plain floor strata ..." picks others, among the above and
 #   floor-perf      the floor's empty handler signalled by a perf task-clock event per thread
 #                   (SIGNAL_FLOOR_SOURCE=perf: the source of Strata's default mode)
+#   floor-perf-waker  the same with a thread waking every 4 ms, as Strata's sampler does
 #   strata-nowalk   Strata without the stack walk (STRATA_STARTUP_FEATURES=-stackwalk)
 #   strata-timer    Strata in precise mode: per-thread CLOCK_MONOTONIC timers, the floor's source
 #   strata-before   the library STRATA_BEFORE_LIB=PATH (an earlier build), as strata
@@ -68,6 +69,8 @@ for ((r = 0; r < rounds; r++)); do
       floor) env LD_PRELOAD="$floor_lib" SIGNAL_FLOOR_HZ="$hz" "$probe" "${args[@]}" >"$out/o" 2>&1 ;;
       floor-perf) env LD_PRELOAD="$floor_lib" SIGNAL_FLOOR_HZ="$hz" SIGNAL_FLOOR_SOURCE=perf \
         "$probe" "${args[@]}" >"$out/o" 2>&1 ;;
+      floor-perf-waker) env LD_PRELOAD="$floor_lib" SIGNAL_FLOOR_HZ="$hz" SIGNAL_FLOOR_SOURCE=perf \
+        SIGNAL_FLOOR_WAKER=1 SIGNAL_FLOOR_WAKER_HZ=250 "$probe" "${args[@]}" >"$out/o" 2>&1 ;;
       strata*)
         lib="$strata_lib" features=""
         case "$v" in

@@ -24,8 +24,10 @@
 //   SIGNAL_FLOOR_WAKER=1      also start a thread that wakes at the same rate on absolute
 //                             CLOCK_MONOTONIC deadlines and does nothing else: the wake-ups of a
 //                             sampler thread that drains every interval (as Strata's does).
+//   SIGNAL_FLOOR_WAKER_HZ=N   the waker's rate instead (e.g. 250: Strata's sampler wakes every
+//                             4 ms with perf events, whatever the sampling rate)
 // At exit it prints one line to stderr:
-//   "signal_floor: hz=N handler=H main=M waker=W threads=T signals=S main_signals=X"
+//   "signal_floor: hz=N handler=H source=timer|perf main=M waker=W threads=T signals=S main_signals=X"
 // (S: signals handled by the threads the program created, X: by the main thread; counted
 // when each thread ends and at exit).
 //
@@ -65,6 +67,7 @@ struct Config {
   HandlerKind handler = HandlerKind::kEmpty;
   bool main_thread = false;
   bool waker = false;
+  long waker_hz = 0;  // 0: hz.
   bool perf_source = false;
 };
 Config g_config;
@@ -167,7 +170,7 @@ void StopCurrentThread(void*) {
 
 // The do-nothing sampler thread: absolute deadlines one period apart; a late one is skipped.
 void* WakerMain(void*) {
-  const long period_ns = 1000000000L / g_config.hz;
+  const long period_ns = 1000000000L / (g_config.waker_hz > 0 ? g_config.waker_hz : g_config.hz);
   timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
   for (;;) {
@@ -231,6 +234,9 @@ __attribute__((constructor)) void Load() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGPROF, &action, nullptr);
   if (const char* waker = getenv("SIGNAL_FLOOR_WAKER")) g_config.waker = strcmp(waker, "1") == 0;
+  if (const char* waker_hz = getenv("SIGNAL_FLOOR_WAKER_HZ")) {
+    g_config.waker_hz = std::max(1L, atol(waker_hz));
+  }
   if (g_config.main_thread) StartCurrentThread(/*is_main=*/true);
   if (g_config.waker) {
     // Created with the real pthread_create: the waker gets no timer of its own, and it blocks
