@@ -675,6 +675,9 @@ namespace {
 
 __thread uintptr_t t_walk_stack_low __attribute__((tls_model("initial-exec"))) = 0;
 __thread uintptr_t t_walk_stack_high __attribute__((tls_model("initial-exec"))) = 0;
+// The ucontext the walk's cursor reads its registers from (SetLibunwindWalkContext); 0: none.
+__thread uintptr_t t_walk_context __attribute__((tls_model("initial-exec"))) = 0;
+__thread uint64_t t_checked_reads __attribute__((tls_model("initial-exec"))) = 0;
 __thread WalkReadLog* t_walk_read_log __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void LogRead(unw_word_t address, unw_word_t value) {
@@ -696,12 +699,15 @@ __attribute__((no_sanitize("address", "thread"))) int CheckedAccessMem(
     unw_addr_space_t space, unw_word_t address, unw_word_t* value, int write, void* argument) {
   const AccessMemFunction original = g_libunwind_access_mem.load(std::memory_order_relaxed);
   if (write || !Walking()) return original(space, address, value, write, argument);
-  if (address >= t_walk_stack_low && address <= t_walk_stack_high - sizeof(unw_word_t) &&
-      t_walk_stack_high >= sizeof(unw_word_t)) {
+  const uintptr_t context = t_walk_context;
+  if ((address >= t_walk_stack_low && address <= t_walk_stack_high - sizeof(unw_word_t) &&
+       t_walk_stack_high >= sizeof(unw_word_t)) ||
+      (context != 0 && address - context <= sizeof(ucontext_t) - sizeof(unw_word_t))) {
     *value = *reinterpret_cast<const unw_word_t*>(address);
     LogRead(address, *value);
     return 0;
   }
+  ++t_checked_reads;
   if (!CheckedRead(reinterpret_cast<const void*>(address), value, sizeof(*value))) {
     if (t_walk_read_log != nullptr) t_walk_read_log->unreadable = true;
     return -UNW_EINVAL;
@@ -735,6 +741,12 @@ void SetLibunwindWalkStackBounds(uintptr_t low, uintptr_t high) {
   t_walk_stack_low = low;
   t_walk_stack_high = high;
 }
+
+void SetLibunwindWalkContext(const ucontext_t* context) {
+  t_walk_context = reinterpret_cast<uintptr_t>(context);
+}
+
+uint64_t LibunwindCheckedReadsOfThisThread() { return t_checked_reads; }
 
 uint64_t UnwindLookupsRefusedAsUnreadable() {
   return __atomic_load_n(&g_unreadable_lookups, __ATOMIC_RELAXED);

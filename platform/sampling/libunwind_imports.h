@@ -91,6 +91,7 @@
 #define STRATA_PLATFORM_SAMPLING_LIBUNWIND_IMPORTS_H_
 
 #include <link.h>
+#include <ucontext.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -222,8 +223,8 @@ uint64_t UnwindLookupsRefusedAsUnreadable();
 // frame chain of code without unwind information, and the code bytes it checks for a
 // sigreturn trampoline) is replaced, in libunwind's own accessor table, by one that during a
 // Strata walk on the calling thread reads a word inside the walk's stack bounds
-// (SetLibunwindWalkStackBounds: the walked thread's own stack, which it runs on) directly
-// and any other word with CheckedRead() (an unreadable or execute-only page: the read
+// (SetLibunwindWalkStackBounds: the walked thread's own stack, which it runs on) or inside
+// the walk's context (SetLibunwindWalkContext) directly and any other word with CheckedRead() (an unreadable or execute-only page: the read
 // fails, the step ends, nothing faults); writes, and reads outside Strata's walks (the
 // program's own use of libunwind), go to libunwind's accessor as before. `local_addr_space`
 // is libunwind's unw_local_addr_space. Returns false when the table cannot be found (then
@@ -233,6 +234,19 @@ bool CheckLibunwindMemoryReads(void* handle, void* local_addr_space);
 // The walked stack's bounds for the calling thread's walks (see above); [0, 0) checks every
 // read. Async-signal-safe.
 void SetLibunwindWalkStackBounds(uintptr_t low, uintptr_t high);
+
+// The ucontext the calling thread's walk hands libunwind (unw_init_local2): the signal
+// context the handler runs on, or the walker's own copy (a resumed walk's, in its scratch;
+// the sampler's wait walks build one on their stack). libunwind reads the registers through
+// its accessor from there, at the start and for every callee-saved register no frame has
+// saved yet: read directly, as the stack is, not with CheckedRead (a getpid and a
+// process_vm_readv each: three a sample, for a walk resumed below a verified segment). The
+// caller keeps it readable until it sets nullptr (at the walk's end). Async-signal-safe.
+void SetLibunwindWalkContext(const ucontext_t* context);
+
+// How many of libunwind's reads on the calling thread went through CheckedRead (outside
+// the stack bounds and the walk's context). For tests. Async-signal-safe.
+uint64_t LibunwindCheckedReadsOfThisThread();
 
 // True for the impossible descriptor numbers that the redirected pipe2() hands out.
 bool IsLibunwindValidationDescriptor(long number);

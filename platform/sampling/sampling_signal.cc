@@ -22,6 +22,10 @@
 #include "platform/sampling/thread_sampling_timer.h"
 #include "platform/time_stamp.h"
 
+// Code that runs once per session or only for the program's own instances of the signal:
+// optimised for size, out of the hot text (the library's size goal: .bazelrc, "-Os").
+#define STRATA_COLD __attribute__((cold))
+
 namespace strata {
 namespace {
 
@@ -205,7 +209,7 @@ void ReadProgramAction(struct sigaction* action) {
 
 // ---- Signal handler: async-signal-safe from here to the end of SamplingSignalHandler. ----
 
-void TakeDefaultAction(int signal_number) {
+STRATA_COLD void TakeDefaultAction(int signal_number) {
   struct sigaction default_action;
   std::memset(&default_action, 0, sizeof(default_action));
   default_action.sa_handler = SIG_DFL;
@@ -219,7 +223,7 @@ void TakeDefaultAction(int signal_number) {
 // Calls what the program set for the signal, as the kernel would have: with the thread's mask
 // set to the interrupted one plus the action's sa_mask (plus the signal unless SA_NODEFER),
 // after resetting the action to SIG_DFL for SA_RESETHAND.
-void ChainToProgramAction(int signal_number, siginfo_t* info, void* context) {
+STRATA_COLD void ChainToProgramAction(int signal_number, siginfo_t* info, void* context) {
   struct sigaction program;
   ReadProgramAction(&program);
   const bool has_info = (program.sa_flags & SA_SIGINFO) != 0;
@@ -563,7 +567,7 @@ void FillEverySignal(sigset_t* set) {
   }
 }
 
-int64_t MonotonicNs() {
+STRATA_COLD int64_t MonotonicNs() {
   timespec now{};
   ReadClock(CLOCK_MONOTONIC, &now);  // May run on a program thread (an exit save).
   return now.tv_sec * int64_t{1000000000} + now.tv_nsec;
@@ -571,7 +575,7 @@ int64_t MonotonicNs() {
 
 // Sleeps until `running` reads 0 or the deadline passes; returns whether it read 0. Woken by
 // the handler that empties it (g_callback_waiters), so it takes no CPU while it waits.
-bool WaitForSlotToDrain(std::atomic<int>& running, int64_t deadline_ns) {
+STRATA_COLD bool WaitForSlotToDrain(std::atomic<int>& running, int64_t deadline_ns) {
   if (running.load(std::memory_order_seq_cst) == 0) return true;
   g_callback_waiters.fetch_add(1, std::memory_order_seq_cst);
   bool drained = false;
@@ -604,7 +608,7 @@ bool WaitForSlotToDrain(std::atomic<int>& running, int64_t deadline_ns) {
 // flip, or one a timed-out wait left behind), and that handler may run an old callback.
 // Bounded at about a second in all; false if a handler may still run the old callback then.
 // Not signal-safe. Callers are serialized (Install/Uninstall's contract, the session mutex).
-bool WaitForCallbacksOfPreviousEpoch() {
+STRATA_COLD bool WaitForCallbacksOfPreviousEpoch() {
   const int64_t deadline_ns = MonotonicNs() + 1000000000;
   const uint32_t epoch = g_callback_epoch.load(std::memory_order_seq_cst);
   if (!WaitForSlotToDrain(g_callbacks_running[(epoch + 1) & 1], deadline_ns)) return false;
@@ -619,7 +623,7 @@ bool IsAllowedSamplingSignal(int signal_number) {
          signal_number == SIGUSR2 || (signal_number >= SIGRTMIN && signal_number <= SIGRTMAX);
 }
 
-int ChooseSamplingSignal() {
+STRATA_COLD int ChooseSamplingSignal() {
   const SigactionFunction real = RealSigaction();
   sigset_t blocked;
   sigemptyset(&blocked);
@@ -642,7 +646,7 @@ int ChooseSamplingSignal() {
   return 0;
 }
 
-int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback) {
+STRATA_COLD int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback) {
   if (callback == nullptr || !IsAllowedSamplingSignal(signal_number)) return EINVAL;
   const SigactionFunction real = RealSigaction();
   int expected = 0;
@@ -691,7 +695,7 @@ int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback) {
   return 0;
 }
 
-int UninstallSamplingSignalHandler() {
+STRATA_COLD int UninstallSamplingSignalHandler() {
   const int signal_number = g_installed_signal.load();
   if (signal_number == 0) return 0;
   g_callback.store(nullptr, std::memory_order_seq_cst);

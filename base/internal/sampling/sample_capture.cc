@@ -234,9 +234,11 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
   // Lookups during the walk must not take the loader's lock (libunwind_walker.h); libunwind's
   // reads outside this stack are checked (libunwind_imports.h).
   SetLibunwindWalkStackBounds(thread->bounds.low, thread->bounds.high);
+  SetLibunwindWalkContext(walk_context);
   SetLibunwindLookupPc(registers.pc);
   if (unwind->init_local2(&cursor, walk_context, UNW_INIT_SIGNAL_FRAME) != 0) {
     SetLibunwindLookupPc(0);
+    SetLibunwindWalkContext(nullptr);
     return 1;
   }
   size_t count = 1;
@@ -265,6 +267,7 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
     previous_sp = sp;
   }
   SetLibunwindLookupPc(0);
+  SetLibunwindWalkContext(nullptr);
   return count;
 }
 
