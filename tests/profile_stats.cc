@@ -12,6 +12,7 @@
 //          cpu_interval_ms=I span_ms=S mean_interval_ms=M median_interval_ms=D
 //          real_mean_interval_ms=RM real_median_interval_ms=RD frames=F hex_frames=H
 //          cpu_all_ms=A cpu_excess_max_ms=E cpu_delta_median_ms=DM cpu_delta_max_ms=DX
+//          cpu_delta_quarter_medians_ms=Q1,Q2,Q3,Q4
 //   match thread=NAME patterns=P1|P2 count=K samples=N pct=Q real_count=R
 //         real_cpu_delta_median_ms=QM
 //   lib name=NAME
@@ -34,6 +35,9 @@
 //   samples after the first with a delta > 0, in ms: the thread's own CPU between two samples
 //   taken while it ran (with CPU-time sampling the median is the source's period however
 //   many overflows a loaded kernel leaves out, which only lengthen some deltas; issue 35).
+// - cpu_delta_quarter_medians_ms: the same median in each quarter of the thread's sampled CPU
+//   (a delta belongs to the quarter where the CPU carried up to its sample ends), 0 for a
+//   quarter without one: a source that changes its period or stops part way shows there.
 // - match: samples of every thread named NAME whose stack has a frame whose location contains
 //   any of the patterns (substring match), over those threads' samples; real_count: those of
 //   the K taken while the thread ran (as cpu_samples); real_cpu_delta_median_ms: the median
@@ -285,6 +289,21 @@ int main(int argc, char** argv) {
       return deltas.empty() ? 0.0 : deltas[deltas.size() / 2];
     };
     double median = median_delta(times);
+    double cpu_carried_ms = 0;
+    for (double d : cpu_deltas_ms) cpu_carried_ms += d;
+    std::vector<double> quarters[4];
+    double carried_so_far_ms = 0;
+    for (double d : cpu_deltas_ms) {
+      carried_so_far_ms += d;
+      const int quarter = static_cast<int>(4 * carried_so_far_ms / cpu_carried_ms);
+      quarters[std::min(quarter, 3)].push_back(d);
+    }
+    std::string quarter_medians;
+    for (const std::vector<double>& q : quarters) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%s%.4f", quarter_medians.empty() ? "" : ",", Median(q));
+      quarter_medians += text;
+    }
     double real_span = real_times.size() >= 2 ? real_times.back() - real_times.front() : 0;
     double real_mean = real_times.size() >= 2 ? real_span / (real_times.size() - 1) : 0;
     double real_median = median_delta(real_times);
@@ -296,7 +315,7 @@ int main(int argc, char** argv) {
                 "cpu_ms=%.3f cpu_interval_ms=%.4f span_ms=%.3f mean_interval_ms=%.4f "
                 "median_interval_ms=%.4f real_mean_interval_ms=%.4f real_median_interval_ms=%.4f "
                 "frames=%zu hex_frames=%ld cpu_all_ms=%.3f cpu_excess_max_ms=%.4f "
-                "cpu_delta_median_ms=%.4f cpu_delta_max_ms=%.4f\n",
+                "cpu_delta_median_ms=%.4f cpu_delta_max_ms=%.4f cpu_delta_quarter_medians_ms=%s\n",
                 t, NoSpaces(name).c_str(),
                 NoSpaces(thread.HasMember("processName") && thread["processName"].IsString()
                              ? thread["processName"].GetString()
@@ -317,7 +336,8 @@ int main(int argc, char** argv) {
                 data.locations.size(), hex_frames, cpu_unit_to_ms > 0 ? cpu_all * cpu_unit_to_ms : -1.0,
                 count > 0 && cpu_unit_to_ms > 0 ? cpu_excess_max : 0.0, Median(cpu_deltas_ms),
                 cpu_deltas_ms.empty() ? 0.0
-                                      : *std::max_element(cpu_deltas_ms.begin(), cpu_deltas_ms.end()));
+                                      : *std::max_element(cpu_deltas_ms.begin(), cpu_deltas_ms.end()),
+                quarter_medians.c_str());
   }
   for (const Query& q : queries) {
     std::printf("match thread=%s patterns=%s count=%ld samples=%ld pct=%.1f real_count=%ld "

@@ -6,9 +6,9 @@
 # tests/sampling_rate (no Strata include) runs a busy thread (1.5 s of its own CPU, measured
 # by itself) and a thread that sleeps 200 ms in nanosleep, preloaded with STRATA_STARTUP=1:
 # - default source (perf task-clock events where the kernel allows them): the busy thread's
-#   samples come one interval of its own CPU apart (the median CPU delta between its real
-#   samples, within 0.8-1.25 x meta.interval: a loaded kernel leaves some overflows out, which
-#   only lengthens a few deltas), they carry the CPU its own clock counted (within 5 %: a
+#   samples come one interval of its own CPU apart all along (the median CPU delta between its
+#   real samples in each quarter of its CPU, within 0.8-1.25 x meta.interval: a loaded kernel
+#   leaves some overflows out, which only lengthens a few deltas), they carry the CPU its own clock counted (within 5 %: a
 #   sampler or a source that stops falls short), and there are no more of them than intervals
 #   of that CPU (+5 %). The real samples per CPU-second (and droppedSamples, samples the ring
 #   had no room for while the sampler thread waited for a CPU) are printed, not asserted:
@@ -100,18 +100,15 @@ session_cpu_per_sample() {
 }
 
 # check_perf_period NAME INTERVAL: with perf events the busy thread's samples come one
-# interval of its own CPU apart. The median of the CPU deltas between its real samples is the
-# event's period: a loaded kernel leaves some overflows out (4-29 ms of CPU without one now and
-# then, and 857 real samples per CPU-second in one fresh-clone CI run beside tools/load.sh,
-# 975-1 010 otherwise), which lengthens a few deltas and leaves the median where it is; an
-# event set to another period (half or twice the interval) moves it. [0.8, 1.25] x interval.
+# interval of its own CPU apart all along (one_interval_apart, scenario_lib.sh: the median CPU
+# delta in each quarter of its CPU; the count per CPU-second falls under load, the median does
+# not).
 check_perf_period() {
-  local name="$1" interval="$2" median
-  median="$(field "$name" thread name=sr-busy cpu_delta_median_ms)"
-  if awk -v m="${median:-0}" -v i="${interval:-0}" 'BEGIN { exit !(i > 0 && m >= 0.8 * i && m <= 1.25 * i) }'; then
-    pass "$name: the busy thread's samples are one interval of its CPU apart (median CPU delta $median ms, interval $interval ms)"
+  local name="$1" interval="$2"
+  if one_interval_apart "$name" name=sr-busy "$interval"; then
+    pass "$name: the busy thread's samples are one interval of its CPU apart all along (median CPU delta in each quarter of its CPU $QUARTER_MEDIANS ms, interval $interval ms)"
   else
-    fail "$name: the busy thread's median CPU delta between samples is ${median:-none} ms, expected the interval ($interval ms; 0.8-1.25x)"
+    fail "$name: the busy thread's median CPU delta between samples in each quarter of its CPU is ${QUARTER_MEDIANS:-none} ms, expected the interval ($interval ms; 0.8-1.25x)"
   fi
 }
 
@@ -147,7 +144,7 @@ if require_profile "$name" && stats "$name"; then
   # (droppedSamples: the sampler thread waited for a CPU longer than the ring lasts; the ring's
   # size is not the source's doing). Both figures are printed.
   taken=$(awk -v n="${real:-0}" -v d="${dropped:-0}" -v c="${cpu_ms:-0}" 'BEGIN { if (c > 0) printf "%.1f", (n + d) * 1000 / c; else print 0 }')
-  result "scenario=sampling_rate mode=default source=\"$source_text\" interval=$interval busy_cpu_ms=$cpu_ms real_samples=$real dropped=$dropped per_cpu_second=$rate with_dropped=$taken cpu_delta_median_ms=$(field "$name" thread name=sr-busy cpu_delta_median_ms) cpu_delta_max_ms=$(field "$name" thread name=sr-busy cpu_delta_max_ms)"
+  result "scenario=sampling_rate mode=default source=\"$source_text\" interval=$interval busy_cpu_ms=$cpu_ms real_samples=$real dropped=$dropped per_cpu_second=$rate with_dropped=$taken cpu_delta_quarter_medians_ms=$(field "$name" thread name=sr-busy cpu_delta_quarter_medians_ms) cpu_delta_max_ms=$(field "$name" thread name=sr-busy cpu_delta_max_ms)"
   if [[ "$source_text" == "perf task-clock events"* ]]; then
     pass "$name: samplingSource is '$source_text'"
     check_perf_period "$name" "$interval"
@@ -278,6 +275,7 @@ for source_request in auto timer; do
       else
         fail "$name: after the close: $after_samples samples, median CPU delta ${after_median:-none} ms, expected a perf event's interval ($interval ms)"
       fi
+      check_perf_period "$name" "$interval"
       check_cpu_carried "$name" "$(busy_field "$name" cpu_ms)"
     else
       # CPU-clock timers hold no descriptor, so the close cannot touch them. Their rate is the
