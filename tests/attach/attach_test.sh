@@ -506,6 +506,9 @@ printf '.globl _start\n_start:\n mov $29, %%eax\n int $0x80\n jmp _start\n' >"$W
 if as --32 -o "$WORK/p32.o" "$WORK/p32.s" 2>/dev/null && ld -m elf_i386 -o "$WORK/p32" "$WORK/p32.o" 2>/dev/null; then
   "$WORK/p32" &
   p32_pid=$!
+  # Once it runs p32, not the shell's fork before its exec (under load the attach met that
+  # 64-bit shell: "no thread could be borrowed for 2 s", issue 35).
+  for _ in $(seq 1200); do [[ "$(readlink /proc/"$p32_pid"/exe)" == */p32 ]] && break; sleep 0.05; done
   refusal 32bit 1 "not a 64-bit x86-64 program" "$STRATA" record -p "$p32_pid" --duration 0.2 -o "$WORK/r.json"
   kill "$p32_pid"
 else
