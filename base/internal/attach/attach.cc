@@ -20,8 +20,7 @@
 // the sampling signal's disposition given back), the adopted threads' registrations, reused by
 // the next attach, and the ended worker's stack block: the worker is joinable, and the next
 // attach's worker joins it before it allocates (so that the previous attach's malloc arenas
-// are back on glibc's free list for it), or the library's exit joins it (a TSan build reports
-// an ended thread never joined as a leak). strata runs the worker at SCHED_FIFO 1 from outside
+// are back on glibc's free list for it). strata runs the worker at SCHED_FIFO 1 from outside
 // until the session runs (tools/strata/attach/injector.h, WorkerBoost): its work there is
 // bounded (a few ms of CPU; registrations ~0.1 ms a thread).
 //
@@ -234,19 +233,6 @@ void* AttachWorker(void* raw) {
   strata_attach_state.store(abandoned ? kAttachAbandoned : kAttachSaved);
   g_worker_running.store(false);
   return nullptr;
-}
-
-// At the process's exit, the last attach's worker, ended (or ending: it cleared
-// g_worker_running as its last step), is joined: a TSan build reports an ended thread never
-// joined as a "thread leak" at exit and ends the process with status 66 (every attached
-// program that exited after the detach, attach_test under TSan). Not while a worker runs (it
-// is the session's; a running thread is no leak), and no attach starts after this
-// (g_worker_running stays set).
-__attribute__((destructor)) void JoinLastAttachWorkerAtExit() {
-  if (g_worker_running.exchange(true)) return;
-  if (!g_have_worker) return;
-  g_have_worker = false;
-  JoinProfilerThread(g_last_worker);
 }
 
 }  // namespace
