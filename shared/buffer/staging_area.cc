@@ -3,10 +3,11 @@
 namespace strata {
 
 void StagingArea::FlushLocked(ChunkedBuffer& buffer) {
-  const size_t tail = tail_.load(std::memory_order_relaxed);
-  const size_t head = head_.load(std::memory_order_acquire);
+  const uint64_t tail = tail_.load(std::memory_order_relaxed);
+  const uint64_t head = head_.load(std::memory_order_acquire);
   if (tail == head) return;
-  buffer.PutBlocks(bytes_ + tail, head - tail);
+  buffer.PutBlocks(bytes_ + OffsetOf(tail), OffsetOf(head) - OffsetOf(tail),
+                   BlocksBefore(head) - BlocksBefore(tail));
   tail_.store(head, std::memory_order_relaxed);
 }
 
