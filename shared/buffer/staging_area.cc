@@ -11,7 +11,9 @@ void StagingArea::FlushLocked(ChunkedBuffer& buffer) {
   tail_.store(head, std::memory_order_relaxed);
 }
 
-void StagingArea::FlushInto(ChunkedBuffer& buffer) {
+// The consumers (the sampler thread, a capture, an unregistering thread) at -Os: the
+// library's size limit (docs/benchmarks.md, "Library size"); the batch copy is PutBlocks'.
+__attribute__((optimize("Os"))) void StagingArea::FlushInto(ChunkedBuffer& buffer) {
   AutoLock lock(consumer_mutex_);
   FlushLocked(buffer);
 }
@@ -24,7 +26,7 @@ void StagingArea::FlushAndRewind(ChunkedBuffer& buffer) {
   head_.store(0, std::memory_order_relaxed);
 }
 
-void StagingArea::Discard() {
+__attribute__((optimize("Os"))) void StagingArea::Discard() {
   AutoLock lock(consumer_mutex_);
   tail_.store(head_.load(std::memory_order_acquire), std::memory_order_relaxed);
 }
