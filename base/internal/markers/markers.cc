@@ -99,7 +99,7 @@ namespace {
 // recorded after a Now() call is never earlier than it, nor one recorded before it later.
 __attribute__((always_inline)) inline void ResolveMarkerTimes(const MarkerTiming& timing,
                                                               TimeStamp* start, TimeStamp* end) {
-  // Never rdtsc where it is forbidden. Out of line (library size): the instant fast path
+  // Never rdtsc where it is forbidden. Out of line (library size): the one-read fast path
   // (BeginStagedMarkerNow) has the clock inline.
   auto now = [] { return TimeStamp::Now(); };
   switch (timing.phase) {
@@ -142,7 +142,7 @@ __attribute__((always_inline)) inline bool MarkerStagingFlushAllowed() { return 
 
 }  // namespace
 
-// The general paths (not the instant fast path below) are optimised for size: the library's
+// The general paths (not the one-read fast path below) are optimised for size: the library's
 // limit (docs/benchmarks.md, "Library size").
 __attribute__((optimize("Os"))) StagingArea* BeginMarker(const ProfilerString& name, Category category,
                            const MarkerOptions& options, uint8_t payload_tag,
