@@ -15,44 +15,19 @@
 #ifndef STRATA_PLATFORM_CHECKED_READ_H_
 #define STRATA_PLATFORM_CHECKED_READ_H_
 
-#include <errno.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-
-#include "platform/raw_syscall.h"
 
 namespace strata {
 
 // True when the 8 aligned bytes around `address` can be read (no fault, nothing read into
 // the program's view).
-inline bool ProbeReadable(uintptr_t address) {
-  return RawSyscall(SYS_rt_sigprocmask, -1, static_cast<long>(address & ~uintptr_t{7}), 0, 8) ==
-         -EINVAL;
-}
+bool ProbeReadable(uintptr_t address);
 
 // Copies `length` bytes from `source` to `destination` and returns true, or returns false
-// (destination unspecified) when some of them cannot be read.
-inline bool CheckedRead(const void* source, void* destination, size_t length) {
-  if (length == 0) return true;
-  const uintptr_t from = reinterpret_cast<uintptr_t>(source);
-  if (from + length < from) return false;
-  iovec local = {destination, length};
-  iovec remote = {const_cast<void*>(source), length};
-  const long copied = RawSyscall(SYS_process_vm_readv, RawSyscall(SYS_getpid),
-                                 reinterpret_cast<long>(&local), 1,
-                                 reinterpret_cast<long>(&remote), 1, 0);
-  if (copied >= 0) return static_cast<size_t>(copied) == length;
-  if (copied != -ENOSYS && copied != -EPERM) return false;
-  for (uintptr_t page = from & ~uintptr_t{4095}; page <= from + length - 1; page += 4096) {
-    if (!ProbeReadable(page < from ? from : page)) return false;
-  }
-  std::memcpy(destination, source, length);
-  return true;
-}
+// (destination unspecified) when some of them cannot be read. Out of line: it has ~15 callers
+// in libstrata_base.so, whose size is budgeted (tests/install:base_size_test).
+bool CheckedRead(const void* source, void* destination, size_t length);
 
 }  // namespace strata
 

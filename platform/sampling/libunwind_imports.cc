@@ -643,6 +643,17 @@ namespace {
 
 __thread uintptr_t t_walk_stack_low __attribute__((tls_model("initial-exec"))) = 0;
 __thread uintptr_t t_walk_stack_high __attribute__((tls_model("initial-exec"))) = 0;
+__thread WalkReadLog* t_walk_read_log __attribute__((tls_model("initial-exec"))) = nullptr;
+
+void LogRead(unw_word_t address, unw_word_t value) {
+  WalkReadLog* const log = t_walk_read_log;
+  if (log == nullptr || (address >= log->unlogged_low && address < log->unlogged_high)) return;
+  if (log->count < log->capacity) {
+    log->reads[log->count++] = {static_cast<uintptr_t>(address), static_cast<uintptr_t>(value)};
+  } else {
+    log->overflowed = true;
+  }
+}
 
 using AccessMemFunction = int (*)(unw_addr_space_t, unw_word_t, unw_word_t*, int, void*);
 std::atomic<AccessMemFunction> g_libunwind_access_mem{nullptr};
@@ -656,11 +667,14 @@ __attribute__((no_sanitize("address", "thread"))) int CheckedAccessMem(
   if (address >= t_walk_stack_low && address <= t_walk_stack_high - sizeof(unw_word_t) &&
       t_walk_stack_high >= sizeof(unw_word_t)) {
     *value = *reinterpret_cast<const unw_word_t*>(address);
+    LogRead(address, *value);
     return 0;
   }
-  return CheckedRead(reinterpret_cast<const void*>(address), value, sizeof(*value))
-             ? 0
-             : -UNW_EINVAL;
+  if (!CheckedRead(reinterpret_cast<const void*>(address), value, sizeof(*value))) {
+    return -UNW_EINVAL;
+  }
+  LogRead(address, *value);
+  return 0;
 }
 
 }  // namespace
@@ -677,6 +691,11 @@ bool CheckLibunwindMemoryReads(void* handle, void* local_addr_space) {
   // One aligned pointer store; libunwind reads the slot at each access.
   __atomic_store_n(&accessors->access_mem, &CheckedAccessMem, __ATOMIC_RELEASE);
   return true;
+}
+
+void SetWalkReadLog(WalkReadLog* log) {
+  t_walk_read_log = log;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
 void SetLibunwindWalkStackBounds(uintptr_t low, uintptr_t high) {

@@ -139,6 +139,31 @@ class ScopedEverySignalBlocked {
   ScopedEverySignalBlocked& operator=(const ScopedEverySignalBlocked&) = delete;
 };
 
+// The stack words a Strata walk on the calling thread read, in order: libunwind's local
+// build reads program memory only through its access_mem accessor for the words its unwind
+// rules name (its tables are read from checked copies, unwind_table_copy.h), so a walk is a
+// function of its start registers, these words and the loaded objects' tables. For callers
+// that keep a walk for reuse (base/internal/wait/own_walk_cache.h). Owned by the caller.
+struct WalkReadLog {
+  struct Read {
+    uintptr_t address;
+    uintptr_t value;
+  };
+  Read* reads = nullptr;
+  uint32_t capacity = 0;
+  uint32_t count = 0;
+  bool overflowed = false;  // More reads than `capacity`: the log is incomplete.
+  // Reads in [unlogged_low, unlogged_high) are not logged: the walk's start context (libunwind
+  // reads the registers of a ucontext through the same accessor), Strata's memory, which the
+  // caller compares by itself.
+  uintptr_t unlogged_low = 0;
+  uintptr_t unlogged_high = 0;
+};
+
+// Sets the calling thread's log (null: none); each word libunwind reads during a Strata walk
+// on this thread is then appended to it. Async-signal-safe (an initial-exec TLS pointer).
+void SetWalkReadLog(WalkReadLog* log);
+
 // libunwind's sigprocmask calls on the calling thread: made (the system call), and skipped
 // under a ScopedEverySignalBlocked. For tests. Async-signal-safe.
 struct LibunwindMaskCalls {

@@ -23,6 +23,7 @@
 #include "base/internal/sampling/sample_ring.h"
 #include "base/internal/sampling/sampling_source.h"
 #include "base/internal/session/session_state.h"
+#include "base/internal/wait/own_walk_cache.h"
 #include "base/internal/wait/wait_state.h"
 #include "base/labels.h"
 #include "base/profiler.h"
@@ -131,6 +132,9 @@ struct RegisteredThread {
   bool last_sample_in_system_call = false;  // Of the latest sample drained.
   // Wait stacks: the blocking call the thread is in, if any (wait_state.h).
   WaitState wait;
+  // The thread's own recent walks at the end of wrapped calls (own_walk_cache.h): its own
+  // wrappers only, with every signal blocked.
+  OwnWalkCache own_walk_cache;
   // The latest sample written, whose first frames the next one may share (sample_entries.h).
   PreviousSampleStack previous_stack;
 

@@ -181,10 +181,13 @@ bool InLoadedObject(uintptr_t pc) {
   return _dl_find_object(reinterpret_cast<void*>(pc), &found) == 0;
 }
 
+// *reads_logged (when given): false when the frames came from frame pointers, read directly
+// (not through libunwind's accessor, so not in a WalkReadLog).
 size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_context,
                              const FrameRegisters* start, NativeFrame* frames, size_t capacity,
-                             FrameRegisters* stopped) {
+                             FrameRegisters* stopped, bool* reads_logged = nullptr) {
   *stopped = FrameRegisters();
+  if (reads_logged) *reads_logged = true;
   if (capacity == 0) return 0;
   const FrameRegisters registers =
       start ? *start : FrameRegistersFromSignalContext(*signal_context);
@@ -202,6 +205,7 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
     return 1;
   }
   if (frame_pointers) {
+    if (reads_logged) *reads_logged = false;
     const size_t count = WalkFramePointers(registers, thread->bounds, frames, capacity);
     for (size_t i = 1; i < count; ++i) {
       if (!InLoadedObject(frames[i].pc - 1)) {
@@ -306,6 +310,12 @@ size_t WalkNativeSegment(void* thread_context, ucontext_t* context, const FrameR
                          NativeFrame* frames, size_t capacity, FrameRegisters* stopped) {
   return WalkNativeSegmentImpl(static_cast<RegisteredThread*>(thread_context), context, start,
                                frames, capacity, stopped);
+}
+size_t WalkCallerStack(RegisteredThread* thread, ucontext_t* context, NativeFrame* frames,
+                       size_t capacity, bool* reads_logged) {
+  FrameRegisters stopped;
+  return WalkNativeSegmentImpl(thread, context, nullptr, frames, capacity, &stopped,
+                               reads_logged);
 }
 SampleSlot* BeginSampleWithoutNativeWalk(void* thread_context, ucontext_t* context,
                                          int overruns, NativeWalkPlan* plan) {

@@ -15,6 +15,7 @@
 
 #include "base/internal/session/session_state.h"
 #include "base/labels.h"
+#include "platform/sampling/native_frame.h"
 
 namespace strata {
 namespace base_internal {
@@ -31,6 +32,17 @@ struct SampleSlot;
 // meanwhile: the calling thread's own (its handler, or a wrapper with the sampling signal
 // blocked), or that of a thread waiting in a wrapper. Async-signal-safe.
 STRATA_BASE_HIDDEN void CopyLabelsIntoSlot(const ProfilingStack& labels, SampleSlot* slot);
+
+struct RegisteredThread;
+
+// The calling thread's own stack walked from `context` (a wrapped call's caller registers:
+// own_samples.h), as its signal handler walks a sample: frames into `frames`. *reads_logged
+// is false when frame pointers were read (directly), true otherwise: the frames are then a
+// function of the context's pc, sp and fp, the stack words libunwind read (a WalkReadLog set
+// on the thread has them all: libunwind_imports.h) and the loaded objects. Async-signal-safe.
+STRATA_BASE_HIDDEN size_t WalkCallerStack(RegisteredThread* thread, ucontext_t* context,
+                                          NativeFrame* frames, size_t capacity,
+                                          bool* reads_logged);
 
 }  // namespace base_internal
 }  // namespace strata

@@ -14,6 +14,7 @@
 #include "base/internal/registry/thread_registry.h"
 #include "base/internal/sampling/sample_capture.h"
 #include "base/internal/session/tier_extension.h"
+#include "base/internal/wait/own_walk_cache.h"
 #include "base/internal/wait/scoped_wait.h"
 #include "platform/raw_syscall.h"
 #include "platform/sampling/libunwind_imports.h"
@@ -36,6 +37,20 @@ SignalsBlockedForRingWrite::~SignalsBlockedForRingWrite() {
   }
 }
 
+namespace {
+
+struct CallerWalk {
+  RegisteredThread* thread;
+  ucontext_t* context;
+};
+
+size_t WalkFromCaller(void* argument, NativeFrame* frames, size_t capacity, bool* reads_logged) {
+  const CallerWalk& walk = *static_cast<const CallerWalk*>(argument);
+  return WalkCallerStack(walk.thread, walk.context, frames, capacity, reads_logged);
+}
+
+}  // namespace
+
 void FillCallStack(RegisteredThread* thread, SampleSlot* slot, const void* function,
                    const CallerRegisters& caller) {
   slot->natives[0] = {reinterpret_cast<uintptr_t>(function) + 1,
@@ -47,9 +62,15 @@ void FillCallStack(RegisteredThread* thread, SampleSlot* slot, const void* funct
   context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(caller.pc);
   context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(caller.sp);
   context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(caller.fp);
-  FrameRegisters stopped;
-  size_t count = 1 + WalkNativeSegment(thread, &context, nullptr, slot->natives + 1,
-                                       SampleSlot::kMaxNativeFrames - 1, &stopped);
+  // The same walk as last time from this place when the stack words it read still hold
+  // (own_walk_cache.h).
+  CallerWalk walk{thread, &context};
+  const OwnWalkStart start{caller.pc, caller.sp, caller.fp,
+                           g_sampling_features.load(std::memory_order_relaxed)};
+  size_t count = 1 + thread->own_walk_cache.Walk(start, context, thread->bounds.high,
+                                                 slot->natives + 1,
+                                                 SampleSlot::kMaxNativeFrames - 1,
+                                                 &WalkFromCaller, &walk);
   if (count == 1) slot->natives[count++] = {caller.pc, caller.sp};
   slot->native_count = static_cast<uint32_t>(count);
   std::atomic_signal_fence(std::memory_order_acquire);  // The thread's own label stack.
