@@ -10,7 +10,10 @@
 #   - among the main thread's CPU samples (CPU delta > 0: wall-clock wait samples of a
 #     preempted call are not CPU) in WriteBurst or ComputeBurst, the share whose stack has
 #     pwrite is the program's own write-CPU share within 5 points;
-#   - CPU samples per CPU-second of the bursts at least 85 % of 1 per interval;
+#   - the main thread's samples one interval of its CPU apart (the median CPU delta in each
+#     quarter of its CPU, 0.8-1.25 x interval: scenario_lib.sh one_interval_apart) and at
+#     most one CPU sample per interval of the bursts' CPU (+5 %); how many per interval is
+#     printed (a loaded kernel leaves some user-mode overflows out: issue 35);
 #   - the samples' CPU deltas sum to the thread's CPU clock (the bursts' CPU within -1 % - 2 ms
 #     and +5 % + 20 ms: the program's start and end are outside the bursts);
 #   - profilingLog.kernelCpu says wrapped calls' kernel CPU is charged to them.
@@ -63,12 +66,23 @@ print(entry.get("kernelCpu", ""))
       'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' &&
     pass "$name: pwrite in $share % of the CPU samples, its CPU share $expected % (within $tolerance_points points)" ||
     fail "$name: pwrite in ${share:-?} % of the CPU samples, its CPU share $expected % (want within $tolerance_points points)"
+  # One CPU sample per interval of the bursts' CPU, in what load cannot move: the main
+  # thread's samples (the charged ones each stand for one interval of the calls' CPU) one
+  # interval of its CPU apart in every quarter of it, and no more samples than intervals
+  # (charged samples on top of user-mode overflows for the same CPU would be more). The count
+  # per interval is printed: 74 % before issue 34's charging (that defect also fails the
+  # share above), ~98 % quiet; a loaded kernel leaves some overflows out (issue 35).
   local interval rate
   interval=$(field "$name" profile "" interval)
   rate=$(awk -v n="$((${write:-0} + ${compute:-0}))" -v w="$write_ns" -v c="$compute_ns" -v i="${interval:-1}" \
     'BEGIN { printf "%.1f", 100 * n * i * 1e6 / (w + c) }')
-  ge "$rate" 85 && pass "$name: $rate % of one CPU sample per interval of the bursts' CPU" ||
-    fail "$name: $rate % of one CPU sample per interval of the bursts' CPU (want >= 85)"
+  result "scenario=kernel_cpu_share run=$name samples_per_interval_pct=$rate" \
+    "cpu_delta_quarter_medians_ms=$(field "$name" thread name=GeckoMain cpu_delta_quarter_medians_ms)"
+  one_interval_apart "$name" name=GeckoMain "${interval:-0}" &&
+    pass "$name: the main thread's samples are one interval of its CPU apart all along (quarter medians $QUARTER_MEDIANS ms)" ||
+    fail "$name: the main thread's median CPU delta per quarter of its CPU is ${QUARTER_MEDIANS:-none} ms, expected the interval (${interval:-?} ms; 0.8-1.25x)"
+  ge 105 "$rate" && pass "$name: $rate % of one CPU sample per interval of the bursts' CPU (at most one per interval, +5 %)" ||
+    fail "$name: $rate % of one CPU sample per interval of the bursts' CPU: more than one per interval"
   local cpu_all
   cpu_all=$(field "$name" thread "name=GeckoMain" cpu_all_ms)
   awk -v a="${cpu_all:-0}" -v w="$write_ns" -v c="$compute_ns" \

@@ -11,8 +11,10 @@
 //   thread index=I name=NAME processName=NAME pid=P tid=T samples=N cpu_samples=C cpu_ms=X
 //          cpu_interval_ms=I span_ms=S mean_interval_ms=M median_interval_ms=D
 //          real_mean_interval_ms=RM real_median_interval_ms=RD frames=F hex_frames=H
-//          cpu_all_ms=A cpu_excess_max_ms=E
+//          cpu_all_ms=A cpu_excess_max_ms=E cpu_delta_median_ms=DM cpu_delta_max_ms=DX
+//          cpu_delta_quarter_medians_ms=Q1,Q2,Q3,Q4
 //   match thread=NAME patterns=P1|P2 count=K samples=N pct=Q real_count=R
+//         real_cpu_delta_median_ms=QM
 //   lib name=NAME
 //
 // - cpu_samples: samples whose threadCPUDelta is > 0 (the thread ran since its previous
@@ -29,9 +31,17 @@
 //   sample carries the CPU used since sampling started), in ms; -1 when the unit is unknown.
 // - cpu_excess_max_ms: the most a sample's CPU delta exceeds the wall time since the thread's
 //   previous sample (since its registerTime for the first), in ms (CPU accounting, issue 17).
+// - cpu_delta_median_ms, cpu_delta_max_ms: the median and the largest threadCPUDelta of the
+//   samples after the first with a delta > 0, in ms: the thread's own CPU between two samples
+//   taken while it ran (with CPU-time sampling the median is the source's period however
+//   many overflows a loaded kernel leaves out, which only lengthen some deltas; issue 35).
+// - cpu_delta_quarter_medians_ms: the same median in each quarter of the thread's sampled CPU
+//   (a delta belongs to the quarter where the CPU carried up to its sample ends), 0 for a
+//   quarter without one: a source that changes its period or stops part way shows there.
 // - match: samples of every thread named NAME whose stack has a frame whose location contains
 //   any of the patterns (substring match), over those threads' samples; real_count: those of
-//   the K taken while the thread ran (as cpu_samples).
+//   the K taken while the thread ran (as cpu_samples); real_cpu_delta_median_ms: the median
+//   CPU delta of those R (the first sample of a thread left out), 0 when there is none.
 // Exit status: 0, or 2 when the file cannot be read or is not shaped like a Gecko profile.
 #include <algorithm>
 #include <cstdio>
@@ -88,7 +98,15 @@ struct Query {
   long count = 0;
   long real_count = 0;  // Of `count`, the samples taken while the thread ran (cpu_samples).
   long samples = 0;
+  std::vector<double> real_cpu_deltas_ms;  // Of the `real_count` samples, after a thread's first.
 };
+
+// The median of `values` (the upper one of an even count), 0 when empty.
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
 
 struct ThreadData {
   std::vector<std::string> locations;  // Per frame.
@@ -230,6 +248,7 @@ int main(int argc, char** argv) {
                                : -1e300;
     std::vector<double> times;
     std::vector<double> real_times;  // Of the samples taken while the thread ran.
+    std::vector<double> cpu_deltas_ms;  // The deltas > 0 after the first sample, in ms.
     for (const Value& row : samples["data"].GetArray()) {
       const Value* stack = Cell(row, stack_col);
       times.push_back(Number(Cell(row, time_col), 0));
@@ -239,10 +258,12 @@ int main(int argc, char** argv) {
         ++cpu_samples;
         real_times.push_back(times.back());
       }
+      const bool measured_delta = count > 0 && Number(cpu, 0) > 0 && cpu_unit_to_ms > 0;
       if (count > 0) {
         cpu_total += Number(cpu, 0);
         if (Number(cpu, 0) > 0) ++cpu_deltas;
       }
+      if (measured_delta) cpu_deltas_ms.push_back(Number(cpu, 0) * cpu_unit_to_ms);
       cpu_all += Number(cpu, 0);
       if (cpu_unit_to_ms > 0) {
         cpu_excess_max = std::max(cpu_excess_max,
@@ -255,6 +276,7 @@ int main(int argc, char** argv) {
             stack_matches[k][stack->GetUint()]) {
           ++thread_queries[k]->count;
           if (ran) ++thread_queries[k]->real_count;
+          if (measured_delta) thread_queries[k]->real_cpu_deltas_ms.push_back(cpu_deltas_ms.back());
         }
       }
       ++count;
@@ -267,6 +289,21 @@ int main(int argc, char** argv) {
       return deltas.empty() ? 0.0 : deltas[deltas.size() / 2];
     };
     double median = median_delta(times);
+    double cpu_carried_ms = 0;
+    for (double d : cpu_deltas_ms) cpu_carried_ms += d;
+    std::vector<double> quarters[4];
+    double carried_so_far_ms = 0;
+    for (double d : cpu_deltas_ms) {
+      carried_so_far_ms += d;
+      const int quarter = static_cast<int>(4 * carried_so_far_ms / cpu_carried_ms);
+      quarters[std::min(quarter, 3)].push_back(d);
+    }
+    std::string quarter_medians;
+    for (const std::vector<double>& q : quarters) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%s%.4f", quarter_medians.empty() ? "" : ",", Median(q));
+      quarter_medians += text;
+    }
     double real_span = real_times.size() >= 2 ? real_times.back() - real_times.front() : 0;
     double real_mean = real_times.size() >= 2 ? real_span / (real_times.size() - 1) : 0;
     double real_median = median_delta(real_times);
@@ -277,7 +314,8 @@ int main(int argc, char** argv) {
     std::printf("thread index=%u name=%s processName=%s pid=%s tid=%s samples=%ld cpu_samples=%ld "
                 "cpu_ms=%.3f cpu_interval_ms=%.4f span_ms=%.3f mean_interval_ms=%.4f "
                 "median_interval_ms=%.4f real_mean_interval_ms=%.4f real_median_interval_ms=%.4f "
-                "frames=%zu hex_frames=%ld cpu_all_ms=%.3f cpu_excess_max_ms=%.4f\n",
+                "frames=%zu hex_frames=%ld cpu_all_ms=%.3f cpu_excess_max_ms=%.4f "
+                "cpu_delta_median_ms=%.4f cpu_delta_max_ms=%.4f cpu_delta_quarter_medians_ms=%s\n",
                 t, NoSpaces(name).c_str(),
                 NoSpaces(thread.HasMember("processName") && thread["processName"].IsString()
                              ? thread["processName"].GetString()
@@ -296,13 +334,17 @@ int main(int argc, char** argv) {
                 count >= 2 ? span / static_cast<double>(count - 1) : 0.0, median, real_mean,
                 real_median,
                 data.locations.size(), hex_frames, cpu_unit_to_ms > 0 ? cpu_all * cpu_unit_to_ms : -1.0,
-                count > 0 && cpu_unit_to_ms > 0 ? cpu_excess_max : 0.0);
+                count > 0 && cpu_unit_to_ms > 0 ? cpu_excess_max : 0.0, Median(cpu_deltas_ms),
+                cpu_deltas_ms.empty() ? 0.0
+                                      : *std::max_element(cpu_deltas_ms.begin(), cpu_deltas_ms.end()),
+                quarter_medians.c_str());
   }
   for (const Query& q : queries) {
-    std::printf("match thread=%s patterns=%s count=%ld samples=%ld pct=%.1f real_count=%ld\n",
+    std::printf("match thread=%s patterns=%s count=%ld samples=%ld pct=%.1f real_count=%ld "
+                "real_cpu_delta_median_ms=%.4f\n",
                 NoSpaces(q.thread).c_str(), NoSpaces(q.text).c_str(), q.count, q.samples,
                 q.samples > 0 ? 100.0 * static_cast<double>(q.count) / q.samples : 0.0,
-                q.real_count);
+                q.real_count, Median(q.real_cpu_deltas_ms));
   }
   for (const Value& lib : libs.GetArray()) {
     if (lib.IsObject() && lib.HasMember("name") && lib["name"].IsString()) {

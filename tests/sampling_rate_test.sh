@@ -5,12 +5,17 @@
 #
 # tests/sampling_rate (no Strata include) runs a busy thread (1.5 s of its own CPU, measured
 # by itself) and a thread that sleeps 200 ms in nanosleep, preloaded with STRATA_STARTUP=1:
-# - default source (perf task-clock events where the kernel allows them): the busy thread has
-#   1 000 +- 5 % real samples (CPU delta > 0: copies left out) per second of its own CPU in
-#   the profile (droppedSamples, samples the 8-slot ring had no room for while the sampler
-#   thread waited for a CPU, is printed); the sleep is not cut short; profilingLog.samplingSource names the perf source; meta.interval
-#   is the requested 1 ms. Where the kernel refuses perf events the profile must say so (and
-#   why) and the rate check is reported as not applicable.
+# - default source (perf task-clock events where the kernel allows them): the busy thread's
+#   samples come one interval of its own CPU apart all along (the median CPU delta between its
+#   real samples in each quarter of its CPU, within 0.8-1.25 x meta.interval: a loaded kernel
+#   leaves some overflows out, which only lengthens a few deltas), they carry the CPU its own clock counted (within 5 %: a
+#   sampler or a source that stops falls short), and there are no more of them than intervals
+#   of that CPU (+5 %). The real samples per CPU-second (and droppedSamples, samples the ring
+#   had no room for while the sampler thread waited for a CPU) are printed, not asserted:
+#   975-1 010 quiet and beside 4 CPU hogs, 857 in one fresh-clone CI run beside tools/load.sh
+#   (issue 35). The sleep is not cut short; profilingLog.samplingSource names the perf
+#   source; meta.interval is the requested 1 ms. Where the kernel refuses perf events the
+#   profile must say so (and why) and the period checks are reported as not applicable.
 # - STRATA_SAMPLING_SOURCE=timer: samplingSource says "CPU-clock timers" and why; meta.interval
 #   tells the truth: the profile's CPU per real sample (all threads) is within 15 % of
 #   meta.interval (the 4 ms tick or more here, not 1 ms); requestedInterval is 1.
@@ -22,9 +27,10 @@
 # - --daemon: the main thread closes every descriptor above 2 (close_range(3, ~0U, 0)) halfway,
 #   then opens and uses its own files: stdout and exit status byte-identical to the plain run
 #   (Strata's descriptors are not on the numbers the daemon gets back), the sleep is not cut
-#   short, and the busy thread is still sampled after the close (real samples in
-#   BurnAfterClose >= 60 % of its CPU after the close / meta.interval), with perf events and
-#   with timers forced.
+#   short, and the busy thread is still sampled after the close: with perf events by a new
+#   event at the interval (the median CPU delta of its real samples in BurnAfterClose within
+#   0.8-1.25 x the interval; the timers' tick would be 4x) and its samples carry its CPU to
+#   the end (within 5 %); with timers forced, at least one sample in BurnAfterClose.
 # Every output and status is compared with the plain run. Quiet and with load beside it.
 source "$(dirname "$0")/scenario_lib.sh"
 
@@ -93,6 +99,34 @@ session_cpu_per_sample() {
     END { if (count > 0) printf "%.4f", cpu / count; else print 0 }' "$WORK/$1.stats"
 }
 
+# check_perf_period NAME INTERVAL: with perf events the busy thread's samples come one
+# interval of its own CPU apart all along (one_interval_apart, scenario_lib.sh: the median CPU
+# delta in each quarter of its CPU; the count per CPU-second falls under load, the median does
+# not).
+check_perf_period() {
+  local name="$1" interval="$2"
+  if one_interval_apart "$name" name=sr-busy "$interval"; then
+    pass "$name: the busy thread's samples are one interval of its CPU apart all along (median CPU delta in each quarter of its CPU $QUARTER_MEDIANS ms, interval $interval ms)"
+  else
+    fail "$name: the busy thread's median CPU delta between samples in each quarter of its CPU is ${QUARTER_MEDIANS:-none} ms, expected the interval ($interval ms; 0.8-1.25x)"
+  fi
+}
+
+# check_cpu_carried NAME CPU_MS: the busy thread's samples carry the CPU its own clock counted
+# (every sample's CPU delta added up, the first one's included) within 5 %: a sampler that
+# stops, a source that stops signalling (the rest of the thread's CPU carried by no sample)
+# or samples lost without their CPU passed on all fall short. The CPU after the last sample (one
+# interval, or one of the gaps above: 29 ms of 1 500) is within that.
+check_cpu_carried() {
+  local name="$1" cpu_ms="$2" carried
+  carried="$(field "$name" thread name=sr-busy cpu_all_ms)"
+  if awk -v s="${carried:-0}" -v c="${cpu_ms:-0}" 'BEGIN { d = s - c; if (d < 0) d = -d; exit !(c > 0 && d <= 0.05 * c) }'; then
+    pass "$name: the busy thread's samples carry $carried ms of CPU, its own clock says $cpu_ms ms (within 5 %)"
+  else
+    fail "$name: the busy thread's samples carry ${carried:-none} ms of CPU, its own clock says ${cpu_ms:-none} ms (more than 5 % apart)"
+  fi
+}
+
 # --- Default source.
 name=rate_default
 run_profiled "$name" "$program"
@@ -110,13 +144,17 @@ if require_profile "$name" && stats "$name"; then
   # (droppedSamples: the sampler thread waited for a CPU longer than the ring lasts; the ring's
   # size is not the source's doing). Both figures are printed.
   taken=$(awk -v n="${real:-0}" -v d="${dropped:-0}" -v c="${cpu_ms:-0}" 'BEGIN { if (c > 0) printf "%.1f", (n + d) * 1000 / c; else print 0 }')
-  result "scenario=sampling_rate mode=default source=\"$source_text\" interval=$interval busy_cpu_ms=$cpu_ms real_samples=$real dropped=$dropped per_cpu_second=$rate with_dropped=$taken"
+  result "scenario=sampling_rate mode=default source=\"$source_text\" interval=$interval busy_cpu_ms=$cpu_ms real_samples=$real dropped=$dropped per_cpu_second=$rate with_dropped=$taken cpu_delta_quarter_medians_ms=$(field "$name" thread name=sr-busy cpu_delta_quarter_medians_ms) cpu_delta_max_ms=$(field "$name" thread name=sr-busy cpu_delta_max_ms)"
   if [[ "$source_text" == "perf task-clock events"* ]]; then
     pass "$name: samplingSource is '$source_text'"
-    if ge "$rate" 950 && ge 1050 "$rate"; then
-      pass "$name: $rate real samples per CPU-second of the busy thread in the profile (1000 +- 5 %; $dropped dropped for want of ring space)"
+    check_perf_period "$name" "$interval"
+    check_cpu_carried "$name" "$cpu_ms"
+    # The kernel can leave overflows out, never add any: more real samples than intervals of
+    # the busy thread's own CPU is a second source or samples taken twice.
+    if ge "$(awk -v i="${interval:-1}" 'BEGIN { printf "%.1f", 1050 / i }')" "$rate"; then
+      pass "$name: $rate real samples per CPU-second of the busy thread, no more than one per interval (+5 %)"
     else
-      fail "$name: $rate real samples per CPU-second of the busy thread in the profile ($dropped dropped), expected 1000 +- 5 %"
+      fail "$name: $rate real samples per CPU-second of the busy thread: more than one per interval of its CPU ($interval ms)"
     fi
     if [[ "$interval" == "1" || "$interval" == "1.0" ]]; then
       pass "$name: meta.interval is the requested 1 ms"
@@ -222,36 +260,33 @@ for source_request in auto timer; do
   check_sleeper "$name"
   if require_profile "$name" && stats "$name" "sr-busy:BurnAfterClose"; then
     source_text="$(meta_field "$name" samplingSource)"
+    interval="$(meta_field "$name" interval)"
     after_ms="$(busy_field "$name" after_close_cpu_ms)"
-    after_samples="$(awk '$1 == "match" && $2 == "thread=sr-busy" { for (i = 2; i <= NF; i++) if ($i ~ /^real_count=/) print substr($i, 12) }' "$WORK/$name.stats")"
-    expected_per_ms=1
-    [[ "$source_text" == CPU-clock* ]] && expected_per_ms="$(awk -v i="$(meta_field "$name" interval)" 'BEGIN { printf "%.4f", 1 / i }')"
-    ratio=$(awk -v n="${after_samples:-0}" -v c="${after_ms:-0}" -v e="$expected_per_ms" 'BEGIN { if (c > 0) printf "%.2f", n / (c * e); else print 0 }')
-    result "scenario=sampling_rate mode=$name source=\"$source_text\" after_close_cpu_ms=$after_ms after_close_samples=$after_samples ratio=$ratio lost=$(meta_field "$name" lostSamplingEvents)"
-    # Perf events: 1 per ms of CPU after the close (the event reopened), less the overflows
-    # the kernel leaves silent on a busy machine (docs/sampling.md: 4-29 ms gaps; 0.81 seen
-    # at load average 20-24 in a fresh-clone CI run, issue 35). At least 0.6 still tells a
-    # reopened event from CPU-clock timers (one per 4 ms tick at best: 0.25) or none.
-    # CPU-clock timers hold no descriptor; their rate is tick-bound and, loaded, varies across
-    # the run (meta.interval is the session's mean): "still sampled" is at least half that
-    # mean rate.
-    min_ratio=0.6
-    if [[ "$source_text" == CPU-clock* ]]; then
-      # CPU-clock timers hold no descriptor: the close cannot touch them, and "still sampled"
-      # is 5 samples or more. Their rate is the kernel's: beside 8 busy processes on 2 CPUs it
-      # was seen to fall to 1 signal per 62 ms, and once per 375 ms, of the thread's CPU (2
-      # samples for 750 ms). So the loaded twin prints the figure without asserting it.
-      min_ratio=0
-      [[ "${after_samples:-0}" -ge 5 ]] || ratio=-1
-      if ((${#LOAD_PIDS[@]} > 0)) && [[ "$ratio" == -1 ]]; then
-        echo "RESULT $name: $after_samples samples after the close under load: the timers' rate (not asserted loaded)"
-        ratio=0
+    after_samples="$(field "$name" match thread=sr-busy real_count)"
+    after_median="$(field "$name" match thread=sr-busy real_cpu_delta_median_ms)"
+    result "scenario=sampling_rate mode=$name source=\"$source_text\" interval=$interval after_close_cpu_ms=$after_ms after_close_samples=$after_samples after_close_cpu_delta_median_ms=$after_median lost=$(meta_field "$name" lostSamplingEvents)"
+    if [[ "$source_text" == "perf task-clock events"* ]]; then
+      # The event the close freed is replaced by a new one at the same period: the samples
+      # after the close come one interval of the thread's CPU apart (CPU-clock timers, the
+      # fallback, one 4 ms tick at best: 4x), and they carry the thread's CPU to its end.
+      if awk -v m="${after_median:-0}" -v i="${interval:-0}" -v n="${after_samples:-0}" \
+           'BEGIN { exit !(n >= 2 && i > 0 && m >= 0.8 * i && m <= 1.25 * i) }'; then
+        pass "$name: after the close the busy thread is sampled by a perf event again: $after_samples samples one interval of its CPU apart (median CPU delta $after_median ms)"
+      else
+        fail "$name: after the close: $after_samples samples, median CPU delta ${after_median:-none} ms, expected a perf event's interval ($interval ms)"
       fi
-    fi
-    if ge "$ratio" "$min_ratio"; then
-      pass "$name: the busy thread is still sampled after the close ($after_samples samples for $after_ms ms of CPU; source '$source_text')"
+      check_perf_period "$name" "$interval"
+      check_cpu_carried "$name" "$(busy_field "$name" cpu_ms)"
     else
-      fail "$name: $after_samples samples after the close for $after_ms ms of CPU (ratio $ratio; source '$source_text')"
+      # CPU-clock timers hold no descriptor, so the close cannot touch them. Their rate is the
+      # kernel's tick and, loaded, far less (1 signal per 62 ms of the thread's CPU beside 8
+      # busy processes on 2 CPUs, once 1 per 375 ms: 2 samples in 750 ms), so "still sampled"
+      # is a sample after the close; its count is printed.
+      if [[ "${after_samples:-0}" -ge 1 ]]; then
+        pass "$name: the busy thread is still sampled after the close ($after_samples samples for $after_ms ms of CPU; source '$source_text')"
+      else
+        fail "$name: no sample after the close for $after_ms ms of CPU (source '$source_text')"
+      fi
     fi
   fi
 done

@@ -242,6 +242,23 @@ field() {
     }' "$WORK/$name.stats"
 }
 
+# one_interval_apart NAME SELECTOR INTERVAL: with CPU-time sampling (perf task-clock events)
+# a running thread's samples come one interval of its own CPU apart. True when the median CPU
+# delta between its real samples, in each quarter of its sampled CPU (profile_stats'
+# cpu_delta_quarter_medians_ms for the thread line with SELECTOR), is within 0.8-1.25 x
+# INTERVAL. Holds under any load: a loaded kernel leaves some overflows out (4-29 ms of CPU
+# without one now and then; 857 samples per CPU-second of a busy thread in one fresh-clone CI
+# run beside tools/load.sh, issue 35), which lengthens a few deltas, not the median; a source
+# at another period (2x, 0.5x) or one that stops part way (the sampler's 4 ms loop or the
+# 4 ms tick carrying the rest) moves a quarter's median. Sets QUARTER_MEDIANS for messages.
+one_interval_apart() {
+  local name="$1" selector="$2" interval="$3"
+  QUARTER_MEDIANS="$(field "$name" thread "$selector" cpu_delta_quarter_medians_ms)"
+  awk -v q="${QUARTER_MEDIANS:-}" -v i="${interval:-0}" 'BEGIN {
+      n = split(q, m, ","); if (n != 4 || i <= 0) exit 1
+      for (k = 1; k <= 4; k++) if (m[k] < 0.8 * i || m[k] > 1.25 * i) exit 1 }'
+}
+
 # Float comparison helper: `ge A B` is true when A >= B.
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
 

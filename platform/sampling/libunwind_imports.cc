@@ -520,14 +520,28 @@ void MarkStrataLibunwindWalk(bool walking) {
 
 bool InStrataLibunwindWalk() { return Walking(); }
 
-ScopedEverySignalBlocked::ScopedEverySignalBlocked() {
+ScopedEverySignalBlocked::ScopedEverySignalBlocked(bool blocked) {
+  if (!blocked) return;
+  declared_ = true;
   ++t_every_signal_blocked;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
 ScopedEverySignalBlocked::~ScopedEverySignalBlocked() {
+  if (!declared_) return;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   --t_every_signal_blocked;
+}
+
+bool EverySignalBlockedOnThisThread() {
+  uint64_t mask = 0;
+  if (RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, reinterpret_cast<long>(&mask),
+                 sizeof(mask)) != 0) {
+    return false;
+  }
+  // Every signal but the two the kernel never blocks (SIGKILL, SIGSTOP).
+  const uint64_t unblockable = (uint64_t{1} << (SIGKILL - 1)) | (uint64_t{1} << (SIGSTOP - 1));
+  return (mask | unblockable) == ~uint64_t{0};
 }
 
 LibunwindMaskCalls LibunwindMaskCallsOfThisThread() {
@@ -551,6 +565,7 @@ constexpr int kCopySlots = 16;
 UnwindTableCopy g_copies[kCopySlots];
 std::atomic<bool> g_copy_busy[kCopySlots];
 __thread int t_copy_slot __attribute__((tls_model("initial-exec"))) = -1;
+__thread uint64_t t_refused_lookups __attribute__((tls_model("initial-exec"))) = 0;
 
 UnwindTableCopy* ClaimCopySlot() {
   if (t_copy_slot >= 0) return &g_copies[t_copy_slot];
@@ -585,6 +600,21 @@ UnwindTableCopy* PermanentCopyFor(uintptr_t fde) {
   }
   return nullptr;
 }
+
+}  // namespace
+
+bool InFunctionWithExpressionRule(uintptr_t pc) {
+  for (int i = 0; i < kPermanentCopies; ++i) {
+    if (g_permanent_fdes[i].load(std::memory_order_acquire) == 0) break;  // Claimed in order.
+    const UnwindTableCopy& copy = g_permanent_copies[i];
+    if (pc >= copy.pc_begin && pc < copy.pc_end) return true;
+  }
+  return false;
+}
+
+uint64_t RefusedLookupsOfThisThread() { return t_refused_lookups; }
+
+namespace {
 
 void ReleaseCopySlot() {
   if (t_copy_slot < 0) return;
@@ -622,6 +652,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlItera
   if (copied != UnwindCopyResult::kCopied) {
     if (copied != UnwindCopyResult::kNoEntry) {
       __atomic_fetch_add(&g_unreadable_lookups, 1, __ATOMIC_RELAXED);
+      ++t_refused_lookups;
     }
     return true;
   }
@@ -629,6 +660,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlItera
     UnwindTableCopy* permanent = PermanentCopyFor(copy->fde_address);
     if (permanent == nullptr ||
         BuildUnwindTableCopy(found, pc, permanent, &info) != UnwindCopyResult::kCopied) {
+      ++t_refused_lookups;
       return true;
     }
   }
@@ -643,6 +675,9 @@ namespace {
 
 __thread uintptr_t t_walk_stack_low __attribute__((tls_model("initial-exec"))) = 0;
 __thread uintptr_t t_walk_stack_high __attribute__((tls_model("initial-exec"))) = 0;
+// The ucontext the walk's cursor reads its registers from (SetLibunwindWalkContext); 0: none.
+__thread uintptr_t t_walk_context __attribute__((tls_model("initial-exec"))) = 0;
+__thread uint64_t t_checked_reads __attribute__((tls_model("initial-exec"))) = 0;
 __thread WalkReadLog* t_walk_read_log __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void LogRead(unw_word_t address, unw_word_t value) {
@@ -664,13 +699,17 @@ __attribute__((no_sanitize("address", "thread"))) int CheckedAccessMem(
     unw_addr_space_t space, unw_word_t address, unw_word_t* value, int write, void* argument) {
   const AccessMemFunction original = g_libunwind_access_mem.load(std::memory_order_relaxed);
   if (write || !Walking()) return original(space, address, value, write, argument);
-  if (address >= t_walk_stack_low && address <= t_walk_stack_high - sizeof(unw_word_t) &&
-      t_walk_stack_high >= sizeof(unw_word_t)) {
+  const uintptr_t context = t_walk_context;
+  if ((address >= t_walk_stack_low && address <= t_walk_stack_high - sizeof(unw_word_t) &&
+       t_walk_stack_high >= sizeof(unw_word_t)) ||
+      (context != 0 && address - context <= sizeof(ucontext_t) - sizeof(unw_word_t))) {
     *value = *reinterpret_cast<const unw_word_t*>(address);
     LogRead(address, *value);
     return 0;
   }
+  ++t_checked_reads;
   if (!CheckedRead(reinterpret_cast<const void*>(address), value, sizeof(*value))) {
+    if (t_walk_read_log != nullptr) t_walk_read_log->unreadable = true;
     return -UNW_EINVAL;
   }
   LogRead(address, *value);
@@ -702,6 +741,12 @@ void SetLibunwindWalkStackBounds(uintptr_t low, uintptr_t high) {
   t_walk_stack_low = low;
   t_walk_stack_high = high;
 }
+
+void SetLibunwindWalkContext(const ucontext_t* context) {
+  t_walk_context = reinterpret_cast<uintptr_t>(context);
+}
+
+uint64_t LibunwindCheckedReadsOfThisThread() { return t_checked_reads; }
 
 uint64_t UnwindLookupsRefusedAsUnreadable() {
   return __atomic_load_n(&g_unreadable_lookups, __ATOMIC_RELAXED);

@@ -91,6 +91,7 @@
 #define STRATA_PLATFORM_SAMPLING_LIBUNWIND_IMPORTS_H_
 
 #include <link.h>
+#include <ucontext.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -133,10 +134,14 @@ bool InStrataLibunwindWalk();
 // (an initial-exec TLS counter).
 class ScopedEverySignalBlocked {
  public:
-  ScopedEverySignalBlocked();
+  // `blocked` false declares nothing (for callers that know it only at run time).
+  explicit ScopedEverySignalBlocked(bool blocked = true);
   ~ScopedEverySignalBlocked();
   ScopedEverySignalBlocked(const ScopedEverySignalBlocked&) = delete;
   ScopedEverySignalBlocked& operator=(const ScopedEverySignalBlocked&) = delete;
+
+ private:
+  bool declared_ = false;
 };
 
 // The stack words a Strata walk on the calling thread read, in order: libunwind's local
@@ -153,6 +158,7 @@ struct WalkReadLog {
   uint32_t capacity = 0;
   uint32_t count = 0;
   bool overflowed = false;  // More reads than `capacity`: the log is incomplete.
+  bool unreadable = false;  // A read failed: the walk depended on a word's readability too.
   // Reads in [unlogged_low, unlogged_high) are not logged: the walk's start context (libunwind
   // reads the registers of a ucontext through the same accessor), Strata's memory, which the
   // caller compares by itself.
@@ -163,6 +169,24 @@ struct WalkReadLog {
 // Sets the calling thread's log (null: none); each word libunwind reads during a Strata walk
 // on this thread is then appended to it. Async-signal-safe (an initial-exec TLS pointer).
 void SetWalkReadLog(WalkReadLog* log);
+
+// Whether every signal is blocked on the calling thread now (one rt_sigprocmask system call).
+// Async-signal-safe.
+bool EverySignalBlockedOnThisThread();
+
+// Lookups of Strata walks on the calling thread that were refused for a reason that may not
+// hold at the next walk (a busy copy slot, an unreadable byte, the permanent copies full, an
+// encoding not copied): the walk ended or guessed there. For callers that keep a walk
+// (own_walk_cache.h): a walk made while this moved is not kept. Async-signal-safe.
+uint64_t RefusedLookupsOfThisThread();
+
+// Whether `pc` lies in a function whose unwind rule is a DWARF expression that Strata's walks
+// have used (the FDE's copy is kept for good: libunwind_imports.cc). libunwind evaluates an
+// expression's DW_OP_deref with direct reads, not through its accessor (dwarf_i.h, Gexpr.c):
+// such words are not in a WalkReadLog. glibc's signal return trampoline (__restore_rt: the
+// CFA below a signal frame is the saved rsp), GCC's realigned (DRAP) frames and the PLT use
+// one. Async-signal-safe (a scan of at most 64 slots).
+bool InFunctionWithExpressionRule(uintptr_t pc);
 
 // libunwind's sigprocmask calls on the calling thread: made (the system call), and skipped
 // under a ScopedEverySignalBlocked. For tests. Async-signal-safe.
@@ -199,8 +223,8 @@ uint64_t UnwindLookupsRefusedAsUnreadable();
 // frame chain of code without unwind information, and the code bytes it checks for a
 // sigreturn trampoline) is replaced, in libunwind's own accessor table, by one that during a
 // Strata walk on the calling thread reads a word inside the walk's stack bounds
-// (SetLibunwindWalkStackBounds: the walked thread's own stack, which it runs on) directly
-// and any other word with CheckedRead() (an unreadable or execute-only page: the read
+// (SetLibunwindWalkStackBounds: the walked thread's own stack, which it runs on) or inside
+// the walk's context (SetLibunwindWalkContext) directly and any other word with CheckedRead() (an unreadable or execute-only page: the read
 // fails, the step ends, nothing faults); writes, and reads outside Strata's walks (the
 // program's own use of libunwind), go to libunwind's accessor as before. `local_addr_space`
 // is libunwind's unw_local_addr_space. Returns false when the table cannot be found (then
@@ -210,6 +234,19 @@ bool CheckLibunwindMemoryReads(void* handle, void* local_addr_space);
 // The walked stack's bounds for the calling thread's walks (see above); [0, 0) checks every
 // read. Async-signal-safe.
 void SetLibunwindWalkStackBounds(uintptr_t low, uintptr_t high);
+
+// The ucontext the calling thread's walk hands libunwind (unw_init_local2): the signal
+// context the handler runs on, or the walker's own copy (a resumed walk's, in its scratch;
+// the sampler's wait walks build one on their stack). libunwind reads the registers through
+// its accessor from there, at the start and for every callee-saved register no frame has
+// saved yet: read directly, as the stack is, not with CheckedRead (a getpid and a
+// process_vm_readv each: three a sample, for a walk resumed below a verified segment). The
+// caller keeps it readable until it sets nullptr (at the walk's end). Async-signal-safe.
+void SetLibunwindWalkContext(const ucontext_t* context);
+
+// How many of libunwind's reads on the calling thread went through CheckedRead (outside
+// the stack bounds and the walk's context). For tests. Async-signal-safe.
+uint64_t LibunwindCheckedReadsOfThisThread();
 
 // True for the impossible descriptor numbers that the redirected pipe2() hands out.
 bool IsLibunwindValidationDescriptor(long number);

@@ -335,18 +335,23 @@ TEST_CASE("a library with full RELRO is redirected, and its GOT is read-only aga
   dlclose(handle);
 }
 
-// A walk of the calling thread from here, 24 frames of recursion deep.
-size_t __attribute__((noinline)) WalkAtDepth(int depth, NativeFrame* frames, size_t capacity) {
+// A walk of the calling thread from here, 24 frames of recursion deep. With
+// `context_off_stack`, the context handed to the walk is a copy outside the thread's stack
+// (as the sampler's wait walks hand one on their own stack for another thread's).
+size_t __attribute__((noinline)) WalkAtDepth(int depth, NativeFrame* frames, size_t capacity,
+                                             bool context_off_stack = false) {
   if (depth > 0) {
-    const size_t count = WalkAtDepth(depth - 1, frames, capacity);
+    const size_t count = WalkAtDepth(depth - 1, frames, capacity, context_off_stack);
     asm volatile("" ::: "memory");  // Not a tail call.
     return count;
   }
   ucontext_t context;
   getcontext(&context);
+  static ucontext_t copy;
+  if (context_off_stack) copy = context;
   static LibunwindWalkScratch scratch;
-  return WalkStackWithLibunwind(&context, StackBounds::OfCurrentThread(), frames, capacity,
-                                &scratch);
+  return WalkStackWithLibunwind(context_off_stack ? &copy : &context,
+                                StackBounds::OfCurrentThread(), frames, capacity, &scratch);
 }
 
 uint64_t BlockedMask() {
@@ -395,6 +400,47 @@ TEST_CASE("a walk with every signal declared blocked makes no mask calls, same f
     if (declared[i].pc != plain[i].pc) ++other_pcs;
   }
   CHECK(other_pcs == 1);
+}
+
+// libunwind reads registers from the walk's context: the signal context, a resumed walk's
+// copy in the walker's scratch (below a segment crossed by verified frame-pointer steps), the
+// context a wait walk builds. Those are read directly, never through CheckedRead's system
+// calls, wherever the context lies.
+TEST_CASE("a walk reads its context's registers directly, not with checked reads",
+          "[platform][sampling]") {
+  REQUIRE(WarmUpLibunwind());
+  constexpr size_t kCapacity = 128;
+  NativeFrame learning[kCapacity];
+  const size_t learning_count = WalkAtDepth(24, learning, kCapacity);  // Notes the verdicts.
+  REQUIRE(learning_count > 24);
+
+  const uint64_t before = LibunwindCheckedReadsOfThisThread();
+  NativeFrame verified[kCapacity];
+  const size_t verified_count = WalkAtDepth(24, verified, kCapacity);
+  const uint64_t after_verified = LibunwindCheckedReadsOfThisThread();
+  REQUIRE(verified_count == learning_count);
+  // The walk crossed verified frames and resumed libunwind below them (from its scratch's
+  // copy of the context): some frame not verified follows a verified one.
+  size_t first_verified = 0, resumed_at = 0;
+  for (size_t i = 1; i < verified_count && resumed_at == 0; ++i) {
+    const bool noted = FramePointerStepVerifiedForTesting(verified[i].pc);
+    if (noted && first_verified == 0) first_verified = i;
+    if (!noted && first_verified != 0) resumed_at = i;
+  }
+  std::printf("context reads: %zu frames, verified from %zu, libunwind resumed at %zu; "
+              "checked reads %llu\n",
+              verified_count, first_verified, resumed_at,
+              static_cast<unsigned long long>(after_verified - before));
+  REQUIRE(first_verified > 0);
+  REQUIRE(resumed_at > first_verified);
+  CHECK(after_verified == before);
+
+  // The context outside the walked stack, the same frames.
+  NativeFrame off_stack[kCapacity];
+  const size_t off_stack_count = WalkAtDepth(24, off_stack, kCapacity, true);
+  CHECK(LibunwindCheckedReadsOfThisThread() == after_verified);
+  REQUIRE(off_stack_count == verified_count);
+  for (size_t i = 1; i < verified_count; ++i) CHECK(off_stack[i].sp == verified[i].sp);
 }
 
 TEST_CASE("outside a Strata walk the redirected imports keep libc's semantics",

@@ -86,6 +86,7 @@ size_t WalkLibunwindFrom(const LibunwindFunctions* functions, ucontext_t* walk_c
   unw_cursor_t& cursor = *cursor_storage;
   const uintptr_t first_lookup = signal_frame ? start.pc : start.pc - 1;
   SetLibunwindLookupPc(first_lookup);
+  SetLibunwindWalkContext(walk_context);  // Its registers: read directly, not checked.
   // Signal frame: the walk starts at the interrupted instruction. Otherwise (flag 0) the pc
   // is a return address, looked up at its call site.
   if (functions->init_local2(&cursor, walk_context, signal_frame ? UNW_INIT_SIGNAL_FRAME : 0) !=
@@ -225,6 +226,7 @@ size_t WalkStackWith(const LibunwindFunctions* functions, ucontext_t* context,
     signal_frame = false;
   }
   SetLibunwindLookupPc(0);
+  SetLibunwindWalkContext(nullptr);
   return count;
 }
 

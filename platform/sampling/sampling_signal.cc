@@ -22,6 +22,10 @@
 #include "platform/sampling/thread_sampling_timer.h"
 #include "platform/time_stamp.h"
 
+// Code that runs once per session or only for the program's own instances of the signal:
+// optimised for size, out of the hot text (the library's size goal: .bazelrc, "-Os").
+#define STRATA_COLD __attribute__((cold))
+
 namespace strata {
 namespace {
 
@@ -40,6 +44,9 @@ static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_al
 // Threads in WaitForCallbacksOfPreviousEpoch: a handler that empties a slot then wakes them.
 std::atomic<int> g_callback_waiters{0};
 std::atomic<int> g_installed_signal{0};
+// The sa_restorer of our installed action (libc's signal return trampoline), which the
+// kernel makes the entry's return address (InstallSamplingSignalHandler).
+std::atomic<void*> g_kernel_restorer{nullptr};
 // Uninstall gave up waiting for a callback: our handler is still the kernel disposition.
 std::atomic<bool> g_uninstall_abandoned{false};
 std::atomic<uint64_t> g_samples_skipped_low_stack[static_cast<int>(LowStack::kCount)] = {};
@@ -82,7 +89,7 @@ __attribute__((tls_model("initial-exec"))) thread_local int t_in_handler = 0;
 __attribute__((tls_model("initial-exec"))) thread_local std::atomic<uint64_t>
     t_sampling_signals_taken{0};
 
-void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context);
+void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context, bool from_kernel);
 
 #if STRATA_TSAN_BUILD
 // OwnSigaction's calls under way on this thread (sampling_signal.h).
@@ -107,7 +114,11 @@ __attribute__((visibility("hidden"))) void strata_sampling_signal_entry(int, sig
 __attribute__((visibility("hidden"))) void strata_sampling_signal_handler(int signal_number,
                                                                           siginfo_t* info,
                                                                           void* context) {
-  SamplingSignalHandler(signal_number, info, context);
+  // The entry jumped here: the return address is its caller's, the kernel's trampoline when
+  // the kernel delivered the signal.
+  const bool from_kernel =
+      __builtin_return_address(0) == g_kernel_restorer.load(std::memory_order_relaxed);
+  SamplingSignalHandler(signal_number, info, context, from_kernel);
 }
 // Skips counted by the assembly entry: on the program's alternate stack, on the thread's own.
 __attribute__((visibility("hidden"))) uint64_t strata_samples_skipped_at_entry = 0;
@@ -156,7 +167,7 @@ SigactionFunction RealSigaction() {
 bool IsOurHandler(const struct sigaction& action) {
   return (action.sa_flags & SA_SIGINFO) != 0 &&
          (action.sa_sigaction == &strata_sampling_signal_entry ||
-          action.sa_sigaction == &SamplingSignalHandler);
+          action.sa_sigaction == &strata_sampling_signal_handler);
 }
 
 // The thread's signal mask through the system call: not interposed, and it may name glibc's
@@ -198,7 +209,7 @@ void ReadProgramAction(struct sigaction* action) {
 
 // ---- Signal handler: async-signal-safe from here to the end of SamplingSignalHandler. ----
 
-void TakeDefaultAction(int signal_number) {
+STRATA_COLD void TakeDefaultAction(int signal_number) {
   struct sigaction default_action;
   std::memset(&default_action, 0, sizeof(default_action));
   default_action.sa_handler = SIG_DFL;
@@ -212,7 +223,7 @@ void TakeDefaultAction(int signal_number) {
 // Calls what the program set for the signal, as the kernel would have: with the thread's mask
 // set to the interrupted one plus the action's sa_mask (plus the signal unless SA_NODEFER),
 // after resetting the action to SIG_DFL for SA_RESETHAND.
-void ChainToProgramAction(int signal_number, siginfo_t* info, void* context) {
+STRATA_COLD void ChainToProgramAction(int signal_number, siginfo_t* info, void* context) {
   struct sigaction program;
   ReadProgramAction(&program);
   const bool has_info = (program.sa_flags & SA_SIGINFO) != 0;
@@ -298,7 +309,7 @@ int LowStackAt(uintptr_t sp) {
   return -1;
 }
 
-void RunSamplingCallback(const siginfo_t& info, void* context) {
+void RunSamplingCallback(const siginfo_t& info, void* context, bool from_kernel) {
   // Before any work: enough stack below this frame for the callback (sampling_signal.h)?
   const int low_stack = LowStackAt(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   if (low_stack >= 0) {
@@ -315,10 +326,12 @@ void RunSamplingCallback(const siginfo_t& info, void* context) {
   // SetSamplingStateOfOtherThread), in memory that thread wrote; a plain load on x86-64.
   void* const thread_context = t_thread_context.load(std::memory_order_acquire);
   if (callback != nullptr && thread_context != nullptr) {
-    // The handler's sa_mask blocks every signal (FillEverySignal; a runtime that calls the
-    // entry as a function, TSan's deferred delivery, blocks them too): libunwind's own
-    // blocking around its lock, two system calls a frame, is skipped (libunwind_imports.h).
-    ScopedEverySignalBlocked every_signal_blocked;
+    // Delivered by the kernel, the handler runs with its sa_mask, every signal
+    // (FillEverySignal): libunwind's own blocking around its lock, two system calls a
+    // frame, is skipped (libunwind_imports.h). Not when another runtime called the entry as a
+    // function from a handler of its own (TSan's deferred delivery, a signal-chaining
+    // runtime), with a mask of its choosing.
+    ScopedEverySignalBlocked every_signal_blocked(from_kernel);
     callback(thread_context, static_cast<ucontext_t*>(context),
              ThreadSamplingTimer::Overruns(info));
   }
@@ -364,14 +377,14 @@ bool ProgramActionIsDefault() {
   return (program.sa_flags & SA_SIGINFO) == 0 && program.sa_handler == SIG_DFL;
 }
 
-void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context) {
+void SamplingSignalHandler(int signal_number, siginfo_t* info, void* context, bool from_kernel) {
   const int saved_errno = errno;
   if (info != nullptr && IsSamplingSignal(*info)) {
     t_sampling_signals_taken.store(t_sampling_signals_taken.load(std::memory_order_relaxed) + 1,
                                    std::memory_order_relaxed);
     ++t_in_handler;
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    RunSamplingCallback(*info, context);
+    RunSamplingCallback(*info, context, from_kernel);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     --t_in_handler;
   } else if (info != nullptr && !IsStrayNotification(*info) &&
@@ -554,7 +567,7 @@ void FillEverySignal(sigset_t* set) {
   }
 }
 
-int64_t MonotonicNs() {
+STRATA_COLD int64_t MonotonicNs() {
   timespec now{};
   ReadClock(CLOCK_MONOTONIC, &now);  // May run on a program thread (an exit save).
   return now.tv_sec * int64_t{1000000000} + now.tv_nsec;
@@ -562,7 +575,7 @@ int64_t MonotonicNs() {
 
 // Sleeps until `running` reads 0 or the deadline passes; returns whether it read 0. Woken by
 // the handler that empties it (g_callback_waiters), so it takes no CPU while it waits.
-bool WaitForSlotToDrain(std::atomic<int>& running, int64_t deadline_ns) {
+STRATA_COLD bool WaitForSlotToDrain(std::atomic<int>& running, int64_t deadline_ns) {
   if (running.load(std::memory_order_seq_cst) == 0) return true;
   g_callback_waiters.fetch_add(1, std::memory_order_seq_cst);
   bool drained = false;
@@ -595,7 +608,7 @@ bool WaitForSlotToDrain(std::atomic<int>& running, int64_t deadline_ns) {
 // flip, or one a timed-out wait left behind), and that handler may run an old callback.
 // Bounded at about a second in all; false if a handler may still run the old callback then.
 // Not signal-safe. Callers are serialized (Install/Uninstall's contract, the session mutex).
-bool WaitForCallbacksOfPreviousEpoch() {
+STRATA_COLD bool WaitForCallbacksOfPreviousEpoch() {
   const int64_t deadline_ns = MonotonicNs() + 1000000000;
   const uint32_t epoch = g_callback_epoch.load(std::memory_order_seq_cst);
   if (!WaitForSlotToDrain(g_callbacks_running[(epoch + 1) & 1], deadline_ns)) return false;
@@ -610,7 +623,7 @@ bool IsAllowedSamplingSignal(int signal_number) {
          signal_number == SIGUSR2 || (signal_number >= SIGRTMIN && signal_number <= SIGRTMAX);
 }
 
-int ChooseSamplingSignal() {
+STRATA_COLD int ChooseSamplingSignal() {
   const SigactionFunction real = RealSigaction();
   sigset_t blocked;
   sigemptyset(&blocked);
@@ -633,7 +646,7 @@ int ChooseSamplingSignal() {
   return 0;
 }
 
-int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback) {
+STRATA_COLD int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback) {
   if (callback == nullptr || !IsAllowedSamplingSignal(signal_number)) return EINVAL;
   const SigactionFunction real = RealSigaction();
   int expected = 0;
@@ -671,10 +684,18 @@ int InstallSamplingSignalHandler(int signal_number, SamplingCallback callback) {
   if (!IsOurHandler(replaced) && std::memcmp(&replaced, &previous, sizeof(replaced)) != 0) {
     WriteProgramAction(replaced);
   }
+  // The return address the kernel gives the entry (libc's signal return trampoline): the
+  // handler tells a delivery by the kernel, whose mask is the full sa_mask, from a call of
+  // the entry as a function by another runtime (RunSamplingCallback).
+  struct sigaction installed;
+  if (real(signal_number, nullptr, &installed) == 0) {
+    g_kernel_restorer.store(reinterpret_cast<void*>(installed.sa_restorer),
+                            std::memory_order_relaxed);
+  }
   return 0;
 }
 
-int UninstallSamplingSignalHandler() {
+STRATA_COLD int UninstallSamplingSignalHandler() {
   const int signal_number = g_installed_signal.load();
   if (signal_number == 0) return 0;
   g_callback.store(nullptr, std::memory_order_seq_cst);

@@ -341,7 +341,7 @@ bool CopyCie(Reader& cie, Writer& out, CieShape* shape) {
 // Re-encodes the FDE (`fde`: its body, after the length word; its CIE pointer already read)
 // into `out`, whose CIE copy starts at `cie_copy`.
 bool CopyFde(Reader& fde, const CieShape& shape, size_t cie_copy, Writer& out,
-             bool* has_expression) {
+             bool* has_expression, uint64_t* covered_start, uint64_t* covered_range) {
   uint64_t start = 0;
   if (!fde.Pointer(shape.fde_encoding, &start)) return false;
   uint64_t range = 0;
@@ -364,6 +364,8 @@ bool CopyFde(Reader& fde, const CieShape& shape, size_t cie_copy, Writer& out,
     if (shape.has_lsda) out.U64(lsda);
   }
   *has_expression = CfaProgramHasExpression(fde.bytes + instructions_at, fde.end - instructions_at);
+  *covered_start = start;
+  *covered_range = range;
   out.Put(fde.bytes + instructions_at, fde.end - instructions_at);
   out.Patch32(length_at, static_cast<uint32_t>(out.at - length_at - 4));
   return out.ok;
@@ -394,7 +396,8 @@ UnwindCopyResult BuildUnwindTableCopy(const dl_find_object& found, uintptr_t pc,
   }
   const size_t fde_copy = out.at;
   bool fde_has_expression = false;
-  if (!CopyFde(fde_body, shape, 0, out, &fde_has_expression)) {
+  uint64_t covered_start = 0, covered_range = 0;
+  if (!CopyFde(fde_body, shape, 0, out, &fde_has_expression, &covered_start, &covered_range)) {
     return fde_body.unreadable ? UnwindCopyResult::kUnreadable : UnwindCopyResult::kUnsupported;
   }
 
@@ -430,6 +433,8 @@ UnwindCopyResult BuildUnwindTableCopy(const dl_find_object& found, uintptr_t pc,
   info->dlpi_phnum = 3;
   copy->fde_address = fde;
   copy->has_expression = shape.has_expression || fde_has_expression;
+  copy->pc_begin = static_cast<uintptr_t>(covered_start);
+  copy->pc_end = static_cast<uintptr_t>(covered_start + covered_range);
   return UnwindCopyResult::kCopied;
 }
 

@@ -66,6 +66,9 @@ struct UnwindTableCopy {
   // good (libunwind_imports.cc, PermanentCopyFor), not in a slot reused at the next step.
   uintptr_t fde_address;
   bool has_expression;
+  // The code the FDE covers: [pc_begin, pc_end).
+  uintptr_t pc_begin;
+  uintptr_t pc_end;
 };
 
 enum class UnwindCopyResult {

@@ -86,6 +86,28 @@ expect_exit static_refused 2 "cannot profile .*statically linked" \
 [[ -e "$WORK/static.json" ]] && fail "static_refused: $WORK/static.json was written"
 expect_exit nothing_saved 3 "no process saved a profile, nothing written" \
   env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$WORK/static.json" -- sh -c "exec '$static_program'"
+grep -qE "note: process [0-9]+ ran .*static_program, which Strata cannot enter \(it is statically linked" \
+  "$WORK/nothing_saved.out" && pass "nothing_saved: names the program it could not enter" ||
+  fail "nothing_saved: no note of the static program: $(head -3 "$WORK/nothing_saved.out")"
+# Programs Strata cannot enter, started inside the recorded tree (a static helper, one run
+# with LD_PRELOAD cleared, one started by posix_spawn): the rest is recorded, each of them is
+# named on stderr, in the profile's profilingLog (notEntered) and by `strata summary`.
+inside_script="'$program' 1000; '$static_program' >/dev/null; env -u LD_PRELOAD '$program' 1000"
+inside_script+="; python3 -c 'import os,sys; p=os.posix_spawn(sys.argv[1],[sys.argv[1]],os.environ); os.waitpid(p,0)' '$static_program' >/dev/null"
+expect_exit not_entered_inside 0 "note: process [0-9]+ ran .*static_program, which Strata cannot enter" \
+  env "${SANITIZER_ENV[@]}" "$STRATA" record -o "$WORK/inside.json" -- sh -c "$inside_script"
+static_notes=$(grep -cE "ran .*static_program, which Strata cannot enter \(it is statically linked" "$WORK/not_entered_inside.out")
+cleared_notes=$(grep -cE "ran .*hot_loop, which Strata cannot enter \(it was started with LD_PRELOAD cleared" "$WORK/not_entered_inside.out")
+[[ "$static_notes" -eq 2 && "$cleared_notes" -eq 1 ]] &&
+  pass "not_entered_inside: the static program (exec, posix_spawn) and the cleared one named" ||
+  fail "not_entered_inside: $static_notes static and $cleared_notes cleared notes (want 2, 1): $(grep note "$WORK/not_entered_inside.out")"
+in_log=$(python3 -c "import json,sys; log=json.load(open(sys.argv[1])).get('profilingLog',{}); print(sum(1 for v in log.values() if 'notEntered' in v))" "$WORK/inside.json" 2>/dev/null)
+[[ "$in_log" == 3 ]] && pass "not_entered_inside: 3 notEntered entries in profilingLog" ||
+  fail "not_entered_inside: profilingLog has ${in_log:-no} notEntered entries (want 3)"
+"$STRATA" summary "$WORK/inside.json" >"$WORK/inside.summary" 2>&1
+[[ $(grep -c "notEntered: .*cannot\|notEntered: .*statically linked\|notEntered: .*LD_PRELOAD cleared" "$WORK/inside.summary") -eq 3 ]] &&
+  pass "not_entered_inside: strata summary lists them" ||
+  fail "not_entered_inside: summary: $(grep -i note "$WORK/inside.summary" | head -3)"
 # A set-user-ID or set-group-ID program of another user (the loader ignores LD_PRELOAD in it) is
 # refused too; making one needs root (chown), so without it this part is skipped, and says so.
 cp "$program" "$WORK/setuid_program" && chmod u+w "$WORK/setuid_program"

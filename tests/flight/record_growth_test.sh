@@ -2,10 +2,11 @@
 # Issues 38 and 33: under `strata record`, each recorded process's flight recorder file grows
 # with what the process has written, never its whole buffer limit up front, and it goes when
 # the process ends without a crash (docs/flight-recorder.md). sleeping_children.sh starts 8
-# children that sleep 3 s (sleep, and shells ending by _exit), once plain and once under
+# children that wait until it has measured them (flock(1) on a lock it holds: ending by exit();
+# and shells ending by _exit), once plain and once under
 # `strata record` with its private directory on a tmpfs (/dev/shm when it is one: the files'
 # pages are shared memory there, Shmem in /proc/meminfo; else $WORK), and measures while they
-# sleep:
+# wait:
 #   - one file per child, each with the apparent size of the limit (64 MiB + ~2 MiB: sparse)
 #     but holding at most 6 MiB of blocks (st_blocks; ~2.1 MB measured: the header, the
 #     metadata written, the chunk being written and the next one). Before issue 33 every

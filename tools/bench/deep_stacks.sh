@@ -5,7 +5,10 @@
 # default walker, libunwind with verified frame-pointer steps), preloaded with the
 # frame-pointer walker (STRATA_STARTUP_FEATURES=framepointers), and under
 # `perf record -F 1000 -g` when perf is installed; with STRATA_BEFORE_LIB=PATH also that
-# library (e.g. one built before issue 38). Interleaved rounds, each variant once per round in
+# library (e.g. one built before issue 38); with STRATA_FLOOR_LIB=PATH (libsignal_floor.so) also
+# the floor of Strata's default source: an empty handler signalled by a perf task-clock event
+# on the main thread at 1 kHz (floor-perf), and the same with a thread waking every 4 ms as
+# Strata's sampler does (floor-perf-waker). Interleaved rounds, each variant once per round in
 # the same order; the program's CPU time (user + system, /usr/bin/time) per run, then the
 # medians and each variant's overhead against plain.
 #
@@ -23,6 +26,7 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 variants=(plain strata strata-fp)
 [[ -n "${STRATA_BEFORE_LIB:-}" ]] && variants+=(strata-before)
+[[ -n "${STRATA_FLOOR_LIB:-}" ]] && variants+=(floor-perf floor-perf-waker)
 command -v perf >/dev/null && perf record -q -o "$out/probe.data" -- true >/dev/null 2>&1 && variants+=(perf)
 cpu_of() { awk '{ printf "%.3f", $1 + $2 }' "$out/time"; }
 for ((i = 0; i < rounds; i++)); do
@@ -35,6 +39,10 @@ for ((i = 0; i < rounds; i++)); do
         STRATA_SHUTDOWN="$out/p.json" "${timed[@]}" >/dev/null ;;
       strata-before) env LD_PRELOAD="$STRATA_BEFORE_LIB" STRATA_STARTUP=1 STRATA_SHUTDOWN="$out/p.json" \
         "${timed[@]}" >/dev/null ;;
+      floor-perf*)
+        floor_env=(LD_PRELOAD="$STRATA_FLOOR_LIB" SIGNAL_FLOOR_HZ=1000 SIGNAL_FLOOR_MAIN=1 SIGNAL_FLOOR_SOURCE=perf)
+        [[ $variant == floor-perf-waker ]] && floor_env+=(SIGNAL_FLOOR_WAKER=1 SIGNAL_FLOOR_WAKER_HZ=250)
+        env "${floor_env[@]}" "${timed[@]}" >/dev/null 2>&1 ;;
       perf) perf record -q -F 1000 -g -o "$out/perf.data" -- "${timed[@]}" >/dev/null 2>&1 ;;
     esac
     echo "run $variant cpu_s=$(cpu_of)" | tee -a "$out/runs"

@@ -36,6 +36,14 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 variants=(plain floor strata kernel)
 command -v perf >/dev/null && perf record -q -o "$out/probe.data" -- true >/dev/null 2>&1 && variants+=(perf)
+# KERNEL_CAPTURE_VARIANTS="plain floor strata ..." picks others, among the above and
+#   floor-perf      the floor's empty handler signalled by a perf task-clock event per thread
+#                   (SIGNAL_FLOOR_SOURCE=perf: the source of Strata's default mode)
+#   floor-perf-waker  the same with a thread waking every 4 ms, as Strata's sampler does
+#   strata-nowalk   Strata without the stack walk (STRATA_STARTUP_FEATURES=-stackwalk)
+#   strata-timer    Strata in precise mode: per-thread CLOCK_MONOTONIC timers, the floor's source
+#   strata-before   the library STRATA_BEFORE_LIB=PATH (an earlier build), as strata
+[[ -n "${KERNEL_CAPTURE_VARIANTS:-}" ]] && read -r -a variants <<<"$KERNEL_CAPTURE_VARIANTS"
 interval_ms=$(awk -v hz="$hz" 'BEGIN { printf "%g", 1000 / hz }')
 args=(--depth "$depth" --iterations "$iterations" --hz "$hz" --stack "$stack")
 field() { sed -n "s/.*[ :]$1=\([0-9.]*\).*/\1/p" "$2" | head -1; }
@@ -59,15 +67,27 @@ for ((r = 0; r < rounds; r++)); do
     case "$v" in
       plain) "$probe" "${args[@]}" >"$out/o" 2>&1 ;;
       floor) env LD_PRELOAD="$floor_lib" SIGNAL_FLOOR_HZ="$hz" "$probe" "${args[@]}" >"$out/o" 2>&1 ;;
-      strata) env LD_PRELOAD="$strata_lib" STRATA_STARTUP=1 STRATA_STARTUP_INTERVAL="$interval_ms" \
-        STRATA_SHUTDOWN="$out/p.json" "$probe" "${args[@]}" >"$out/o" 2>&1 ;;
+      floor-perf) env LD_PRELOAD="$floor_lib" SIGNAL_FLOOR_HZ="$hz" SIGNAL_FLOOR_SOURCE=perf \
+        "$probe" "${args[@]}" >"$out/o" 2>&1 ;;
+      floor-perf-waker) env LD_PRELOAD="$floor_lib" SIGNAL_FLOOR_HZ="$hz" SIGNAL_FLOOR_SOURCE=perf \
+        SIGNAL_FLOOR_WAKER=1 SIGNAL_FLOOR_WAKER_HZ=250 "$probe" "${args[@]}" >"$out/o" 2>&1 ;;
+      strata*)
+        lib="$strata_lib" features=""
+        case "$v" in
+          strata-nowalk) features=-stackwalk ;;
+          strata-timer) features=precise ;;
+          strata-before) lib="$STRATA_BEFORE_LIB" ;;
+        esac
+        env LD_PRELOAD="$lib" STRATA_STARTUP=1 STRATA_STARTUP_INTERVAL="$interval_ms" \
+          ${features:+STRATA_STARTUP_FEATURES="$features"} STRATA_SHUTDOWN="$out/p.json" \
+          "$probe" "${args[@]}" >"$out/o" 2>&1 ;;
       kernel) "$probe" "${args[@]}" --capture kernel >"$out/o" 2>&1 ;;
       perf) perf record -q -e cpu-clock -F "$hz" -g -o "$out/perf.data" -- "$probe" "${args[@]}" >"$out/o" 2>&1 ;;
     esac
     case "$v" in
       plain) samples=0 ;;
-      floor) samples=$(field signals "$out/o") ;;
-      strata) samples=$(strata_samples "$out/p.json") ;;
+      floor*) samples=$(field signals "$out/o") ;;
+      strata*) samples=$(strata_samples "$out/p.json") ;;
       kernel) samples=$(field samples "$out/o") ;;
       perf) samples=$(perf script -i "$out/perf.data" -F comm 2>/dev/null | grep -c '^ *probe-') ;;
     esac

@@ -16,11 +16,18 @@
 //              the least a sampler that keeps anything must do.
 //   SIGNAL_FLOOR_MAIN=1       also arm a timer on the main thread (at load), as a sampler that
 //                             registers every thread does; default 0 (only created threads).
+//   SIGNAL_FLOOR_SOURCE=timer|perf
+//       timer (default) the per-thread CLOCK_MONOTONIC timer above;
+//       perf   instead a perf task-clock event per thread (user-mode CPU, one overflow per
+//              period of the thread's CPU, F_SETOWN_EX to the thread, F_SETSIG): the source
+//              of Strata's default mode, opened as Strata opens it (perf_task_clock_event.h).
 //   SIGNAL_FLOOR_WAKER=1      also start a thread that wakes at the same rate on absolute
 //                             CLOCK_MONOTONIC deadlines and does nothing else: the wake-ups of a
 //                             sampler thread that drains every interval (as Strata's does).
+//   SIGNAL_FLOOR_WAKER_HZ=N   the waker's rate instead (e.g. 250: Strata's sampler wakes every
+//                             4 ms with perf events, whatever the sampling rate)
 // At exit it prints one line to stderr:
-//   "signal_floor: hz=N handler=H main=M waker=W threads=T signals=S main_signals=X"
+//   "signal_floor: hz=N handler=H source=timer|perf main=M waker=W threads=T signals=S main_signals=X"
 // (S: signals handled by the threads the program created, X: by the main thread; counted
 // when each thread ends and at exit).
 //
@@ -30,8 +37,11 @@
 // context) and its timer deleted before the start routine's thread ends, including through
 // pthread_exit and cancellation (cleanup handler). Not a profiler: benchmark support only.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -57,6 +67,8 @@ struct Config {
   HandlerKind handler = HandlerKind::kEmpty;
   bool main_thread = false;
   bool waker = false;
+  long waker_hz = 0;  // 0: hz.
+  bool perf_source = false;
 };
 Config g_config;
 std::atomic<uint64_t> g_signals{0};       // Handled by the threads the program created.
@@ -67,6 +79,7 @@ struct ThreadState {
   bool is_main = false;
   timer_t timer;
   bool timer_created = false;
+  int perf_fd = -1;
   uint64_t signals = 0;
   unsigned char* ring = nullptr;
   size_t ring_offset = 0;
@@ -97,6 +110,34 @@ void StartCurrentThread(bool is_main) {
     if (ring != MAP_FAILED) state->ring = static_cast<unsigned char*>(ring);
   }
   t_state = state;
+  const long period_ns = 1000000000L / g_config.hz;
+  if (g_config.perf_source) {
+    perf_event_attr attr = {};
+    attr.size = sizeof(attr);
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.sample_period = static_cast<uint64_t>(period_ns);
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    attr.disabled = 1;
+    const int fd = static_cast<int>(
+        syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    if (fd < 0) {
+      std::perror("signal_floor: perf_event_open");
+      return;
+    }
+    f_owner_ex owner = {F_OWNER_TID, static_cast<pid_t>(syscall(SYS_gettid))};
+    if (fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) != 0 ||
+        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+      std::perror("signal_floor: perf event set-up");
+      close(fd);
+      return;
+    }
+    state->perf_fd = fd;
+    g_threads.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   sigevent event = {};
   event.sigev_notify = SIGEV_THREAD_ID;
   event.sigev_signo = SIGPROF;
@@ -106,7 +147,6 @@ void StartCurrentThread(bool is_main) {
     return;
   }
   state->timer_created = true;
-  const long period_ns = 1000000000L / g_config.hz;
   itimerspec spec = {};
   spec.it_interval.tv_sec = period_ns / 1000000000L;
   spec.it_interval.tv_nsec = period_ns % 1000000000L;
@@ -120,6 +160,7 @@ void StopCurrentThread(void*) {
   ThreadState* state = t_state;
   if (state == nullptr) return;
   if (state->timer_created) timer_delete(state->timer);
+  if (state->perf_fd >= 0) close(state->perf_fd);  // No overflow is signalled after it.
   t_state = nullptr;
   std::atomic<uint64_t>& total = state->is_main ? g_main_signals : g_signals;
   total.fetch_add(state->signals, std::memory_order_relaxed);
@@ -129,7 +170,7 @@ void StopCurrentThread(void*) {
 
 // The do-nothing sampler thread: absolute deadlines one period apart; a late one is skipped.
 void* WakerMain(void*) {
-  const long period_ns = 1000000000L / g_config.hz;
+  const long period_ns = 1000000000L / (g_config.waker_hz > 0 ? g_config.waker_hz : g_config.hz);
   timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
   for (;;) {
@@ -181,6 +222,9 @@ __attribute__((constructor)) void Load() {
   if (const char* handler = getenv("SIGNAL_FLOOR_HANDLER")) {
     g_config.handler = strcmp(handler, "record") == 0 ? HandlerKind::kRecord : HandlerKind::kEmpty;
   }
+  if (const char* source = getenv("SIGNAL_FLOOR_SOURCE")) {
+    g_config.perf_source = strcmp(source, "perf") == 0;
+  }
   if (const char* main_thread = getenv("SIGNAL_FLOOR_MAIN")) {
     g_config.main_thread = strcmp(main_thread, "1") == 0;
   }
@@ -190,6 +234,9 @@ __attribute__((constructor)) void Load() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGPROF, &action, nullptr);
   if (const char* waker = getenv("SIGNAL_FLOOR_WAKER")) g_config.waker = strcmp(waker, "1") == 0;
+  if (const char* waker_hz = getenv("SIGNAL_FLOOR_WAKER_HZ")) {
+    g_config.waker_hz = std::max(1L, atol(waker_hz));
+  }
   if (g_config.main_thread) StartCurrentThread(/*is_main=*/true);
   if (g_config.waker) {
     // Created with the real pthread_create: the waker gets no timer of its own, and it blocks
@@ -207,9 +254,10 @@ __attribute__((constructor)) void Load() {
 __attribute__((destructor)) void Unload() {
   StopCurrentThread(nullptr);  // The thread running exit (the main thread, usually).
   std::fprintf(stderr,
-               "signal_floor: hz=%ld handler=%s main=%d waker=%d threads=%llu signals=%llu "
-               "main_signals=%llu\n",
+               "signal_floor: hz=%ld handler=%s source=%s main=%d waker=%d threads=%llu "
+               "signals=%llu main_signals=%llu\n",
                g_config.hz, g_config.handler == HandlerKind::kRecord ? "record" : "empty",
+               g_config.perf_source ? "perf" : "timer",
                g_config.main_thread ? 1 : 0, g_config.waker ? 1 : 0,
                static_cast<unsigned long long>(g_threads.load()),
                static_cast<unsigned long long>(g_signals.load()),

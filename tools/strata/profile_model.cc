@@ -538,7 +538,8 @@ bool LoadProfileModel(const rapidjson::Value& document, Profile* profile, std::s
         profile->sampling_sources.push_back(std::string(process_log.name.GetString()) + ": " +
                                             source);
       }
-      for (const char* key : {"samplingStopped", "foreignSamplingSignals", "attached"}) {
+      for (const char* key :
+           {"samplingStopped", "foreignSamplingSignals", "attached", "notEntered"}) {
         const std::string note = StringOr(process_log.value, key);
         if (!note.empty()) {
           profile->sampling_notes.push_back(std::string(process_log.name.GetString()) + ": " +

@@ -1,5 +1,6 @@
 #include "tools/strata/program_check.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 namespace strata {
@@ -78,6 +80,37 @@ std::string WhyStrataCannotEnter(const std::string& path) {
   }
   close(fd);
   return why;
+}
+
+std::vector<NotEnteredProgram> NotEnteredPrograms(const std::string& directory,
+                                                  const std::set<int>& saved_pids) {
+  std::vector<NotEnteredProgram> result;
+  DIR* dir = opendir(directory.c_str());
+  if (dir == nullptr) return result;
+  while (dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    const size_t dot = name.find(".exec");
+    if (dot == std::string::npos || dot == 0 || dot + 5 != name.size() ||
+        name.find_first_not_of("0123456789") != dot) {
+      continue;
+    }
+    const int pid = std::atoi(name.c_str());
+    if (saved_pids.count(pid) != 0) continue;
+    std::ifstream note(directory + "/" + name);
+    std::string path, preload;
+    if (!std::getline(note, path) || !std::getline(note, preload) || path.empty()) continue;
+    NotEnteredProgram program{pid, path, ""};
+    const std::string resolved = ResolveCommand(path);
+    program.reason = resolved.empty() ? "" : WhyStrataCannotEnter(resolved);
+    if (program.reason.empty() && preload == "cleared") {
+      program.reason = "it was started with LD_PRELOAD cleared";
+    }
+    if (!program.reason.empty()) result.push_back(std::move(program));
+  }
+  closedir(dir);
+  std::sort(result.begin(), result.end(),
+            [](const NotEnteredProgram& a, const NotEnteredProgram& b) { return a.pid < b.pid; });
+  return result;
 }
 
 }  // namespace strata

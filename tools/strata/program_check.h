@@ -12,7 +12,9 @@
 #ifndef STRATA_TOOLS_STRATA_PROGRAM_CHECK_H_
 #define STRATA_TOOLS_STRATA_PROGRAM_CHECK_H_
 
+#include <set>
 #include <string>
+#include <vector>
 
 namespace strata {
 
@@ -24,6 +26,20 @@ std::string ResolveCommand(const std::string& command);
 // "set-user-ID root"...), or "" when it can (or when it cannot tell: not an ELF file,
 // unreadable).
 std::string WhyStrataCannotEnter(const std::string& path);
+
+// A program started inside a recorded tree that Strata could not enter (issue 34): the
+// process `pid` ran `path` (as noted: a name is looked up in PATH) and saved no profile.
+struct NotEnteredProgram {
+  int pid = 0;
+  std::string path;
+  std::string reason;  // As WhyStrataCannotEnter says, or that LD_PRELOAD was cleared.
+};
+
+// From the notes that the base tier's exec and posix_spawn wrappers left in a record's
+// `directory` (<pid>.exec: base/internal/process/exec_notes.h), the programs of processes
+// without a profile (not in `saved_pids`) that Strata could not enter, by pid.
+std::vector<NotEnteredProgram> NotEnteredPrograms(const std::string& directory,
+                                                  const std::set<int>& saved_pids);
 
 }  // namespace strata
 

@@ -215,6 +215,8 @@ std::vector<std::string> CommandEnvironment(const RecordOptions& options, const 
   // Each process's buffer in a file there: a process that dies without saving is recovered
   // from it (docs/flight-recorder.md); one that saves removes its file.
   if (options.flight_recorder) set["STRATA_FLIGHT_RECORDER"] = directory;
+  // Each process notes the programs it starts there: the ones Strata cannot enter are named.
+  set["STRATA_RECORD_NOTES"] = directory;
   if (options.interval_ms > 0) {
     char text[32];
     std::snprintf(text, sizeof(text), "%g", options.interval_ms);
@@ -490,6 +492,32 @@ void RemoveDirectory(const std::string& directory) {
   rmdir(directory.c_str());
 }
 
+// Each program Strata could not enter, in the profile's log of its process (profilingLog,
+// keyed by pid, as attach's notes are): {"notEntered": "PATH: REASON"}; `strata summary`
+// lists it.
+void NoteNotEnteredPrograms(const std::vector<NotEnteredProgram>& programs,
+                            rapidjson::Document* root) {
+  if (programs.empty()) return;
+  auto& allocator = root->GetAllocator();
+  if (!root->HasMember("profilingLog") || !(*root)["profilingLog"].IsObject()) {
+    root->RemoveMember("profilingLog");
+    root->AddMember("profilingLog", rapidjson::Value(rapidjson::kObjectType), allocator);
+  }
+  rapidjson::Value& log = (*root)["profilingLog"];
+  for (const NotEnteredProgram& program : programs) {
+    const std::string pid = std::to_string(program.pid);
+    if (!log.HasMember(pid.c_str())) {
+      log.AddMember(rapidjson::Value(pid.c_str(), allocator),
+                    rapidjson::Value(rapidjson::kObjectType), allocator);
+    }
+    rapidjson::Value& process = log[pid.c_str()];
+    if (!process.IsObject()) continue;
+    const std::string text = program.path + ": " + program.reason;
+    process.RemoveMember("notEntered");
+    process.AddMember("notEntered", rapidjson::Value(text.c_str(), allocator), allocator);
+  }
+}
+
 // Profiles the processes saved: pid -> path; also counts unfinished temporary files.
 std::map<pid_t, std::string> SavedProfiles(const std::string& directory, size_t* unfinished) {
   std::map<pid_t, std::string> profiles;
@@ -637,6 +665,18 @@ int Record(const RecordOptions& options) {
     // started before libstrata_record.so could stop it): left out.
     for (auto it = saved.begin(); it != saved.end();) it = it->first == run.pid ? std::next(it) : saved.erase(it);
   }
+  // Programs started in the tree that Strata could not enter: said, and in the profile.
+  std::set<int> saved_pids;
+  for (const auto& entry : saved) saved_pids.insert(entry.first);
+  const std::vector<NotEnteredProgram> not_entered = NotEnteredPrograms(directory, saved_pids);
+  if (!options.quiet || saved.empty()) {
+    for (const NotEnteredProgram& program : not_entered) {
+      std::fprintf(stderr,
+                   "strata record: note: process %d ran %s, which Strata cannot enter (%s): it is "
+                   "not in the profile\n",
+                   program.pid, program.path.c_str(), program.reason.c_str());
+    }
+  }
   if (saved.empty()) {
     // Never a silent empty result: the command's own failure status, or 3 when it succeeded
     // but no process of it was profiled (it cleared LD_PRELOAD, or ran only static or
@@ -693,6 +733,7 @@ int Record(const RecordOptions& options) {
     if (i != parent) children.push_back(std::move(documents[i]));
   }
   MergeProfiles(&root, &children);
+  NoteNotEnteredPrograms(not_entered, &root);
   const double merge_seconds = Seconds(merge_start);
 
   // Symbolicate.

@@ -27,7 +27,8 @@ std::atomic<int> g_deferred{0};
 std::atomic<int64_t> g_first_ns{0};
 constexpr int64_t kSameRequestNs = 1'000'000'000;
 
-bool EndsProcessByDefault(int signal_number) {
+// Unused in a TSan build (DeferTerminatingSignalsDuringExitSave takes nothing there).
+[[maybe_unused]] bool EndsProcessByDefault(int signal_number) {
   switch (signal_number) {
     case SIGHUP: case SIGINT: case SIGQUIT: case SIGUSR1: case SIGUSR2: case SIGPIPE:
     case SIGALRM: case SIGTERM: case SIGSTKFLT: case SIGXCPU: case SIGXFSZ: case SIGVTALRM:

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "base/internal/allocations/native_allocations.h"
+#include "base/internal/process/exec_notes.h"
 #include "base/internal/process/exit_save_signals.h"
 #include "base/internal/session/capture.h"
 #include "base/internal/signals/control_signal.h"
@@ -291,6 +292,10 @@ void Initialize() {
   ProfilerInit();
   ResolveWaitFunctions();
   ResolveProcessEndFunctions();
+  ResolveProgramStartFunctions();
+  if (!env.record_notes_directory.empty()) {
+    SetExecNotesDirectory(env.record_notes_directory.c_str());
+  }
   // A process started by another profiled process with the same path saves to its own file.
   const std::string shutdown_path =
       ShutdownPathForThisProcess(env.shutdown_path, reinterpret_cast<const void*>(&Initialize));
@@ -492,10 +497,13 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
 // The exec family: the image is replaced, its flight recorder files go first (a failed exec
 // leaves the session running without a file to recover from). glibc's own exec functions call
 // its internal execve, so each is wrapped.
-#define STRATA_EXEC_WRAPPER(name, which, signature, arguments)                          \
+// Under `strata record` each notes the program it starts (exec_notes.h).
+#define STRATA_EXEC_WRAPPER(name, which, signature, arguments, noted_path, noted_environment) \
   int name signature {                                                                 \
     using namespace strata::base_internal;                                             \
     const auto real = RealProcessEndFunction<int(*) signature>(which);                 \
+    NoteProgramStart(static_cast<pid_t>(strata::RawSyscall(SYS_getpid)), noted_path,   \
+                     noted_environment);                                               \
     OnImageEnd();                                                                      \
     if (!real) {                                                                       \
       errno = ENOSYS;                                                                  \
@@ -504,12 +512,15 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
     return real arguments;                                                             \
   }
 STRATA_EXEC_WRAPPER(execve, kExecve, (const char* path, char* const argv[], char* const envp[]),
-                    (path, argv, envp))
-STRATA_EXEC_WRAPPER(execv, kExecv, (const char* path, char* const argv[]), (path, argv))
-STRATA_EXEC_WRAPPER(execvp, kExecvp, (const char* file, char* const argv[]), (file, argv))
+                    (path, argv, envp), path, envp)
+STRATA_EXEC_WRAPPER(execv, kExecv, (const char* path, char* const argv[]), (path, argv), path,
+                    nullptr)
+STRATA_EXEC_WRAPPER(execvp, kExecvp, (const char* file, char* const argv[]), (file, argv), file,
+                    nullptr)
 STRATA_EXEC_WRAPPER(execvpe, kExecvpe, (const char* file, char* const argv[], char* const envp[]),
-                    (file, argv, envp))
-STRATA_EXEC_WRAPPER(fexecve, kFexecve, (int fd, char* const argv[], char* const envp[]), (fd, argv, envp))
+                    (file, argv, envp), file, envp)
+STRATA_EXEC_WRAPPER(fexecve, kFexecve, (int fd, char* const argv[], char* const envp[]),
+                    (fd, argv, envp), nullptr, envp)
 #undef STRATA_EXEC_WRAPPER
 
 // execl, execlp, execle: their arguments gathered on the stack (alloca, as glibc does: no

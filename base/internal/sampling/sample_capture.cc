@@ -185,7 +185,8 @@ bool InLoadedObject(uintptr_t pc) {
 // (not through libunwind's accessor, so not in a WalkReadLog).
 size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_context,
                              const FrameRegisters* start, NativeFrame* frames, size_t capacity,
-                             FrameRegisters* stopped, bool* reads_logged = nullptr) {
+                             FrameRegisters* stopped, uint32_t features,
+                             bool* reads_logged = nullptr) {
   *stopped = FrameRegisters();
   if (reads_logged) *reads_logged = true;
   if (capacity == 0) return 0;
@@ -195,7 +196,6 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
     *stopped = registers;
     return 0;
   }
-  const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
   const LibunwindFunctions* unwind = LoadedLibunwind();
   const bool frame_pointers = (features & kFeatureFramePointers) ||
                               !g_libunwind_ready.load(std::memory_order_acquire) || !unwind ||
@@ -234,9 +234,11 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
   // Lookups during the walk must not take the loader's lock (libunwind_walker.h); libunwind's
   // reads outside this stack are checked (libunwind_imports.h).
   SetLibunwindWalkStackBounds(thread->bounds.low, thread->bounds.high);
+  SetLibunwindWalkContext(walk_context);
   SetLibunwindLookupPc(registers.pc);
   if (unwind->init_local2(&cursor, walk_context, UNW_INIT_SIGNAL_FRAME) != 0) {
     SetLibunwindLookupPc(0);
+    SetLibunwindWalkContext(nullptr);
     return 1;
   }
   size_t count = 1;
@@ -265,6 +267,7 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
     previous_sp = sp;
   }
   SetLibunwindLookupPc(0);
+  SetLibunwindWalkContext(nullptr);
   return count;
 }
 
@@ -309,12 +312,13 @@ void CommitSample(void* thread_context) { CommitSampleImpl(thread_context); }
 size_t WalkNativeSegment(void* thread_context, ucontext_t* context, const FrameRegisters* start,
                          NativeFrame* frames, size_t capacity, FrameRegisters* stopped) {
   return WalkNativeSegmentImpl(static_cast<RegisteredThread*>(thread_context), context, start,
-                               frames, capacity, stopped);
+                               frames, capacity, stopped,
+                               g_sampling_features.load(std::memory_order_relaxed));
 }
 size_t WalkCallerStack(RegisteredThread* thread, ucontext_t* context, NativeFrame* frames,
-                       size_t capacity, bool* reads_logged) {
+                       size_t capacity, uint32_t features, bool* reads_logged) {
   FrameRegisters stopped;
-  return WalkNativeSegmentImpl(thread, context, nullptr, frames, capacity, &stopped,
+  return WalkNativeSegmentImpl(thread, context, nullptr, frames, capacity, &stopped, features,
                                reads_logged);
 }
 SampleSlot* BeginSampleWithoutNativeWalk(void* thread_context, ucontext_t* context,

@@ -36,13 +36,14 @@ STRATA_BASE_HIDDEN void CopyLabelsIntoSlot(const ProfilingStack& labels, SampleS
 struct RegisteredThread;
 
 // The calling thread's own stack walked from `context` (a wrapped call's caller registers:
-// own_samples.h), as its signal handler walks a sample: frames into `frames`. *reads_logged
+// own_samples.h), as its signal handler walks a sample under the sampling `features` (the
+// caller's snapshot of them): frames into `frames`. *reads_logged
 // is false when frame pointers were read (directly), true otherwise: the frames are then a
 // function of the context's pc, sp and fp, the stack words libunwind read (a WalkReadLog set
 // on the thread has them all: libunwind_imports.h) and the loaded objects. Async-signal-safe.
 STRATA_BASE_HIDDEN size_t WalkCallerStack(RegisteredThread* thread, ucontext_t* context,
                                           NativeFrame* frames, size_t capacity,
-                                          bool* reads_logged);
+                                          uint32_t features, bool* reads_logged);
 
 }  // namespace base_internal
 }  // namespace strata

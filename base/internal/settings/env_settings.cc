@@ -111,6 +111,10 @@ constexpr VariableHelp kVariables[] = {
      "=<directory>: keep the profile buffer in a file there, strata-<pid>-<start>.flight, that "
      "survives a crash or a kill; `strata recover FILE` turns it into a profile "
      "(docs/flight-recorder.md). Must be an existing writable directory. Default: off."},
+    {"STRATA_RECORD_NOTES",
+     "=<directory>: set by `strata record`: each program this process starts (exec, "
+     "posix_spawn) is noted there as <pid>.exec, so that record can name the ones Strata "
+     "could not enter (docs/cli.md). Must be an existing writable directory. Default: off."},
 };
 
 std::string Trim(std::string s) {
@@ -421,16 +425,21 @@ EnvironmentSettings ReadEnvironment(
     }
   }
 
-  if (const char* value = getenv_function("STRATA_FLIGHT_RECORDER")) {
+  // A directory variable: kept when it names an existing directory this process can write to.
+  auto writable_directory = [&](const char* name, const char* otherwise, std::string* into) {
+    const char* value = getenv_function(name);
+    if (value == nullptr) return;
     struct stat st {};
     if (value[0] == '\0' || stat(value, &st) != 0 || !S_ISDIR(st.st_mode) ||
         access(value, W_OK | X_OK) != 0) {
-      bad("STRATA_FLIGHT_RECORDER", value, "an existing directory this process can write to",
-          "no flight recorder");
+      bad(name, value, "an existing directory this process can write to", otherwise);
     } else {
-      env.flight_recorder_directory = value;
+      *into = value;
     }
-  }
+  };
+  writable_directory("STRATA_FLIGHT_RECORDER", "no flight recorder",
+                     &env.flight_recorder_directory);
+  writable_directory("STRATA_RECORD_NOTES", "no notes", &env.record_notes_directory);
   return env;
 }
 

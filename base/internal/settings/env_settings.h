@@ -25,6 +25,7 @@ struct EnvironmentSettings {
   std::string shutdown_path;  // STRATA_SHUTDOWN, with %p not yet replaced
   int control_signal = 0;     // STRATA_SIGNAL (control_signal.h); 0: none.
   std::string flight_recorder_directory;  // STRATA_FLIGHT_RECORDER, checked to be a writable dir
+  std::string record_notes_directory;    // STRATA_RECORD_NOTES, checked the same way
   ProfilerSettings settings;  // STRATA_STARTUP_INTERVAL, _BUFFER_MB, _FEATURES, _FILTERS
   // STRATA_ALLOC_INTERVAL: mean bytes between sampled allocations (native_allocations.h).
   uint64_t native_allocation_interval = 64 * 1024;

@@ -37,16 +37,21 @@ SignalsBlockedForRingWrite::~SignalsBlockedForRingWrite() {
   }
 }
 
+static_assert(OwnWalkCache::kMaxFrames == SampleSlot::kMaxNativeFrames - 1,
+              "the cache holds every frame of a slot but the leaf");
+
 namespace {
 
 struct CallerWalk {
   RegisteredThread* thread;
   ucontext_t* context;
+  uint32_t features;  // The cache's key has the same snapshot.
 };
 
 size_t WalkFromCaller(void* argument, NativeFrame* frames, size_t capacity, bool* reads_logged) {
   const CallerWalk& walk = *static_cast<const CallerWalk*>(argument);
-  return WalkCallerStack(walk.thread, walk.context, frames, capacity, reads_logged);
+  return WalkCallerStack(walk.thread, walk.context, frames, capacity, walk.features,
+                         reads_logged);
 }
 
 }  // namespace
@@ -64,9 +69,9 @@ void FillCallStack(RegisteredThread* thread, SampleSlot* slot, const void* funct
   context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(caller.fp);
   // The same walk as last time from this place when the stack words it read still hold
   // (own_walk_cache.h).
-  CallerWalk walk{thread, &context};
-  const OwnWalkStart start{caller.pc, caller.sp, caller.fp,
-                           g_sampling_features.load(std::memory_order_relaxed)};
+  const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
+  CallerWalk walk{thread, &context, features};
+  const OwnWalkStart start{caller.pc, caller.sp, caller.fp, features};
   size_t count = 1 + thread->own_walk_cache.Walk(start, context, thread->bounds.high,
                                                  slot->natives + 1,
                                                  SampleSlot::kMaxNativeFrames - 1,

@@ -6,15 +6,22 @@
 // places, with the same stack above them.
 //
 // Why a reuse is exact: the walk starts from the caller's pc, sp and fp (the other registers
-// zero), and libunwind reads program memory only through its accessor, for the stack words
-// its unwind rules name (its tables come from checked copies of the loaded objects' own:
-// unwind_table_copy.h). Every such word is logged (WalkReadLog). A later walk from the same
-// registers, under the same sampling features, whose logged words all hold the same values
-// now, would take the same steps and give the same frames: they are copied instead. Only the
-// loaded objects could differ (an object unloaded and another loaded at its address since);
-// the frames then name the same addresses a new walk would have started from, and symbols
-// are resolved from the module list at save time in both cases. Walks that read frame
-// pointers (not logged) and walks whose log overflowed are not kept.
+// zero), and libunwind's local build reads program memory through its accessor for the stack
+// words its unwind rules name (its tables come from checked copies of the loaded objects'
+// own: unwind_table_copy.h). Every such word is logged (WalkReadLog). A later walk from the
+// same registers, under the same sampling features and stack bounds, whose logged words all
+// hold the same values now, would take the same steps and give the same frames: they are
+// copied instead. Not kept, because some input was not logged or may change by itself:
+//   - a walk that read frame pointers (directly);
+//   - one that stepped through a function whose rule is a DWARF expression: libunwind reads
+//     an expression's DW_OP_deref words directly (glibc's signal trampoline __restore_rt,
+//     so every walk across a signal frame; GCC's realigned frames; the PLT);
+//   - one during which a lookup was refused for a passing reason (a busy copy slot, an
+//     unreadable byte), or a read failed (its readability was an input), or the log
+//     overflowed.
+// Only the loaded objects could differ (an object unloaded and another loaded at its address
+// since); the frames then name the same addresses a new walk would have started from, and
+// symbols are resolved from the module list at save time in both cases.
 //
 // Cost of a reuse: one load and compare per logged word (in-stack words: plain loads above
 // the start sp; any other through CheckedRead). Memory: kEntries entries of the thread's own
@@ -59,7 +66,8 @@ using OwnWalkFunction = size_t (*)(void* argument, NativeFrame* frames, size_t c
 class OwnWalkCache {
  public:
   static constexpr int kEntries = 4;
-  static constexpr size_t kMaxFrames = 1023;  // SampleSlot::kMaxNativeFrames less the leaf.
+  static constexpr size_t kMaxFrames = 1023;  // SampleSlot::kMaxNativeFrames less the leaf
+                                              // (static_assert in own_samples.cc).
   static constexpr uint32_t kMaxReads = 2048;
 
   OwnWalkCache() = default;

@@ -4,6 +4,7 @@
 #include "base/internal/wait/own_walk_cache.h"
 
 #include <libunwind.h>
+#include <signal.h>
 #include <ucontext.h>
 
 #include <vector>
@@ -28,27 +29,31 @@ struct WalkResult {
 
 // The walk the cache makes on a miss, as own_samples.cc's (WalkCallerStack): libunwind from
 // the context itself (its registers read through the accessor, from the context's memory),
-// each stack word read logged through libunwind's accessor.
+// each lookup served from checked copies of the tables (SetLibunwindLookupPc), each stack
+// word read logged through libunwind's accessor. frames[0] is the start.
 size_t WalkFromContext(void* argument, NativeFrame* frames, size_t capacity,
                        bool* reads_logged) {
   *reads_logged = true;
+  ucontext_t* context = static_cast<ucontext_t*>(argument);
   const LibunwindFunctions* unwind = LoadedLibunwind();
   static unw_cursor_t cursor;
   const StackBounds bounds = StackBounds::OfCurrentThread();
-  ScopedStrataLibunwindWalk walk;
   SetLibunwindWalkStackBounds(bounds.low, bounds.high);
-  if (unwind->init_local2(&cursor, static_cast<ucontext_t*>(argument), UNW_INIT_SIGNAL_FRAME) !=
-      0) {
-    return 0;
+  frames[0] = {static_cast<uintptr_t>(context->uc_mcontext.gregs[REG_RIP]),
+               static_cast<uintptr_t>(context->uc_mcontext.gregs[REG_RSP])};
+  SetLibunwindLookupPc(frames[0].pc);
+  size_t count = 1;
+  if (unwind->init_local2(&cursor, context, UNW_INIT_SIGNAL_FRAME) == 0) {
+    while (count < capacity && unwind->step(&cursor) > 0) {
+      unw_word_t pc = 0, sp = 0;
+      unwind->get_reg(&cursor, UNW_REG_IP, &pc);
+      unwind->get_reg(&cursor, UNW_REG_SP, &sp);
+      if (pc == 0 || sp <= frames[count - 1].sp) break;
+      frames[count++] = {static_cast<uintptr_t>(pc), static_cast<uintptr_t>(sp)};
+      SetLibunwindLookupPc(pc - 1);
+    }
   }
-  size_t count = 0;
-  while (count < capacity && unwind->step(&cursor) > 0) {
-    unw_word_t pc = 0, sp = 0;
-    unwind->get_reg(&cursor, UNW_REG_IP, &pc);
-    unwind->get_reg(&cursor, UNW_REG_SP, &sp);
-    if (pc == 0) break;
-    frames[count++] = {static_cast<uintptr_t>(pc), static_cast<uintptr_t>(sp)};
-  }
+  SetLibunwindLookupPc(0);
   return count;
 }
 
@@ -197,6 +202,44 @@ TEST_CASE("OwnWalkCache: other sampling features are another walk; the oldest en
   Run(steps);
   CHECK(cache.walks() == OwnWalkCache::kEntries + 2);
   CHECK(cache.reuses() == 1);
+}
+
+// A signal handler's walks, from one place in it: they cross the signal frame.
+std::vector<WalkResult> g_handler_walks;
+void WalkInHandler(int) {
+  g_handler_walks = Run({{false, false, 1}, {false, false, 1}, {false, true, 1}});
+}
+
+TEST_CASE("OwnWalkCache: a walk across a signal frame is not kept", "[base][wait]") {
+  // libunwind finds the interrupted frame through glibc's __restore_rt, whose CFA rule is a
+  // DWARF expression (DW_OP_deref of the saved rsp, read directly, not logged): a reuse could
+  // not tell another interrupted stack from this one.
+  REQUIRE(WarmUpLibunwind());
+  OwnWalkCache cache;
+  g_cache = &cache;
+  struct sigaction action {};
+  action.sa_handler = &WalkInHandler;
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous;
+  REQUIRE(sigaction(SIGUSR1, &action, &previous) == 0);
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &previous, nullptr);
+  REQUIRE(g_handler_walks.size() == 3);
+  // The walks reached this test's own frames, past the signal frame...
+  const WalkResult& fresh = g_handler_walks[2];
+  const uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  bool below_here = false, above_here = false;
+  for (const NativeFrame& frame : fresh.frames) {
+    below_here = below_here || frame.sp < here;
+    above_here = above_here || frame.sp > here;
+  }
+  CHECK(below_here);
+  CHECK(above_here);
+  // ...and each was walked: none kept, none reused.
+  CHECK(cache.walks() == 2);
+  CHECK(cache.reuses() == 0);
+  CHECK(SameFrames(g_handler_walks[0], fresh));
+  CHECK(SameFrames(g_handler_walks[1], fresh));
 }
 
 TEST_CASE("OwnWalkCache: a walk that read otherwise than through libunwind is not kept",

@@ -91,9 +91,11 @@ bool WriteWaitStackLocked(RegisteredThread* thread, uint64_t sequence, TimeStamp
     context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(caller.pc);
     context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(caller.sp);
     context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(caller.fp);
-    // The sampler thread blocks every signal (profiler_thread_signals.h; it unblocks some
-    // only inside AnswerThreadDirectedSignals): libunwind's own blocking is skipped.
-    ScopedEverySignalBlocked every_signal_blocked;
+    // On the sampler thread every signal is blocked (profiler_thread_signals.h): libunwind's
+    // own blocking, two system calls a frame, is skipped. Asked, not assumed: a program's
+    // thread also gets here (its unregistration, a registration's sweep, the save), with
+    // its own mask.
+    ScopedEverySignalBlocked every_signal_blocked(EverySignalBlockedOnThisThread());
     count += WalkStackWithLibunwind(&context, thread->bounds, slot->natives + count,
                                     SampleSlot::kMaxNativeFrames - count);
   }
