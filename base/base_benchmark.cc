@@ -12,10 +12,13 @@
 #include "benchmark/benchmark.h"
 #include "base/internal/session/core.h"
 #include "platform/strata_clock.h"
+#include "platform/strata_clock_table.h"
 #include "platform/time_stamp.h"
 #include "platform/tsc_clock.h"
 #include "shared/buffer/chunked_buffer.h"
 #include "shared/buffer/entry_kinds.h"
+#include "shared/buffer/staging_area.h"
+#include "shared/profile/marker_entry.h"
 
 namespace {
 
@@ -140,6 +143,53 @@ void BM_MarkerTypedThreeFields(benchmark::State& state) {
   strata::base_internal::SessionBuffer().Clear();
 }
 BENCHMARK(BM_MarkerTypedThreeFields);
+
+// Where an instant marker's nanoseconds go (issue 38): its work written inline, with the
+// same building blocks as the fast path (base/internal/markers/markers.cc
+// BeginStagedMarkerNow) but no call, no gate and none of its checks, into a staging of this
+// benchmark's own that is flushed into the session buffer when full, as the marker's is.
+// kClock: 0 no clock read (the header's stores and the flushes alone), 1 rdtscp and the
+// conversion (the Strata clock: the ordered floor of a marker), 2 plain rdtsc and the
+// conversion (what an unordered clock would cost).
+template <int kClock>
+void BM_MarkerFloor(benchmark::State& state) {
+  EnsureStarted();
+  strata::StagingArea* const staging = new strata::StagingArea;
+  const strata::ThreadId tid = strata::CurrentThreadId();
+  static const char kName[] = "marker";
+  for (auto _ : state) {
+    constexpr size_t kEntryBytes = 1 + strata::profile::kCommonMarkerHeaderBytes;
+    uint8_t* p = staging->TryReserveSmallEntry(kEntryBytes);
+    if (p == nullptr) {
+      staging->FlushAndRewind(strata::base_internal::SessionBuffer());
+      p = staging->TryReserveSmallEntry(kEntryBytes);
+    }
+    int64_t now_ns = 1;
+    if constexpr (kClock != 0) {
+      uint64_t ticks;
+      if constexpr (kClock == 1) {
+        ticks = strata::clock_internal::ReadStrataClockTicks();
+      } else {
+        ticks = strata::ReadTscTicks();
+      }
+      if (!strata::clock_internal::TicksToStrataNanosecondsNewestSegment(ticks, &now_ns)) {
+        strata::clock_internal::TicksToStrataNanosecondsSlow(ticks, &now_ns);
+      }
+    }
+    *p = static_cast<uint8_t>(strata::EntryKind::kMarker);
+    strata::profile::WriteCommonMarkerHeader(
+        p + 1, tid, strata::MarkerPhase::kInstant,
+        strata::TimeStamp::FromNanoseconds(now_ns), strata::TimeStamp(), kName,
+        sizeof(kName) - 1, static_cast<uint8_t>(strata::Category::kOther), 0);
+    staging->CommitEntry();
+  }
+  staging->Discard();
+  delete staging;
+  strata::base_internal::SessionBuffer().Clear();
+}
+BENCHMARK_TEMPLATE(BM_MarkerFloor, 0)->Name("BM_MarkerFloorStoresOnly");
+BENCHMARK_TEMPLATE(BM_MarkerFloor, 1)->Name("BM_MarkerFloorOrdered");
+BENCHMARK_TEMPLATE(BM_MarkerFloor, 2)->Name("BM_MarkerFloorUnordered");
 
 // The cost of sampling a busy thread: the same work with and without a session; the
 // difference divided by the samples taken is the cost of one sample (signal delivery, stack

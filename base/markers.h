@@ -264,11 +264,42 @@ struct LiteralName {
 // does not fit: record it with RecordMarker().
 uint8_t* BeginStagedMarker(LiteralName name, Category category, const MarkerTiming& timing,
                            uint8_t payload_tag, size_t payload_bytes, StagingArea** staging);
-// The same for the commonest marker, an instant at the time it is recorded: the arguments
-// in registers, one clock read (rdtsc and the conversion table), no phase to look at.
-uint8_t* BeginStagedInstantMarker(const char* name_chars, size_t name_length,
-                                  unsigned category_and_tag, size_t payload_bytes,
-                                  StagingArea** staging);
+// The same for a marker that reads the clock once (the commonest: an instant, an interval
+// start or end, an interval ending or starting now), its arguments in registers: `packed` is
+// PackStagedMarker()'s (which time is now, category, tag, phase, payload size), `start_ns`
+// and `end_ns` the header's times (those that are now are overwritten). One clock read
+// (rdtscp and the conversion table). Falls back to BeginStagedMarker() (which reads the
+// clock again) on the same conditions.
+uint8_t* BeginStagedMarkerNow(const char* name_chars, size_t name_length, unsigned packed,
+                              int64_t start_ns, int64_t end_ns, StagingArea** staging);
+// The largest payload BeginStagedMarkerNow() takes (its entry's size is one byte).
+inline constexpr size_t kMaxStagedMarkerNowPayloadBytes =
+    0x7f - 1 - profile::kCommonMarkerHeaderBytes;
+inline constexpr unsigned kStagedMarkerStartIsNow = 1u << 18;
+inline constexpr unsigned kStagedMarkerEndIsNow = 1u << 19;
+// Which of `timing`'s times are read from the clock, ResolveMarkerTimes' rules: the start of
+// an instant, interval or interval start, the end of an interval or interval end, when not
+// given. 0: none (BeginStagedMarker() then, no clock read).
+constexpr unsigned StagedMarkerTimesNow(const MarkerTiming& timing) {
+  return (timing.phase != MarkerPhase::kIntervalEnd && timing.start.IsNull()
+              ? kStagedMarkerStartIsNow
+              : 0) |
+         ((timing.phase == MarkerPhase::kInterval || timing.phase == MarkerPhase::kIntervalEnd) &&
+                  timing.end.IsNull()
+              ? kStagedMarkerEndIsNow
+              : 0);
+}
+// Category, payload tag, phase, the times that are now (StagedMarkerTimesNow) and the
+// payload size (at most kMaxStagedMarkerNowPayloadBytes), in one register.
+constexpr unsigned PackStagedMarker(Category category, uint8_t payload_tag, MarkerPhase phase,
+                                    unsigned times_now, size_t payload_bytes) {
+  return static_cast<unsigned>(category) | (static_cast<unsigned>(payload_tag) << 8) |
+         (static_cast<unsigned>(phase) << 16) | times_now |
+         (static_cast<unsigned>(payload_bytes) << 24);
+}
+constexpr MarkerPhase UnpackMarkerPhase(unsigned packed) {
+  return static_cast<MarkerPhase>((packed >> 16) & 3);
+}
 
 // True when BeginStaged*Marker may take the marker (see above).
 inline bool MarkerCanBeStaged(LiteralName name, const MarkerOptions& options) {
@@ -285,11 +316,17 @@ inline void RecordLiteralMarker(LiteralName name, Category category, const Marke
   uint8_t* p = nullptr;
   if (__builtin_expect(MarkerCanBeStaged(name, options), 1)) {
     const MarkerTiming& timing = options.timing();
-    if (timing.phase == MarkerPhase::kInstant && timing.start.IsNull()) {
-      p = BeginStagedInstantMarker(
-          name.chars, name.length,
-          static_cast<unsigned>(category) | (static_cast<unsigned>(payload_tag) << 8),
-          payload_bytes, &staging);
+    const unsigned times_now = StagedMarkerTimesNow(timing);
+    if (times_now != 0 && payload_bytes <= kMaxStagedMarkerNowPayloadBytes) {
+      // The times the phase does not have are written as null, as ResolveMarkerTimes does.
+      const bool has_start = timing.phase != MarkerPhase::kIntervalEnd;
+      const bool has_end =
+          timing.phase == MarkerPhase::kInterval || timing.phase == MarkerPhase::kIntervalEnd;
+      p = BeginStagedMarkerNow(name.chars, name.length,
+                               PackStagedMarker(category, payload_tag, timing.phase, times_now,
+                                                payload_bytes),
+                               has_start ? timing.start.ToNanoseconds() : 0,
+                               has_end ? timing.end.ToNanoseconds() : 0, &staging);
     } else {
       p = BeginStagedMarker(name, category, timing, payload_tag, payload_bytes, &staging);
     }
@@ -340,12 +377,40 @@ inline void RecordTextMarker(const Name& name, Category category, const MarkerOp
                              std::string_view text) {
   RecordNamedMarker(name, category, options, kTextMarkerTag, text);
 }
+// A typed marker's argument as its payload field `Field`: a reference to the argument itself
+// when it has the field's type (no copy: a ProfilerString's copy is a std::string's), else
+// the argument converted (a temporary that lives until the end of the full expression that
+// records the marker).
+template <typename Field, typename Arg,
+          std::enable_if_t<std::is_same<std::decay_t<Arg>, Field>::value, int> = 0>
+inline const Field& AsPayloadField(const Arg& arg) {
+  return arg;
+}
+template <typename Field, typename Arg,
+          std::enable_if_t<!std::is_same<std::decay_t<Arg>, Field>::value, int> = 0>
+inline Field AsPayloadField(const Arg& arg) {
+  return Field(arg);
+}
+template <typename MarkerType, typename Name, typename... Args, size_t... I>
+inline void RecordTypedMarkerFields(const Name& name, Category category,
+                                    const MarkerOptions& options, std::index_sequence<I...>,
+                                    const Args&... args) {
+  using Typed = TypedMarker<MarkerType>;
+  using Payload = typename Typed::Payload;
+  static_assert(sizeof...(Args) == std::tuple_size<Payload>::value,
+                "a typed marker takes one argument per StreamJSONMarkerData field");
+  // References to the fields: serialized as the Payload tuple itself (Serializer<std::tuple>
+  // writes each element in order), the bytes TypedMarker::Stream reads back.
+  RecordNamedMarker(
+      name, category, options, Typed::Tag(),
+      std::tuple<const std::tuple_element_t<I, Payload>&...>(
+          AsPayloadField<std::tuple_element_t<I, Payload>>(args)...));
+}
 template <typename MarkerType, typename Name, typename... Args>
 inline void RecordTypedMarker(const Name& name, Category category, const MarkerOptions& options,
                               MarkerType, const Args&... args) {
-  using Typed = TypedMarker<MarkerType>;
-  const typename Typed::Payload payload(args...);
-  RecordNamedMarker(name, category, options, Typed::Tag(), payload);
+  RecordTypedMarkerFields<MarkerType>(name, category, options,
+                                      std::index_sequence_for<Args...>(), args...);
 }
 // STRATA_MARKER passes a typed marker's arguments followed by this tag: a C++17 variadic
 // macro must be given at least one argument for its "...", and a marker may have none

@@ -540,10 +540,14 @@ TEST_CASE("Fast and general marker paths record the same markers") {
     record(strata::MarkerOptions::IntervalStart());
     record(strata::MarkerOptions::IntervalEnd());
     record(strata::MarkerOptions::IntervalEnd(given_end));
+    record(strata::MarkerOptions::Interval(strata::TimeStamp(), strata::TimeStamp()));
+    record(strata::MarkerOptions::Interval(strata::TimeStamp(), given_end));
   };
   const strata::TimeStamp before = strata::TimeStamp::Now();
   record_all([](const strata::MarkerOptions& options) {
-    STRATA_MARKER("same", kOther, options, RequestMarker, std::string("fast"), int64_t{7}, 0.5,
+    // Arguments converted to the fields' types (const char* to std::string, int to int64_t)
+    // and given as they are (double, ProfilerString).
+    STRATA_MARKER("same", kOther, options, RequestMarker, "fast", 7, 0.5,
                   strata::ProfilerString::Literal("GET"));
   });
   record_all([](const strata::MarkerOptions& options) {
@@ -569,7 +573,7 @@ TEST_CASE("Fast and general marker paths record the same markers") {
     if (markers.Name(m) != "same") continue;
     by_url[m[markers.data_col]["url"].GetString()].push_back(&m);
   }
-  REQUIRE(by_url["fast"].size() == 7);
+  REQUIRE(by_url["fast"].size() == 9);
   // Profile times are milliseconds from the session's start; the fast path's Instant at
   // `given_start` anchors that frame (the other paths must agree with it).
   const double given_start_ms = (*by_url["fast"][1])[markers.start_col].GetDouble();
@@ -584,7 +588,7 @@ TEST_CASE("Fast and general marker paths record the same markers") {
   for (const char* path : {"fast", "dynamic name", "on thread"}) {
     CAPTURE(path);
     const auto& list = by_url[path];
-    REQUIRE(list.size() == 7);
+    REQUIRE(list.size() == 9);
     const auto phase = [&](size_t i) { return (*list[i])[markers.phase_col].GetInt(); };
     const auto start = [&](size_t i) -> const rapidjson::Value& { return (*list[i])[markers.start_col]; };
     const auto end = [&](size_t i) -> const rapidjson::Value& { return (*list[i])[markers.end_col]; };
@@ -611,6 +615,13 @@ TEST_CASE("Fast and general marker paths record the same markers") {
     CHECK(now_like(end(5)));
     CHECK(phase(6) == 3);
     CHECK(near(end(6).GetDouble(), given_end_ms));
+    CHECK(phase(7) == 1);  // Both times now: one reading.
+    CHECK(now_like(start(7)));
+    CHECK(now_like(end(7)));
+    CHECK(start(7).GetDouble() == end(7).GetDouble());
+    CHECK(phase(8) == 1);
+    CHECK(now_like(start(8)));
+    CHECK(near(end(8).GetDouble(), given_end_ms));
   }
 }
 

@@ -112,6 +112,30 @@ __attribute__((always_inline)) inline bool TicksToStrataNanosecondsUsualCase(uin
   }
   return false;
 }
+// The newest segment alone (five loads, no copy of the one before it: fewer registers where
+// the caller holds many): false when the clock is off, the slot is being recycled or `ticks`
+// precede the newest segment's start (~4 % of the time: the ~2 ms between a publication and
+// its start); then TicksToStrataNanosecondsSlow() converts it.
+__attribute__((always_inline)) inline bool TicksToStrataNanosecondsNewestSegment(uint64_t ticks,
+                                                                                  int64_t* ns) {
+  StrataClockTable& table = g_strata_clock;
+  const uint64_t index = table.latest.load(std::memory_order_acquire);
+  const StrataClockSlot& slot = table.slots[index % kStrataClockSlots];
+  const uint64_t sequence = slot.sequence.load(std::memory_order_acquire);
+  const uint64_t start_ticks = slot.start_ticks.load(std::memory_order_relaxed);
+  const int64_t start_ns = slot.start_ns.load(std::memory_order_relaxed);
+  const uint64_t q32 = slot.ns_per_tick_q32.load(std::memory_order_relaxed);
+  StrataThreadFence(std::memory_order_acquire);
+  const uint64_t delta = ticks - start_ticks;
+  // Index 0 (off) would pass the sequence test on the never-written slot 0: tested apart.
+  if (__builtin_expect(index == 0 || sequence != 2 * index || static_cast<int64_t>(delta) < 0 ||
+                           slot.sequence.load(std::memory_order_relaxed) != sequence,
+                       0)) {
+    return false;
+  }
+  *ns = start_ns + static_cast<int64_t>((static_cast<unsigned __int128>(delta) * q32) >> 32);
+  return true;
+}
 __attribute__((always_inline)) inline bool TicksToStrataNanoseconds(uint64_t ticks,
                                                                      int64_t* ns) {
   return TicksToStrataNanosecondsUsualCase(ticks, ns) || TicksToStrataNanosecondsSlow(ticks, ns);

@@ -162,7 +162,7 @@ gbench_value() {
 
 log "micro-benchmarks: base (pinned to CPU $PIN_CPU)"
 base_json="$(gbench_json "$BIN/base/base_benchmark" \
-  'BM_EmptyLoop|BM_ReadTsc|BM_ClockGettimeMonotonic|BM_TimeStampNow|BM_LabelInactive|BM_MarkerInactive|BM_LabelActivePushPop|BM_MarkerUntypedInstant|BM_MarkerUntypedInterval|BM_MarkerTypedThreeFields' \
+  'BM_EmptyLoop|BM_ReadTsc|BM_ClockGettimeMonotonic|BM_TimeStampNow|BM_LabelInactive|BM_MarkerInactive|BM_LabelActivePushPop|BM_MarkerUntypedInstant|BM_MarkerUntypedInterval|BM_MarkerTypedThreeFields|BM_MarkerFloor' \
   "$PIN_CPU")"
 empty_ns=$(gbench_value "$base_json" BM_EmptyLoop cpu_time)
 for pair in "LabelInactive:inactive STRATA_LABEL" "MarkerInactive:inactive STRATA_MARKER_UNTYPED"; do
@@ -202,6 +202,21 @@ for spec in "MarkerUntypedInstant:instant untyped marker:1.3" \
     "$(calc %.2f "$ns / $tsc_ns")× rdtsc; $(calc %.2f "$ns / $now_ns")× Now()" "≤ $target× rdtsc (issue 38)" \
     "$(met "$ns <= $target * $tsc_ns" "$ns" "$tsc_ns")"
 done
+
+# Where the instant marker's time goes (base_benchmark's BM_MarkerFloor*: the marker's work
+# written inline, no call and no checks, flushed into the session buffer as the marker's staging
+# is): the stores and flushes alone, then with rdtscp and the conversion (the ordered floor),
+# then with plain rdtsc (an unordered clock).
+tscp_ns=$(gbench_value "$base_json" BM_ReadTscp cpu_time)
+floor_stores_ns=$(gbench_value "$base_json" BM_MarkerFloorStoresOnly cpu_time)
+floor_ordered_ns=$(gbench_value "$base_json" BM_MarkerFloorOrdered cpu_time)
+floor_unordered_ns=$(gbench_value "$base_json" BM_MarkerFloorUnordered cpu_time)
+instant_ns=$(gbench_value "$base_json" BM_MarkerUntypedInstant cpu_time)
+row "instant marker's floor, inline: stores + flushes / + rdtscp and conversion / + rdtsc and conversion (CPU ns)" \
+  "$(calc %.1f "$floor_stores_ns") / $(calc %.1f "$floor_ordered_ns") / $(calc %.1f "$floor_unordered_ns")" \
+  "rdtsc $(calc %.1f "$tsc_ns"); rdtscp $(calc %.1f "$tscp_ns"); the marker $(calc %.1f "$instant_ns")" \
+  "ordered floor $(calc %.2f "$floor_ordered_ns / $tsc_ns")× rdtsc; call and checks $(calc %.1f "$instant_ns - $floor_ordered_ns") ns" \
+  "reported (issue 38: where the ns go)" "—"
 
 log "micro-benchmarks: buffer (1 writer and memcpy pinned to CPU $PIN_CPU; 1 and 2 writers, each thread pinned to its own CPU of 0,1)"
 buf1_json="$(gbench_json "$BIN/shared/buffer/buffer_benchmark" \

@@ -120,7 +120,7 @@ BlockIndex ChunkedBuffer::PutFrom(const void* source, size_t bytes) {
                        });
 }
 
-void ChunkedBuffer::PutBlocks(const uint8_t* blocks, size_t bytes) {
+void ChunkedBuffer::PutBlocks(const uint8_t* blocks, size_t bytes, size_t block_count) {
   // Runs of whole blocks that fit in the current chunk are reserved under the lock and
   // copied after it is released (the chunk counts the copy in flight), so that writers on
   // other CPUs reserve and copy their own batches meanwhile: the copy into chunk memory that
@@ -136,13 +136,9 @@ void ChunkedBuffer::PutBlocks(const uint8_t* blocks, size_t bytes) {
   constexpr size_t kMaxCopiesPerLock = 4;
   const uint8_t* p = blocks;
   const uint8_t* const end = blocks + bytes;
-  // Counted before taking the lock, so that a batch that fits whole in the current chunk
-  // (the usual case) is reserved without reading its headers under the lock.
-  size_t blocks_left = 0;
-  for (const uint8_t* q = blocks; q < end; ++blocks_left) {
-    const uint64_t entry_bytes = ReadULEB128<uint64_t>(q);
-    q += entry_bytes;
-  }
+  // Known, so that a batch that fits whole in the current chunk (the usual case) is reserved
+  // without reading its headers.
+  size_t blocks_left = block_count;
   while (p < end) {
     CopyInFlight copies[kMaxCopiesPerLock];
     size_t copy_count = 0;

@@ -113,8 +113,18 @@ class ChunkedBuffer {
   // Same result as putting each entry in turn, but with one copy per chunk, made after the
   // buffer's lock is released (BufferChunk's copies in flight), so that several writers
   // copy their batches at once. The blocks must be well-formed (written by this process)
-  // and stay unchanged until the call returns.
-  void PutBlocks(const uint8_t* blocks, size_t bytes);
+  // and stay unchanged until the call returns. `block_count` is how many blocks they are
+  // (the staging counts them as it commits them: no walk over the sizes here).
+  void PutBlocks(const uint8_t* blocks, size_t bytes, size_t block_count);
+  // The same, counting the blocks first.
+  void PutBlocks(const uint8_t* blocks, size_t bytes) {
+    size_t block_count = 0;
+    for (const uint8_t* q = blocks; q < blocks + bytes; ++block_count) {
+      const uint64_t entry_bytes = ReadULEB128<uint64_t>(q);
+      q += entry_bytes;
+    }
+    PutBlocks(blocks, bytes, block_count);
+  }
 
   // Stores `values` as one entry (see entry_serialization.h). Returns the block's index,
   // or a null BlockIndex when the write failed.

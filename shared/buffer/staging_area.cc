@@ -3,14 +3,17 @@
 namespace strata {
 
 void StagingArea::FlushLocked(ChunkedBuffer& buffer) {
-  const size_t tail = tail_.load(std::memory_order_relaxed);
-  const size_t head = head_.load(std::memory_order_acquire);
+  const uint64_t tail = tail_.load(std::memory_order_relaxed);
+  const uint64_t head = head_.load(std::memory_order_acquire);
   if (tail == head) return;
-  buffer.PutBlocks(bytes_ + tail, head - tail);
+  buffer.PutBlocks(bytes_ + OffsetOf(tail), OffsetOf(head) - OffsetOf(tail),
+                   BlocksBefore(head) - BlocksBefore(tail));
   tail_.store(head, std::memory_order_relaxed);
 }
 
-void StagingArea::FlushInto(ChunkedBuffer& buffer) {
+// The consumers (the sampler thread, a capture, an unregistering thread) at -Os: the
+// library's size limit (docs/benchmarks.md, "Library size"); the batch copy is PutBlocks'.
+__attribute__((optimize("Os"))) void StagingArea::FlushInto(ChunkedBuffer& buffer) {
   AutoLock lock(consumer_mutex_);
   FlushLocked(buffer);
 }
@@ -23,7 +26,7 @@ void StagingArea::FlushAndRewind(ChunkedBuffer& buffer) {
   head_.store(0, std::memory_order_relaxed);
 }
 
-void StagingArea::Discard() {
+__attribute__((optimize("Os"))) void StagingArea::Discard() {
   AutoLock lock(consumer_mutex_);
   tail_.store(head_.load(std::memory_order_acquire), std::memory_order_relaxed);
 }

@@ -69,24 +69,26 @@ class StagingArea {
   // CommitEntry()), or null: no room left (call FlushAndRewind(), then try again; still
   // null: the entry is too large to stage). Until CommitEntry() no consumer sees the block.
   uint8_t* TryReserveEntry(size_t entry_bytes) {
-    const size_t head = head_.load(std::memory_order_relaxed);
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    const size_t offset = OffsetOf(head);
     const size_t block_bytes = ULEB128Size(uint64_t{entry_bytes}) + entry_bytes;
-    if (__builtin_expect(block_bytes > kBytes - head || entry_bytes > kMaxStagedEntryBytes, 0)) {
+    if (__builtin_expect(block_bytes > kBytes - offset || entry_bytes > kMaxStagedEntryBytes, 0)) {
       return nullptr;
     }
-    uint8_t* p = bytes_ + head;
+    uint8_t* p = bytes_ + offset;
     WriteULEB128(uint64_t{entry_bytes}, p);
-    reserved_head_ = head + block_bytes;
+    reserved_head_ = head + kOneBlock + block_bytes;
     return p;
   }
   // TryReserveEntry() for an entry under 128 bytes (the caller checked), whose size is one
   // byte: no ULEB128 loops (the marker fast path).
   uint8_t* TryReserveSmallEntry(size_t entry_bytes) {
-    const size_t head = head_.load(std::memory_order_relaxed);
-    if (__builtin_expect(entry_bytes + 1 > kBytes - head, 0)) return nullptr;
-    uint8_t* p = bytes_ + head;
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    const size_t offset = OffsetOf(head);
+    if (__builtin_expect(entry_bytes + 1 > kBytes - offset, 0)) return nullptr;
+    uint8_t* p = bytes_ + offset;
     *p = static_cast<uint8_t>(entry_bytes);
-    reserved_head_ = head + 1 + entry_bytes;
+    reserved_head_ = head + kOneBlock + 1 + entry_bytes;
     return p + 1;
   }
   // Owner only: publishes the block TryReserveEntry() returned last (one release store,
@@ -135,13 +137,21 @@ class StagingArea {
   }
   void FlushLocked(ChunkedBuffer& buffer);
 
+  // A position: an offset into bytes_ (low 32 bits) and the number of blocks before it (high
+  // 32 bits; at most kBytes / 2 between rewinds), so that a flush knows how many blocks it
+  // moves (ChunkedBuffer::PutBlocks) without reading their sizes, from the one value the
+  // commit stores.
+  static constexpr uint64_t kOneBlock = uint64_t{1} << 32;
+  static size_t OffsetOf(uint64_t position) { return static_cast<uint32_t>(position); }
+  static size_t BlocksBefore(uint64_t position) { return static_cast<size_t>(position >> 32); }
+
   uint8_t bytes_[kBytes];
-  // Offsets into bytes_: [tail_, head_) is committed and not yet moved. head_ is written by
-  // the owner; tail_ under consumer_mutex_; both reset to 0 by the owner under it.
-  std::atomic<size_t> head_{0};
-  std::atomic<size_t> tail_{0};
+  // Positions: [tail_, head_) is committed and not yet moved. head_ is written by the owner;
+  // tail_ under consumer_mutex_; both reset to 0 by the owner under it.
+  std::atomic<uint64_t> head_{0};
+  std::atomic<uint64_t> tail_{0};
   // The head after the block reserved last (owner only).
-  size_t reserved_head_ = 0;
+  uint64_t reserved_head_ = 0;
   Mutex consumer_mutex_{"strata staging area"};
 };
 

@@ -166,6 +166,11 @@ inline constexpr size_t kCommonMarkerHeaderBytes = sizeof(ThreadId::NumberType) 
                                                    sizeof(MarkerPhase) + 2 * sizeof(int64_t) +
                                                    1 + sizeof(const char*) + 2 + 1;
 inline constexpr size_t kMaxCommonMarkerNameLength = 63;
+// Where that header's start and end times are (from the header's first byte).
+inline constexpr size_t kCommonMarkerHeaderStartOffset =
+    sizeof(ThreadId::NumberType) + sizeof(MarkerPhase);
+inline constexpr size_t kCommonMarkerHeaderEndOffset =
+    kCommonMarkerHeaderStartOffset + sizeof(int64_t);
 
 // Writes those kCommonMarkerHeaderBytes at `p` with plain stores (the caller checked the name
 // is a literal of at most kMaxCommonMarkerNameLength characters) and returns the end.

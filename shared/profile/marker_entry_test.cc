@@ -3,6 +3,7 @@
 #include "shared/profile/marker_entry.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,39 @@ TEST_CASE("MarkerHeaderRef writes what MarkerHeader reads", "[profile][marker]")
     REQUIRE(read.category == 7);
     REQUIRE(read.payload_tag == 3);
     REQUIRE(read.stack == (c.with_stack ? stack : std::vector<uint64_t>{}));
+  }
+}
+
+// The marker fast path (base/internal/markers/markers.cc, BeginStagedMarkerNow) writes the
+// common header with the given times and then stores the clock's reading over the start or
+// the end at these offsets: the bytes must be those of a header written with that time.
+TEST_CASE("The common header's time offsets hold its start and end", "[profile][marker]") {
+  static const char kName[] = "Frame";
+  const TimeStamp start = TimeStamp::FromNanoseconds(1'000'000'123);
+  const TimeStamp end = TimeStamp::FromNanoseconds(1'000'900'456);
+  const int64_t now_ns = 2'000'000'789;
+  for (const bool now_at_start : {true, false}) {
+    CAPTURE(now_at_start);
+    uint8_t patched[kCommonMarkerHeaderBytes];
+    REQUIRE(WriteCommonMarkerHeader(patched, ThreadId::FromNumber(4321), MarkerPhase::kInterval,
+                                    start, end, kName, sizeof(kName) - 1, 7, 3) ==
+            patched + kCommonMarkerHeaderBytes);
+    std::memcpy(patched + (now_at_start ? kCommonMarkerHeaderStartOffset
+                                        : kCommonMarkerHeaderEndOffset),
+                &now_ns, sizeof(now_ns));
+    uint8_t direct[kCommonMarkerHeaderBytes];
+    WriteCommonMarkerHeader(direct, ThreadId::FromNumber(4321), MarkerPhase::kInterval,
+                            now_at_start ? TimeStamp::FromNanoseconds(now_ns) : start,
+                            now_at_start ? end : TimeStamp::FromNanoseconds(now_ns), kName,
+                            sizeof(kName) - 1, 7, 3);
+    CHECK(std::memcmp(patched, direct, kCommonMarkerHeaderBytes) == 0);
+    const std::vector<uint8_t> bytes(patched, patched + kCommonMarkerHeaderBytes);
+    EntryReader reader = EntryReader::OverBytes(bytes);
+    const MarkerHeader read = reader.ReadObject<MarkerHeader>();
+    REQUIRE_FALSE(reader.Failed());
+    CHECK(read.start.ToNanoseconds() == (now_at_start ? now_ns : start.ToNanoseconds()));
+    CHECK(read.end.ToNanoseconds() == (now_at_start ? end.ToNanoseconds() : now_ns));
+    CHECK(read.name.View() == "Frame");
   }
 }
 

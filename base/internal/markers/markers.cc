@@ -2,6 +2,7 @@
 // into the calling thread's staging (shared/buffer/staging_area.h) or the session buffer.
 // Thread-safe; not async-signal-safe.
 #include <atomic>
+#include <cstring>
 #include <mutex>
 
 #include "base/internal/session/core.h"
@@ -98,8 +99,8 @@ namespace {
 // recorded after a Now() call is never earlier than it, nor one recorded before it later.
 __attribute__((always_inline)) inline void ResolveMarkerTimes(const MarkerTiming& timing,
                                                               TimeStamp* start, TimeStamp* end) {
-  // Never rdtsc where it is forbidden. Out of line (library size): the instant fast path
-  // (BeginStagedInstantMarker) has the clock inline.
+  // Never rdtsc where it is forbidden. Out of line (library size): the one-read fast path
+  // (BeginStagedMarkerNow) has the clock inline.
   auto now = [] { return TimeStamp::Now(); };
   switch (timing.phase) {
     case MarkerPhase::kInstant:
@@ -141,7 +142,7 @@ __attribute__((always_inline)) inline bool MarkerStagingFlushAllowed() { return 
 
 }  // namespace
 
-// The general paths (not the instant fast path below) are optimised for size: the library's
+// The general paths (not the one-read fast path below) are optimised for size: the library's
 // limit (docs/benchmarks.md, "Library size").
 __attribute__((optimize("Os"))) StagingArea* BeginMarker(const ProfilerString& name, Category category,
                            const MarkerOptions& options, uint8_t payload_tag,
@@ -212,61 +213,70 @@ __attribute__((optimize("Os"))) uint8_t* BeginStagedMarker(LiteralName name, Cat
 
 namespace {
 
-__attribute__((always_inline)) inline uint8_t* WriteInstantMarkerHeader(
-    uint8_t* p, RegisteredThread* thread, TimeStamp now, const char* name_chars,
-    size_t name_length, unsigned category_and_tag) {
-  *p++ = static_cast<uint8_t>(EntryKind::kMarker);
-  return profile::WriteCommonMarkerHeader(p, thread->tid, MarkerPhase::kInstant, now,
-                                          TimeStamp(), name_chars, name_length,
-                                          static_cast<uint8_t>(category_and_tag),
-                                          static_cast<uint8_t>(category_and_tag >> 8));
-}
-
 // Every case the fast path below leaves: no staging yet, a full one, a large payload, the
-// clock off or its table's walk back. Out of line, so that the fast path saves no registers.
-__attribute__((noinline)) uint8_t* BeginStagedInstantMarkerSlow(const char* name_chars,
-                                                                 size_t name_length,
-                                                                 unsigned category_and_tag,
-                                                                 size_t payload_bytes,
-                                                                 StagingArea** staging_out) {
-  // The general staged path with an instant timing (library size: no second copy of it).
+// clock off or forbidden, a tick the table cannot convert. Out of line, so that the fast path
+// saves no registers; the general staged path (library size: no second copy of it), which
+// reads the clock again.
+__attribute__((noinline)) uint8_t* BeginStagedMarkerNowSlow(const char* name_chars,
+                                                             size_t name_length,
+                                                             unsigned packed, int64_t start_ns,
+                                                             int64_t end_ns,
+                                                             StagingArea** staging_out) {
+  const MarkerTiming timing{UnpackMarkerPhase(packed), TimeStamp::FromNanoseconds(start_ns),
+                            TimeStamp::FromNanoseconds(end_ns)};
   return BeginStagedMarker(LiteralName{name_chars, name_length},
-                           static_cast<Category>(category_and_tag & 0xff),
-                           MarkerTiming::Instant(TimeStamp()),
-                           static_cast<uint8_t>(category_and_tag >> 8), payload_bytes,
-                           staging_out);
+                           static_cast<Category>(packed & 0xff), timing,
+                           static_cast<uint8_t>(packed >> 8), packed >> 24, staging_out);
 }
 
 }  // namespace
 
-uint8_t* BeginStagedInstantMarker(const char* name_chars, size_t name_length,
-                                  unsigned category_and_tag, size_t payload_bytes,
-                                  StagingArea** staging_out) {
-  // The usual case with no call in it: a registered thread with room in its staging, the
-  // clock on the TSC, the tick after the segment before the newest one's start. One rdtscp,
-  // ~20 loads and compares, ~12 stores.
-  RegisteredThread* const thread = CurrentRegisteredThread();
-  if (__builtin_expect(thread != nullptr, 1)) {
-    StagingArea* const staging = thread->marker_staging.load(std::memory_order_relaxed);
-    const size_t entry_bytes = 1 + profile::kCommonMarkerHeaderBytes + payload_bytes;
-    if (__builtin_expect(staging != nullptr && entry_bytes < 0x80 &&
-                             clock_internal::StrataClockOn() && !strata_t_tsc_forbidden,
-                         1)) {
-      if (uint8_t* p = staging->TryReserveSmallEntry(entry_bytes)) {
-        const uint64_t ticks = clock_internal::ReadStrataClockTicks();
-        int64_t now_ns;
-        if (__builtin_expect(clock_internal::TicksToStrataNanosecondsUsualCase(ticks, &now_ns),
-                             1)) {
-          *staging_out = staging;
-          return WriteInstantMarkerHeader(p, thread, TimeStamp::FromNanoseconds(now_ns),
-                                          name_chars, name_length, category_and_tag);
+uint8_t* BeginStagedMarkerNow(const char* name_chars, size_t name_length, unsigned packed,
+                              int64_t start_ns, int64_t end_ns, StagingArea** staging_out) {
+#if defined(__x86_64__)
+  // The usual case with no call in it: the clock on the TSC, a registered thread with room in
+  // its staging, a tick at or after the newest segment's start. The entry is reserved and
+  // its header written first (its arguments then need no registers), then the tick is read
+  // and converted, and the times that are now are stored over the header's.
+  if (__builtin_expect(clock_internal::StrataClockOn() && !strata_t_tsc_forbidden, 1)) {
+    RegisteredThread* const thread = CurrentRegisteredThread();
+    if (__builtin_expect(thread != nullptr, 1)) {
+      StagingArea* const staging = thread->marker_staging.load(std::memory_order_relaxed);
+      if (__builtin_expect(staging != nullptr, 1)) {
+        const size_t entry_bytes = 1 + profile::kCommonMarkerHeaderBytes + (packed >> 24);
+        if (uint8_t* p = staging->TryReserveSmallEntry(entry_bytes)) {
+          *p = static_cast<uint8_t>(EntryKind::kMarker);
+          uint8_t* const header = p + 1;
+          uint8_t* const payload = profile::WriteCommonMarkerHeader(
+              header, thread->tid, UnpackMarkerPhase(packed),
+              TimeStamp::FromNanoseconds(start_ns), TimeStamp::FromNanoseconds(end_ns),
+              name_chars, name_length, static_cast<uint8_t>(packed),
+              static_cast<uint8_t>(packed >> 8));
+          const uint64_t ticks = clock_internal::ReadStrataClockTicks();
+          int64_t now_ns;
+          if (__builtin_expect(
+                  clock_internal::TicksToStrataNanosecondsNewestSegment(ticks, &now_ns) ||
+                      clock_internal::TicksToStrataNanosecondsSlow(ticks, &now_ns),
+                  1)) {
+            if (packed & kStagedMarkerStartIsNow) {
+              std::memcpy(header + profile::kCommonMarkerHeaderStartOffset, &now_ns,
+                          sizeof(now_ns));
+            }
+            if (packed & kStagedMarkerEndIsNow) {
+              std::memcpy(header + profile::kCommonMarkerHeaderEndOffset, &now_ns,
+                          sizeof(now_ns));
+            }
+            *staging_out = staging;
+            return payload;
+          }
         }
       }
     }
   }
+#endif
   // (A reservation made above is made again: it only moves the owner's reserved head.)
-  return BeginStagedInstantMarkerSlow(name_chars, name_length, category_and_tag, payload_bytes,
-                                      staging_out);
+  return BeginStagedMarkerNowSlow(name_chars, name_length, packed, start_ns, end_ns,
+                                  staging_out);
 }
 
 void FlushAndRewindMarkerStaging(StagingArea* staging) {
