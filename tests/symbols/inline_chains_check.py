@@ -96,7 +96,7 @@ def alias_key(name):
     llvm-symbolizer the first it finds, e.g. __GI___pthread_mutex_unlock_usercnt)."""
     if name.startswith("__GI_"):
         name = name[len("__GI_"):]
-    return name.lstrip("_")
+    return canonical(name.lstrip("_"))
 
 
 def symbol_addresses(path):
@@ -113,13 +113,24 @@ def symbol_addresses(path):
     return table
 
 
+# The two demanglers' one difference of style: GNU's (Strata's, c++filt's, gdb's) keeps a space
+# between an operator made of '<' or '>' and the template arguments that follow it
+# ("operator< <long, ...>"), LLVM's (llvm-symbolizer's) does not ("operator<<long, ...>"). Same
+# symbol; compared without that space.
+OPERATOR_THEN_TEMPLATE = re.compile(r"(operator[^\s\w(]+) <")
+
+
+def canonical(name):
+    return OPERATOR_THEN_TEMPLATE.sub(r"\1<", name)
+
+
 def same(mine, other, symbols):
     if len(mine) != len(other) or not mine:
         return False
     # The outermost frame comes from the symbol table, where one address may have several
     # names (aliases, identical code folded): any of them is the same function. Inlined
-    # frames come from DWARF and must be equal.
-    if mine[1:] != other[1:]:
+    # frames come from DWARF and must be equal (up to the demanglers' style, above).
+    if [canonical(n) for n in mine[1:]] != [canonical(n) for n in other[1:]]:
         return False
     if alias_key(mine[0]) == alias_key(other[0]):
         return True
