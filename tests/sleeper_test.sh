@@ -115,7 +115,7 @@ else
 fi
 
 # Signals delivered to blocked threads, counted by strace (see the top of this file).
-traced_calls=nanosleep,clock_nanosleep,poll,ppoll,select,pselect6,epoll_wait,epoll_pwait,read,futex,wait4,waitid
+traced_calls=nanosleep,clock_nanosleep,poll,ppoll,select,pselect6,epoll_wait,epoll_pwait,read,futex,wait4,waitid,restart_syscall
 count_signals() {  # NAME PRELOAD [ENV...]: strace the sleeper; prints "delivered interrupted".
   local name="$1" preload="$2"
   shift 2
@@ -124,13 +124,18 @@ count_signals() {  # NAME PRELOAD [ENV...]: strace the sleeper; prints "delivere
   for assignment in "$@"; do env_args+=(-E "$assignment"); done
   timeout -s KILL 120 strace -f -qq -o "$WORK/$name.strace" -e trace="$traced_calls" \
     "${env_args[@]}" "$program" >"$WORK/$name.out" 2>&1
-  # An interrupted call is attributed to the signal strace shows next on that thread; SIGCHLD
-  # (the waitpid thread's child exiting, process-directed: the kernel picks any thread, as
-  # without Strata) is the program's own and not counted.
+  # An interrupted call is attributed to a signal when the thread's very next line is that
+  # signal's delivery: a signal that interrupts a call is delivered on the way out of it.
+  # A call stopped by the tracer itself (strace attaching to a new thread, a ptrace stop)
+  # resumes without a signal (its restart_syscall line comes next, traced for that) and is not
+  # counted, nor is a later, unrelated sample. SIGCHLD (the waitpid thread's child exiting,
+  # process-directed: the kernel picks any thread, as without Strata) is the program's own.
   echo "$(grep -- '--- SIG' "$WORK/$name.strace" | grep -vc -- '--- SIGCHLD') \
 $(awk '/= \? ERESTART|= -1 EINTR/ { interrupted[$1] = 1; next }
-       $2 == "---" && $1 in interrupted { if ($3 != "SIGCHLD") n++; delete interrupted[$1] }
+       $2 == "---" && $1 in interrupted { if ($3 != "SIGCHLD") n++; delete interrupted[$1]; next }
+       $1 in interrupted { delete interrupted[$1] }
        END { print n + 0 }' "$WORK/$name.strace")"
+  cp "$WORK/$name.strace" "$OUT/" 2>/dev/null || true
 }
 if ! command -v strace >/dev/null; then
   fail "strace is missing (tools/setup.sh installs it)"
