@@ -80,6 +80,16 @@ SpawnFunction RealSpawnFunction(bool search_path) {
   return reinterpret_cast<SpawnFunction>(function);
 }
 
+int SpawnAndNote(bool search_path, pid_t* pid, const char* path,
+                 const posix_spawn_file_actions_t* actions, const posix_spawnattr_t* attributes,
+                 char* const argv[], char* const envp[]) {
+  const SpawnFunction real = RealSpawnFunction(search_path);
+  if (real == nullptr) return ENOSYS;
+  const int error = real(pid, path, actions, attributes, argv, envp);
+  if (error == 0 && pid != nullptr) NoteProgramStart(*pid, path, envp);
+  return error;
+}
+
 void SetExecNotesDirectory(const char* directory) {
   const size_t length = std::strlen(directory);
   if (length > kDirectoryMax) return;
@@ -117,22 +127,12 @@ extern "C" {
 
 int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                 const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
-  using namespace strata::base_internal;
-  const SpawnFunction real = RealSpawnFunction(false);
-  if (real == nullptr) return ENOSYS;
-  const int error = real(pid, path, actions, attributes, argv, envp);
-  if (error == 0 && pid != nullptr) NoteProgramStart(*pid, path, envp);
-  return error;
+  return strata::base_internal::SpawnAndNote(false, pid, path, actions, attributes, argv, envp);
 }
 
 int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
                  const posix_spawnattr_t* attributes, char* const argv[], char* const envp[]) {
-  using namespace strata::base_internal;
-  const SpawnFunction real = RealSpawnFunction(true);
-  if (real == nullptr) return ENOSYS;
-  const int error = real(pid, file, actions, attributes, argv, envp);
-  if (error == 0 && pid != nullptr) NoteProgramStart(*pid, file, envp);
-  return error;
+  return strata::base_internal::SpawnAndNote(true, pid, file, actions, attributes, argv, envp);
 }
 
 }  // extern "C"

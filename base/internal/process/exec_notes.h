@@ -28,6 +28,12 @@ using SpawnFunction = int (*)(pid_t*, const char*, const posix_spawn_file_action
 void ResolveProgramStartFunctions();
 SpawnFunction RealSpawnFunction(bool search_path);
 
+// The posix_spawn wrappers' body: libc's posix_spawn (posix_spawnp when `search_path`), then,
+// once the child has its pid, NoteProgramStart for it.
+int SpawnAndNote(bool search_path, pid_t* pid, const char* path,
+                 const posix_spawn_file_actions_t* actions, const posix_spawnattr_t* attributes,
+                 char* const argv[], char* const envp[]);
+
 // Where the notes go (the record's directory), from the environment at load; not
 // thread-safe (the library's constructor). A path too long for a note's name leaves notes off.
 void SetExecNotesDirectory(const char* directory);
