@@ -124,7 +124,17 @@ def canonical(name):
     return OPERATOR_THEN_TEMPLATE.sub(r"\1<", name)
 
 
+# The PLT's header (PLT0: the lazy binder's push and jump, before the first stub) has no
+# symbol. llvm-symbolizer names it from the next stub with a negative offset
+# ("name@plt-0x10"); Strata leaves it as module!0xADDRESS. Neither is a function's name:
+# the same answer.
+PLT_HEADER = re.compile(r"@plt-0x[0-9a-f]+$")
+
+
 def same(mine, other, symbols):
+    if (len(mine) == 1 and len(other) == 1 and PLT_HEADER.search(other[0]) and
+            "!0x" in mine[0]):
+        return True
     if len(mine) != len(other) or not mine:
         return False
     # The outermost frame comes from the symbol table, where one address may have several
