@@ -10,14 +10,23 @@
 //   2.5 ms each with 0.2 ms of CPU between them: shorter than the sampler's period (4 ms), so
 //   most of them end before the sampler has seen them, and their samples are the thread's own
 //   to write (wait/own_samples.h).
+// Then the waits a signal or another thread ends: sigwaitinfo, sigsuspend and sigpause (a
+// helper thread signals the waiting one after ~1 s), pthread_once and C11's call_once while a
+// helper thread runs the initializer (which sleeps ~1 s in nanosleep: the helper's own
+// pthread_once must not be charged with it); then getrandom (kernel CPU, 64 MiB) and ioctl
+// (FIONREAD on a pipe, 200 000 calls), timed call by call, on a thread named kernel_calls.
 // stdout: "wait KIND MS" per call (KIND: select, unknown, poll, sem_timedwait, sem_clockwait,
-// pthread_cond_timedwait, syscall, __poll_chk, thrd_sleep, mtx_timedlock) and for all the
-// short waits together (clock_nanosleep), then
-// "wait_kinds: done".
+// pthread_cond_timedwait, syscall, __poll_chk, thrd_sleep, mtx_timedlock, sigwaitinfo,
+// sigsuspend, sigpause, pthread_once, call_once, getrandom, ioctl) and for all the short
+// waits together (clock_nanosleep), then "wait_kinds: done".
 #define _GNU_SOURCE
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <sys/select.h>
 #include <linux/futex.h>
@@ -76,6 +85,145 @@ static void Spin(double ms) {
     for (int i = 0; i < 1000; ++i) x = x + 1;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   } while (ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 < end);
+}
+
+// --- Waits another thread ends. The helper starts its ~1 s only once the waiting thread says
+// it is about to wait, so that the wait is ~1 s however the machine schedules the two.
+static pthread_t g_waiter;
+static atomic_int g_about_to_wait;
+static int g_wake_signal;
+
+static void SleepMs(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+static void* SignalLater(void* unused) {
+  (void)unused;
+  while (!atomic_load(&g_about_to_wait)) sched_yield();
+  SleepMs(1000);
+  pthread_kill(g_waiter, g_wake_signal);
+  return NULL;
+}
+
+static pthread_t StartSignaller(int signal_number) {
+  pthread_t helper;
+  atomic_store(&g_about_to_wait, 0);
+  g_wake_signal = signal_number;
+  pthread_create(&helper, NULL, SignalLater, NULL);
+  return helper;
+}
+
+static void NoteSignal(int signal_number) { (void)signal_number; }
+
+static sem_t g_initializer_started;
+static void SlowInitializer(void) {
+  sem_post(&g_initializer_started);
+  SleepMs(1000);
+}
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static once_flag g_c11_once = ONCE_FLAG_INIT;
+static void* RunOnce(void* unused) {
+  (void)unused;
+  pthread_once(&g_once, SlowInitializer);
+  return NULL;
+}
+static void* RunCallOnce(void* unused) {
+  (void)unused;
+  call_once(&g_c11_once, SlowInitializer);
+  return NULL;
+}
+
+static void SignalWaits(void) {
+  g_waiter = pthread_self();
+  sigset_t usr1, usr2, old;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  struct sigaction action = {0};
+  action.sa_handler = NoteSignal;
+  sigaction(SIGUSR2, &action, NULL);
+
+  pthread_sigmask(SIG_BLOCK, &usr1, &old);
+  pthread_t helper = StartSignaller(SIGUSR1);
+  atomic_store(&g_about_to_wait, 1);
+  double start = NowMs();
+  siginfo_t info;
+  sigwaitinfo(&usr1, &info);
+  Report("sigwaitinfo", start);
+  pthread_join(helper, NULL);
+
+  pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+  sigset_t without_usr2;
+  pthread_sigmask(SIG_BLOCK, NULL, &without_usr2);
+  sigdelset(&without_usr2, SIGUSR2);
+  helper = StartSignaller(SIGUSR2);
+  atomic_store(&g_about_to_wait, 1);
+  start = NowMs();
+  sigsuspend(&without_usr2);
+  Report("sigsuspend", start);
+  pthread_join(helper, NULL);
+
+  helper = StartSignaller(SIGUSR2);
+  atomic_store(&g_about_to_wait, 1);
+  start = NowMs();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  sigpause(SIGUSR2);  // X/Open: the thread's mask without SIGUSR2, then suspended.
+#pragma GCC diagnostic pop
+  Report("sigpause", start);
+  pthread_join(helper, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void OnceWaits(void) {
+  sem_init(&g_initializer_started, 0, 0);
+  pthread_t helper;
+  pthread_create(&helper, NULL, RunOnce, NULL);
+  sem_wait(&g_initializer_started);
+  double start = NowMs();
+  pthread_once(&g_once, SlowInitializer);
+  Report("pthread_once", start);
+  pthread_join(helper, NULL);
+
+  pthread_create(&helper, NULL, RunCallOnce, NULL);
+  sem_wait(&g_initializer_started);
+  start = NowMs();
+  call_once(&g_c11_once, SlowInitializer);
+  Report("call_once", start);
+  pthread_join(helper, NULL);
+}
+
+// Calls whose time is mostly the kernel's CPU, timed call by call, on a thread of their own
+// ("kernel_calls"): the time it is preempted between calls under load is an unknown wait of
+// its own, not main's.
+static void* KernelCpuCalls(void* unused) {
+  (void)unused;
+  pthread_setname_np(pthread_self(), "kernel_calls");
+  static char buffer[1 << 20];
+  double total = 0;
+  for (int i = 0; i < 64; ++i) {
+    const double start = NowMs();
+    if (getrandom(buffer, sizeof(buffer), 0) < 0) break;
+    total += NowMs() - start;
+  }
+  printf("wait getrandom %.1f\n", total);
+
+  int pipe_ends[2];
+  if (pipe(pipe_ends) != 0) return NULL;
+  total = 0;
+  for (int i = 0; i < 200000; ++i) {
+    int queued;
+    const double start = NowMs();
+    ioctl(pipe_ends[0], FIONREAD, &queued);
+    total += NowMs() - start;
+  }
+  printf("wait ioctl %.1f\n", total);
+  close(pipe_ends[0]);
+  close(pipe_ends[1]);
+  return NULL;
 }
 
 int main(void) {
@@ -165,6 +313,12 @@ int main(void) {
     short_waits_ms += NowMs() - start;
   }
   printf("wait clock_nanosleep %.1f\n", short_waits_ms);
+
+  SignalWaits();
+  OnceWaits();
+  pthread_t kernel_calls;
+  pthread_create(&kernel_calls, NULL, KernelCpuCalls, NULL);
+  pthread_join(kernel_calls, NULL);
   printf("wait_kinds: done\n");
   return 0;
 }

@@ -57,6 +57,7 @@
 #include <cstring>
 
 #include "base/internal/signals/control_signal.h"
+#include "base/internal/wait/scoped_wait_mark.h"
 #include "base/internal/session/core.h"
 #include "platform/kernel_signal_set.h"
 #include "platform/next_definition.h"
@@ -65,6 +66,12 @@
 #include "platform/sampling/libunwind_loader.h"
 #include "platform/tsan_startup.h"
 #include "platform/sampling/sampling_signal.h"
+
+// glibc exports both; <signal.h> declares neither under these names for GNU compilers.
+extern "C" {
+int __sigpause(int sig_or_mask, int is_sig);
+int StrataBsdSigpause(int mask) __asm__("sigpause");
+}
 
 namespace strata {
 namespace base_internal {
@@ -108,6 +115,11 @@ std::atomic<SigOneFunction> g_sighold{nullptr};
 std::atomic<SigOneFunction> g_sigrelse{nullptr};
 std::atomic<SigpendingFunction> g_sigpending{nullptr};
 std::atomic<SigsuspendFunction> g_sigsuspend{nullptr};
+// The sigpause family: only the leaf a wait in them shows (they are carried out through
+// sigsuspend below, as glibc's own do through its internal one).
+std::atomic<void*> g_sigpause{nullptr};
+std::atomic<void*> g_bsd_sigpause{nullptr};
+std::atomic<void*> g_xpg_sigpause{nullptr};
 
 void ResolveRealFunctions() {
   (void)Real(g_sigaction, "sigaction");
@@ -126,6 +138,9 @@ void ResolveRealFunctions() {
   (void)Real(g_sigrelse, "sigrelse");
   (void)Real(g_sigpending, "sigpending");
   (void)Real(g_sigsuspend, "sigsuspend");
+  (void)Real(g_sigpause, "__sigpause");
+  (void)Real(g_bsd_sigpause, "sigpause");
+  (void)Real(g_xpg_sigpause, "__xpg_sigpause");
 }
 
 // Blocks or unblocks one signal through the sigprocmask wrapper (for S: remembered, not
@@ -564,6 +579,40 @@ int RewriteKernelAction(int signal_number, const KernelAction& read, Change chan
 // a sample there.
 constexpr int64_t kAlternateStackRescanNs = 100 * 1000 * 1000;
 
+
+// sigsuspend's body, for it and the sigpause family: `leaf` the function the program called,
+// `wrapper_frame` and `return_address` those of the exported wrapper.
+int SuspendWithMask(const sigset_t* mask, const void* leaf, const void* wrapper_frame,
+                    const void* return_address) {
+  const SigsuspendFunction real = Real(g_sigsuspend, "sigsuspend");
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  ScopedWait wait(leaf, wrapper_frame);
+  const TemporarySamplingSignalMask temporary(FilteredSignal(return_address), mask);
+  return real(mask);
+}
+// glibc's __sigpause: the calling thread's mask without `sig_or_mask` (X/Open, is_sig != 0),
+// or the BSD mask word `sig_or_mask` (bit n - 1 for signal n), then sigsuspend. The thread's
+// mask is read through the sigprocmask wrapper: the program's view, as plain.
+int Sigpause(int sig_or_mask, int is_sig, const void* leaf, const void* wrapper_frame,
+             const void* return_address) {
+  sigset_t mask;
+  if (is_sig != 0) {
+    if (sigprocmask(SIG_BLOCK, nullptr, &mask) != 0 || sigdelset(&mask, sig_or_mask) != 0) {
+      return -1;
+    }
+  } else {
+    sigemptyset(&mask);
+    for (int signal_number = 1; signal_number <= 32; ++signal_number) {
+      if ((static_cast<unsigned>(sig_or_mask) >> (signal_number - 1)) & 1u) {
+        sigaddset(&mask, signal_number);
+      }
+    }
+  }
+  return SuspendWithMask(&mask, leaf, wrapper_frame, return_address);
+}
 }  // namespace
 
 int SamplingSignalOfProgramCall() {
@@ -730,12 +779,13 @@ int signalfd(int fd, const sigset_t* mask, int flags) {
   return real(fd, WithoutSignal(mask, filtered, &storage), flags);
 }
 
+// The waits below are marked for wait stacks (scoped_wait.h), the libc function the program
+// called as their leaf.
 int sigwait(const sigset_t* set, int* signal_number) {
   const int filtered = FilteredSignal(__builtin_return_address(0));
-  if (filtered == 0) {
-    const SigwaitFunction real = Real(g_sigwait, "sigwait");
-    return real != nullptr ? real(set, signal_number) : ENOSYS;
-  }
+  const SigwaitFunction real = Real(g_sigwait, "sigwait");
+  ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
+  if (filtered == 0) return real != nullptr ? real(set, signal_number) : ENOSYS;
   // glibc's sigwait: sigtimedwait without a timeout, again after a handler interrupted it.
   int result;
   do {
@@ -748,8 +798,9 @@ int sigwait(const sigset_t* set, int* signal_number) {
 
 int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   const int filtered = FilteredSignal(__builtin_return_address(0));
+  const SigwaitinfoFunction real = Real(g_sigwaitinfo, "sigwaitinfo");
+  ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
   if (filtered == 0) {
-    const SigwaitinfoFunction real = Real(g_sigwaitinfo, "sigwaitinfo");
     if (real == nullptr) {
       errno = ENOSYS;
       return -1;
@@ -760,20 +811,32 @@ int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
 }
 
 int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+  ScopedWait wait(reinterpret_cast<const void*>(Real(g_sigtimedwait, "sigtimedwait")),
+                  STRATA_WRAPPER_FRAME());
   return WaitForSignal(set, info, timeout, FilteredSignal(__builtin_return_address(0)));
 }
 
 // The temporary mask is the program's view during the call (held_sampling_signals.h,
 // TemporarySamplingSignalMask): a foreign S it unblocks is delivered inside the call, which
 // returns EINTR, as plain; the held ones first.
+
 int sigsuspend(const sigset_t* mask) {
-  const SigsuspendFunction real = Real(g_sigsuspend, "sigsuspend");
-  if (real == nullptr) {
-    errno = ENOSYS;
-    return -1;
-  }
-  const TemporarySamplingSignalMask temporary(FilteredSignal(__builtin_return_address(0)), mask);
-  return real(mask);
+  return SuspendWithMask(mask, reinterpret_cast<const void*>(Real(g_sigsuspend, "sigsuspend")),
+                         STRATA_WRAPPER_FRAME(), __builtin_return_address(0));
+}
+int __sigpause(int sig_or_mask, int is_sig) {
+  return Sigpause(sig_or_mask, is_sig, Real(g_sigpause, "__sigpause"), STRATA_WRAPPER_FRAME(),
+                  __builtin_return_address(0));
+}
+// <signal.h> names the X/Open form `sigpause` for GNU compilers (its symbol is
+// __xpg_sigpause); glibc's `sigpause` symbol is the BSD form, taking a mask word.
+int sigpause(int signal_number) {
+  return Sigpause(signal_number, 1, Real(g_xpg_sigpause, "__xpg_sigpause"),
+                  STRATA_WRAPPER_FRAME(), __builtin_return_address(0));
+}
+int StrataBsdSigpause(int mask) {
+  return Sigpause(mask, 0, Real(g_bsd_sigpause, "sigpause"), STRATA_WRAPPER_FRAME(),
+                  __builtin_return_address(0));
 }
 
 // The held instances of S (held_sampling_signals.h) are pending in the program's view.

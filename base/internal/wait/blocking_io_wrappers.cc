@@ -18,6 +18,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <threads.h>
 #include <sys/mman.h>
@@ -111,7 +114,10 @@ namespace {
   X(mtx_trylock) \
   X(mtx_timedlock) \
   X(cnd_wait) \
-  X(cnd_timedwait)
+  X(cnd_timedwait) \
+  X(ioctl) \
+  X(getrandom) \
+  X(getentropy)
 
 #define STRATA_REAL_SLOT(function)                                    \
   std::atomic<decltype(&::function)> g_real_##function{nullptr}; \
@@ -422,6 +428,28 @@ int cnd_timedwait(cnd_t* __restrict condition, mtx_t* __restrict mutex,
                   const timespec* __restrict deadline) {
   const auto real = STRATA_REAL(cnd_timedwait);
   STRATA_WAIT_CALL(cnd_timedwait, condition, mutex, deadline);
+}
+
+// ioctl: mostly quick, but a terminal's drain (TCSBRK, TCSETSW) and many drivers' requests
+// wait; its kernel CPU is charged to it. The one variadic argument is read as glibc reads it
+// (a pointer-sized word).
+int ioctl(int fd, unsigned long request, ...) {
+  const auto real = STRATA_REAL(ioctl);
+  va_list arguments;
+  va_start(arguments, request);
+  void* const argument = va_arg(arguments, void*);
+  va_end(arguments);
+  STRATA_IO_CALL(ioctl, fd, request, argument);
+}
+// getrandom and getentropy wait until the kernel's entropy pool is ready (early boot), and
+// spend kernel CPU generating the bytes.
+ssize_t getrandom(void* buffer, size_t size, unsigned int flags) {
+  const auto real = STRATA_REAL(getrandom);
+  STRATA_IO_CALL(getrandom, buffer, size, flags);
+}
+int getentropy(void* buffer, size_t size) {
+  const auto real = STRATA_REAL(getentropy);
+  STRATA_IO_CALL(getentropy, buffer, size);
 }
 
 }  // extern "C"

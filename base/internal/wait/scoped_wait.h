@@ -23,16 +23,11 @@
 #include "platform/sampling/libunwind_imports.h"
 #include "platform/sampling/libunwind_loader.h"
 #include "platform/time_stamp.h"
+#include "base/internal/wait/scoped_wait_mark.h"
 
 namespace strata {
 namespace base_internal {
 
-// Whether waits are marked: a session runs with 'waitstacks' and without 'precise' (whose
-// wall-clock timers sample blocked threads themselves).
-inline bool WaitStacksOn() {
-  const uint32_t features = g_sampling_features.load(std::memory_order_relaxed);
-  return (features & (kFeatureWaitStacks | kFeaturePrecise)) == kFeatureWaitStacks;
-}
 
 // The caller's registers at a wrapper's entry, read from the wrapper's own frame record (it
 // has one: base is built with frame pointers, and __builtin_frame_address forces one): the
@@ -47,10 +42,6 @@ inline CallerRegisters CallerRegistersFromFrame(const void* wrapper_frame) {
   return CallerRegisters{frame[1], reinterpret_cast<uintptr_t>(frame) + 2 * sizeof(uintptr_t),
                          frame[0]};
 }
-// What a wrapper passes to ScopedWait: its frame address, one register (the registers are
-// read from it out of line, in ScopedWait::Begin: ~20 bytes less in each of the ~110 wrappers,
-// for the library's size budget).
-#define STRATA_WRAPPER_FRAME() static_cast<const void*>(__builtin_frame_address(0))
 
 // True when a call comes from the libunwind that Strata walks with (its cache lock, its
 // reads): such a call must never be a wait the sampler walks, since the sampler's own walk
@@ -103,35 +94,6 @@ inline void EndAbandonedWait(WaitState& wait) {
   wait.depth = 0;
 }
 
-// Marks the calling thread as waiting in `function` for its lifetime (wait_state.h has the
-// protocol). Does nothing on an unregistered thread, without a session using wait stacks,
-// and inside another marked wait (a signal handler's call).
-class ScopedWait {
- public:
-  // Inline: the check that a wait may be marked at all (one relaxed load without a session
-  // using wait stacks); the marking itself is out of line (wait_wrappers.cc), so that each of
-  // the ~90 wrappers stays a few instructions (the library's size, issue 33's budget).
-  // `measure_cpu`: a system call that may spend CPU in the kernel (I/O, file system): its CPU
-  // is charged to its stack (kernel_cpu_charge.h). Sleeps, locks and condition waits are not
-  // measured (their kernel CPU is a futex's; two clock reads would cost more than it).
-  // `wrapper_frame`: STRATA_WRAPPER_FRAME() in the wrapper itself.
-  ScopedWait(const void* function, const void* wrapper_frame, bool measure_cpu = false) {
-    if (WaitStacksOn()) Begin(function, wrapper_frame, measure_cpu);
-  }
-  ~ScopedWait() {
-    if (thread_) End();
-  }
-  ScopedWait(const ScopedWait&) = delete;
-  ScopedWait& operator=(const ScopedWait&) = delete;
-
- private:
-  STRATA_BASE_HIDDEN void Begin(const void* function, const void* wrapper_frame,
-                                 bool measure_cpu);
-  STRATA_BASE_HIDDEN void End();
-
-  RegisteredThread* thread_ = nullptr;
-  bool marked_ = false;
-};
 
 // The real definition of a wrapped function: dlsym(RTLD_NEXT) (dlvsym with `version`),
 // looked up once.

@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,7 +114,9 @@ namespace {
   X(pthread_rwlock_timedrdlock) \
   X(pthread_rwlock_timedwrlock) \
   X(pthread_rwlock_clockrdlock) \
-  X(pthread_rwlock_clockwrlock)
+  X(pthread_rwlock_clockwrlock) \
+  X(pthread_once) \
+  X(call_once)
 
 // Their real definitions, looked up by ResolveWaitFunctions (the library's constructor,
 // before the program runs) or at a wrapper's first call (from an object's constructor that
@@ -514,6 +517,61 @@ int pthread_rwlock_clockrdlock(pthread_rwlock_t* lock, clockid_t clock, const ti
 }
 int pthread_rwlock_clockwrlock(pthread_rwlock_t* lock, clockid_t clock, const timespec* deadline) {
   STRATA_LOCK_WAIT_CALL(pthread_rwlock_trywrlock, pthread_rwlock_clockwrlock, lock, clock, deadline);
+}
+
+// pthread_once and C11's call_once (glibc's calls its internal __pthread_once; libstdc++'s
+// std::call_once calls pthread_once): a wait only while another thread runs the initializer.
+// A done control (glibc's fast path: its __PTHREAD_ONCE_DONE bit, 2) marks nothing. Otherwise
+// the wait is marked and the initializer is run through RunOnceInitializer, which ends the
+// mark first when this thread is the one that runs it: the initializer's CPU and its own waits
+// are its own, not pthread_once's. The program's initializer is kept in a thread-local chain
+// (an initializer may call pthread_once itself), restored by a destructor, which also runs
+// when the initializer throws (std::call_once) or the thread is cancelled in it.
+namespace strata {
+namespace base_internal {
+namespace {
+struct OnceCall {
+  void (*initializer)();
+  ScopedWait* wait;
+  OnceCall* outer;
+};
+__thread OnceCall* t_once_call __attribute__((tls_model("initial-exec"))) = nullptr;
+
+void RunOnceInitializer() {
+  OnceCall* call = t_once_call;
+  call->wait->EndNow();
+  call->initializer();
+}
+
+class ScopedOnceCall {
+ public:
+  ScopedOnceCall(void (*initializer)(), ScopedWait* wait) : call_{initializer, wait, t_once_call} {
+    t_once_call = &call_;
+  }
+  ~ScopedOnceCall() { t_once_call = call_.outer; }
+
+ private:
+  OnceCall call_;
+};
+
+bool OnceDone(const int* control) { return (__atomic_load_n(control, __ATOMIC_ACQUIRE) & 2) != 0; }
+}  // namespace
+}  // namespace base_internal
+}  // namespace strata
+
+int pthread_once(pthread_once_t* control, void (*initializer)()) {
+  const auto real = STRATA_REAL(pthread_once);
+  if (strata::base_internal::OnceDone(control)) return real(control, initializer);
+  ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
+  const strata::base_internal::ScopedOnceCall call(initializer, &wait);
+  return real(control, &strata::base_internal::RunOnceInitializer);
+}
+void call_once(once_flag* flag, void (*initializer)()) {
+  const auto real = STRATA_REAL(call_once);
+  if (strata::base_internal::OnceDone(&flag->__data)) return real(flag, initializer);
+  ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
+  const strata::base_internal::ScopedOnceCall call(initializer, &wait);
+  real(flag, &strata::base_internal::RunOnceInitializer);
 }
 
 // The 64-bit-offset names a program built with _FILE_OFFSET_BITS=64 calls (pread64 and
