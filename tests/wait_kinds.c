@@ -13,11 +13,12 @@
 // Then the waits a signal or another thread ends: sigwaitinfo, sigsuspend and sigpause (a
 // helper thread signals the waiting one after ~1 s), pthread_once and C11's call_once while a
 // helper thread runs the initializer (which sleeps ~1 s in nanosleep: the helper's own
-// pthread_once must not be charged with it); then getrandom (kernel CPU, 64 MiB) and ioctl
+// pthread_once must not be charged with it), fgets and getc on a pipe a helper thread writes
+// a line to after ~1 s; then getrandom (kernel CPU, 64 MiB) and ioctl
 // (FIONREAD on a pipe, 200 000 calls), timed call by call, on a thread named kernel_calls.
 // stdout: "wait KIND MS" per call (KIND: select, unknown, poll, sem_timedwait, sem_clockwait,
 // pthread_cond_timedwait, syscall, __poll_chk, thrd_sleep, mtx_timedlock, sigwaitinfo,
-// sigsuspend, sigpause, pthread_once, call_once, getrandom, ioctl) and for all the short
+// sigsuspend, sigpause, pthread_once, call_once, fgets, getc, getrandom, ioctl) and for all the short
 // waits together (clock_nanosleep), then "wait_kinds: done".
 #define _GNU_SOURCE
 #include <poll.h>
@@ -178,6 +179,42 @@ static void SignalWaits(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+// stdio reads of a pipe another thread writes a line to ~1 s after the reader says it is
+// about to read: fgets, then getc.
+static int g_pipe_write_end;
+static void* WriteLater(void* unused) {
+  (void)unused;
+  while (!atomic_load(&g_about_to_wait)) sched_yield();
+  SleepMs(1000);
+  if (write(g_pipe_write_end, "line\n", 5) != 5) perror("write");
+  return NULL;
+}
+static void StdioWaits(void) {
+  int pipe_ends[2];
+  if (pipe(pipe_ends) != 0) return;
+  g_pipe_write_end = pipe_ends[1];
+  FILE* input = fdopen(pipe_ends[0], "r");
+  char line[64];
+  const char* kinds[] = {"fgets", "getc"};
+  for (int i = 0; i < 2; ++i) {
+    pthread_t helper;
+    atomic_store(&g_about_to_wait, 0);
+    pthread_create(&helper, NULL, WriteLater, NULL);
+    atomic_store(&g_about_to_wait, 1);
+    const double start = NowMs();
+    if (i == 0) {
+      if (fgets(line, sizeof(line), input) == NULL) perror("fgets");
+    } else {
+      if (getc(input) == EOF) perror("getc");
+    }
+    Report(kinds[i], start);
+    pthread_join(helper, NULL);
+    if (i == 1) fgets(line, sizeof(line), input);  // The rest of the line: from the buffer.
+  }
+  fclose(input);
+  close(pipe_ends[1]);
+}
+
 static void OnceWaits(void) {
   sem_init(&g_initializer_started, 0, 0);
   pthread_t helper;
@@ -316,6 +353,7 @@ int main(void) {
 
   SignalWaits();
   OnceWaits();
+  StdioWaits();
   pthread_t kernel_calls;
   pthread_create(&kernel_calls, NULL, KernelCpuCalls, NULL);
   pthread_join(kernel_calls, NULL);

@@ -6,7 +6,8 @@
 # with its own clock, then 400 short clock_nanosleep waits (2.5 ms, under the sampler's 4 ms
 # period), then sigwaitinfo, sigsuspend and sigpause ended by another thread's signal,
 # pthread_once and call_once while another thread runs the initializer (its own pthread_once
-# is not charged with the initializer's sleep), and many getrandom and ioctl calls. Recorded with `strata record` (wait stacks on, the default):
+# is not charged with the initializer's sleep), fgets and getc on a pipe written ~1 s later,
+# and many getrandom and ioctl calls. Recorded with `strata record` (wait stacks on, the default):
 #   - each wrapped call's self wall time in the profile is the time the program measured for
 #     it, within 2 % (before the fix the unknown call's second was added to the call before
 #     it: select 2 s);
@@ -43,7 +44,7 @@ measured() { awk -v kind="$1" '$1 == "wait" && $2 == kind { s += $3 } END { prin
 # samples of 1 000): checked within 5 %. Before the thread wrote the samples of the waits
 # the sampler did not see, about two thirds of their time was missing.
 for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait syscall __poll_chk \
-  thrd_sleep mtx_timedlock sigwaitinfo sigsuspend sigpause pthread_once call_once unknown \
+  thrd_sleep mtx_timedlock sigwaitinfo sigsuspend sigpause pthread_once call_once fgets getc unknown \
   clock_nanosleep getrandom ioctl; do
   name="$kind"
   [[ $kind == unknown ]] && name="Unknown wait"

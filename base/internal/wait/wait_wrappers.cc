@@ -265,6 +265,7 @@ void ResolveWaitFunctions() {
 #undef STRATA_RESOLVE
   ResolveBlockingIoFunctions();
   ResolveFileSyscallFunctions();
+  ResolveStdioFunctions();
 }
 
 }  // namespace base_internal

@@ -24,6 +24,7 @@ STRATA_BASE_HIDDEN void ResolveWaitFunctions();
 // The same for blocking_io_wrappers.cc's (called by ResolveWaitFunctions).
 STRATA_BASE_HIDDEN void ResolveBlockingIoFunctions();
 STRATA_BASE_HIDDEN void ResolveFileSyscallFunctions();
+STRATA_BASE_HIDDEN void ResolveStdioFunctions();
 
 // Whether `syscall(number, arguments[0..5])` may block (blocking_io_wrappers.cc): a futex
 // wait or lock, io_uring_enter waiting for completions, futex_waitv, and the blocking calls
