@@ -251,7 +251,7 @@ int ReplacementSigprocmask(int how, const sigset_t* set, sigset_t* old) {
 }
 
 struct Redirection {
-  const char* name;
+  char name[24];  // An array: a pointer would cost a dynamic relocation (the library's size).
   void* replacement;
 };
 

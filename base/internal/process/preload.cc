@@ -152,7 +152,7 @@ int32_t RawGetTid() { return static_cast<int32_t>(RawSyscall(SYS_gettid)); }
 // vfork()ed child, call no dlsym and take no lock (a function-local static's guard would).
 enum ProcessEndFunction { kExit, k_Exit, k_ExitC99, kExecve, kExecv, kExecvp, kExecvpe,
                           kFexecve, kProcessEndFunctionCount };
-constexpr const char* kProcessEndFunctionNames[kProcessEndFunctionCount] = {
+constexpr char kProcessEndFunctionNames[kProcessEndFunctionCount][8] = {  // No relocations.
     "exit", "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve"};
 std::atomic<void*> g_process_end_functions[kProcessEndFunctionCount];
 

@@ -17,8 +17,10 @@ namespace strata {
 namespace base_internal {
 namespace {
 
+// Names are arrays, not pointers, in these tables: a pointer costs the library a dynamic
+// relocation (24 bytes) besides itself (libstrata_base.so's size budget, docs/sampling.md).
 struct FeatureName {
-  const char* name;
+  char name[18];
   uint32_t bit;
   const char* meaning;
 };
@@ -62,60 +64,62 @@ constexpr double kMaxIntervalMs = STRATA_INTERVAL_RANGE_MAX;
 constexpr unsigned long kMinBufferMb = STRATA_BUFFER_RANGE_MIN;
 constexpr unsigned long kMaxBufferMb = STRATA_BUFFER_RANGE_MAX;
 
-struct VariableHelp {
-  const char* name;
-  const char* meaning;
-};
-
-constexpr VariableHelp kVariables[] = {
-    {"STRATA_HELP", "=1: print this help and exit."},
-    {"STRATA_STARTUP", "=1: start profiling when the library loads. Default: off."},
-    {"STRATA_STARTUP_INTERVAL",
-     "=<ms>: sampling interval in milliseconds, a number " STRATA_INTERVAL_RANGE ". Default: 1. With "
-     "CPU-clock timers (STRATA_SAMPLING_SOURCE) sampling is limited by the kernel tick (4 ms "
-     "here); see 'precise'."},
-    {"STRATA_STARTUP_BUFFER_MB",
-     "=<MiB>: memory limit of the profile buffer, an integer " STRATA_BUFFER_RANGE ". Default: 64. The "
-     "oldest data is dropped when it is full."},
-    {"STRATA_STARTUP_FEATURES",
-     "=<list>: comma-separated features added to the defaults; '-name' removes one. Default: "
-     "stackwalk,threads,cpu,waitstacks."},
-    {"STRATA_STARTUP_FILTERS",
-     "=<list>: comma-separated thread-name substrings (case-insensitive); only matching threads "
-     "are profiled. Default: every thread."},
-    {"STRATA_SHUTDOWN",
-     "=<path>: save the profile (Gecko JSON) there at exit; '%p' becomes the process id. "
-     "Without '%p', processes started by a profiled process with the same path save to "
-     "<path> with .<pid> before .json. Default: not saved."},
-    {"STRATA_ALLOC_INTERVAL",
-     "=<bytes>: with the feature nativeallocations, the mean number of allocated bytes between "
-     "two sampled allocations, " STRATA_ALLOC_INTERVAL_RANGE ". Default: 64K (docs/memory.md)."},
-    {"STRATA_LOGGING", "=1: log what the profiler does on stderr. Default: off."},
-    {"STRATA_SAMPLING_SIGNAL",
-     "=<signal>: the sampling signal (was STRATA_SIGNAL before): SIGRTMIN+n, SIGRTMAX-n or a number from SIGRTMIN to "
-     "SIGRTMAX, or SIGPROF, SIGVTALRM, SIGUSR1, SIGUSR2. Default: the highest real-time signal "
-     "from SIGRTMIN+4 with no handler (gdb: 'handle SIGnn nostop noprint pass')."},
-    {"STRATA_SAMPLING_SOURCE",
-     "=auto|perf|timer: what sends the sampling signal (not in precise mode): perf task-clock "
-     "events (one sample per interval of a thread's CPU time) or CPU-clock timers (one per "
-     "scheduler tick at most). Default: auto (perf events where the kernel allows them, else "
-     "timers; the profile's meta says which and why)."},
-    {"STRATA_SIGNAL",
-     "=<signal>: a control signal for daemons (like gperftools' CPUPROFILESIGNAL): each one "
-     "received starts a session, the next stops it and saves the profile to a new numbered "
-     "file (<STRATA_SHUTDOWN or $TMPDIR/strata-%p.json with -N before .json>); with "
-     "STRATA_STARTUP=1 the first one stops. SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, "
-     "SIGPIPE, SIGALRM, SIGTERM, SIGPROF, SIGVTALRM or SIGRTMIN..SIGRTMAX, "
-     "by name or number; not the sampling signal. Default: none."},
-    {"STRATA_FLIGHT_RECORDER",
-     "=<directory>: keep the profile buffer in a file there, strata-<pid>-<start>.flight, that "
-     "survives a crash or a kill; `strata recover FILE` turns it into a profile "
-     "(docs/flight-recorder.md). Must be an existing writable directory. Default: off."},
-    {"STRATA_RECORD_NOTES",
-     "=<directory>: set by `strata record`: each program this process starts (exec, "
-     "posix_spawn) is noted there as <pid>.exec, so that record can name the ones Strata "
-     "could not enter (docs/cli.md). Must be an existing writable directory. Default: off."},
-};
+// The variables and their help, in order: name, '\0', meaning, '\0' for each, and a final '\0'.
+// One string, not a table of pointers: a pointer costs the library a dynamic relocation.
+constexpr char kVariableHelp[] =
+    "STRATA_HELP\0"
+        "=1: print this help and exit." "\0"
+    "STRATA_STARTUP\0"
+        "=1: start profiling when the library loads. Default: off." "\0"
+    "STRATA_STARTUP_INTERVAL\0"
+        "=<ms>: sampling interval in milliseconds, a number " STRATA_INTERVAL_RANGE
+        ". Default: 1. With "
+        "CPU-clock timers (STRATA_SAMPLING_SOURCE) sampling is limited by the kernel tick (4 ms "
+        "here); see 'precise'." "\0"
+    "STRATA_STARTUP_BUFFER_MB\0"
+        "=<MiB>: memory limit of the profile buffer, an integer " STRATA_BUFFER_RANGE
+        ". Default: 64. The " "oldest data is dropped when it is full." "\0"
+    "STRATA_STARTUP_FEATURES\0"
+        "=<list>: comma-separated features added to the defaults; '-name' removes one. Default: "
+        "stackwalk,threads,cpu,waitstacks." "\0"
+    "STRATA_STARTUP_FILTERS\0"
+        "=<list>: comma-separated thread-name substrings (case-insensitive); only matching threads "
+        "are profiled. Default: every thread." "\0"
+    "STRATA_SHUTDOWN\0"
+        "=<path>: save the profile (Gecko JSON) there at exit; '%p' becomes the process id. "
+        "Without '%p', processes started by a profiled process with the same path save to "
+        "<path> with .<pid> before .json. Default: not saved." "\0"
+    "STRATA_ALLOC_INTERVAL\0"
+        "=<bytes>: with the feature nativeallocations, the mean number of allocated bytes between "
+        "two sampled allocations, " STRATA_ALLOC_INTERVAL_RANGE ". Default: 64K (docs/memory.md)."
+        "\0"
+    "STRATA_LOGGING\0"
+        "=1: log what the profiler does on stderr. Default: off." "\0"
+    "STRATA_SAMPLING_SIGNAL\0"
+        "=<signal>: the sampling signal (was STRATA_SIGNAL before): SIGRTMIN+n, SIGRTMAX-n or a number from SIGRTMIN to "
+        "SIGRTMAX, or SIGPROF, SIGVTALRM, SIGUSR1, SIGUSR2. Default: the highest real-time signal "
+        "from SIGRTMIN+4 with no handler (gdb: 'handle SIGnn nostop noprint pass')." "\0"
+    "STRATA_SAMPLING_SOURCE\0"
+        "=auto|perf|timer: what sends the sampling signal (not in precise mode): perf task-clock "
+        "events (one sample per interval of a thread's CPU time) or CPU-clock timers (one per "
+        "scheduler tick at most). Default: auto (perf events where the kernel allows them, else "
+        "timers; the profile's meta says which and why)." "\0"
+    "STRATA_SIGNAL\0"
+        "=<signal>: a control signal for daemons (like gperftools' CPUPROFILESIGNAL): each one "
+        "received starts a session, the next stops it and saves the profile to a new numbered "
+        "file (<STRATA_SHUTDOWN or $TMPDIR/strata-%p.json with -N before .json>); with "
+        "STRATA_STARTUP=1 the first one stops. SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, "
+        "SIGPIPE, SIGALRM, SIGTERM, SIGPROF, SIGVTALRM or SIGRTMIN..SIGRTMAX, "
+        "by name or number; not the sampling signal. Default: none." "\0"
+    "STRATA_FLIGHT_RECORDER\0"
+        "=<directory>: keep the profile buffer in a file there, strata-<pid>-<start>.flight, that "
+        "survives a crash or a kill; `strata recover FILE` turns it into a profile "
+        "(docs/flight-recorder.md). Must be an existing writable directory. Default: off." "\0"
+    "STRATA_RECORD_NOTES\0"
+        "=<directory>: set by `strata record`: each program this process starts (exec, "
+        "posix_spawn) is noted there as <pid>.exec, so that record can name the ones Strata "
+        "could not enter (docs/cli.md). Must be an existing writable directory. Default: off."
+        "\0";
 
 std::string Trim(std::string s) {
   size_t b = 0, e = s.size();
@@ -192,8 +196,8 @@ bool ParseBool(const char* text, bool* out) {
 // A signal by name or number: SIGRTMIN+n, SIGRTMAX-n, RTMIN, RTMAX, a number from 1 to
 // SIGRTMAX, or one of the names of kNamedSignals (with or without "SIG", any case). 0 if none.
 struct SignalName {
-  const char* name;
-  int number;
+  char name[7];
+  unsigned char number;
 };
 constexpr SignalName kNamedSignals[] = {
     {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},     {"ILL", SIGILL},
@@ -447,10 +451,13 @@ std::string EnvironmentHelpText() {
   std::string text =
       "Strata base profiler (libstrata_base.so): environment variables\n"
       "\n";
-  for (const VariableHelp& v : kVariables) {
+  for (const char* help = kVariableHelp; *help != '\0';) {
+    const char* name = help;
+    const char* meaning = name + std::strlen(name) + 1;
+    help = meaning + std::strlen(meaning) + 1;
     text += "  ";
-    text += v.name;
-    text += v.meaning;
+    text += name;
+    text += meaning;
     text += "\n";
   }
   text += "\nFeatures (STRATA_STARTUP_FEATURES):\n";

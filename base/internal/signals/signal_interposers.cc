@@ -67,12 +67,6 @@
 #include "platform/tsan_startup.h"
 #include "platform/sampling/sampling_signal.h"
 
-// glibc exports both; <signal.h> declares neither under these names for GNU compilers.
-extern "C" {
-int __sigpause(int sig_or_mask, int is_sig);
-int StrataBsdSigpause(int mask) __asm__("sigpause");
-}
-
 namespace strata {
 namespace base_internal {
 namespace {
@@ -115,10 +109,8 @@ std::atomic<SigOneFunction> g_sighold{nullptr};
 std::atomic<SigOneFunction> g_sigrelse{nullptr};
 std::atomic<SigpendingFunction> g_sigpending{nullptr};
 std::atomic<SigsuspendFunction> g_sigsuspend{nullptr};
-// The sigpause family: only the leaf a wait in them shows (they are carried out through
-// sigsuspend below, as glibc's own do through its internal one).
-std::atomic<void*> g_sigpause{nullptr};
-std::atomic<void*> g_bsd_sigpause{nullptr};
+// sigpause: only the leaf a wait in it shows (it is carried out through sigsuspend below, as
+// glibc's own is through its internal one).
 std::atomic<void*> g_xpg_sigpause{nullptr};
 
 void ResolveRealFunctions() {
@@ -138,8 +130,6 @@ void ResolveRealFunctions() {
   (void)Real(g_sigrelse, "sigrelse");
   (void)Real(g_sigpending, "sigpending");
   (void)Real(g_sigsuspend, "sigsuspend");
-  (void)Real(g_sigpause, "__sigpause");
-  (void)Real(g_bsd_sigpause, "sigpause");
   (void)Real(g_xpg_sigpause, "__xpg_sigpause");
 }
 
@@ -593,23 +583,13 @@ int SuspendWithMask(const sigset_t* mask, const void* leaf, const void* wrapper_
   const TemporarySamplingSignalMask temporary(FilteredSignal(return_address), mask);
   return real(mask);
 }
-// glibc's __sigpause: the calling thread's mask without `sig_or_mask` (X/Open, is_sig != 0),
-// or the BSD mask word `sig_or_mask` (bit n - 1 for signal n), then sigsuspend. The thread's
-// mask is read through the sigprocmask wrapper: the program's view, as plain.
-int Sigpause(int sig_or_mask, int is_sig, const void* leaf, const void* wrapper_frame,
+// glibc's X/Open sigpause: the calling thread's mask without `signal_number`, then
+// sigsuspend. The mask is read through the sigprocmask wrapper: the program's view, as plain.
+int Sigpause(int signal_number, const void* leaf, const void* wrapper_frame,
              const void* return_address) {
   sigset_t mask;
-  if (is_sig != 0) {
-    if (sigprocmask(SIG_BLOCK, nullptr, &mask) != 0 || sigdelset(&mask, sig_or_mask) != 0) {
-      return -1;
-    }
-  } else {
-    sigemptyset(&mask);
-    for (int signal_number = 1; signal_number <= 32; ++signal_number) {
-      if ((static_cast<unsigned>(sig_or_mask) >> (signal_number - 1)) & 1u) {
-        sigaddset(&mask, signal_number);
-      }
-    }
+  if (sigprocmask(SIG_BLOCK, nullptr, &mask) != 0 || sigdelset(&mask, signal_number) != 0) {
+    return -1;
   }
   return SuspendWithMask(&mask, leaf, wrapper_frame, return_address);
 }
@@ -824,18 +804,11 @@ int sigsuspend(const sigset_t* mask) {
   return SuspendWithMask(mask, reinterpret_cast<const void*>(Real(g_sigsuspend, "sigsuspend")),
                          STRATA_WRAPPER_FRAME(), __builtin_return_address(0));
 }
-int __sigpause(int sig_or_mask, int is_sig) {
-  return Sigpause(sig_or_mask, is_sig, Real(g_sigpause, "__sigpause"), STRATA_WRAPPER_FRAME(),
-                  __builtin_return_address(0));
-}
 // <signal.h> names the X/Open form `sigpause` for GNU compilers (its symbol is
-// __xpg_sigpause); glibc's `sigpause` symbol is the BSD form, taking a mask word.
+// __xpg_sigpause). glibc's `sigpause` symbol (the BSD form, taking a mask word) and
+// `__sigpause` are not wrapped: no current header makes a program call them.
 int sigpause(int signal_number) {
-  return Sigpause(signal_number, 1, Real(g_xpg_sigpause, "__xpg_sigpause"),
-                  STRATA_WRAPPER_FRAME(), __builtin_return_address(0));
-}
-int StrataBsdSigpause(int mask) {
-  return Sigpause(mask, 0, Real(g_bsd_sigpause, "sigpause"), STRATA_WRAPPER_FRAME(),
+  return Sigpause(signal_number, Real(g_xpg_sigpause, "__xpg_sigpause"), STRATA_WRAPPER_FRAME(),
                   __builtin_return_address(0));
 }
 

@@ -119,15 +119,8 @@ namespace {
   X(getrandom) \
   X(getentropy)
 
-#define STRATA_REAL_SLOT(function)                                    \
-  std::atomic<decltype(&::function)> g_real_##function{nullptr}; \
-  constexpr const char* kVersionOf_##function = VersionOf(#function);
-STRATA_FOR_EACH_IO_FUNCTION(STRATA_REAL_SLOT)
-#undef STRATA_REAL_SLOT
+STRATA_DEFINE_REAL_TABLE(STRATA_FOR_EACH_IO_FUNCTION)
 
-#define STRATA_REAL(function)                                                          \
-  ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function, \
-                                ::strata::base_internal::kVersionOf_##function)
 
 }  // namespace
 
@@ -187,9 +180,7 @@ bool IsBlockingSystemCall(long number, const long* arguments) {
 }
 
 void ResolveBlockingIoFunctions() {
-#define STRATA_RESOLVE(function) (void)STRATA_REAL(function);
-  STRATA_FOR_EACH_IO_FUNCTION(STRATA_RESOLVE)
-#undef STRATA_RESOLVE
+  STRATA_RESOLVE_TABLE();
 }
 
 }  // namespace base_internal

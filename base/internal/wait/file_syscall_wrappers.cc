@@ -65,13 +65,8 @@ namespace {
   X(lchown) \
   X(chmod)
 
-#define STRATA_REAL_SLOT(function) \
-  std::atomic<decltype(&::function)> g_real_##function{nullptr};
-STRATA_FOR_EACH_FILE_FUNCTION(STRATA_REAL_SLOT)
-#undef STRATA_REAL_SLOT
+STRATA_DEFINE_REAL_TABLE(STRATA_FOR_EACH_FILE_FUNCTION)
 
-#define STRATA_REAL(function) \
-  ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function)
 
 // open's mode argument is there when the flags create a file (glibc's __OPEN_NEEDS_MODE).
 constexpr bool OpenNeedsMode(int flags) {
@@ -81,9 +76,7 @@ constexpr bool OpenNeedsMode(int flags) {
 }  // namespace
 
 void ResolveFileSyscallFunctions() {
-#define STRATA_RESOLVE(function) (void)STRATA_REAL(function);
-  STRATA_FOR_EACH_FILE_FUNCTION(STRATA_RESOLVE)
-#undef STRATA_RESOLVE
+  STRATA_RESOLVE_TABLE();
 }
 
 }  // namespace base_internal

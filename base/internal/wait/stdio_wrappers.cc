@@ -8,8 +8,8 @@
 // call, served from the buffer, costs one comparison more than plain. A call served partly
 // from the buffer that then reads (a line longer than what is buffered) is not marked: its
 // wait, if the read blocks, is an "Unknown wait" on the last known stack, never another
-// call's time (docs/sampling.md). __uflow and __underflow are what glibc's inline
-// getc_unlocked/getchar_unlocked call on an empty buffer. Output (fwrite, printf, fflush to
+// call's time (docs/sampling.md). __uflow is what glibc's inline getc_unlocked and
+// getchar_unlocked call on an empty buffer. Output (fwrite, printf, fflush to
 // a full pipe) is not wrapped: docs/sampling.md lists it.
 //
 // Each wrapper calls the real function with the program's arguments: same result, errno,
@@ -28,9 +28,7 @@
 extern "C" {
 char* __fgets_chk(char* line, size_t size, int count, FILE* stream);
 size_t __fread_chk(void* data, size_t data_size, size_t size, size_t count, FILE* stream);
-ssize_t __getdelim(char** line, size_t* size, int delimiter, FILE* stream);
 int __uflow(FILE* stream);
-int __underflow(FILE* stream);
 }
 
 #pragma GCC diagnostic ignored "-Wignored-attributes"
@@ -46,20 +44,13 @@ namespace {
   X(__fread_chk) \
   X(getline) \
   X(getdelim) \
-  X(__getdelim) \
   X(fgetc) \
   X(getc) \
   X(getchar) \
-  X(__uflow) \
-  X(__underflow)
+  X(__uflow)
 
-#define STRATA_REAL_SLOT(function) \
-  std::atomic<decltype(&::function)> g_real_##function{nullptr};
-STRATA_FOR_EACH_STDIO_FUNCTION(STRATA_REAL_SLOT)
-#undef STRATA_REAL_SLOT
+STRATA_DEFINE_REAL_TABLE(STRATA_FOR_EACH_STDIO_FUNCTION)
 
-#define STRATA_REAL(function) \
-  ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function)
 
 // Whether a read from `stream` must read its file: nothing is buffered. Read without the
 // stream's lock, as glibc's own getc_unlocked does: a stale answer only marks, or does not
@@ -71,9 +62,7 @@ inline bool MustRead(FILE* stream) {
 }  // namespace
 
 void ResolveStdioFunctions() {
-#define STRATA_RESOLVE(function) (void)STRATA_REAL(function);
-  STRATA_FOR_EACH_STDIO_FUNCTION(STRATA_RESOLVE)
-#undef STRATA_RESOLVE
+  STRATA_RESOLVE_TABLE();
 }
 
 }  // namespace base_internal
@@ -109,13 +98,9 @@ ssize_t getline(char** line, size_t* size, FILE* stream) {
 ssize_t getdelim(char** line, size_t* size, int delimiter, FILE* stream) {
   STRATA_STDIO_CALL(getdelim, stream, line, size, delimiter, stream);
 }
-ssize_t __getdelim(char** line, size_t* size, int delimiter, FILE* stream) {
-  STRATA_STDIO_CALL(__getdelim, stream, line, size, delimiter, stream);
-}
 int fgetc(FILE* stream) { STRATA_STDIO_CALL(fgetc, stream, stream); }
 int getc(FILE* stream) { STRATA_STDIO_CALL(getc, stream, stream); }
 int getchar() { STRATA_STDIO_CALL(getchar, stdin, ); }
 int __uflow(FILE* stream) { STRATA_STDIO_CALL(__uflow, stream, stream); }
-int __underflow(FILE* stream) { STRATA_STDIO_CALL(__underflow, stream, stream); }
 
 }  // extern "C"

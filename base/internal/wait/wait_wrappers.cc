@@ -118,19 +118,8 @@ namespace {
   X(pthread_once) \
   X(call_once)
 
-// Their real definitions, looked up by ResolveWaitFunctions (the library's constructor,
-// before the program runs) or at a wrapper's first call (from an object's constructor that
-// runs earlier). kVersionOf_*: the symbol version to look up where an unversioned lookup
-// could find an old one (the condition variables' GLIBC_2.2.5 compatibility symbols).
-#define STRATA_REAL_SLOT(function)                                    \
-  std::atomic<decltype(&::function)> g_real_##function{nullptr}; \
-  constexpr const char* kVersionOf_##function = VersionOf(#function);
-STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_REAL_SLOT)
-#undef STRATA_REAL_SLOT
+STRATA_DEFINE_REAL_TABLE(STRATA_FOR_EACH_WRAPPED_FUNCTION)
 
-#define STRATA_REAL(function)                                                          \
-  ::strata::base_internal::Real(::strata::base_internal::g_real_##function, #function, \
-                                ::strata::base_internal::kVersionOf_##function)
 
 // Appends `text` / `value` in `base` (10 or 16) at `length` in `out`, as far as it fits;
 // returns the new length. Async-signal-safe.
@@ -259,10 +248,28 @@ void ScopedWait::End() {
   if (wait.depth > 0) --wait.depth;
 }
 
+void* RealAt(std::atomic<void*>* slots, const char* names, int index) {
+  void* real = slots[index].load(std::memory_order_acquire);
+  if (real) return real;
+  const char* name = names;
+  for (int i = 0; i < index; ++i) {
+    while (*name != '\0') ++name;
+    ++name;
+  }
+  // No libc string function here: a wrapper may call this on its first call.
+  const auto same = [](const char* a, const char* b) {
+    while (*a != '\0' && *a == *b) ++a, ++b;
+    return *a == *b;
+  };
+  const bool condition_wait =
+      same(name, "pthread_cond_wait") || same(name, "pthread_cond_timedwait");
+  real = NextDefinition(name, condition_wait ? "GLIBC_2.3.2" : nullptr);
+  slots[index].store(real, std::memory_order_release);
+  return real;
+}
+
 void ResolveWaitFunctions() {
-#define STRATA_RESOLVE(function) (void)STRATA_REAL(function);
-  STRATA_FOR_EACH_WRAPPED_FUNCTION(STRATA_RESOLVE)
-#undef STRATA_RESOLVE
+  STRATA_RESOLVE_TABLE();
   ResolveBlockingIoFunctions();
   ResolveFileSyscallFunctions();
   ResolveStdioFunctions();
