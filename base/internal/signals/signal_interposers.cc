@@ -588,9 +588,12 @@ int SuspendWithMask(const sigset_t* mask, const void* leaf, const void* wrapper_
 int Sigpause(int signal_number, const void* leaf, const void* wrapper_frame,
              const void* return_address) {
   sigset_t mask;
-  if (sigprocmask(SIG_BLOCK, nullptr, &mask) != 0 || sigdelset(&mask, signal_number) != 0) {
+  if (signal_number <= 0 || signal_number >= NSIG) {  // As sigdelset refuses it.
+    errno = EINVAL;
     return -1;
   }
+  if (sigprocmask(SIG_BLOCK, nullptr, &mask) != 0) return -1;
+  RemoveSignal(&mask, signal_number);  // Not libc's sigdelset: nothing the program can interpose.
   return SuspendWithMask(&mask, leaf, wrapper_frame, return_address);
 }
 }  // namespace
