@@ -6,7 +6,7 @@
 #                samples have a > b as JS frames under main() of the runner; b reaches Ion;
 #                lines on interpreter frames; well-formed stacks; format checker; front-end
 #   nojit        the same with the JIT backend disabled: interpreter frames only, with lines
-#   late-start   the session starts 300 ms into the script, from another thread: profiling is
+#   late-start   the session starts after 300 ms of the script's CPU, from another thread: profiling is
 #                turned on through the interrupt callback inside the running script
 #   gc           allocation and run-time compilation: well-formed stacks in every sample, GC
 #                and compilation labels seen

@@ -7,9 +7,10 @@
 //     --interval MS          sampling interval in ms (default 1)
 //     --jit MODE             default | nojit | interp | blinterp | baseline (default: default)
 //     --no-profile           run the script without profiling (to compare run times)
-//     --late-start MS        start the session MS ms after the script started, from another
-//                            thread (profiling is then turned on through the interrupt
-//                            callback, inside the running script)
+//     --late-start MS        start the session once the script's thread has run MS ms of
+//                            CPU, from another thread (profiling is then turned on through
+//                            the interrupt callback, inside the running script); CPU, not
+//                            wall time: the same point of the script on a busy machine
 //     --framepointers        walk native stacks with frame pointers (default: libunwind)
 //     --no-memory-counter    no allocation counter
 //     --stats                print sampling statistics and the script's run time (stderr)
@@ -62,7 +63,7 @@ int Usage(bool asked = false) {
                "  --interval MS         sampling interval in ms (default 1)\n"
                "  --jit MODE            default | nojit | interp | blinterp | baseline\n"
                "  --no-profile          run without profiling\n"
-               "  --late-start MS       start the session MS ms into the script\n"
+               "  --late-start MS       start the session after MS ms of the script's CPU\n"
                "  --framepointers       walk native stacks with frame pointers\n"
                "  --no-memory-counter   no allocation counter\n"
                "  --stats               print sampling statistics and the run time\n"
@@ -130,6 +131,13 @@ __attribute__((noinline)) bool RunScriptFile(sm::ScriptContext& context, const s
   return context.EvaluateFile(path, error);
 }
 
+// A clock's reading, in ms.
+double ClockMs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 // The calling thread's CPU time (the sampling handler's time included), in ms.
 double ThreadCpuMs() {
   timespec ts;
@@ -186,11 +194,21 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::thread late_start;
+    std::atomic<bool> script_done{false};
     if (options.profile && options.late_start_ms >= 0) {
-      late_start = std::thread([&options] {
-        std::this_thread::sleep_for(std::chrono::microseconds(
-            static_cast<int64_t>(options.late_start_ms * 1000)));
-        StartSession(options);
+      // The script's progress, not the wall clock: on a busy machine 300 ms of wall time may
+      // be 100 ms of the script's CPU, still inside the JIT's warm-up.
+      clockid_t script_clock;
+      if (pthread_getcpuclockid(pthread_self(), &script_clock) != 0) {
+        script_clock = CLOCK_MONOTONIC;
+      }
+      const double script_start_ms = ClockMs(script_clock);
+      late_start = std::thread([&options, &script_done, script_clock, script_start_ms] {
+        while (!script_done.load() &&
+               ClockMs(script_clock) - script_start_ms < options.late_start_ms) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (!script_done.load()) StartSession(options);
       });
     }
 
@@ -201,6 +219,7 @@ int main(int argc, char** argv) {
     const double run_ms = std::chrono::duration<double, std::milli>(
                               std::chrono::steady_clock::now() - start)
                               .count();
+    script_done.store(true);
     if (late_start.joinable()) late_start.join();
     if (!ok) {
       std::fprintf(stderr, "strata js: %s\n", error.c_str());
