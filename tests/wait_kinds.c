@@ -14,11 +14,11 @@
 // helper thread signals the waiting one after ~1 s), pthread_once and C11's call_once while a
 // helper thread runs the initializer (which sleeps ~1 s in nanosleep: the helper's own
 // pthread_once must not be charged with it), fgets and getc on a pipe a helper thread writes
-// a line to after ~1 s; then getrandom (kernel CPU, 64 MiB) and ioctl
+// a line to after ~1 s (and getline, which this -O2 build calls as __getdelim); then getrandom (kernel CPU, 64 MiB) and ioctl
 // (FIONREAD on a pipe, 200 000 calls), timed call by call, on a thread named kernel_calls.
 // stdout: "wait KIND MS" per call (KIND: select, unknown, poll, sem_timedwait, sem_clockwait,
 // pthread_cond_timedwait, syscall, __poll_chk, thrd_sleep, mtx_timedlock, sigwaitinfo,
-// sigsuspend, sigpause, pthread_once, call_once, fgets, getc, getrandom, ioctl) and for all the short
+// sigsuspend, sigpause, pthread_once, call_once, fgets, getc, getline, getrandom, ioctl) and for all the short
 // waits together (clock_nanosleep), then "wait_kinds: done".
 #define _GNU_SOURCE
 #include <poll.h>
@@ -29,6 +29,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/select.h>
 #include <linux/futex.h>
 #include <stdint.h>
@@ -195,8 +196,10 @@ static void StdioWaits(void) {
   g_pipe_write_end = pipe_ends[1];
   FILE* input = fdopen(pipe_ends[0], "r");
   char line[64];
-  const char* kinds[] = {"fgets", "getc"};
-  for (int i = 0; i < 2; ++i) {
+  const char* kinds[] = {"fgets", "getc", "getline"};
+  char* whole_line = NULL;
+  size_t whole_line_size = 0;
+  for (int i = 0; i < 3; ++i) {
     pthread_t helper;
     atomic_store(&g_about_to_wait, 0);
     pthread_create(&helper, NULL, WriteLater, NULL);
@@ -204,13 +207,17 @@ static void StdioWaits(void) {
     const double start = NowMs();
     if (i == 0) {
       if (fgets(line, sizeof(line), input) == NULL) perror("fgets");
-    } else {
+    } else if (i == 1) {
       if (getc(input) == EOF) perror("getc");
+    } else {
+      // Built with -O2: <bits/stdio.h> inlines getline into a call of __getdelim.
+      if (getline(&whole_line, &whole_line_size, input) < 0) perror("getline");
     }
     Report(kinds[i], start);
     pthread_join(helper, NULL);
     if (i == 1) fgets(line, sizeof(line), input);  // The rest of the line: from the buffer.
   }
+  free(whole_line);
   fclose(input);
   close(pipe_ends[1]);
 }

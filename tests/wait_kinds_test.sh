@@ -6,7 +6,8 @@
 # with its own clock, then 400 short clock_nanosleep waits (2.5 ms, under the sampler's 4 ms
 # period), then sigwaitinfo, sigsuspend and sigpause ended by another thread's signal,
 # pthread_once and call_once while another thread runs the initializer (its own pthread_once
-# is not charged with the initializer's sleep), fgets and getc on a pipe written ~1 s later,
+# is not charged with the initializer's sleep), fgets, getc and getline (-O2: __getdelim) on a
+# pipe written ~1 s later,
 # and many getrandom and ioctl calls. Recorded with `strata record` (wait stacks on, the default):
 #   - each wrapped call's self wall time in the profile is the time the program measured for
 #     it, within 2 % (before the fix the unknown call's second was added to the call before
@@ -44,11 +45,13 @@ measured() { awk -v kind="$1" '$1 == "wait" && $2 == kind { s += $3 } END { prin
 # samples of 1 000): checked within 5 %. Before the thread wrote the samples of the waits
 # the sampler did not see, about two thirds of their time was missing.
 for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait syscall __poll_chk \
-  thrd_sleep mtx_timedlock sigwaitinfo sigsuspend sigpause pthread_once call_once fgets getc unknown \
+  thrd_sleep mtx_timedlock sigwaitinfo sigsuspend sigpause pthread_once call_once fgets getc getline unknown \
   clock_nanosleep getrandom ioctl; do
   name="$kind"
   [[ $kind == unknown ]] && name="Unknown wait"
   [[ $kind == sigpause ]] && name="__xpg_sigpause"  # <signal.h>'s sigpause (X/Open)
+  # getline, inlined at -O2 into __getdelim (<bits/stdio.h>), which libc names getdelim too.
+  [[ $kind == getline ]] && name="getdelim"
   tolerance=2
   [[ $kind == clock_nanosleep ]] && tolerance=5
   # 64 calls of ~20 ms of kernel CPU each, charged to the call (kernel_cpu_charge.h).

@@ -588,7 +588,9 @@ int SuspendWithMask(const sigset_t* mask, const void* leaf, const void* wrapper_
 int Sigpause(int signal_number, const void* leaf, const void* wrapper_frame,
              const void* return_address) {
   sigset_t mask;
-  if (signal_number <= 0 || signal_number >= NSIG) {  // As sigdelset refuses it.
+  // As glibc's sigdelset refuses it: out of range, or one of its internal signals (SIGCANCEL,
+  // SIGSETXID: 32 and 33).
+  if (signal_number <= 0 || signal_number >= NSIG || signal_number == 32 || signal_number == 33) {
     errno = EINVAL;
     return -1;
   }

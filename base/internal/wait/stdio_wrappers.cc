@@ -9,7 +9,8 @@
 // from the buffer that then reads (a line longer than what is buffered) is not marked: its
 // wait, if the read blocks, is an "Unknown wait" on the last known stack, never another
 // call's time (docs/sampling.md). __uflow is what glibc's inline getc_unlocked and
-// getchar_unlocked call on an empty buffer. Output (fwrite, printf, fflush to
+// getchar_unlocked call on an empty buffer; __getdelim what an optimised program's getline
+// calls. Output (fwrite, printf, fflush to
 // a full pipe) is not wrapped: docs/sampling.md lists it.
 //
 // Each wrapper calls the real function with the program's arguments: same result, errno,
@@ -28,6 +29,7 @@
 extern "C" {
 char* __fgets_chk(char* line, size_t size, int count, FILE* stream);
 size_t __fread_chk(void* data, size_t data_size, size_t size, size_t count, FILE* stream);
+ssize_t __getdelim(char** line, size_t* size, int delimiter, FILE* stream);
 int __uflow(FILE* stream);
 }
 
@@ -44,6 +46,7 @@ namespace {
   X(__fread_chk) \
   X(getline) \
   X(getdelim) \
+  X(__getdelim) \
   X(fgetc) \
   X(getc) \
   X(getchar) \
@@ -71,11 +74,12 @@ void ResolveStdioFunctions() {
 using strata::base_internal::MustRead;
 using strata::base_internal::ScopedWait;
 
-// Calls `real` directly when the buffer serves the call; else marks the call as a wait (its
-// kernel CPU charged to it, as `read`'s).
-#define STRATA_STDIO_CALL(function, stream, ...)            \
-  const auto real = STRATA_REAL(function);                  \
-  if (!MustRead(stream)) return real(__VA_ARGS__);          \
+// Calls `real` directly when the buffer serves the call (or there is no stream: libc's own
+// answer, which for some calls is not a crash); else marks the call as a wait (its kernel CPU
+// charged to it, as `read`'s).
+#define STRATA_STDIO_CALL(function, stream, ...)                          \
+  const auto real = STRATA_REAL(function);                                \
+  if (stream == nullptr || !MustRead(stream)) return real(__VA_ARGS__);  \
   STRATA_IO_CALL(function, __VA_ARGS__)
 
 extern "C" {
@@ -97,6 +101,10 @@ ssize_t getline(char** line, size_t* size, FILE* stream) {
 }
 ssize_t getdelim(char** line, size_t* size, int delimiter, FILE* stream) {
   STRATA_STDIO_CALL(getdelim, stream, line, size, delimiter, stream);
+}
+// What an optimised program's getline calls (<bits/stdio.h> inlines getline into it).
+ssize_t __getdelim(char** line, size_t* size, int delimiter, FILE* stream) {
+  STRATA_STDIO_CALL(__getdelim, stream, line, size, delimiter, stream);
 }
 int fgetc(FILE* stream) { STRATA_STDIO_CALL(fgetc, stream, stream); }
 int getc(FILE* stream) { STRATA_STDIO_CALL(getc, stream, stream); }
