@@ -164,7 +164,10 @@ std::atomic<bool> g_attached_session{false};
 // (the first perf event's move above the floor would pay it). A descriptor number that
 // another thread asks for during the growth waits for it, as it would for Strata's own move.
 void* GrowDescriptorTable(void*) {
-  close(MoveDescriptorHigh(open("/", O_PATH | O_CLOEXEC)));  // open refused: -1, nothing.
+  // open: Strata's own wrapper (file_syscall_wrappers.cc), which forwards on a thread that is
+  // not registered (a raw openat would cost 8 bytes the code segment does not have: .bazelrc).
+  // Refused: -1, nothing is grown.
+  close(MoveDescriptorHigh(open("/", O_PATH | O_CLOEXEC)));
   return nullptr;
 }
 
