@@ -27,6 +27,7 @@
 // Thread safety: strata_attach_start refuses (returns kAttachBusy) while an attach worker or
 // any session runs. Async-signal safety: none.
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -52,6 +53,7 @@
 #include "base/internal/settings/log.h"
 #include "base/internal/registry/thread_registry.h"
 #include "base/profiler.h"
+#include "platform/private_fd.h"
 #include "platform/raw_syscall.h"
 
 // What the worker is doing, read by strata with process_vm_readv (AttachState below).
@@ -133,11 +135,11 @@ std::vector<std::pair<ThreadId, uintptr_t>> ParseThreads(const std::string& text
   while (start < text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(start, comma - start);
-    const size_t colon = item.find(':');
-    if (colon != std::string::npos) {
-      const long tid = std::strtol(item.c_str(), nullptr, 10);
-      const uintptr_t pointer = std::strtoull(item.c_str() + colon + 1, nullptr, 16);
+    // Parsed in place: each number ends at the ':' or ',' after it.
+    const size_t colon = text.find(':', start);
+    if (colon < comma) {
+      const long tid = std::strtol(text.c_str() + start, nullptr, 10);
+      const uintptr_t pointer = std::strtoull(text.c_str() + colon + 1, nullptr, 16);
       if (tid > 0) threads.emplace_back(ThreadId::FromNumber(static_cast<pid_t>(tid)), pointer);
     }
     start = comma + 1;
@@ -151,6 +153,23 @@ std::atomic<bool> g_worker_running{false};
 bool g_have_worker = false;
 pthread_t g_last_worker{};
 std::atomic<bool> g_attached_session{false};
+
+// The process's descriptor table grown to hold Strata's high descriptors (platform/
+// private_fd.h: the flight recorder file's, the perf events', at kPrivateDescriptorFloor and
+// up), on a thread of its own at the worker's start. A multi-threaded process's table grows
+// through an RCU grace period (the kernel's expand_fdtable waits for one: 8-13 ms measured
+// here at load ~6, once per process: docs/benchmarks.md, "First attach"), and a first attach
+// finds the table at its initial 64 entries. Here that wait overlaps the worker's
+// registrations and the session's start, instead of lying on the path to the first sample
+// (the first perf event's move above the floor would pay it). A descriptor number that
+// another thread asks for during the growth waits for it, as it would for Strata's own move.
+void* GrowDescriptorTable(void*) {
+  // open: Strata's own wrapper (file_syscall_wrappers.cc), which forwards on a thread that is
+  // not registered (a raw openat would cost 8 bytes the code segment does not have: .bazelrc).
+  // Refused: -1, nothing is grown.
+  close(MoveDescriptorHigh(open("/", O_PATH | O_CLOEXEC)));
+  return nullptr;
+}
 
 bool WatcherGone(pid_t watcher) {
   return watcher > 0 && RawSyscall(SYS_kill, watcher, 0) == -ESRCH;
@@ -168,6 +187,12 @@ void* AttachWorker(void* raw) {
   // ended would get a new arena (tens to hundreds of KiB of RSS kept for good, once in a
   // while across attach/detach cycles: docs/attach.md, "RSS across attaches").
   if (request->join_previous) JoinProfilerThread(request->previous_worker);
+  // The descriptor table grown beside the worker (GrowDescriptorTable; at later attaches it
+  // is already grown, the table never shrinks, and the thread ends at once), by a detached
+  // thread that ends on its own (named StrataAttach, as its creator: strata never takes it
+  // for a program thread).
+  pthread_t grower;
+  if (CreateProfilerThread(&grower, &GrowDescriptorTable, nullptr) == 0) pthread_detach(grower);
   const EnvironmentSettings env = ReadEnvironment(
       [&request](const char* name) -> const char* {
         auto found = request->variables.find(name);

@@ -182,11 +182,6 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   auto manager = std::make_unique<LocalLimitChunkManager>(
       limit, static_cast<BufferChunk::Length>(ChunkBytesFor(limit)));
   session.start_time = TimeStamp::Now();
-  // STRATA_FLIGHT_RECORDER: the chunks live in a file that outlives a crash.
-  if (ChunkStorage* storage = StartFlightRecorderLocked(limit, manager->ChunkMinBufferBytes(),
-                                                        session.start_time, settings)) {
-    manager->SetChunkStorage(storage);
-  }
   session.controlled_manager = manager.get();
   session.buffer.SetChunkManager(std::move(manager));
   g_sampling_interval_ns.store(
@@ -246,6 +241,18 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
       thread->ring.DiscardAll();
       StartSamplingLocked(registry, thread);
     }
+  }
+  // STRATA_FLIGHT_RECORDER: the chunks live in a file that outlives a crash. Made once the
+  // threads' sampling sources are armed, so that the first samples do not wait for it (their
+  // handlers write into the threads' rings; nothing takes a chunk of the buffer before the
+  // state below is active and the sampler thread runs): creating and mapping the file costs
+  // a write fault on a new file (2-19 ms on ext4 here, its journal) and, in a process whose
+  // descriptor table is still small, the table's growth (an RCU grace period;
+  // docs/benchmarks.md, "First attach").
+  auto* chunk_manager = static_cast<LocalLimitChunkManager*>(session.controlled_manager);
+  if (ChunkStorage* storage = StartFlightRecorderLocked(limit, chunk_manager->ChunkMinBufferBytes(),
+                                                        session.start_time, settings)) {
+    chunk_manager->SetChunkStorage(storage);
   }
   g_profiler_state.store(kStateActive, std::memory_order_relaxed);
   StartNativeAllocations(settings.features);  // The hooks of libstrata_alloc.so record now.

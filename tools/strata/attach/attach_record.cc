@@ -174,6 +174,40 @@ std::string Start(Attached* target, const std::string& base, const RecordOptions
   return "";
 }
 
+// What an attached session's profile says of kernel-mode CPU (profilingLog.<pid>.kernelCpu;
+// docs/attach.md, "What an attached profile has"). The library writes the preloaded
+// session's text (wrapped calls charge their CPU to their own stack), which is not true of an
+// attached one: replaced here, and summed up in the "attached" note that `strata summary`
+// prints.
+constexpr char kAttachedKernelCpu[] =
+    "not sampled: attached, the wrappers that charge a system call's CPU to its own stack in a "
+    "preloaded session are not interposed (a library loaded with dlopen comes after libc), and "
+    "the perf task-clock event signals user mode only (a signal sent inside a system call would "
+    "cut the program's waits short); a thread's kernel-mode CPU is in the CPU delta of its next "
+    "user-mode sample, so a thread busy in system calls gets fewer samples than one per interval "
+    "of its CPU: about one per interval of its user-mode CPU";
+constexpr char kAttachedKernelCpuShort[] =
+    "; kernel-mode CPU not sampled (a thread busy in system calls gets about one sample per "
+    "interval of its user-mode CPU: kernelCpu)";
+
+void NoteAttachedKernelCpu(rapidjson::Document* document) {
+  if (!document->IsObject() || !document->HasMember("profilingLog")) return;
+  rapidjson::Value& log = (*document)["profilingLog"];
+  if (!log.IsObject()) return;
+  auto& allocator = document->GetAllocator();
+  for (auto& process : log.GetObject()) {
+    rapidjson::Value& entry = process.value;
+    if (!entry.IsObject() || !entry.HasMember("attached") || !entry["attached"].IsString()) continue;
+    const std::string attached = std::string(entry["attached"].GetString()) + kAttachedKernelCpuShort;
+    entry["attached"].SetString(attached.c_str(), static_cast<rapidjson::SizeType>(attached.size()), allocator);
+    if (entry.HasMember("kernelCpu")) {
+      entry["kernelCpu"].SetString(rapidjson::StringRef(kAttachedKernelCpu));
+    } else {
+      entry.AddMember("kernelCpu", rapidjson::StringRef(kAttachedKernelCpu), allocator);
+    }
+  }
+}
+
 // Threads the process started since the last look (not Strata's, named Strata*): their
 // pointers read as at the attach, and handed to the worker once it took the previous ones.
 void AdoptNewThreads(Attached* target) {
@@ -415,6 +449,7 @@ int AttachRecord(const std::string& pid_list, const RecordOptions& options) {
         rapidjson::Document document(&allocator);
         std::string error;
         if (LoadProfileDocument(directory + "/" + name, &document, &error)) {
+          NoteAttachedKernelCpu(&document);
           documents.push_back(std::move(document));
         } else {
           std::fprintf(stderr, "strata record: skipping the profile of process %d: %s\n", target->facts.pid,

@@ -203,6 +203,16 @@ bool WorkerBoost::Raise(pid_t pid, pid_t tid) {
   if (sched_setscheduler(tid, SCHED_FIFO, &fifo) != 0) return false;
   pid_ = pid;
   tid_ = tid;
+  // A thread the worker started before it was raised (its descriptor-table grower: attach.cc,
+  // GrowDescriptorTable, named StrataAttach as its creator) runs at the worker's policy of
+  // then: raised too, and given back the same policy by Restore.
+  for (pid_t other : ThreadsOf(pid)) {
+    if (other == tid || before_attach_.count(other) != 0 || sched_getscheduler(other) == SCHED_FIFO) continue;
+    std::ifstream comm(TaskPath(pid, other) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind("Strata", 0) == 0) sched_setscheduler(other, SCHED_FIFO, &fifo);
+  }
   return true;
 }
 

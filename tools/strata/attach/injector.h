@@ -186,7 +186,9 @@ class RealtimeWindow {
 // sample with it. What the worker starts meanwhile inherits the policy (no
 // SCHED_RESET_ON_FORK): the short-lived helper process that moves a descriptor above the soft
 // RLIMIT_NOFILE (platform/private_fd.h), which the worker waits for (at the default policy it
-// queued for up to 300 ms beside tools/load.sh), and the sampler thread. Restore() gives the
+// queued for up to 300 ms beside tools/load.sh), and the sampler thread. Raise() also raises
+// the Strata* threads not in `before_attach` that it finds at the default policy (the
+// worker's descriptor-table grower, started before the worker was raised). Restore() gives the
 // worker its policy back, and the same to every thread of the process that is not in
 // `before_attach`, is named Strata* (named by Strata, or still the worker's name it inherited)
 // and runs SCHED_FIFO: Strata's threads the worker started. Only when strata itself may (its
