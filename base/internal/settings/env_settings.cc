@@ -22,27 +22,30 @@ namespace {
 struct FeatureName {
   char name[18];
   uint32_t bit;
-  const char* meaning;
 };
-
 constexpr FeatureName kFeatureNames[] = {
-    {"stackwalk", kFeatureStackWalk, "native stacks in samples (default on)"},
-    {"threads", kFeatureThreads, "register threads made with pthread_create (default on)"},
-    {"cpu", kFeatureCpu, "thread CPU time with each sample (default on)"},
-    {"precise", kFeaturePrecise,
-     "wall-clock timers: the real rate, but sleeps of sampled threads may return early (EINTR)"},
-    {"framepointers", kFeatureFramePointers,
-     "walk frame pointers instead of libunwind (cheaper; loses callers of frameless leaves)"},
-    {"rawaddresses", kFeatureRawAddresses,
-     "write raw addresses and libs instead of function names (symbolicate offline)"},
-    {"waitstacks", kFeatureWaitStacks,
-     "exact stacks of threads blocked in wrapped libc calls, without a signal (default on)"},
-    {"ownframes", kFeatureOwnFrames,
-     "keep frames of Strata's own code in stacks (elided by default; for profiling Strata)"},
-    {"nativeallocations", kFeatureNativeAllocations,
-     "sampled malloc/new/free with stacks (Native Allocations, Retained Memory); needs "
-     "libstrata_alloc.so preloaded or linked"},
+    {"stackwalk", kFeatureStackWalk},
+    {"threads", kFeatureThreads},
+    {"cpu", kFeatureCpu},
+    {"precise", kFeaturePrecise},
+    {"framepointers", kFeatureFramePointers},
+    {"rawaddresses", kFeatureRawAddresses},
+    {"waitstacks", kFeatureWaitStacks},
+    {"ownframes", kFeatureOwnFrames},
+    {"nativeallocations", kFeatureNativeAllocations},
 };
+// Their meanings, in the same order, each followed by '\0' (one string: no relocations).
+constexpr char kFeatureMeanings[] =
+    "native stacks in samples (default on)" "\0"
+    "register threads made with pthread_create (default on)" "\0"
+    "thread CPU time with each sample (default on)" "\0"
+    "wall-clock timers: the real rate, but sleeps of sampled threads may return early (EINTR)" "\0"
+    "walk frame pointers instead of libunwind (cheaper; loses callers of frameless leaves)" "\0"
+    "write raw addresses and libs instead of function names (symbolicate offline)" "\0"
+    "exact stacks of threads blocked in wrapped libc calls, without a signal (default on)" "\0"
+    "keep frames of Strata's own code in stacks (elided by default; for profiling Strata)" "\0"
+    "sampled malloc/new/free with stacks (Native Allocations, Retained Memory); needs "
+    "libstrata_alloc.so preloaded or linked" "\0";
 
 // The accepted ranges, written once: as numbers for the checks and as text (compile-time
 // string literals) for the help and the error messages.
@@ -461,12 +464,14 @@ std::string EnvironmentHelpText() {
     text += "\n";
   }
   text += "\nFeatures (STRATA_STARTUP_FEATURES):\n";
+  const char* meaning = kFeatureMeanings;
   for (const FeatureName& f : kFeatureNames) {
     text += "  ";
     text += f.name;
     text += ": ";
-    text += f.meaning;
+    text += meaning;
     text += "\n";
+    meaning += std::strlen(meaning) + 1;
   }
   text +=
       "\nExample:\n"
