@@ -50,6 +50,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <atomic>
@@ -58,6 +59,7 @@
 
 #include "base/internal/signals/control_signal.h"
 #include "base/internal/session/core.h"
+#include "platform/checked_read.h"
 #include "platform/kernel_signal_set.h"
 #include "platform/next_definition.h"
 #include "platform/raw_syscall.h"
@@ -615,6 +617,98 @@ void UnmaskSamplingSignalInAlternateStackHandlers() {
         },
         [](KernelAction*) { return false; }, &installed);
   }
+}
+
+namespace {
+
+// Writes `length` bytes at the program's `address` without a fault: process_vm_writev on this
+// very process (-EFAULT where unwritable, as the kernel's own copy-out would answer); where a
+// seccomp filter refuses that call, a plain copy.
+long WriteProgramMemory(long address, const void* from, size_t length) {
+  struct iovec local {
+    const_cast<void*>(from), length
+  };
+  struct iovec remote {
+    reinterpret_cast<void*>(address), length
+  };
+  const long written =
+      RawSyscall(SYS_process_vm_writev, RawSyscall(SYS_getpid), reinterpret_cast<long>(&local),
+                 1, reinterpret_cast<long>(&remote), 1, 0);
+  if (written == static_cast<long>(length)) return 0;
+  if (written == -ENOSYS || written == -EPERM) {
+    std::memcpy(reinterpret_cast<void*>(address), from, length);
+    return 0;
+  }
+  return -EFAULT;
+}
+
+}  // namespace
+
+bool ProgramRawSigaction(long signal_long, long action_address, long old_address,
+                         long set_size, long* result) {
+  if (set_size != static_cast<long>(sizeof(uint64_t)) || signal_long <= 0 || signal_long > 64) {
+    return false;
+  }
+  const int signal_number = static_cast<int>(signal_long);
+  const int sampling = SamplingSignalOfProgramCall();
+  if (sampling == 0 || InOwnSigactionCall() || signal_number == ControlSignal()) return false;
+  KernelAction action{};
+  const bool has_action = action_address != 0;
+  if (has_action &&
+      !CheckedRead(reinterpret_cast<const void*>(action_address), &action, sizeof(action))) {
+    if (signal_number != sampling) return false;  // The kernel's own EFAULT.
+    *result = -EFAULT;
+    return true;
+  }
+  if (signal_number == sampling) {
+    // The program's action, as its sigaction would record it (the kernel's form: an 8-byte
+    // mask, the flags a long; glibc's struct holds the same in its own layout).
+    struct sigaction program, previous;
+    std::memset(&program, 0, sizeof(program));
+    program.sa_handler = reinterpret_cast<sighandler_t>(action.handler);
+    std::memcpy(&program.sa_mask, &action.mask, sizeof(action.mask));
+    program.sa_flags = static_cast<int>(action.flags);
+    program.sa_restorer = reinterpret_cast<void (*)()>(action.restorer);
+    if (!RecordProgramAction(signal_number, has_action ? &program : nullptr, &previous)) {
+      return false;  // Uninstalled meanwhile: the kernel's.
+    }
+    *result = 0;
+    if (old_address != 0) {
+      const KernelAction old = KernelFormOf(previous);
+      *result = WriteProgramMemory(old_address, &old, sizeof(old));
+    }
+    return true;
+  }
+  const bool mask_now = has_action && KernelActionNeedsMask(signal_number, action, sampling);
+  if (!mask_now && old_address == 0) {
+    if (has_action) ForgetMaskedAction(signal_number);
+    return false;
+  }
+  KernelAction recorded;
+  const int masked_before = MaskedActionOf(signal_number, &recorded);
+  KernelAction given = action;
+  if (mask_now) given.mask |= SignalBit(sampling);
+  KernelAction old{};
+  const long rc = RawSyscall(SYS_rt_sigaction, signal_number,
+                             has_action ? reinterpret_cast<long>(&given) : 0,
+                             old_address != 0 ? reinterpret_cast<long>(&old) : 0,
+                             sizeof(uint64_t));
+  *result = rc;
+  if (rc != 0) return true;
+  if (has_action) {
+    KernelAction installed;
+    if (mask_now && ReadKernelAction(signal_number, &installed) && installed == given) {
+      RecordMaskedAction(signal_number, installed, sampling);
+    } else {
+      ForgetMaskedAction(signal_number);
+    }
+  }
+  if (old_address != 0) {
+    // The program's own mask while the kernel still held the action Strata masked.
+    if (masked_before != 0 && old == recorded) old.mask &= ~SignalBit(masked_before);
+    *result = WriteProgramMemory(old_address, &old, sizeof(old));
+  }
+  return true;
 }
 
 void MaskAlternateStackHandlersIfDue() {

@@ -20,6 +20,21 @@ void PrepareSignalInterposers();
 // samples with S and the caller is not the sampling handler), else 0. Async-signal-safe.
 int SamplingSignalOfProgramCall();
 
+// The program's syscall(SYS_rt_sigaction, ...) (the syscall() wrapper, thread_restrictions.cc),
+// while a session samples with S: for S itself, the action is recorded as the program's, as
+// its sigaction would be (the sampling continues; the old action reported is the program's);
+// for an SA_ONSTACK handler of another signal whose mask does not name S, S is added to the
+// mask the kernel is given, and the action recorded as masked (as the sigaction wrapper does):
+// no window in which a sample's kernel frame can land on the handler's alternate stack. The
+// old action read back is the program's own (S hidden while the kernel holds the action
+// Strata masked). Returns false when the call is to be forwarded unchanged (no session, a
+// set size other than 8, the control signal, another signal's action that needs no mask);
+// else true, with the system call's result (>= 0 or -errno) in *result. The action is read
+// with CheckedRead and the old one written with process_vm_writev: a bad pointer gives EFAULT,
+// as the kernel would. Async-signal-safe (raw system calls, atomics).
+bool ProgramRawSigaction(long signal_number, long action, long old_action, long set_size,
+                         long* result);
+
 // Adds the sampling signal S to the kernel mask of every program handler that runs on an
 // alternate stack (SA_ONSTACK; not S's, nor the control signal's), as the kernel holds it
 // (raw rt_sigaction: a handler installed by a raw system call included, its own sa_restorer
