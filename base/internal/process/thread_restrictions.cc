@@ -206,13 +206,9 @@ long syscall(long number, ...) noexcept {
   // A raw rt_sigaction through libc's syscall() (language runtimes): the sampling signal's
   // action recorded as the program's, an alternate-stack handler masked against it at once,
   // as the sigaction wrapper does (signal_interposers.h). Only inline system calls bypass it.
-  if (number == SYS_rt_sigaction && !CurrentThreadMustNotCallStrata()) {
-    long result;
-    if (ProgramRawSigaction(a[0], a[1], a[2], a[3], &result)) {
-      if (result >= 0) return result;
-      errno = static_cast<int>(-result);
-      return -1;
-    }
+  if (number == SYS_rt_sigaction) {
+    const long result = ProgramRawSigaction(a[0], a[1], a[2], a[3]);
+    if (result <= 0) return result;
   }
   if (number == SYS_prctl) {
     return InterceptPrctl(a[0], static_cast<unsigned long>(a[1]), forward);
