@@ -7,6 +7,8 @@
 //       action (our handler stays the kernel disposition; S's instances that are not samples
 //       go to that action), and the old action reported is the program's, never ours. glibc's
 //       signal() does not go through the exported sigaction, hence its own wrappers.
+//   syscall(SYS_rt_sigaction, ...)  (the syscall() wrapper, thread_restrictions.cc) the same
+//       work as sigaction's, installing with rt_sigaction as given (ProgramRawSigaction).
 //   sigset, sigignore, sighold, sigrelse (System V)  for S and C: carried out through the
 //       wrappers above (glibc's own versions call its internal sigaction and sigprocmask, which
 //       no wrapper sees: `sigset(S, SIG_DFL)` made S's next sample kill the program).
