@@ -12,6 +12,7 @@
 #include <cstdarg>
 
 #include "base/internal/settings/log.h"
+#include "base/internal/signals/signal_interposers.h"
 #include "base/internal/wait/scoped_wait.h"
 #include "base/internal/wait/wait_wrappers.h"
 #include "base/markers.h"
@@ -162,7 +163,9 @@ void ApplyInheritedRestrictions(const InheritedRestrictions& restrictions) {
 // and calls it: no lock, no allocation, no fault, and no cancellation point but the forwarded
 // call's own, so it is as async-signal-safe as the real function. A call that may block
 // (IsBlockingSystemCall) is also marked as a wait around it, as the wait wrappers mark theirs
-// (scoped_wait.h: stores, atomics, the vDSO clock; rarely a raw futex wait). The three intercepted calls
+// (scoped_wait.h: stores, atomics, the vDSO clock; rarely a raw futex wait). rt_sigaction,
+// while a session samples, goes to ProgramRawSigaction (signal_interposers.h): atomics and raw
+// system calls only, as async-signal-safe as the call itself. The three intercepted calls
 // record a marker and unregister the thread (allocation, locks): they are made by the
 // program's own code, never from Strata's handler, and prctl/seccomp are not async-signal-safe
 // calls a handler would make.
@@ -200,6 +203,13 @@ long syscall(long number, ...) noexcept {
     return -1;
   }
   auto forward = [&]() -> long { return real(number, a[0], a[1], a[2], a[3], a[4], a[5]); };
+  // A raw rt_sigaction through libc's syscall() (language runtimes): the sampling signal's
+  // action recorded as the program's, an alternate-stack handler masked against it at once,
+  // as the sigaction wrapper does (signal_interposers.h). Only inline system calls bypass it.
+  if (number == SYS_rt_sigaction) {
+    const long result = ProgramRawSigaction(a[0], a[1], a[2], a[3]);
+    if (result <= 0) return result;
+  }
   if (number == SYS_prctl) {
     return InterceptPrctl(a[0], static_cast<unsigned long>(a[1]), forward);
   }

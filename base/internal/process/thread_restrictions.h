@@ -2,7 +2,7 @@
 // enters seccomp, so that its sampling never makes it fault or be killed.
 //
 // libstrata_base.so wraps prctl() and syscall() (thread_restrictions.cc; only PR_SET_TSC,
-// PR_SET_SECCOMP and the seccomp system call are looked at, everything else is forwarded
+// PR_SET_SECCOMP, the seccomp and rt_sigaction system calls are looked at, everything else is forwarded
 // with all its arguments to the real function, found with dlsym(RTLD_NEXT)):
 //   - prctl(PR_SET_TSC, PR_TSC_SIGSEGV): before the call, the thread is marked
 //     strata_t_tsc_forbidden (platform/time_stamp.h): its samples' and markers' time stamps
@@ -17,6 +17,10 @@
 //     from it does not save the profile (the save's system calls could be killed).
 //     SECCOMP_FILTER_FLAG_TSYNC puts every thread of the process under the filter: the
 //     session then saves its profile (STRATA_SHUTDOWN, as at exit) and stops first.
+//   - syscall(SYS_rt_sigaction, ...) while a session samples (not on a thread in seccomp):
+//     handled by ProgramRawSigaction (signals/signal_interposers.h) as the sigaction wrapper
+//     handles sigaction: the sampling signal's action recorded as the program's, S added to
+//     the mask of an alternate-stack handler at once; async-signal-safe (raw system calls).
 //
 // Not covered (docs/reliability.md): a program that makes these system calls without libc's
 // prctl() or syscall() (inline `syscall` instructions, a static binary, a raw clone), a

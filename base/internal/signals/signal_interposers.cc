@@ -7,6 +7,8 @@
 //       action (our handler stays the kernel disposition; S's instances that are not samples
 //       go to that action), and the old action reported is the program's, never ours. glibc's
 //       signal() does not go through the exported sigaction, hence its own wrappers.
+//   syscall(SYS_rt_sigaction, ...)  (the syscall() wrapper, thread_restrictions.cc) the same
+//       work as sigaction's, installing with rt_sigaction as given (ProgramRawSigaction).
 //   sigset, sigignore, sighold, sigrelse (System V)  for S and C: carried out through the
 //       wrappers above (glibc's own versions call its internal sigaction and sigprocmask, which
 //       no wrapper sees: `sigset(S, SIG_DFL)` made S's next sample kill the program).
@@ -56,9 +58,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/internal/process/thread_restrictions.h"
 #include "base/internal/signals/control_signal.h"
 #include "base/internal/wait/scoped_wait_mark.h"
 #include "base/internal/session/core.h"
+#include "platform/checked_read.h"
 #include "platform/kernel_signal_set.h"
 #include "platform/next_definition.h"
 #include "platform/raw_syscall.h"
@@ -76,7 +80,6 @@ using SignalFunction = sighandler_t (*)(int, sighandler_t);
 using MaskFunction = int (*)(int, const sigset_t*, sigset_t*);
 using SignalfdFunction = int (*)(int, const sigset_t*, int);
 using SigwaitFunction = int (*)(const sigset_t*, int*);
-using SigwaitinfoFunction = int (*)(const sigset_t*, siginfo_t*);
 using SigtimedwaitFunction = int (*)(const sigset_t*, siginfo_t*, const struct timespec*);
 using SigsetFunction = sighandler_t (*)(int, sighandler_t);
 using SigOneFunction = int (*)(int);
@@ -95,13 +98,11 @@ Function Real(std::atomic<Function>& cache, const char* name) {
 
 std::atomic<SigactionFunction> g_sigaction{nullptr};
 std::atomic<SignalFunction> g_signal{nullptr};
-std::atomic<SignalFunction> g_bsd_signal{nullptr};
 std::atomic<SignalFunction> g_sysv_signal{nullptr};
 std::atomic<MaskFunction> g_sigprocmask{nullptr};
 std::atomic<MaskFunction> g_pthread_sigmask{nullptr};
 std::atomic<SignalfdFunction> g_signalfd{nullptr};
 std::atomic<SigwaitFunction> g_sigwait{nullptr};
-std::atomic<SigwaitinfoFunction> g_sigwaitinfo{nullptr};
 std::atomic<SigtimedwaitFunction> g_sigtimedwait{nullptr};
 std::atomic<SigsetFunction> g_sigset{nullptr};
 std::atomic<SigOneFunction> g_sigignore{nullptr};
@@ -112,17 +113,17 @@ std::atomic<SigsuspendFunction> g_sigsuspend{nullptr};
 // sigpause: only the leaf a wait in it shows (it is carried out through sigsuspend below, as
 // glibc's own is through its internal one).
 std::atomic<void*> g_xpg_sigpause{nullptr};
+// sigwaitinfo: only the leaf a wait in it shows (carried out through sigtimedwait).
+std::atomic<void*> g_sigwaitinfo_leaf{nullptr};
 
 void ResolveRealFunctions() {
   (void)Real(g_sigaction, "sigaction");
   (void)Real(g_signal, "signal");
-  (void)Real(g_bsd_signal, "bsd_signal");
   (void)Real(g_sysv_signal, "sysv_signal");
   (void)Real(g_sigprocmask, "sigprocmask");
   (void)Real(g_pthread_sigmask, "pthread_sigmask");
   (void)Real(g_signalfd, "signalfd");
   (void)Real(g_sigwait, "sigwait");
-  (void)Real(g_sigwaitinfo, "sigwaitinfo");
   (void)Real(g_sigtimedwait, "sigtimedwait");
   (void)Real(g_sigset, "sigset");
   (void)Real(g_sigignore, "sigignore");
@@ -131,6 +132,7 @@ void ResolveRealFunctions() {
   (void)Real(g_sigpending, "sigpending");
   (void)Real(g_sigsuspend, "sigsuspend");
   (void)Real(g_xpg_sigpause, "__xpg_sigpause");
+  (void)Real(g_sigwaitinfo_leaf, "sigwaitinfo");
 }
 
 // Blocks or unblocks one signal through the sigprocmask wrapper (for S: remembered, not
@@ -247,15 +249,44 @@ bool MasksSamplingSignalIn(int signal_number, const struct sigaction& action, in
          !HasSignal(action.sa_mask, sampling);
 }
 
-int ProgramSigaction(int signal_number, const struct sigaction* action,
-                     struct sigaction* old_action) {
+// The glibc form of a kernel action (what glibc's sigaction reads back from it).
+void SigactionOf(const KernelAction& kernel, struct sigaction* action) {
+  std::memset(action, 0, sizeof(*action));
+  action->sa_handler = reinterpret_cast<sighandler_t>(kernel.handler);
+  std::memcpy(&action->sa_mask, &kernel.mask, sizeof(kernel.mask));
+  action->sa_flags = static_cast<int>(kernel.flags);
+  action->sa_restorer = reinterpret_cast<void (*)()>(kernel.restorer);
+}
+
+// rt_sigaction with sigaction's interface, the action passed as it is (its own sa_restorer
+// kept: not libc's, which puts its own there): the `real` of a program's raw rt_sigaction.
+int KernelSigaction(int signal_number, const struct sigaction* action,
+                    struct sigaction* old_action) {
+  KernelAction given, previous;  // The kernel writes `previous` in any case.
+  if (action != nullptr) given = KernelFormOf(*action);
+  const long rc = RawSyscall(SYS_rt_sigaction, signal_number,
+                             action != nullptr ? reinterpret_cast<long>(&given) : 0,
+                             reinterpret_cast<long>(&previous), sizeof(uint64_t));
+  if (rc != 0) {
+    errno = static_cast<int>(-rc);
+    return -1;
+  }
+  if (old_action != nullptr) SigactionOf(previous, old_action);
+  return 0;
+}
+
+// The sigaction wrapper's work, installing through libc's sigaction, or through
+// KernelSigaction for a raw rt_sigaction (`raw`).
+__attribute__((noinline)) int ProgramSigactionThrough(bool raw, int signal_number,
+                                                      const struct sigaction* action,
+                                                      struct sigaction* old_action) {
+  const SigactionFunction real = raw ? &KernelSigaction : Real(g_sigaction, "sigaction");
   if (InOwnSigactionCall()) {  // Strata's own (ThreadSanitizer builds: OwnSigaction).
-    return Real(g_sigaction, "sigaction")(signal_number, action, old_action);
+    return real(signal_number, action, old_action);
   }
   if (!IsInSamplingHandler() && RecordProgramAction(signal_number, action, old_action)) return 0;
   int result = 0;
   if (HandleProgramControlSignalAction(signal_number, action, old_action, &result)) return result;
-  const SigactionFunction real = Real(g_sigaction, "sigaction");
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;
@@ -302,6 +333,11 @@ int ProgramSigaction(int signal_number, const struct sigaction* action,
     }
   }
   return rc;
+}
+
+int ProgramSigaction(int signal_number, const struct sigaction* action,
+                     struct sigaction* old_action) {
+  return ProgramSigactionThrough(false, signal_number, action, old_action);
 }
 
 // libunwind's code, [begin, end): its callers are trusted (see the file comment).
@@ -537,31 +573,38 @@ bool KernelActionNeedsMask(int signal_number, const KernelAction& action, int sa
 // call too. Returns 1 when the action left installed (in *installed) is one that `change` or
 // `put_back` changed, 0 when it is the program's own unchanged, -1 when rt_sigaction failed.
 constexpr int kActionRewriteRounds = 8;
-template <typename Change, typename PutBack>
-int RewriteKernelAction(int signal_number, const KernelAction& read, Change change,
-                        PutBack put_back, KernelAction* installed) {
+// `change` and `put_back` for the two users: with `add`, S (`sampling`) added where the
+// action needs it (KernelActionNeedsMask), for both; without, S taken out by `change` only.
+// One function, not a template per user: the library's size is budgeted.
+bool ChangeSamplingBit(int signal_number, int sampling, bool add, KernelAction* action) {
+  if (!add) {
+    action->mask &= ~SignalBit(sampling);
+    return true;
+  }
+  if (!KernelActionNeedsMask(signal_number, *action, sampling)) return false;
+  action->mask |= SignalBit(sampling);
+  return true;
+}
+int RewriteKernelAction(int signal_number, const KernelAction& read, int sampling, bool add,
+                        KernelAction* installed) {
   KernelAction expected = read;
   KernelAction desired = read;
-  bool changed = change(&desired);
-  for (int round = 0; round < kActionRewriteRounds; ++round) {
+  bool changed = ChangeSamplingBit(signal_number, sampling, add, &desired);
+  for (int round = 0;; ++round) {
+    // After kActionRewriteRounds, still changing every round: its latest action goes back,
+    // unchecked.
+    const bool last = round == kActionRewriteRounds;
     KernelAction displaced;
     if (RawSyscall(SYS_rt_sigaction, signal_number, reinterpret_cast<long>(&desired),
-                   reinterpret_cast<long>(&displaced), sizeof(uint64_t)) != 0) {
+                   last ? 0 : reinterpret_cast<long>(&displaced), sizeof(uint64_t)) != 0) {
       return -1;
     }
     *installed = desired;
-    if (displaced == expected) return changed ? 1 : 0;
+    if (last || displaced == expected) return changed ? 1 : 0;
     expected = desired;
     desired = displaced;
-    changed = put_back(&desired);
+    changed = add && ChangeSamplingBit(signal_number, sampling, add, &desired);
   }
-  // Still changing every round: its latest action goes back, unchecked.
-  if (RawSyscall(SYS_rt_sigaction, signal_number, reinterpret_cast<long>(&desired), 0,
-                 sizeof(uint64_t)) != 0) {
-    return -1;
-  }
-  *installed = desired;
-  return changed ? 1 : 0;
 }
 
 // How often the sampler looks at every disposition for a program handler on an alternate
@@ -612,19 +655,12 @@ void MaskSamplingSignalInAlternateStackHandlers(int sampling) {
     }
     // Read from the kernel each time, not from the bookkeeping: a raw rt_sigaction may have
     // replaced a handler Strata masked before.
-    KernelAction current;
-    if (!ReadKernelAction(signal_number, &current) ||
-        !KernelActionNeedsMask(signal_number, current, sampling)) {
-      continue;
-    }
-    const auto add_sampling = [&](KernelAction* action) {
-      if (!KernelActionNeedsMask(signal_number, *action, sampling)) return false;
-      action->mask |= SignalBit(sampling);
-      return true;
-    };
+    KernelAction current, masked;
+    if (!ReadKernelAction(signal_number, &current)) continue;
+    masked = current;
+    if (!ChangeSamplingBit(signal_number, sampling, true, &masked)) continue;  // Needs none.
     KernelAction installed;
-    const int added =
-        RewriteKernelAction(signal_number, current, add_sampling, add_sampling, &installed);
+    const int added = RewriteKernelAction(signal_number, current, sampling, true, &installed);
     if (added > 0) RecordMaskedAction(signal_number, installed, sampling);
   }
 }
@@ -641,14 +677,40 @@ void UnmaskSamplingSignalInAlternateStackHandlers() {
     if (!ReadKernelAction(signal_number, &current) || !(current == recorded)) continue;
     // A newer action of the program's met meanwhile is put back as it is.
     KernelAction installed;
-    (void)RewriteKernelAction(
-        signal_number, current,
-        [&](KernelAction* action) {
-          action->mask &= ~SignalBit(masked);
-          return true;
-        },
-        [](KernelAction*) { return false; }, &installed);
+    (void)RewriteKernelAction(signal_number, current, masked, false, &installed);
   }
+}
+
+long ProgramRawSigaction(long signal_number, long action_address, long old_address,
+                         long set_size) {
+  if (set_size != static_cast<long>(sizeof(uint64_t)) || SamplingSignalOfProgramCall() == 0 ||
+      CurrentThreadMustNotCallStrata()) {  // In seccomp: only the call itself.
+    return 1;
+  }
+  struct sigaction action, old;
+  if (action_address != 0) {
+    KernelAction kernel;
+    // Unreadable: the kernel's own answer (EFAULT), nothing changed.
+    if (!CheckedRead(reinterpret_cast<const void*>(action_address), &kernel, sizeof(kernel))) {
+      return 1;
+    }
+    SigactionOf(kernel, &action);
+  }
+  if (ProgramSigactionThrough(true, static_cast<int>(signal_number),
+                              action_address != 0 ? &action : nullptr,
+                              old_address != 0 ? &old : nullptr) != 0) {
+    return -1;
+  }
+  if (old_address == 0) return 0;
+  // The kernel checks the old action's address, as its own copy-out would, after the change
+  // (a query that writes the kernel's action there), then it gets the program's.
+  const long rc = RawSyscall(SYS_rt_sigaction, signal_number, 0, old_address, sizeof(uint64_t));
+  if (rc != 0) {
+    errno = static_cast<int>(-rc);
+    return -1;
+  }
+  *reinterpret_cast<KernelAction*>(old_address) = KernelFormOf(old);
+  return 0;
 }
 
 void MaskAlternateStackHandlersIfDue() {
@@ -720,12 +782,8 @@ sighandler_t signal(int signal_number, sighandler_t handler) {
   return real != nullptr ? real(signal_number, handler) : SIG_ERR;
 }
 
-sighandler_t bsd_signal(int signal_number, sighandler_t handler) {
-  sighandler_t old;
-  if (RecordSignalCall(signal_number, handler, SA_RESTART, true, &old)) return old;
-  const SignalFunction real = Real(g_bsd_signal, "bsd_signal");
-  return real != nullptr ? real(signal_number, handler) : SIG_ERR;
-}
+// glibc's bsd_signal is its signal (one function, two names): so is this wrapper.
+sighandler_t bsd_signal(int signal_number, sighandler_t handler) __attribute__((alias("signal")));
 
 sighandler_t sysv_signal(int signal_number, sighandler_t handler) {
   sighandler_t old;
@@ -781,18 +839,11 @@ int sigwait(const sigset_t* set, int* signal_number) {
   return 0;
 }
 
+// glibc's sigwaitinfo is its sigtimedwait without a timeout; so is this wrapper's (also when
+// nothing is filtered: one real function fewer in the size-budgeted library).
 int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
-  const int filtered = FilteredSignal(__builtin_return_address(0));
-  const SigwaitinfoFunction real = Real(g_sigwaitinfo, "sigwaitinfo");
-  ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
-  if (filtered == 0) {
-    if (real == nullptr) {
-      errno = ENOSYS;
-      return -1;
-    }
-    return real(set, info);
-  }
-  return WaitForSignal(set, info, nullptr, filtered);
+  ScopedWait wait(Real(g_sigwaitinfo_leaf, "sigwaitinfo"), STRATA_WRAPPER_FRAME());
+  return WaitForSignal(set, info, nullptr, FilteredSignal(__builtin_return_address(0)));
 }
 
 int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
@@ -862,14 +913,11 @@ sighandler_t sigset(int signal_number, sighandler_t disposition) {
 }
 
 int sigignore(int signal_number) {
-  if (!IsStrataSignal(signal_number)) {
-    return CallRealOneSignal(g_sigignore, "sigignore", signal_number);
+  sighandler_t old;  // SIG_IGN, no flags, nothing blocked: as glibc's sigignore sets it.
+  if (IsStrataSignal(signal_number) && RecordSignalCall(signal_number, SIG_IGN, 0, false, &old)) {
+    return old == SIG_ERR ? -1 : 0;
   }
-  struct sigaction action;
-  std::memset(&action, 0, sizeof(action));
-  action.sa_handler = SIG_IGN;
-  EmptySignalSet(&action.sa_mask);
-  return sigaction(signal_number, &action, nullptr);
+  return CallRealOneSignal(g_sigignore, "sigignore", signal_number);
 }
 
 int sighold(int signal_number) {

@@ -20,6 +20,23 @@ void PrepareSignalInterposers();
 // samples with S and the caller is not the sampling handler), else 0. Async-signal-safe.
 int SamplingSignalOfProgramCall();
 
+// The program's syscall(SYS_rt_sigaction, ...) (the syscall() wrapper, thread_restrictions.cc)
+// while a session samples: the sigaction wrapper's work on it, installing with rt_sigaction
+// as given (its own sa_restorer kept). For S itself, the action is recorded as the program's
+// (the sampling continues; the old action reported is the program's); for an SA_ONSTACK
+// handler of another signal whose mask does not name S, S is added to the mask the kernel is
+// given and the action recorded as masked: no window in which a sample's kernel frame can
+// land on the handler's alternate stack, and the old action read back is the program's own.
+// Returns 1 when the call is to be forwarded unchanged (no session, a set size other than
+// 8, a thread in seccomp: thread_restrictions.h, an action CheckedRead cannot read: the
+// kernel answers EFAULT), else what syscall() returns for it (0, or -1 with errno set). The
+// old action's address is checked by the kernel (a query writing there, after the change,
+// as the kernel's own copy-out): a bad one gives EFAULT, as plain. Async-signal-safe (raw
+// system calls, atomics); the control signal goes through its own handling, as sigaction.
+// Hidden: only the library's own syscall() wrapper calls it.
+__attribute__((visibility("hidden"))) long ProgramRawSigaction(long signal_number, long action,
+                                                             long old_action, long set_size);
+
 // Adds the sampling signal S to the kernel mask of every program handler that runs on an
 // alternate stack (SA_ONSTACK; not S's, nor the control signal's), as the kernel holds it
 // (raw rt_sigaction: a handler installed by a raw system call included, its own sa_restorer

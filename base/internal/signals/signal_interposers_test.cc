@@ -1,7 +1,9 @@
 // MaskSamplingSignalInAlternateStackHandlers and its undoing (signal_interposers.h) on actions
 // installed by raw rt_sigaction system calls, as a language runtime installs them: the scan
 // sees them, keeps their own sa_restorer, and never puts back an older action over one the
-// program installed during the scan (issue 33, docs/host-contract.md "Stack").
+// program installed during the scan (issue 33, docs/host-contract.md "Stack"). And the
+// syscall() wrapper's ProgramRawSigaction while a sampling signal is installed: libc's
+// syscall(SYS_rt_sigaction, ...) masked at once, the sampling signal's action recorded.
 #include "base/internal/signals/signal_interposers.h"
 
 #include <pthread.h>
@@ -11,10 +13,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 
 #include "catch2/catch.hpp"
+#include "platform/raw_syscall.h"
+#include "platform/sampling/sampling_signal.h"
 
 namespace strata {
 namespace base_internal {
@@ -194,6 +199,74 @@ TEST_CASE("A scan never puts back an action older than one installed during it",
   pthread_join(scanner, nullptr);
   UnmaskSamplingSignalInAlternateStackHandlers();
   CHECK(older_put_back == 0);
+}
+
+void NoSample(void*, ucontext_t*, int) {}
+
+// Installs the sampling handler on kSampling for the scope (a session's signal, no session).
+class InstalledSampling {
+ public:
+  InstalledSampling() { REQUIRE(InstallSamplingSignalHandler(kSampling, &NoSample) == 0); }
+  ~InstalledSampling() { (void)UninstallSamplingSignalHandler(); }
+};
+
+// Through libc's syscall(), which the library wraps (thread_restrictions.cc): before, the
+// handler kept the program's mask until the sampler's next scan (<= 100 ms), and a raw
+// rt_sigaction of the sampling signal replaced the sampling handler (sampling stopped).
+TEST_CASE("syscall(SYS_rt_sigaction) is masked at once and the sampling signal's is recorded",
+          "[base][signals]") {
+  SavedAction saved_usr1(SIGUSR1), saved_sampling(kSampling);
+  InstalledSampling installed;
+  REQUIRE(SamplingSignalOfProgramCall() == kSampling);
+  const KernelSigaction on_stack{reinterpret_cast<uintptr_t>(&NeverRunHandler),
+                                 SA_ONSTACK | kRestorerFlag,
+                                 reinterpret_cast<uintptr_t>(&NeverRunRestorer), Bit(SIGHUP)};
+  REQUIRE(RawSigaction(SIGUSR1, &on_stack, nullptr) == 0);
+  // The kernel holds S in the mask at once, the program's own restorer kept.
+  KernelSigaction kernel;
+  REQUIRE(RawSyscall(SYS_rt_sigaction, SIGUSR1, 0, reinterpret_cast<long>(&kernel), 8) == 0);
+  CHECK(kernel.mask == (Bit(SIGHUP) | Bit(kSampling)));
+  CHECK(kernel.restorer == on_stack.restorer);
+  CHECK(kernel.flags == on_stack.flags);
+  // Read back through syscall() and sigaction: the program's own mask.
+  KernelSigaction old{};
+  REQUIRE(RawSigaction(SIGUSR1, nullptr, &old) == 0);
+  CHECK(old.mask == Bit(SIGHUP));
+  CHECK(old.handler == on_stack.handler);
+  struct sigaction read_back;
+  REQUIRE(sigaction(SIGUSR1, nullptr, &read_back) == 0);
+  CHECK(sigismember(&read_back.sa_mask, kSampling) == 0);
+  // Replaced: the old action reported is the program's own too.
+  KernelSigaction off_stack = on_stack;
+  off_stack.flags = kRestorerFlag;
+  REQUIRE(RawSigaction(SIGUSR1, &off_stack, &old) == 0);
+  CHECK(old.mask == Bit(SIGHUP));
+  REQUIRE(RawSyscall(SYS_rt_sigaction, SIGUSR1, 0, reinterpret_cast<long>(&kernel), 8) == 0);
+  CHECK(kernel.mask == Bit(SIGHUP));  // Not on the alternate stack: nothing added.
+
+  // The sampling signal itself: recorded as the program's action, the handler stays.
+  const KernelSigaction ignore{reinterpret_cast<uintptr_t>(SIG_IGN), kRestorerFlag,
+                               reinterpret_cast<uintptr_t>(&NeverRunRestorer), Bit(SIGHUP)};
+  REQUIRE(RawSigaction(kSampling, &ignore, &old) == 0);
+  CHECK(old.handler == reinterpret_cast<uintptr_t>(SIG_DFL));  // The program's before.
+  CHECK(SamplingHandlerInstalled());
+  REQUIRE(RawSigaction(kSampling, nullptr, &old) == 0);
+  CHECK(old.handler == reinterpret_cast<uintptr_t>(SIG_IGN));
+  CHECK(old.mask == Bit(SIGHUP));
+  REQUIRE(sigaction(kSampling, nullptr, &read_back) == 0);
+  CHECK(read_back.sa_handler == SIG_IGN);
+
+  // The kernel's answers for bad arguments: EFAULT, EINVAL.
+  errno = 0;
+  CHECK(syscall(SYS_rt_sigaction, kSampling, reinterpret_cast<void*>(8), nullptr, 8) == -1);
+  CHECK(errno == EFAULT);
+  errno = 0;
+  CHECK(syscall(SYS_rt_sigaction, kSampling, nullptr, reinterpret_cast<void*>(8), 8) == -1);
+  CHECK(errno == EFAULT);
+  errno = 0;
+  CHECK(syscall(SYS_rt_sigaction, SIGUSR1, &on_stack, nullptr, 4) == -1);
+  CHECK(errno == EINVAL);
+  CHECK(SamplingHandlerInstalled());
 }
 
 }  // namespace

@@ -54,7 +54,8 @@ void ExpectQuery(const char* when, int signal_number, uint64_t own) {
   if (Word(read_back.sa_mask) != own) Fail(when, signal_number, Word(read_back.sa_mask), own);
 }
 
-// The kernel's own mask for the handler (a raw rt_sigaction: no wrapper).
+// The kernel's own mask for the handler: an inline rt_sigaction system call, which no wrapper
+// sees (libc's syscall() is wrapped, and reads back the program's own mask, S hidden).
 uint64_t KernelMask(int signal_number) {
   struct {
     void* handler;
@@ -62,7 +63,14 @@ uint64_t KernelMask(int signal_number) {
     void* restorer;
     uint64_t mask;
   } kernel_action{};
-  syscall(SYS_rt_sigaction, signal_number, nullptr, &kernel_action, 8);
+  long result;
+  register long r10 __asm__("r10") = 8;
+  __asm__ volatile("syscall"
+                   : "=a"(result)
+                   : "0"(long{SYS_rt_sigaction}), "D"(long{signal_number}), "S"(nullptr),
+                     "d"(&kernel_action), "r"(r10)
+                   : "rcx", "r11", "memory");
+  (void)result;
   return kernel_action.mask;
 }
 

@@ -23,7 +23,9 @@
 #                        on a small alternate signal stack (4-16 KiB, issue 33): crashed, or
 #                        heap bytes below the alternate stack overwritten
 #   raw_ignore           SIG_IGN for SIGPROF and every real-time signal by raw system call;
-#                        sampling silently stopped (now: stopped, and said in the profile)
+#                        sampling silently stopped (now: through libc's syscall(), recorded
+#                        as the program's action and sampled on; by an inline system call,
+#                        stopped and said in the profile)
 #   foreign_rtmax        blocks every signal everywhere, reads SIGRTMAX sent by another
 #                        process (sigwaitinfo, sigtimedwait, sigwait, to one thread, at an
 #                        unblock, signalfd) or takes it in its handler (sigsuspend, ppoll, a
@@ -416,6 +418,30 @@ for way in plain preload record; do
     fail "$name ($way): the kernel's mask for the raw handler adds: '${extra}', expected $expected"
   fi
 done
+# The same handler installed through libc's syscall(SYS_rt_sigaction, ...), each run going
+# straight down to 1.5 KiB above the base: before, killed in the window before the sampler's
+# scan (the first sample's kernel frame did not fit: SIGSEGV); now the syscall() wrapper adds
+# the sampling signal to the handler's kernel mask at once, and the program reads its own
+# mask back through syscall().
+name=altstack_syscall
+run_three "$name" "$(binary $DIR/stack_headroom)" altstack_syscall
+same_as_plain "$name"
+grep -q "guard=intact handler=own" "$WORK/$name.plain.out" ||
+  fail "$name: the plain run itself is off: $(cat "$WORK/$name.plain.out")"
+for way in plain preload record; do
+  kernel=$(sed -n 's/^kernel mask extra: //p' "$WORK/$name.$way.err")
+  own=$(sed -n 's/^syscall mask extra: //p' "$WORK/$name.$way.err")
+  case $way in
+    plain) expected=none ;;
+    preload) expected=$(meta_number "$name" samplingSignal) ;;
+    record) expected=$(meta_number "$name.record" samplingSignal) ;;
+  esac
+  if [[ "$kernel" == "$expected" && -n "$kernel" && "$own" == none ]]; then
+    pass "$name ($way): the kernel's mask adds: $kernel; read back through syscall(): own"
+  else
+    fail "$name ($way): kernel mask adds '${kernel}' (expected $expected), syscall() reads '${own}'"
+  fi
+done
 for name in "${altstack_sampled[@]}"; do
   if grep -q OnUsr1 "$OUT/$name.json"; then
     fail "$name: samples inside the program's handler on a small alternate stack"
@@ -470,9 +496,10 @@ done
 fi  # part 3
 
 if in_part 2; then
-# --- A raw rt_sigaction replaces the sampling handler: sampling stops, the profile says why.
-name=raw_ignore
-run_three "$name" "$(binary $DIR/raw_ignore)"
+# --- A raw rt_sigaction by an inline system call replaces the sampling handler: sampling
+# stops, the profile says why.
+name=raw_ignore_asm
+run_three "$name" "$(binary $DIR/raw_ignore)" asm
 same_as_plain "$name"
 samples=$(main_samples "$name")
 if grep -q '"samplingStopped":"the program replaced the handler' "$OUT/$name.json" &&
@@ -487,6 +514,21 @@ if [[ "$note" == *samplingStopped:* ]]; then
 else
   fail "$name: no samplingStopped note in strata summary ('$note')"
 fi
+# --- The same through libc's syscall(): the syscall() wrapper records SIG_IGN as the
+# program's action for the sampling signal, as sigaction's wrapper does, and sampling goes on
+# (before: stopped, as above).
+name=raw_ignore
+run_three "$name" "$(binary $DIR/raw_ignore)"
+same_as_plain "$name"
+for json in "$OUT/$name.json" "$OUT/$name.record.json"; do
+  if grep -q '"samplingStopped"' "$json"; then
+    fail "$name: sampling stopped ($(basename "$json"))"
+  elif grep -q 'BurnAfter' "$json"; then
+    pass "$name: sampled after the raw SIG_IGN, no samplingStopped ($(basename "$json"))"
+  else
+    fail "$name: no sample in BurnAfter ($(basename "$json"))"
+  fi
+done
 
 # --- STRATA_SAMPLING_SIGNAL.
 name=signal_bad

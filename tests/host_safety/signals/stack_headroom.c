@@ -19,6 +19,13 @@
 //       reads its action back with rt_sigaction: prints "altstack_raw handled=COUNT
 //       guard=intact", and on stderr "kernel mask extra: N..." (the signals in the kernel's
 //       mask for its handler beyond its own SIGUSR2; "none" plain).
+//   stack_headroom altstack_syscall [COUNT]   the same, but installed through libc's
+//       syscall(SYS_rt_sigaction, ...) (as language runtimes do), and each run goes down to
+//       1.5 KiB above the base at once and burns its 30 ms there: the first sampling signal
+//       that lands in a run finds no room for its kernel frame unless the handler's kernel
+//       mask blocks it from the start. COUNT (default 3) runs, right after the install. Reads
+//       the action back both ways: on stderr "kernel mask extra: ..." (inline rt_sigaction)
+//       and "syscall mask extra: ..." (through syscall(): the program's own view).
 // Exit status 0 plain. No Strata include.
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "burn.h"
@@ -150,6 +159,49 @@ static void OnUsr1Raw(int signal_number) {
   g_handled = g_handled + 1;
 }
 
+static void OnUsr1Low(int signal_number) {
+  (void)signal_number;
+  RecurseOnAltstack(0);
+  g_handled = g_handled + 1;
+}
+
+static void PrintExtra(const char* what, uint64_t extra) {
+  fprintf(stderr, "%s mask extra:", what);
+  for (int s = 1; s <= 64; ++s) {
+    if (extra & ((uint64_t)1 << (s - 1))) fprintf(stderr, " %d", s);
+  }
+  fprintf(stderr, "%s\n", extra == 0 ? " none" : "");
+}
+
+static int RunAltstackSyscall(int signals) {
+  enum { kSize = 16384 };
+  unsigned char* block = malloc(kGuard + kSize);
+  if (!block) return 2;
+  memset(block, 0x5a, kGuard);
+  g_raw_stack_low = (uintptr_t)(block + kGuard);
+  stack_t alternate = {.ss_sp = block + kGuard, .ss_size = kSize, .ss_flags = 0};
+  if (sigaltstack(&alternate, NULL) != 0) return 2;
+  const uint64_t own_mask = (uint64_t)1 << (SIGUSR2 - 1);
+  struct KernelSigaction action = {&OnUsr1Low, SA_ONSTACK | 0x04000000 /* SA_RESTORER */,
+                                   &RawRestorer, own_mask};
+  if (syscall(SYS_rt_sigaction, SIGUSR1, &action, NULL, 8) != 0) return 2;
+  for (int i = 0; i < signals; ++i) raise(SIGUSR1);
+  int overwritten = 0;
+  for (int i = 0; i < kGuard; ++i) overwritten += block[i] != 0x5a;
+  struct KernelSigaction kernel, program;
+  if (RawRtSigaction(SIGUSR1, NULL, &kernel) != 0) return 2;
+  if (syscall(SYS_rt_sigaction, SIGUSR1, NULL, &program, 8) != 0) return 2;
+  PrintExtra("kernel", kernel.mask & ~own_mask);
+  PrintExtra("syscall", program.mask & ~own_mask);
+  printf("altstack_syscall handled=%d guard=%s handler=%s\n", (int)g_handled,
+         overwritten == 0 ? "intact" : "overwritten",
+         program.handler == &OnUsr1Low && program.restorer == &RawRestorer ? "own" : "changed");
+  alternate.ss_flags = SS_DISABLE;
+  sigaltstack(&alternate, NULL);
+  free(block);
+  return 0;
+}
+
 static int RunAltstackRaw(int signals) {
   enum { kSize = 16384 };
   unsigned char* block = malloc(kGuard + kSize);
@@ -195,10 +247,13 @@ int main(int argc, char** argv) {
     if (argc > 3) g_burn_seconds = atof(argv[3]) / 1000;
     return RunAltstack((size_t)atol(argv[2]), argc > 4 ? atoi(argv[4]) : 20);
   }
+  if (argc > 1 && strcmp(argv[1], "altstack_syscall") == 0) {
+    return RunAltstackSyscall(argc > 2 ? atoi(argv[2]) : 3);
+  }
   if (argc > 1 && strcmp(argv[1], "altstack_raw") == 0) {
     return RunAltstackRaw(argc > 2 ? atoi(argv[2]) : 10);
   }
   fprintf(stderr,
-          "usage: stack_headroom main [LEFT] | altstack SIZE [MS [COUNT]] | altstack_raw [COUNT]\n");
+          "usage: stack_headroom main [LEFT] | altstack SIZE [MS [COUNT]] | altstack_raw [COUNT] | altstack_syscall [COUNT]\n");
   return 2;
 }
