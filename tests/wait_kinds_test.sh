@@ -54,20 +54,20 @@ for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait sysca
   [[ $kind == getline ]] && name="getdelim"
   tolerance=2
   [[ $kind == clock_nanosleep ]] && tolerance=5
-  # 64 calls of ~20 ms of kernel CPU each, charged to the call (kernel_cpu_charge.h).
-  [[ $kind == getrandom ]] && tolerance=5
-  # 200 000 calls of a few microseconds: the wrapper's own cost (charged to the caller, as
-  # Strata's frames are elided) and the program's clock reads around each call are of the
-  # order of the call itself, so only that ioctl is charged its time is checked: at least half
-  # of what the program measured (unwrapped, its kernel CPU went to the caller: 0).
-  if [[ $kind == ioctl ]]; then
-    want=$(measured ioctl)
-    got=$(self_wall ioctl)
-    result "scenario=wait-kinds kind=ioctl measured_ms=$want profile_ms=${got:-none}"
+  # getrandom (64 calls of a few ms) and ioctl (200 000 calls of a few microseconds) do not
+  # wait here: their time is the kernel's CPU, charged to the call (kernel_cpu_charge.h), whose
+  # known limits (a call's CPU before its first switch-out under load is not charged; the
+  # wrapper's own cost goes to the caller, Strata's frames being elided) make it short by up to
+  # ~10 % under load. That they are charged their time at all is checked: between half and
+  # all of what the program measured (unwrapped, their kernel CPU went to the caller: 0).
+  if [[ $kind == getrandom || $kind == ioctl ]]; then
+    want=$(measured "$kind")
+    got=$(self_wall "$kind")
+    result "scenario=wait-kinds kind=$kind measured_ms=$want profile_ms=${got:-none}"
     if awk -v g="${got:-0}" -v w="$want" 'BEGIN { exit !(w > 0 && g >= w / 2 && g <= w * 1.02) }'; then
-      pass "ioctl: ${got} ms in the profile, ${want} ms measured by the program (between half and all)"
+      pass "$kind: ${got} ms in the profile, ${want} ms measured by the program (between half and all)"
     else
-      fail "ioctl: ${got:-no} ms in the profile, ${want} ms measured by the program (want between half and all)"
+      fail "$kind: ${got:-no} ms in the profile, ${want} ms measured by the program (want between half and all)"
     fi
     continue
   fi
