@@ -16,6 +16,9 @@
 #   3. a real program: g++ -O2 compiling tools/strata/profile_model.cc (RapidJSON headers),
 #      the same variants.
 # BENCH_ALLOC_WORKLOADS="bench cxx" (default) selects 2 and 3; the micro-benchmark always runs.
+# BENCH_ALLOC_BEFORE=DIR (a directory holding an earlier build's libstrata_base.so and
+# libstrata_alloc.so) adds that build's nativeallocations variants at the default R and at
+# 512 KiB to 2 and 3, in the same rounds: before and after in one run.
 set -uo pipefail
 BIN="${1:?usage: bench_native_allocations.sh BAZEL_BIN [ROUNDS]}"
 ROUNDS="${2:-5}"
@@ -57,6 +60,11 @@ echo "| native allocations: unsampled malloc(64)+free pair, 1 thread (CPU ns; ho
 # 2 and 3. Whole programs.
 CXX_ARGS=(g++ -std=c++17 -O2 -c "$repo/tools/strata/profile_model.cc" -I"$repo" -I"$repo/include" -o "$WORK/model.o")
 variants=(plain strata strata_alloc strata_alloc_512k tcmalloc gperftools_heap heaptrack)
+BEFORE="${BENCH_ALLOC_BEFORE:-}"
+if [[ -n $BEFORE ]]; then
+  for f in "$BEFORE/libstrata_base.so" "$BEFORE/libstrata_alloc.so"; do [[ -f "$f" ]] || { log "missing $f"; exit 1; }; done
+  variants+=(before_alloc before_alloc_512k)
+fi
 for workload in ${BENCH_ALLOC_WORKLOADS:-bench cxx}; do
   if [[ $workload == bench ]]; then cmd=("$PROGRAM" 4000000); else cmd=("${CXX_ARGS[@]}"); fi
   if [[ $workload == cxx ]] && ! "${cmd[@]}" 2>/dev/null; then log "g++ cannot compile profile_model.cc here: skipped"; continue; fi
@@ -67,6 +75,8 @@ for workload in ${BENCH_ALLOC_WORKLOADS:-bench cxx}; do
         strata) e=(LD_PRELOAD="$BASE" "${STRATA[@]}") ;;
         strata_alloc) e=(LD_PRELOAD="$BASE:$ALLOC" "${ON[@]}") ;;
         strata_alloc_512k) e=(LD_PRELOAD="$BASE:$ALLOC" "${ON[@]}" STRATA_ALLOC_INTERVAL=512K) ;;
+        before_alloc) e=(LD_PRELOAD="$BEFORE/libstrata_base.so:$BEFORE/libstrata_alloc.so" "${ON[@]}") ;;
+        before_alloc_512k) e=(LD_PRELOAD="$BEFORE/libstrata_base.so:$BEFORE/libstrata_alloc.so" "${ON[@]}" STRATA_ALLOC_INTERVAL=512K) ;;
         tcmalloc) [[ -f $TCMALLOC ]] || continue; e=(LD_PRELOAD="$TCMALLOC") ;;
         gperftools_heap) [[ -f $TCMALLOC ]] || continue; e=(LD_PRELOAD="$TCMALLOC" HEAPPROFILE="$WORK/heap") ;;
         heaptrack) [[ -n $HEAPTRACK ]] || continue; e=("$HEAPTRACK" -o "$WORK/heaptrack.$r") ;;
@@ -84,5 +94,8 @@ for workload in ${BENCH_ALLOC_WORKLOADS:-bench cxx}; do
     what="g++ -O2 -c tools/strata/profile_model.cc (CPU s of the driver, cc1plus and as)"
   fi
   over() { calc %+.1f%% "100 * ($1 - $2) / $2"; }
+  if [[ -n $BEFORE ]]; then
+    echo "| native allocations: $what, the earlier build ($BEFORE) at the default R (and at 512 KiB), same rounds | ${m[before_alloc]} ($(over "${m[before_alloc]}" "${m[strata]}"); 512 KiB: $(over "${m[before_alloc_512k]}" "${m[strata]}")) | this build: ${m[strata_alloc]} (512 KiB: ${m[strata_alloc_512k]}) | $(calc %.2f "${m[strata_alloc]} / ${m[before_alloc]}")× | — | — |"
+  fi
   echo "| native allocations: $what, Strata with nativeallocations at the default R (and at 512 KiB) vs Strata without it | ${m[strata_alloc]} ($(over "${m[strata_alloc]}" "${m[strata]}"); 512 KiB: $(over "${m[strata_alloc_512k]}" "${m[strata]}")) | Strata without: ${m[strata]} (plain ${m[plain]}); gperftools heap profiler ${m[gperftools_heap]} ($(over "${m[gperftools_heap]}" "${m[tcmalloc]}") over tcmalloc alone ${m[tcmalloc]}); heaptrack ${m[heaptrack]} ($(over "${m[heaptrack]}" "${m[plain]}")) | $(calc %.2f "${m[strata_alloc]} / ${m[strata]}")× | ≤ +3 % | $(awk -v a="${m[strata_alloc]}" -v b="${m[strata]}" 'BEGIN { print (a <= 1.03 * b) ? "yes" : "**no**" }') |"
 done

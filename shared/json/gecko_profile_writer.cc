@@ -183,13 +183,14 @@ void GeckoThreadWriter::AddMarker(std::string_view name, const MarkerTiming& tim
   EndMarker(out);
 }
 
-void GeckoThreadWriter::WriteMarkerStack(JsonWriter& w, uint32_t stack, TimeStamp time) {
+void GeckoThreadWriter::WriteMarkerStack(JsonWriter& w, uint32_t stack, TimeStamp time,
+                                         bool minimal) {
   // A miniature thread whose single sample points into the owning thread's stack table:
   // {"name":"SyncProfile",...,"samples":{"schema":...,"data":[[stack,time,0]]}}. All but the
   // stack index and the time is the same for every backtrace of this thread: that text is
   // made once and each backtrace spliced whole (writing its ~25 keys one by one was most of
   // the save's cost per native allocation record, issue 37).
-  if (marker_stack_prefix_.empty()) {
+  if (!minimal && marker_stack_prefix_.empty()) {
     ChunkedJsonWriter process_type;
     process_type.String(description_.process_type);
     marker_stack_prefix_ = R"({"name":"SyncProfile","registerTime":null,"unregisterTime":null,"processType":)";
@@ -203,7 +204,9 @@ void GeckoThreadWriter::WriteMarkerStack(JsonWriter& w, uint32_t stack, TimeStam
     marker_stack_prefix_ += R"(,"data":[]},"samples":{"schema":{"stack":0,"time":1,"eventDelay":2},"data":[[)";
   }
   std::string& text = marker_stack_text_;  // Reused: no allocation per backtrace.
-  text.assign(marker_stack_prefix_);
+  static constexpr std::string_view kMinimalPrefix =
+      R"({"samples":{"schema":{"stack":0,"time":1,"eventDelay":2},"data":[[)";
+  text.assign(minimal ? kMinimalPrefix : std::string_view(marker_stack_prefix_));
   char number[JsonWriter::kMaxNumberChars];
   text.append(number, std::to_chars(number, number + sizeof(number), stack).ptr);
   text += ',';

@@ -165,8 +165,13 @@ class GeckoThreadWriter {
   }
   // Inside write_fields: the payload property "stack", a backtrace captured at `time` whose
   // leaf is `stack` (an index into this thread's stack table). The front-end shows it as the
-  // marker's cause.
-  void WriteMarkerStack(JsonWriter& payload, uint32_t stack, TimeStamp time);
+  // marker's cause. `minimal`: the samples table alone,
+  // {"samples":{"schema":{"stack":0,"time":1,"eventDelay":2},"data":[[stack,time,0]]}}, what
+  // the front-end reads of the full "SyncProfile" form (samples.data[0] by its schema), in a
+  // fifth of its bytes: for native allocation records (../shared/design/native-allocations.md,
+  // section 4: the minimal form imports).
+  void WriteMarkerStack(JsonWriter& payload, uint32_t stack, TimeStamp time,
+                        bool minimal = false);
 
   size_t sample_count() const { return sample_count_; }
   size_t marker_count() const { return marker_count_; }

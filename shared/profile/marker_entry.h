@@ -146,6 +146,10 @@ struct MarkerTypeFunctions {
   const char* type_name;
   MarkerStreamFunction stream;
   MarkerSchemaFunction schema;  // May be null.
+  // The save writes this type's stacks in the front-end's minimal backtrace form
+  // (GeckoThreadWriter::WriteMarkerStack): for types recorded by the hundred thousand whose
+  // stack the front-end reads only as a call-tree node (native allocations, issue 37).
+  bool minimal_stack = false;
 };
 }  // namespace profile
 

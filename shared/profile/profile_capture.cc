@@ -766,8 +766,12 @@ class ProfileBuilder {
       stack = MarkerStack(thread, header.stack);
       --samples_;  // MarkerStack counted it as a sample.
     }
+    bool minimal_stack = false;
     auto write_stack = [&](JsonWriter& w) {
-      if (stack) writer.WriteMarkerStack(w, *stack, header.start.IsNull() ? header.end : header.start);
+      if (stack) {
+        writer.WriteMarkerStack(w, *stack, header.start.IsNull() ? header.end : header.start,
+                                minimal_stack);
+      }
     };
     if (header.payload_tag == kUntypedMarkerTag) {
       if (!stack) {
@@ -783,6 +787,7 @@ class ProfileBuilder {
       });
     } else if (const MarkerTypeFunctions* type =
                    inputs_.marker_type ? inputs_.marker_type(header.payload_tag) : nullptr) {
+      minimal_stack = type->minimal_stack;
       writer.AddMarker(name, timing, header.category, type->type_name, [&](JsonWriter& w) {
         type->stream(reader, w);
         write_stack(w);

@@ -298,6 +298,78 @@ TEST_CASE("named native frames keep their library and lib-relative address") {
   CHECK(checked >= 1);
 }
 
+// A minimal_stack type (native allocation records, issue 37): its stack in the front-end's
+// minimal backtrace form, indexing the thread's table as the full form does.
+const MarkerTypeFunctions kTexty = {"Texty", &StreamCounting, nullptr, /*minimal_stack=*/true};
+constexpr uint8_t kTextyTag = 3;
+
+TEST_CASE("a minimal_stack type: its payload as streamed, its stack minimal in the thread's table") {
+  LocalLimitChunkManager manager(/*max_total_bytes=*/16 << 20, /*chunk_min_buffer_bytes=*/64 << 10);
+  ChunkedBuffer buffer(ThreadSafety::kThreadSafe, manager);
+  const TimeStamp start = TimeStamp::Now();
+  for (int i = 0; i < 4; ++i) {
+    MarkerHeader h;
+    h.thread = ThreadId::FromNumber(1000);
+    h.start = start + TimeDuration::FromMilliseconds(i + 1);
+    h.name = ProfilerString::Literal("rec");
+    h.payload_tag = i < 2 ? kTextyTag : kCountingTag;  // Two minimal, two full.
+    if (i != 1) h.stack = {OwnAddress() + (i == 2 ? 32 : 0), OwnAddress()};  // 0 and 3 alike.
+    REQUIRE(buffer.PutObjects(EntryKind::kMarker, h, int64_t{-5 - i}));
+  }
+  CaptureInputs inputs;
+  inputs.start_time = start;
+  inputs.meta.start_time = start;
+  inputs.meta.product = "capture test";
+  inputs.symbolicate = false;
+  inputs.threads.push_back(CaptureThread{ThreadId::FromNumber(1000), "GeckoMain", start,
+                                         std::nullopt, /*is_main=*/true});
+  inputs.marker_type = [](uint8_t tag) -> const MarkerTypeFunctions* {
+    return tag == kTextyTag ? &kTexty : tag == kCountingTag ? &kCounting : nullptr;
+  };
+  bool ok = false;
+  std::string error;
+  const std::string json = Capture(inputs, buffer, &ok, &error);
+  REQUIRE(ok);
+  rapidjson::Document d;
+  d.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(d.HasParseError());
+  const auto& thread = d["threads"][0];
+  const auto& markers = thread["markers"]["data"];
+  REQUIRE(markers.Size() == 4);
+  const auto& stacks = thread["stackTable"]["data"];
+  const auto& frames = thread["frameTable"]["data"];
+  const auto& strings = thread["stringTable"];
+  for (rapidjson::SizeType i = 0; i < 4; ++i) {
+    const auto& data = markers[i][5];
+    INFO("marker " << i);
+    CHECK(std::string(data["type"].GetString()) == (i < 2 ? "Texty" : "Counting"));
+    CHECK(data["n"].GetInt() == -5 - static_cast<int>(i));
+    if (i == 1) {
+      CHECK_FALSE(data.HasMember("stack"));
+      continue;
+    }
+    const auto& samples = data["stack"]["samples"];
+    const int column = samples["schema"]["stack"].GetInt();
+    const auto& row = samples["data"][0];
+    // The leaf: a raw frame of the recorded first address.
+    const auto& leaf = stacks[row[column].GetUint()];
+    const std::string location = strings[frames[leaf[1].GetUint()][0].GetUint()].GetString();
+    CHECK(location.rfind("0x", 0) == 0);
+    const int time_column = samples["schema"]["time"].GetInt();
+    CHECK(row[time_column].GetDouble() == Approx(markers[i][1].GetDouble()));
+    if (i < 2) {
+      // The minimal form: the samples table only.
+      CHECK(data["stack"].MemberCount() == 1);
+    } else {
+      CHECK(std::string(data["stack"]["name"].GetString()) == "SyncProfile");
+      // Marker 3 has marker 0's frames: the same table index in either form.
+      const auto& first = markers[0][5]["stack"]["samples"];
+      const uint32_t first_stack = first["data"][0][first["schema"]["stack"].GetInt()].GetUint();
+      CHECK((row[column].GetUint() == first_stack) == (i == 3));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace profile
 }  // namespace strata

@@ -4,6 +4,7 @@
 #include <ucontext.h>
 
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -46,6 +47,15 @@ struct NativeAllocationMarker {
   }
 };
 
+// The type, registered with its stacks in the front-end's minimal form (the save writes
+// records by the hundred thousand: MarkerTypeFunctions::minimal_stack).
+uint8_t RegisterNativeAllocationMarkerType() {
+  MarkerTypeFunctions functions{NativeAllocationMarker::MarkerTypeName(),
+                                &TypedMarker<NativeAllocationMarker>::Stream, nullptr};
+  functions.minimal_stack = true;
+  return RegisterMarkerType(functions);
+}
+
 // Namespace-scope (constructed at load): a function-local static would register its
 // destructor (__cxa_atexit) inside the program's allocation call.
 const ProfilerString kMarkerName = ProfilerString::Literal("Native allocation");
@@ -66,7 +76,7 @@ void StartNativeAllocations(uint32_t features) {
   }
   // The type's tag now, on the starting thread: registering it takes the marker type
   // registry's lock, never to be taken inside an allocation.
-  g_marker_tag.store(TypedMarker<NativeAllocationMarker>::Tag(), std::memory_order_relaxed);
+  g_marker_tag.store(RegisterNativeAllocationMarkerType(), std::memory_order_relaxed);
   g_main_thread.store(RawGetPid(), std::memory_order_relaxed);
   g_set_full_noted.store(false, std::memory_order_relaxed);
   g_skipped_low_stack.store(0, std::memory_order_relaxed);
@@ -339,17 +349,12 @@ void NoteNativeAllocationSetFull(uint64_t capacity) {
   header.name = &kFullName;
   header.category = static_cast<uint8_t>(Category::kMemory);
   header.payload_tag = kTextMarkerTag;
-  char text[96] = "later frees are not matched: their allocations look retained; capacity ";
-  size_t length = 0;
-  while (text[length] != '\0') ++length;
-  char digits[24];
-  size_t n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + capacity % 10);
-    capacity /= 10;
-  } while (capacity != 0 && n < sizeof(digits));
-  while (n > 0 && length + 1 < sizeof(text)) text[length++] = digits[--n];
-  text[length] = '\0';
+  static constexpr char kText[] =
+      "later frees are not matched: their allocations look retained; capacity ";
+  char text[sizeof(kText) + 20];
+  memcpy(text, kText, sizeof(kText) - 1);
+  const size_t length = static_cast<size_t>(
+      std::to_chars(text + sizeof(kText) - 1, text + sizeof(text), capacity).ptr - text);
   SessionBuffer().PutObjects(EntryKind::kMarker, header, std::string_view(text, length));
 }
 
