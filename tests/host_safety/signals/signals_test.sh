@@ -402,16 +402,21 @@ done
 # "overflowed sigaltstack") by a sample landing there. Now the first sample that lands on the
 # alternate stack blocks the sampling signal for the rest of that run (its uc_sigmask), and the
 # sampler adds it to the handler's kernel mask for the later runs (read back raw on stderr).
+# sampling_signal_added NAME WAY: what the kernel's mask of a raw handler should add in run
+# WAY of NAME: nothing plain, the session's sampling signal preloaded and recorded.
+sampling_signal_added() {
+  case $2 in
+    plain) echo none ;;
+    preload) meta_number "$1" samplingSignal ;;
+    record) meta_number "$1.record" samplingSignal ;;
+  esac
+}
 name=altstack_raw
 run_three "$name" "$(binary $DIR/stack_headroom)" altstack_raw
 same_as_plain "$name"
 for way in plain preload record; do
   extra=$(sed -n 's/^kernel mask extra: //p' "$WORK/$name.$way.err")
-  case $way in
-    plain) expected=none ;;
-    preload) expected=$(meta_number "$name" samplingSignal) ;;
-    record) expected=$(meta_number "$name.record" samplingSignal) ;;
-  esac
+  expected=$(sampling_signal_added "$name" "$way")
   if [[ "$extra" == "$expected" && -n "$extra" ]]; then
     pass "$name ($way): the kernel's mask for the raw handler adds: $extra"
   else
@@ -431,11 +436,7 @@ grep -q "guard=intact handler=own" "$WORK/$name.plain.out" ||
 for way in plain preload record; do
   kernel=$(sed -n 's/^kernel mask extra: //p' "$WORK/$name.$way.err")
   own=$(sed -n 's/^syscall mask extra: //p' "$WORK/$name.$way.err")
-  case $way in
-    plain) expected=none ;;
-    preload) expected=$(meta_number "$name" samplingSignal) ;;
-    record) expected=$(meta_number "$name.record" samplingSignal) ;;
-  esac
+  expected=$(sampling_signal_added "$name" "$way")
   if [[ "$kernel" == "$expected" && -n "$kernel" && "$own" == none ]]; then
     pass "$name ($way): the kernel's mask adds: $kernel; read back through syscall(): own"
   else

@@ -173,14 +173,30 @@ static void PrintExtra(const char* what, uint64_t extra) {
   fprintf(stderr, "%s\n", extra == 0 ? " none" : "");
 }
 
-static int RunAltstackSyscall(int signals) {
+// A 16 KiB alternate stack for this thread with kGuard bytes of 0x5a below it (the guard the
+// runs check); null when it cannot be set. ReleaseAlternateStack disables and frees it.
+static unsigned char* GuardedAlternateStack(void) {
   enum { kSize = 16384 };
   unsigned char* block = malloc(kGuard + kSize);
-  if (!block) return 2;
+  if (!block) return NULL;
   memset(block, 0x5a, kGuard);
   g_raw_stack_low = (uintptr_t)(block + kGuard);
   stack_t alternate = {.ss_sp = block + kGuard, .ss_size = kSize, .ss_flags = 0};
-  if (sigaltstack(&alternate, NULL) != 0) return 2;
+  if (sigaltstack(&alternate, NULL) != 0) {
+    free(block);
+    return NULL;
+  }
+  return block;
+}
+static void ReleaseAlternateStack(unsigned char* block) {
+  stack_t disable = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+  sigaltstack(&disable, NULL);
+  free(block);
+}
+
+static int RunAltstackSyscall(int signals) {
+  unsigned char* block = GuardedAlternateStack();
+  if (!block) return 2;
   const uint64_t own_mask = (uint64_t)1 << (SIGUSR2 - 1);
   struct KernelSigaction action = {&OnUsr1Low, SA_ONSTACK | 0x04000000 /* SA_RESTORER */,
                                    &RawRestorer, own_mask};
@@ -196,20 +212,13 @@ static int RunAltstackSyscall(int signals) {
   printf("altstack_syscall handled=%d guard=%s handler=%s\n", (int)g_handled,
          overwritten == 0 ? "intact" : "overwritten",
          program.handler == &OnUsr1Low && program.restorer == &RawRestorer ? "own" : "changed");
-  alternate.ss_flags = SS_DISABLE;
-  sigaltstack(&alternate, NULL);
-  free(block);
+  ReleaseAlternateStack(block);
   return 0;
 }
 
 static int RunAltstackRaw(int signals) {
-  enum { kSize = 16384 };
-  unsigned char* block = malloc(kGuard + kSize);
+  unsigned char* block = GuardedAlternateStack();
   if (!block) return 2;
-  memset(block, 0x5a, kGuard);
-  g_raw_stack_low = (uintptr_t)(block + kGuard);
-  stack_t alternate = {.ss_sp = block + kGuard, .ss_size = kSize, .ss_flags = 0};
-  if (sigaltstack(&alternate, NULL) != 0) return 2;
   const uint64_t own_mask = (uint64_t)1 << (SIGUSR2 - 1);
   struct KernelSigaction action = {&OnUsr1Raw, SA_ONSTACK | 0x04000000 /* SA_RESTORER */,
                                    &RawRestorer, own_mask};
@@ -221,20 +230,13 @@ static int RunAltstackRaw(int signals) {
   nanosleep(&pause, NULL);
   struct KernelSigaction read_back;
   if (RawRtSigaction(SIGUSR1, NULL, &read_back) != 0) return 2;
-  fprintf(stderr, "kernel mask extra:");
-  const uint64_t extra = read_back.mask & ~own_mask;
-  for (int s = 1; s <= 64; ++s) {
-    if (extra & ((uint64_t)1 << (s - 1))) fprintf(stderr, " %d", s);
-  }
-  fprintf(stderr, "%s\n", extra == 0 ? " none" : "");
+  PrintExtra("kernel", read_back.mask & ~own_mask);
   if (overwritten == 0) {
     printf("altstack_raw handled=%d guard=intact\n", (int)g_handled);
   } else {
     printf("altstack_raw handled=%d guard=overwritten %d\n", (int)g_handled, overwritten);
   }
-  alternate.ss_flags = SS_DISABLE;
-  sigaltstack(&alternate, NULL);
-  free(block);
+  ReleaseAlternateStack(block);
   return 0;
 }
 
