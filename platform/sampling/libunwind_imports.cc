@@ -624,6 +624,19 @@ void ReleaseCopySlot() {
 
 }  // namespace
 
+namespace {
+// Lookup pcs with no unwind entry (ForgetLookupsWithoutEntry), direct-mapped by pc.
+constexpr size_t kNoEntrySlots = 512;
+std::atomic<uintptr_t> g_no_entry_pcs[kNoEntrySlots];
+std::atomic<uintptr_t>& NoEntrySlot(uintptr_t pc) {
+  return g_no_entry_pcs[(pc ^ (pc >> 9)) % kNoEntrySlots];
+}
+}  // namespace
+
+void ForgetLookupsWithoutEntry() {
+  for (std::atomic<uintptr_t>& slot : g_no_entry_pcs) slot.store(0, std::memory_order_relaxed);
+}
+
 void SetLibunwindLookupPc(uintptr_t pc) {
   ReleaseCopySlot();  // The previous step (if any) is over.
   t_lookup_pc = pc;
@@ -637,6 +650,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlItera
   const uintptr_t pc = t_lookup_pc;
   if (pc == 0) return false;
   *result = 0;
+  if (NoEntrySlot(pc).load(std::memory_order_relaxed) == pc) return true;  // Seen: none.
   dl_find_object found;
   if (_dl_find_object(reinterpret_cast<void*>(pc), &found) != 0 || !found.dlfo_link_map) {
     return true;
@@ -649,11 +663,16 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlItera
   dl_phdr_info info;
   const UnwindCopyResult copied =
       copy ? BuildUnwindTableCopy(found, pc, copy, &info) : UnwindCopyResult::kUnsupported;
+  // The nearest entry below pc may end before it (code without one: libunwind, given it,
+  // would find nothing either).
+  if (copied == UnwindCopyResult::kNoEntry ||
+      (copied == UnwindCopyResult::kCopied && pc - copy->pc_begin >= copy->pc_end - copy->pc_begin)) {
+    NoEntrySlot(pc).store(pc, std::memory_order_relaxed);
+    return true;
+  }
   if (copied != UnwindCopyResult::kCopied) {
-    if (copied != UnwindCopyResult::kNoEntry) {
-      __atomic_fetch_add(&g_unreadable_lookups, 1, __ATOMIC_RELAXED);
-      ++t_refused_lookups;
-    }
+    __atomic_fetch_add(&g_unreadable_lookups, 1, __ATOMIC_RELAXED);
+    ++t_refused_lookups;
     return true;
   }
   if (copy->has_expression) {

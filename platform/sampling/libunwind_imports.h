@@ -210,6 +210,12 @@ void SetLibunwindLookupPc(uintptr_t pc);
 bool ServeDlIteratePhdrDuringWalk(int (*callback)(dl_phdr_info*, size_t, void*),
                                   void* data, int* result);
 
+// Forgets the lookup pcs that ServeDlIteratePhdrDuringWalk() found no unwind entry for (it
+// remembers them: libunwind does not, and code without entries inside an object, such as a
+// JIT's builtins in its executable, would cost a checked table search at every such frame of
+// every sample). Called when an object is unloaded (FlushLibunwindCaches). Async-signal-safe.
+void ForgetLookupsWithoutEntry();
+
 // Lookups that ServeDlIteratePhdrDuringWalk() answered with no object because the checked
 // copy could not be made: some of the object's unwind tables (.eh_frame_hdr, its search
 // path, the FDE, the CIE, the word of an indirect personality pointer) were unreadable (a

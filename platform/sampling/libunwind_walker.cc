@@ -311,6 +311,7 @@ void FlushLibunwindCaches() {
   for (std::atomic<uintptr_t>& verdict : g_frame_pointer_verdicts) {
     verdict.store(0, std::memory_order_relaxed);
   }
+  ForgetLookupsWithoutEntry();
   const LibunwindFunctions* functions = LoadedLibunwind();
   if (functions == nullptr) return;
   functions->flush_cache(*functions->local_addr_space, 0, 0);

@@ -113,15 +113,35 @@ def symbol_addresses(path):
     return table
 
 
-# The two demanglers' one difference of style: GNU's (Strata's, c++filt's, gdb's) keeps a space
-# between an operator made of '<' or '>' and the template arguments that follow it
-# ("operator< <long, ...>"), LLVM's (llvm-symbolizer's) does not ("operator<<long, ...>"). Same
-# symbol; compared without that space.
+# The two demanglers' differences of style, same symbols:
+#   - GNU's (Strata's, c++filt's, gdb's) keeps a space between an operator made of '<' or '>'
+#     and the template arguments that follow it ("operator< <long, ...>"), LLVM's
+#     (llvm-symbolizer's) does not ("operator<<long, ...>"): compared without that space;
+#   - a lambda is "{lambda(ARGS)#N}" in GNU's and "'lambda'(ARGS)" (N = 1), "'lambda0'(ARGS)"
+#     (N = 2), "'lambda1'(ARGS)" (N = 3)... in LLVM's: LLVM's written as GNU's.
 OPERATOR_THEN_TEMPLATE = re.compile(r"(operator[^\s\w(]+) <")
+LLVM_LAMBDA = re.compile(r"'lambda(\d*)'\(")
+
+
+def gnu_lambdas(name):
+    out, at = [], 0
+    for match in LLVM_LAMBDA.finditer(name):
+        if match.start() < at:
+            continue
+        depth, end = 1, match.end()
+        while end < len(name) and depth:  # The argument list, parentheses nested.
+            depth += {"(": 1, ")": -1}.get(name[end], 0)
+            end += 1
+        number = int(match.group(1)) + 2 if match.group(1) else 1
+        out.append(name[at:match.start()])
+        out.append("{lambda(" + name[match.end():end - 1] + ")#%d}" % number)
+        at = end
+    out.append(name[at:])
+    return "".join(out)
 
 
 def canonical(name):
-    return OPERATOR_THEN_TEMPLATE.sub(r"\1<", name)
+    return OPERATOR_THEN_TEMPLATE.sub(r"\1<", gnu_lambdas(name))
 
 
 # The PLT's header (PLT0: the lazy binder's push and jump, before the first stub) has no
