@@ -37,6 +37,18 @@ __asm__(
     ".cfi_endproc\n"
     ".size strata_copy_test_personality_frame, .-strata_copy_test_personality_frame\n");
 
+// Code that no unwind entry covers, placed between functions that have one (as a JIT's
+// builtins inside an executable are): the nearest entry below it ends before it.
+extern "C" void strata_test_function_without_fde();
+asm(".text\n"
+    ".globl strata_test_function_without_fde\n"
+    ".type strata_test_function_without_fde, @function\n"
+    "strata_test_function_without_fde:\n"
+    "  nop\n"
+    "  nop\n"
+    "  ret\n"
+    ".size strata_test_function_without_fde, . - strata_test_function_without_fde\n");
+
 namespace strata {
 namespace {
 
@@ -217,6 +229,45 @@ TEST_CASE("what a walk's lookup hands libunwind stays readable when the program 
   CHECK(served);
   CHECK(result == 1);
   CHECK(g_read_sum != 0);
+}
+
+
+int CountCalls(dl_phdr_info*, size_t, void* data) {
+  ++*static_cast<int*>(data);
+  return 1;
+}
+
+TEST_CASE("a lookup pc that no unwind entry covers is answered with no object, and remembered",
+          "[platform][sampling]") {
+  const uintptr_t pc = reinterpret_cast<uintptr_t>(&strata_test_function_without_fde) + 1;
+  dl_iterate_phdr(&FindUnwindPages, reinterpret_cast<void*>(pc));
+  REQUIRE(g_protect_length > 0);
+  ForgetLookupsWithoutEntry();
+  int calls = 0;
+  int result = -1;
+  SetLibunwindLookupPc(pc);
+  const bool served = ServeDlIteratePhdrDuringWalk(&CountCalls, &calls, &result);
+  const int first_result = result;
+  // Asked again with the object's unwind pages unreadable: answered from memory, no table read
+  // (a read would be refused and counted); once forgotten, the tables are read again. No
+  // Catch2 call while the pages are unreadable (they may hold .rodata).
+  const uint64_t refused = UnwindLookupsRefusedAsUnreadable();
+  mprotect(reinterpret_cast<void*>(g_protect_start), g_protect_length, PROT_NONE);
+  const bool served_remembered = ServeDlIteratePhdrDuringWalk(&CountCalls, &calls, &result);
+  const uint64_t refused_remembered = UnwindLookupsRefusedAsUnreadable();
+  ForgetLookupsWithoutEntry();
+  const bool served_forgotten = ServeDlIteratePhdrDuringWalk(&CountCalls, &calls, &result);
+  const uint64_t refused_forgotten = UnwindLookupsRefusedAsUnreadable();
+  mprotect(reinterpret_cast<void*>(g_protect_start), g_protect_length, PROT_READ);
+  SetLibunwindLookupPc(0);
+  CHECK(served);
+  CHECK(first_result == 0);  // No object handed to libunwind's callback...
+  CHECK(calls == 0);         // ...which is not called.
+  CHECK(served_remembered);
+  CHECK(refused_remembered == refused);
+  CHECK(served_forgotten);
+  CHECK(refused_forgotten == refused + 1);
+  CHECK(result == 0);
 }
 
 }  // namespace
