@@ -215,7 +215,9 @@ static void StdioWaits(void) {
     }
     Report(kinds[i], start);
     pthread_join(helper, NULL);
-    if (i == 1) fgets(line, sizeof(line), input);  // The rest of the line: from the buffer.
+    if (i == 1 && fgets(line, sizeof(line), input) == NULL) {  // The rest of the line: buffered.
+      perror("fgets");
+    }
   }
   free(whole_line);
   fclose(input);
