@@ -12,6 +12,7 @@ name up to its alias: `__GI_` and leading underscores). PLT stubs are compared w
 equal per module and overall, and up to 10 differences; exits 1 when a module named by
 --require-module is below its percentage (or absent).
 """
+import functools
 import json
 import re
 import subprocess
@@ -94,6 +95,7 @@ def plt_stubs(path):
 def alias_key(name):
     """One name for the aliases of one address (docs/symbols.md: Strata keeps the public one,
     llvm-symbolizer the first it finds, e.g. __GI___pthread_mutex_unlock_usercnt)."""
+    name = demangled(name)
     if name.startswith("__GI_"):
         name = name[len("__GI_"):]
     return canonical(name.lstrip("_"))
@@ -140,8 +142,23 @@ def gnu_lambdas(name):
     return "".join(out)
 
 
+#   - LLVM 14's demangler gives up on some names GNU's reads (a template argument that is an
+#     expression naming a member: "srNS_13__is_durationIT_EE5valueE" in std::chrono's
+#     duration_cast), and llvm-symbolizer then prints the mangled name: demangled with
+#     c++filt (GNU's) to compare.
+@functools.lru_cache(maxsize=None)
+def demangled(name):
+    if not name.startswith("_Z"):
+        return name
+    try:
+        out = subprocess.run(["c++filt", name], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return name
+    return out.stdout.strip() or name
+
+
 def canonical(name):
-    return OPERATOR_THEN_TEMPLATE.sub(r"\1<", gnu_lambdas(name))
+    return OPERATOR_THEN_TEMPLATE.sub(r"\1<", gnu_lambdas(demangled(name)))
 
 
 # The PLT's header (PLT0: the lazy binder's push and jump, before the first stub) has no
