@@ -1,12 +1,13 @@
-// What every wait wrapper shares (wait_wrappers.cc, blocking_io_wrappers.cc): marking the
-// calling thread as waiting (ScopedWait, the WaitState protocol of wait_state.h), the
-// caller's registers at the wrapper's entry, and the lookup of the wrapped function's real
-// definition. Internal to the wrappers' translation units.
+// What every wait wrapper file shares (wait_wrappers.cc, blocking_io_wrappers.cc,
+// file_syscall_wrappers.cc, stdio_wrappers.cc): marking the calling thread as waiting
+// (ScopedWait, scoped_wait_mark.h), whether a call comes from libunwind, and the table of the
+// wrapped functions' real definitions (STRATA_DEFINE_REAL_TABLE, RealAt). Internal to the
+// wrappers' translation units.
 //
 // Thread safety: a ScopedWait acts on the calling thread's WaitState only. Async-signal
 // safety: all of it is (stores, atomics, _dl_find_object, a raw futex wait when a walk of
-// the thread's stack is under way as the wait ends); Real()'s first lookup is not (dlsym),
-// which is why ResolveWaitFunctions looks every wrapped function up at load time.
+// the thread's stack is under way as the wait ends); RealAt's first lookup of a slot is not
+// (dlsym), which is why ResolveWaitFunctions fills every table at load time.
 #ifndef STRATA_BASE_INTERNAL_SCOPED_WAIT_H_
 #define STRATA_BASE_INTERNAL_SCOPED_WAIT_H_
 
