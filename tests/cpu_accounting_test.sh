@@ -6,7 +6,8 @@
 # uses less than an interval of CPU at a time, and one that pauses the session for 100 ms of
 # its CPU. Each prints its own CPU clock at its end. In each sampling mode, for every one:
 # - the sum of its samples' CPU deltas (the first sample's included: it carries the CPU used
-#   since sampling started) is within 5 % of its CPU clock, less what it used while paused;
+#   since sampling started) is within 5 % of its CPU clock, less what it used while paused
+#   (short by up to one more interval: the CPU after a thread's last sample);
 # - no sample's CPU delta exceeds the wall time since the thread's previous sample by more than
 #   one scheduler tick (4 ms at HZ=250): no CPU is carried by a later sample (before issue 17 a
 #   preempted thread got zero-CPU copies and its next sample all the CPU: 17.6 ms in 0.11 ms).
@@ -41,15 +42,12 @@ for mode in default timer precise; do
       fail "$name: thread $thread_name (tid $tid) is not in the profile"
       continue
     fi
-    # Under TSan a thread can end with its last signal not yet handled (TSan runs a handler at
-    # the thread's next intercepted call): the CPU after the last sample taken, up to an
-    # interval (1 ms), may be missing on top of the 5 % (seen: 13.158 of 14.475 ms, a short
-    # thread, CPU-clock timers).
-    slack_ms=0
-    if ((UNDER_TSAN)); then
-      slack_ms=1
-      echo "note: under TSan up to $slack_ms ms more may be missing (a signal pending at the thread's end)"
-    fi
+    # The CPU a thread uses after its last sample, up to an interval (1 ms), is carried by no
+    # sample (its end takes none): a shortfall of up to that on top of the 5 %. It is most of
+    # the tolerance for the short thread (5 % of ~14 ms is 0.7 ms): seen 14.918 of 15.837 ms
+    # (precise mode, load ~7), 13.158 of 14.475 ms (under TSan, whose handler runs at the
+    # thread's next intercepted call, CPU-clock timers). An excess is never allowed more.
+    slack_ms=1
     if awk -v s="$sampled" -v e="$expected" -v t="$kTolerancePct" -v k="$slack_ms" \
          'BEGIN { d = s - e; if (d < 0) d = -d; exit !(d <= e * t / 100 || (s < e && d <= e * t / 100 + k)) }'; then
       pass "$name: $thread_name: samples carry $sampled ms of CPU, its clock says $expected ms (within $kTolerancePct %)"

@@ -80,11 +80,19 @@ def through(s):
         s = sk["data"][s][prefix]
     script = [i for i, text in enumerate(names) if "jit_script.js" in text]
     return bool(script) and any(text.startswith("node::Start(") for text in names[script[-1]:])
-print(len(running), hits, sum(1 for r in running if named(r[scol]) and through(r[scol])))
+# The script's own run: from its first named sample to its last. Before and after it node
+# starts and ends (its snapshot deserializer, bootstrap, teardown: ~90 ms of CPU quiet, more
+# on a busy machine), which no script frame can name.
+flags = [named(r[scol]) for r in running]
+first = flags.index(True) if True in flags else 0
+last = len(flags) - flags[::-1].index(True) if True in flags else 0
+window = flags[first:last]
+print(len(running), hits, sum(1 for r in running if named(r[scol]) and through(r[scol])),
+      len(window), sum(window))
 PY
-  local running hits rooted
-  read -r running hits rooted <"$WORK/$name.share.out"
-  result "scenario=jit-$name running_samples=$running named_by_script=$hits walked_through_to_node_start=$rooted"
+  local running hits rooted window window_hits
+  read -r running hits rooted window window_hits <"$WORK/$name.share.out"
+  result "scenario=jit-$name running_samples=$running named_by_script=$hits walked_through_to_node_start=$rooted script_window_samples=$window named_in_window=$window_hits"
   if skip_under_tsan "$name: >= 90 % of named samples reach node::Start ($rooted of $hits)"; then
     :
   elif [[ "${hits:-0}" -gt 0 ]] && (( rooted * 100 >= hits * 90 )); then
@@ -92,12 +100,16 @@ PY
   else
     fail "$name: ${rooted:-0} of ${hits:-0} named samples reach node::Start below the JIT frames (want >= 90 %)"
   fi
-  if skip_under_tsan "$name: >= 90 % of running samples named by the script ($hits of $running)"; then
+  # While the script runs, its JIT-compiled functions name the samples (99.5 % in every
+  # mode at load 10); the script's run is most of the thread's CPU (800 ms against node's
+  # start and end), so a perf map read late or only in part would shrink the window.
+  if skip_under_tsan "$name: >= 95 % of the script's running samples named by it ($window_hits of $window)"; then
     :
-  elif [[ "${running:-0}" -gt 0 ]] && (( hits * 100 >= running * 90 )); then
-    pass "$name: $hits of $running running samples of the JS thread carry the script's function names"
+  elif [[ "${window:-0}" -gt 0 ]] && (( window_hits * 100 >= window * 95 )) &&
+       (( window * 2 >= running )); then
+    pass "$name: $window_hits of the $window running samples of the script's run carry its function names ($hits of $running with node's start and end)"
   else
-    fail "$name: ${hits:-0} of ${running:-0} running samples carry the script's function names (want >= 90 %)"
+    fail "$name: ${window_hits:-0} of ${window:-0} running samples of the script's run carry its function names (want >= 95 %, and the run >= half of the thread's $running)"
   fi
 }
 
