@@ -92,10 +92,17 @@ def plt_stubs(path):
     return stubs
 
 
+# GCC's clones of a function (an outlined part, a copy with fewer or constant arguments, its
+# cold half) have symbols of their own: "tcache_init.part.0". The symbol table (Strata's
+# source for the outermost frame) names the clone, llvm-symbolizer the function when the
+# module's DWARF is at hand (libc's from its -dbg package): the same function.
+GCC_CLONE = re.compile(r"(\.(part|isra|constprop|cold|lto_priv)(\.\d+)?)+$")
+
+
 def alias_key(name):
     """One name for the aliases of one address (docs/symbols.md: Strata keeps the public one,
     llvm-symbolizer the first it finds, e.g. __GI___pthread_mutex_unlock_usercnt)."""
-    name = demangled(name)
+    name = GCC_CLONE.sub("", demangled(name))
     if name.startswith("__GI_"):
         name = name[len("__GI_"):]
     return canonical(name.lstrip("_"))
