@@ -206,13 +206,11 @@ __attribute__((no_sanitize("address"))) long syscall(long number, ...) noexcept 
     return -1;
   }
   auto forward = [&]() -> long { return real(number, a[0], a[1], a[2], a[3], a[4], a[5]); };
-  // A raw rt_sigaction through libc's syscall() (language runtimes): the sampling signal's
-  // action recorded as the program's, an alternate-stack handler masked against it at once,
-  // as the sigaction wrapper does (signal_interposers.h). Only inline system calls bypass it.
-  if (number == SYS_rt_sigaction) {
-    const long result = ProgramRawSigaction(a[0], a[1], a[2], a[3]);
-    if (result <= 0) return result;
-  }
+  // A raw signal call through libc's syscall() (language runtimes): rt_sigaction,
+  // rt_sigprocmask, rt_sigtimedwait, signalfd get their wrappers' work on the sampling
+  // signal (signal_interposers.h). Only inline system calls bypass it.
+  const void* const caller = __builtin_return_address(0);
+  long result;
   if (number == SYS_prctl) {
     return InterceptPrctl(a[0], static_cast<unsigned long>(a[1]), forward);
   }
@@ -230,9 +228,9 @@ __attribute__((no_sanitize("address"))) long syscall(long number, ...) noexcept 
   // unknown wait added to another call).
   if (IsBlockingSystemCall(number, a)) {
     ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
-    return forward();
+    return ProgramRawSignalCall(number, a, caller, &result) ? result : forward();
   }
-  return forward();
+  return ProgramRawSignalCall(number, a, caller, &result) ? result : forward();
 }
 
 }  // extern "C"

@@ -8,7 +8,9 @@
 //       go to that action), and the old action reported is the program's, never ours. glibc's
 //       signal() does not go through the exported sigaction, hence its own wrappers.
 //   syscall(SYS_rt_sigaction, ...)  (the syscall() wrapper, thread_restrictions.cc) the same
-//       work as sigaction's, installing with rt_sigaction as given (ProgramRawSigaction).
+//       work as sigaction's, installing with rt_sigaction as given (ProgramRawSigaction); and
+//       syscall() of rt_sigprocmask, rt_sigtimedwait, signalfd, signalfd4 the same work as
+//       their wrappers' below (ProgramRawSignalCall).
 //   sigset, sigignore, sighold, sigrelse (System V)  for S and C: carried out through the
 //       wrappers above (glibc's own versions call its internal sigaction and sigprocmask, which
 //       no wrapper sees: `sigset(S, SIG_DFL)` made S's next sample kill the program).
@@ -711,6 +713,77 @@ long ProgramRawSigaction(long signal_number, long action_address, long old_addre
   }
   *reinterpret_cast<KernelAction*>(old_address) = KernelFormOf(old);
   return 0;
+}
+
+namespace {
+// rt_sigprocmask as the kernel takes it (an 8-byte set), for ChangeMask: -1 and errno on error.
+int KernelMaskCall(int how, const sigset_t* set, sigset_t* old) {
+  const long rc = RawSyscall(SYS_rt_sigprocmask, how, reinterpret_cast<long>(set),
+                             reinterpret_cast<long>(old), sizeof(uint64_t));
+  if (rc == 0) return 0;
+  errno = static_cast<int>(-rc);
+  return -1;
+}
+
+// The kernel's 8-byte set at `address` as a sigset_t (the rest empty); false when unreadable
+// (then the kernel's own answer, EFAULT, is the program's).
+bool ReadKernelSet(long address, sigset_t* set) {
+  EmptySignalSet(set);
+  return CheckedRead(reinterpret_cast<const void*>(address), set, sizeof(uint64_t));
+}
+
+long ResultOf(long rc) {
+  if (rc >= 0) return rc;
+  errno = static_cast<int>(-rc);
+  return -1;
+}
+}  // namespace
+
+bool ProgramRawSignalCall(long number, const long* a, const void* return_address,
+                          long* result) {
+  if (number == SYS_rt_sigaction) {
+    *result = ProgramRawSigaction(a[0], a[1], a[2], a[3]);
+    return *result <= 0;
+  }
+  const bool mask = number == SYS_rt_sigprocmask;  // how, set, old, size
+  const bool wait = number == SYS_rt_sigtimedwait;  // set, info, timeout, size
+  // Or signalfd (fd, set, size) and signalfd4 (fd, set, size, flags).
+  if (!mask && !wait && number != SYS_signalfd && number != SYS_signalfd4) return false;
+  const int sampling = FilteredSignal(return_address);
+  const long set_address = wait ? a[0] : a[1];
+  sigset_t set;
+  if (sampling == 0 || CurrentThreadMustNotCallStrata() ||
+      a[mask || wait ? 3 : 2] != static_cast<long>(sizeof(uint64_t)) ||
+      (set_address != 0 && !ReadKernelSet(set_address, &set))) {
+    return false;
+  }
+  if (mask) {
+    sigset_t old;
+    *result = ChangeMask(&KernelMaskCall, static_cast<int>(a[0]),
+                         set_address != 0 ? &set : nullptr, &old, sampling);
+    if (*result != 0 || a[2] == 0) return true;
+    // The kernel checks the old set's address after the change, as its own copy-out (a
+    // query writing there: EFAULT for a bad one), then it gets the program's view.
+    *result = ResultOf(RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, a[2], sizeof(uint64_t)));
+    if (*result == 0) std::memcpy(reinterpret_cast<void*>(a[2]), &old, sizeof(uint64_t));
+    return true;
+  }
+  // A wait or signalfd whose set does not name S: the kernel's own.
+  if (set_address == 0 || !HasSignal(set, sampling)) return false;
+  if (wait) {
+    struct timespec timeout;
+    if (a[2] != 0 &&
+        !CheckedRead(reinterpret_cast<const void*>(a[2]), &timeout, sizeof(timeout))) {
+      return false;
+    }
+    *result = WaitForSignal(&set, reinterpret_cast<siginfo_t*>(a[1]),
+                            a[2] != 0 ? &timeout : nullptr, sampling);
+    return true;
+  }
+  NoteSignalfdNamingSignal();
+  RemoveSignal(&set, sampling);
+  *result = ResultOf(RawSyscall(number, a[0], reinterpret_cast<long>(&set), a[2], a[3]));
+  return true;
 }
 
 void MaskAlternateStackHandlersIfDue() {

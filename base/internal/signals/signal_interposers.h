@@ -37,6 +37,20 @@ int SamplingSignalOfProgramCall();
 __attribute__((visibility("hidden"))) long ProgramRawSigaction(long signal_number, long action,
                                                              long old_action, long set_size);
 
+// The program's other signal calls through libc's syscall() while a session samples with S,
+// given the kernel's 8-byte sets: the same work as their wrappers' -- rt_sigprocmask as
+// pthread_sigmask (S kept out of the kernel's mask, the program's view remembered and read
+// back), rt_sigtimedwait of a set naming S as sigtimedwait (a foreign S read with its
+// siginfo, never a sample), signalfd/signalfd4 as signalfd (S removed from the set, said in
+// the profile) -- and rt_sigaction through ProgramRawSigaction. Returns true with `result`
+// what syscall() returns (-1 with errno set on error), or false when the call is to be
+// forwarded unchanged: no session, the sampling handler or libunwind calling, a thread in
+// seccomp, another set size, a set the call does not name S in, or an argument CheckedRead
+// cannot read (the kernel answers EFAULT). Async-signal-safe where the call is (atomics, raw
+// system calls, glibc's sigtimedwait). Hidden: only the library's syscall() wrapper calls it.
+__attribute__((visibility("hidden"))) bool ProgramRawSignalCall(long number, const long* arguments,
+                                                               const void* return_address,
+                                                               long* result);
 // Adds the sampling signal S to the kernel mask of every program handler that runs on an
 // alternate stack (SA_ONSTACK; not S's, nor the control signal's), as the kernel holds it
 // (raw rt_sigaction: a handler installed by a raw system call included, its own sa_restorer

@@ -9,13 +9,16 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "catch2/catch.hpp"
 #include "platform/raw_syscall.h"
@@ -267,6 +270,93 @@ TEST_CASE("syscall(SYS_rt_sigaction) is masked at once and the sampling signal's
   CHECK(syscall(SYS_rt_sigaction, SIGUSR1, &on_stack, nullptr, 4) == -1);
   CHECK(errno == EINVAL);
   CHECK(SamplingHandlerInstalled());
+}
+
+uint64_t KernelMask() {
+  uint64_t mask = 0;
+  REQUIRE(RawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, reinterpret_cast<long>(&mask), 8) == 0);
+  return mask;
+}
+
+// The signal mask of a signalfd, from /proc/self/fdinfo ("sigmask:\t<hex>").
+uint64_t SignalfdMask(int fd) {
+  const std::string path = "/proc/self/fdinfo/" + std::to_string(fd);
+  FILE* file = std::fopen(path.c_str(), "r");
+  REQUIRE(file != nullptr);
+  char line[256];
+  unsigned long long mask = ~0ull;
+  while (std::fgets(line, sizeof(line), file) != nullptr) {
+    if (std::sscanf(line, "sigmask: %llx", &mask) == 1) break;
+  }
+  std::fclose(file);
+  return mask;
+}
+
+// The other signal calls a runtime makes through libc's syscall() with the kernel's 8-byte
+// sets: before, a raw rt_sigprocmask naming S blocked the samples, and a raw signalfd4 took
+// S from the kernel's queue. Now the syscall() wrapper does their wrappers' work.
+TEST_CASE("syscall() of rt_sigprocmask, signalfd4 and rt_sigtimedwait keep the sampling signal",
+          "[base][signals]") {
+  const uint64_t before = KernelMask();
+  InstalledSampling installed;
+  REQUIRE(SamplingSignalOfProgramCall() == kSampling);
+  const uint64_t block = Bit(kSampling) | Bit(SIGUSR2);
+  uint64_t old = ~uint64_t{0};
+  REQUIRE(syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, &old, 8) == 0);
+  CHECK(old == before);
+  // The kernel blocks SIGUSR2 but not S; the program reads back both, by either path.
+  CHECK((KernelMask() & Bit(kSampling)) == 0);
+  CHECK((KernelMask() & Bit(SIGUSR2)) != 0);
+  uint64_t view = 0;
+  REQUIRE(syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &view, 8) == 0);
+  CHECK(view == (before | block));
+  sigset_t through_libc;
+  REQUIRE(pthread_sigmask(SIG_BLOCK, nullptr, &through_libc) == 0);
+  CHECK(sigismember(&through_libc, kSampling) == 1);
+
+  // A foreign S (sigqueue's value, not a sample) that arrives while the program's view blocks
+  // S is read by a raw rt_sigtimedwait naming S, with its siginfo.
+  siginfo_t sent;
+  std::memset(&sent, 0, sizeof(sent));
+  sent.si_signo = kSampling;
+  sent.si_code = SI_QUEUE;
+  sent.si_pid = getpid();
+  sent.si_value.sival_int = 7;
+  REQUIRE(RawSyscall(SYS_rt_tgsigqueueinfo, getpid(), RawSyscall(SYS_gettid), kSampling,
+                     reinterpret_cast<long>(&sent)) == 0);
+  const uint64_t wait_set = Bit(kSampling);
+  siginfo_t got;
+  std::memset(&got, 0, sizeof(got));
+  const struct timespec second = {1, 0};
+  CHECK(syscall(SYS_rt_sigtimedwait, &wait_set, &got, &second, 8) == kSampling);
+  CHECK(got.si_code == SI_QUEUE);
+  CHECK(got.si_value.sival_int == 7);
+  const struct timespec none = {0, 0};
+  errno = 0;
+  CHECK(syscall(SYS_rt_sigtimedwait, &wait_set, &got, &none, 8) == -1);  // Nothing else.
+  CHECK(errno == EAGAIN);
+
+  // A signalfd naming S is given the set without it.
+  const int fd = static_cast<int>(syscall(SYS_signalfd4, -1, &block, 8, SFD_CLOEXEC));
+  REQUIRE(fd >= 0);
+  CHECK(SignalfdMask(fd) == Bit(SIGUSR2));
+  close(fd);
+
+  // The kernel's answers for bad arguments: EFAULT, EINVAL; nothing changed.
+  errno = 0;
+  CHECK(syscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<void*>(8), nullptr, 8) == -1);
+  CHECK(errno == EFAULT);
+  errno = 0;
+  CHECK(syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, reinterpret_cast<void*>(8), 8) == -1);
+  CHECK(errno == EFAULT);
+  errno = 0;
+  CHECK(syscall(SYS_rt_sigprocmask, 99, &block, nullptr, 8) == -1);
+  CHECK(errno == EINVAL);
+
+  REQUIRE(syscall(SYS_rt_sigprocmask, SIG_SETMASK, &before, nullptr, 8) == 0);
+  CHECK(KernelMask() == before);
+  REQUIRE(pthread_sigmask(SIG_BLOCK, nullptr, &through_libc) == 0);
+  CHECK(sigismember(&through_libc, kSampling) == 0);
 }
 
 }  // namespace

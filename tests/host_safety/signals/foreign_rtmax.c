@@ -5,6 +5,10 @@
 // Modes (argv[1]):
 //   sigwaitinfo, sigtimedwait (50 ms slices), sigwait, signalfd
 //       a reader thread reads the five signals; process-directed (sigqueue)
+//   raw, raw_signalfd
+//       as sigwaitinfo and signalfd, through libc's syscall() with the kernel's 8-byte sets:
+//       main blocks with SYS_rt_sigprocmask, the reader waits in SYS_rt_sigtimedwait or reads
+//       a SYS_signalfd4 descriptor
 //   thread
 //       tgkill to the reader thread (five) and to a worker (one, never read: stays pending)
 //   unblock
@@ -79,8 +83,10 @@ static void* Reader(void* arg) {
   // tgkill's si_code is SI_TKILL on most kernels, SI_USER on some (6.18): either.
   const int thread = strcmp(g_mode, "thread") == 0;
   const int want_code = thread ? SI_TKILL : SI_QUEUE;
-  if (strcmp(g_mode, "signalfd") == 0) {
-    const int fd = signalfd(-1, all, SFD_CLOEXEC);
+  if (strcmp(g_mode, "signalfd") == 0 || strcmp(g_mode, "raw_signalfd") == 0) {
+    const int fd = strcmp(g_mode, "signalfd") == 0
+                       ? signalfd(-1, all, SFD_CLOEXEC)
+                       : (int)syscall(SYS_signalfd4, -1, all, 8, SFD_CLOEXEC);
     int done_reading = 0;
     for (;;) {
       if (done_reading) {
@@ -114,6 +120,8 @@ static void* Reader(void* arg) {
       const struct timespec slice = {0, 50 * 1000 * 1000};
       sig = sigtimedwait(all, &info, &slice);
       if (sig < 0 && errno == EAGAIN) continue;
+    } else if (strcmp(g_mode, "raw") == 0) {
+      sig = (int)syscall(SYS_rt_sigtimedwait, all, &info, NULL, 8);
     } else {
       sig = sigwaitinfo(all, &info);
     }
@@ -138,7 +146,11 @@ int main(int argc, char** argv) {
   sigset_t all;
   sigfillset(&all);
   const int acceptor = strcmp(g_mode, "acceptor") == 0;
-  if (!acceptor) pthread_sigmask(SIG_BLOCK, &all, NULL);
+  if (strncmp(g_mode, "raw", 3) == 0) {
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, 8);
+  } else if (!acceptor) {
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+  }
   pthread_t workers[2], reader;
   pthread_create(&workers[0], NULL, &Worker, (void*)1);
   pthread_create(&workers[1], NULL, &Worker, NULL);
@@ -182,7 +194,7 @@ int main(int argc, char** argv) {
       if (read(done_fds[0], &byte, 1) != 1) _exit(4);
       syscall(SYS_tgkill, parent, tids[1], SIGRTMAX);
     }
-    if (strcmp(g_mode, "signalfd") == 0) kill(parent, SIGUSR1);
+    if (strstr(g_mode, "signalfd") != NULL) kill(parent, SIGUSR1);
     _exit(0);
   }
   if (!unblock) {

@@ -192,7 +192,9 @@ else
   # from the program's masks and wait sets, and the program was killed (status 192, 3 of 3).
   # Now it reaches the program's wait with its siginfo (si_code, si_pid, sigqueue's value), or
   # stays pending until the program unblocks it, as plain; the profile says what happened.
-  for mode in sigwaitinfo sigtimedwait sigwait thread unblock; do
+  # raw: the mask and the wait through libc's syscall() (the syscall wrapper does the wrappers'
+  # work; before, the raw mask blocked the samples and the raw wait dequeued them).
+  for mode in sigwaitinfo sigtimedwait sigwait thread unblock raw; do
     name=foreign_rtmax_$mode
     run_three "$name" "$(binary $DIR/foreign_rtmax)" "$mode"
     same_as_plain "$name"
@@ -246,21 +248,23 @@ else
     fail "foreign_rtmax: the plain run itself is off: $(cat "$WORK/foreign_rtmax_sigwaitinfo.plain.out")"
   # The signalfd variant cannot be exact (docs/host-contract.md, "Signals"): a SIGRTMAX held
   # while the program blocks it is not readable from its signalfd. Never fatal, and said.
-  name=foreign_rtmax_signalfd
-  run_three "$name" "$(binary $DIR/foreign_rtmax)" signalfd
-  for way in preload record; do
-    status=$([[ $way == preload ]] && echo "$STATUS_PRELOAD" || echo "$STATUS_RECORD")
-    if [[ "$status" == "$STATUS_PLAIN" ]] && grep -q '^sender_status=0$' "$WORK/$name.$way.out"; then
-      pass "$name ($way): status $status as plain, not killed ($(head -1 "$WORK/$name.$way.out"); plain: $(head -1 "$WORK/$name.plain.out"))"
+  # raw_signalfd: the same through syscall(SYS_signalfd4) after a raw rt_sigprocmask.
+  for name in foreign_rtmax_signalfd foreign_rtmax_raw_signalfd; do
+    run_three "$name" "$(binary $DIR/foreign_rtmax)" "${name#foreign_rtmax_}"
+    for way in preload record; do
+      status=$([[ $way == preload ]] && echo "$STATUS_PRELOAD" || echo "$STATUS_RECORD")
+      if [[ "$status" == "$STATUS_PLAIN" ]] && grep -q '^sender_status=0$' "$WORK/$name.$way.out"; then
+        pass "$name ($way): status $status as plain, not killed ($(head -1 "$WORK/$name.$way.out"); plain: $(head -1 "$WORK/$name.plain.out"))"
+      else
+        fail "$name ($way): status $status, plain $STATUS_PLAIN"
+      fi
+    done
+    if grep -q '"foreignSamplingSignals":"[^"]*signalfd' "$OUT/$name.json"; then
+      pass "$name: the profile says the signalfd did not get them"
     else
-      fail "$name ($way): status $status, plain $STATUS_PLAIN"
+      fail "$name: no signalfd note in foreignSamplingSignals"
     fi
   done
-  if grep -q '"foreignSamplingSignals":"[^"]*signalfd' "$OUT/$name.json"; then
-    pass "$name: the profile says the signalfd did not get them"
-  else
-    fail "$name: no signalfd note in foreignSamplingSignals"
-  fi
 
   # --- SIGRTMAX queued by another process while the program, which blocks every signal, starts
   # thread after thread (issue 33): a new thread took one between glibc's restoring its mask and
