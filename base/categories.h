@@ -34,9 +34,10 @@ enum class Category : uint8_t {
       kCount
 };
 
+// Arrays, not pointers: a table of pointers costs the library a dynamic relocation each.
 struct CategoryInfo {
-  const char* name;
-  const char* color;
+  char name[12];
+  char color[12];
 };
 
 inline constexpr CategoryInfo kCategoryInfos[] = {
