@@ -104,8 +104,11 @@ struct WaitState {
   // whether to write that wait's samples itself: a walk that begins after it sees it and does
   // not walk (WriteWaitStackLocked), one begun before it is waited for (AwaitWalkEnd).
   std::atomic<uint64_t> ending_sequence{0};
-  // Sampler: the wait whose leaving the sampler last waited a loop for (DrainLocked).
+  // Sampler: the wait whose leaving the sampler last waited for (DrainLocked), the thread's
+  // CPU clock when it began to (-1: unread), and when.
   uint64_t deferred_ending_sequence = 0;
+  int64_t deferred_ending_cpu_ns = -1;
+  int64_t deferred_ending_since_ns = 0;
   std::atomic<uint64_t> end_sequence{0};
   std::atomic<int64_t> end_ns{0};
 
