@@ -98,6 +98,10 @@ struct IpcStatus {
   size_t global_limit_bytes = 0;
   size_t tracked_bytes = 0;      // Buffer memory of the tree as the last updates tell.
   size_t max_tracked_bytes = 0;
+  // The same without the chunks of late owners (asked to destroy them, silent past
+  // late_after: docs/ipc.md, "Limits of the bound"), and how many chunks came to be late.
+  size_t max_tracked_bytes_on_time = 0;
+  uint64_t late_chunks = 0;
   uint64_t updates = 0;          // Chunk-manager updates handled (own and children's).
   uint64_t destroy_requests = 0;
   uint64_t chunks_destroyed = 0;  // Chunks given up on the controller's request.

@@ -449,6 +449,8 @@ void IpcParent::FillStatus(IpcStatus* status) {
     status->global_limit_bytes = s.global_limit_bytes;
     status->tracked_bytes = s.tracked_bytes;
     status->max_tracked_bytes = s.max_tracked_bytes;
+    status->max_tracked_bytes_on_time = s.max_tracked_bytes_on_time;
+    status->late_chunks = s.late_chunks;
     status->updates = s.updates;
     status->destroy_requests = s.destroy_requests;
     status->chunks_destroyed = s.chunks_destroyed;

@@ -271,6 +271,8 @@ void IpcParent::SyncStats() {
   stats_.global_limit_bytes = controller_.limit_bytes();
   stats_.tracked_bytes = controller_.TotalBytes();
   stats_.max_tracked_bytes = c.max_total_bytes;
+  stats_.max_tracked_bytes_on_time = c.max_total_bytes_on_time;
+  stats_.late_chunks = c.late_chunks;
   stats_.updates = c.updates;
   stats_.destroy_requests = c.destroy_requests;
   stats_.chunks_destroyed = c.chunks_doomed;

@@ -33,6 +33,18 @@ size_t GlobalController::TotalBytes() const {
   return total;
 }
 
+size_t GlobalController::LateBytes() const {
+  size_t late = 0;
+  for (const auto& [key, p] : processes_) {
+    (void)key;
+    for (const Chunk& c : p.chunks) {
+      if (c.doomed_at.IsNull()) break;  // The doomed ones come first.
+      if (c.late) late += c.bytes;
+    }
+  }
+  return late;
+}
+
 size_t GlobalController::ProcessBytes(ProcessKey process) const {
   auto it = processes_.find(process);
   return it == processes_.end() ? 0 : CountedBytes(it->second);
@@ -73,7 +85,11 @@ bool GlobalController::HandleUpdate(ProcessKey key, ControlledChunkManager::Upda
   p.unreleased = update.UnreleasedBytes();
   p.released = update.ReleasedBytes();
   EnforceLimit();
-  stats_.max_total_bytes = std::max(stats_.max_total_bytes, TotalBytes());
+  const size_t total = TotalBytes();
+  stats_.max_total_bytes = std::max(stats_.max_total_bytes, total);
+  const size_t late = LateBytes();
+  stats_.max_total_bytes_on_time =
+      std::max(stats_.max_total_bytes_on_time, total > late ? total - late : 0);
   return true;
 }
 

@@ -95,6 +95,10 @@ class GlobalController {
     uint64_t chunks_doomed = 0;      // Chunks given up by those requests.
     uint64_t bytes_doomed = 0;
     size_t max_total_bytes = 0;      // Largest total seen after handling an update.
+    // The same with late chunks left out: what the controller itself holds to the limit
+    // (a late owner's chunks count again until it reports them gone; when nothing is left to
+    // doom, they are the only excess: see docs/ipc.md, "Limits of the bound").
+    size_t max_total_bytes_on_time = 0;
     uint64_t over_limit_unreleased = 0;  // Times the total stayed over with nothing to destroy.
     uint64_t late_chunks = 0;        // Doomed chunks that came to count again (late owner).
   };
@@ -116,6 +120,8 @@ class GlobalController {
     size_t chunk_bytes = 0;       // Size of its last released chunk (0: none yet).
   };
   size_t CountedBytes(const Process& p) const;
+  // Bytes of late chunks (doomed, still listed past `late_after`), over all processes.
+  size_t LateBytes() const;
   // Doomed chunks past `late_after` count again.
   void MarkLateChunks();
   void EnforceLimit();

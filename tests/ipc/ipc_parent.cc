@@ -272,11 +272,20 @@ int Limit(const std::string& out, const std::string& slots_path) {
   // asynchronous, as Firefox's (docs/ipc.md, "Limits of the bound"). On a quiet machine the
   // maximum is the limit plus a chunk or two; loaded far beyond its cores, a few chunks more
   // for as long as an IPC thread waits. That figure is measured (RESULT above), not asserted.
-  // What holds on any machine: the controller's own count never passes the limit, and once
-  // the writers stop, the tree comes back within the bound by itself.
+  // What holds on any machine: the controller's own count, without the chunks of owners that
+  // were late to destroy what it asked (past late_after, 5 ms: on a busy machine every
+  // writer's IPC thread can be, and then nothing is left to destroy instead; at load ~10 the
+  // count with them reached 1.6 MiB), never passes the limit; and once the writers stop, the
+  // tree comes back within the bound by itself.
   const IpcStatus status = GetIpcStatus();
   PrintStatus();
-  Check(status.max_tracked_bytes <= kLimit, "the controller's count never passed the limit");
+  Check(status.max_tracked_bytes_on_time <= kLimit,
+        "the controller's count, late owners' chunks aside, never passed the limit (" +
+            std::to_string(status.max_tracked_bytes_on_time) + " bytes; with them " +
+            std::to_string(status.max_tracked_bytes) + ", " +
+            std::to_string(status.late_chunks) + " late chunks)");
+  Check(status.late_chunks > 0 || status.max_tracked_bytes <= kLimit,
+        "with no late owner, the controller's whole count never passed the limit");
   const size_t bound = kLimit + (kKids + 1) * kChunk;
   const double settle_start = NowMs();
   size_t settled = 0;

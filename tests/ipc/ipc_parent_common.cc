@@ -187,10 +187,12 @@ void PrintStatus() {
   const IpcStatus s = GetIpcStatus();
   std::printf(
       "RESULT ipc_children=%zu updates=%llu destroy_requests=%llu chunks_destroyed=%llu "
-      "max_tracked_bytes=%zu limit=%zu messages_sent=%llu messages_received=%llu "
+      "max_tracked_bytes=%zu max_tracked_bytes_on_time=%zu late_chunks=%llu limit=%zu "
+      "messages_sent=%llu messages_received=%llu "
       "bytes_sent=%llu bytes_received=%llu refused=%llu closed=%llu exit_profiles=%zu\n",
       s.children, (unsigned long long)s.updates, (unsigned long long)s.destroy_requests,
-      (unsigned long long)s.chunks_destroyed, s.max_tracked_bytes, s.global_limit_bytes,
+      (unsigned long long)s.chunks_destroyed, s.max_tracked_bytes, s.max_tracked_bytes_on_time,
+      (unsigned long long)s.late_chunks, s.global_limit_bytes,
       (unsigned long long)s.messages_sent, (unsigned long long)s.messages_received,
       (unsigned long long)s.bytes_sent, (unsigned long long)s.bytes_received,
       (unsigned long long)s.refused_connections, (unsigned long long)s.closed_connections,
