@@ -183,7 +183,15 @@ int MoveDescriptorAboveSoftLimit(int fd, long* soft_limit_out, long* hard_limit_
     g_raise_refused_at_soft.store(job.floor, std::memory_order_relaxed);
   }
   if (pid <= 0 || job.result < 0) return -1;
+#if STRATA_TSAN_BUILD
+  // Through TSan's close interceptor: TSan keeps a record per descriptor number, and a raw
+  // close left it stale, so the next descriptor given that number (another thread's fopen)
+  // was reported racing with this one's creation (ipc_limit_test: fopen in the sampler's
+  // ThreadNameFromProc against the Waker's eventfd on main).
+  close(fd);
+#else
   RawSyscall(SYS_close, fd);
+#endif
   return static_cast<int>(job.result);
 }
 

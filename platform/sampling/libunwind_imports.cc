@@ -22,6 +22,7 @@
 
 #include "platform/raw_syscall.h"
 #include "platform/sampling/unwind_table_copy.h"
+#include "platform/tsan_sync.h"
 
 namespace strata {
 namespace {
@@ -572,6 +573,9 @@ UnwindTableCopy* ClaimCopySlot() {
   for (int i = 0; i < kCopySlots; ++i) {
     bool expected = false;
     if (g_copy_busy[i].compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+      // Also when this walk runs inside a TSan blocking call (a wait wrapper's end, in a
+      // program linked with TSan): platform/tsan_sync.h.
+      StrataTsanAcquire(&g_copy_busy[i]);
       t_copy_slot = i;
       return &g_copies[i];
     }
@@ -582,23 +586,56 @@ UnwindTableCopy* ClaimCopySlot() {
 // Copies whose CFA program holds an expression (UnwindTableCopy::has_expression), one per
 // FDE, kept for good: libunwind's cache keeps pointers to an expression's bytes (the PLT's
 // CFA rule, for one), read at later steps and by other threads' walks, so such a copy must
-// never be reused for another FDE. Rebuilding one writes the same bytes again. Objects have
-// a handful of such FDEs (the linker's one for .plt); past kPermanentCopies the lookup is
-// refused (the walk ends at that frame, as for an unreadable table).
+// never be reused for another FDE. Objects have a handful of such FDEs (the linker's one for
+// .plt); past kPermanentCopies the lookup is refused (the walk ends at that frame, as for an
+// unreadable table).
+// Written once: the thread that claims an entry builds it, then marks it ready (release);
+// others use it as it is once ready (acquire), and refuse the lookup while it is being
+// built. Rebuilding it at every lookup (the design before) wrote its bytes while other
+// threads read them (InFunctionWithExpressionRule; found by TSan in takeover_repeat_linked,
+// docs/reliability.md "Sanitizers", fifth round), and a reader could see the key before the
+// range was written.
 constexpr int kPermanentCopies = 64;
 UnwindTableCopy g_permanent_copies[kPermanentCopies];
 std::atomic<uintptr_t> g_permanent_fdes[kPermanentCopies];
+std::atomic<bool> g_permanent_ready[kPermanentCopies];
 
-UnwindTableCopy* PermanentCopyFor(uintptr_t fde) {
+// The lookup's answer from the permanent copy of `fresh`'s FDE (`fresh`: the thread's slot,
+// just built for it), or false (then refused). The permanent copy is built at its first
+// lookup; a ready one is used only when it describes the same code of the same mapping
+// (an object replaced at the same address keeps the first one's, refused for the new one).
+bool AnswerFromPermanentCopy(const dl_find_object& found, uintptr_t pc,
+                             const UnwindTableCopy& fresh, dl_phdr_info* info) {
+  const uintptr_t fde = fresh.fde_address;
   for (int i = 0; i < kPermanentCopies; ++i) {
     uintptr_t key = g_permanent_fdes[i].load(std::memory_order_acquire);
     if (key == 0 && g_permanent_fdes[i].compare_exchange_strong(key, fde,
                                                                 std::memory_order_acq_rel)) {
-      return &g_permanent_copies[i];
+      UnwindTableCopy& copy = g_permanent_copies[i];
+      if (BuildUnwindTableCopy(found, pc, &copy, info) != UnwindCopyResult::kCopied) {
+        return false;  // The entry stays claimed, never ready: this FDE is refused.
+      }
+      StrataTsanRelease(&g_permanent_ready[i]);
+      g_permanent_ready[i].store(true, std::memory_order_release);
+      return true;
     }
-    if (key == fde) return &g_permanent_copies[i];
+    if (key != fde) continue;
+    if (!g_permanent_ready[i].load(std::memory_order_acquire)) return false;  // Being built.
+    StrataTsanAcquire(&g_permanent_ready[i]);
+    const UnwindTableCopy& copy = g_permanent_copies[i];
+    if (copy.pc_begin != fresh.pc_begin || copy.pc_end != fresh.pc_end ||
+        copy.headers[0].p_vaddr != fresh.headers[0].p_vaddr ||
+        copy.headers[0].p_memsz != fresh.headers[0].p_memsz) {
+      return false;
+    }
+    *info = {};
+    info->dlpi_addr = found.dlfo_link_map->l_addr;
+    info->dlpi_name = found.dlfo_link_map->l_name;
+    info->dlpi_phdr = copy.headers;
+    info->dlpi_phnum = 3;
+    return true;
   }
-  return nullptr;
+  return false;
 }
 
 }  // namespace
@@ -606,6 +643,8 @@ UnwindTableCopy* PermanentCopyFor(uintptr_t fde) {
 bool InFunctionWithExpressionRule(uintptr_t pc) {
   for (int i = 0; i < kPermanentCopies; ++i) {
     if (g_permanent_fdes[i].load(std::memory_order_acquire) == 0) break;  // Claimed in order.
+    if (!g_permanent_ready[i].load(std::memory_order_acquire)) continue;  // Being built.
+    StrataTsanAcquire(&g_permanent_ready[i]);
     const UnwindTableCopy& copy = g_permanent_copies[i];
     if (pc >= copy.pc_begin && pc < copy.pc_end) return true;
   }
@@ -618,6 +657,7 @@ namespace {
 
 void ReleaseCopySlot() {
   if (t_copy_slot < 0) return;
+  StrataTsanRelease(&g_copy_busy[t_copy_slot]);
   g_copy_busy[t_copy_slot].store(false, std::memory_order_release);
   t_copy_slot = -1;
 }
@@ -675,13 +715,9 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlItera
     ++t_refused_lookups;
     return true;
   }
-  if (copy->has_expression) {
-    UnwindTableCopy* permanent = PermanentCopyFor(copy->fde_address);
-    if (permanent == nullptr ||
-        BuildUnwindTableCopy(found, pc, permanent, &info) != UnwindCopyResult::kCopied) {
-      ++t_refused_lookups;
-      return true;
-    }
+  if (copy->has_expression && !AnswerFromPermanentCopy(found, pc, *copy, &info)) {
+    ++t_refused_lookups;
+    return true;
   }
   // Only the classic fields: libunwind's callback reads no further (dlpi_adds, TLS ...).
   *result = callback(&info, offsetof(dl_phdr_info, dlpi_adds), data);
