@@ -77,6 +77,18 @@ for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait sysca
   want=$(measured "$kind")
   got=$(self_wall "$name")
   result "scenario=wait-kinds kind=$kind measured_ms=$want profile_ms=${got:-none}"
+  if [[ $kind == unknown ]] && ((UNDER_TSAN)); then
+    # Under TSan main's own code between the waits costs ~10x its CPU, and a loaded machine
+    # preempts it there: time off CPU outside a wrapped call, which is an Unknown wait too
+    # (at load 16: 2200 ms for the 2000 ms the program measured, samples from 1.1 s to
+    # 13.2 s). So the unknown waits are checked as not missing (-2 %), with at most 25 % more.
+    if awk -v g="${got:-0}" -v w="$want" 'BEGIN { exit !(w > 0 && g >= 0.98 * w && g <= 1.25 * w) }'; then
+      pass "$name: ${got} ms in the profile, ${want} ms measured by the program (under TSan: -2 % to +25 %)"
+    else
+      fail "$name: ${got:-no} ms in the profile, ${want} ms measured by the program (under TSan: want -2 % to +25 %)"
+    fi
+    continue
+  fi
   if awk -v g="${got:-0}" -v w="$want" -v t="$tolerance" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(w > 0 && d <= t / 100 * w) }'; then
     pass "$name: ${got} ms in the profile, ${want} ms measured by the program"
   else
