@@ -589,62 +589,25 @@ UnwindTableCopy* ClaimCopySlot() {
 // never be reused for another FDE. Objects have a handful of such FDEs (the linker's one for
 // .plt); past kPermanentCopies the lookup is refused (the walk ends at that frame, as for an
 // unreadable table).
-// Written once: the thread that claims an entry builds it, then marks it ready (release);
-// others use it as it is once ready (acquire), and refuse the lookup while it is being
-// built. Rebuilding it at every lookup (the design before) wrote its bytes while other
-// threads read them (InFunctionWithExpressionRule; found by TSan in takeover_repeat_linked,
+// Written once: the thread that claims an entry (its key the FDE's address + 1: being built;
+// FDEs are 4-byte aligned) builds it, then stores the FDE's address (release); others use it
+// as it is once so (acquire), and refuse the lookup while it is being built. Rebuilding it at
+// every lookup (the design before) wrote its bytes while other threads read them
+// (InFunctionWithExpressionRule; found by TSan in takeover_repeat_linked_test,
 // docs/reliability.md "Sanitizers", fifth round), and a reader could see the key before the
 // range was written.
 constexpr int kPermanentCopies = 64;
 UnwindTableCopy g_permanent_copies[kPermanentCopies];
 std::atomic<uintptr_t> g_permanent_fdes[kPermanentCopies];
-std::atomic<bool> g_permanent_ready[kPermanentCopies];
-
-// The lookup's answer from the permanent copy of `fresh`'s FDE (`fresh`: the thread's slot,
-// just built for it), or false (then refused). The permanent copy is built at its first
-// lookup; a ready one is used only when it describes the same code of the same mapping
-// (an object replaced at the same address keeps the first one's, refused for the new one).
-bool AnswerFromPermanentCopy(const dl_find_object& found, uintptr_t pc,
-                             const UnwindTableCopy& fresh, dl_phdr_info* info) {
-  const uintptr_t fde = fresh.fde_address;
-  for (int i = 0; i < kPermanentCopies; ++i) {
-    uintptr_t key = g_permanent_fdes[i].load(std::memory_order_acquire);
-    if (key == 0 && g_permanent_fdes[i].compare_exchange_strong(key, fde,
-                                                                std::memory_order_acq_rel)) {
-      UnwindTableCopy& copy = g_permanent_copies[i];
-      if (BuildUnwindTableCopy(found, pc, &copy, info) != UnwindCopyResult::kCopied) {
-        return false;  // The entry stays claimed, never ready: this FDE is refused.
-      }
-      StrataTsanRelease(&g_permanent_ready[i]);
-      g_permanent_ready[i].store(true, std::memory_order_release);
-      return true;
-    }
-    if (key != fde) continue;
-    if (!g_permanent_ready[i].load(std::memory_order_acquire)) return false;  // Being built.
-    StrataTsanAcquire(&g_permanent_ready[i]);
-    const UnwindTableCopy& copy = g_permanent_copies[i];
-    if (copy.pc_begin != fresh.pc_begin || copy.pc_end != fresh.pc_end ||
-        copy.headers[0].p_vaddr != fresh.headers[0].p_vaddr ||
-        copy.headers[0].p_memsz != fresh.headers[0].p_memsz) {
-      return false;
-    }
-    *info = {};
-    info->dlpi_addr = found.dlfo_link_map->l_addr;
-    info->dlpi_name = found.dlfo_link_map->l_name;
-    info->dlpi_phdr = copy.headers;
-    info->dlpi_phnum = 3;
-    return true;
-  }
-  return false;
-}
 
 }  // namespace
 
 bool InFunctionWithExpressionRule(uintptr_t pc) {
   for (int i = 0; i < kPermanentCopies; ++i) {
-    if (g_permanent_fdes[i].load(std::memory_order_acquire) == 0) break;  // Claimed in order.
-    if (!g_permanent_ready[i].load(std::memory_order_acquire)) continue;  // Being built.
-    StrataTsanAcquire(&g_permanent_ready[i]);
+    const uintptr_t key = g_permanent_fdes[i].load(std::memory_order_acquire);
+    if (key == 0) break;     // Claimed in order.
+    if (key & 1) continue;   // Being built.
+    StrataTsanAcquire(&g_permanent_fdes[i]);
     const UnwindTableCopy& copy = g_permanent_copies[i];
     if (pc >= copy.pc_begin && pc < copy.pc_end) return true;
   }
@@ -715,9 +678,31 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlItera
     ++t_refused_lookups;
     return true;
   }
-  if (copy->has_expression && !AnswerFromPermanentCopy(found, pc, *copy, &info)) {
-    ++t_refused_lookups;
-    return true;
+  if (copy->has_expression) {
+    // Its permanent copy (above): built here if this lookup claims it, else used as built
+    // (then only the program headers differ from `info`); refused while being built.
+    const uintptr_t fde = copy->fde_address;
+    int index = -1;
+    bool claimed = false;
+    for (int i = 0; i < kPermanentCopies && index < 0; ++i) {
+      uintptr_t key = g_permanent_fdes[i].load(std::memory_order_acquire);
+      claimed = key == 0 && g_permanent_fdes[i].compare_exchange_strong(
+                                key, fde + 1, std::memory_order_acq_rel);
+      if (claimed || key == fde) index = i;
+    }
+    if (index < 0 ||
+        (claimed && BuildUnwindTableCopy(found, pc, &g_permanent_copies[index], &info) !=
+                        UnwindCopyResult::kCopied)) {
+      ++t_refused_lookups;  // A claimed entry left "being built": this FDE is refused.
+      return true;
+    }
+    if (claimed) {
+      StrataTsanRelease(&g_permanent_fdes[index]);
+      g_permanent_fdes[index].store(fde, std::memory_order_release);
+    } else {
+      StrataTsanAcquire(&g_permanent_fdes[index]);
+      info.dlpi_phdr = g_permanent_copies[index].headers;
+    }
   }
   // Only the classic fields: libunwind's callback reads no further (dlpi_adds, TLS ...).
   *result = callback(&info, offsetof(dl_phdr_info, dlpi_adds), data);
