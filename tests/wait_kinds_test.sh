@@ -57,6 +57,11 @@ for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait sysca
   [[ $kind == getline ]] && ((UNDER_TSAN)) && name="__getdelim"
   tolerance=2
   [[ $kind == clock_nanosleep ]] && tolerance=5
+  # Under TSan a wrapped call's own bookkeeping costs ~10x and the sampling handler runs late
+  # (at the next intercepted call): under load a wait's total moved by up to 3.5 % (getc:
+  # 1043.2 ms in the profile for 1007.9 measured, load ~30). Still far below the errors this
+  # test was written for (a whole second charged to the wrong call).
+  ((UNDER_TSAN)) && ((tolerance < 10)) && tolerance=10
   # getrandom (64 calls of a few ms) and ioctl (200 000 calls of a few microseconds) do not
   # wait here: their time is the kernel's CPU, charged to the call (kernel_cpu_charge.h), whose
   # known limits (a call's CPU before its first switch-out under load is not charged; the
