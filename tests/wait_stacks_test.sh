@@ -48,7 +48,8 @@ check_run() {  # NAME: the profiled run's status, output and profile.
     return
   fi
   check_format "$name"
-  python3 "$checker" "$OUT/$name.json" "$WORK/$name.out" >"$WORK/$name.check" 2>&1
+  WAIT_STACKS_UNDER_TSAN=$UNDER_TSAN python3 "$checker" "$OUT/$name.json" "$WORK/$name.out" \
+    >"$WORK/$name.check" 2>&1
   local status=$?
   sed 's/^/    /' "$WORK/$name.check"
   grep '^ok ' "$WORK/$name.check" | sed "s/^ok /RESULT scenario=wait_stacks run=$name /"

@@ -22,6 +22,7 @@
 
 #include "platform/raw_syscall.h"
 #include "platform/sampling/unwind_table_copy.h"
+#include "platform/tsan_sync.h"
 
 namespace strata {
 namespace {
@@ -572,6 +573,9 @@ UnwindTableCopy* ClaimCopySlot() {
   for (int i = 0; i < kCopySlots; ++i) {
     bool expected = false;
     if (g_copy_busy[i].compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+      // Also when this walk runs inside a TSan blocking call (a wait wrapper's end, in a
+      // program linked with TSan): platform/tsan_sync.h.
+      StrataTsanAcquire(&g_copy_busy[i]);
       t_copy_slot = i;
       return &g_copies[i];
     }
@@ -582,30 +586,28 @@ UnwindTableCopy* ClaimCopySlot() {
 // Copies whose CFA program holds an expression (UnwindTableCopy::has_expression), one per
 // FDE, kept for good: libunwind's cache keeps pointers to an expression's bytes (the PLT's
 // CFA rule, for one), read at later steps and by other threads' walks, so such a copy must
-// never be reused for another FDE. Rebuilding one writes the same bytes again. Objects have
-// a handful of such FDEs (the linker's one for .plt); past kPermanentCopies the lookup is
-// refused (the walk ends at that frame, as for an unreadable table).
+// never be reused for another FDE. Objects have a handful of such FDEs (the linker's one for
+// .plt); past kPermanentCopies the lookup is refused (the walk ends at that frame, as for an
+// unreadable table).
+// Written once: the thread that claims an entry (its key the FDE's address + 1: being built;
+// FDEs are 4-byte aligned) builds it, then stores the FDE's address (release); others use it
+// as it is once so (acquire), and refuse the lookup while it is being built. Rebuilding it at
+// every lookup (the design before) wrote its bytes while other threads read them
+// (InFunctionWithExpressionRule; found by TSan in takeover_repeat_linked_test,
+// docs/reliability.md "Sanitizers", fifth round), and a reader could see the key before the
+// range was written.
 constexpr int kPermanentCopies = 64;
 UnwindTableCopy g_permanent_copies[kPermanentCopies];
 std::atomic<uintptr_t> g_permanent_fdes[kPermanentCopies];
-
-UnwindTableCopy* PermanentCopyFor(uintptr_t fde) {
-  for (int i = 0; i < kPermanentCopies; ++i) {
-    uintptr_t key = g_permanent_fdes[i].load(std::memory_order_acquire);
-    if (key == 0 && g_permanent_fdes[i].compare_exchange_strong(key, fde,
-                                                                std::memory_order_acq_rel)) {
-      return &g_permanent_copies[i];
-    }
-    if (key == fde) return &g_permanent_copies[i];
-  }
-  return nullptr;
-}
 
 }  // namespace
 
 bool InFunctionWithExpressionRule(uintptr_t pc) {
   for (int i = 0; i < kPermanentCopies; ++i) {
-    if (g_permanent_fdes[i].load(std::memory_order_acquire) == 0) break;  // Claimed in order.
+    const uintptr_t key = g_permanent_fdes[i].load(std::memory_order_acquire);
+    if (key == 0) break;     // Claimed in order.
+    if (key & 1) continue;   // Being built.
+    StrataTsanAcquire(&g_permanent_fdes[i]);
     const UnwindTableCopy& copy = g_permanent_copies[i];
     if (pc >= copy.pc_begin && pc < copy.pc_end) return true;
   }
@@ -618,6 +620,7 @@ namespace {
 
 void ReleaseCopySlot() {
   if (t_copy_slot < 0) return;
+  StrataTsanRelease(&g_copy_busy[t_copy_slot]);
   g_copy_busy[t_copy_slot].store(false, std::memory_order_release);
   t_copy_slot = -1;
 }
@@ -676,11 +679,29 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) bool ServeDlItera
     return true;
   }
   if (copy->has_expression) {
-    UnwindTableCopy* permanent = PermanentCopyFor(copy->fde_address);
-    if (permanent == nullptr ||
-        BuildUnwindTableCopy(found, pc, permanent, &info) != UnwindCopyResult::kCopied) {
-      ++t_refused_lookups;
+    // Its permanent copy (above): built here if this lookup claims it, else used as built
+    // (then only the program headers differ from `info`); refused while being built.
+    const uintptr_t fde = copy->fde_address;
+    int index = -1;
+    bool claimed = false;
+    for (int i = 0; i < kPermanentCopies && index < 0; ++i) {
+      uintptr_t key = g_permanent_fdes[i].load(std::memory_order_acquire);
+      claimed = key == 0 && g_permanent_fdes[i].compare_exchange_strong(
+                                key, fde + 1, std::memory_order_acq_rel);
+      if (claimed || key == fde) index = i;
+    }
+    if (index < 0 ||
+        (claimed && BuildUnwindTableCopy(found, pc, &g_permanent_copies[index], &info) !=
+                        UnwindCopyResult::kCopied)) {
+      ++t_refused_lookups;  // A claimed entry left "being built": this FDE is refused.
       return true;
+    }
+    if (claimed) {
+      StrataTsanRelease(&g_permanent_fdes[index]);
+      g_permanent_fdes[index].store(fde, std::memory_order_release);
+    } else {
+      StrataTsanAcquire(&g_permanent_fdes[index]);
+      info.dlpi_phdr = g_permanent_copies[index].headers;
     }
   }
   // Only the classic fields: libunwind's callback reads no further (dlpi_adds, TLS ...).

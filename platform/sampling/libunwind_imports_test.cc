@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -459,3 +460,104 @@ TEST_CASE("outside a Strata walk the redirected imports keep libc's semantics",
 
 }  // namespace
 }  // namespace strata
+
+// --- The permanent copies of FDEs with an expression rule ----------------------------------
+
+namespace permanent_copies {
+
+// glibc's signal return trampoline (__restore_rt, not exported): the sa_restorer libc's
+// sigaction installs, read back from the kernel. Its CFA rule is a DWARF expression.
+uintptr_t SignalRestorer() {
+  struct KernelAction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    uint64_t mask;
+  };
+  struct sigaction action{};
+  action.sa_handler = [](int) {};
+  sigemptyset(&action.sa_mask);
+  if (sigaction(SIGUSR2, &action, nullptr) != 0) return 0;
+  KernelAction installed{};
+  if (syscall(SYS_rt_sigaction, SIGUSR2, nullptr, &installed, sizeof(uint64_t)) != 0) return 0;
+  return reinterpret_cast<uintptr_t>(installed.restorer);
+}
+
+std::atomic<bool> g_go{false};
+std::atomic<int> g_answered{0};
+std::atomic<int> g_refused{0};
+std::atomic<int> g_rule_seen{0};
+
+int CountAnswer(dl_phdr_info* info, size_t, void*) {
+  if (info->dlpi_phnum == 3) g_answered.fetch_add(1);
+  return 0;
+}
+
+// Looks up `pc` 200 times, as a walk's step does.
+void* LookUp(void* pc_argument) {
+  const uintptr_t pc = reinterpret_cast<uintptr_t>(pc_argument);
+  while (!g_go.load()) {
+  }
+  for (int round = 0; round < 200; ++round) {
+    const uint64_t refused_before = strata::RefusedLookupsOfThisThread();
+    strata::SetLibunwindLookupPc(pc);
+    int result = -1;
+    strata::ServeDlIteratePhdrDuringWalk(&CountAnswer, nullptr, &result);
+    strata::SetLibunwindLookupPc(0);
+    if (strata::RefusedLookupsOfThisThread() != refused_before) g_refused.fetch_add(1);
+  }
+  return nullptr;
+}
+
+void* AskRule(void* pc_argument) {
+  const uintptr_t pc = reinterpret_cast<uintptr_t>(pc_argument);
+  while (!g_go.load()) {
+  }
+  for (int round = 0; round < 2000; ++round) {
+    if (strata::InFunctionWithExpressionRule(pc)) g_rule_seen.fetch_add(1);
+  }
+  return nullptr;
+}
+
+}  // namespace permanent_copies
+
+// A copy whose CFA rule is an expression is kept for good, for every thread's lookups: it is
+// written once, by the first lookup, and read (by libunwind, by InFunctionWithExpressionRule)
+// without being written again. Before, each lookup rebuilt it in place while other threads
+// read it: under --config=tsan a race report (BuildUnwindTableCopy against
+// InFunctionWithExpressionRule, found in takeover_repeat_linked_test).
+TEST_CASE("the permanent copy of an expression rule's FDE is written once, read by all threads",
+          "[platform][sampling][libunwind]") {
+  using namespace permanent_copies;
+  REQUIRE(strata::LoadLibunwind() != nullptr);
+  const uintptr_t restorer = SignalRestorer();
+  REQUIRE(restorer != 0);
+  void* pc = reinterpret_cast<void*>(restorer);
+  constexpr int kLookers = 4;
+  constexpr int kAskers = 2;
+  pthread_t threads[kLookers + kAskers];
+  for (int i = 0; i < kLookers; ++i) {
+    REQUIRE(pthread_create(&threads[i], nullptr, &LookUp, pc) == 0);
+  }
+  for (int i = 0; i < kAskers; ++i) {
+    REQUIRE(pthread_create(&threads[kLookers + i], nullptr, &AskRule, pc) == 0);
+  }
+  g_go.store(true);
+  for (pthread_t thread : threads) pthread_join(thread, nullptr);
+  INFO("answered " << g_answered.load() << ", refused " << g_refused.load() << " of "
+                   << kLookers * 200 << " lookups; the rule seen by " << g_rule_seen.load()
+                   << " asks");
+  // Only lookups made while the first one was still building the copy may be refused (how
+  // many depends on the scheduling); once built, every lookup is answered from it.
+  CHECK(g_answered.load() + g_refused.load() == kLookers * 200);
+  CHECK(g_answered.load() > 0);
+  CHECK(strata::InFunctionWithExpressionRule(restorer));
+  const int answered_before = g_answered.load();
+  const uint64_t refused_before = strata::RefusedLookupsOfThisThread();
+  strata::SetLibunwindLookupPc(restorer);
+  int result = -1;
+  CHECK(strata::ServeDlIteratePhdrDuringWalk(&CountAnswer, nullptr, &result));
+  strata::SetLibunwindLookupPc(0);
+  CHECK(g_answered.load() == answered_before + 1);
+  CHECK(strata::RefusedLookupsOfThisThread() == refused_before);
+}

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "platform/checked_read.h"
+#include "platform/tsan_sync.h"
 
 namespace strata {
 namespace {
@@ -79,6 +80,7 @@ const LibunwindFunctions* LoadOnce() {
     return nullptr;
   }
   if (!libunwind_loader_internal::OpenPrivately(kLibunwindSoname, &table)) return nullptr;
+  StrataTsanRelease(&g_loaded);
   g_loaded.store(&table, std::memory_order_release);
   return &table;
 }
@@ -96,7 +98,13 @@ bool LibunwindRefusedForUnreadableObjects() {
   return g_refused_unreadable.load(std::memory_order_relaxed);
 }
 
-const LibunwindFunctions* LoadedLibunwind() { return g_loaded.load(std::memory_order_acquire); }
+const LibunwindFunctions* LoadedLibunwind() {
+  const LibunwindFunctions* loaded = g_loaded.load(std::memory_order_acquire);
+  // Also read by wait wrappers run inside a TSan blocking interceptor (ipc_abuse_backlog_test:
+  // CalledFromLibunwind reading the table from nanosleep's wrapper): platform/tsan_sync.h.
+  StrataTsanAcquire(&g_loaded);
+  return loaded;
+}
 
 namespace libunwind_loader_internal {
 

@@ -15,6 +15,7 @@ Counts, in each, the samples of the threads GeckoMain and flight-worker taken wh
 """
 import argparse
 import json
+import os
 import re
 import sys
 
@@ -51,12 +52,41 @@ MAX_SAMPLES_AFTER_LAST_STEP = 5
 MAX_STEPS_AFTER_LAST_SAMPLE = 16384 // 31
 
 
+# Under ThreadSanitizer (FLIGHT_CHECK_UNDER_TSAN=1, set by the scripts from scenario_lib's
+# UNDER_TSAN) a crashing process's main thread runs TSan's deadly-signal report after its last
+# step: symbolization (__asan_backtrace_open, __tsan::MemoryAccess...), CPU samples after the
+# last Step marker that are TSan's, not the program's (record_child_test, exec: 7 such
+# samples, 5 of them in TSan's runtime). Those samples are not counted in the tail check.
+UNDER_TSAN = os.environ.get("FLIGHT_CHECK_UNDER_TSAN") == "1"
+TSAN_RUNTIME_FRAMES = ("__tsan::", "__sanitizer::", "__asan_backtrace", "__interceptor_")
+
+
+def in_tsan_runtime(thread, stack):
+    """Whether a sample's stack has a frame of TSan's runtime."""
+    if stack is None:
+        return False
+    strings = thread["stringTable"]
+    frames = thread["frameTable"]
+    location = frames["schema"]["location"]
+    prefix = thread["stackTable"]["schema"]["prefix"]
+    frame = thread["stackTable"]["schema"]["frame"]
+    while stack is not None:
+        row = thread["stackTable"]["data"][stack]
+        name = strings[frames["data"][row[frame]][location]]
+        if any(part in name for part in TSAN_RUNTIME_FRAMES):
+            return True
+        stack = row[prefix]
+    return False
+
+
 def running_sample_times(thread):
-    """Times of the thread's samples taken while it ran (CPU delta > 0, or unknown)."""
+    """Times of the thread's samples taken while it ran (CPU delta > 0, or unknown); under
+    TSan, without those in TSan's runtime (above)."""
     schema = thread["samples"]["schema"]
     delta = schema.get("threadCPUDelta")
     return sorted(row[schema["time"]] for row in thread["samples"]["data"]
-                  if delta is None or len(row) <= delta or row[delta] is None or row[delta] > 0)
+                  if (delta is None or len(row) <= delta or row[delta] is None or row[delta] > 0)
+                  and not (UNDER_TSAN and in_tsan_runtime(thread, row[schema["stack"]])))
 
 
 def tail_failures(threads, label):

@@ -34,7 +34,7 @@ for variant in recorder no-recorder; do
   pass "$variant: strata record exit 0 (the parent's), child $killed killed"
   if [[ $variant == recorder ]]; then
     check_format "$variant"
-    if PYTHONPATH="$HERE" python3 "$HERE/record_check.py" "$OUT/$variant.json" "$killed" "$WORK/$variant.out" >"$WORK/$variant.check" 2>&1; then
+    if FLIGHT_CHECK_UNDER_TSAN=$UNDER_TSAN PYTHONPATH="$HERE" python3 "$HERE/record_check.py" "$OUT/$variant.json" "$killed" "$WORK/$variant.out" >"$WORK/$variant.check" 2>&1; then
       pass "$variant: all three children in the profile, the killed one recovered up to the kill"
     else
       fail "$variant: the merged profile falls short:"
@@ -54,7 +54,7 @@ for variant in recorder no-recorder; do
     [[ $frontend_status -eq 0 ]] && pass "$variant: the front-end imports all 7 threads of the 4 processes" \
       || fail "$variant: the front-end import failed"
   else
-    if PYTHONPATH="$HERE" python3 "$HERE/record_check.py" "$OUT/$variant.json" "$killed" "$WORK/$variant.out" >"$WORK/$variant.check" 2>&1; then
+    if FLIGHT_CHECK_UNDER_TSAN=$UNDER_TSAN PYTHONPATH="$HERE" python3 "$HERE/record_check.py" "$OUT/$variant.json" "$killed" "$WORK/$variant.out" >"$WORK/$variant.check" 2>&1; then
       fail "$variant: the killed child is in the profile without the flight recorder?"
     else
       pass "$variant: without the flight recorder the killed child is missing (as before issue 21)"
@@ -76,7 +76,7 @@ if [[ $status -ne 0 || ! -s "$OUT/exec.json" ]]; then
   fail "exec: strata record status $status, profile $(ls "$OUT/exec.json" 2>&1)"
 else
   check_format exec
-  if PYTHONPATH="$HERE" python3 "$HERE/exec_check.py" "$OUT/exec.json" "$WORK/exec.out" >"$WORK/exec.check" 2>&1; then
+  if FLIGHT_CHECK_UNDER_TSAN=$UNDER_TSAN PYTHONPATH="$HERE" python3 "$HERE/exec_check.py" "$OUT/exec.json" "$WORK/exec.out" >"$WORK/exec.check" 2>&1; then
     pass "exec: each pid recovered from its last image's file (3 crashed, 1 recording ended)"
   else
     fail "exec: the recovered processes are not the last images':"

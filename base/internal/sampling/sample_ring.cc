@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "platform/tsan_sync.h"
+
 namespace strata {
 namespace base_internal {
 
@@ -135,6 +137,7 @@ SampleSlot* SampleRing::BeginWrite() {
   if (writing_.load(std::memory_order_relaxed)) return nullptr;
   const uint64_t used =
       head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire);
+  StrataTsanAcquire(&tail_);  // Also inside a TSan blocking call (platform/tsan_sync.h).
   // Room for at least a header and one frame (a record may still not fit at commit).
   if (kRingBytes - used < sizeof(RecordHeader) + sizeof(NativeFrame)) return nullptr;
   writing_.store(true, std::memory_order_relaxed);
@@ -156,6 +159,7 @@ bool SampleRing::CommitWrite() {
 bool SampleRing::Reserve(size_t bytes, uint64_t* record_start, uint64_t* new_head) {
   const uint64_t head = head_.load(std::memory_order_relaxed);
   const uint64_t free_bytes = kRingBytes - (head - tail_.load(std::memory_order_acquire));
+  StrataTsanAcquire(&tail_);
   const size_t position = head % kRingBytes;
   const size_t to_end = kRingBytes - position;
   if (bytes <= to_end) {
@@ -232,6 +236,7 @@ bool SampleRing::CommitWriteKeepingSlot() {
   out += used.script_frames * sizeof(SampleSlot::ScriptFrame);
   std::memcpy(out, slot.script_text, used.script_text);
 
+  StrataTsanRelease(&head_);
   head_.store(new_head, std::memory_order_release);
   return true;
 }
@@ -244,8 +249,10 @@ bool SampleRing::TryRead(SampleSlot* slot) {
   if (!scratch_) return false;
   uint64_t tail = tail_.load(std::memory_order_relaxed);
   const uint64_t head = head_.load(std::memory_order_acquire);
+  StrataTsanAcquire(&head_);
   for (;;) {
     if (tail == head) {
+      StrataTsanRelease(&tail_);
       tail_.store(tail, std::memory_order_release);
       return false;
     }
@@ -309,13 +316,17 @@ bool SampleRing::TryRead(SampleSlot* slot) {
     in += script_frames * sizeof(SampleSlot::ScriptFrame);
     std::memcpy(slot->script_text, in, script_text);
 
+    StrataTsanRelease(&tail_);
     tail_.store(tail + header.bytes, std::memory_order_release);
     return true;
   }
 }
 
 void SampleRing::DiscardAll() {
-  tail_.store(head_.load(std::memory_order_acquire), std::memory_order_release);
+  const uint64_t head = head_.load(std::memory_order_acquire);
+  StrataTsanAcquire(&head_);
+  StrataTsanRelease(&tail_);
+  tail_.store(head, std::memory_order_release);
 }
 
 // ---------------------------------------------------------------------------------------

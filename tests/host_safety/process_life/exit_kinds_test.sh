@@ -139,7 +139,11 @@ if ((exit_thread_profiles >= 1)); then
 else
   fail "_exit from another thread during the save: no profile kept in 5 runs"
 fi
-if ((term_kept >= 3)); then
+if ((UNDER_TSAN)); then
+  # Not taken over under ThreadSanitizer by design (exit_save_signals.h: TSan's own signal
+  # machinery is in the way): a SIGTERM during the save ends the process, as before the fix.
+  echo "skipped under TSan: SIGTERM during the save ($term_kept of 5 profiles kept; the exit save's signal deferral is compiled out under TSan, exit_save_signals.h)"
+elif ((term_kept >= 3)); then
   pass "SIGTERM during the save: $term_kept of 5 profiles kept, the program's own status"
 else
   fail "SIGTERM during the save: $term_kept of 5 profiles kept (at least 3 expected)"
