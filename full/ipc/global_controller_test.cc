@@ -64,14 +64,25 @@ TEST_CASE("the oldest released chunk of the tree is destroyed first") {
   CHECK(controller.stats().chunks_doomed == 2);
 }
 
-TEST_CASE("a doomed chunk its owner keeps too long counts again: destroyed elsewhere") {
+// A controller limited to 6 chunks whose doomed chunks count again 5 ms later, on a clock the
+// test moves, and the destroy requests it made.
+struct ClockedController {
   std::vector<Request> requests;
   TimeStamp now = T(1000000);
-  GlobalController::Options options = kExact;
-  options.late_after = TimeDuration::FromMilliseconds(5);
-  options.clock = [&] { return now; };
-  GlobalController controller(
-      6 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, options);
+  GlobalController controller{
+      6 * kChunk, [this](auto p, TimeStamp d) { requests.push_back({p, d}); }, Clocked()};
+
+  GlobalController::Options Clocked() {
+    GlobalController::Options options = kExact;
+    options.late_after = TimeDuration::FromMilliseconds(5);
+    options.clock = [this] { return now; };
+    return options;
+  }
+};
+
+TEST_CASE("a doomed chunk its owner keeps too long counts again: destroyed elsewhere") {
+  ClockedController clocked;
+  auto& [requests, now, controller] = clocked;
   REQUIRE(controller.HandleUpdate(1, Update(2 * kChunk, 2 * kChunk, T(10), {{T(10), kChunk}, {T(30), kChunk}})));
   REQUIRE(controller.HandleUpdate(2, Update(2 * kChunk, 1 * kChunk, T(20), {{T(20), kChunk}})));
   // 7 > 6: process 1's chunk at 10 is doomed.
@@ -99,13 +110,8 @@ TEST_CASE("a doomed chunk its owner keeps too long counts again: destroyed elsew
 // nothing is left to destroy instead, so the count with the late chunks passes the limit;
 // without them it does not (ipc_limit_test's check on a busy machine).
 TEST_CASE("every owner late: only the late chunks pass the limit") {
-  std::vector<Request> requests;
-  TimeStamp now = T(1000000);
-  GlobalController::Options options = kExact;
-  options.late_after = TimeDuration::FromMilliseconds(5);
-  options.clock = [&] { return now; };
-  GlobalController controller(
-      6 * kChunk, [&](auto p, TimeStamp d) { requests.push_back({p, d}); }, options);
+  ClockedController clocked;
+  auto& [requests, now, controller] = clocked;
   REQUIRE(controller.HandleUpdate(1, Update(2 * kChunk, 2 * kChunk, T(10), {{T(10), kChunk}, {T(30), kChunk}})));
   REQUIRE(controller.HandleUpdate(2, Update(2 * kChunk, 2 * kChunk, T(20), {{T(20), kChunk}, {T(40), kChunk}})));
   REQUIRE(requests.size() == 2);  // 8 > 6: the chunks at 10 and 20.
