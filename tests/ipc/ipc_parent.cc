@@ -286,8 +286,7 @@ int Limit(const std::string& out, const std::string& slots_path) {
             std::to_string(status.max_tracked_bytes_on_time) + " bytes; with them " +
             std::to_string(status.max_tracked_bytes) + ", " +
             std::to_string(status.late_chunks) + " late chunks)");
-  Check(status.late_chunks > 0 || status.max_tracked_bytes <= kLimit,
-        "with no late owner, the controller's whole count never passed the limit");
+  // (While no chunk is late the two counts are one: so the whole count held then too.)
   const size_t bound = kLimit + (kKids + 1) * kChunk;
   const double settle_start = NowMs();
   size_t settled = 0;

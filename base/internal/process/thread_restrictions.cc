@@ -164,8 +164,9 @@ void ApplyInheritedRestrictions(const InheritedRestrictions& restrictions) {
 // call's own, so it is as async-signal-safe as the real function. A call that may block
 // (IsBlockingSystemCall) is also marked as a wait around it, as the wait wrappers mark theirs
 // (scoped_wait.h: stores, atomics, the vDSO clock; rarely a raw futex wait). rt_sigaction,
-// while a session samples, goes to ProgramRawSigaction (signal_interposers.h): atomics and raw
-// system calls only, as async-signal-safe as the call itself. The three intercepted calls
+// rt_sigprocmask, rt_sigtimedwait, signalfd and signalfd4, while a session samples, go to
+// ProgramRawSignalCall (signal_interposers.h): atomics and raw system calls only, as
+// async-signal-safe as the call itself, and no cancellation point the call has not. The three intercepted calls
 // record a marker and unregister the thread (allocation, locks): they are made by the
 // program's own code, never from Strata's handler, and prctl/seccomp are not async-signal-safe
 // calls a handler would make.
@@ -206,9 +207,6 @@ __attribute__((no_sanitize("address"))) long syscall(long number, ...) noexcept 
     return -1;
   }
   auto forward = [&]() -> long { return real(number, a[0], a[1], a[2], a[3], a[4], a[5]); };
-  // A raw signal call through libc's syscall() (language runtimes): rt_sigaction,
-  // rt_sigprocmask, rt_sigtimedwait, signalfd get their wrappers' work on the sampling
-  // signal (signal_interposers.h). Only inline system calls bypass it.
   const void* const caller = __builtin_return_address(0);
   long result;
   if (number == SYS_prctl) {
@@ -226,6 +224,9 @@ __attribute__((no_sanitize("address"))) long syscall(long number, ...) noexcept 
   // A blocking call made through syscall() (a raw futex wait, io_uring_enter waiting for
   // completions...) is a wait of its own, its leaf libc's `syscall` (issue 34: never an
   // unknown wait added to another call).
+  // A raw signal call through libc's syscall() (language runtimes): rt_sigaction,
+  // rt_sigprocmask, rt_sigtimedwait, signalfd get their wrappers' work on the sampling
+  // signal (signal_interposers.h). Only inline system calls bypass it.
   if (IsBlockingSystemCall(number, a)) {
     ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
     return ProgramRawSignalCall(number, a, caller, &result) ? result : forward();

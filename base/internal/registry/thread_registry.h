@@ -261,8 +261,11 @@ void StopSamplingLocked(RegisteredThread* thread);
 // event: WaitState::charges_kernel_cpu, wait/kernel_cpu_charge.h).
 void NoteKernelCpuChargingLocked(RegisteredThread* thread);
 // Writes the samples waiting in `thread`'s ring (and, when it has taken none since the last
-// call, a copy of its previous one if it did not run). See thread_sampling.cc.
-void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr);
+// call, a copy of its previous one if it did not run). See thread_sampling.cc. The sampler's
+// loop (`loop`) leaves the ring of a thread leaving a wrapped wait for a later loop; a last
+// drain (the thread's end, sampling stopped) takes it as it is.
+void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations = nullptr,
+                 bool loop = false);
 // Writes the samples waiting in `thread`'s ring only (no copy); whether there were any.
 // `took_signal_samples`, when given: whether any of them was taken by the thread's sampling
 // handler (not written by a wrapped call at its end: kernel CPU, or a wait the sampler did

@@ -65,7 +65,7 @@ LoopResult SamplingLoopIteration() {
     ReclaimDeadThreadsLocked(registry);
     for (RegisteredThread* thread : registry.live) {
       if (thread->sampling.load(std::memory_order_relaxed)) {
-        DrainLocked(thread, locked, &result.max_expirations);
+        DrainLocked(thread, locked, &result.max_expirations, /*loop=*/true);
         result.perf_events |= thread->source.kind == ThreadSourceKind::kPerfEvent;
       }
       FlushMarkersLocked(thread);

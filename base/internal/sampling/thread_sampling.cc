@@ -215,34 +215,36 @@ void NoteResumeLocked(Registry& registry) {
   }
 }
 
-void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations) {
+void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations, bool loop) {
   // A thread leaving a wrapped wait writes that wait's records into its ring (wait_state.h);
-  // it is drained once it has left, so that its samples stay in time order (a sample its
+  // the loop drains it once it has left, so that its samples stay in time order (a sample its
   // handler took on the way out, drained alone, would precede the wait's own record, whose
-  // samples are earlier: seen at load ~20, 11 samples out of order). Waited for as long as
-  // the thread has not run an interval of CPU since (preempted in the wrapper's end), up to
-  // a second; one that has and is still leaving the same wait left by a longjmp from a
-  // handler of the program's that interrupted it (and one that blocked after that is drained
-  // after the second).
+  // samples are earlier: seen at load ~20, 11 samples out of order). Left for as long as the
+  // thread has not run an interval of CPU since (preempted in the wrapper's end), and at most
+  // a second in all (a thread caught leaving another wait at every loop); one that ran and is
+  // still leaving the same wait left by a longjmp from a handler of the program's that
+  // interrupted it.
   WaitState& wait = thread->wait;
   const uint64_t wait_sequence = wait.sequence.load(std::memory_order_acquire);
-  if ((wait_sequence & 1) != 0 &&
+  if (loop && (wait_sequence & 1) != 0 &&
       wait.ending_sequence.load(std::memory_order_acquire) == wait_sequence) {
     const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();
     const int64_t cpu_ns = cpu ? cpu->ToNanoseconds() : -1;
+    if (wait.deferred_ending_since_ns == 0) wait.deferred_ending_since_ns = now.ToNanoseconds();
+    const bool within_second =
+        now.ToNanoseconds() - wait.deferred_ending_since_ns < int64_t{1000000000};
     if (wait.deferred_ending_sequence != wait_sequence) {
       wait.deferred_ending_sequence = wait_sequence;
       wait.deferred_ending_cpu_ns = cpu_ns;
-      wait.deferred_ending_since_ns = now.ToNanoseconds();
-      return;
-    }
-    if (cpu_ns >= 0 && wait.deferred_ending_cpu_ns >= 0 &&
-        now.ToNanoseconds() - wait.deferred_ending_since_ns < int64_t{1000000000} &&
-        cpu_ns - wait.deferred_ending_cpu_ns <
-            TimeDuration::FromMilliseconds(GetRegistry().settings.interval_ms).ToNanoseconds()) {
+      if (within_second) return;
+    } else if (within_second && cpu_ns >= 0 && wait.deferred_ending_cpu_ns >= 0 &&
+               cpu_ns - wait.deferred_ending_cpu_ns <
+                   TimeDuration::FromMilliseconds(GetRegistry().settings.interval_ms)
+                       .ToNanoseconds()) {
       return;
     }
   }
+  wait.deferred_ending_since_ns = 0;
   const ProfilerSettings& settings = GetRegistry().settings;
   const bool precise = (settings.features & kFeaturePrecise) != 0;
   // Wait stacks (wait_sampling.cc): the samples still due for a wait that ended, before the

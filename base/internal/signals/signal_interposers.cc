@@ -434,14 +434,15 @@ int64_t MonotonicNs() {
 // left of the timeout. The
 // instances held before the wait (held_sampling_signals.h) are read first, after any other
 // signal of the set already pending (the kernel gives the lowest number first, and S is the
-// highest the program can be waiting for in practice). Returns as sigtimedwait.
+// highest the program can be waiting for in practice). Returns as sigtimedwait; `real`
+// (glibc's, or the kernel's for a raw call) waits. errno is the program's on success.
 int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* timeout,
-                  int signal_number) {
-  const SigtimedwaitFunction real = Real(g_sigtimedwait, "sigtimedwait");
+                  int signal_number, SigtimedwaitFunction real) {
   if (real == nullptr) {
     errno = ENOSYS;
     return -1;
   }
+  const int saved_errno = errno;
   if (signal_number == 0 || set == nullptr || !HasSignal(*set, signal_number) ||
       (timeout != nullptr &&
        (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000))) {
@@ -460,7 +461,15 @@ int WaitForSignal(const sigset_t* set, siginfo_t* info, const struct timespec* t
       RemoveSignal(&others, signal_number);
       const struct timespec zero {};
       const int other = real(&others, out, &zero);
+      errno = saved_errno;  // EAGAIN from the look, not the program's.
       if (other > 0) return other;
+      // The kernel would answer EFAULT for an `info` it cannot write (a query that writes 8
+      // bytes there, before the held instance is taken).
+      if (info != nullptr &&
+          RawSyscall(SYS_rt_sigpending, reinterpret_cast<long>(info), sizeof(uint64_t)) != 0) {
+        errno = EFAULT;
+        return -1;
+      }
       if (TakeHeldSamplingSignal(out)) return signal_number;
     }
     struct timespec left {};
@@ -725,6 +734,17 @@ int KernelMaskCall(int how, const sigset_t* set, sigset_t* old) {
   return -1;
 }
 
+// rt_sigtimedwait as the kernel takes it, for WaitForSignal on a raw call: glibc's
+// sigtimedwait would add a cancellation point and report SI_TKILL as SI_USER.
+int KernelTimedWait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+  const long rc = RawSyscall(SYS_rt_sigtimedwait, reinterpret_cast<long>(set),
+                             reinterpret_cast<long>(info), reinterpret_cast<long>(timeout),
+                             sizeof(uint64_t));
+  if (rc >= 0) return static_cast<int>(rc);
+  errno = static_cast<int>(-rc);
+  return -1;
+}
+
 // The kernel's 8-byte set at `address` as a sigset_t (the rest empty); false when unreadable
 // (then the kernel's own answer, EFAULT, is the program's).
 bool ReadKernelSet(long address, sigset_t* set) {
@@ -777,12 +797,12 @@ bool ProgramRawSignalCall(long number, const long* a, const void* return_address
       return false;
     }
     *result = WaitForSignal(&set, reinterpret_cast<siginfo_t*>(a[1]),
-                            a[2] != 0 ? &timeout : nullptr, sampling);
+                            a[2] != 0 ? &timeout : nullptr, sampling, &KernelTimedWait);
     return true;
   }
-  NoteSignalfdNamingSignal();
   RemoveSignal(&set, sampling);
   *result = ResultOf(RawSyscall(number, a[0], reinterpret_cast<long>(&set), a[2], a[3]));
+  if (*result >= 0) NoteSignalfdNamingSignal();
   return true;
 }
 
@@ -889,10 +909,9 @@ int signalfd(int fd, const sigset_t* mask, int flags) {
   }
   sigset_t storage;
   const int filtered = FilteredSignal(__builtin_return_address(0));
-  if (Names(mask, filtered)) {
-    NoteSignalfdNamingSignal();
-  }
-  return real(fd, WithoutSignal(mask, filtered, &storage), flags);
+  const int result = real(fd, WithoutSignal(mask, filtered, &storage), flags);
+  if (result >= 0 && Names(mask, filtered)) NoteSignalfdNamingSignal();  // Said if made.
+  return result;
 }
 
 // The waits below are marked for wait stacks (scoped_wait.h), the libc function the program
@@ -905,7 +924,7 @@ int sigwait(const sigset_t* set, int* signal_number) {
   // glibc's sigwait: sigtimedwait without a timeout, again after a handler interrupted it.
   int result;
   do {
-    result = WaitForSignal(set, nullptr, nullptr, filtered);
+    result = WaitForSignal(set, nullptr, nullptr, filtered, Real(g_sigtimedwait, "sigtimedwait"));
   } while (result < 0 && errno == EINTR);
   if (result < 0) return errno;
   *signal_number = result;
@@ -916,13 +935,15 @@ int sigwait(const sigset_t* set, int* signal_number) {
 // nothing is filtered: one real function fewer in the size-budgeted library).
 int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   ScopedWait wait(Real(g_sigwaitinfo_leaf, "sigwaitinfo"), STRATA_WRAPPER_FRAME());
-  return WaitForSignal(set, info, nullptr, FilteredSignal(__builtin_return_address(0)));
+  return WaitForSignal(set, info, nullptr, FilteredSignal(__builtin_return_address(0)),
+                       Real(g_sigtimedwait, "sigtimedwait"));
 }
 
 int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
   ScopedWait wait(reinterpret_cast<const void*>(Real(g_sigtimedwait, "sigtimedwait")),
                   STRATA_WRAPPER_FRAME());
-  return WaitForSignal(set, info, timeout, FilteredSignal(__builtin_return_address(0)));
+  return WaitForSignal(set, info, timeout, FilteredSignal(__builtin_return_address(0)),
+                       Real(g_sigtimedwait, "sigtimedwait"));
 }
 
 // The temporary mask is the program's view during the call (held_sampling_signals.h,

@@ -46,8 +46,9 @@ __attribute__((visibility("hidden"))) long ProgramRawSigaction(long signal_numbe
 // what syscall() returns (-1 with errno set on error), or false when the call is to be
 // forwarded unchanged: no session, the sampling handler or libunwind calling, a thread in
 // seccomp, another set size, a set the call does not name S in, or an argument CheckedRead
-// cannot read (the kernel answers EFAULT). Async-signal-safe where the call is (atomics, raw
-// system calls, glibc's sigtimedwait). Hidden: only the library's syscall() wrapper calls it.
+// cannot read (the kernel answers EFAULT). Async-signal-safe (atomics, raw system calls
+// only: the wait is the kernel's rt_sigtimedwait, no cancellation point and si_code as the
+// kernel gives it). Hidden: only the library's syscall() wrapper calls it.
 __attribute__((visibility("hidden"))) bool ProgramRawSignalCall(long number, const long* arguments,
                                                                const void* return_address,
                                                                long* result);

@@ -328,9 +328,17 @@ TEST_CASE("syscall() of rt_sigprocmask, signalfd4 and rt_sigtimedwait keep the s
   siginfo_t got;
   std::memset(&got, 0, sizeof(got));
   const struct timespec second = {1, 0};
+  errno = 0;
   CHECK(syscall(SYS_rt_sigtimedwait, &wait_set, &got, &second, 8) == kSampling);
+  CHECK(errno == 0);  // A successful system call leaves errno alone.
   CHECK(got.si_code == SI_QUEUE);
   CHECK(got.si_value.sival_int == 7);
+  // Another signal of the set, sent by tgkill: read as the kernel gives it, SI_TKILL (glibc's
+  // sigtimedwait would say SI_USER).
+  REQUIRE(RawSyscall(SYS_tgkill, getpid(), RawSyscall(SYS_gettid), SIGUSR2) == 0);
+  const uint64_t both = Bit(kSampling) | Bit(SIGUSR2);
+  CHECK(syscall(SYS_rt_sigtimedwait, &both, &got, &second, 8) == SIGUSR2);
+  CHECK(got.si_code == SI_TKILL);
   const struct timespec none = {0, 0};
   errno = 0;
   CHECK(syscall(SYS_rt_sigtimedwait, &wait_set, &got, &none, 8) == -1);  // Nothing else.

@@ -105,7 +105,8 @@ struct WaitState {
   // not walk (WriteWaitStackLocked), one begun before it is waited for (AwaitWalkEnd).
   std::atomic<uint64_t> ending_sequence{0};
   // Sampler: the wait whose leaving the sampler last waited for (DrainLocked), the thread's
-  // CPU clock when it began to (-1: unread), and when.
+  // CPU clock when it began to (-1: unread), and since when the thread's ring has been left
+  // for a later loop, whatever wait it was leaving (0: it was drained at the last loop).
   uint64_t deferred_ending_sequence = 0;
   int64_t deferred_ending_cpu_ns = -1;
   int64_t deferred_ending_since_ns = 0;
