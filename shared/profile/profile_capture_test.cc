@@ -38,7 +38,8 @@ void StreamCounting(EntryReader& reader, JsonWriter& w) {
 }
 const MarkerTypeFunctions kCounting = {"Counting", &StreamCounting, nullptr};
 
-__attribute__((noinline)) uint64_t OwnAddress() {
+// noipa: GCC -O2 otherwise treats it as const and merges calls (one return address for all).
+__attribute__((noinline, noipa)) uint64_t OwnAddress() {
   return reinterpret_cast<uint64_t>(__builtin_return_address(0));
 }
 
@@ -307,13 +308,16 @@ TEST_CASE("a minimal_stack type: its payload as streamed, its stack minimal in t
   LocalLimitChunkManager manager(/*max_total_bytes=*/16 << 20, /*chunk_min_buffer_bytes=*/64 << 10);
   ChunkedBuffer buffer(ThreadSafety::kThreadSafe, manager);
   const TimeStamp start = TimeStamp::Now();
+  // Read once: in an optimised build the loop may be unrolled, each copy its own call site.
+  const uint64_t leaf = OwnAddress();
+  const uint64_t caller = OwnAddress();
   for (int i = 0; i < 4; ++i) {
     MarkerHeader h;
     h.thread = ThreadId::FromNumber(1000);
     h.start = start + TimeDuration::FromMilliseconds(i + 1);
     h.name = ProfilerString::Literal("rec");
     h.payload_tag = i < 2 ? kTextyTag : kCountingTag;  // Two minimal, two full.
-    if (i != 1) h.stack = {OwnAddress() + (i == 2 ? 32 : 0), OwnAddress()};  // 0 and 3 alike.
+    if (i != 1) h.stack = {leaf + (i == 2 ? 32 : 0), caller};  // 0 and 3 alike.
     REQUIRE(buffer.PutObjects(EntryKind::kMarker, h, int64_t{-5 - i}));
   }
   CaptureInputs inputs;

@@ -545,17 +545,17 @@ if as --32 -o "$WORK/p32.o" "$WORK/p32.s" 2>/dev/null && ld -m elf_i386 -o "$WOR
   # 64-bit shell: "no thread could be borrowed for 2 s", issue 35).
   for _ in $(seq 1200); do
     [[ "$(readlink /proc/"$p32_pid"/exe)" == */p32 ]] && break
-    kill -0 "$p32_pid" 2>/dev/null || break
+    kill -0 "$p32_pid" 2>/dev/null || break  # Its exec failed.
     sleep 0.05
   done
-  if kill -0 "$p32_pid" 2>/dev/null; then
+  if [[ "$(readlink /proc/"$p32_pid"/exe)" == */p32 ]]; then
     refusal 32bit 1 "not a 64-bit x86-64 program" "$STRATA" record -p "$p32_pid" --duration 0.2 -o "$WORK/r.json"
     kill "$p32_pid"
   else
-    # A kernel built without IA32 emulation (or booted with ia32_emulation=0) refuses to run
-    # it: "Exec format error", status 126. No 32-bit process can exist there to refuse.
+    # A kernel without IA32 emulation (or with it off) runs no 32-bit program: no such
+    # process can exist to attach to ("Exec format error", status 126).
     wait "$p32_pid"
-    result "scenario=refusal-32bit skipped=\"this kernel does not run i386 programs (status $?)\""
+    result "scenario=refusal-32bit skipped=\"the kernel does not run i386 programs (status $?)\""
   fi
 else
   result "scenario=refusal-32bit skipped=\"no i386 binutils (as --32, ld -m elf_i386)\""

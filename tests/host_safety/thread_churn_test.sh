@@ -47,7 +47,7 @@ churn_run() {
   shift 2
   local start
   start=$(date +%s.%N)
-  timeout -s KILL 150 /usr/bin/time -f "time maxrss_kb=%M" -o "$WORK/$name.time" \
+  timeout -s KILL "$WATCHDOG_S" /usr/bin/time -f "time maxrss_kb=%M" -o "$WORK/$name.time" \
     "$@" "$program" "$threads" >"$WORK/$name.out" 2>"$WORK/$name.err"
   RUN_STATUS=$?
   RUN_WALL_S=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
@@ -130,7 +130,12 @@ within() {
 
 preload=(env LD_PRELOAD="$STRATA_PRELOAD" STRATA_STARTUP=1 STRATA_STARTUP_BUFFER_MB=1)
 
+# Hang detectors: 300 s for the plain run; then 3 times its own wall time, at least 150 s
+# (beside a load average of ~20 the plain run took 129 s and a preloaded one over 150 s).
+WATCHDOG_S=300
 churn_run plain "$many"
+WATCHDOG_S=$(awk -v w="$RUN_WALL_S" 'BEGIN { s = int(3 * w + 1); print (s > 150 ? s : 150) }')
+result "scenario=thread-churn watchdog_s=$WATCHDOG_S"
 
 churn_run preload-few "$few" "${preload[@]}" STRATA_SHUTDOWN="$OUT/preload-few.json"
 few_run=$RUN_RSS_KB

@@ -7,7 +7,8 @@ For every distinct native address of every thread's stacks, the chain of frames 
 gives it (its inline levels, caller to callee) must equal what llvm-symbolizer gives for the
 same file and address (the leaf at its pc, a caller at its return address minus one), function
 names compared after Strata's " (in LIB) (FILE:LINE)" suffix is taken off (the outermost
-name up to its alias: `__GI_` and leading underscores). PLT stubs are compared with objdump's
+name up to its alias: `__GI_`, leading underscores and a C function's GCC clone suffix;
+the two demanglers' styles made one, below). PLT stubs are compared with objdump's
 `symbol@plt` labels, which llvm-symbolizer does not give. Prints the share
 equal per module and overall, and up to 10 differences; exits 1 when a module named by
 --require-module is below its percentage (or absent).
@@ -92,20 +93,19 @@ def plt_stubs(path):
     return stubs
 
 
-# GCC's clones of a function (an outlined part, a copy with fewer or constant arguments, its
-# cold half) have symbols of their own: "tcache_init.part.0". The symbol table (Strata's
-# source for the outermost frame) names the clone, llvm-symbolizer the function when the
-# module's DWARF is at hand (libc's from its -dbg package): the same function.
-GCC_CLONE = re.compile(r"(\.(part|isra|constprop|cold|lto_priv)(\.\d+)?)+$")
-
-
 def alias_key(name):
     """One name for the aliases of one address (docs/symbols.md: Strata keeps the public one,
     llvm-symbolizer the first it finds, e.g. __GI___pthread_mutex_unlock_usercnt)."""
-    name = GCC_CLONE.sub("", demangled(name))
+    name = demangled(name)
     if name.startswith("__GI_"):
         name = name[len("__GI_"):]
+    # A C function's GCC clone (glibc's "tcache_init.part.0"): the symbol table's name, where
+    # llvm-symbolizer gives DWARF's ("tcache_init"). The same function.
+    name = C_CLONE.sub(r"\1", name)
     return canonical(name.lstrip("_"))
+
+
+C_CLONE = re.compile(r"^([A-Za-z_]\w*?)(?:\.(?:part|constprop|isra|cold|lto_priv)(?:\.\d+)?)+$")
 
 
 def symbol_addresses(path):
@@ -164,8 +164,23 @@ def demangled(name):
     return out.stdout.strip() or name
 
 
+#   - a GCC clone's suffix (an optimised build's ".constprop.0", ".isra.0", ".part.0", ".cold")
+#     is " [clone .constprop.0] [clone .isra.0]" in GNU's and " (.constprop.0.isra.0)" in
+#     LLVM's: LLVM's written as GNU's.
+LLVM_CLONES = re.compile(r" \(((?:\.[A-Za-z_]\w*?(?:\.\d+)?)+)\)$")
+CLONE_PART = re.compile(r"\.[A-Za-z_][A-Za-z_]*(?:\.\d+)?")
+
+
+def gnu_clones(name):
+    match = LLVM_CLONES.search(name)
+    if not match:
+        return name
+    parts = CLONE_PART.findall(match.group(1))
+    return name[:match.start()] + "".join(" [clone %s]" % p for p in parts)
+
+
 def canonical(name):
-    return OPERATOR_THEN_TEMPLATE.sub(r"\1<", gnu_lambdas(demangled(name)))
+    return OPERATOR_THEN_TEMPLATE.sub(r"\1<", gnu_clones(gnu_lambdas(demangled(name))))
 
 
 # The PLT's header (PLT0: the lazy binder's push and jump, before the first stub) has no

@@ -5,19 +5,32 @@
 // (a few tens of frames, labels) uses 80 ms of CPU: 80 samples at the default 1 kHz wait in
 // its ring, and none is dropped. Bounded by the busy thread's CPU, not wall time: the same
 // on a loaded machine (the wait gives up after 60 s of wall time, and says so).
+//
+// A capture taken while the sampler thread is stalled between two loops (in a test tier
+// extension's on_sampling_loop, base/internal/session/tier_extension.h) keeps a thread's samples in time order: the thread waited in a
+// wrapped poll the sampler tracked, the wait ended, the thread then ran (its handler's samples
+// in its ring), and the capture's snapshot drained that ring. The samples still due for the
+// wait go into the buffer before them (the sampler's next loop wrote them after them, as
+// copies of the ring's last sample: a GeckoMain in takeover_dlopen_test showed "3 repeated"
+// time stamps, the writer clamping the late copies to the time before them).
+#include <poll.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <thread>
 
 #include "base/internal/session/core.h"
+#include "base/internal/session/tier_extension.h"
 #include "base/internal/registry/thread_registry.h"
 #include "base/labels.h"
 #include "base/profiler.h"
 #include "catch2/catch.hpp"
+#include "rapidjson/document.h"
 
 namespace {
 
@@ -93,4 +106,136 @@ TEST_CASE("A sampler thread kept from draining for 80 ms of a busy thread's samp
   busy.join();
   INFO("sampling source: " << snapshot.sampling_source.description);
   CHECK(snapshot.dropped_samples - dropped_before == 0);
+}
+
+namespace {
+
+// The registered thread `tid`'s wait state, read under the registry mutex by `read`; false
+// when the thread is not registered.
+template <typename Read>
+bool ReadWaitState(pid_t tid, Read read) {
+  auto& registry = strata::base_internal::GetRegistry();
+  strata::AutoLock lock(registry.mutex);
+  for (strata::base_internal::RegisteredThread* thread : registry.live) {
+    if (thread->tid.ToNumber() == tid) {
+      read(thread->wait);
+      return true;
+    }
+  }
+  return false;
+}
+
+// A tier extension whose on_sampling_loop holds the sampler thread, once asked to, until
+// released: the loop has drained the rings and holds no registry lock there.
+std::atomic<bool> g_stall_requested{false};
+std::atomic<bool> g_stalled{false};
+std::atomic<bool> g_released{false};
+
+void StallingLoop(strata::TimeStamp) {
+  if (!g_stall_requested.load()) return;
+  g_stalled.store(true);
+  while (!g_released.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+// Polls `done` every millisecond; false after 60 s of wall time.
+template <typename Done>
+bool WaitUntil(Done done) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("A capture while the sampler is stalled keeps an ended wait's samples before later ones") {
+  g_stop.store(false);
+  strata::ProfilerSettings settings;  // 1 ms.
+  strata::AutoProfilerSession session(settings);
+  REQUIRE(strata::ProfilerIsActive());
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  std::atomic<pid_t> waiter_tid{0};
+  std::atomic<bool> ran{false};
+  std::thread waiter([&] {
+    strata::AutoProfilerRegisterThread registration("waiter");
+    waiter_tid.store(gettid());
+    pollfd fd{pipe_fds[0], POLLIN, 0};
+    (void)poll(&fd, 1, -1);  // Wrapped: the sampler tracks the wait.
+    // Then runs: its handler's samples wait in its ring (the sampler is stalled).
+    const int64_t until = ThreadCpuNs(CLOCK_THREAD_CPUTIME_ID) + 20 * 1000000;
+    uint64_t x = 1;
+    while (ThreadCpuNs(CLOCK_THREAD_CPUTIME_ID) < until) {
+      for (int i = 0; i < 1000; ++i) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    }
+    g_sink.store(x, std::memory_order_relaxed);
+    ran.store(true);
+    while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  REQUIRE(WaitUntil([&] { return waiter_tid.load() != 0; }));
+  const pid_t tid = waiter_tid.load();
+  // The sampler tracks the poll (and wrote its first samples).
+  uint64_t poll_sequence = 0;
+  REQUIRE(WaitUntil([&] {
+    ReadWaitState(tid, [&](const strata::base_internal::WaitState& wait) {
+      const uint64_t sequence = wait.sequence.load();
+      if ((sequence & 1) != 0 && wait.tracked_sequence.load() == sequence) {
+        poll_sequence = sequence;
+      }
+    });
+    return poll_sequence != 0;
+  }));
+  strata::base_internal::TierExtension stalling;
+  stalling.name = "stalling test tier";
+  stalling.on_sampling_loop = &StallingLoop;
+  strata::base_internal::AttachTierExtension(&stalling);
+  // The sampler's loop waits in StallingLoop from its next loop on.
+  g_stall_requested.store(true);
+  const bool stalled = WaitUntil([] { return g_stalled.load(); });
+  // Grid points of the wait no loop wrote (any time will do; on a loaded machine more).
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const bool woke = write(pipe_fds[1], "x", 1) == 1;  // The wait ends.
+  const bool waiter_ran = WaitUntil([&] { return ran.load(); });  // Its CPU, not wall time.
+  // A capture's snapshot, the sampler still stalled.
+  (void)strata::base_internal::TakeSessionSnapshot();
+  g_released.store(true);
+  strata::base_internal::DetachTierExtension(&stalling);
+  REQUIRE(stalled);
+  REQUIRE(woke);
+  if (!waiter_ran) WARN("the waiter did not get 20 ms of CPU in 60 s");
+  // The sampler's next loop finished the poll (if the snapshot did not): it tracks none, or
+  // a later wait of the thread's.
+  REQUIRE(WaitUntil([&] {
+    bool finished = false;
+    ReadWaitState(tid, [&](const strata::base_internal::WaitState& wait) {
+      finished = wait.tracked_sequence.load() != poll_sequence;
+    });
+    return finished;
+  }));
+  const std::string json = strata::ProfilerGetProfile();
+  g_stop.store(true);
+  waiter.join();
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  rapidjson::Document profile;
+  profile.Parse(json.c_str(), json.size());
+  REQUIRE_FALSE(profile.HasParseError());
+  const rapidjson::Value* samples = nullptr;
+  for (const auto& thread : profile["threads"].GetArray()) {
+    if (std::string(thread["name"].GetString()) == "waiter") samples = &thread["samples"];
+  }
+  REQUIRE(samples != nullptr);
+  const int time_column = (*samples)["schema"]["time"].GetInt();
+  const auto& data = (*samples)["data"];
+  REQUIRE(data.Size() >= 2);
+  // The writer clamps a sample older than the one before it to that one's time: strictly
+  // increasing times mean the buffer had them in order.
+  int repeated = 0;
+  for (rapidjson::SizeType i = 1; i < data.Size(); ++i) {
+    if (data[i][time_column].GetDouble() <= data[i - 1][time_column].GetDouble()) ++repeated;
+  }
+  INFO(data.Size() << " samples of the waiter");
+  CHECK(repeated == 0);
 }

@@ -422,10 +422,15 @@ SessionSnapshot TakeSessionSnapshot() {
     }
     snapshot.dropped_samples += thread->dropped_samples.load(std::memory_order_relaxed);
     snapshot.handler_cpu_excluded_ns += thread->handler_cpu_ns.load(std::memory_order_relaxed);
-    // Everything recorded so far goes into the buffer.
-    if (thread->sampling.load(std::memory_order_relaxed) && DrainRingLocked(thread)) {
-      thread->has_sample = true;
-      thread->last_seen_cpu = thread->cpu_clock.Read();
+    // Everything recorded so far goes into the buffer: the samples still due for a wait
+    // that ended first (as DrainLocked does), else the sampler's next loop writes them, as
+    // copies of whatever the ring held, after the ring's later samples.
+    if (thread->sampling.load(std::memory_order_relaxed)) {
+      FinishEndedWaitLocked(thread);
+      if (DrainRingLocked(thread)) {
+        thread->has_sample = true;
+        thread->last_seen_cpu = thread->cpu_clock.Read();
+      }
     }
     FlushMarkersLocked(thread);
   }
