@@ -8,6 +8,7 @@
 
 #include "platform/kernel_signal_set.h"
 #include "platform/raw_syscall.h"
+#include "platform/thread_fence.h"
 #include "platform/sampling/sampling_signal.h"
 
 namespace strata {
@@ -270,8 +271,8 @@ TemporarySamplingSignalMask::~TemporarySamplingSignalMask() {
 
 namespace {
 
-// Keeps `info` in the table; false if it is full (counted as dropped).
-bool HoldInTable(int signal_number, const siginfo_t& info) {
+// Keeps `info` in the table: its slot, or -1 if it is full (counted as dropped).
+int HoldInTable(int signal_number, const siginfo_t& info) {
   const uint64_t sequence = g_next_sequence.fetch_add(1, std::memory_order_relaxed);
   for (int i = 0; i < kHeldSlots; ++i) {
     HeldSlot& slot = g_slots[i];
@@ -286,10 +287,10 @@ bool HoldInTable(int signal_number, const siginfo_t& info) {
     slot.info.si_signo = signal_number;
     slot.state.store(kFull, std::memory_order_release);
     g_held.fetch_add(1, std::memory_order_relaxed);
-    return true;
+    return i;
   }
   g_dropped.fetch_add(1, std::memory_order_relaxed);
-  return false;
+  return -1;
 }
 
 }  // namespace
@@ -306,7 +307,36 @@ void HoldForeignSamplingSignal(int signal_number, const siginfo_t& info) {
       return;
     }
   }
-  (void)HoldInTable(signal_number, info);
+  const int slot = HoldInTable(signal_number, info);
+  if (slot < 0 || info.si_code == SI_TKILL) return;
+  // A thread that began to wait between the look above and the hold registered before it
+  // looks at the held ones (RegisterSamplingSignalWaiter), and may have looked before the
+  // hold was visible: with a full fence on each side, one of the two sees the other. So a
+  // waiter seen now gets it, unless a wait took the slot already; while the slot is claimed
+  // here a new waiter's look misses it, so the look is made again after it is put back.
+  // (Before, such an instance stayed held while the thread waited: the last of 200 in
+  // thread_start_rtmax, CPU-clock timers, load ~15.)
+  HeldSlot& held = g_slots[slot];
+  const int32_t self = Tid();
+  for (int round = 0; round < 4; ++round) {
+    StrataThreadFence(std::memory_order_seq_cst);
+    bool waiter = false;
+    for (const std::atomic<int32_t>& registered : g_waiters) {
+      const int32_t tid = registered.load(std::memory_order_relaxed);
+      waiter |= tid != 0 && tid != self;
+    }
+    uint32_t expected = kFull;
+    if (!waiter ||
+        !held.state.compare_exchange_strong(expected, kBusy, std::memory_order_acquire)) {
+      return;  // No waiter (one from now on sees it held), or a wait took it.
+    }
+    // (Refilled since by another hold: handed on only if it is process-directed too.)
+    const bool handed = held.tid.load(std::memory_order_relaxed) == 0 &&
+                        HandTo(g_waiters, kSamplingSignalWaiterSlots, signal_number, held.info,
+                               &g_delivered);
+    held.state.store(handed ? kEmpty : kFull, std::memory_order_release);
+    if (handed || held.tid.load(std::memory_order_relaxed) != 0) return;
+  }
 }
 
 void PullPendingSamplingSignals(int signal_number) {
@@ -325,7 +355,7 @@ void PullPendingSamplingSignals(int signal_number) {
       // where it is blocked, it would be met again: the pull ends here.
       GiveSampleBack(signal_number, info);
       return;
-    } else if (!HoldInTable(signal_number, info)) {
+    } else if (HoldInTable(signal_number, info) < 0) {
       return;
     }
   }
@@ -377,7 +407,11 @@ int RegisterSamplingSignalWaiter() {
   const int32_t tid = Tid();
   for (int i = 0; i < kSamplingSignalWaiterSlots; ++i) {
     int32_t expected = 0;
-    if (g_waiters[i].compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) return i;
+    if (g_waiters[i].compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) {
+      // Before the caller looks at the held ones (HoldForeignSamplingSignal's other side).
+      StrataThreadFence(std::memory_order_seq_cst);
+      return i;
+    }
   }
   return -1;
 }
