@@ -19,6 +19,7 @@
 #include "base/profiler.h"
 #include "platform/next_definition.h"
 #include "platform/process_thread_ids.h"
+#include "platform/sampling/held_sampling_signals.h"
 #include "platform/time_stamp.h"
 
 namespace strata {
@@ -164,8 +165,10 @@ void ApplyInheritedRestrictions(const InheritedRestrictions& restrictions) {
 // call's own, so it is as async-signal-safe as the real function. A call that may block
 // (IsBlockingSystemCall) is also marked as a wait around it, as the wait wrappers mark theirs
 // (scoped_wait.h: stores, atomics, the vDSO clock; rarely a raw futex wait). rt_sigaction,
-// rt_sigprocmask, rt_sigtimedwait, signalfd and signalfd4, while a session samples, go to
-// ProgramRawSignalCall (signal_interposers.h): atomics and raw system calls only, as
+// rt_sigprocmask, rt_sigtimedwait, rt_sigpending, signalfd and signalfd4, while a session
+// samples, go to ProgramRawSignalCall (signal_interposers.h), and rt_sigsuspend, ppoll,
+// pselect6 and epoll_pwait get their mask's TemporarySamplingSignalMask (RawCallTemporaryMask,
+// held_sampling_signals.h): atomics and raw system calls only, as
 // async-signal-safe as the call itself, and no cancellation point the call has not. The three intercepted calls
 // record a marker and unregister the thread (allocation, locks): they are made by the
 // program's own code, never from Strata's handler, and prctl/seccomp are not async-signal-safe
@@ -225,10 +228,16 @@ __attribute__((no_sanitize("address"))) long syscall(long number, ...) noexcept 
   // completions...) is a wait of its own, its leaf libc's `syscall` (issue 34: never an
   // unknown wait added to another call).
   // A raw signal call through libc's syscall() (language runtimes): rt_sigaction,
-  // rt_sigprocmask, rt_sigtimedwait, signalfd get their wrappers' work on the sampling
+  // rt_sigprocmask, rt_sigtimedwait, rt_sigpending, signalfd and the waits that take a mask
+  // get their wrappers' work on the sampling
   // signal (signal_interposers.h). Only inline system calls bypass it.
   if (IsBlockingSystemCall(number, a)) {
     ScopedWait wait(reinterpret_cast<const void*>(real), STRATA_WRAPPER_FRAME());
+    // rt_sigsuspend, ppoll, pselect6, epoll_pwait: the call's own mask, as their wrappers.
+    sigset_t call_mask;
+    const int sampling = RawCallTemporaryMask(number, a, caller, &call_mask);
+    const strata::TemporarySamplingSignalMask temporary(sampling,
+                                                        sampling != 0 ? &call_mask : nullptr);
     return ProgramRawSignalCall(number, a, caller, &result) ? result : forward();
   }
   return ProgramRawSignalCall(number, a, caller, &result) ? result : forward();

@@ -765,6 +765,23 @@ bool ProgramRawSignalCall(long number, const long* a, const void* return_address
     *result = ProgramRawSigaction(a[0], a[1], a[2], a[3]);
     return *result <= 0;
   }
+  if (number == SYS_rt_sigpending) {  // set, size
+    const int sampling = FilteredSignal(return_address);
+    if (sampling == 0 || CurrentThreadMustNotCallStrata() ||
+        a[1] != static_cast<long>(sizeof(uint64_t)) || !ProgramBlocksSamplingSignal()) {
+      return false;
+    }
+    *result = ResultOf(RawSyscall(SYS_rt_sigpending, a[0], a[1]));
+    if (*result != 0) return true;
+    PullPendingSamplingSignals(sampling);  // Sent, and not yet taken by any thread.
+    if (HasHeldSamplingSignal()) {
+      uint64_t pending;
+      std::memcpy(&pending, reinterpret_cast<const void*>(a[0]), sizeof(pending));
+      pending |= uint64_t{1} << (sampling - 1);
+      std::memcpy(reinterpret_cast<void*>(a[0]), &pending, sizeof(pending));
+    }
+    return true;
+  }
   const bool mask = number == SYS_rt_sigprocmask;  // how, set, old, size
   const bool wait = number == SYS_rt_sigtimedwait;  // set, info, timeout, size
   // Or signalfd (fd, set, size) and signalfd4 (fd, set, size, flags).
@@ -804,6 +821,46 @@ bool ProgramRawSignalCall(long number, const long* a, const void* return_address
   *result = ResultOf(RawSyscall(number, a[0], reinterpret_cast<long>(&set), a[2], a[3]));
   if (*result >= 0) NoteSignalfdNamingSignal();
   return true;
+}
+
+int RawCallTemporaryMask(long number, const long* a, const void* return_address,
+                         sigset_t* mask) {
+  const int sampling = FilteredSignal(return_address);
+  if (sampling == 0 || CurrentThreadMustNotCallStrata()) return 0;
+  long set_address = 0, set_size = 0;
+  switch (number) {
+    case SYS_rt_sigsuspend:  // mask, size
+      set_address = a[0];
+      set_size = a[1];
+      break;
+    case SYS_ppoll:  // fds, count, timeout, mask, size
+      set_address = a[3];
+      set_size = a[4];
+      break;
+    case SYS_epoll_pwait:  // epoll, events, capacity, timeout, mask, size
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+      set_address = a[4];
+      set_size = a[5];
+      break;
+    case SYS_pselect6: {  // count, readable, writable, exceptional, timeout, {mask, size}*
+      long pair[2] = {0, 0};
+      if (a[5] == 0 || !CheckedRead(reinterpret_cast<const void*>(a[5]), pair, sizeof(pair))) {
+        return 0;
+      }
+      set_address = pair[0];
+      set_size = pair[1];
+      break;
+    }
+    default:
+      return 0;
+  }
+  if (set_address == 0 || set_size != static_cast<long>(sizeof(uint64_t)) ||
+      !ReadKernelSet(set_address, mask)) {
+    return 0;
+  }
+  return sampling;
 }
 
 void MaskAlternateStackHandlersIfDue() {

@@ -8,6 +8,8 @@
 #ifndef STRATA_BASE_INTERNAL_SIGNAL_INTERPOSERS_H_
 #define STRATA_BASE_INTERNAL_SIGNAL_INTERPOSERS_H_
 
+#include <signal.h>
+
 namespace strata {
 namespace base_internal {
 
@@ -46,12 +48,26 @@ __attribute__((visibility("hidden"))) long ProgramRawSigaction(long signal_numbe
 // what syscall() returns (-1 with errno set on error), or false when the call is to be
 // forwarded unchanged: no session, the sampling handler or libunwind calling, a thread in
 // seccomp, another set size, a set the call does not name S in, or an argument CheckedRead
-// cannot read (the kernel answers EFAULT). Async-signal-safe (atomics, raw system calls
-// only: the wait is the kernel's rt_sigtimedwait, no cancellation point and si_code as the
-// kernel gives it). Hidden: only the library's syscall() wrapper calls it.
+// cannot read (the kernel answers EFAULT). rt_sigpending as sigpending: S reported while a
+// foreign instance is held for the thread or the process and the program's view blocks S.
+// Async-signal-safe (atomics, raw system calls only: the wait is the kernel's
+// rt_sigtimedwait, no cancellation point and si_code as the kernel gives it). Hidden: only
+// the library's syscall() wrapper calls it.
 __attribute__((visibility("hidden"))) bool ProgramRawSignalCall(long number, const long* arguments,
                                                                const void* return_address,
                                                                long* result);
+// For the same wrapper: the signal mask that a raw rt_sigsuspend, ppoll, pselect6,
+// epoll_pwait or epoll_pwait2 puts in place for the call's duration, as their libc wrappers'
+// TemporarySamplingSignalMask takes it (held_sampling_signals.h: a held foreign S the mask
+// unblocks is delivered inside the call, which returns EINTR, as plain). Copies it to `*mask`
+// and returns S when a session samples and the call gives a readable 8-byte set; else 0 (no
+// session, Strata calling, a thread in seccomp, no mask, another size, an unreadable address:
+// the call is forwarded unchanged and the kernel answers). Async-signal-safe, no system call
+// but the checked reads'. Hidden.
+__attribute__((visibility("hidden"))) int RawCallTemporaryMask(long number,
+                                                              const long* arguments,
+                                                              const void* return_address,
+                                                              sigset_t* mask);
 // Adds the sampling signal S to the kernel mask of every program handler that runs on an
 // alternate stack (SA_ONSTACK; not S's, nor the control signal's), as the kernel holds it
 // (raw rt_sigaction: a handler installed by a raw system call included, its own sa_restorer

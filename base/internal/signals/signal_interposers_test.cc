@@ -9,6 +9,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -365,6 +368,118 @@ TEST_CASE("syscall() of rt_sigprocmask, signalfd4 and rt_sigtimedwait keep the s
   CHECK(KernelMask() == before);
   REQUIRE(pthread_sigmask(SIG_BLOCK, nullptr, &through_libc) == 0);
   CHECK(sigismember(&through_libc, kSampling) == 0);
+}
+
+// The program's handler for S in the case below: counts the foreign instances it is given.
+std::atomic<int> g_program_handler_calls{0};
+std::atomic<int> g_program_handler_value{0};
+void ProgramSamplingSignalHandler(int, siginfo_t* info, void*) {
+  g_program_handler_value.store(info->si_value.sival_int, std::memory_order_relaxed);
+  g_program_handler_calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A foreign S sent to the calling thread while its view blocks S: held (never a sample).
+void QueueForeignSamplingSignal(int value) {
+  siginfo_t sent;
+  std::memset(&sent, 0, sizeof(sent));
+  sent.si_signo = kSampling;
+  sent.si_code = SI_QUEUE;
+  sent.si_pid = getpid();
+  sent.si_value.sival_int = value;
+  REQUIRE(RawSyscall(SYS_rt_tgsigqueueinfo, getpid(), RawSyscall(SYS_gettid), kSampling,
+                     reinterpret_cast<long>(&sent)) == 0);
+}
+
+uint64_t RawPending() {
+  uint64_t pending = 0;
+  REQUIRE(syscall(SYS_rt_sigpending, &pending, 8) == 0);
+  return pending;
+}
+
+// The waits that take a mask for their duration, made through libc's syscall() as a runtime
+// makes them: before, a foreign S held while the program blocked S stayed held through a raw
+// wait whose mask unblocked it (the wait ran to its timeout), and a raw rt_sigpending did not
+// report it. Now each behaves as plain: S delivered to the program's handler inside the call,
+// which returns EINTR.
+TEST_CASE("syscall() of rt_sigpending and the waits taking a mask see a held foreign S",
+          "[base][signals]") {
+  const uint64_t before = KernelMask();
+  SavedAction saved_sampling(kSampling);
+  InstalledSampling installed;
+  REQUIRE(SamplingSignalOfProgramCall() == kSampling);
+  struct sigaction program;
+  std::memset(&program, 0, sizeof(program));
+  program.sa_sigaction = &ProgramSamplingSignalHandler;
+  program.sa_flags = SA_SIGINFO;
+  REQUIRE(sigaction(kSampling, &program, nullptr) == 0);  // The program's action for S.
+  const uint64_t block = Bit(kSampling);
+  REQUIRE(syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, nullptr, 8) == 0);
+  const uint64_t unblocking = before & ~Bit(kSampling);  // The wait's mask: S unblocked.
+  const uint64_t keeping = before | Bit(kSampling);      // The wait's mask: S still blocked.
+  const int epoll = epoll_create1(EPOLL_CLOEXEC);
+  REQUIRE(epoll >= 0);
+  const struct timespec two_seconds = {2, 0};
+  const struct timespec short_wait = {0, 20 * 1000 * 1000};
+
+  // Each wait: its number, and a call of it with `mask` and `timeout`.
+  struct Wait {
+    const char* name;
+    long (*call)(const uint64_t* mask, const struct timespec* timeout, int epoll);
+  };
+  const Wait waits[] = {
+      {"rt_sigsuspend",
+       [](const uint64_t* mask, const struct timespec*, int) {
+         return syscall(SYS_rt_sigsuspend, mask, 8);
+       }},
+      {"ppoll",
+       [](const uint64_t* mask, const struct timespec* timeout, int) {
+         return syscall(SYS_ppoll, nullptr, 0, timeout, mask, 8);
+       }},
+      {"pselect6",
+       [](const uint64_t* mask, const struct timespec* timeout, int) {
+         const long pair[2] = {reinterpret_cast<long>(mask), 8};
+         return syscall(SYS_pselect6, 0, nullptr, nullptr, nullptr, timeout, pair);
+       }},
+      {"epoll_pwait",
+       [](const uint64_t* mask, const struct timespec* timeout, int epoll) {
+         epoll_event event;
+         return syscall(SYS_epoll_pwait, epoll, &event, 1,
+                        static_cast<int>(timeout->tv_sec * 1000 + timeout->tv_nsec / 1000000),
+                        mask, 8);
+       }},
+  };
+  int value = 100;
+  for (const Wait& wait : waits) {
+    INFO(wait.name);
+    ++value;
+    QueueForeignSamplingSignal(value);
+    CHECK((RawPending() & Bit(kSampling)) != 0);  // Held: pending in the program's view.
+    const int calls = g_program_handler_calls.load();
+    if (std::strcmp(wait.name, "rt_sigsuspend") != 0) {
+      // A mask that keeps S blocked: not delivered, the wait runs to its timeout.
+      errno = 0;
+      CHECK(wait.call(&keeping, &short_wait, epoll) == 0);
+      CHECK(g_program_handler_calls.load() == calls);
+    }
+    errno = 0;
+    CHECK(wait.call(&unblocking, &two_seconds, epoll) == -1);
+    CHECK(errno == EINTR);
+    CHECK(g_program_handler_calls.load() == calls + 1);
+    CHECK(g_program_handler_value.load() == value);
+    CHECK((RawPending() & Bit(kSampling)) == 0);
+    // The program's mask is its own again: S blocked in its view, not in the kernel's.
+    uint64_t view = 0;
+    REQUIRE(syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &view, 8) == 0);
+    CHECK(view == (before | Bit(kSampling)));
+    CHECK((KernelMask() & Bit(kSampling)) == 0);
+  }
+  close(epoll);
+  // rt_sigpending's answers for bad arguments are the kernel's.
+  errno = 0;
+  CHECK(syscall(SYS_rt_sigpending, reinterpret_cast<void*>(8), 8) == -1);
+  CHECK(errno == EFAULT);
+  REQUIRE(syscall(SYS_rt_sigprocmask, SIG_SETMASK, &before, nullptr, 8) == 0);
+  CHECK(KernelMask() == before);
 }
 
 }  // namespace
