@@ -30,6 +30,7 @@
 #include "platform/strata_clock.h"
 #include "platform/time_stamp.h"
 #include "rapidjson/document.h"
+#include "tools/testing/profile_stacks.h"
 
 namespace {
 
@@ -74,27 +75,17 @@ const rapidjson::Value* ThreadNamed(const rapidjson::Document& profile, const st
   return nullptr;
 }
 
-// The iteration a sample's stack names (its "iteration N" label), or -1.
+// The iteration a sample's stack names (its "iteration N" label, the innermost), or -1.
 int64_t SampleIteration(const rapidjson::Value& thread, const rapidjson::Value& stack_index) {
-  if (stack_index.IsNull()) return -1;
-  const rapidjson::Value& strings = thread["stringTable"];
-  const rapidjson::Value& frames = thread["frameTable"];
-  const rapidjson::Value& stacks = thread["stackTable"];
-  const int location = frames["schema"]["location"].GetInt();
-  const int prefix = stacks["schema"]["prefix"].GetInt();
-  const int frame = stacks["schema"]["frame"].GetInt();
-  int s = stack_index.GetInt();
-  for (;;) {
-    const rapidjson::Value& row = stacks["data"][s];
-    const std::string where =
-        strings[frames["data"][row[frame].GetInt()][location].GetInt()].GetString();
-    const std::string kPrefix = "iteration ";
-    if (where.compare(0, kPrefix.size(), kPrefix) == 0) {
-      return std::stoll(where.substr(kPrefix.size()));
+  const std::vector<strata::testing::ProfileFrame> frames =
+      strata::testing::StackFrames(thread, stack_index);
+  const std::string kPrefix = "iteration ";
+  for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
+    if (frame->location.compare(0, kPrefix.size(), kPrefix) == 0) {
+      return std::stoll(frame->location.substr(kPrefix.size()));
     }
-    if (row[prefix].IsNull()) return -1;
-    s = row[prefix].GetInt();
   }
+  return -1;
 }
 
 }  // namespace

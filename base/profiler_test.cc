@@ -20,6 +20,7 @@
 #include "base/profiler.h"
 #include "catch2/catch.hpp"
 #include "rapidjson/document.h"
+#include "tools/testing/profile_stacks.h"
 #include "tools/testing/test_files.h"
 
 namespace {
@@ -53,40 +54,7 @@ __attribute__((noinline)) uint64_t SpinInsideLabel(uint64_t x) {
   return x;
 }
 
-struct Frame {
-  std::string location;
-  int category;
-};
-
-// The frames (root first) of every sample of `thread`.
-std::vector<std::vector<Frame>> SampleStacks(const rapidjson::Value& thread) {
-  const rapidjson::Value& strings = thread["stringTable"];
-  const rapidjson::Value& frames = thread["frameTable"];
-  const rapidjson::Value& stacks = thread["stackTable"];
-  const int location = frames["schema"]["location"].GetInt();
-  const int category = frames["schema"]["category"].GetInt();
-  const int prefix = stacks["schema"]["prefix"].GetInt();
-  const int frame = stacks["schema"]["frame"].GetInt();
-  const int stack_column = thread["samples"]["schema"]["stack"].GetInt();
-  std::vector<std::vector<Frame>> out;
-  for (const auto& sample : thread["samples"]["data"].GetArray()) {
-    std::vector<Frame> stack;
-    if (!sample[stack_column].IsNull()) {
-      int s = sample[stack_column].GetInt();
-      while (true) {
-        const auto& row = stacks["data"][s];
-        const auto& f = frames["data"][row[frame].GetInt()];
-        stack.insert(stack.begin(),
-                     Frame{strings[f[location].GetInt()].GetString(),
-                           f[category].IsNull() ? -1 : f[category].GetInt()});
-        if (row[prefix].IsNull()) break;
-        s = row[prefix].GetInt();
-      }
-    }
-    out.push_back(std::move(stack));
-  }
-  return out;
-}
+using strata::testing::SampleStacks;
 
 // The sum of a thread's samples' CPU deltas (threadCPUDelta, ns).
 int64_t CpuDeltaSumNs(const rapidjson::Value& thread) {

@@ -20,6 +20,7 @@
 #include "platform/cpu_time.h"
 #include "rapidjson/document.h"
 #include "tests/format/gecko_profile_checker.h"
+#include "tools/testing/profile_stacks.h"
 
 namespace pm = strata::perfmon;
 using strata::TimeDuration;
@@ -54,24 +55,6 @@ const rapidjson::Value* MainThread(const rapidjson::Document& profile) {
     if (std::string(t["name"].GetString()) == "GeckoMain") return &t;
   }
   return nullptr;
-}
-
-// The function names of a sample's stack (leaf first).
-std::vector<std::string> StackNames(const rapidjson::Value& thread, int stack) {
-  std::vector<std::string> names;
-  const rapidjson::Value& stacks = thread["stackTable"];
-  const rapidjson::Value& frames = thread["frameTable"];
-  const rapidjson::Value& strings = thread["stringTable"];
-  const int prefix_col = stacks["schema"]["prefix"].GetInt();
-  const int frame_col = stacks["schema"]["frame"].GetInt();
-  const int location_col = frames["schema"]["location"].GetInt();
-  while (stack >= 0) {
-    const rapidjson::Value& row = stacks["data"][stack];
-    const int frame = row[frame_col].GetInt();
-    names.push_back(strings[frames["data"][frame][location_col].GetInt()].GetString());
-    stack = row[prefix_col].IsNull() ? -1 : row[prefix_col].GetInt();
-  }
-  return names;
 }
 
 struct Counter {
@@ -213,11 +196,9 @@ TEST_CASE("A jank alert saves a profile ending with its marker, samples over the
       continue;
     }
     if (s[stack_col].IsNull()) continue;
-    for (const std::string& name : StackNames(*thread, s[stack_col].GetInt())) {
-      if (name.find("JankBusyLoop") != std::string::npos) {
-        ++in_busy_loop;
-        break;
-      }
+    if (strata::testing::HasFrameContaining(strata::testing::StackFrames(*thread, s[stack_col]),
+                                            "JankBusyLoop")) {
+      ++in_busy_loop;
     }
   }
   const double coverage = cpu_inside_ns / static_cast<double>(janky_cpu.ToNanoseconds());

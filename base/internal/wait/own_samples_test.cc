@@ -20,6 +20,7 @@
 #include "base/profiler.h"
 #include "catch2/catch.hpp"
 #include "rapidjson/document.h"
+#include "tools/testing/profile_stacks.h"
 
 namespace {
 
@@ -33,33 +34,6 @@ __attribute__((noinline)) void SleepInShortWait(int64_t ns) {
   const timespec duration{0, static_cast<long>(ns)};
   nanosleep(&duration, nullptr);
   __asm__ __volatile__("" ::: "memory");  // Not a tail call: this frame stays on the stack.
-}
-
-// Samples of `thread` whose stack has a frame whose location contains `function`.
-int SamplesIn(const rapidjson::Value& thread, const std::string& function) {
-  const rapidjson::Value& strings = thread["stringTable"];
-  const rapidjson::Value& frames = thread["frameTable"];
-  const rapidjson::Value& stacks = thread["stackTable"];
-  const int location = frames["schema"]["location"].GetInt();
-  const int prefix = stacks["schema"]["prefix"].GetInt();
-  const int frame = stacks["schema"]["frame"].GetInt();
-  const int stack_column = thread["samples"]["schema"]["stack"].GetInt();
-  int count = 0;
-  for (const auto& sample : thread["samples"]["data"].GetArray()) {
-    if (sample[stack_column].IsNull()) continue;
-    for (int s = sample[stack_column].GetInt();;) {
-      const auto& row = stacks["data"][s];
-      const auto& f = frames["data"][row[frame].GetInt()];
-      if (std::string(strings[f[location].GetInt()].GetString()).find(function) !=
-          std::string::npos) {
-        ++count;
-        break;
-      }
-      if (row[prefix].IsNull()) break;
-      s = row[prefix].GetInt();
-    }
-  }
-  return count;
 }
 
 }  // namespace
@@ -95,7 +69,7 @@ TEST_CASE("Short waits the sampler did not walk are in the profile, written at t
   // its time (1 ms each). At least half of what the thread measured (the waits' own ends and
   // starts, outside the wrapped call, are not in it; a sample the ring had no room for is
   // dropped), and never more than it plus one interval per wait.
-  const int in_waits = SamplesIn(*thread, "SleepInShortWait");
+  const int in_waits = strata::testing::SamplesWithFrameContaining(*thread, "SleepInShortWait");
   const double waited_ms = static_cast<double>(waited_ns.load()) / 1e6;
   INFO("samples in the waits: " << in_waits << ", waited " << waited_ms << " ms");
   CHECK(in_waits >= waited_ms / 2);
