@@ -257,6 +257,20 @@ std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool
   return "";
 }
 
+std::string BorrowedCallProblem(const std::vector<StackMapping>& mappings, const std::string& libc_path,
+                                const std::string& executable_path, uint64_t pc) {
+  // `pc` is the address after the 2-byte `syscall` instruction.
+  const uint64_t instruction = pc - 2;
+  for (const StackMapping& mapping : mappings) {
+    if (mapping.start <= instruction && instruction < mapping.end) {
+      if (!mapping.name.empty() && (mapping.name == libc_path || mapping.name == executable_path)) return "";
+      return "its system call is made by " + (mapping.name.empty() ? std::string("anonymous code") : mapping.name) +
+             " itself, not through libc (a runtime's own raw call)";
+    }
+  }
+  return "its system call is made by code in no mapping";
+}
+
 bool StatusShowsShadowStack(const std::string& status_text) {
   std::istringstream lines(status_text);
   std::string line;
@@ -347,6 +361,7 @@ std::string CheckTarget(pid_t pid, TargetFacts* facts) {
     fields >> range >> permissions >> offset >> device >> inode;
     std::getline(fields >> std::ws, path);
     if (path.empty() || path[0] != '/') continue;
+    if (facts->executable_path.empty()) facts->executable_path = path;
     const std::string name = path.substr(path.rfind('/') + 1);
     const uint64_t start = std::strtoull(range.c_str(), nullptr, 16);
     const bool first = std::strtoull(offset.c_str(), nullptr, 16) == 0;
@@ -581,8 +596,8 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
     if (Clock::now() > deadline) {
       result.refused = true;
       result.error = "no thread of process " + std::to_string(pid) +
-                     " could be borrowed for 2 s: none blocked in a call where it holds no lock of "
-                     "libc's (read, poll, accept, a condition wait...) on its own stack, or the loader "
+                     " could be borrowed for 2 s: none blocked in a call through libc where it holds no "
+                     "lock of libc's (read, poll, accept, a condition wait...) on its own stack, or the loader "
                      "stayed busy; try again when the program waits for input";
       for (const auto& [tid, problem] : stack_problems) {
         result.error += "; thread " + std::to_string(tid) + " waits in such a call, but " + problem;
@@ -601,8 +616,11 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
       if (safety <= best_safety) continue;
       const auto pointer = listed_pointers.find(tid);
       if (tid != pid && pointer == listed_pointers.end()) continue;  // Not listed: its stack is not known.
-      const std::string problem =
-          BorrowedStackProblem(mappings, tid == pid, pointer == listed_pointers.end() ? 0 : pointer->second, call.sp);
+      std::string problem = BorrowedCallProblem(mappings, facts.libc_path, facts.executable_path, call.pc);
+      if (problem.empty()) {
+        problem = BorrowedStackProblem(mappings, tid == pid, pointer == listed_pointers.end() ? 0 : pointer->second,
+                                       call.sp);
+      }
       if (!problem.empty()) {
         stack_problems[tid] = problem;
         continue;
@@ -629,8 +647,11 @@ InjectionResult InjectAndStart(const TargetFacts& facts, const std::string& libr
         thread.Release();
         continue;
       }
-      // On its own stack, with room for the frame (the registers now, the mappings now).
-      const std::string problem = BorrowedStackProblem(ReadMappings(pid), best == pid, saved.fs_base, saved.rsp);
+      // A call of libc's, on its own stack with room for the frame (the registers now, the
+      // mappings now).
+      const std::vector<StackMapping> mappings_now = ReadMappings(pid);
+      std::string problem = BorrowedCallProblem(mappings_now, facts.libc_path, facts.executable_path, saved.rip);
+      if (problem.empty()) problem = BorrowedStackProblem(mappings_now, best == pid, saved.fs_base, saved.rsp);
       if (!problem.empty()) {
         stack_problems[best] = problem;
         thread.Release();

@@ -59,6 +59,7 @@ struct TargetFacts {
   uint64_t libc_base = 0;  // Load address of libc.so.6's first mapping.
   std::string ld_path;
   uint64_t ld_base = 0;
+  std::string executable_path;  // Its first named mapping, as the target sees it.
   bool has_strata = false;  // libstrata_base.so already mapped.
 };
 
@@ -156,6 +157,17 @@ inline constexpr uint64_t kBorrowedStackRoom = 12 * 1024;
 // so the frame never lands in the program's data. Pure function.
 std::string BorrowedStackProblem(const std::vector<StackMapping>& mappings, bool main_thread,
                                  uint64_t thread_pointer, uint64_t sp);
+
+// Why a thread blocked in a system call whose instruction ends at `pc` may not be borrowed
+// ("" when it may): the call must be made by libc's code or the program's own (the mapping
+// holding the `syscall` instruction is `libc_path`'s or `executable_path`'s). A thread in a
+// raw system call of another library or of anonymous code (a sanitizer runtime's background
+// thread, a language runtime's library, JIT code) may hold that runtime's locks or have no
+// state of the runtime's for the allocator dlopen calls (a TSan program's background thread,
+// in a raw nanosleep of libtsan's, faulted in TSan's allocator, and the attach then left the
+// loader's lock held): never borrowed. Pure function.
+std::string BorrowedCallProblem(const std::vector<StackMapping>& mappings, const std::string& libc_path,
+                                const std::string& executable_path, uint64_t pc);
 
 // strata's own thread at real-time priority (SCHED_FIFO 1, SCHED_RESET_ON_FORK) for the
 // object's life, when it may (root, CAP_SYS_NICE): while strata holds a thread of the target

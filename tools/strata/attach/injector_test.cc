@@ -87,6 +87,28 @@ TEST_CASE("too little room below the stack pointer") {
         std::string::npos);
 }
 
+TEST_CASE("only a system call made by libc's or the program's own code may be borrowed") {
+  const std::string libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  const std::vector<StackMapping> mappings = {
+      {0x555500000000, 0x555500010000, "/usr/bin/server"},
+      {0x7f1000000000, 0x7f1000028000, libc},  // Its first, read-only segment.
+      {0x7f1000028000, 0x7f100017d000, libc},  // Its text.
+      {0x7f2000000000, 0x7f2000400000, "/usr/lib/x86_64-linux-gnu/libtsan.so.2"},
+      {0x7f3000000000, 0x7f3000010000, ""},  // JIT code.
+  };
+  const std::string program = "/usr/bin/server";
+  CHECK(BorrowedCallProblem(mappings, libc, program, 0x7f1000100002) == "");
+  // The instruction is the 2 bytes before pc: at a mapping's start, pc is past it.
+  CHECK(BorrowedCallProblem(mappings, libc, program, 0x7f1000028002) == "");
+  // The program's own inline `syscall`.
+  CHECK(BorrowedCallProblem(mappings, libc, program, 0x555500001000) == "");
+  CHECK(BorrowedCallProblem(mappings, libc, program, 0x7f2000001234).find("libtsan.so.2 itself, not through libc") !=
+        std::string::npos);
+  CHECK(BorrowedCallProblem(mappings, libc, program, 0x7f3000000100).find("anonymous code") != std::string::npos);
+  CHECK(BorrowedCallProblem(mappings, libc, "", 0x7f3000000100).find("anonymous code") != std::string::npos);
+  CHECK(BorrowedCallProblem(mappings, libc, program, 0x100).find("no mapping") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace attach
 }  // namespace strata
