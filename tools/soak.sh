@@ -17,8 +17,29 @@
 #     //tests/format:gecko_profile_check
 #   STRATA_BIN=$(bazel --output_base=... info bazel-bin) tools/soak.sh
 # Writes the RSS series to $WORK/rss.csv (seconds,rss_kib) and prints RESULT lines.
+#
+#   tools/soak.sh --loaded-twins [BAZEL_ARGS...]
+#
+# runs instead the scenarios' loaded twins tagged "soak" (tests/scenario.bzl), which CI's
+# whole-suite run leaves out (tests/README.md, "Loaded twins in soak"), ending with the plain
+# line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+if [[ "${1:-}" == "--loaded-twins" ]]; then
+  shift
+  tools/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+  log=$(mktemp /tmp/strata-soak.XXXXXX)
+  trap 'rm -f "$log"' EXIT
+  bazel test //... --keep_going --test_summary=short --build_tests_only --test_tag_filters=soak "$@" 2>&1 | tee "$log"
+  bazel_rc=${PIPESTATUS[0]}
+  passed=$(grep -cE '^//[^ ]+ +(\(cached\) +)?PASSED' "$log")
+  failed=$(grep -cE '^//[^ ]+ +(\(cached\) +)?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$log")
+  if [[ $bazel_rc -ne 0 && $failed -eq 0 ]]; then failed=1; fi
+  echo "${passed} passed, ${failed} failed"
+  [[ $failed -eq 0 ]]
+  exit
+fi
 bin="${STRATA_BIN:-bazel-bin}"
 seconds=600
 threads=16

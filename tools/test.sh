@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Strata's test command (README, .ci/run): set-up, then, offline,
-#   1. `bazel test //...` (the whole suite), and
+#   1. `bazel test //...` (the whole suite) but the loaded twins tagged "soak" (long scenarios
+#      whose quiet twin runs here; `tools/soak.sh --loaded-twins` runs them: tests/README.md,
+#      "Loaded twins in soak"), and
 #   2. the unit tests (every cc_test: Catch2 tests and fuzz-corpus replays) again under
 #      AddressSanitizer + UndefinedBehaviorSanitizer (--config=asan_ubsan), except those tagged
 #      "timing" (rate and CPU-clock checks, which a 2-5x sanitizer slowdown invalidates). The
@@ -46,7 +48,7 @@ run_suite() {
 if [[ $# -gt 0 ]]; then
   run_suite "bazel test //... $*" //... "${flags[@]}" "$@"
 else
-  run_suite "whole suite" //... "${flags[@]}"
+  run_suite "whole suite" //... "${flags[@]}" --test_tag_filters=-soak
   if [[ "${STRATA_TEST_SANITIZERS:-1}" != 0 ]]; then
     run_suite "unit tests under ASan+UBSan" //... "${flags[@]}" --config=asan_ubsan \
       --build_tests_only --test_lang_filters=cc --test_tag_filters=-timing
