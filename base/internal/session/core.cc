@@ -272,10 +272,15 @@ void StopLocked(Session& session) {
   {
     // The last sampler period's samples and markers go into the buffer before the flight
     // recorder's file is sealed, so a cleanly ended file has the whole session (they were
-    // discarded below: 0-2 of 299 Step markers missing, found by record_child_test).
+    // discarded below: 0-2 of 299 Step markers missing, found by record_child_test). The
+    // samples still due for a wait that ended go first, as in the sampler's loop and
+    // TakeSessionSnapshot (else they were lost: the ring is discarded below).
     AutoLock lock(registry.mutex);
     for (RegisteredThread* thread : registry.live) {
-      if (thread->sampling.load(std::memory_order_relaxed)) (void)DrainRingLocked(thread);
+      if (thread->sampling.load(std::memory_order_relaxed)) {
+        FinishEndedWaitLocked(thread);
+        (void)DrainRingLocked(thread);
+      }
       FlushMarkersLocked(thread);
     }
   }
