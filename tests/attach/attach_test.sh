@@ -561,50 +561,42 @@ if as --32 -o "$WORK/p32.o" "$WORK/p32.s" 2>/dev/null && ld -m elf_i386 -o "$WOR
 else
   result "scenario=refusal-32bit skipped=\"no i386 binutils (as --32, ld -m elf_i386)\""
 fi
+# refused_waiter NAME PROGRAM WORDS LINE WHAT: PROGRAM's only thread waits in a read of its
+# stdin (a fifo) once it printed "waiting"; the attach is refused with WORDS in its reason; then
+# a byte ends the read, and the program must exit 0 having printed LINE (a grep -x pattern).
+refused_waiter() {
+  local name="$1" program="$2" words="$3" line="$4" what="$5" program_pid program_status
+  mkfifo "$WORK/$name.fifo"
+  "$program" <"$WORK/$name.fifo" >"$WORK/$name.program" 2>&1 &
+  program_pid=$!
+  exec 7>"$WORK/$name.fifo"
+  for _ in $(seq 1200); do
+    grep -q waiting "$WORK/$name.program" &&
+      [[ "$(cut -d' ' -f1 /proc/"$program_pid"/syscall 2>/dev/null)" == 0 ]] && break
+    sleep 0.05
+  done
+  refusal "$name" 1 "$words" "$STRATA" record -p "$program_pid" --duration 0.2 -o "$WORK/r.json"
+  printf x >&7
+  exec 7>&-
+  wait "$program_pid"
+  program_status=$?
+  result "scenario=$name status=$program_status output=\"$(tr '\n' ' ' <"$WORK/$name.program")\""
+  if [[ $program_status -eq 0 ]] && grep -qx "$line" "$WORK/$name.program"; then
+    pass "$name: $what, the program exits 0"
+  else
+    fail "$name: status $program_status: $(cat "$WORK/$name.program")"
+  fi
+}
 # A process whose only thread waits in read inside a handler on a malloc'd alternate signal
 # stack, heap canary bytes below it: refused (no thread on its own stack), the canary intact.
-mkfifo "$WORK/altstack.fifo"
-"$ALTSTACK" <"$WORK/altstack.fifo" >"$WORK/altstack.program" 2>&1 &
-altstack_pid=$!
-exec 7>"$WORK/altstack.fifo"
-for _ in $(seq 1200); do
-  grep -q waiting "$WORK/altstack.program" && [[ "$(cut -d' ' -f1 /proc/"$altstack_pid"/syscall 2>/dev/null)" == 0 ]] && break
-  sleep 0.05
-done
-refusal altstack 1 "alternate signal stack" "$STRATA" record -p "$altstack_pid" --duration 0.2 -o "$WORK/r.json"
-printf x >&7
-exec 7>&-
-wait "$altstack_pid"
-altstack_status=$?
-result "scenario=altstack status=$altstack_status output=\"$(tr '\n' ' ' <"$WORK/altstack.program")\""
-if [[ $altstack_status -eq 0 ]] && grep -q "canary intact" "$WORK/altstack.program"; then
-  pass "altstack: the heap below the alternate stack is intact, the program exits 0"
-else
-  fail "altstack: status $altstack_status: $(cat "$WORK/altstack.program")"
-fi
+refused_waiter altstack "$ALTSTACK" "alternate signal stack" "canary intact" \
+  "the heap below the alternate stack is intact"
 # A process whose only thread waits in a read made by a `syscall` instruction in anonymous
 # code, not through libc nor by the program's own code (as a runtime's threads wait: TSan's
 # background thread, in libtsan's raw nanosleep, was once borrowed and the attach crashed in
 # TSan's allocator): refused, naming the reason; the read goes on undisturbed.
-mkfifo "$WORK/raw.fifo"
-"$RAW_WAITER" <"$WORK/raw.fifo" >"$WORK/raw.program" 2>&1 &
-raw_pid=$!
-exec 7>"$WORK/raw.fifo"
-for _ in $(seq 1200); do
-  grep -q waiting "$WORK/raw.program" && [[ "$(cut -d' ' -f1 /proc/"$raw_pid"/syscall 2>/dev/null)" == 0 ]] && break
-  sleep 0.05
-done
-refusal raw 1 "not through libc" "$STRATA" record -p "$raw_pid" --duration 0.2 -o "$WORK/r.json"
-printf x >&7
-exec 7>&-
-wait "$raw_pid"
-raw_status=$?
-result "scenario=raw status=$raw_status output=\"$(tr '\n' ' ' <"$WORK/raw.program")\""
-if [[ $raw_status -eq 0 ]] && grep -qx "read 1 errno 0" "$WORK/raw.program"; then
-  pass "raw: the thread in a raw read of anonymous code was not borrowed; its read returned its byte, no EINTR"
-else
-  fail "raw: status $raw_status: $(cat "$WORK/raw.program")"
-fi
+refused_waiter raw "$RAW_WAITER" "not through libc" "read 1 errno 0" \
+  "the thread in a raw read of anonymous code was not borrowed; its read returned its byte, no EINTR"
 # --- call timeout: the borrowed thread's dlopen waits for a lock another thread holds --------
 # The main thread waits in read (borrowed), the other holds the loader's write lock inside a
 # dl_iterate_phdr callback until SIGUSR2: strata gives up after the call timeout (1 s here)
