@@ -52,7 +52,8 @@ else
   # front-end's import) more than they run, and every test holds beside other work
   # (tests/README.md, "Beside any load"); tools/load.sh's 4 busy processes are more than one
   # more test's share. (--local_test_jobs alone still ran two: Bazel 4 also needs --jobs above
-  # it, measured; build actions stay bounded by the 2 CPUs' local resources.)
+  # it, measured; compiles may then run up to four at a time too, which costs the 2 CPUs
+  # little against the tests waited for.)
   run_suite "whole suite" //... "${flags[@]}" --test_tag_filters=-soak --jobs=4 --local_test_jobs=3
   if [[ "${STRATA_TEST_SANITIZERS:-1}" != 0 ]]; then
     run_suite "unit tests under ASan+UBSan" //... "${flags[@]}" --config=asan_ubsan \
