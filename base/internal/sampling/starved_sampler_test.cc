@@ -31,6 +31,7 @@
 #include "base/profiler.h"
 #include "catch2/catch.hpp"
 #include "rapidjson/document.h"
+#include "tools/testing/profile_stacks.h"
 
 namespace {
 
@@ -223,19 +224,35 @@ TEST_CASE("A capture while the sampler is stalled keeps an ended wait's samples 
   profile.Parse(json.c_str(), json.size());
   REQUIRE_FALSE(profile.HasParseError());
   const rapidjson::Value* samples = nullptr;
+  const rapidjson::Value* waiter_thread = nullptr;
   for (const auto& thread : profile["threads"].GetArray()) {
-    if (std::string(thread["name"].GetString()) == "waiter") samples = &thread["samples"];
+    if (std::string(thread["name"].GetString()) == "waiter") {
+      samples = &thread["samples"];
+      waiter_thread = &thread;
+    }
   }
   REQUIRE(samples != nullptr);
   const int time_column = (*samples)["schema"]["time"].GetInt();
+  const int stack_column = (*samples)["schema"]["stack"].GetInt();
   const auto& data = (*samples)["data"];
   REQUIRE(data.Size() >= 2);
   // The writer clamps a sample older than the one before it to that one's time: strictly
   // increasing times mean the buffer had them in order.
   int repeated = 0;
+  std::string around;  // The samples around each repeat: time and leaf frame.
+  auto describe = [&](rapidjson::SizeType i) {
+    const auto frames = strata::testing::StackFrames(*waiter_thread, data[i][stack_column]);
+    return "  #" + std::to_string(i) + " " + std::to_string(data[i][time_column].GetDouble()) +
+           " ms " + (frames.empty() ? std::string("(no stack)") : frames.back().location) + "\n";
+  };
   for (rapidjson::SizeType i = 1; i < data.Size(); ++i) {
-    if (data[i][time_column].GetDouble() <= data[i - 1][time_column].GetDouble()) ++repeated;
+    if (data[i][time_column].GetDouble() <= data[i - 1][time_column].GetDouble()) {
+      ++repeated;
+      for (rapidjson::SizeType k = i > 3 ? i - 3 : 0; k < data.Size() && k <= i + 2; ++k) {
+        around += describe(k);
+      }
+    }
   }
-  INFO(data.Size() << " samples of the waiter");
+  INFO(data.Size() << " samples of the waiter; around each repeat:\n" << around);
   CHECK(repeated == 0);
 }
