@@ -292,7 +292,14 @@ if [[ "$fds" == "$(echo "$before" | grep -c '^fd ')" ]]; then
 else
   fail "cycles: descriptors $fds after $CYCLES cycles, $(echo "$before" | grep -c '^fd ') before"
 fi
-if ((rss_last - rss_first < library_kb)); then
+if ((UNDER_TSAN)); then
+  # Not asserted under TSan: each attach starts and ends three of Strata's threads (the worker,
+  # the sampler, the table grower), and TSan keeps memory for every thread that ran (the
+  # TSan-built thread_ends alone, without Strata: +4.5 MB for 50 threads that returned, ~90 KiB a
+  # thread, 2026-12-07). 20 cycles under TSan: +2.8 MiB against a 908 KiB library mapping
+  # (sixth round of docs/reliability.md "Sanitizers"). Plain builds: asserted, as before.
+  echo "skipped under TSan: cycles: RSS ${rss_first} KiB after the first cycle, ${rss_last} KiB after the last (library mapping $library_kb KiB; TSan's memory for every thread that ran)"
+elif ((rss_last - rss_first < library_kb)); then
   pass "cycles: RSS ${rss_first} KiB after the first cycle, ${rss_last} KiB after the last (less than the library mapping's $library_kb KiB more)"
 else
   fail "cycles: RSS grew from ${rss_first} KiB to ${rss_last} KiB over $CYCLES cycles"
