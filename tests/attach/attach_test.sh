@@ -584,7 +584,20 @@ exec 7>&-
 wait "$altstack_pid"
 altstack_status=$?
 result "scenario=altstack status=$altstack_status output=\"$(tr '\n' ' ' <"$WORK/altstack.program")\""
-if [[ $altstack_status -eq 0 ]] && grep -q "canary intact" "$WORK/altstack.program"; then
+if ((UNDER_TSAN)); then
+  # The TSan-built program alone, never attached, damages its own canary: TSan's signal frames
+  # (its handler, then the interceptors of the handler's write and read) overflow the 6 KiB
+  # alternate stack ("canary damaged at 48920", 232 bytes below it, 2 of 2 runs without
+  # strata, sixth round of docs/reliability.md "Sanitizers"). So under TSan the attached run
+  # must end as that plain run did: strata changed nothing.
+  printf x | "$ALTSTACK" >"$WORK/altstack.plain" 2>&1
+  altstack_plain_status=$?
+  if [[ $altstack_status -eq $altstack_plain_status ]] && cmp -s "$WORK/altstack.plain" "$WORK/altstack.program"; then
+    pass "altstack: status $altstack_status and output as the TSan-built program alone ($(tr '\n' ' ' <"$WORK/altstack.plain"))"
+  else
+    fail "altstack: status $altstack_status, alone $altstack_plain_status: $(cat "$WORK/altstack.program") / alone: $(cat "$WORK/altstack.plain")"
+  fi
+elif [[ $altstack_status -eq 0 ]] && grep -q "canary intact" "$WORK/altstack.program"; then
   pass "altstack: the heap below the alternate stack is intact, the program exits 0"
 else
   fail "altstack: status $altstack_status: $(cat "$WORK/altstack.program")"
