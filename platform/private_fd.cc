@@ -72,27 +72,6 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) int AboveLimitHel
   return 0;
 }
 
-#if STRATA_TSAN_BUILD
-// The original of a moved descriptor is closed through the first `close` of the global scope:
-// TSan's interceptor in a program linked with TSan (where libtsan comes before this library,
-// so this library's own `close`, whose next definition is libc's, would skip it), or this
-// library's wrapper, which forwards to it, in a preloaded one. TSan keeps a record per
-// descriptor number; closed behind its back (a raw system call, or libc's close), the record
-// stayed, and the next descriptor given that number (the sampler's fopen or opendir) was
-// reported racing with the one moved away (ipc_limit_test: the Waker's eventfd;
-// ipc_hostile_test: the listening socket).
-void CloseSeenByTsan(int fd) {
-  using CloseFunction = int (*)(int);
-  static std::atomic<CloseFunction> first{nullptr};
-  CloseFunction close_function = first.load(std::memory_order_acquire);
-  if (close_function == nullptr) {
-    close_function = reinterpret_cast<CloseFunction>(dlsym(RTLD_DEFAULT, "close"));
-    if (close_function == nullptr) close_function = &::close;
-    first.store(close_function, std::memory_order_release);
-  }
-  close_function(fd);
-}
-#endif
 
 using CloneFunction = int (*)(int (*)(void*), void*, int, void*, ...);
 
@@ -150,6 +129,30 @@ bool RunningUnderValgrind() {
 }
 
 }  // namespace
+
+#if STRATA_TSAN_BUILD
+// TSan keeps a record per descriptor number (its creation and the accesses its interceptors
+// saw); only a close it sees resets it. Closed behind its back (a raw system call, or this
+// library's own `close`, which -Bsymbolic-functions binds to its wrapper, whose next
+// definition is libc's: past TSan's interceptor in a program linked with TSan), the record
+// stays, and the next descriptor given that number (the sampler's opendir, whose closedir TSan
+// sees) is reported racing with the one closed unseen (ipc_limit_test: the Waker's eventfd,
+// moved high; ipc_hostile_test: the listening socket; a symbol file mmap()ed at save, whose
+// mmap TSan's interceptor saw). So this closes through the first `close` of the global scope:
+// TSan's interceptor in a program linked with TSan, or this library's wrapper, which forwards
+// to it, in a preloaded one.
+void CloseSeenByTsan(int fd) {
+  using CloseFunction = int (*)(int);
+  static std::atomic<CloseFunction> first{nullptr};
+  CloseFunction close_function = first.load(std::memory_order_acquire);
+  if (close_function == nullptr) {
+    close_function = reinterpret_cast<CloseFunction>(dlsym(RTLD_DEFAULT, "close"));
+    if (close_function == nullptr) close_function = &::close;
+    first.store(close_function, std::memory_order_release);
+  }
+  close_function(fd);
+}
+#endif
 
 int MoveDescriptorAboveSoftLimit(int fd, long* soft_limit_out, long* hard_limit_out) {
   if (fd < 0) return -1;

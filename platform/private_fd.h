@@ -23,7 +23,18 @@
 
 #include <sys/types.h>
 
+#include "platform/tsan_startup.h"
+
 namespace strata {
+
+#if STRATA_TSAN_BUILD
+// ThreadSanitizer builds only: closes `fd` so that TSan sees it (through the global scope's
+// first `close`: TSan's interceptor, directly or behind Strata's wrapper), for a descriptor
+// TSan saw created or used. The first call looks the function up (dlsym: not
+// async-signal-safe); later calls are a load and the call. Not for a fork child's or a signal
+// handler's first close.
+void CloseSeenByTsan(int fd);
+#endif
 
 // The lowest number MoveDescriptorHigh() asks for. Half of the usual 1024 soft limit, where a
 // program that counts up from 3 rarely reaches.

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "platform/private_fd.h"
 #include "shared/json/shared_libraries.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -478,7 +479,15 @@ ElfSymbolTable ElfSymbolTable::ReadFile(const std::string& path) {
       munmap(image, size);
     }
   }
+#if STRATA_TSAN_BUILD
+  // TSan's mmap interceptor recorded a use of this number, and in libstrata_base.so `close`
+  // is Strata's own wrapper, past TSan's interceptor (private_fd.h): closed so that TSan sees
+  // it, else the next descriptor given the number (the sampler's opendir) was reported racing
+  // with this mmap.
+  CloseSeenByTsan(fd);
+#else
   close(fd);
+#endif
   return table;
 }
 

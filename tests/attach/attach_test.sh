@@ -292,7 +292,14 @@ if [[ "$fds" == "$(echo "$before" | grep -c '^fd ')" ]]; then
 else
   fail "cycles: descriptors $fds after $CYCLES cycles, $(echo "$before" | grep -c '^fd ') before"
 fi
-if ((rss_last - rss_first < library_kb)); then
+if ((UNDER_TSAN)); then
+  # Not asserted under TSan: each attach starts and ends three of Strata's threads (the worker,
+  # the sampler, the table grower), and TSan keeps memory for every thread that ran (the
+  # TSan-built thread_ends alone, without Strata: +4.5 MB for 50 threads that returned, ~90 KiB a
+  # thread, 2026-12-07). 20 cycles under TSan: +2.8 MiB against a 908 KiB library mapping
+  # (sixth round of docs/reliability.md "Sanitizers"). Plain builds: asserted, as before.
+  echo "skipped under TSan: cycles: RSS ${rss_first} KiB after the first cycle, ${rss_last} KiB after the last (library mapping $library_kb KiB; TSan's memory for every thread that ran)"
+elif ((rss_last - rss_first < library_kb)); then
   pass "cycles: RSS ${rss_first} KiB after the first cycle, ${rss_last} KiB after the last (less than the library mapping's $library_kb KiB more)"
 else
   fail "cycles: RSS grew from ${rss_first} KiB to ${rss_last} KiB over $CYCLES cycles"
@@ -581,7 +588,21 @@ refused_waiter() {
   wait "$program_pid"
   program_status=$?
   result "scenario=$name status=$program_status output=\"$(tr '\n' ' ' <"$WORK/$name.program")\""
-  if [[ $program_status -eq 0 ]] && grep -qx "$line" "$WORK/$name.program"; then
+  if ((UNDER_TSAN)); then
+    # A TSan-built program alone, never attached, may not end as in other builds: the
+    # altstack program damages its own canary (TSan's signal frames, its handler's and the
+    # interceptors' of its write and read, overflow the 6 KiB alternate stack: "canary damaged
+    # at 48920", 232 bytes below it, 2 of 2 runs without strata; docs/reliability.md,
+    # "Sanitizers", sixth round). So under TSan the attached run must end as the program
+    # alone: strata changed nothing.
+    printf x | "$program" >"$WORK/$name.plain" 2>&1
+    local plain_status=$?
+    if [[ $program_status -eq $plain_status ]] && cmp -s "$WORK/$name.plain" "$WORK/$name.program"; then
+      pass "$name: status $program_status and output as the TSan-built program alone"
+    else
+      fail "$name: status $program_status, alone $plain_status: $(cat "$WORK/$name.program") / alone: $(cat "$WORK/$name.plain")"
+    fi
+  elif [[ $program_status -eq 0 ]] && grep -qx "$line" "$WORK/$name.program"; then
     pass "$name: $what, the program exits 0"
   else
     fail "$name: status $program_status: $(cat "$WORK/$name.program")"
@@ -661,6 +682,12 @@ time.sleep(60)' "$dumpable" >"$WORK/dumpable$dumpable.out" 2>&1 &
     if [[ $dumpable == 0 ]]; then
       refusal not_dumpable 1 "no permission" setpriv --reuid=65534 --regid=65534 --clear-groups "$public/strata" record -p "$sleeper_pid" --duration 0.2 \
         -o "$public/r.json"
+    elif ((UNDER_TSAN)); then
+      # The target is the system's python3, not a TSan-built program: the TSan build of
+      # libstrata_base.so needs libtsan, which cannot be loaded into a running process ("cannot
+      # allocate memory in static TLS block" from the dlopen in the target; sixth round of
+      # docs/reliability.md "Sanitizers"). The refusal above is still checked under TSan.
+      echo "skipped under TSan: the same program left dumpable, attached (a TSan-built library cannot be loaded into the plain python3)"
     elif timeout -s KILL 60 setpriv --reuid=65534 --regid=65534 --clear-groups "$public/strata" record -q \
         -p "$sleeper_pid" --duration 0.2 --lib "$public/libstrata_base.so" -o "$public/r.json" >"$WORK/dumpable.err" 2>&1; then
       pass "the same program left dumpable: attached by strata as the same user (exit 0)"

@@ -9,16 +9,20 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 static sigset_t usr2;
-static volatile int in_callback;
+// Atomic: written by the holder, read by main (a volatile int was a data race, which TSan
+// reported, and its report then waited for the loader's lock the holder keeps: the TSan-built
+// program stopped until SIGUSR2 and died with halt_on_error's status 66).
+static atomic_int in_callback;
 
 static int Callback(struct dl_phdr_info* info, size_t size, void* data) {
   (void)info, (void)size, (void)data;
-  in_callback = 1;
+  atomic_store_explicit(&in_callback, 1, memory_order_release);
   int signal_number = 0;
   while (sigwait(&usr2, &signal_number) != 0) {
   }
@@ -37,7 +41,7 @@ int main(void) {
   pthread_sigmask(SIG_BLOCK, &usr2, NULL);  // Inherited: only sigwait takes it.
   pthread_t holder;
   if (pthread_create(&holder, NULL, HoldLoaderLock, NULL) != 0) return 2;
-  while (!in_callback) usleep(1000);
+  while (!atomic_load_explicit(&in_callback, memory_order_acquire)) usleep(1000);
   static const char ready[] = "waiting\n";
   if (write(1, ready, sizeof(ready) - 1) < 0) _exit(3);
   char buffer[256];

@@ -389,8 +389,17 @@ for name in full-1 full-2; do
     fail "$name: no memory counter: not the full tier's session"
   fi
 done
-[[ -s "$OUT/full-1.json" ]] && check_window full-1 PhaseBefore PhaseGamma PhaseDelta
-[[ -s "$OUT/full-2.json" ]] && check_window full-2 PhaseDelta PhaseBefore PhaseGamma
+if ((UNDER_TSAN)); then
+  # server_full is linked with TSan and Strata: TSan's pthread_create comes first in the lookup
+  # order, so Strata does not wrap thread starts there (preload.cc, CanWrapThreadStart: its
+  # trampoline would run before TSan set the thread up) and the worker, which never registers
+  # itself, is not sampled: the profiles hold the main thread only (sixth round of
+  # docs/reliability.md "Sanitizers"). The windows are checked in the preloaded runs above.
+  echo "skipped under TSan: full-1, full-2: the phases' window (the linked server's worker is not registered under TSan)"
+else
+  [[ -s "$OUT/full-1.json" ]] && check_window full-1 PhaseBefore PhaseGamma PhaseDelta
+  [[ -s "$OUT/full-2.json" ]] && check_window full-2 PhaseDelta PhaseBefore PhaseGamma
+fi
 
 # --- Under `strata record`, a caller's STRATA_SIGNAL is dropped: SIGUSR2 keeps its meaning
 # for the program (here: its default action ends it), as in a plain run.

@@ -55,6 +55,7 @@
 #include "base/profiler.h"
 #include "platform/private_fd.h"
 #include "platform/raw_syscall.h"
+#include "platform/tsan_startup.h"
 
 // What the worker is doing, read by strata with process_vm_readv (AttachState below).
 extern "C" {
@@ -256,6 +257,14 @@ void* AttachWorker(void* raw) {
   ReleaseStoppedFlightRecorderFiles();  // No mapping of the (removed) file left behind.
   g_attached_session.store(false);
   strata_attach_state.store(abandoned ? kAttachAbandoned : kAttachSaved);
+#if STRATA_TSAN_BUILD
+  // ThreadSanitizer builds: the worker ends detached, and no later attach joins it (below,
+  // strata_attach_start). TSan reports a thread that ended and was never joined as a "thread
+  // leak" when the process exits (status 66): the last attach's worker, kept joinable by design
+  // for the next attach to join, was reported in every program that exited after a detach.
+  // Joining it at the library's unload instead hung a server in _dl_fini (the loader lock).
+  pthread_detach(pthread_self());
+#endif
   g_worker_running.store(false);
   return nullptr;
 }
@@ -297,6 +306,7 @@ extern "C" __attribute__((visibility("default"))) int strata_attach_start(const 
   request.release();  // The worker's.
   strata_attach_worker_thread.store(reinterpret_cast<uint64_t>(thread));
   g_last_worker = thread;  // Joined by the next attach's worker.
-  g_have_worker = true;
+  // Under TSan the worker detaches itself as it ends (AttachWorker): never joined.
+  g_have_worker = !STRATA_TSAN_BUILD;
   return kAttachOk;
 }

@@ -431,6 +431,46 @@ int dlclose(void* handle) {
   return rc;
 }
 
+#if STRATA_TSAN_BUILD
+// This library's own ELF header (the linker's hidden symbol for the object being linked).
+extern "C" const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+
+namespace {
+
+// True when `address` lies in an executable segment of libstrata_base.so itself.
+__attribute__((no_sanitize("address", "undefined", "thread"))) bool InThisLibrarysCode(
+    const void* address) {
+  const uintptr_t bias = reinterpret_cast<uintptr_t>(&__ehdr_start);
+  const auto* headers =
+      reinterpret_cast<const ElfW(Phdr)*>(bias + __ehdr_start.e_phoff);
+  const uintptr_t at = reinterpret_cast<uintptr_t>(address);
+  for (int i = 0; i < __ehdr_start.e_phnum; ++i) {
+    const ElfW(Phdr)& header = headers[i];
+    if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
+    if (at >= bias + header.p_vaddr && at < bias + header.p_vaddr + header.p_memsz) return true;
+  }
+  return false;
+}
+
+using DlIteratePhdrFunction = int (*)(int (*)(struct dl_phdr_info*, size_t, void*), void*);
+
+// glibc's own dl_iterate_phdr, by libc's handle (already loaded: RTLD_NOLOAD loads nothing).
+__attribute__((no_sanitize("address", "undefined", "thread"))) DlIteratePhdrFunction
+LibcDlIteratePhdr() {
+  static DlIteratePhdrFunction libc_function = nullptr;
+  DlIteratePhdrFunction found = __atomic_load_n(&libc_function, __ATOMIC_ACQUIRE);
+  if (found != nullptr) return found;
+  void* const libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  void* const symbol = libc != nullptr ? dlsym(libc, "dl_iterate_phdr") : nullptr;
+  if (symbol == nullptr) return nullptr;
+  found = reinterpret_cast<DlIteratePhdrFunction>(symbol);
+  __atomic_store_n(&libc_function, found, __ATOMIC_RELEASE);
+  return found;
+}
+
+}  // namespace
+#endif
+
 // libunwind's lookups during a sampling walk are served without the loader's lock, and a
 // thread inside the real dl_iterate_phdr (which holds that lock while it runs the callback)
 // is marked so that its samples walk frame pointers (libunwind_walker.h). Calls from objects
@@ -458,6 +498,19 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int dl_iterate_ph
   }
   if (!real) return 0;
   if (before_tsan_start) return real(callback, data);
+#if STRATA_TSAN_BUILD
+  // Strata's own calls (the library list of the flight recorder and of the save, libunwind's
+  // lookups, the loader counts) go to glibc's definition, as they do in a program linked with
+  // TSan (where this library's next definition is libc's). In a preloaded program the next
+  // one is TSan's interceptor, which strlen()s every object's name: the dynamic loader's is the
+  // executable's PT_INTERP string, in its first page, and a program that made that page
+  // unreadable (signals_memory_test's unreadable_elf, recorded) was killed there, in TSan's
+  // internal_strlen on the sampler thread. Strata's callbacks read names with checked reads.
+  if (InThisLibrarysCode(__builtin_return_address(0))) {
+    const DlIteratePhdrFunction libc_function = LibcDlIteratePhdr();
+    if (libc_function != nullptr) real = libc_function;
+  }
+#endif
   strata::ScopedDlIteratePhdrCall in_loader_list;
   return real(callback, data);
 }

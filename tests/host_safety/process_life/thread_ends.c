@@ -4,7 +4,8 @@
 // a time, each joined. Then, after 100 ms, a thread named "late-worker" works 200 ms of CPU
 // (it must still be sampled). Not linked to Strata: run plain and preloaded.
 //
-//   thread_ends MODE N
+//   thread_ends MODE N [BATCH]
+// BATCH: threads alive at a time (50 when not given).
 // stdout: "thread_ends: mode=MODE threads=N" (the same plain and preloaded); stderr:
 // "measure: fds_before=A fds_after=B rss_before_kb=C rss_after_kb=D" (descriptors open and
 // resident size before the first thread and 100 ms after the last one ended).
@@ -21,6 +22,7 @@
 
 // Written by every thread: atomic (relaxed), so that the sink is no data race (TSan).
 static atomic_ulong g_sink;
+enum { kBatchMax = 50 };
 static const char* g_mode;
 
 static double ThreadCpu(void) {
@@ -82,12 +84,14 @@ static long ResidentKb(void) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: thread_ends return|pthread_exit|cancel|sys_exit N\n");
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: thread_ends return|pthread_exit|cancel|sys_exit N [BATCH]\n");
     return 2;
   }
   g_mode = argv[1];
   const int n = atoi(argv[2]);
+  int batch = argc == 4 ? atoi(argv[3]) : 50;
+  if (batch < 1 || batch > kBatchMax) batch = kBatchMax;
   // One thread first, so that what a first thread costs once (stacks cached by libc, the
   // profiler's first allocations) is in the "before" figures.
   pthread_t warm;
@@ -95,11 +99,10 @@ int main(int argc, char** argv) {
   pthread_join(warm, NULL);
   const int fds_before = OpenDescriptors();
   const long rss_before = ResidentKb();
-  enum { kBatch = 50 };
   for (int done = 0; done < n;) {
-    pthread_t threads[kBatch];
+    pthread_t threads[kBatchMax];
     int made = 0;
-    for (; made < kBatch && done + made < n; ++made) {
+    for (; made < batch && done + made < n; ++made) {
       if (pthread_create(&threads[made], NULL, Ending, NULL) != 0) {
         perror("pthread_create");
         return 1;

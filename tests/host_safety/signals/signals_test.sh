@@ -331,9 +331,28 @@ fi
 fi  # part 1
 
 if in_part 2; then
+# Under TSan the program's own code goes deeper than its deepest frame: the burn loop's
+# clock_gettime is TSan's interceptor (ScopedInterceptor, FuncEntry, TraceSwitch), not the
+# vDSO. Measured by the TSan-built tiny_stack alone (--measure, no Strata): 1672 bytes below
+# its deepest frame (2026-12-07), where the plain build uses < 512. With only 4608 bytes left
+# (or AT_MINSIGSTKSZ + 256) the kernel then cannot push the sampling signal's frame below TSan's
+# frames: SIGSEGV with si_code SI_KERNEL in TraceSwitch, before any handler runs (gdb, sixth
+# round). So under TSan the bytes left are counted from where TSan's own frames reach: the
+# tiny stack's and the tight cases' LEFT get that plain run's figure added (main_stack's 5 KiB
+# passes as it is); the skips and the exit status are still checked. Plain builds: 0.
+tsan_extra_left=0
+if ((UNDER_TSAN)); then
+  tsan_extra_left=$("$(binary $DIR/tiny_stack)" --measure | sed -n 's/^used_below=//p')
+  echo "under TSan: $tsan_extra_left bytes more left on the small stacks (TSan's frames below the program's deepest, measured without Strata)"
+  [[ "$tsan_extra_left" =~ ^[0-9]+$ ]] || { fail "tiny_stack --measure: no used_below"; tsan_extra_left=0; }
+fi
 # --- A thread on the smallest stack, deep in recursion.
 name=tiny_stack
-run_three "$name" "$(binary $DIR/tiny_stack)"
+if ((UNDER_TSAN)); then
+  run_three "$name" "$(binary $DIR/tiny_stack)" $((4608 + tsan_extra_left))
+else
+  run_three "$name" "$(binary $DIR/tiny_stack)"
+fi
 same_as_plain "$name"
 skipped=$(meta_number "$name" samplesSkippedLowStack)
 if [[ "$RUN_STATUS" -eq 0 && "${skipped:-0}" -gt 0 ]]; then
@@ -359,7 +378,7 @@ fi
 # above the thread's guard page or the main stack's limit): the handler's very first C++
 # frames did not fit (SIGSEGV); its assembly entry skips there, writing nothing.
 minsig=$(LD_SHOW_AUXV=1 /bin/true 2>/dev/null | awk '/AT_MINSIGSTKSZ/ { print $2 }')
-tight=$(( ${minsig:-4096} + 256 ))
+tight=$(( ${minsig:-4096} + 256 + tsan_extra_left ))
 name=tiny_stack_tight
 run_three "$name" "$(binary $DIR/tiny_stack)" "$tight"
 same_as_plain "$name"
@@ -416,24 +435,42 @@ sampling_signal_added() {
   esac
 }
 name=altstack_raw
-run_three "$name" "$(binary $DIR/stack_headroom)" altstack_raw
-same_as_plain "$name"
-for way in plain preload record; do
-  extra=$(sed -n 's/^kernel mask extra: //p' "$WORK/$name.$way.err")
-  expected=$(sampling_signal_added "$name" "$way")
-  if [[ "$extra" == "$expected" && -n "$extra" ]]; then
-    pass "$name ($way): the kernel's mask for the raw handler adds: $extra"
-  else
-    fail "$name ($way): the kernel's mask for the raw handler adds: '${extra}', expected $expected"
-  fi
-done
+if ((UNDER_TSAN)); then
+  # Not under TSan: what keeps this case alive is the first sample that lands on the alternate
+  # stack (at the top of the handler, with room) blocking the sampling signal in the interrupted
+  # frame's uc_sigmask. TSan's own handler takes the signal and runs Strata's later, at an
+  # interceptor, with a copy of the context: the mask edit is lost, and the next sampling signal
+  # that arrives 1.1-1.2 KiB above the stack's base finds no room for the kernel's frame
+  # (SIGSEGV, si_code SI_KERNEL, in the program's BurnCpu with g_handled 0: gdb, 3 of 3, sixth
+  # round of docs/reliability.md "Sanitizers"). The TSan-built program alone also overwrites
+  # its guard bytes there (TSan's interceptor frames: "guard=overwritten 376").
+  echo "skipped under TSan: altstack_raw (TSan runs the sampling handler deferred, on a copy of the context: the first sample's mask edit cannot hold)"
+else
+  run_three "$name" "$(binary $DIR/stack_headroom)" altstack_raw
+  same_as_plain "$name"
+  for way in plain preload record; do
+    extra=$(sed -n 's/^kernel mask extra: //p' "$WORK/$name.$way.err")
+    expected=$(sampling_signal_added "$name" "$way")
+    if [[ "$extra" == "$expected" && -n "$extra" ]]; then
+      pass "$name ($way): the kernel's mask for the raw handler adds: $extra"
+    else
+      fail "$name ($way): the kernel's mask for the raw handler adds: '${extra}', expected $expected"
+    fi
+  done
+fi
 # The same handler installed through libc's syscall(SYS_rt_sigaction, ...), each run going
 # straight down to 1.5 KiB above the base: before, killed in the window before the sampler's
 # scan (the first sample's kernel frame did not fit: SIGSEGV); now the syscall() wrapper adds
 # the sampling signal to the handler's kernel mask at once, and the program reads its own
 # mask back through syscall().
 name=altstack_syscall
-run_three "$name" "$(binary $DIR/stack_headroom)" altstack_syscall
+if ((UNDER_TSAN)); then
+  # The TSan-built program alone overwrote the guard bytes below its alternate stack at 1.5 KiB
+  # left (TSan's interceptor frames below the burn loop): the bytes left are counted from there.
+  run_three "$name" "$(binary $DIR/stack_headroom)" altstack_syscall 3 $((1536 + tsan_extra_left))
+else
+  run_three "$name" "$(binary $DIR/stack_headroom)" altstack_syscall
+fi
 same_as_plain "$name"
 grep -q "guard=intact handler=own" "$WORK/$name.plain.out" ||
   fail "$name: the plain run itself is off: $(cat "$WORK/$name.plain.out")"

@@ -19,13 +19,14 @@
 //       reads its action back with rt_sigaction: prints "altstack_raw handled=COUNT
 //       guard=intact", and on stderr "kernel mask extra: N..." (the signals in the kernel's
 //       mask for its handler beyond its own SIGUSR2; "none" plain).
-//   stack_headroom altstack_syscall [COUNT]   the same, but installed through libc's
+//   stack_headroom altstack_syscall [COUNT [LEFT]]   the same, but installed through libc's
 //       syscall(SYS_rt_sigaction, ...) (as language runtimes do), and each run goes down to
 //       1.5 KiB above the base at once and burns its 30 ms there: the first sampling signal
 //       that lands in a run finds no room for its kernel frame unless the handler's kernel
 //       mask blocks it from the start. COUNT (default 3) runs, right after the install. Reads
 //       the action back both ways: on stderr "kernel mask extra: ..." (inline rt_sigaction)
-//       and "syscall mask extra: ..." (through syscall(): the program's own view).
+//       and "syscall mask extra: ..." (through syscall(): the program's own view). LEFT:
+//       the bytes left above the base instead of 1.5 KiB.
 // Exit status 0 plain. No Strata include.
 #include <pthread.h>
 #include <signal.h>
@@ -139,13 +140,15 @@ static long RawRtSigaction(int signal_number, const struct KernelSigaction* acti
   return result;
 }
 
-enum { kRawLeft = 1536 };
+// Bytes left above the alternate stack's base where the raw handlers burn (1.5 KiB by default;
+// altstack_syscall's LEFT argument sets it).
+static size_t g_raw_left = 1536;
 static uintptr_t g_raw_stack_low;
 
 static int __attribute__((noinline)) RecurseOnAltstack(int depth) {
   volatile char pad[256];
   pad[0] = (char)depth;
-  if ((uintptr_t)__builtin_frame_address(0) - g_raw_stack_low <= kRawLeft + 256) {
+  if ((uintptr_t)__builtin_frame_address(0) - g_raw_stack_low <= g_raw_left + 256) {
     BurnCpu(0.03);
     return pad[0];
   }
@@ -250,12 +253,13 @@ int main(int argc, char** argv) {
     return RunAltstack((size_t)atol(argv[2]), argc > 4 ? atoi(argv[4]) : 20);
   }
   if (argc > 1 && strcmp(argv[1], "altstack_syscall") == 0) {
+    if (argc > 3) g_raw_left = (size_t)atol(argv[3]);
     return RunAltstackSyscall(argc > 2 ? atoi(argv[2]) : 3);
   }
   if (argc > 1 && strcmp(argv[1], "altstack_raw") == 0) {
     return RunAltstackRaw(argc > 2 ? atoi(argv[2]) : 10);
   }
   fprintf(stderr,
-          "usage: stack_headroom main [LEFT] | altstack SIZE [MS [COUNT]] | altstack_raw [COUNT] | altstack_syscall [COUNT]\n");
+          "usage: stack_headroom main [LEFT] | altstack SIZE [MS [COUNT]] | altstack_raw [COUNT] | altstack_syscall [COUNT [LEFT]]\n");
   return 2;
 }

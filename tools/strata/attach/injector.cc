@@ -351,6 +351,15 @@ std::string CheckTarget(pid_t pid, TargetFacts* facts) {
              "): Strata attaches to x86-64 programs only; use `perf record -p`";
     }
   }
+  // The executable's path as the maps name it: /proc/PID/exe, not the first named mapping. A
+  // program built with ThreadSanitizer has TSan's "/tmp/tsan.rodata.PID (deleted)" mappings
+  // below its own, and a thread blocked in the program's own system call (attach_test's
+  // `--only regs`) was refused as a runtime's raw call (BorrowedCallProblem).
+  {
+    char exe[4096];
+    const ssize_t length = readlink(ProcPath(pid, "exe").c_str(), exe, sizeof(exe) - 1);
+    if (length > 0) facts->executable_path.assign(exe, static_cast<size_t>(length));
+  }
   // The libraries: libc.so.6 and the loader (absent: a static program), and Strata.
   std::ifstream maps(ProcPath(pid, "maps"));
   if (!maps) return PermissionAdvice(pid);

@@ -59,7 +59,7 @@ struct TargetFacts {
   uint64_t libc_base = 0;  // Load address of libc.so.6's first mapping.
   std::string ld_path;
   uint64_t ld_base = 0;
-  std::string executable_path;  // Its first named mapping, as the target sees it.
+  std::string executable_path;  // /proc/PID/exe (else its first named mapping), as its maps name it.
   bool has_strata = false;  // libstrata_base.so already mapped.
 };
 
