@@ -9,7 +9,15 @@
 # Per run, ratios inside the run (no speed assumed):
 #   - among the main thread's CPU samples (CPU delta > 0: wall-clock wait samples of a
 #     preempted call are not CPU) in WriteBurst or ComputeBurst, the share whose stack has
-#     pwrite is the program's own write-CPU share within 5 points;
+#     pwrite against the share of the bursts' CPU the program measured inside its pwrite
+#     calls (pwrite_cpu_ns: a clock read each side of each call): at most 5 points above it,
+#     and at least 3/4 of it. Quiet, the two agree within ~2 points; on a loaded machine
+#     the profile's share falls to ~85 % of the program's (load 16-23: 25.6-29.7 % against
+#     30.8-31.5 %): Strata's own work in the wrapper grows with load (the walks of waits it
+#     writes itself, its clock reads), and a sample in it shows the caller (WriteBurst) as
+#     its leaf (Strata's frames are dropped); a call found switched out is not charged
+#     (docs/sampling.md, "Kernel CPU charged to the call"). Before issue 34's charging,
+#     pwrite had almost no samples: below 3/4 of its share, this check's failure;
 #   - the main thread's samples one interval of its CPU apart (the median CPU delta in each
 #     quarter of its CPU, 0.8-1.25 x interval: scenario_lib.sh one_interval_apart) and at
 #     most one CPU sample per interval of the bursts' CPU (+5 %); how many per interval is
@@ -22,6 +30,7 @@ source "$(dirname "$0")/scenario_lib.sh"
 
 args=(--rounds 60 --write-ms 4 --compute-ms 8)
 tolerance_points=5
+lowest_fraction=0.75
 
 check_run() {
   local name="$1"
@@ -30,10 +39,11 @@ check_run() {
   require_profile "$name" || return
   stats "$name" "GeckoMain:pwrite" "GeckoMain:WriteBurst" "GeckoMain:ComputeBurst" || return
   check_format "$name"
-  local write_ns compute_ns
-  write_ns=$(sed -n 's/.*write_cpu_ns=\([0-9]*\).*/\1/p' "$WORK/$name.out")
+  local write_ns compute_ns pwrite_ns
+  write_ns=$(sed -n 's/^write_cpu_ns=\([0-9]*\).*/\1/p' "$WORK/$name.out")
   compute_ns=$(sed -n 's/.*compute_cpu_ns=\([0-9]*\).*/\1/p' "$WORK/$name.out")
-  if [[ -z "$write_ns" || -z "$compute_ns" ]]; then
+  pwrite_ns=$(sed -n 's/.*pwrite_cpu_ns=\([0-9]*\).*/\1/p' "$WORK/$name.out")
+  if [[ -z "$write_ns" || -z "$compute_ns" || -z "$pwrite_ns" ]]; then
     fail "$name: the program printed no CPU split"
     return
   fi
@@ -53,19 +63,20 @@ print(entry.get("kernelCpu", ""))
   pwrite=$(field "$name" match "patterns=pwrite" real_count)
   write=$(field "$name" match "patterns=WriteBurst" real_count)
   compute=$(field "$name" match "patterns=ComputeBurst" real_count)
-  expected=$(awk -v w="$write_ns" -v c="$compute_ns" 'BEGIN { printf "%.2f", 100 * w / (w + c) }')
+  expected=$(awk -v p="$pwrite_ns" -v w="$write_ns" -v c="$compute_ns" \
+    'BEGIN { printf "%.2f", 100 * p / (w + c) }')
   share=$(awk -v p="${pwrite:-0}" -v w="${write:-0}" -v c="${compute:-0}" \
     'BEGIN { if (w + c > 0) printf "%.2f", 100 * p / (w + c) }')
   result "scenario=kernel_cpu_share run=$name pwrite_samples=$pwrite write_samples=$write" \
-    "compute_samples=$compute pwrite_share_pct=$share write_cpu_share_pct=$expected"
+    "compute_samples=$compute pwrite_share_pct=$share pwrite_cpu_share_pct=$expected"
   ((${write:-0} + ${compute:-0} >= 200)) &&
     pass "$name: $write + $compute CPU samples in the bursts" ||
     fail "$name: only ${write:-0} + ${compute:-0} CPU samples in the bursts (want >= 200)"
   [[ -n "$share" ]] &&
-    awk -v a="$share" -v b="$expected" -v t="$tolerance_points" \
-      'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' &&
-    pass "$name: pwrite in $share % of the CPU samples, its CPU share $expected % (within $tolerance_points points)" ||
-    fail "$name: pwrite in ${share:-?} % of the CPU samples, its CPU share $expected % (want within $tolerance_points points)"
+    awk -v a="$share" -v b="$expected" -v t="$tolerance_points" -v f="$lowest_fraction" \
+      'BEGIN { exit !(a <= b + t && a >= f * b) }' &&
+    pass "$name: pwrite in $share % of the CPU samples, its CPU share $expected % (at most $tolerance_points points above, at least $lowest_fraction of it)" ||
+    fail "$name: pwrite in ${share:-?} % of the CPU samples, its CPU share $expected % (want at most $tolerance_points points above, at least $lowest_fraction of it)"
   # One CPU sample per interval of the bursts' CPU, in what load cannot move: the main
   # thread's samples (the charged ones each stand for one interval of the calls' CPU) one
   # interval of its CPU apart in every quarter of it, and no more samples than intervals

@@ -197,10 +197,7 @@ int StartEvent(RegisteredThread* thread, const ProfilerSettings& settings, int s
   source.cpu_at_check = thread->cpu_clock.Read();
   source.check_backoff = 1;
   // Wrapped calls read the event's page to measure their CPU cheaply (kernel_cpu_charge.h).
-  if (source.cpu_at_check) {
-    MapCpuPageLocked(thread->wait, source.perf_event.descriptor(),
-                     source.cpu_at_check->ToNanoseconds());
-  }
+  MapCpuPageLocked(thread->wait, source.perf_event.descriptor());
   return 0;
 }
 

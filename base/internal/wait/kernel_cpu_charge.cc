@@ -27,24 +27,17 @@ namespace {
 
 constexpr long kCpuPageBytes = 4096;
 
-// The page's sequence lock and the thread's CPU since the event opened as of its latest
-// sched-in (time_enabled), read under the lock; false when the page is not a live event's
-// (a zero page after retirement: lock 0).
-bool ReadCpuPage(const void* page, uint32_t* lock, int64_t* enabled_ns) {
+// Calls measured by two clock reads after one found switched out (kernel_cpu_charge.h,
+// "Cheap path"): on a loaded machine, where calls are preempted every few tens, all of them.
+constexpr uint32_t kExactCallsAfterSwitch = 128;
+
+// The page's `lock` (bumped at every sched-in of the thread, and at other updates of the
+// page); false when the page is not a live event's (a zero page after retirement: lock 0).
+bool ReadCpuPageLock(const void* page, uint32_t* lock) {
   const volatile perf_event_mmap_page* event_page =
       static_cast<const volatile perf_event_mmap_page*>(page);
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    const uint32_t before = event_page->lock;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    const uint64_t enabled = event_page->time_enabled;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (event_page->lock == before) {
-      *lock = before;
-      *enabled_ns = static_cast<int64_t>(enabled);
-      return before != 0;
-    }
-  }
-  return false;
+  *lock = event_page->lock;
+  return *lock != 0;
 }
 
 }  // namespace
@@ -52,12 +45,13 @@ bool ReadCpuPage(const void* page, uint32_t* lock, int64_t* enabled_ns) {
 void NoteMeasuredCallStart(WaitState& wait) {
   const void* page = wait.cpu_page.load(std::memory_order_acquire);
   uint32_t lock = 0;
-  int64_t enabled_ns = 0;
-  if (page && ReadCpuPage(page, &lock, &enabled_ns)) {
-    wait.start_page_lock = lock;
+  const bool has_page = page && ReadCpuPageLock(page, &lock);
+  wait.start_page_lock = lock;  // 0 without a page: never a live page's.
+  if (has_page && wait.exact_cpu_calls_left == 0) {
     wait.start_cpu_ns.store(kCpuFromPage, std::memory_order_relaxed);
     return;
   }
+  if (wait.exact_cpu_calls_left > 0) --wait.exact_cpu_calls_left;
   wait.start_cpu_ns.store(CurrentThreadCpuTime().ToNanoseconds(), std::memory_order_relaxed);
 }
 
@@ -65,22 +59,23 @@ int64_t MeasuredCallCpu(WaitState& wait, int64_t start_ns, int64_t end_ns) {
   const int64_t start_cpu_ns = wait.start_cpu_ns.load(std::memory_order_relaxed);
   if (start_cpu_ns == kCpuNotMeasured) return -1;
   const int64_t wall_ns = std::max<int64_t>(0, end_ns - start_ns);
-  if (start_cpu_ns != kCpuFromPage) {
-    return std::min(wall_ns, CurrentThreadCpuTime().ToNanoseconds() - start_cpu_ns);
-  }
   const void* page = wait.cpu_page.load(std::memory_order_acquire);
   uint32_t lock = 0;
-  int64_t enabled_ns = 0;
-  if (!page || !ReadCpuPage(page, &lock, &enabled_ns)) return -1;  // Retired meanwhile.
-  if (lock == wait.start_page_lock) return wall_ns;  // Never switched out: all of it ran.
-  // Switched out: the CPU since its latest sched-in, on the thread's clock.
-  const int64_t since_sched_in_ns =
-      CurrentThreadCpuTime().ToNanoseconds() -
-      (wait.cpu_page_offset_ns.load(std::memory_order_relaxed) + enabled_ns);
-  return std::clamp<int64_t>(since_sched_in_ns, 0, wall_ns);
+  const bool has_page = page && ReadCpuPageLock(page, &lock);
+  // Switched out (it blocked, or was preempted): the page does not tell the CPU it used, so
+  // the thread's next calls read the clock at both ends.
+  const bool switched = has_page && wait.start_page_lock != 0 && lock != wait.start_page_lock;
+  if (switched) wait.exact_cpu_calls_left = kExactCallsAfterSwitch;
+  if (start_cpu_ns != kCpuFromPage) {
+    return std::max<int64_t>(0, CurrentThreadCpuTime().ToNanoseconds() - start_cpu_ns);
+  }
+  if (!has_page) return -1;  // Retired meanwhile.
+  // Never switched out: all of it ran. Switched out: not charged (its CPU goes to the next
+  // user-mode sample).
+  return switched ? -1 : wall_ns;
 }
 
-void MapCpuPageLocked(WaitState& wait, int descriptor, int64_t cpu_now_ns) {
+void MapCpuPageLocked(WaitState& wait, int descriptor) {
   const int pid = static_cast<int>(RawSyscall(SYS_getpid));
   if (wait.cpu_page_pid != pid) wait.cpu_page_mapping = nullptr;  // Not this process's.
   void* at = wait.cpu_page_mapping;
@@ -92,7 +87,6 @@ void MapCpuPageLocked(WaitState& wait, int descriptor, int64_t cpu_now_ns) {
   }
   wait.cpu_page_mapping = reinterpret_cast<void*>(mapped);
   wait.cpu_page_pid = pid;
-  wait.cpu_page_offset_ns.store(cpu_now_ns, std::memory_order_relaxed);
   wait.cpu_page.store(wait.cpu_page_mapping, std::memory_order_release);
 }
 

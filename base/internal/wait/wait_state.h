@@ -80,14 +80,15 @@ struct WaitState {
   int64_t kernel_cpu_credit_ns = 0;
   // The thread's perf event's first page (kernel_cpu_charge.h, "Cheap path"): published by the
   // sampler (release) once mapped, null otherwise; the thread reads its `lock` (bumped at
-  // every sched-in) and `time_enabled` (its CPU since the event opened, as of that sched-in).
-  // `cpu_page_offset_ns`: the thread's CPU clock when the event opened (published before the
-  // page). A retired event's page is replaced by a zero page at the same address, never
+  // every sched-in, among other times).
+  // A retired event's page is replaced by a zero page at the same address, never
   // unmapped while the thread lives (it may be reading it).
   std::atomic<const void*> cpu_page{nullptr};
-  std::atomic<int64_t> cpu_page_offset_ns{0};
   // Thread: the page's `lock` at the measured call's entry (cpu_page mode).
   uint32_t start_page_lock = 0;
+  // Thread: how many more calls read the CPU clock at both ends, the page left aside (set when
+  // a call was found switched out; kernel_cpu_charge.h, "Cheap path").
+  uint32_t exact_cpu_calls_left = 0;
   // Sampler (registry mutex): the page's reserved address and the process that mapped it
   // (a forked child has no copy: perf mappings are not inherited).
   void* cpu_page_mapping = nullptr;
