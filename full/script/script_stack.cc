@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cstdlib>
+#include <cstring>
 
 #include <algorithm>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "base/internal/settings/log.h"
 #include "base/internal/session/tier_extension.h"
 #include "base/profiler.h"
+#include "platform/checked_read.h"
 #include "platform/mutex.h"
 
 namespace strata {
@@ -111,11 +113,80 @@ bool HopJitFrames(const FrameRegisters& stopped, uintptr_t stack_low, uintptr_t 
   return false;
 }
 
+// Whether the code just before `return_address` is an x86-64 call instruction: `call rel32`
+// (E8), or `call` through a register or memory operand (FF /2, any addressing form, with or
+// without a REX prefix), ending exactly at the address. The bytes are read with CheckedRead
+// (the address came from a stack scan: it may point anywhere in a loaded object).
+bool FollowsCall(uintptr_t return_address) {
+  constexpr size_t kLongest = 7;  // FF /2 with SIB and disp32.
+  uint8_t code[kLongest];
+  if (return_address < kLongest ||
+      !CheckedRead(reinterpret_cast<const void*>(return_address - kLongest), code, kLongest)) {
+    return false;
+  }
+  if (code[kLongest - 5] == 0xE8) return true;
+  for (size_t length = 2; length <= kLongest; ++length) {
+    const size_t at = kLongest - length;
+    if (code[at] != 0xFF || at + 1 >= kLongest) continue;
+    const uint8_t modrm = code[at + 1];
+    if (((modrm >> 3) & 7) != 2) continue;  // Not /2 (call near, indirect).
+    const uint8_t mod = modrm >> 6;
+    const uint8_t rm = modrm & 7;
+    size_t expected = 2;
+    if (mod == 3) {
+      expected = 2;
+    } else if (mod == 0) {
+      if (rm == 5) {
+        expected = 6;  // [rip + disp32]
+      } else if (rm == 4) {
+        expected = at + 2 < kLongest && (code[at + 2] & 7) == 5 ? 7 : 3;  // SIB (+disp32)
+      }
+    } else {
+      expected = (mod == 1 ? 3 : 6) + (rm == 4 ? 1 : 0);  // disp8 or disp32, SIB
+    }
+    if (expected == length) return true;
+  }
+  return false;
+}
+
+// The last fallback when leaving JIT code (docs/js.md, "Lost native roots"): candidate return
+// addresses above the stopped sp, lowest first, from `*next_slot` on: a word that points into
+// a loaded object just after a call instruction. The resume point's sp is the slot above it;
+// its fp, the word below it (the callee's saved frame pointer, if it saved one: the native
+// walk uses it only where the unwind rules say so). The caller keeps a candidate only if a
+// walk from it reaches the stack's outermost frame. At most kScanWords words are looked at
+// in all.
+constexpr uintptr_t kScanWords = 2048;
+bool NextScannedCaller(const FrameRegisters& stopped, uintptr_t stack_low, uintptr_t stack_high,
+                       uintptr_t* next_slot, NativeResumePoint* resume) {
+  const uintptr_t first = std::max(stopped.sp, stack_low);
+  const uintptr_t last = std::min(stack_high, first + kScanWords * sizeof(uintptr_t));
+  if (*next_slot < first) *next_slot = first;
+  for (uintptr_t slot = *next_slot; slot + sizeof(uintptr_t) <= last; slot += sizeof(uintptr_t)) {
+    const uintptr_t word = *reinterpret_cast<const uintptr_t*>(slot);
+    if (word < 4096 || !InLoadedObject(word - 1) || !FollowsCall(word)) continue;
+    const uintptr_t below = slot - sizeof(uintptr_t);
+    const uintptr_t fp = below >= first ? *reinterpret_cast<const uintptr_t*>(below) : 0;
+    *resume = NativeResumePoint{word, slot + sizeof(uintptr_t), fp};
+    *next_slot = slot + sizeof(uintptr_t);
+    return true;
+  }
+  *next_slot = last;
+  return false;
+}
+
 // STRATA_JS_WALK_DEBUG set: every walk that leaves JIT code by the cached segment, or is
 // cut, writes a line to stderr (the stopped registers, the resume points, the stack words
 // above the stopped sp, "W*" marking those inside a loaded object). Read once at load; only
 // the rare paths look at it.
 const bool g_walk_debug = getenv("STRATA_JS_WALK_DEBUG") != nullptr;
+// STRATA_JS_WALK_DEBUG=scan: walks leave JIT code by the stack scan only (the engine's entry
+// points, the frame-pointer hop and the cached segment are not tried), which tests the scan
+// on every sample in JIT code (tests/js: js_scan_test).
+const bool g_scan_only = [] {
+  const char* value = getenv("STRATA_JS_WALK_DEBUG");
+  return value != nullptr && std::strcmp(value, "scan") == 0;
+}();
 
 // Signal context: appends `value` in hex after `name` and a space.
 void AppendHex(char*& out, const char* name, uintptr_t value) {
@@ -180,6 +251,32 @@ bool CacheMatches(const WalkCache& cache, const NativeResumePoint& from, uintptr
     if (*reinterpret_cast<const uintptr_t*>(slot) != cache.frames[i].pc) return false;
   }
   return true;
+}
+
+// Tries the stack scan's candidates (NextScannedCaller) in turn, each walked into `slot`
+// after its `*count` frames; keeps the first whose walk reaches the stack's outermost frame
+// (its frames counted) and returns true. At most kScanCandidates walks.
+constexpr int kScanCandidates = 16;
+bool ResumeFromScan(void* thread_context, ucontext_t* context, const FrameRegisters& stopped,
+                    const base_internal::NativeWalkPlan& plan, SampleSlot* slot,
+                    uint32_t* count) {
+  uintptr_t next_slot = 0;
+  NativeResumePoint candidate;
+  for (int tried = 0; tried < kScanCandidates; ++tried) {
+    if (!NextScannedCaller(stopped, plan.stack_low, plan.stack_high, &next_slot, &candidate)) {
+      return false;
+    }
+    FrameRegisters after;
+    bool ended = false;
+    const uint32_t walked = static_cast<uint32_t>(base_internal::WalkNativeSegment(
+        thread_context, context, &candidate, slot->natives + *count,
+        SampleSlot::kMaxNativeFrames - *count, &after, &ended));
+    if (ended && walked > 1) {
+      *count += walked;
+      return true;
+    }
+  }
+  return false;
 }
 
 void UpdateMax(std::atomic<uint64_t>& max, uint64_t value) {
@@ -258,6 +355,7 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
   uint32_t cached_walks = 0;
   uint32_t cache_resumes = 0;
   uint32_t cut_walks = 0;
+  uint32_t scan_resumes = 0;
   WalkCache* cache = plan.frame_pointers ? nullptr : thread->walk_cache;
   while (count < SampleSlot::kMaxNativeFrames) {
     FrameRegisters stopped;
@@ -282,11 +380,11 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
     slot->natives[count++] = NativeFrame{0, stopped.sp};  // Boundary: JIT code from here.
     if (!plan.walk) break;
     while (next_resume < resume_count && resume[next_resume].sp <= stopped.sp) ++next_resume;
-    if (next_resume < resume_count) {
+    if (next_resume < resume_count && !g_scan_only) {
       from = &resume[next_resume++];
-    } else if (HopJitFrames(stopped, plan.stack_low, plan.stack_high, &hop)) {
+    } else if (!g_scan_only && HopJitFrames(stopped, plan.stack_low, plan.stack_high, &hop)) {
       from = &hop;
-    } else if (cache && internal::CachedResumeIsLive(*cache, stopped, plan.stack_low,
+    } else if (!g_scan_only && cache && internal::CachedResumeIsLive(*cache, stopped, plan.stack_low,
                                                      plan.stack_high)) {
       hop = NativeResumePoint{cache->pc, cache->sp, 0};
       from = &hop;
@@ -295,6 +393,14 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
         LogWalkExit("resumed-from-cache", stopped, resume_count, resume, plan.stack_low,
                     plan.stack_high);
       }
+    } else if (!plan.frame_pointers &&
+               ResumeFromScan(thread_context, context, stopped, plan, slot, &count)) {
+      ++scan_resumes;
+      if (g_walk_debug && !g_scan_only) {
+        LogWalkExit("resumed-from-scan", stopped, resume_count, resume, plan.stack_low,
+                    plan.stack_high);
+      }
+      break;  // The scanned walk reached the stack's outermost frame.
     } else {
       ++cut_walks;
       if (g_walk_debug) {
@@ -329,6 +435,10 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
     thread->cache_resumes.store(
         thread->cache_resumes.load(std::memory_order_relaxed) + cache_resumes,
         std::memory_order_relaxed);
+  }
+  if (scan_resumes) {
+    thread->scan_resumes.store(thread->scan_resumes.load(std::memory_order_relaxed) + scan_resumes,
+                               std::memory_order_relaxed);
   }
   if (cut_walks) {
     thread->cut_walks.store(thread->cut_walks.load(std::memory_order_relaxed) + cut_walks,
@@ -380,6 +490,7 @@ ScriptThreadStats ReadScriptThreadStats(const ScriptThread& thread) {
   stats.dropped_frames = thread.dropped_frames.load(std::memory_order_relaxed);
   stats.cached_walks = thread.cached_walks.load(std::memory_order_relaxed);
   stats.cache_resumes = thread.cache_resumes.load(std::memory_order_relaxed);
+  stats.scan_resumes = thread.scan_resumes.load(std::memory_order_relaxed);
   stats.cut_walks = thread.cut_walks.load(std::memory_order_relaxed);
   const double ns_per_tick = NanosecondsPerTick();
   if (stats.samples > 0) {

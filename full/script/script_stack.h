@@ -112,6 +112,9 @@ struct ScriptThread {
   // Walks that could not leave JIT code by the engine's entry points or the frame pointers
   // and resumed at the cached outermost segment instead (still live on the stack).
   std::atomic<uint64_t> cache_resumes{0};
+  // Walks that left JIT code by a return address found scanning the stack (a walk from it
+  // reached the stack's outermost frame), the last fallback.
+  std::atomic<uint64_t> scan_resumes{0};
   // Walks cut at a boundary with no way out of the JIT code (the sample has no native root).
   std::atomic<uint64_t> cut_walks{0};
   // The last kRecentSamples samples' ticks, for percentiles.
@@ -126,6 +129,7 @@ struct ScriptThreadStats {
   uint64_t dropped_frames = 0;
   uint64_t cached_walks = 0;
   uint64_t cache_resumes = 0;
+  uint64_t scan_resumes = 0;
   uint64_t cut_walks = 0;
   double mean_sample_us = 0;  // Whole sample in the handler: base part, script part, walk.
   double median_sample_us = 0;  // Over the last ScriptThread::kRecentSamples samples.

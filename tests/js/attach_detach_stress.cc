@@ -65,6 +65,7 @@ struct Totals {
   uint64_t enables = 0;
   uint64_t disables = 0;
   uint64_t cache_resumes = 0;
+  uint64_t scan_resumes = 0;
   uint64_t cut_walks = 0;
   double max_sample_us = 0;
 };
@@ -75,6 +76,7 @@ void Add(Totals* totals, const sm::ThreadStats& s) {
   totals->enables += s.enable_count;
   totals->disables += s.disable_count;
   totals->cache_resumes += s.cache_resumes;
+  totals->scan_resumes += s.scan_resumes;
   totals->cut_walks += s.cut_walks;
   if (s.max_sample_us > totals->max_sample_us) totals->max_sample_us = s.max_sample_us;
 }
@@ -186,7 +188,7 @@ int main(int argc, char** argv) {
   sm::ShutdownEngine();
 
   std::printf("attach_detach_stress: %s cycles=%d session_restarts=%d samples=%llu "
-              "samples_with_js=%llu enables=%llu disables=%llu max_sample_us=%.1f cache_resumes=%llu cut_walks=%llu "
+              "samples_with_js=%llu enables=%llu disables=%llu max_sample_us=%.1f cache_resumes=%llu scan_resumes=%llu cut_walks=%llu "
               "failures=%d\n",
               failures ? "FAILED" : "ok", 2 * cycles, restarts.load(),
               static_cast<unsigned long long>(totals.samples),
@@ -194,6 +196,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(totals.enables),
               static_cast<unsigned long long>(totals.disables), totals.max_sample_us,
               static_cast<unsigned long long>(totals.cache_resumes),
+              static_cast<unsigned long long>(totals.scan_resumes),
               static_cast<unsigned long long>(totals.cut_walks), failures);
   return failures ? 1 : 0;
 }

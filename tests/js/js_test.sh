@@ -157,6 +157,20 @@ case "$mode" in
       --min-percent 5
     format gc
     ;;
+  scan)
+    # The last way out of JIT code, alone (STRATA_JS_WALK_DEBUG=scan: the engine's entry
+    # points, the frame-pointer hop and the cached segment are not tried): a return address
+    # found scanning the stack above the JIT code, kept only if a walk from it reaches the
+    # stack's outermost frame (docs/js.md, "Lost native roots"). Every sample in JIT code
+    # takes it here: the stacks must be as well-formed, with the runner's main rootward of
+    # the hot functions, and the statistics must show the scan used.
+    STRATA_JS_WALK_DEBUG=scan run_js scan nested.js || finish
+    js_check scan "${HOT[@]}" --min-percent 90 --tiers ion --well-formed "${CUT_ROOTS[@]}"
+    scans=$(sed -n 's/.* \([0-9]*\) from a stack scan.*/\1/p' "$WORK/scan.err")
+    [[ "${scans:-0}" -gt 0 ]] && pass "scan: $scans walks left JIT code by the stack scan" \
+      || fail "scan: no walk left JIT code by the stack scan (statistics: $(grep 'samples of the JS' "$WORK/scan.err"))"
+    format scan
+    ;;
   markers)
     run_js markers markers.js || finish
     js_check markers --well-formed "${CUT_ROOTS[@]}" --marker instant-plain:0 --marker "instant-text:0:hello from JS" \

@@ -235,7 +235,8 @@ int main(int argc, char** argv) {
       if (options.stats) {
         std::fprintf(stderr,
                      "strata js: %llu samples of the JS thread, %llu with JS frames (%.1f%%), "
-                     "%.2f frames per sample, %llu dropped, %llu cached native walks; per "
+                     "%.2f frames per sample, %llu dropped, %llu cached native walks, %llu resumed from "
+                     "the cache, %llu from a stack scan, %llu cut; per "
                      "sample %.2f us median, %.2f us p90, %.2f us mean, %.1f us max; profiling "
                      "turned on %llu time(s), off %llu\n",
                      static_cast<unsigned long long>(stats.samples),
@@ -248,6 +249,9 @@ int main(int argc, char** argv) {
                                    : 0.0,
                      static_cast<unsigned long long>(stats.dropped_frames),
                      static_cast<unsigned long long>(stats.cached_walks),
+                     static_cast<unsigned long long>(stats.cache_resumes),
+                     static_cast<unsigned long long>(stats.scan_resumes),
+                     static_cast<unsigned long long>(stats.cut_walks),
                      stats.median_sample_us, stats.p90_sample_us, stats.mean_sample_us,
                      stats.max_sample_us, static_cast<unsigned long long>(stats.enable_count),
                      static_cast<unsigned long long>(stats.disable_count));

@@ -186,8 +186,9 @@ bool InLoadedObject(uintptr_t pc) {
 size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_context,
                              const FrameRegisters* start, NativeFrame* frames, size_t capacity,
                              FrameRegisters* stopped, uint32_t features,
-                             bool* reads_logged = nullptr) {
+                             bool* reads_logged = nullptr, bool* ended = nullptr) {
   *stopped = FrameRegisters();
+  if (ended) *ended = false;
   if (reads_logged) *reads_logged = true;
   if (capacity == 0) return 0;
   const FrameRegisters registers =
@@ -245,7 +246,11 @@ size_t WalkNativeSegmentImpl(RegisteredThread* thread, ucontext_t* signal_contex
   uintptr_t previous_sp = registers.sp;
   while (count < capacity) {
     SetLibunwindLookupPc(count == 1 ? registers.pc : frames[count - 1].pc - 1);
-    if (unwind->step(&cursor) <= 0) break;
+    const int step = unwind->step(&cursor);
+    if (step <= 0) {
+      if (ended) *ended = step == 0;
+      break;
+    }
     unw_word_t pc = 0;
     unw_word_t sp = 0;
     if (unwind->get_reg(&cursor, UNW_REG_IP, &pc) != 0 ||
@@ -310,10 +315,12 @@ SampleSlot* BeginSample(void* thread_context, ucontext_t* context, int overruns)
 }
 void CommitSample(void* thread_context) { CommitSampleImpl(thread_context); }
 size_t WalkNativeSegment(void* thread_context, ucontext_t* context, const FrameRegisters* start,
-                         NativeFrame* frames, size_t capacity, FrameRegisters* stopped) {
+                         NativeFrame* frames, size_t capacity, FrameRegisters* stopped,
+                         bool* ended) {
   return WalkNativeSegmentImpl(static_cast<RegisteredThread*>(thread_context), context, start,
                                frames, capacity, stopped,
-                               g_sampling_features.load(std::memory_order_relaxed));
+                               g_sampling_features.load(std::memory_order_relaxed),
+                               /*reads_logged=*/nullptr, ended);
 }
 size_t WalkCallerStack(RegisteredThread* thread, ucontext_t* context, NativeFrame* frames,
                        size_t capacity, uint32_t features, bool* reads_logged) {

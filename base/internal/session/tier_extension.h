@@ -119,10 +119,14 @@ SampleSlot* BeginSampleWithoutNativeWalk(void* thread_context, ucontext_t* conte
 // entered JIT code), innermost first into `frames`. The walk stops before the first frame
 // whose pc lies in no loaded ELF object (JIT code, which base cannot unwind): then *stopped
 // holds that frame's pc, stack pointer and frame pointer (fp 0 when unknown), else it is
-// zeroed. Returns the frames written (0 when `start` itself is such code).
+// zeroed. Returns the frames written (0 when `start` itself is such code). `ended` (may be
+// null): set when the walk reached the stack's outermost frame by the unwind rules' own
+// account (libunwind's step found no caller: `_start`, a thread's start), not an unwind
+// error, a capacity limit or JIT code; always false for a frame-pointer walk.
 // Async-signal-safe (libunwind: own thread, own handler).
 size_t WalkNativeSegment(void* thread_context, ucontext_t* context, const FrameRegisters* start,
-                         NativeFrame* frames, size_t capacity, FrameRegisters* stopped);
+                         NativeFrame* frames, size_t capacity, FrameRegisters* stopped,
+                         bool* ended = nullptr);
 
 }  // namespace base_internal
 }  // namespace strata

@@ -93,6 +93,7 @@ struct ThreadStats {
   uint64_t dropped_frames = 0;      // Frames beyond the slot's capacity.
   uint64_t cached_walks = 0;        // Samples whose outer native frames came from the cache.
   uint64_t cache_resumes = 0;       // Walks out of JIT code by the cached outer segment.
+  uint64_t scan_resumes = 0;        // Walks out of JIT code by a return address a stack scan found.
   uint64_t cut_walks = 0;           // Walks that found no way out of JIT code (no native root).
   double mean_sample_us = 0;        // Whole sample, in the handler.
   double median_sample_us = 0;      // Over the last 1024 samples.

@@ -558,6 +558,7 @@ ThreadStats ReadThreadStats(JSContext* cx) {
   stats.dropped_frames = s.dropped_frames;
   stats.cached_walks = s.cached_walks;
   stats.cache_resumes = s.cache_resumes;
+  stats.scan_resumes = s.scan_resumes;
   stats.cut_walks = s.cut_walks;
   stats.mean_sample_us = s.mean_sample_us;
   stats.median_sample_us = s.median_sample_us;
