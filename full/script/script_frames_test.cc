@@ -259,3 +259,41 @@ TEST_CASE("The cached outer segment is a fallback only while its entry is live a
 
 }  // namespace
 }  // namespace strata
+
+TEST_CASE("EndsWithCall recognises each x86-64 call form ending at the return address") {
+  using strata::full::script::internal::EndsWithCall;
+  // Each: the instruction's bytes, padded in front to 7 bytes with a byte that is no opcode
+  // here (0x90, nop), then checked as the 7 bytes before a return address.
+  struct Case {
+    std::vector<uint8_t> bytes;
+    bool call;
+    const char* what;
+  };
+  const Case cases[] = {
+      {{0xE8, 0x10, 0x20, 0x30, 0x40}, true, "call rel32"},
+      {{0xFF, 0xD0}, true, "call rax"},
+      {{0x41, 0xFF, 0xD3}, true, "call r11 (REX.B)"},
+      {{0xFF, 0x10}, true, "call [rax]"},
+      {{0xFF, 0x14, 0x24}, true, "call [rsp] (SIB)"},
+      {{0xFF, 0x15, 0x01, 0x02, 0x03, 0x04}, true, "call [rip+disp32]"},
+      {{0xFF, 0x14, 0x25, 0x01, 0x02, 0x03, 0x04}, true, "call [disp32] (SIB, no base)"},
+      {{0xFF, 0x50, 0x08}, true, "call [rax+disp8]"},
+      {{0xFF, 0x54, 0x24, 0x08}, true, "call [rsp+disp8] (SIB)"},
+      {{0xFF, 0x90, 0x01, 0x02, 0x03, 0x04}, true, "call [rax+disp32]"},
+      {{0xFF, 0x94, 0x24, 0x01, 0x02, 0x03, 0x04}, true, "call [rsp+disp32] (SIB)"},
+      {{0x41, 0xFF, 0x55, 0x08}, true, "call [r13+disp8] (REX.B)"},
+      {{0xFF, 0xE0}, false, "jmp rax (FF /4)"},
+      {{0xFF, 0x20}, false, "jmp [rax]"},
+      {{0xFF, 0xC0}, false, "inc eax (FF /0)"},
+      {{0x48, 0x89, 0xE5}, false, "mov rbp, rsp"},
+      {{0xFF, 0x50}, false, "call [rax+disp8] cut short: its disp8 would be the return address"},
+      {{0xE8, 0x10, 0x20, 0x30}, false, "call rel32 cut short"},
+  };
+  for (const Case& c : cases) {
+    uint8_t code[7];
+    std::fill(code, code + 7, 0x90);
+    std::copy(c.bytes.begin(), c.bytes.end(), code + 7 - c.bytes.size());
+    INFO(c.what);
+    CHECK(EndsWithCall(code, 7) == c.call);
+  }
+}

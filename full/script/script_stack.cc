@@ -113,60 +113,39 @@ bool HopJitFrames(const FrameRegisters& stopped, uintptr_t stack_low, uintptr_t 
   return false;
 }
 
-// Whether the code just before `return_address` is an x86-64 call instruction: `call rel32`
-// (E8), or `call` through a register or memory operand (FF /2, any addressing form, with or
-// without a REX prefix), ending exactly at the address. The bytes are read with CheckedRead
-// (the address came from a stack scan: it may point anywhere in a loaded object).
+// Whether the code just before `return_address` is a call instruction (EndsWithCall), the
+// bytes read with CheckedRead (the address came from a stack scan: it may point anywhere in a
+// loaded object, data included).
 bool FollowsCall(uintptr_t return_address) {
   constexpr size_t kLongest = 7;  // FF /2 with SIB and disp32.
   uint8_t code[kLongest];
-  if (return_address < kLongest ||
-      !CheckedRead(reinterpret_cast<const void*>(return_address - kLongest), code, kLongest)) {
-    return false;
-  }
-  if (code[kLongest - 5] == 0xE8) return true;
-  for (size_t length = 2; length <= kLongest; ++length) {
-    const size_t at = kLongest - length;
-    if (code[at] != 0xFF || at + 1 >= kLongest) continue;
-    const uint8_t modrm = code[at + 1];
-    if (((modrm >> 3) & 7) != 2) continue;  // Not /2 (call near, indirect).
-    const uint8_t mod = modrm >> 6;
-    const uint8_t rm = modrm & 7;
-    size_t expected = 2;
-    if (mod == 3) {
-      expected = 2;
-    } else if (mod == 0) {
-      if (rm == 5) {
-        expected = 6;  // [rip + disp32]
-      } else if (rm == 4) {
-        expected = at + 2 < kLongest && (code[at + 2] & 7) == 5 ? 7 : 3;  // SIB (+disp32)
-      }
-    } else {
-      expected = (mod == 1 ? 3 : 6) + (rm == 4 ? 1 : 0);  // disp8 or disp32, SIB
-    }
-    if (expected == length) return true;
-  }
-  return false;
+  return return_address >= kLongest &&
+         CheckedRead(reinterpret_cast<const void*>(return_address - kLongest), code, kLongest) &&
+         internal::EndsWithCall(code, kLongest);
 }
 
 // The last fallback when leaving JIT code (docs/js.md, "Lost native roots"): candidate return
 // addresses above the stopped sp, lowest first, from `*next_slot` on: a word that points into
 // a loaded object just after a call instruction. The resume point's sp is the slot above it;
 // its fp, the word below it (the callee's saved frame pointer, if it saved one: the native
-// walk uses it only where the unwind rules say so). The caller keeps a candidate only if a
-// walk from it reaches the stack's outermost frame. At most kScanWords words are looked at
-// in all.
+// walk uses it only where the unwind rules say so). Looks at most kScanWords words and
+// checks the code before at most kScanCallChecks of them (a read system call each) in all,
+// counted in `*checks`.
 constexpr uintptr_t kScanWords = 2048;
+constexpr int kScanCallChecks = 64;
 bool NextScannedCaller(const FrameRegisters& stopped, uintptr_t stack_low, uintptr_t stack_high,
-                       uintptr_t* next_slot, NativeResumePoint* resume) {
-  const uintptr_t first = std::max(stopped.sp, stack_low);
+                       uintptr_t* next_slot, int* checks, NativeResumePoint* resume) {
+  if (stopped.sp < stack_low || stopped.sp >= stack_high) return false;
+  const uintptr_t first = stopped.sp;
   const uintptr_t last = std::min(stack_high, first + kScanWords * sizeof(uintptr_t));
   if (*next_slot < first) *next_slot = first;
   for (uintptr_t slot = *next_slot; slot + sizeof(uintptr_t) <= last; slot += sizeof(uintptr_t)) {
     const uintptr_t word = *reinterpret_cast<const uintptr_t*>(slot);
-    if (word < 4096 || !InLoadedObject(word - 1) || !FollowsCall(word)) continue;
-    const uintptr_t below = slot - sizeof(uintptr_t);
-    const uintptr_t fp = below >= first ? *reinterpret_cast<const uintptr_t*>(below) : 0;
+    if (word < 4096 || !InLoadedObject(word - 1)) continue;
+    if (*checks >= kScanCallChecks) return false;
+    ++*checks;
+    if (!FollowsCall(word)) continue;
+    const uintptr_t fp = slot > first ? *reinterpret_cast<const uintptr_t*>(slot - 8) : 0;
     *resume = NativeResumePoint{word, slot + sizeof(uintptr_t), fp};
     *next_slot = slot + sizeof(uintptr_t);
     return true;
@@ -180,9 +159,10 @@ bool NextScannedCaller(const FrameRegisters& stopped, uintptr_t stack_low, uintp
 // above the stopped sp, "W*" marking those inside a loaded object). Read once at load; only
 // the rare paths look at it.
 const bool g_walk_debug = getenv("STRATA_JS_WALK_DEBUG") != nullptr;
-// STRATA_JS_WALK_DEBUG=scan: walks leave JIT code by the stack scan only (the engine's entry
-// points, the frame-pointer hop and the cached segment are not tried), which tests the scan
-// on every sample in JIT code (tests/js: js_scan_test).
+// STRATA_JS_WALK_DEBUG=scan: once the thread's outermost frame is known (the scan needs it),
+// walks leave JIT code by the stack scan only (the engine's entry points, the frame-pointer
+// hop and the cached segment are not tried), which tests the scan on every sample in JIT
+// code (tests/js: js_scan_test).
 const bool g_scan_only = [] {
   const char* value = getenv("STRATA_JS_WALK_DEBUG");
   return value != nullptr && std::strcmp(value, "scan") == 0;
@@ -238,6 +218,30 @@ bool CachedResumeIsLive(const WalkCache& cache, const FrameRegisters& stopped,
   return *reinterpret_cast<const uintptr_t*>(slot) == cache.pc;
 }
 
+bool EndsWithCall(const uint8_t* code, size_t length) {
+  if (length >= 5 && code[length - 5] == 0xE8) return true;  // call rel32
+  for (size_t size = 2; size <= 7 && size <= length; ++size) {
+    const size_t at = length - size;
+    if (code[at] != 0xFF) continue;
+    const uint8_t modrm = code[at + 1];
+    if (((modrm >> 3) & 7) != 2) continue;  // Not /2 (call near, indirect).
+    const uint8_t mod = modrm >> 6;
+    const uint8_t rm = modrm & 7;
+    size_t expected = 2;  // mod 3: a register.
+    if (mod == 0) {
+      if (rm == 5) {
+        expected = 6;  // [rip + disp32]
+      } else if (rm == 4) {
+        expected = size >= 3 && (code[at + 2] & 7) == 5 ? 7 : 3;  // SIB, base 5: + disp32
+      }
+    } else if (mod != 3) {
+      expected = (mod == 1 ? 3 : 6) + (rm == 4 ? 1 : 0);  // disp8 or disp32, SIB
+    }
+    if (expected == size) return true;
+  }
+  return false;
+}
+
 }  // namespace internal
 
 namespace {
@@ -254,16 +258,23 @@ bool CacheMatches(const WalkCache& cache, const NativeResumePoint& from, uintptr
 }
 
 // Tries the stack scan's candidates (NextScannedCaller) in turn, each walked into `slot`
-// after its `*count` frames; keeps the first whose walk reaches the stack's outermost frame
-// (its frames counted) and returns true. At most kScanCandidates walks.
+// after its `*count` frames, and keeps the first whose walk ends, by libunwind's account, at
+// the thread's known outermost frame (ScriptThread::root_pc/root_sp; a walk can also "end"
+// early where a frame has no unwind information): its frames counted, true returned. A
+// candidate whose walk reaches JIT code again (a JS -> C++ -> JS nest the engine named no
+// entry for) ends the scan: a higher candidate would drop the native frames in between
+// silently; the sample is cut instead. At most kScanCandidates walks.
 constexpr int kScanCandidates = 16;
-bool ResumeFromScan(void* thread_context, ucontext_t* context, const FrameRegisters& stopped,
-                    const base_internal::NativeWalkPlan& plan, SampleSlot* slot,
-                    uint32_t* count) {
+bool ResumeFromScan(void* thread_context, ucontext_t* context, const ScriptThread& thread,
+                    const FrameRegisters& stopped, const base_internal::NativeWalkPlan& plan,
+                    SampleSlot* slot, uint32_t* count) {
+  if (thread.root_sp == 0) return false;  // No outermost frame known yet.
   uintptr_t next_slot = 0;
+  int checks = 0;
   NativeResumePoint candidate;
   for (int tried = 0; tried < kScanCandidates; ++tried) {
-    if (!NextScannedCaller(stopped, plan.stack_low, plan.stack_high, &next_slot, &candidate)) {
+    if (!NextScannedCaller(stopped, plan.stack_low, plan.stack_high, &next_slot, &checks,
+                           &candidate)) {
       return false;
     }
     FrameRegisters after;
@@ -271,12 +282,25 @@ bool ResumeFromScan(void* thread_context, ucontext_t* context, const FrameRegist
     const uint32_t walked = static_cast<uint32_t>(base_internal::WalkNativeSegment(
         thread_context, context, &candidate, slot->natives + *count,
         SampleSlot::kMaxNativeFrames - *count, &after, &ended));
-    if (ended && walked > 1) {
+    if (ended && walked > 1 && slot->natives[*count + walked - 1].pc == thread.root_pc &&
+        slot->natives[*count + walked - 1].sp == thread.root_sp) {
       *count += walked;
       return true;
     }
+    if (after.sp != 0 && walked > 1) return false;  // JIT code again: see above.
   }
   return false;
+}
+
+// Notes the last frame of a walk libunwind ended (`ended`) as the thread's outermost frame
+// when it lies above the one known (ScriptThread::root_pc/root_sp).
+void NoteEndedWalk(ScriptThread* thread, const NativeFrame* frames, uint32_t walked, bool ended) {
+  if (!ended || walked == 0) return;
+  const NativeFrame& last = frames[walked - 1];
+  if (last.sp > thread->root_sp) {
+    thread->root_pc = last.pc;
+    thread->root_sp = last.sp;
+  }
 }
 
 void UpdateMax(std::atomic<uint64_t>& max, uint64_t value) {
@@ -367,8 +391,10 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
       ++cached_walks;
       break;  // A cached segment reaches the end of the stack.
     }
+    bool ended = false;
     const uint32_t walked = static_cast<uint32_t>(base_internal::WalkNativeSegment(
-        thread_context, context, from, slot->natives + count, room, &stopped));
+        thread_context, context, from, slot->natives + count, room, &stopped, &ended));
+    NoteEndedWalk(thread, slot->natives + count, walked, ended);
     if (from && cache && stopped.sp == 0 && walked > 1 && walked < room) {
       cache->pc = from->pc;
       cache->sp = from->sp;
@@ -380,11 +406,13 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
     slot->natives[count++] = NativeFrame{0, stopped.sp};  // Boundary: JIT code from here.
     if (!plan.walk) break;
     while (next_resume < resume_count && resume[next_resume].sp <= stopped.sp) ++next_resume;
-    if (next_resume < resume_count && !g_scan_only) {
+    // STRATA_JS_WALK_DEBUG=scan: the scan alone once the thread's outermost frame is known.
+    const bool scan_only = g_scan_only && thread->root_sp != 0;
+    if (next_resume < resume_count && !scan_only) {
       from = &resume[next_resume++];
-    } else if (!g_scan_only && HopJitFrames(stopped, plan.stack_low, plan.stack_high, &hop)) {
+    } else if (!scan_only && HopJitFrames(stopped, plan.stack_low, plan.stack_high, &hop)) {
       from = &hop;
-    } else if (!g_scan_only && cache && internal::CachedResumeIsLive(*cache, stopped, plan.stack_low,
+    } else if (!scan_only && cache && internal::CachedResumeIsLive(*cache, stopped, plan.stack_low,
                                                      plan.stack_high)) {
       hop = NativeResumePoint{cache->pc, cache->sp, 0};
       from = &hop;
@@ -394,7 +422,7 @@ bool TakeScriptSample(void* thread_context, ucontext_t* context, int overruns) {
                     plan.stack_high);
       }
     } else if (!plan.frame_pointers &&
-               ResumeFromScan(thread_context, context, stopped, plan, slot, &count)) {
+               ResumeFromScan(thread_context, context, *thread, stopped, plan, slot, &count)) {
       ++scan_resumes;
       if (g_walk_debug && !g_scan_only) {
         LogWalkExit("resumed-from-scan", stopped, resume_count, resume, plan.stack_low,

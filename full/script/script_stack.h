@@ -101,6 +101,13 @@ struct ScriptThread {
   // The full tier's per-thread state (its native-walk cache), set by AttachScriptThread.
   struct WalkCache* walk_cache = nullptr;
 
+  // Signal context, owning thread: the outermost native frame seen so far (pc, sp), from
+  // walks that libunwind ended for lack of a caller: the one with the highest sp (a walk
+  // that ended early, for lack of unwind information, stops lower). A stack scan's candidate
+  // is kept only if its walk ends at this very frame (docs/js.md, "Lost native roots").
+  uintptr_t root_pc = 0;
+  uintptr_t root_sp = 0;
+
   // Statistics, written by the owning thread's signal handler (ReadScriptThreadStats).
   std::atomic<uint64_t> samples{0};              // Samples taken with this hook.
   std::atomic<uint64_t> sample_ticks{0};         // Their total TSC ticks in the handler.
@@ -195,6 +202,12 @@ namespace internal {
 // Signal context; reads one stack word, only between `stack_low` and `stack_high`.
 bool CachedResumeIsLive(const WalkCache& cache, const FrameRegisters& stopped,
                         uintptr_t stack_low, uintptr_t stack_high);
+
+// Whether `code`, the `length` bytes just before a return address, ends with an x86-64 call
+// instruction: `call rel32` (E8), or `call` through a register or memory operand (FF /2, any
+// ModRM/SIB/displacement form; prefixes such as REX come before FF and do not matter).
+// Pure; `length` >= 7 looks at every form.
+bool EndsWithCall(const uint8_t* code, size_t length);
 
 // For full/internal/full_tier.cc. Signal context: takes the sample of a thread with a script
 // engine attached and returns true, or returns false (no engine: the caller takes an ordinary

@@ -158,14 +158,18 @@ case "$mode" in
     format gc
     ;;
   scan)
-    # The last way out of JIT code, alone (STRATA_JS_WALK_DEBUG=scan: the engine's entry
-    # points, the frame-pointer hop and the cached segment are not tried): a return address
-    # found scanning the stack above the JIT code, kept only if a walk from it reaches the
-    # stack's outermost frame (docs/js.md, "Lost native roots"). Every sample in JIT code
+    # The last way out of JIT code, alone (STRATA_JS_WALK_DEBUG=scan: once the thread's
+    # outermost frame is known, the engine's entry points, the frame-pointer hop and the
+    # cached segment are not tried): a return address
+    # found scanning the stack above the JIT code, kept only if a walk from it ends at the
+    # thread's known outermost frame (docs/js.md, "Lost native roots"). Every sample in JIT code
     # takes it here: the stacks must be as well-formed, with the runner's main rootward of
-    # the hot functions, and the statistics must show the scan used.
+    # the hot functions, and the statistics must show the scan used. A walk whose candidate
+    # leads into JIT code again (a JS -> C++ -> JS nest; the engine's entry points place those)
+    # is cut rather than scanned past, which would drop the native frames in between: a few
+    # of nested.js's samples (~1-3 %), so up to 5 % cut roots here.
     STRATA_JS_WALK_DEBUG=scan run_js scan nested.js || finish
-    js_check scan "${HOT[@]}" --min-percent 90 --tiers ion --well-formed "${CUT_ROOTS[@]}"
+    js_check scan "${HOT[@]}" --min-percent 90 --tiers ion --well-formed --max-cut-roots-percent 5
     scans=$(sed -n 's/.* \([0-9]*\) from a stack scan.*/\1/p' "$WORK/scan.err")
     [[ "${scans:-0}" -gt 0 ]] && pass "scan: $scans walks left JIT code by the stack scan" \
       || fail "scan: no walk left JIT code by the stack scan (statistics: $(grep 'samples of the JS' "$WORK/scan.err"))"

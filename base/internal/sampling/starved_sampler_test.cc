@@ -82,6 +82,8 @@ __attribute__((noinline)) void Descend(int depth) {
 
 }  // namespace
 
+namespace {
+
 // The registered thread `tid`'s dropped samples, read under the registry mutex; -1 when it
 // is not registered.
 int64_t DroppedSamplesOf(pid_t tid) {
@@ -94,6 +96,8 @@ int64_t DroppedSamplesOf(pid_t tid) {
   }
   return -1;
 }
+
+}  // namespace
 
 TEST_CASE("A sampler thread kept from draining for 80 ms of a busy thread's samples drops none") {
   strata::ProfilerSettings settings;  // 1 ms: perf task-clock events where allowed.

@@ -27,10 +27,6 @@ namespace {
 
 constexpr long kCpuPageBytes = 4096;
 
-// Calls measured by two clock reads after one found switched out (kernel_cpu_charge.h,
-// "Cheap path"): on a loaded machine, where calls are preempted every few tens, all of them.
-constexpr uint32_t kExactCallsAfterSwitch = 128;
-
 // The page's `lock` (bumped at every sched-in of the thread, and at other updates of the
 // page); false when the page is not a live event's (a zero page after retirement: lock 0).
 bool ReadCpuPageLock(const void* page, uint32_t* lock) {
@@ -45,13 +41,11 @@ bool ReadCpuPageLock(const void* page, uint32_t* lock) {
 void NoteMeasuredCallStart(WaitState& wait) {
   const void* page = wait.cpu_page.load(std::memory_order_acquire);
   uint32_t lock = 0;
-  const bool has_page = page && ReadCpuPageLock(page, &lock);
-  wait.start_page_lock = lock;  // 0 without a page: never a live page's.
-  if (has_page && wait.exact_cpu_calls_left == 0) {
+  if (page && ReadCpuPageLock(page, &lock)) {
+    wait.start_page_lock = lock;
     wait.start_cpu_ns.store(kCpuFromPage, std::memory_order_relaxed);
     return;
   }
-  if (wait.exact_cpu_calls_left > 0) --wait.exact_cpu_calls_left;
   wait.start_cpu_ns.store(CurrentThreadCpuTime().ToNanoseconds(), std::memory_order_relaxed);
 }
 
@@ -59,20 +53,18 @@ int64_t MeasuredCallCpu(WaitState& wait, int64_t start_ns, int64_t end_ns) {
   const int64_t start_cpu_ns = wait.start_cpu_ns.load(std::memory_order_relaxed);
   if (start_cpu_ns == kCpuNotMeasured) return -1;
   const int64_t wall_ns = std::max<int64_t>(0, end_ns - start_ns);
+  if (start_cpu_ns != kCpuFromPage) {
+    // The clock reads enclose the wall-clock span: the call's CPU is at most that span.
+    return std::clamp<int64_t>(CurrentThreadCpuTime().ToNanoseconds() - start_cpu_ns, 0,
+                               wall_ns);
+  }
   const void* page = wait.cpu_page.load(std::memory_order_acquire);
   uint32_t lock = 0;
-  const bool has_page = page && ReadCpuPageLock(page, &lock);
-  // Switched out (it blocked, or was preempted): the page does not tell the CPU it used, so
-  // the thread's next calls read the clock at both ends.
-  const bool switched = has_page && wait.start_page_lock != 0 && lock != wait.start_page_lock;
-  if (switched) wait.exact_cpu_calls_left = kExactCallsAfterSwitch;
-  if (start_cpu_ns != kCpuFromPage) {
-    return std::max<int64_t>(0, CurrentThreadCpuTime().ToNanoseconds() - start_cpu_ns);
-  }
-  if (!has_page) return -1;  // Retired meanwhile.
-  // Never switched out: all of it ran. Switched out: not charged (its CPU goes to the next
-  // user-mode sample).
-  return switched ? -1 : wall_ns;
+  if (!page || !ReadCpuPageLock(page, &lock)) return -1;  // Retired meanwhile.
+  // Never switched out: all of it ran. Switched out (it blocked, or was preempted): its CPU
+  // is not known from the page, and not charged (it goes to the next user-mode sample).
+  if (lock != wait.start_page_lock) return -1;
+  return wall_ns;
 }
 
 void MapCpuPageLocked(WaitState& wait, int descriptor) {

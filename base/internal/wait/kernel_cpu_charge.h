@@ -24,18 +24,17 @@
 //
 // Cheap path. Two CPU-clock system calls per call cost ~0.6 us here (sqlite3's CPU doubled),
 // so where the thread's perf event's first page is mapped (WaitState::cpu_page) the clock is
-// read only when needed: the page's `lock` is bumped at every sched-in of the thread, so a
+// not read: the page's `lock` is bumped at every sched-in of the thread, so a
 // call whose entry and exit see the same value ran without being switched out, and its CPU
 // is its wall time (TimeStamp::Now, vDSO). A call that was switched out (it blocked, or was
-// preempted) is not charged (its CPU goes to the next user-mode sample, as before issue 34),
-// and the thread's next 128 calls read the CPU clock at both ends (exact), every switched
-// one of them extending that: on a loaded machine, where a call is preempted every few tens,
-// calls are measured exactly; on a quiet one, the page serves. (The page's `time_enabled`
-// cannot date the latest sched-in: measured under load, it lags the thread's CPU clock by
-// ~20 us more at every switch, and the lock also moves without one; charging "the CPU since
-// the latest sched-in" from it charged calls up to their whole wall time, preemption
-// included, and `kernel_cpu_share_test` failed in CI: docs/sampling.md.) Without a page (mmap
-// refused), both clock reads.
+// preempted) is not charged: its CPU goes to the next user-mode sample, as before issue 34.
+// (The page's `time_enabled` cannot date the latest sched-in: measured under load, it lags
+// the thread's CPU clock by ~20 us more at every switch, and the lock also moves without one;
+// charging "the CPU since the latest sched-in" from it charged calls up to their whole wall
+// time, preemption included, and `kernel_cpu_share_test` failed in CI. Reading the clock at
+// both ends of the next 128 calls after a switched one measured no better under load and
+// brings back the cost the page avoids: docs/sampling.md.) Without a page (mmap refused),
+// both clock reads.
 //
 // Thread safety: the calling thread's own state only (its WaitState credit, its ring, which
 // its signal handler also fills: the sampling signal is blocked meanwhile, with raw

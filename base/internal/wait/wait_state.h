@@ -86,9 +86,6 @@ struct WaitState {
   std::atomic<const void*> cpu_page{nullptr};
   // Thread: the page's `lock` at the measured call's entry (cpu_page mode).
   uint32_t start_page_lock = 0;
-  // Thread: how many more calls read the CPU clock at both ends, the page left aside (set when
-  // a call was found switched out; kernel_cpu_charge.h, "Cheap path").
-  uint32_t exact_cpu_calls_left = 0;
   // Sampler (registry mutex): the page's reserved address and the process that mapped it
   // (a forked child has no copy: perf mappings are not inherited).
   void* cpu_page_mapping = nullptr;
