@@ -102,7 +102,9 @@ size_t WalkLibunwindFrom(const LibunwindFunctions* functions, ucontext_t* walk_c
   while (count < capacity) {
     // The first step unwinds `start`; later ones a return address (its call site).
     SetLibunwindLookupPc(lookup);
-    if (functions->step(&cursor) <= 0) break;  // 0: no caller (the outermost frame, or no unwind info and no frame-pointer guess); < 0: error.
+    // 0: no caller (the outermost frame, or no unwind information and no frame-pointer
+    // guess); < 0: an error.
+    if (functions->step(&cursor) <= 0) break;
     unw_word_t pc = 0;
     unw_word_t sp = 0;
     unw_word_t fp = 0;
