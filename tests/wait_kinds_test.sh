@@ -12,7 +12,9 @@
 #   - each wrapped call's self wall time in the profile is the time the program measured for
 #     it, within 2 % (before the fix the unknown call's second was added to the call before
 #     it: select 2 s);
-#   - the unknown calls' time is an "Unknown wait" of the same total, within 2 %;
+#   - the unknown calls' time is an "Unknown wait" of the same total, within 2 % (the program
+#     prints its measures at its end: a CPU sample between a wait and the unknown call would
+#     make that call's time copies of the sample, a documented limit, docs/sampling.md);
 #   - no frame of Strata's own code (the format checker's strata-frame rule).
 source "$(dirname "$0")/scenario_lib.sh"
 
