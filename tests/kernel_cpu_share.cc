@@ -10,7 +10,10 @@
 //   W ms of CPU in the burst, then compute until it has used C ms. Prints
 //   `checksum=...` then `write_cpu_ns=... compute_cpu_ns=... calls=... pwrite_cpu_ns=...`
 //   (pwrite_cpu_ns: the CPU between the clock reads just before and after each pwrite).
+//   With --blocking-reads N instead: N blocking 1-byte reads of a pipe another thread
+//   writes every 5 ms, then `blocking_reads=N main_cpu_ns=...`.
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +70,43 @@ __attribute__((noinline)) int64_t ComputeBurst(int64_t budget_ns, uint64_t* chec
   return used;
 }
 
+int g_pipe[2];
+
+// Writes a byte into the pipe every 5 ms, `count` times.
+void* SlowWriter(void* count) {
+  const long n = reinterpret_cast<long>(count);
+  for (long i = 0; i < n; ++i) {
+    usleep(5000);
+    const char c = 'b';
+    if (write(g_pipe[1], &c, 1) != 1) break;
+  }
+  return nullptr;
+}
+
+// Reads `count` bytes one by one, each read blocking ~5 ms for the writer: calls that are
+// switched out every time and use almost no CPU.
+__attribute__((noinline)) void BlockingReads(long count) {
+  char c;
+  for (long i = 0; i < count; ++i) {
+    if (read(g_pipe[0], &c, 1) != 1) break;
+  }
+}
+
+// --blocking-reads N: the main thread blocks in N reads of a pipe another thread fills slowly;
+// prints `blocking_reads=N main_cpu_ns=...` (the main thread's whole CPU clock at the end).
+int RunBlockingReads(long count) {
+  if (pipe(g_pipe) != 0) {
+    perror("pipe");
+    return 1;
+  }
+  pthread_t writer;
+  pthread_create(&writer, nullptr, SlowWriter, reinterpret_cast<void*>(count));
+  BlockingReads(count);
+  pthread_join(writer, nullptr);
+  printf("blocking_reads=%ld main_cpu_ns=%lld\n", count, static_cast<long long>(ThreadCpuNs()));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,6 +119,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--write-ms")) write_ms = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--compute-ms")) compute_ms = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--blocking-reads")) return RunBlockingReads(atol(argv[i + 1]));
   }
   std::string path = dir + "/kernel_cpu_share." + std::to_string(getpid());
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);

@@ -27,6 +27,12 @@
 #     and +5 % + 20 ms: the program's start and end are outside the bursts);
 #   - profilingLog.kernelCpu says wrapped calls' kernel CPU is charged to them.
 # With libunwind (the program built without frame pointers) and with frame pointers.
+# Then blocking reads (`--blocking-reads 300`: 1-byte reads of a pipe another thread fills
+# every 5 ms, each switched out, almost no CPU): the main thread's CPU in the profile is at
+# most its CPU clock (+5 % + 2 ms). Before 2026-12-07 a switched call was charged "the CPU
+# since its latest sched-in" from the perf page, whose time drifts from the thread's clock by
+# ~20 us per switch: a thread of 34 ms of CPU got 1 128 CPU samples on `read` (its blocked
+# time charged as CPU).
 source "$(dirname "$0")/scenario_lib.sh"
 
 args=(--rounds 60 --write-ms 4 --compute-ms 8)
@@ -108,5 +114,20 @@ check_run charged_libunwind
 STRATA_STARTUP_FEATURES=framepointers run_profiled charged_framepointers \
   "$(binary tests/kernel_cpu_share)" "${args[@]}"
 check_run charged_framepointers
+
+run_profiled blocking_reads "$(binary tests/kernel_cpu_share)" --blocking-reads 300
+show_run blocking_reads
+[[ "$RUN_STATUS" -eq 0 ]] && pass "blocking_reads: status 0" || fail "blocking_reads: status $RUN_STATUS"
+if require_profile blocking_reads && stats blocking_reads "GeckoMain:BlockingReads"; then
+  main_cpu_ns=$(sed -n 's/.*main_cpu_ns=\([0-9]*\).*/\1/p' "$WORK/blocking_reads.out")
+  profile_cpu=$(field blocking_reads thread "name=GeckoMain" cpu_all_ms)
+  read_cpu_samples=$(field blocking_reads match "patterns=BlockingReads" real_count)
+  result "scenario=kernel_cpu_share run=blocking_reads main_cpu_ms=$((${main_cpu_ns:-0} / 1000000))" \
+    "profile_cpu_ms=$profile_cpu read_cpu_samples=$read_cpu_samples"
+  awk -v a="${profile_cpu:-x}" -v c="${main_cpu_ns:-0}" \
+    'BEGIN { if (a == "x") exit 1; exit !(a <= 1.05 * c / 1e6 + 2) }' &&
+    pass "blocking_reads: the main thread's samples carry $profile_cpu ms of CPU, its clock $((${main_cpu_ns:-0} / 1000000)) ms (blocked time not charged as CPU)" ||
+    fail "blocking_reads: the main thread's samples carry ${profile_cpu:-?} ms of CPU, its clock $((${main_cpu_ns:-0} / 1000000)) ms (want at most +5 % + 2 ms)"
+fi
 
 finish
