@@ -130,6 +130,12 @@ struct RegisteredThread {
   // and re-arms the timer at the first loop after it has run. Sampler thread only.
   bool timer_parked = false;
   bool last_sample_in_system_call = false;  // Of the latest sample drained.
+  // Of the latest signal sample drained: the wait (its odd sequence) whose wrapped call the
+  // sample was taken inside (its walk passes through the wrapper's caller at the wait's
+  // caller pc and sp), else 0; and its time. Sampler thread only (wait_sampling.cc:
+  // SampleWaitLocked tells a thread still inside its wrapped call from one that left it).
+  uint64_t signal_sample_wait_sequence = 0;
+  int64_t signal_sample_ns = 0;
   // Wait stacks: the blocking call the thread is in, if any (wait_state.h).
   WaitState wait;
   // The thread's own recent walks at the end of wrapped calls (own_walk_cache.h): its own

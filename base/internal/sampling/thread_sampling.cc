@@ -107,6 +107,25 @@ void PutRingRecordLocked(RegisteredThread* thread, const SampleSlot* slot, int* 
   thread->last_sample = slot->charged_system_call ? RegisteredThread::LastSample::kChargedCall
                                                   : RegisteredThread::LastSample::kCpu;
   if (took_signal_samples && !slot->charged_system_call) *took_signal_samples = true;
+  if (!slot->charged_system_call) {
+    // Taken inside a wrapped call the thread is still in (between the wrapper's mark and the
+    // blocking system call, e.g. preempted there)? Its walk then passes through the wrapper's
+    // caller, at the wait's caller pc and sp (SampleWaitLocked).
+    const WaitState& wait = thread->wait;
+    const uint64_t sequence = wait.sequence.load(std::memory_order_acquire);
+    thread->signal_sample_wait_sequence = 0;
+    thread->signal_sample_ns = slot->time_ns;
+    if ((sequence & 1) != 0) {
+      const uintptr_t caller_pc = wait.caller_pc.load(std::memory_order_relaxed);
+      const uintptr_t caller_sp = wait.caller_sp.load(std::memory_order_relaxed);
+      for (uint32_t i = 0; i < slot->native_count; ++i) {
+        if (slot->natives[i].pc == caller_pc && slot->natives[i].sp == caller_sp) {
+          thread->signal_sample_wait_sequence = sequence;
+          break;
+        }
+      }
+    }
+  }
   int64_t cpu_delta = -1;
   thread->last_sample_in_system_call = slot->in_system_call;
   if (slot->charged_system_call) {

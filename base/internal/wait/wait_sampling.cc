@@ -194,10 +194,22 @@ bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now, bool ran) {
   // that loop already saw: it is running, so it left the wait without the wrapper's return
   // (siglongjmp out of a signal handler: wait_wrappers.cc). Its snapshot describes frames that
   // may be gone: never walked, no more samples for it.
+  // Unless the latest of those samples was taken inside the wrapped call itself (its walk
+  // passes through the wrapper's caller frame: the thread ran between the wrapper's mark and
+  // the blocking system call, preempted there on a loaded machine; seen in a CI run, the rest
+  // of a 200 ms waitpid then became copies of that sample): still waiting. The grid points up
+  // to that sample's time are its, not the wait's; and the wait's stack is written again at
+  // the next point (its copies repeat the latest sample written, which is now that one).
   if (ran && wait.tracked_sequence.load(std::memory_order_relaxed) == sequence) {
-    wait.tracked_sequence.store(0, std::memory_order_relaxed);
-    wait.abandoned_sequence = sequence;
-    return false;
+    if (thread->signal_sample_wait_sequence != sequence) {
+      wait.tracked_sequence.store(0, std::memory_order_relaxed);
+      wait.abandoned_sequence = sequence;
+      return false;
+    }
+    wait.samples_written =
+        std::max(wait.samples_written,
+                 WaitGridPoints(wait.tracked_start_ns, thread->signal_sample_ns, IntervalNs()));
+    wait.stack_written = false;
   }
   if (wait.tracked_sequence.load(std::memory_order_relaxed) != sequence) {
     FinishEndedWaitLocked(thread);  // An earlier wait that ended (normally done already).
