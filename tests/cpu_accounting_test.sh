@@ -9,13 +9,20 @@
 #   since sampling started) is within 5 % of its CPU clock, less what it used while paused
 #   (short by up to one more interval: the CPU after a thread's last sample);
 # - no sample's CPU delta exceeds the wall time since the thread's previous sample by more than
-#   one scheduler tick (4 ms at HZ=250): no CPU is carried by a later sample (before issue 17 a
+#   one scheduler tick (4 ms at HZ=250) and an interval: no CPU is carried by a later sample (before issue 17 a
 #   preempted thread got zero-CPU copies and its next sample all the CPU: 17.6 ms in 0.11 ms).
 source "$(dirname "$0")/scenario_lib.sh"
 
 program="$(binary tests/cpu_accounting)"
 readonly kTolerancePct=5
 readonly kTickMs=4
+# The excess allowed: a tick and an interval (1 ms). CI's run of 2026-12-07 (load ~5) failed
+# the timer mode's bursty thread at 4.33 ms with a tick alone. On this VM the thread CPU
+# clock itself runs ahead of CLOCK_MONOTONIC over short spans (timing each pwrite with both
+# clocks under load: 73 us of CPU in 32 us of wall time, among others), so a tick-bound
+# source's sample can carry a little more than a tick; the defect this guards against (issue
+# 17: 17.6 ms carried in 0.11 ms) is far above either bound.
+readonly kExcessMs=$((kTickMs + 1))
 
 # default: perf task-clock events where the kernel allows them; timer: CPU-clock timers (the
 # fallback, tick-bound); precise: wall-clock timers.
@@ -54,10 +61,10 @@ for mode in default timer precise; do
     else
       fail "$name: $thread_name: samples carry $sampled ms of CPU, its clock says $expected ms (more than $kTolerancePct % apart)"
     fi
-    if ge "$kTickMs" "$excess"; then
-      pass "$name: $thread_name: no sample carries more CPU than the wall time since the previous one plus a tick (worst excess $excess ms)"
+    if ge "$kExcessMs" "$excess"; then
+      pass "$name: $thread_name: no sample carries more CPU than the wall time since the previous one plus a tick and an interval (worst excess $excess ms)"
     else
-      fail "$name: $thread_name: a sample carries $excess ms more CPU than the wall time since the thread's previous sample (> $kTickMs ms)"
+      fail "$name: $thread_name: a sample carries $excess ms more CPU than the wall time since the thread's previous sample (> $kExcessMs ms)"
     fi
   done < <(sed -n 's/^thread name=\([^ ]*\) tid=\([0-9]*\) cpu_ms=\([0-9.]*\) paused_ms=\([0-9.]*\)$/\1 \2 \3 \4/p' "$WORK/$name.out")
   threads_reported=$(grep -c '^thread name=' "$WORK/$name.out")

@@ -12,9 +12,10 @@
 #   - each wrapped call's self wall time in the profile is the time the program measured for
 #     it, within 2 % (before the fix the unknown call's second was added to the call before
 #     it: select 2 s);
-#   - the unknown calls' time is an "Unknown wait" of the same total, within 2 % (the program
-#     prints its measures at its end: a CPU sample between a wait and the unknown call would
-#     make that call's time copies of the sample, a documented limit, docs/sampling.md);
+#   - the unknown calls' time is an "Unknown wait" of the same total, within 2 %, or of one of
+#     the two calls (the other shown as copies of a CPU sample taken just before it: a
+#     documented limit, docs/sampling.md; the program prints its measures at its end to make
+#     that rarer);
 #   - no frame of Strata's own code (the format checker's strata-frame rule).
 source "$(dirname "$0")/scenario_lib.sh"
 
@@ -96,7 +97,17 @@ for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait sysca
     fi
     continue
   fi
-  if awk -v g="${got:-0}" -v w="$want" -v t="$tolerance" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(w > 0 && d <= t / 100 * w) }'; then
+  if [[ $kind == unknown ]] &&
+     awk -v g="${got:-0}" -v w="$want" -v t="$tolerance" 'BEGIN { h = w / 2; d = g - h; if (d < 0) d = -d; exit !(w > 0 && d <= t / 100 * h) }'; then
+    # One of the two raw sleeps shown as copies of a CPU sample taken just before it: the
+    # documented limit (docs/sampling.md, "Unknown waits": the sampler cannot tell a blocked
+    # thread from a runnable one cheaply). The sample can fall in the previous wrapper's own
+    # end (CI, 2026-12-07: `__errno_location` 1 000.8 ms; ci5: the program's printf, since
+    # moved to its end), a few % of runs under load. The other sleep, and every wrapped call
+    # above, are still exact: the defect this test was written for (a raw sleep's second
+    # added to the wrapped call before it) fails those.
+    pass "$name: ${got} ms in the profile, ${want} ms measured by the program: one of the two raw sleeps (the other shown as copies of the CPU sample taken before it, a known limit)"
+  elif awk -v g="${got:-0}" -v w="$want" -v t="$tolerance" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(w > 0 && d <= t / 100 * w) }'; then
     pass "$name: ${got} ms in the profile, ${want} ms measured by the program"
   else
     fail "$name: ${got:-no} ms in the profile, ${want} ms measured by the program (want within ${tolerance} %)"
