@@ -74,6 +74,15 @@ ssize_t SpinThenBlockRead(void* cookie, char* buffer, size_t size) {
   return 5;
 }
 
+// A session at 1 ms with wait stacks (and the default stack walk, threads and CPU).
+void StartWaitStackSession() {
+  strata::ProfilerSettings settings;
+  settings.interval_ms = 1;
+  settings.features = strata::kFeatureStackWalk | strata::kFeatureThreads |
+                      strata::kFeatureCpu | strata::kFeatureWaitStacks;
+  strata::ProfilerStart(settings);
+}
+
 }  // namespace
 
 // A thread that runs inside a wrapped call before it blocks (here the program's own code in
@@ -84,11 +93,7 @@ ssize_t SpinThenBlockRead(void* cookie, char* buffer, size_t size) {
 // passes through the wrapper's caller frame shows the thread is still inside: the blocked
 // time is the wait's (fgets as leaf), not the spin's.
 TEST_CASE("CPU samples inside a wrapped call before it blocks do not end its wait") {
-  strata::ProfilerSettings settings;
-  settings.interval_ms = 1;
-  settings.features = strata::kFeatureStackWalk | strata::kFeatureThreads |
-                      strata::kFeatureCpu | strata::kFeatureWaitStacks;
-  strata::ProfilerStart(settings);
+  StartWaitStackSession();
   REQUIRE(strata::ProfilerIsActive());
   std::thread reader([] {
     strata::ProfilerRegisterThread("spin-then-block");
@@ -130,11 +135,7 @@ TEST_CASE("CPU samples inside a wrapped call before it blocks do not end its wai
 }
 
 TEST_CASE("Short waits the sampler did not walk are in the profile, written at their end") {
-  strata::ProfilerSettings settings;
-  settings.interval_ms = 1;
-  settings.features = strata::kFeatureStackWalk | strata::kFeatureThreads |
-                      strata::kFeatureCpu | strata::kFeatureWaitStacks;
-  strata::ProfilerStart(settings);
+  StartWaitStackSession();
   REQUIRE(strata::ProfilerIsActive());
   std::atomic<int64_t> waited_ns{0};
   std::thread waiter([&waited_ns] {
