@@ -11,8 +11,8 @@
 #     preempted call are not CPU) in WriteBurst or ComputeBurst, the share whose stack has
 #     pwrite against the share of the bursts' CPU the program measured inside its pwrite
 #     calls (pwrite_cpu_ns: a clock read each side of each call): at most 5 points above it,
-#     and at least 3/4 of it (quiet, the write burst's share matched within ~1 point before;
-#     against the calls' own CPU, not measured quiet yet); on a loaded machine
+#     and at least 3/4 of it (quiet, load ~1: 24.5-26.7 % against 27.4-28.2 %, 0.90-0.95 of
+#     it, 2026-12-07); on a loaded machine
 #     the profile's share falls to ~85 % of the program's (load 16-23: 25.6-29.7 % against
 #     30.8-31.5 %): Strata's own work in the wrapper grows with load (the walks of waits it
 #     writes itself, its clock reads), and a sample in it shows the caller (WriteBurst) as
