@@ -113,6 +113,13 @@ bool HopJitFrames(const FrameRegisters& stopped, uintptr_t stack_low, uintptr_t 
   return false;
 }
 
+// The stack scan below runs in the sampling signal handler, on the sampled thread: it cannot
+// block, fault or allocate: stack words are read only between the stopped sp and the
+// thread's stack top (mapped), code bytes only through CheckedRead (process_vm_readv on
+// ourselves: an unmapped or unreadable page is an error return, not a fault), lookups with
+// _dl_find_object (lock-free), walks with base's walker (async-signal-safe); no libc call the
+// program can interpose or that is a cancellation point.
+//
 // Whether the code just before `return_address` is a call instruction (EndsWithCall), the
 // bytes read with CheckedRead (the address came from a stack scan: it may point anywhere in a
 // loaded object, data included).
