@@ -62,6 +62,8 @@
 
 #include "base/internal/process/thread_restrictions.h"
 #include "base/internal/signals/control_signal.h"
+#include "base/internal/signals/kernel_signal_actions.h"
+#include "base/internal/signals/signal_interposers.h"
 #include "base/internal/wait/scoped_wait_mark.h"
 #include "base/internal/session/core.h"
 #include "platform/checked_read.h"
@@ -164,119 +166,6 @@ bool IsStrataSignal(int signal_number) {
 
 __attribute__((constructor)) void ResolveAtLoad() { ResolveRealFunctions(); }
 
-// The kernel's struct sigaction on x86-64, as rt_sigaction reads and writes it (an 8-byte
-// set): exactly what is installed, the program's own sa_restorer included (glibc's sigaction
-// would put its own there).
-struct KernelAction {
-  uintptr_t handler;
-  uint64_t flags;
-  uintptr_t restorer;
-  uint64_t mask;
-  bool operator==(const KernelAction& other) const {
-    return handler == other.handler && flags == other.flags && restorer == other.restorer &&
-           mask == other.mask;
-  }
-};
-
-uint64_t SignalBit(int signal_number) { return uint64_t{1} << (signal_number - 1); }
-
-bool ReadKernelAction(int signal_number, KernelAction* action) {
-  return RawSyscall(SYS_rt_sigaction, signal_number, 0, reinterpret_cast<long>(action),
-                    sizeof(uint64_t)) == 0;
-}
-
-// The kernel action as a glibc sigaction read back from it: glibc copies the kernel's handler,
-// flags (into an int), restorer and first 8 mask bytes.
-KernelAction KernelFormOf(const struct sigaction& action) {
-  return KernelAction{reinterpret_cast<uintptr_t>(action.sa_handler),
-                      static_cast<uint32_t>(action.sa_flags),
-                      reinterpret_cast<uintptr_t>(action.sa_restorer),
-                      KernelMaskWord(action.sa_mask)};
-}
-
-// Whether `current` is the action `recorded`, flags compared as glibc reports them (32 bits).
-bool SameAction(const KernelAction& current, const KernelAction& recorded) {
-  return current.handler == recorded.handler &&
-         static_cast<uint32_t>(current.flags) == static_cast<uint32_t>(recorded.flags) &&
-         current.restorer == recorded.restorer && current.mask == recorded.mask;
-}
-
-// Per signal 1..64: the action Strata installed for the program's SA_ONSTACK handler, its
-// mask with the sampling signal `sampling` added (0: none recorded; the program's own mask
-// did not name it). The mask read back is made the program's own, and the stop takes S out
-// again, only while the kernel's action is still exactly that one: a later action of the
-// program's (a raw rt_sigaction no wrapper sees) whose own mask names S keeps it.
-// Written by one thread at a time per signal in practice (the program's sigaction calls for
-// one signal, the sampler's scan); `sampling` is cleared first and set last, and a reader
-// that sees it change meanwhile takes it as not recorded.
-struct MaskedAction {
-  std::atomic<int> sampling{0};
-  std::atomic<uintptr_t> handler{0};
-  std::atomic<uint64_t> flags{0};
-  std::atomic<uintptr_t> restorer{0};
-  std::atomic<uint64_t> mask{0};
-};
-MaskedAction g_masked_actions[65];
-
-void RecordMaskedAction(int signal_number, const KernelAction& installed, int sampling) {
-  MaskedAction& record = g_masked_actions[signal_number];
-  record.sampling.store(0);
-  record.handler.store(installed.handler);
-  record.flags.store(installed.flags);
-  record.restorer.store(installed.restorer);
-  record.mask.store(installed.mask);
-  record.sampling.store(sampling);
-}
-
-void ForgetMaskedAction(int signal_number) { g_masked_actions[signal_number].sampling.store(0); }
-
-// The recorded action in *recorded and its S, or 0 when none is recorded.
-int MaskedActionOf(int signal_number, KernelAction* recorded) {
-  MaskedAction& record = g_masked_actions[signal_number];
-  const int sampling = record.sampling.load();
-  if (sampling == 0) return 0;
-  *recorded = KernelAction{record.handler.load(), record.flags.load(), record.restorer.load(),
-                           record.mask.load()};
-  return record.sampling.load() == sampling ? sampling : 0;
-}
-
-// Whether S must stay blocked while the program's handler `action` for `signal_number` runs:
-// a handler (not SIG_DFL/SIG_IGN) on the alternate stack (SA_ONSTACK), whose own mask does
-// not block S already. Whatever the size of any thread's alternate stack: those are crash or
-// rare handlers, and a second kernel signal frame (several KiB with AVX-512/AMX state) below
-// one on a small stack makes the kernel kill the process ("overflowed sigaltstack").
-bool MasksSamplingSignalIn(int signal_number, const struct sigaction& action, int sampling) {
-  return sampling > 0 && signal_number != sampling && (action.sa_flags & SA_ONSTACK) != 0 &&
-         action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN &&
-         !HasSignal(action.sa_mask, sampling);
-}
-
-// The glibc form of a kernel action (what glibc's sigaction reads back from it).
-void SigactionOf(const KernelAction& kernel, struct sigaction* action) {
-  std::memset(action, 0, sizeof(*action));
-  action->sa_handler = reinterpret_cast<sighandler_t>(kernel.handler);
-  std::memcpy(&action->sa_mask, &kernel.mask, sizeof(kernel.mask));
-  action->sa_flags = static_cast<int>(kernel.flags);
-  action->sa_restorer = reinterpret_cast<void (*)()>(kernel.restorer);
-}
-
-// rt_sigaction with sigaction's interface, the action passed as it is (its own sa_restorer
-// kept: not libc's, which puts its own there): the `real` of a program's raw rt_sigaction.
-int KernelSigaction(int signal_number, const struct sigaction* action,
-                    struct sigaction* old_action) {
-  KernelAction given, previous;  // The kernel writes `previous` in any case.
-  if (action != nullptr) given = KernelFormOf(*action);
-  const long rc = RawSyscall(SYS_rt_sigaction, signal_number,
-                             action != nullptr ? reinterpret_cast<long>(&given) : 0,
-                             reinterpret_cast<long>(&previous), sizeof(uint64_t));
-  if (rc != 0) {
-    errno = static_cast<int>(-rc);
-    return -1;
-  }
-  if (old_action != nullptr) SigactionOf(previous, old_action);
-  return 0;
-}
-
 // The sigaction wrapper's work, installing through libc's sigaction, or through
 // KernelSigaction for a raw rt_sigaction (`raw`).
 __attribute__((noinline)) int ProgramSigactionThrough(bool raw, int signal_number,
@@ -298,13 +187,14 @@ __attribute__((noinline)) int ProgramSigactionThrough(bool raw, int signal_numbe
   // stay pending until it returns (docs/host-contract.md, "Stack").
   const int sampling = InstalledSamplingSignal();
   struct sigaction adjusted;
-  const bool mask_now = action != nullptr && MasksSamplingSignalIn(signal_number, *action, sampling);
+  const bool mask_now =
+      action != nullptr && MasksSamplingSignalIn(signal_number, *action, sampling);
   if (mask_now) {
     adjusted = *action;
     AddSignal(&adjusted.sa_mask, sampling);
     action = &adjusted;
   }
-  KernelAction recorded;
+  KernelAction recorded{};
   const int masked_before = MaskedActionOf(signal_number, &recorded);
   const int rc = real(signal_number, action, old_action);
   if (rc != 0) return rc;
@@ -563,61 +453,6 @@ bool CodeRangeOf(const void* address, uintptr_t* begin, uintptr_t* end) {
   return true;
 }
 
-// MasksSamplingSignalIn for the kernel's form.
-bool KernelActionNeedsMask(int signal_number, const KernelAction& action, int sampling) {
-  return sampling > 0 && signal_number != sampling && (action.flags & SA_ONSTACK) != 0 &&
-         action.handler != reinterpret_cast<uintptr_t>(SIG_DFL) &&
-         action.handler != reinterpret_cast<uintptr_t>(SIG_IGN) &&
-         (action.mask & SignalBit(sampling)) == 0;
-}
-
-// Installs `read` changed by `change`, unless the program replaces the action meanwhile. The
-// kernel has no compare-and-swap for a disposition: the action is exchanged, and the one it
-// displaced compared with the one read. A different one is the program's newer action (its
-// sigaction on another thread, or a raw rt_sigaction, between the read and the write), which
-// is put back at once, changed by `put_back` when that applies to it, and compared in turn
-// with what was just written; at most kActionRewriteRounds rounds, each one system call
-// wide. The window left (docs/host-contract.md, "Known gaps"): between a displacing exchange
-// and the put-back, the kernel holds the older action (changed), for one system call: a
-// signal delivered then runs the older handler, a concurrent sigaction's old action is that
-// one. `read` must be read just before the call, so that the gap it covers is one system
-// call too. Returns 1 when the action left installed (in *installed) is one that `change` or
-// `put_back` changed, 0 when it is the program's own unchanged, -1 when rt_sigaction failed.
-constexpr int kActionRewriteRounds = 8;
-// `change` and `put_back` for the two users: with `add`, S (`sampling`) added where the
-// action needs it (KernelActionNeedsMask), for both; without, S taken out by `change` only.
-// One function, not a template per user: the library's size is budgeted.
-bool ChangeSamplingBit(int signal_number, int sampling, bool add, KernelAction* action) {
-  if (!add) {
-    action->mask &= ~SignalBit(sampling);
-    return true;
-  }
-  if (!KernelActionNeedsMask(signal_number, *action, sampling)) return false;
-  action->mask |= SignalBit(sampling);
-  return true;
-}
-int RewriteKernelAction(int signal_number, const KernelAction& read, int sampling, bool add,
-                        KernelAction* installed) {
-  KernelAction expected = read;
-  KernelAction desired = read;
-  bool changed = ChangeSamplingBit(signal_number, sampling, add, &desired);
-  for (int round = 0;; ++round) {
-    // After kActionRewriteRounds, still changing every round: its latest action goes back,
-    // unchecked.
-    const bool last = round == kActionRewriteRounds;
-    KernelAction displaced;
-    if (RawSyscall(SYS_rt_sigaction, signal_number, reinterpret_cast<long>(&desired),
-                   last ? 0 : reinterpret_cast<long>(&displaced), sizeof(uint64_t)) != 0) {
-      return -1;
-    }
-    *installed = desired;
-    if (last || displaced == expected) return changed ? 1 : 0;
-    expected = desired;
-    desired = displaced;
-    changed = add && ChangeSamplingBit(signal_number, sampling, add, &desired);
-  }
-}
-
 // How often the sampler looks at every disposition for a program handler on an alternate
 // stack that no wrapper saw (MaskAlternateStackHandlersIfDue), besides when the entry found
 // a sample there.
@@ -656,40 +491,6 @@ int Sigpause(int signal_number, const void* leaf, const void* wrapper_frame,
 
 int SamplingSignalOfProgramCall() {
   return IsInSamplingHandler() ? 0 : InstalledSamplingSignal();
-}
-
-void MaskSamplingSignalInAlternateStackHandlers(int sampling) {
-  if (sampling <= 0 || sampling > 64) return;
-  for (int signal_number = 1; signal_number <= 64; ++signal_number) {
-    if (signal_number == SIGKILL || signal_number == SIGSTOP || signal_number == ControlSignal()) {
-      continue;
-    }
-    // Read from the kernel each time, not from the bookkeeping: a raw rt_sigaction may have
-    // replaced a handler Strata masked before.
-    KernelAction current, masked;
-    if (!ReadKernelAction(signal_number, &current)) continue;
-    masked = current;
-    if (!ChangeSamplingBit(signal_number, sampling, true, &masked)) continue;  // Needs none.
-    KernelAction installed;
-    const int added = RewriteKernelAction(signal_number, current, sampling, true, &installed);
-    if (added > 0) RecordMaskedAction(signal_number, installed, sampling);
-  }
-}
-
-void UnmaskSamplingSignalInAlternateStackHandlers() {
-  for (int signal_number = 1; signal_number <= 64; ++signal_number) {
-    KernelAction recorded;
-    const int masked = MaskedActionOf(signal_number, &recorded);
-    ForgetMaskedAction(signal_number);
-    if (masked == 0) continue;
-    // Only the action Strata masked, still installed: one the program installed since (a raw
-    // rt_sigaction no wrapper saw) keeps its own mask, S in it or not.
-    KernelAction current;
-    if (!ReadKernelAction(signal_number, &current) || !(current == recorded)) continue;
-    // A newer action of the program's met meanwhile is put back as it is.
-    KernelAction installed;
-    (void)RewriteKernelAction(signal_number, current, masked, false, &installed);
-  }
 }
 
 long ProgramRawSigaction(long signal_number, long action_address, long old_address,
