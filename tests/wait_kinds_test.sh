@@ -15,7 +15,8 @@
 #   - the unknown calls' time is an "Unknown wait" of the same total, within 2 %, or of one of
 #     the two calls (the other shown as copies of a CPU sample taken just before it: a
 #     documented limit, docs/sampling.md; the program prints its measures at its end to make
-#     that rarer);
+#     that rarer), or more by at most the time main was preempted (the same limit after a
+#     wrapped wait; the program reads it from the kernel's schedstat);
 #   - no frame of Strata's own code (the format checker's strata-frame rule).
 source "$(dirname "$0")/scenario_lib.sh"
 
@@ -102,7 +103,15 @@ for kind in select poll sem_timedwait sem_clockwait pthread_cond_timedwait sysca
     fi
     continue
   fi
-  if [[ $kind == unknown ]] &&
+  # Main preempted right after a wrapped wait reads as an unknown wait too (the same limit:
+  # runnable and blocked look alike to the sampler; at load 19, 70 ms of it once, between two
+  # of the short waits): the program prints its time runnable but not running (run_queue,
+  # the kernel's schedstat), the most that can add.
+  preempted=$(measured run_queue)
+  if [[ $kind == unknown ]] && awk -v g="${got:-0}" -v w="$want" -v t="$tolerance" -v p="$preempted" \
+       'BEGIN { exit !(w > 0 && p > 0 && g > (1 + t / 100) * w && g <= (1 + t / 100) * w + p) }'; then
+    pass "$name: ${got} ms in the profile, ${want} ms measured by the program, and at most the ${preempted} ms main was preempted (a known limit)"
+  elif [[ $kind == unknown ]] &&
      awk -v g="${got:-0}" -v w="$want" -v t="$tolerance" 'BEGIN { h = w / 2; d = g - h; if (d < 0) d = -d; exit !(w > 0 && d <= t / 100 * h) }'; then
     # One of the two raw sleeps shown as copies of a CPU sample taken just before it: the
     # documented limit (docs/sampling.md, "Unknown waits": the sampler cannot tell a blocked

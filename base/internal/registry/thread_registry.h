@@ -80,6 +80,10 @@ struct RegisteredThread {
   int64_t handler_exit_cpu_ns = -1;
   int64_t handler_entry_cpu_ns = -1;
   int64_t handler_entry_time_ns = 0;
+  // The wall time at the end of the latest sample the handler took (0: none yet). Read by the
+  // thread itself as it leaves a wrapped call (ScopedWait::End): a sample its handler took
+  // inside the call bounds the call's wait.
+  int64_t handler_exit_time_ns = 0;
   // The program's CPU since the latest recorded sample, less the intervals recorded: a
   // signal is skipped while it is under half an interval (a long walk ate the period).
   int64_t sample_credit_ns = 0;

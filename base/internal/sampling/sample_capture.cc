@@ -99,9 +99,12 @@ bool TakeSignalNetOfHandlerCost(RegisteredThread* thread, uint32_t features, int
 }
 
 // At the end of a taken sample: a long handler's CPU goes to handler_cpu_ns.
+// Also the handler's end time (handler_exit_time_ns), for a wait the sample interrupted.
 void NoteHandlerEnd(RegisteredThread* thread) {
+  const int64_t now_ns = TimeStamp::Now().ToNanoseconds();
+  thread->handler_exit_time_ns = now_ns;
   if (thread->handler_entry_cpu_ns < 0) return;
-  if (TimeStamp::Now().ToNanoseconds() - thread->handler_entry_time_ns < kLongHandlerNs) return;
+  if (now_ns - thread->handler_entry_time_ns < kLongHandlerNs) return;
   const int64_t exit_cpu_ns = CurrentThreadCpuTime().ToNanoseconds();
   const int64_t spent_ns = exit_cpu_ns - thread->handler_entry_cpu_ns;
   if (spent_ns <= 0) return;

@@ -293,14 +293,21 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations, 
     }
     thread->last_seen_cpu = cpu;
     NoteThreadSampledLocked(thread, cpu);  // Lost-event detection (sampling_source.h).
-    // It ran, then blocked in a wrapped call?
-    SampleWaitLocked(thread, now, /*ran=*/true);
+    // It ran, then blocked in a wrapped call? (Not while its handler takes another sample:
+    // below.)
+    if (!thread->capturing.load(std::memory_order_acquire)) {
+      SampleWaitLocked(thread, now, /*ran=*/true);
+    }
     return;
   }
   // A perf event whose descriptor the program closed sends nothing more: reopened here.
   CheckThreadSamplingSourceLocked(thread, GetRegistry().infos[thread->info_index].name.c_str(),
                                   settings, now);
   NoteKernelCpuChargingLocked(thread);  // The source may have changed.
+  // A sample being taken right now (the thread's handler, or its own records as it leaves a
+  // wrapped call): the wait's points after that sample's time, written now, would come
+  // before it. They wait for the next loop, which drains the sample first.
+  if (thread->capturing.load(std::memory_order_acquire)) return;
   // A thread blocked in a wrapped call gets samples of where it waits instead of copies.
   if (SampleWaitLocked(thread, now, /*ran=*/false)) {
     thread->last_seen_cpu = thread->cpu_clock.Read();
