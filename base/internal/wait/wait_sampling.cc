@@ -183,7 +183,16 @@ void FinishEndedWaitLocked(RegisteredThread* thread) {
                           : wait.last_seen_waiting_ns;
   WriteDueWaitSamplesLocked(thread, WaitGridPoints(wait.tracked_start_ns, end, IntervalNs()), 0);
   wait.tracked_sequence.store(0, std::memory_order_relaxed);
-  wait.last_ended_ns = end;
+  // An unknown wait that follows is dated from here (thread_sampling.cc): never before a point
+  // already written. The thread may end the wait before such a point, at a sample its handler
+  // took inside the call (wait_wrappers.cc, WaitSpanAroundOwnSample), after a loop had written
+  // points past that sample.
+  int64_t last_written = 0;
+  if (wait.samples_written > 0) {
+    last_written = FirstWaitGridPoint(wait.tracked_start_ns, IntervalNs()) +
+                   (wait.samples_written - 1) * IntervalNs();
+  }
+  wait.last_ended_ns = std::max(end, last_written);
 }
 
 bool SampleWaitLocked(RegisteredThread* thread, TimeStamp now, bool ran) {
