@@ -49,6 +49,11 @@ void* AllocatePages(size_t bytes) {
 #endif
 }
 
+bool PopulatePages(void* pages, size_t bytes) {
+  return RawSyscall(SYS_madvise, reinterpret_cast<long>(pages), static_cast<long>(bytes),
+                    kMadvisePopulateWrite) == 0;
+}
+
 void FreePages(void* pages, size_t bytes) {
   if (pages == nullptr) return;
 #if STRATA_PAGES_THROUGH_TSAN

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "platform/mutex.h"
+#include "platform/page_allocation.h"
 #include "platform/private_fd.h"
 #include "platform/raw_syscall.h"
 #include "platform/time_stamp.h"
@@ -58,13 +59,8 @@ using flight::SlotState;
 // at a 4 ms period however fast the program writes (docs/flight-recorder.md, "Costs").
 constexpr size_t kSealBudgetBytesPerLoop = 1 << 20;
 
-// madvise(MADV_POPULATE_WRITE), Linux 5.14: faults the range in for writing, reserving a
-// shared file mapping's blocks; a full disk is an error (EFAULT) instead of a SIGBUS.
-#ifdef MADV_POPULATE_WRITE
-constexpr int kMadvisePopulateWrite = MADV_POPULATE_WRITE;
-#else
-constexpr int kMadvisePopulateWrite = 23;
-#endif
+// madvise(kMadvisePopulateWrite) (platform/page_allocation.h) on a shared file mapping also
+// reserves its blocks: a full disk is an error (EFAULT) instead of a SIGBUS.
 
 // The metadata logs are reserved in steps of this many bytes as they fill.
 constexpr uint64_t kMetadataReserveStep = 64 * 1024;

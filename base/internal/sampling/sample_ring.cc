@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "platform/page_allocation.h"
 #include "platform/tsan_sync.h"
 
 namespace strata {
@@ -250,6 +251,13 @@ bool SampleRing::TryRead(SampleSlot* slot) {
   uint64_t tail = tail_.load(std::memory_order_relaxed);
   const uint64_t head = head_.load(std::memory_order_acquire);
   StrataTsanAcquire(&head_);
+  if (!populated_ && tail != head) {
+    // The thread is sampled: the rest of its ring made resident here, off its own thread.
+    // Only page tables change (no byte is written), so the producer may be writing meanwhile.
+    // A refusal (a kernel before 5.14) leaves the pages to fault in as they are written.
+    populated_ = true;
+    PopulatePages(ring_ + kFaultedInRingBytes, kRingBytes - kFaultedInRingBytes);
+  }
   for (;;) {
     if (tail == head) {
       StrataTsanRelease(&tail_);
@@ -343,16 +351,17 @@ SampleRing::SampleRing() {
   }
   scratch_ = static_cast<SampleSlot*>(memory);
   ring_ = static_cast<unsigned char*>(memory) + slot_bytes;
-  // Fault in what a usual sample writes: the scratch slot up to its first
+  // Fault in what a thread's first samples write: the scratch slot up to its first
   // kFaultedInNativeFrames native frames (deeper frames fault in when first written), and
-  // the whole ring (every byte of it is written in turn).
+  // the ring's first kFaultedInRingBytes; the rest of the ring when the consumer first
+  // finds a record (PopulateRing).
   constexpr size_t kFaultedInBytes =
       offsetof(SampleSlot, natives) + sizeof(NativeFrame) * SampleSlot::kFaultedInNativeFrames;
   volatile unsigned char* const slot_start = reinterpret_cast<volatile unsigned char*>(scratch_);
   for (size_t offset = 0; offset < kFaultedInBytes; offset += kPage) slot_start[offset] = 0;
   slot_start[kFaultedInBytes - 1] = 0;
   volatile unsigned char* const ring_start = ring_;
-  for (size_t offset = 0; offset < kRingBytes; offset += kPage) ring_start[offset] = 0;
+  for (size_t offset = 0; offset < kFaultedInRingBytes; offset += kPage) ring_start[offset] = 0;
 }
 
 SampleRing::~SampleRing() {

@@ -32,12 +32,17 @@
 // fixed slots before it held 8 ms (issue 17: a sampler thread starved ~30 ms beside busy
 // processes on 2 CPUs dropped 7 samples). A deep sample (1 024 frames) takes ~12 KiB.
 //
-// Memory. The ring is faulted in at construction (80 KiB), and the scratch slot up to its
-// first kFaultedInNativeFrames frames (2 pages): 88 KiB resident per thread, and nothing
-// faulted in inside the handler for a usual sample. A slot keeps up to 1 024 native frames
-// (Firefox's limit; 16 KiB of them), at its end: the deeper frames of the scratch slot are
-// reserved but only become resident when a walk first writes them (a minor page fault per
-// page, once per thread, on threads with deep stacks).
+// Memory. Construction faults in the scratch slot up to its first kFaultedInNativeFrames
+// frames (2 pages) and the ring's first kFaultedInRingBytes (a dozen usual samples); the
+// consumer makes the rest of the ring resident, off the sampled thread, when it first finds a
+// record there (one madvise(MADV_POPULATE_WRITE), Linux 5.14+; before that kernel the ring's
+// pages fault in as the handler first writes them). So a thread that is never sampled, as
+// most of a build's short processes are, has 3 pages resident, not 22 (each page fault costs
+// ~15 µs in this project's VMs: docs/benchmarks.md), and a sampled one 88 KiB, with nothing
+// faulted in inside the handler for a usual sample once the sampler has drained it once. A
+// slot keeps up to 1 024 native frames (Firefox's limit; 16 KiB of them), at its end: the
+// deeper frames of the scratch slot are reserved but only become resident when a walk first
+// writes them (a minor page fault per page, once per thread, on threads with deep stacks).
 //
 // Thread safety: as above. Async-signal safety: BeginWrite, CommitWrite,
 // CommitWriteKeepingSlot and EndWrite are (no lock, no allocation; atomics and copies only);
@@ -48,6 +53,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 
 #include "platform/sampling/native_frame.h"
 
@@ -129,6 +135,18 @@ static_assert(offsetof(SampleSlot, natives) +
                       sizeof(NativeFrame) * SampleSlot::kFaultedInNativeFrames <= 2 * 4096,
               "the faulted-in part of a slot is 2 pages (sample_ring.h, Memory)");
 
+// A slot of the sampler's own (records decoded into it by SampleRing::TryRead, or a waiting
+// thread's stack walked into it), one per `Tag` type for the process's life: zero-filled static storage used as a SampleSlot as it is, as the ring's
+// own mapped scratch slot is (an aggregate: its zero bytes are its initial value). Nothing
+// writes it before the first record does, so only the pages records are decoded into become
+// resident; a constructed static slot (value-initialized) wrote zeros over all 12 of its pages
+// in every process, sampled or not. Thread safety: the caller serializes its uses.
+template <typename Tag>
+SampleSlot* StaticConsumerSlot() {
+  alignas(SampleSlot) static unsigned char storage[sizeof(SampleSlot)];
+  return std::launder(reinterpret_cast<SampleSlot*>(storage));
+}
+
 class SampleRing {
  public:
   // Bytes of the record ring (a multiple of 8).
@@ -139,6 +157,8 @@ class SampleRing {
   // (sampler_thread.cc).
   static constexpr size_t kTypicalRecordBytes = 688;
   static constexpr size_t kTypicalRecords = kRingBytes / kTypicalRecordBytes;
+  // Resident from construction (Memory, above); the consumer populates the rest.
+  static constexpr size_t kFaultedInRingBytes = 8 * 1024;
 
   SampleRing();
   ~SampleRing();
@@ -164,7 +184,8 @@ class SampleRing {
 
   // Consumer (one thread at a time, e.g. under a lock). Decodes the oldest record into
   // `*out` (its counts and the used parts of its arrays; the rest of `*out` is left as it
-  // was) and frees its bytes. Returns false when there is none.
+  // was) and frees its bytes. Returns false when there is none. The first record found
+  // makes the whole ring resident (Memory, above).
   bool TryRead(SampleSlot* out);
   // Frees every committed record unread.
   void DiscardAll();
@@ -185,6 +206,7 @@ class SampleRing {
   // A write is under way (BeginWrite to CommitWrite/EndWrite). The owning thread's only,
   // its handlers included: relaxed accesses and signal fences.
   std::atomic<bool> writing_{false};
+  bool populated_ = false;  // The consumer's: the whole ring made resident.
 };
 
 }  // namespace base_internal

@@ -132,7 +132,7 @@ constexpr uint32_t kTypicalLabels = 4;
 
 }  // namespace
 
-TEST_CASE("A thread's ring is 88 KiB resident; a scratch slot's deep frames are not") {
+TEST_CASE("A ring is 4 pages resident until its consumer finds a record, then 88 KiB") {
   static_assert(SampleSlot::kMaxNativeFrames == 1024, "Firefox's limit");
   SampleRing ring;
   REQUIRE(ring.ok());
@@ -141,14 +141,36 @@ TEST_CASE("A thread's ring is 88 KiB resident; a scratch slot's deep frames are 
   const char* const mapping_end = reinterpret_cast<const char*>(slot) +
                                   (sizeof(SampleSlot) + kPage - 1) / kPage * kPage +
                                   SampleRing::kRingBytes;
-  const size_t resident = ResidentPages(slot, mapping_end);
-  INFO("resident pages: " << resident << " of " << PagesSpanned(slot, mapping_end));
-  // The ring (80 KiB) and the first 2 pages of the scratch slot: at most 96 KiB (the 8 slots
-  // of 2 resident pages before were 64 KiB).
-  CHECK(resident * kPage <= 96 * 1024);
-  CHECK(resident * kPage >= SampleRing::kRingBytes);
+  const char* const ring_begin = mapping_end - SampleRing::kRingBytes;
+  // A registered thread never sampled (most of a build's short processes, issue 38): the
+  // first 2 pages of the scratch slot and the ring's first kFaultedInRingBytes.
+  {
+    const size_t resident = ResidentPages(slot, mapping_end);
+    INFO("resident pages at construction: " << resident << " of "
+                                            << PagesSpanned(slot, mapping_end));
+    CHECK(resident * kPage == 2 * kPage + SampleRing::kFaultedInRingBytes);
+    CHECK(ResidentPages(ring_begin, ring_begin + SampleRing::kFaultedInRingBytes) ==
+          SampleRing::kFaultedInRingBytes / kPage);
+  }
   const NativeFrame* faulted_end = slot->natives + SampleSlot::kFaultedInNativeFrames;
   CHECK(ResidentPages(slot, faulted_end) == PagesSpanned(slot, faulted_end));
+  // One usual record, read: the consumer makes the whole ring resident (where the kernel has
+  // MADV_POPULATE_WRITE, 5.14+; this project's machines do), not the sampled thread.
+  FillSample(slot, 1, kTypicalNatives, kTypicalLabels);
+  REQUIRE(ring.CommitWrite());
+  CHECK(ResidentPages(ring_begin, mapping_end) < SampleRing::kRingBytes / kPage);
+  auto read = std::make_unique<SampleSlot>();
+  REQUIRE(ring.TryRead(read.get()));
+  {
+    const size_t resident = ResidentPages(slot, mapping_end);
+    INFO("resident pages after the first read: " << resident << " of "
+                                                 << PagesSpanned(slot, mapping_end));
+    // The ring (80 KiB) and the first 2 pages of the scratch slot: at most 96 KiB (the 8
+    // slots of 2 resident pages before issue 17 were 64 KiB).
+    CHECK(resident * kPage <= 96 * 1024);
+    CHECK(ResidentPages(ring_begin, mapping_end) == SampleRing::kRingBytes / kPage);
+  }
+  // A scratch slot's deep frames stay unmapped until a deep walk writes them.
   const uintptr_t deep_begin =
       (reinterpret_cast<uintptr_t>(faulted_end) + kPage - 1) & ~(kPage - 1);
   const NativeFrame* deep_end = slot->natives + SampleSlot::kMaxNativeFrames;

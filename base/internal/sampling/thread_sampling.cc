@@ -15,7 +15,6 @@
 #include "base/internal/sampling/sample_entries.h"
 #include "base/internal/session/session_state.h"
 #include "base/internal/registry/thread_registry.h"
-#include "platform/never_destroyed.h"
 #include "platform/sampling/sampling_signal.h"
 #include "platform/sampling/stack_bounds.h"
 #include "platform/time_stamp.h"
@@ -161,10 +160,8 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations, bool* took_
   // the wrapper, after any sample its handler took on the way out (its time is later than
   // the wait's samples): that sample then goes after it, so the thread's samples stay in
   // time order.
-  static NeverDestroyed<SampleSlot> first_storage;
-  static NeverDestroyed<SampleSlot> second_storage;
-  SampleSlot* record = &first_storage.get();
-  SampleSlot* following = &second_storage.get();
+  SampleSlot* record = StaticConsumerSlot<struct DrainedRecordSlot>();
+  SampleSlot* following = StaticConsumerSlot<struct DrainedFollowingSlot>();
   if (took_signal_samples) *took_signal_samples = false;
   bool have_record = thread->ring.TryRead(record);
   const bool drained = have_record;

@@ -33,7 +33,6 @@
 #include "base/internal/wait/kernel_cpu_charge.h"
 #include "platform/sampling/libunwind_imports.h"
 #include "base/internal/wait/own_samples.h"
-#include "platform/never_destroyed.h"
 #include "platform/sampling/frame_pointer_walker.h"
 #include "platform/sampling/libunwind_walker.h"
 #include "platform/time_stamp.h"
@@ -50,8 +49,7 @@ int64_t IntervalNs() {
 
 // The sampler's slot for wait stacks (one at a time, under the registry mutex).
 SampleSlot* WaitStackSlot() {
-  static NeverDestroyed<SampleSlot> slot;
-  return &slot.get();
+  return StaticConsumerSlot<struct WaitStackSlotTag>();
 }
 
 // Walks `thread`'s stack from its wait's snapshot and writes it as a sample at `time`, CPU
