@@ -37,7 +37,7 @@
 // consumer makes the rest of the ring resident, off the sampled thread, when it first finds a
 // record there (one madvise(MADV_POPULATE_WRITE), Linux 5.14+; before that kernel the ring's
 // pages fault in as the handler first writes them). So a thread that is never sampled, as
-// most of a build's short processes are, has 3 pages resident, not 22 (each page fault costs
+// most of a build's short processes are, has 4 pages resident, not 22 (each page fault costs
 // ~15 µs in this project's VMs: docs/benchmarks.md), and a sampled one 88 KiB, with nothing
 // faulted in inside the handler for a usual sample once the sampler has drained it once. A
 // slot keeps up to 1 024 native frames (Firefox's limit; 16 KiB of them), at its end: the
@@ -136,11 +136,12 @@ static_assert(offsetof(SampleSlot, natives) +
               "the faulted-in part of a slot is 2 pages (sample_ring.h, Memory)");
 
 // A slot of the sampler's own (records decoded into it by SampleRing::TryRead, or a waiting
-// thread's stack walked into it), one per `Tag` type for the process's life: zero-filled static storage used as a SampleSlot as it is, as the ring's
-// own mapped scratch slot is (an aggregate: its zero bytes are its initial value). Nothing
-// writes it before the first record does, so only the pages records are decoded into become
-// resident; a constructed static slot (value-initialized) wrote zeros over all 12 of its pages
-// in every process, sampled or not. Thread safety: the caller serializes its uses.
+// thread's stack walked into it), one per `Tag` type for the process's life: zero-filled
+// static storage used as a SampleSlot as it is, as the ring's own mapped scratch slot is (an
+// aggregate: its zero bytes are its initial value). Nothing writes it before the first record
+// does, so only the pages records are decoded into become resident; a constructed static slot
+// (value-initialized) wrote zeros over all 6 of its pages (24 KiB) in every process with a
+// session, sampled or not. Thread safety: the caller serializes its uses.
 template <typename Tag>
 SampleSlot* StaticConsumerSlot() {
   alignas(SampleSlot) static unsigned char storage[sizeof(SampleSlot)];
