@@ -92,6 +92,10 @@ inline int64_t WaitGridPoints(int64_t start_ns, int64_t end_ns, int64_t interval
 inline int64_t FirstWaitGridPoint(int64_t start_ns, int64_t interval_ns) {
   return (start_ns / interval_ns + 1) * interval_ns;
 }
+// The k-th of them (1-based): where the k-th sample of such a wait is dated.
+inline int64_t WaitGridPoint(int64_t start_ns, int64_t k, int64_t interval_ns) {
+  return FirstWaitGridPoint(start_ns, interval_ns) + (k - 1) * interval_ns;
+}
 
 }  // namespace base_internal
 }  // namespace strata

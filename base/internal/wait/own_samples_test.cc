@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "base/internal/wait/own_samples.h"
 #include "base/profiler.h"
 #include "catch2/catch.hpp"
 #include "rapidjson/document.h"
@@ -92,6 +93,35 @@ void StartWaitStackSession() {
 // spin's sample for the rest of the wait (wait_stacks_test: 55 of 204 ms). A sample whose walk
 // passes through the wrapper's caller frame shows the thread is still inside: the blocked
 // time is the wait's (fgets as leaf), not the spin's.
+TEST_CASE("A wait's samples are the interval grid's points in (start, end], the k-th dated k-th") {
+  using strata::base_internal::FirstWaitGridPoint;
+  using strata::base_internal::WaitGridPoint;
+  using strata::base_internal::WaitGridPoints;
+  constexpr int64_t kMs = 1000000;
+  CHECK(WaitGridPoints(500, 3 * kMs, kMs) == 3);  // 1, 2 and 3 ms.
+  CHECK(FirstWaitGridPoint(500, kMs) == kMs);
+  CHECK(WaitGridPoint(500, 3, kMs) == 3 * kMs);
+  CHECK(WaitGridPoints(kMs, kMs, kMs) == 0);  // Empty, and a start on a point is not in it.
+  CHECK(WaitGridPoints(kMs, 2 * kMs, kMs) == 1);
+  CHECK(WaitGridPoint(kMs, 1, kMs) == 2 * kMs);
+  CHECK(WaitGridPoints(3 * kMs, kMs, kMs) == 0);  // An end before the start.
+  // Whatever the wait, its last sample lies in it, less than an interval before its end.
+  for (int64_t start = 0; start < 3 * kMs; start += 137 * 1000) {
+    for (int64_t end = start; end < start + 5 * kMs; end += 91 * 1000) {
+      const int64_t points = WaitGridPoints(start, end, kMs);
+      if (points == 0) {
+        CHECK(end - start < kMs);
+        continue;
+      }
+      const int64_t last = WaitGridPoint(start, points, kMs);
+      CHECK(last > start);
+      CHECK(last <= end);
+      CHECK(end - last < kMs);
+      CHECK(last % kMs == 0);
+    }
+  }
+}
+
 TEST_CASE("CPU samples inside a wrapped call before it blocks do not end its wait") {
   StartWaitStackSession();
   REQUIRE(strata::ProfilerIsActive());

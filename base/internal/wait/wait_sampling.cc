@@ -135,8 +135,9 @@ void WriteDueWaitSamplesLocked(RegisteredThread* thread, int64_t due, uint64_t s
   // a wait from s to e gets one sample per multiple of the interval in (s, e], so a wait
   // shorter than an interval, or the part of one beyond its last whole interval, is counted
   // in proportion on average instead of being dropped).
-  const int64_t first_ns = FirstWaitGridPoint(wait.tracked_start_ns, interval_ns);
-  auto time_of = [&](int64_t k) { return TimeStamp::FromNanoseconds(first_ns + (k - 1) * interval_ns); };
+  auto time_of = [&](int64_t k) {
+    return TimeStamp::FromNanoseconds(WaitGridPoint(wait.tracked_start_ns, k, interval_ns));
+  };
   if (!wait.stack_written) {
     if (sequence == 0) return;
     const int64_t first = wait.samples_written + 1;
@@ -185,11 +186,10 @@ void FinishEndedWaitLocked(RegisteredThread* thread) {
   // already written. The thread may end the wait before such a point, at a sample its handler
   // took inside the call (wait_wrappers.cc, WaitSpanAroundOwnSample), after a loop had written
   // points past that sample.
-  int64_t last_written = 0;
-  if (wait.samples_written > 0) {
-    last_written = FirstWaitGridPoint(wait.tracked_start_ns, IntervalNs()) +
-                   (wait.samples_written - 1) * IntervalNs();
-  }
+  const int64_t last_written =
+      wait.samples_written > 0
+          ? WaitGridPoint(wait.tracked_start_ns, wait.samples_written, IntervalNs())
+          : 0;
   wait.last_ended_ns = std::max(end, last_written);
 }
 
