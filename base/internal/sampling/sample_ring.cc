@@ -18,7 +18,6 @@
 #include <cstddef>
 #include <cstring>
 
-#include "platform/page_allocation.h"
 #include "platform/tsan_sync.h"
 
 namespace strata {
@@ -29,6 +28,7 @@ namespace {
 constexpr uint32_t kRecordKind = 0x53524543;  // "SREC"
 constexpr uint32_t kSkipKind = 0x534b4950;    // "SKIP"
 constexpr size_t kPage = 4096;
+
 // RecordHeader::flags.
 constexpr uint8_t kInSystemCall = 1;
 constexpr uint8_t kChargedSystemCall = 2;
@@ -251,13 +251,6 @@ bool SampleRing::TryRead(SampleSlot* slot) {
   uint64_t tail = tail_.load(std::memory_order_relaxed);
   const uint64_t head = head_.load(std::memory_order_acquire);
   StrataTsanAcquire(&head_);
-  if (!populated_ && tail != head) {
-    // The thread is sampled: the rest of its ring made resident here, off its own thread.
-    // Only page tables change (no byte is written), so the producer may be writing meanwhile.
-    // A refusal (a kernel before 5.14) leaves the pages to fault in as they are written.
-    populated_ = true;
-    PopulatePages(ring_ + kFaultedInRingBytes, kRingBytes - kFaultedInRingBytes);
-  }
   for (;;) {
     if (tail == head) {
       StrataTsanRelease(&tail_);
@@ -340,7 +333,8 @@ void SampleRing::DiscardAll() {
 // ---------------------------------------------------------------------------------------
 // Construction: one mapping, the scratch slot (page-aligned) then the ring.
 
-SampleRing::SampleRing() {
+// Construction and destruction run once per thread, off the sampling path: cold (size).
+__attribute__((cold)) SampleRing::SampleRing() {
   const size_t slot_bytes = (sizeof(SampleSlot) + kPage - 1) / kPage * kPage;
   mapped_bytes_ = slot_bytes + kRingBytes;
   void* memory = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE,
@@ -364,7 +358,7 @@ SampleRing::SampleRing() {
   for (size_t offset = 0; offset < kFaultedInRingBytes; offset += kPage) ring_start[offset] = 0;
 }
 
-SampleRing::~SampleRing() {
+__attribute__((cold)) SampleRing::~SampleRing() {
   if (scratch_) munmap(scratch_, mapped_bytes_);
 }
 

@@ -35,8 +35,9 @@
 // Memory. Construction faults in the scratch slot up to its first kFaultedInNativeFrames
 // frames (2 pages) and the ring's first kFaultedInRingBytes (a dozen usual samples); the
 // consumer makes the rest of the ring resident, off the sampled thread, when it first finds a
-// record there (one madvise(MADV_POPULATE_WRITE), Linux 5.14+; before that kernel the ring's
-// pages fault in as the handler first writes them). So a thread that is never sampled, as
+// record there (MakeResident: one madvise(MADV_POPULATE_WRITE), Linux 5.14+; the sampler calls
+// it only where no seccomp filter is in force, elsewhere the ring's pages fault in as the
+// handler first writes them). So a thread that is never sampled, as
 // most of a build's short processes are, has 4 pages resident, not 22 (each page fault costs
 // ~15 µs in this project's VMs: docs/benchmarks.md), and a sampled one 88 KiB, with nothing
 // faulted in inside the handler for a usual sample once the sampler has drained it once. A
@@ -55,6 +56,7 @@
 #include <cstdint>
 #include <new>
 
+#include "platform/page_allocation.h"
 #include "platform/sampling/native_frame.h"
 
 namespace strata {
@@ -185,9 +187,16 @@ class SampleRing {
 
   // Consumer (one thread at a time, e.g. under a lock). Decodes the oldest record into
   // `*out` (its counts and the used parts of its arrays; the rest of `*out` is left as it
-  // was) and frees its bytes. Returns false when there is none. The first record found
-  // makes the whole ring resident (Memory, above).
+  // was) and frees its bytes. Returns false when there is none.
   bool TryRead(SampleSlot* out);
+  // Consumer: makes the whole ring resident, once (Memory, above). Only page tables change,
+  // no byte is written, so the producer may be writing meanwhile. A refusal (a kernel before
+  // 5.14) leaves the pages to fault in as they are written.
+  void MakeResident() {
+    if (populated_ || !scratch_) return;
+    populated_ = true;
+    PopulatePages(ring_ + kFaultedInRingBytes, kRingBytes - kFaultedInRingBytes);
+  }
   // Frees every committed record unread.
   void DiscardAll();
 
@@ -207,7 +216,7 @@ class SampleRing {
   // A write is under way (BeginWrite to CommitWrite/EndWrite). The owning thread's only,
   // its handlers included: relaxed accesses and signal fences.
   std::atomic<bool> writing_{false};
-  bool populated_ = false;  // The consumer's: the whole ring made resident.
+  bool populated_ = false;  // The consumer's: MakeResident has run.
 };
 
 }  // namespace base_internal

@@ -178,7 +178,11 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations, bool* took_
     std::swap(record, following);
     have_record = have_following;
   }
-  if (drained) GetRegistry().infos[thread->info_index].recorded = true;
+  if (drained) {
+    GetRegistry().infos[thread->info_index].recorded = true;
+    // A sampled thread: the rest of its ring made resident here, off its own thread.
+    if (g_ring_populate_allowed.load(std::memory_order_relaxed)) thread->ring.MakeResident();
+  }
   return drained;
 }
 

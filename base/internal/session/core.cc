@@ -78,6 +78,7 @@ std::atomic<bool> g_forked_child{false};
 std::atomic<const TierExtension*> g_extension{nullptr};
 std::atomic<int> g_sampler_stop{0};
 std::atomic<bool> g_libunwind_ready{false};
+std::atomic<bool> g_ring_populate_allowed{false};
 std::atomic<uint32_t> g_sampling_features{0};
 std::atomic<int64_t> g_sampling_interval_ns{0};
 std::atomic<int64_t> g_wait_samples_since_ns{0};
@@ -177,7 +178,9 @@ void StartLocked(Session& session, const ProfilerSettings& settings) {
   // The /proc/self/maps descriptor new threads' registrations read their stack bounds with,
   // opened here rather than on a program thread (above the program's soft descriptor limit,
   // by a helper process a seccomp filter could kill: none then).
-  StackBounds::OpenSharedMapsDescriptor(CurrentSeccompMode() == SeccompMode::kNone);
+  const bool unfiltered = CurrentSeccompMode() == SeccompMode::kNone;
+  StackBounds::OpenSharedMapsDescriptor(unfiltered);
+  g_ring_populate_allowed.store(unfiltered, std::memory_order_relaxed);
   const size_t limit = static_cast<size_t>(settings.buffer_megabytes) << 20;
   auto manager = std::make_unique<LocalLimitChunkManager>(
       limit, static_cast<BufferChunk::Length>(ChunkBytesFor(limit)));

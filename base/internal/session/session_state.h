@@ -67,10 +67,13 @@ extern std::atomic<const TierExtension*> g_extension STRATA_BASE_HIDDEN;
 extern std::atomic<int> g_sampler_stop STRATA_BASE_HIDDEN;
 // libunwind is loaded and warmed up in this process (WarmUpLibunwind, libunwind_walker.h), so
 // a handler may walk with it; until then samples and marker stacks walk frame pointers. Set
-// once, by the sampler thread at its first loop (sampler_thread.cc, "libunwind on demand"),
-// never cleared: a process that ends within its first sampler period never loads libunwind.
-// When libunwind cannot be loaded it stays false for good (logged once).
+// once, by a session's start (core.cc, StartLocked), never cleared. When libunwind cannot be
+// loaded it stays false for good (logged once).
 extern std::atomic<bool> g_libunwind_ready STRATA_BASE_HIDDEN;
+// The sampler may make a drained thread's ring resident (SampleRing::MakeResident): set by a
+// session's start where no seccomp filter is in force (a filter might kill on an madvise it
+// does not expect: issue 33).
+extern std::atomic<bool> g_ring_populate_allowed STRATA_BASE_HIDDEN;
 // The running session's features, for the signal handler.
 extern std::atomic<uint32_t> g_sampling_features STRATA_BASE_HIDDEN;
 // The running session's sampling interval in ns (0 when none), for the signal handler's
