@@ -347,8 +347,8 @@ __attribute__((cold)) SampleRing::SampleRing() {
   ring_ = static_cast<unsigned char*>(memory) + slot_bytes;
   // Fault in what a thread's first samples write: the scratch slot up to its first
   // kFaultedInNativeFrames native frames (deeper frames fault in when first written), and
-  // the ring's first kFaultedInRingBytes; the rest of the ring when the consumer first
-  // finds a record (PopulateRing).
+  // the ring's first kFaultedInRingBytes; the rest when the sampler first drains a sample
+  // of the thread (MakeResident).
   constexpr size_t kFaultedInBytes =
       offsetof(SampleSlot, natives) + sizeof(NativeFrame) * SampleSlot::kFaultedInNativeFrames;
   volatile unsigned char* const slot_start = reinterpret_cast<volatile unsigned char*>(scratch_);

@@ -33,17 +33,18 @@
 // processes on 2 CPUs dropped 7 samples). A deep sample (1 024 frames) takes ~12 KiB.
 //
 // Memory. Construction faults in the scratch slot up to its first kFaultedInNativeFrames
-// frames (2 pages) and the ring's first kFaultedInRingBytes (a dozen usual samples); the
-// consumer makes the rest of the ring resident, off the sampled thread, when it first finds a
-// record there (MakeResident: one madvise(MADV_POPULATE_WRITE), Linux 5.14+; the sampler calls
-// it only where no seccomp filter is in force, elsewhere the ring's pages fault in as the
-// handler first writes them). So a thread that is never sampled, as
-// most of a build's short processes are, has 4 pages resident, not 22 (each page fault costs
-// ~15 µs in this project's VMs: docs/benchmarks.md), and a sampled one 88 KiB, with nothing
-// faulted in inside the handler for a usual sample once the sampler has drained it once. A
-// slot keeps up to 1 024 native frames (Firefox's limit; 16 KiB of them), at its end: the
-// deeper frames of the scratch slot are reserved but only become resident when a walk first
-// writes them (a minor page fault per page, once per thread, on threads with deep stacks).
+// frames (2 pages) and the ring's first kFaultedInRingBytes (a dozen usual samples). The
+// sampler thread makes the rest of the ring resident, off the sampled thread, when its loop
+// first drains a sample the thread's handler took (MakeResident: one
+// madvise(MADV_POPULATE_WRITE), Linux 5.14+, not where a seccomp filter is in force; there,
+// and before 5.14, the ring's pages fault in as the handler first writes them). So a thread
+// that is never sampled, as most of a build's short processes are, has 4 pages resident, not
+// 22 (each page fault costs ~15 µs in this project's VMs: docs/benchmarks.md), and a sampled
+// one 88 KiB, with nothing faulted in inside the handler for a usual sample once the sampler
+// has drained it once. A slot keeps up to 1 024 native frames (Firefox's limit; 16 KiB of
+// them), at its end: the deeper frames of the scratch slot are reserved but only become
+// resident when a walk first writes them (a minor page fault per page, once per thread, on
+// threads with deep stacks).
 //
 // Thread safety: as above. Async-signal safety: BeginWrite, CommitWrite,
 // CommitWriteKeepingSlot and EndWrite are (no lock, no allocation; atomics and copies only);
@@ -160,7 +161,7 @@ class SampleRing {
   // (sampler_thread.cc).
   static constexpr size_t kTypicalRecordBytes = 688;
   static constexpr size_t kTypicalRecords = kRingBytes / kTypicalRecordBytes;
-  // Resident from construction (Memory, above); the consumer populates the rest.
+  // Resident from construction (Memory, above); MakeResident makes the rest.
   static constexpr size_t kFaultedInRingBytes = 8 * 1024;
 
   SampleRing();

@@ -178,11 +178,7 @@ bool DrainRingLocked(RegisteredThread* thread, int* max_expirations, bool* took_
     std::swap(record, following);
     have_record = have_following;
   }
-  if (drained) {
-    GetRegistry().infos[thread->info_index].recorded = true;
-    // A sampled thread: the rest of its ring made resident here, off its own thread.
-    if (g_ring_populate_allowed.load(std::memory_order_relaxed)) thread->ring.MakeResident();
-  }
+  if (drained) GetRegistry().infos[thread->info_index].recorded = true;
   return drained;
 }
 
@@ -275,6 +271,12 @@ void DrainLocked(RegisteredThread* thread, TimeStamp now, int* max_expirations, 
   bool took_signal_samples = false;
   if (DrainRingLocked(thread, max_expirations, &took_signal_samples)) {
     thread->has_sample = true;  // DrainRingLocked set last_sample.
+  }
+  // A thread its handler samples: the rest of its ring made resident by the sampler thread,
+  // off the thread (sample_ring.h, Memory); not by the last drains (stop, save, exit), where
+  // the ring is written no more.
+  if (loop && took_signal_samples && g_ring_populate_allowed.load(std::memory_order_relaxed)) {
+    thread->ring.MakeResident();
   }
   if (took_signal_samples) {
     const std::optional<TimeDuration> cpu = thread->cpu_clock.Read();

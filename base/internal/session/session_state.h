@@ -70,7 +70,7 @@ extern std::atomic<int> g_sampler_stop STRATA_BASE_HIDDEN;
 // once, by a session's start (core.cc, StartLocked), never cleared. When libunwind cannot be
 // loaded it stays false for good (logged once).
 extern std::atomic<bool> g_libunwind_ready STRATA_BASE_HIDDEN;
-// The sampler may make a drained thread's ring resident (SampleRing::MakeResident): set by a
+// The sampler may make a sampled thread's ring resident (SampleRing::MakeResident): set by a
 // session's start where no seccomp filter is in force (a filter might kill on an madvise it
 // does not expect: issue 33).
 extern std::atomic<bool> g_ring_populate_allowed STRATA_BASE_HIDDEN;
