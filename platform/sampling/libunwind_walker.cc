@@ -64,9 +64,11 @@ void NoteFramePointerVerdict(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t
     if (slot.load(std::memory_order_relaxed) != pc) {
       slot.store(pc, std::memory_order_relaxed);
       // After the verdict: a flush that sees false missed at most this one, as a flush
-      // running beside the store always could; the next flush empties it. (Only a changed
-      // slot gets here: rare once a thread's frames are known.)
-      g_verdicts_stored.store(true, std::memory_order_release);
+      // running beside the store always could; the next flush empties it. Read first: the
+      // flag is shared by every thread's walks, in their handlers; written once it stays.
+      if (!g_verdicts_stored.load(std::memory_order_relaxed)) {
+        g_verdicts_stored.store(true, std::memory_order_release);
+      }
     }
   } else if (slot.load(std::memory_order_relaxed) == pc) {
     slot.store(0, std::memory_order_relaxed);

@@ -28,7 +28,6 @@ namespace {
 constexpr uint32_t kRecordKind = 0x53524543;  // "SREC"
 constexpr uint32_t kSkipKind = 0x534b4950;    // "SKIP"
 constexpr size_t kPage = 4096;
-
 // RecordHeader::flags.
 constexpr uint8_t kInSystemCall = 1;
 constexpr uint8_t kChargedSystemCall = 2;
