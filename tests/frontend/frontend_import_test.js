@@ -19,6 +19,8 @@ const fs = require('fs');
 const path = require('path');
 
 const [makeProfile, checker, cli, workDir] = process.argv.slice(2);
+// tests/profiler_cli_sync.js, beside this folder in the runfiles and in the source tree.
+const cliSync = path.join(__dirname, '..', 'profiler_cli_sync.js');
 if (!workDir) {
   console.error('usage: frontend_import_test.js MAKE_TEST_PROFILE GECKO_PROFILE_CHECK CLI WORKDIR');
   process.exit(2);
@@ -60,25 +62,17 @@ async function pqJson(args) {
   return JSON.parse(r.stdout);
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// Loads `file` into session `session`. Returns {ok, error}. profiler-cli gives its daemon a
-// fixed 500 ms to start, which a loaded 2-core machine can miss ("did not become ready ...
-// still starting"); the daemon keeps going, so then poll its status instead of failing.
+// Loads `file` into session `session`: {ok, error}. The one load of tests/profiler_cli_sync.js
+// (it waits out a daemon slow to start on a loaded machine and starts a dead one again), run
+// in a child process so that loads overlap.
 async function load(file, session) {
-  const r = await pq(['load', file, '--session', session]);
-  if (r.status === 0) return { ok: true };
-  if (!/did not become ready/.test(r.stderr)) return { ok: false, error: r.stderr.trim() };
-  // A hang detector, not a timing check: a daemon still starting on a machine at load 40+
-  // took over 60 s once (cli_test, beside tools/load.sh and sanitizer builds).
-  const deadline = Date.now() + 300000;
-  while (Date.now() < deadline) {
-    await sleep(200);
-    const s = await pq(['status', '--session', session]);
-    if (s.status === 0) return { ok: true };
-    if (/Profile load failed/.test(s.stderr)) return { ok: false, error: s.stderr.trim() };
+  const r = await run(process.execPath, [cliSync, 'load', cli, file, session]);
+  try {
+    return JSON.parse(r.stdout.trim().split('\n').pop());
+  } catch (e) {
+    return { ok: false, error: `profiler_cli_sync.js load: status ${r.status}: ${r.stderr.trim()}` };
   }
-  return { ok: false, error: `timed out waiting for session ${session}` };
 }
 
 function stop(session) {

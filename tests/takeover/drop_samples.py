@@ -5,7 +5,8 @@
       Copies PROFILE to OUT without THREAD's signalled samples from the hand-over's opening
       marker to its closing marker MARKER ("taken-over-5" opens with "takeover-5", "detached-5"
       with "detach-5") and the first N after MARKER, as if Strata had lost them: the sample
-      after them carries their CPU, as a real gap's would. The gap so made covers the whole
+      after them carries their CPU, as a real gap's would. The cut grows past a bounding
+      sample that came together with its outer neighbour (see drop_samples). The gap so made covers the whole
       hand-over call, whatever ran between the call and its markers (see drop_samples).
   drop_samples.py signals LOG OUT CHECK_OUTPUT
       Copies the busy thread's signal log LOG to OUT without the signals taken inside the gaps
@@ -60,8 +61,23 @@ def drop_samples(profile_path, out_path, thread_name, marker, count):
     after_close = next((k for k, i in enumerate(signalled) if rows[i][time_col] > close_time), None)
     if first is None or after_close is None or after_close + count >= len(signalled):
         sys.exit("not %d signalled samples after %s" % (count + 1, marker))
-    doomed = signalled[first:after_close + count]
-    keep_next = signalled[after_close + count]
+    end = after_close + count  # signalled[end] is kept and closes the gap.
+    # takeover_check refuses to call a gap the kernel's when two of its bounding samples came
+    # together (held-back signals: within a quarter interval of CPU). The run itself has such
+    # pairs under load; a cut bounded by one would make the second control fail for the run's
+    # reason, not the check's. So the cut grows, a sample at a time, past any bounding sample
+    # that came within half an interval of CPU of its neighbour outside the cut.
+    half_interval_ns = 0.5 * float(profile["meta"]["interval"]) * 1e6
+    def together(k):  # signalled[k] came within half an interval of signalled[k - 1].
+        return 0 < k < len(signalled) and rows[signalled[k]][cpu_col] < half_interval_ns
+    while end + 1 < len(signalled) and together(end + 1):
+        end += 1
+    while first > 1 and together(first - 1):
+        first -= 1
+    if end + 1 >= len(signalled):
+        sys.exit("not enough signalled samples after %s" % marker)
+    doomed = signalled[first:end]
+    keep_next = signalled[end]
     carried = sum(rows[i][cpu_col] for i in doomed)
     # Copies in between carry no CPU; they go too, so no sample is left inside the gap.
     gone = set(range(doomed[0], keep_next))
