@@ -45,6 +45,8 @@
 #             call timeout (STRATA_ATTACH_TEST_CALL_TIMEOUT_MS=1000) with an error instead of
 #             hanging, the process is neither traced nor stopped, and once the lock is released
 #             its read goes on (reads the next line, no EINTR, exit 0).
+#   fault:    a library whose strata_attach_start faults (--lib): exit 1 naming the fault's
+#             library and offset; the borrowed thread reads its next line (no EINTR, exit 0).
 #   refusals: exit 1 with the reason for a static program, a 32-bit one, a process already traced,
 #             another user's process (strata run as nobody), a non-dumpable process of strata's
 #             own user (both as nobody); exit 2 for -p with a non-number, with a command, with --view.
@@ -393,6 +395,31 @@ for kind in read epoll cond; do
     sed 's/^/    /' "$WORK/$kind.err" | head -5
   fi
 done
+# --- a fault in the call: reported, the thread given back ------------------------------------
+# A library whose strata_attach_start faults (libattach_fault.so, given with --lib): strata
+# names the fault's place (the library and the offset in it), and the borrowed thread, its
+# fault dropped, goes back to its read as it was: it reads the next line, no EINTR, exit 0.
+fifo="$WORK/fault.fifo"
+mkfifo "$fifo"
+exec 7<>"$fifo"
+"$SERVER" --only read <&7 >"$WORK/fault.server" 2>&1 &
+pid=$!
+SERVERS+=("$pid")
+wait_ready "$WORK/fault.server"
+timeout -s KILL 60 "$STRATA" record -p "$pid" --lib "$(binary tests/attach/libattach_fault.so)" --duration 0.3 \
+  -o "$OUT/fault.json" >"$WORK/fault.out" 2>"$WORK/fault.err"
+status=$?
+echo q >&7
+wait "$pid"
+server_status=$?
+exec 7>&-
+result "scenario=fault strata_status=$status server_status=$server_status message=\"$(head -1 "$WORK/fault.err")\" output=\"$(tail -1 "$WORK/fault.server")\""
+if [[ $status -eq 1 ]] && grep -q "the call faulted in the target (signal 11, .* in libattach_fault.so+0x" "$WORK/fault.err" &&
+  [[ $server_status -eq 0 && "$(tail -1 "$WORK/fault.server")" == "eintr 0 spurious 0" ]]; then
+  pass "fault: the call's fault reported in libattach_fault.so; the borrowed thread went back to its read undisturbed"
+else
+  fail "fault: strata status $status, server status $server_status: $(head -2 "$WORK/fault.err"); $(tail -1 "$WORK/fault.server")"
+fi
 # --- strata killed during the injection ------------------------------------------------------
 # A process whose one thread waits in read with known values in its registers (ymm included),
 # its signal mask and alternate stack (echo_server --only regs): strata is killed (SIGKILL)

@@ -400,6 +400,26 @@ pid_t WaitUntil(pid_t tid, int* status, Clock::time_point deadline) {
   return waited;
 }
 
+// Where `address` lies in process `pid`, for an error message: "libc.so.6+0x1234" (the
+// mapping's file and the offset in it), "[stack]+0x…", "an anonymous mapping" or "no mapping".
+std::string DescribeAddress(pid_t pid, uint64_t address) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long long start = 0, end = 0, offset = 0;
+    int name_at = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &offset, &name_at) < 3) continue;
+    if (address < start || address >= end) continue;
+    std::string name = name_at > 0 ? line.substr(static_cast<size_t>(name_at)) : "";
+    if (name.empty()) return "an anonymous mapping";
+    name = name.substr(name.rfind('/') + 1);
+    char text[64];
+    std::snprintf(text, sizeof(text), "+%#llx", address - start + offset);
+    return name + text;
+  }
+  return "no mapping";
+}
+
 }  // namespace
 
 void BorrowedThread::Abandon() {
@@ -463,10 +483,13 @@ bool BorrowedThread::WaitForTrampoline(user_regs_struct* after_call, std::string
       siginfo_t info{};
       ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info);
       if (info.si_code > 0) {  // A fault of the call's, not a signal sent by someone.
-        char text[128];
-        std::snprintf(text, sizeof(text), "the call faulted in the target (signal %d at %#llx)", signal_number,
-                      static_cast<unsigned long long>(after.rip));
-        *error = text;
+        // Where, for a report: the instruction, the address it touched, the stack in use.
+        char text[160];
+        std::snprintf(text, sizeof(text), "the call faulted in the target (signal %d, code %d, at %#llx", signal_number,
+                      info.si_code, static_cast<unsigned long long>(after.rip));
+        *error = std::string(text) + " in " + DescribeAddress(pid_, after.rip) + ", touching " +
+                 DescribeAddress(pid_, reinterpret_cast<uint64_t>(info.si_addr)) + ", stack pointer in " +
+                 DescribeAddress(pid_, after.rsp) + "; borrowed thread " + std::to_string(tid) + ")";
         broken_ = true;
         thread_.StoppedAgain(0);  // Given back with its registers at Finish, the fault dropped.
         return false;
