@@ -54,7 +54,7 @@ constexpr size_t kSwBytesOffset = 464;  // fxsave's sw_reserved: struct _fpx_sw_
 // is seen; kLoad runs the whole load (LoadAndStart).
 constexpr size_t kGenericReturn = 0;
 constexpr size_t kSignalBlock = 3;
-constexpr size_t kAfterSignal = 30;
+constexpr size_t kAfterSignal = 33;
 constexpr size_t kLoad = 48;
 
 class CodeWriter {
@@ -90,7 +90,13 @@ class CodeWriter {
 std::vector<uint8_t> TrampolineCode(size_t scratch_size) {
   CodeWriter w;
   w.Bytes({0x49, 0x89, 0xc4});                                  // mov %rax, %r12
-  // kSignalBlock: tgkill(getpid(), gettid(), %ebp), then rt_sigreturn with the frame.
+  // kSignalBlock: onto the frame's stack, tgkill(getpid(), gettid(), %ebp), then
+  // rt_sigreturn with the frame. The stack pointer is the frame's before the first system
+  // call: a signal of the program's delivered at any system call's return from here on
+  // gets its frame pushed on the thread's own stack, below the frame (into the strings, read
+  // by then), never on the private stack, which is unmapped by then (a frame that cannot be
+  // pushed makes the kernel kill with SIGSEGV).
+  w.Bytes({0x48, 0x89, 0xdc});                                  // mov %rbx, %rsp
   w.Bytes({0xb8}).Imm32(SYS_getpid);                            // mov $SYS_getpid, %eax
   w.Bytes({0x0f, 0x05, 0x89, 0xc7});                            // syscall; mov %eax, %edi
   w.Bytes({0xb8}).Imm32(SYS_gettid);                            // mov $SYS_gettid, %eax
@@ -99,7 +105,6 @@ std::vector<uint8_t> TrampolineCode(size_t scratch_size) {
   w.Bytes({0xb8}).Imm32(SYS_tgkill);                            // mov $SYS_tgkill, %eax
   w.Bytes({0x0f, 0x05});                                        // syscall
   if (w.size() != kAfterSignal) std::abort();                   // The signal block's layout.
-  w.Bytes({0x48, 0x89, 0xdc});                                  // mov %rbx, %rsp
   w.Bytes({0xb8}).Imm32(SYS_rt_sigreturn);                      // mov $SYS_rt_sigreturn, %eax
   w.Bytes({0x0f, 0x05, 0x0f, 0x0b});                            // syscall; ud2
   while (w.size() < kLoad) w.Bytes({0xcc});
@@ -144,9 +149,13 @@ std::vector<uint8_t> TrampolineCode(size_t scratch_size) {
   w.Bytes({0x4d, 0x89, 0xe5});                                  // mov %r12, %r13: the handle
   w.Bytes({0x49, 0x89, 0xc4});                                  // mov %rax, %r12: the result
   w.Bytes({0x5f, 0x5f});                                        // pop %rdi; pop %rdi: the scratch
+  // Off the private stack before it is unmapped: a signal delivered at munmap's return
+  // pushes its frame where %rsp points (seen: the program's sampling signal there, and the
+  // kernel's SIGSEGV for the frame it could not push).
+  w.Bytes({0x48, 0x89, 0xdc});                                  // mov %rbx, %rsp
   w.Bytes({0xb8}).Imm32(SYS_munmap);                            // mov $SYS_munmap, %eax
   w.Bytes({0xbe}).Imm32(scratch_bytes);                         // mov $bytes, %esi
-  w.Bytes({0x0f, 0x05});                                        // syscall (no stack used after)
+  w.Bytes({0x0f, 0x05});                                        // syscall
   w.Bytes({0x45, 0x31, 0xf6});                                  // xor %r14d, %r14d
   w.JumpTo({0xe9}, kSignalBlock);                               // jmp signal
   return std::move(w.code());
