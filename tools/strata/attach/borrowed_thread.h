@@ -20,8 +20,11 @@
 //     returning to __restore_rt; strata follows that call with syscall stops
 //     (PTRACE_O_TRACESYSGOOD: a syscall stop's code, 0x85, is no signal, so the tracer's death
 //     there delivers nothing) and writes the page through /proc/PID/mem.
-//   - The trampoline maps a private stack, calls dlopen and strata_attach_start on it, unmaps
-//     it, then sends the thread a signal whose default action is to ignore it (SIGURG, SIGWINCH
+//   - The trampoline maps a private stack, calls dlopen and strata_attach_start on it, goes
+//     back to the thread's own stack (just below the frame) and unmaps the private one, so
+//     that a signal of the program's delivered at any later system call's return gets its
+//     frame on a mapped stack, then sends the thread a signal whose default action is to
+//     ignore it (SIGURG, SIGWINCH
 //     or SIGCHLD, one the program has no handler for, and the thread does not block when there
 //     is one; else unblocked for the call), which stops it for strata (the results
 //     in %r12-%r14), then does rt_sigreturn with the frame. Without strata the signal is
