@@ -62,7 +62,6 @@ async function pqJson(args) {
   return JSON.parse(r.stdout);
 }
 
-
 // Loads `file` into session `session`: {ok, error}. The one load of tests/profiler_cli_sync.js
 // (it waits out a daemon slow to start on a loaded machine and starts a dead one again), run
 // in a child process so that loads overlap.

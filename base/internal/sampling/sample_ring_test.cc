@@ -132,7 +132,7 @@ constexpr uint32_t kTypicalLabels = 4;
 
 }  // namespace
 
-TEST_CASE("A ring is 4 pages resident until its consumer finds a record, then 88 KiB") {
+TEST_CASE("A ring is 4 pages resident until its consumer makes it resident, then 88 KiB") {
   static_assert(SampleSlot::kMaxNativeFrames == 1024, "Firefox's limit");
   SampleRing ring;
   REQUIRE(ring.ok());

@@ -18,6 +18,8 @@
 #include <fstream>
 #include <vector>
 
+#include "tools/strata/attach/injector.h"
+
 namespace strata {
 namespace attach {
 namespace {
@@ -412,19 +414,13 @@ pid_t WaitUntil(pid_t tid, int* status, Clock::time_point deadline) {
 // Where `address` lies in process `pid`, for an error message: "libc.so.6+0x1234" (the
 // mapping's file and the offset in it), "[stack]+0x…", "an anonymous mapping" or "no mapping".
 std::string DescribeAddress(pid_t pid, uint64_t address) {
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    unsigned long long start = 0, end = 0, offset = 0;
-    int name_at = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &offset, &name_at) < 3) continue;
-    if (address < start || address >= end) continue;
-    std::string name = name_at > 0 ? line.substr(static_cast<size_t>(name_at)) : "";
-    if (name.empty()) return "an anonymous mapping";
-    name = name.substr(name.rfind('/') + 1);
-    char text[64];
-    std::snprintf(text, sizeof(text), "+%#llx", address - start + offset);
-    return name + text;
+  for (const StackMapping& mapping : ReadMappings(pid)) {
+    if (address < mapping.start || address >= mapping.end) continue;
+    if (mapping.name.empty()) return "an anonymous mapping";
+    char text[32];
+    std::snprintf(text, sizeof(text), "+%#llx",
+                  static_cast<unsigned long long>(address - mapping.start + mapping.offset));
+    return mapping.name.substr(mapping.name.rfind('/') + 1) + text;
   }
   return "no mapping";
 }

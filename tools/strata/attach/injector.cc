@@ -98,25 +98,6 @@ BlockedCall ReadBlockedCall(pid_t pid, pid_t tid) {
   return call;
 }
 
-std::vector<StackMapping> ReadMappings(pid_t pid) {
-  std::vector<StackMapping> mappings;
-  std::ifstream maps(ProcPath(pid, "maps"));
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::istringstream fields(line);
-    std::string range, permissions, offset, device, inode, name;
-    fields >> range >> permissions >> offset >> device >> inode;
-    std::getline(fields >> std::ws, name);
-    const size_t dash = range.find('-');
-    if (dash == std::string::npos) continue;
-    StackMapping mapping;
-    mapping.start = std::strtoull(range.c_str(), nullptr, 16);
-    mapping.end = std::strtoull(range.c_str() + dash + 1, nullptr, 16);
-    mapping.name = name;
-    mappings.push_back(mapping);
-  }
-  return mappings;
-}
 
 // A blocking call in which the thread holds no lock of libc's or the loader's: what a
 // borrowed thread may be stopped in (injector.h). 2 = best, 1 = acceptable, 0 = no.
@@ -171,6 +152,27 @@ std::string ReadWholeFile(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<StackMapping> ReadMappings(pid_t pid) {
+  std::vector<StackMapping> mappings;
+  std::ifstream maps(ProcPath(pid, "maps"));
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);
+    std::string range, permissions, offset, device, inode, name;
+    fields >> range >> permissions >> offset >> device >> inode;
+    std::getline(fields >> std::ws, name);
+    const size_t dash = range.find('-');
+    if (dash == std::string::npos) continue;
+    StackMapping mapping;
+    mapping.start = std::strtoull(range.c_str(), nullptr, 16);
+    mapping.end = std::strtoull(range.c_str() + dash + 1, nullptr, 16);
+    mapping.offset = std::strtoull(offset.c_str(), nullptr, 16);
+    mapping.name = name;
+    mappings.push_back(mapping);
+  }
+  return mappings;
+}
 
 RealtimeWindow::RealtimeWindow() {
   const char* off = std::getenv("STRATA_ATTACH_TEST_NO_REALTIME");

@@ -134,12 +134,16 @@ std::vector<ThreadPointer> ReadThreadPointers(pid_t pid, const std::vector<pid_t
 inline constexpr size_t kMailboxThreads = 64;
 bool OfferNewThreads(pid_t pid, uint64_t mailbox_address, const std::vector<ThreadPointer>& threads);
 
-// One line of /proc/PID/maps: [start, end) and its name ("" for an anonymous mapping).
+// One line of /proc/PID/maps: [start, end), its name ("" for an anonymous mapping), and the
+// file offset at `start`.
 struct StackMapping {
   uint64_t start = 0;
   uint64_t end = 0;
   std::string name;
+  uint64_t offset = 0;
 };
+// The mappings of process `pid` (empty when its maps cannot be read).
+std::vector<StackMapping> ReadMappings(pid_t pid);
 
 // What a borrowed thread needs below its stack pointer: the signal frame (red zone, 1 KiB,
 // the XSAVE area, the ucontext: up to ~5 KiB) and the calls made on the program's stack before
