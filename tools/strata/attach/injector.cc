@@ -363,19 +363,15 @@ std::string CheckTarget(pid_t pid, TargetFacts* facts) {
     if (length > 0) facts->executable_path.assign(exe, static_cast<size_t>(length));
   }
   // The libraries: libc.so.6 and the loader (absent: a static program), and Strata.
-  std::ifstream maps(ProcPath(pid, "maps"));
-  if (!maps) return PermissionAdvice(pid);
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::istringstream fields(line);
-    std::string range, permissions, offset, device, inode, path;
-    fields >> range >> permissions >> offset >> device >> inode;
-    std::getline(fields >> std::ws, path);
+  // Opened, not access()ed: reading another process's maps needs ptrace access, checked at open.
+  if (!std::ifstream(ProcPath(pid, "maps"))) return PermissionAdvice(pid);
+  for (const StackMapping& mapping : ReadMappings(pid)) {
+    const std::string& path = mapping.name;
     if (path.empty() || path[0] != '/') continue;
     if (facts->executable_path.empty()) facts->executable_path = path;
     const std::string name = path.substr(path.rfind('/') + 1);
-    const uint64_t start = std::strtoull(range.c_str(), nullptr, 16);
-    const bool first = std::strtoull(offset.c_str(), nullptr, 16) == 0;
+    const uint64_t start = mapping.start;
+    const bool first = mapping.offset == 0;
     if (name == "libc.so.6" && first && facts->libc_base == 0) {
       facts->libc_path = path;
       facts->libc_base = start;
